@@ -1,0 +1,38 @@
+"""The interface the CRAG-MM evaluator calls (same contract as the official starter kit).
+
+An agent receives a search pipeline at construction and answers a batch of turns at a time.
+The evaluator asks `get_batch_size()` once and clips it to 1..16; every later call of
+`batch_generate_response` carries at most that many queries and must return within
+10 s x batch size on the competition machine.
+"""
+from __future__ import annotations
+
+from PIL import Image
+
+
+class BaseAgent:
+    def __init__(self, search_pipeline=None):
+        # `search_pipeline` is a `cragmm_search.search.UnifiedSearchPipeline` (or anything
+        # callable the same way): `pipeline(pil_image, k=K)` for image search and
+        # `pipeline("text", k=K)` for web search (Tasks 2-3; Task 1 raises ValueError).
+        self.search_pipeline = search_pipeline
+
+    def get_batch_size(self) -> int:
+        """How many turns the agent wants per call (the evaluator clips it to 1..16)."""
+        return 1
+
+    def batch_generate_response(
+        self,
+        queries: list[str],
+        images: list[Image.Image],
+        message_histories: list[list[dict]],
+    ) -> list[str]:
+        """One answer per query, in order.
+
+        `message_histories[i]` is `[]` for a single-turn query; for a multi-turn one it holds
+        the conversation's earlier turns as {"role": "user"|"assistant", "content": str},
+        where the assistant contents are this agent's own earlier answers. All turns of a
+        conversation share one image. Answers are cut to 75 tokens before judging; an answer
+        containing "I don't know" counts as a miss (0) rather than a hallucination (-1).
+        """
+        raise NotImplementedError

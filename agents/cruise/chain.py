@@ -1,0 +1,120 @@
+"""The CRUISE chain over one batch, top to bottom:
+
+    turn -> route -> summarize -> retrieve + chunk -> rerank -> answer twice -> consistency
+         -> verify (CoV) -> finalize (Algorithm 1)
+
+Each model stage is one batched engine call for all the turns that need it. `BatchRun.stage`
+wraps every stage with the same three guards: the deadline (a stage that would overrun is not
+started, and nothing after it), faults (a stage that raises is retried once on each half of its
+turns; turns that still fail answer "I don't know"), and timing (per-stage wall ms for the trace).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+from agents.config import CruiseConfig
+from agents.cruise.answer import answer_batch
+from agents.cruise.consistency import consistency_batch
+from agents.cruise.deadline import Deadline, StageCosts
+from agents.cruise.finalize import finalize_one
+from agents.cruise.rerank import rerank_batch
+from agents.cruise.retrieve import retrieve_batch
+from agents.cruise.route import route_batch
+from agents.cruise.summarize import summarize_batch
+from agents.cruise.trace import turn_trace
+from agents.cruise.types import IDK, Answers, Decision, Evidence, Retrieval, Route, Turn, Verification
+from agents.cruise.verify import verify_batch
+
+
+@dataclass
+class BatchRun:
+    size: int
+    deadline: Deadline
+    costs: StageCosts
+    errors: list[list[str]] = field(default_factory=list)
+    failed: set[int] = field(default_factory=set)
+    stage_ms: dict[str, float] = field(default_factory=dict)
+    cut_before: str | None = None
+
+    def __post_init__(self):
+        self.errors = [[] for _ in range(self.size)]
+
+    def fail(self, i: int, message: str) -> None:
+        self.failed.add(i)
+        self.errors[i].append(message)
+
+    def stage(self, name: str, fn: Callable, lists: list[list], fixed: tuple, fallback: Callable[[], object]) -> list:
+        """fn(*lists restricted to the live turns, *fixed) -> one result per live turn."""
+        out = [fallback() for _ in range(self.size)]
+        alive = [i for i in range(self.size) if i not in self.failed]
+        if self.cut_before or not alive:
+            return out
+        if not self.deadline.allows(self.costs.expect(name, len(alive))):
+            self.cut_before = name
+            return out
+        start = time.perf_counter()
+        for group, results in self._attempt(name, fn, lists, fixed, alive):
+            for i, result in zip(group, results):
+                out[i] = result
+        seconds = time.perf_counter() - start
+        self.stage_ms[name] = round(seconds * 1000.0, 1)
+        self.costs.observe(name, len(alive), seconds)
+        return out
+
+    def _attempt(self, name, fn, lists, fixed, alive):
+        groups = [alive]
+        for attempt in range(2):
+            failed_groups = []
+            for group in groups:
+                try:
+                    yield group, fn(*[[values[i] for i in group] for values in lists], *fixed)
+                except Exception as exc:  # noqa: BLE001 - a stage fault costs only its own turns
+                    failed_groups.append((group, f"{name}: {type(exc).__name__}: {exc}"))
+            if not failed_groups:
+                return
+            if attempt == 0:  # retry once, each failed group split in half
+                groups = [half for group, _ in failed_groups for half in (group[: len(group) // 2], group[len(group) // 2 :]) if half]
+            else:
+                for group, message in failed_groups:
+                    for i in group:
+                        self.fail(i, message)
+
+
+def run_chain(turns: list[Turn], engines, pipeline, cfg: CruiseConfig, costs: StageCosts) -> tuple[list[str], list[dict]]:
+    """Answers and traces for one batch of turns."""
+    n = len(turns)
+    budget = cfg.turn_budget_s * max(n, 1) - cfg.safety_margin_s
+    run = BatchRun(n, Deadline(budget), costs)
+    for i, turn in enumerate(turns):
+        if not turn.query:
+            run.fail(i, "empty question")
+
+    routes = run.stage("route", route_batch, [turns], (engines.router, cfg),
+                       lambda: Route(needs_external=True, is_real_time=False, parsed=False))
+    summaries = run.stage("summarize", summarize_batch, [turns, routes], (engines.vlm, cfg), str)
+    retrievals = run.stage("retrieve", retrieve_batch, [turns, routes, summaries], (pipeline, cfg), Retrieval)
+    evidence = run.stage("rerank", rerank_batch, [retrievals], (engines.reranker, cfg), Evidence)
+    answers = run.stage("answer", answer_batch, [turns, evidence], (engines.vlm, cfg), lambda: Answers(rag=IDK))
+    verdicts = run.stage("consistency", consistency_batch, [turns, evidence, answers], (engines.vlm, cfg),
+                         lambda: (None, ""))
+    confidences = run.stage("verify", verify_batch, [turns, evidence, answers, [v for v, _ in verdicts]],
+                            (engines.vlm, cfg), lambda: (None, ""))
+
+    final, traces = [], []
+    for i in range(n):
+        check = Verification(verdicts[i][0], verdicts[i][1], confidences[i][0], confidences[i][1])
+        if i in run.failed:
+            decision = Decision(IDK, "error")
+        else:
+            decision = finalize_one(routes[i], evidence[i], answers[i], check, cfg)
+        final.append(decision.answer)
+        traces.append(
+            turn_trace(
+                preset=cfg.preset, route=routes[i], retrieval=retrievals[i], evidence=evidence[i],
+                answers=answers[i], check=check, decision=decision, stage_ms=dict(run.stage_ms),
+                deadline_cut=run.cut_before, errors=run.errors[i],
+            )
+        )
+    return final, traces

@@ -1,0 +1,54 @@
+"""Stage 7: self-consistency. The VLM judges yes/no whether the RAG and non-RAG answers agree,
+given the context and the image. Turns whose RAG answer is already "I don't know" are not asked:
+the finalizer returns "I don't know" for them whatever the verdict."""
+from __future__ import annotations
+
+import re
+
+from agents.config import CruiseConfig
+from agents.cruise.answer import quote_notes
+from agents.cruise.prompts import load_prompt
+from agents.cruise.types import IDK, Answers, Evidence, Turn
+from agents.engines.base import ChatEngine, ChatRequest, Sampling
+
+_VERDICT = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+
+
+def parse_verdict(text: str) -> bool:
+    """The first yes/no word decides; no such word counts as "not consistent"."""
+    match = _VERDICT.search(text)
+    return match is not None and match.group(1).lower() == "yes"
+
+
+def needs_consistency_check(answers: Answers, cfg: CruiseConfig) -> bool:
+    return cfg.use_self_consistency and answers.direct is not None and answers.rag != IDK
+
+
+def consistency_batch(
+    turns: list[Turn], evidence: list[Evidence], answers: list[Answers], engine: ChatEngine, cfg: CruiseConfig
+) -> list[tuple[bool | None, str]]:
+    """(verdict, raw text) per turn; (None, "") where no check ran."""
+    out: list[tuple[bool | None, str]] = [(None, "")] * len(turns)
+    wanted = [i for i, a in enumerate(answers) if needs_consistency_check(a, cfg)]
+    if not wanted:
+        return out
+    prompt = load_prompt("consistency")
+    requests = [
+        ChatRequest(
+            prompt.messages(
+                turns[i].history,
+                query=turns[i].query,
+                context=quote_notes(evidence[i].context),
+                direct_answer=answers[i].direct,
+                rag_answer=answers[i].rag,
+            ),
+            image=turns[i].image,
+        )
+        for i in wanted
+    ]
+    results = engine.generate(
+        requests, Sampling(max_tokens=cfg.consistency_max_tokens, seed=cfg.seed), stage="consistency"
+    )
+    for i, r in zip(wanted, results):
+        out[i] = (parse_verdict(r.text), r.text)
+    return out

@@ -1,0 +1,67 @@
+"""Stage 3: recall through the official search pipeline (K_recall hits per source).
+
+Image search uses the photo; web search (Tasks 2-3) uses q' = question + summary. A pipeline
+error costs only that turn its context; the batch goes on.
+"""
+from __future__ import annotations
+
+import os
+
+from agents.config import CruiseConfig
+from agents.cruise.chunk import chunks_from_image_hit, chunks_from_web_hit, dedupe
+from agents.cruise.types import Retrieval, Route, Turn
+
+
+def safe_text_query(text: str) -> str:
+    """The pipeline opens a string that is a file path as an image and fetches one that starts
+    with "http"; a question must never be read that way, so such text gets a neutral prefix."""
+    text = " ".join(text.split())
+    if text.lower().startswith("http") or os.path.exists(text):
+        return "search: " + text
+    return text
+
+
+def web_search_enabled(pipeline) -> bool:
+    # UnifiedSearchPipeline sets `web_search`; other pipelines are tried and may refuse.
+    return bool(getattr(pipeline, "web_search", True))
+
+
+def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig) -> Retrieval:
+    query = f"{turn.query} {summary}".strip() if summary else turn.query
+    found = Retrieval(summary=summary, query=query)
+    chunks, sources = [], []
+    if turn.image is not None:
+        try:
+            for rank, hit in enumerate(pipeline(turn.image, k=cfg.k_recall) or []):
+                hit_id = f"image:{hit.get('index', rank)}"
+                names = [e.get("entity_name", "") for e in hit.get("entities") or [] if isinstance(e, dict)]
+                found.items.append({"source": "image", "id": hit_id, "score": hit.get("score"), "name": ", ".join(names)})
+                new = chunks_from_image_hit(hit, cfg.chunk_fields, cfg.max_chunk_chars)
+                chunks += new
+                sources += [hit_id] * len(new)
+        except Exception as exc:  # noqa: BLE001 - any pipeline fault only empties this turn
+            found.errors.append(f"image search: {type(exc).__name__}: {exc}")
+    if cfg.use_web_search and cfg.include_web_snippets and web_search_enabled(pipeline):
+        try:
+            for rank, hit in enumerate(pipeline(safe_text_query(query), k=cfg.k_recall) or []):
+                hit_id = f"web:{hit.get('page_url') or hit.get('index', rank)}"
+                found.items.append({"source": "web", "id": hit_id, "score": hit.get("score"), "name": hit.get("page_name", "")})
+                new = chunks_from_web_hit(hit, cfg.max_chunk_chars)
+                chunks += new
+                sources += [hit_id] * len(new)
+        except Exception as exc:  # noqa: BLE001
+            found.errors.append(f"web search: {type(exc).__name__}: {exc}")
+    found.chunks, found.chunk_sources = dedupe(chunks, sources)
+    return found
+
+
+def retrieve_batch(
+    turns: list[Turn], routes: list[Route], summaries: list[str], pipeline, cfg: CruiseConfig
+) -> list[Retrieval]:
+    out = []
+    for turn, route, summary in zip(turns, routes, summaries):
+        if pipeline is None or not (cfg.use_retrieval and route.needs_external):
+            out.append(Retrieval(summary=summary, query=turn.query))
+        else:
+            out.append(retrieve_one(turn, summary, pipeline, cfg))
+    return out

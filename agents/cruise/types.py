@@ -1,0 +1,67 @@
+"""The plain records that flow one way through the chain, one per turn of the batch:
+
+Turn -> Route -> Retrieval -> Evidence -> Answers -> Verification -> Decision
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from PIL import Image
+
+IDK = "I don't know"
+
+
+@dataclass
+class Turn:
+    query: str
+    image: Image.Image | None
+    history: list[dict]  # earlier {"role", "content"} messages of this conversation
+
+
+@dataclass
+class Route:
+    needs_external: bool
+    is_real_time: bool
+    raw: str = ""
+    parsed: bool = True  # False: the router's text could not be read (we then assume external info)
+
+
+@dataclass
+class Retrieval:
+    summary: str = ""
+    query: str = ""  # q' = question + summary
+    items: list[dict] = field(default_factory=list)  # {"source", "id", "score", "name"} per search hit
+    chunks: list[str] = field(default_factory=list)  # paragraph chunks to rerank
+    chunk_sources: list[str] = field(default_factory=list)  # id of the hit each chunk came from
+    errors: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Evidence:
+    chunk_scores: list[float] = field(default_factory=list)  # aligned with Retrieval.chunks
+    theta: float | None = None
+    kept: list[str] = field(default_factory=list)
+    context: str = ""  # "[Info m] chunk" lines; empty means no context
+    retrieval_score: float = 0.0  # S_ret: the highest reranker score, 0 when nothing was retrieved
+
+
+@dataclass
+class Answers:
+    rag: str
+    direct: str | None = None  # the non-RAG answer (None when the dual path is off)
+    rag_raw: str = ""
+    direct_raw: str = ""
+
+
+@dataclass
+class Verification:
+    consistent: bool | None = None  # None: not checked
+    consistency_raw: str = ""
+    cov_confidence: float | None = None  # None: not checked
+    cov_raw: str = ""
+
+
+@dataclass
+class Decision:
+    answer: str
+    branch: str  # which rule of Algorithm 1 decided (or why no rule ran)

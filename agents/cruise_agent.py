@@ -1,0 +1,59 @@
+"""CruiseAgent: the CRUISE verification-centric multi-modal RAG chain as a CRAG-MM agent.
+
+    agent = CruiseAgent(search_pipeline)                      # profile from CRUISE_PROFILE or auto
+    agent = CruiseAgent(search_pipeline, preset="no_cov", tau_ret=0.4)
+
+Keyword overrides are `CruiseConfig` fields (agents/config.py), plus `profile` and `preset`.
+`engines` replaces the model engines (tests pass scripted ones). After every call,
+`last_batch_report` holds one trace per turn and the engine calls of that batch.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from agents.base_agent import BaseAgent
+from agents.config import load_config
+from agents.cruise.chain import run_chain
+from agents.cruise.deadline import StageCosts
+from agents.cruise.inputs import prepare_turns
+from agents.engines.base import Ledger
+
+MAX_BATCH = 16  # the evaluator never sends more
+
+
+class CruiseAgent(BaseAgent):
+    def __init__(self, search_pipeline=None, *, engines=None, profile=None, preset=None, **overrides):
+        super().__init__(search_pipeline)
+        self.config = load_config(profile, preset, **overrides)
+        self.ledger = Ledger()
+        if engines is None:
+            from agents.engines.factory import build_engines  # loads models: only when needed
+
+            engines = build_engines(self.config, self.ledger)
+        else:
+            for engine in (engines.router, engines.vlm, engines.reranker):
+                engine.ledger = self.ledger
+        self.engines = engines
+        self.costs = StageCosts()
+        self.last_batch_report: dict | None = None
+
+    def get_batch_size(self) -> int:
+        return self.config.batch_size
+
+    def batch_generate_response(self, queries, images, message_histories) -> list[str]:
+        n = len(queries)
+        if len(images) != n or len(message_histories) != n:
+            raise ValueError(
+                f"queries, images and message_histories must have one entry per turn "
+                f"(got {n}, {len(images)}, {len(message_histories)})"
+            )
+        if n > MAX_BATCH:
+            raise ValueError(f"a batch holds at most {MAX_BATCH} turns, got {n}")
+        self.ledger.drain()  # calls made outside a batch (warm-up) are not this batch's
+        turns = prepare_turns(queries, images, message_histories, self.config)
+        answers, traces = run_chain(turns, self.engines, self.search_pipeline, self.config, self.costs)
+        self.last_batch_report = {
+            "traces": traces,
+            "engine_calls": [dataclasses.asdict(r) for r in self.ledger.drain()],
+        }
+        return answers

@@ -1,0 +1,75 @@
+"""Stand-ins for what lies outside the chain: engines that answer from a script, a search
+pipeline that returns fixed hits, a reranker that scores with a function. The chain itself is real."""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+
+from agents.engines.base import ChatEngine, ChatResult, Reranker
+
+
+class ScriptedEngine(ChatEngine):
+    """Answers each request with `script[stage](request)`; records every call's stage and size."""
+
+    supports_images = True
+
+    def __init__(self, script: dict, sleep_s: dict | None = None, fail: dict | None = None):
+        super().__init__("scripted")
+        self.script = script
+        self.sleep_s = sleep_s or {}
+        self.fail = fail or {}  # stage -> predicate(request) that makes the whole call raise
+        self.calls: list[tuple[str, int]] = []
+        self._stage = ""
+
+    def generate(self, requests, sampling, *, stage="chat"):
+        self._stage = stage
+        return super().generate(requests, sampling, stage=stage)
+
+    def _generate(self, requests, sampling):
+        self.calls.append((self._stage, len(requests)))
+        time.sleep(self.sleep_s.get(self._stage, 0.0))
+        failing = self.fail.get(self._stage)
+        if failing and any(failing(r) for r in requests):
+            raise RuntimeError(f"scripted failure in {self._stage}")
+        return [ChatResult(text=self.script[self._stage](r), prompt_tokens=10, output_tokens=3) for r in requests]
+
+
+class FunctionReranker(Reranker):
+    """Scores each (query, chunk) pair with a plain function."""
+
+    def __init__(self, score):
+        super().__init__("function")
+        self.score_pair = score
+
+    def _score(self, pairs):
+        return [self.score_pair(query, chunk) for query, chunk in pairs]
+
+
+class FakePipeline:
+    """Image search returns `image_hits`; text search returns `web_hits` (or raises, Task 1)."""
+
+    def __init__(self, image_hits=(), web_hits=None):
+        self.image_hits = list(image_hits)
+        self.web_hits = web_hits
+        self.web_search = web_hits is not None
+        self.calls: list[str] = []
+
+    def __call__(self, query, k=5):
+        if isinstance(query, str):
+            self.calls.append("text")
+            if self.web_hits is None:
+                raise ValueError("Text input is not supported as web search is not enabled.")
+            return self.web_hits[:k]
+        self.calls.append("image")
+        return self.image_hits[:k]
+
+
+@dataclass
+class FakeEngines:
+    router: ChatEngine
+    vlm: ChatEngine
+    reranker: Reranker
+
+
+def last_user_text(request) -> str:
+    return request.messages[-1]["content"]
