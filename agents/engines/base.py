@@ -1,0 +1,134 @@
+"""The one interface every model engine speaks, and the ledger that counts engine calls.
+
+A call is always a whole batch: `generate(requests, sampling, stage=...)` takes every chat of a
+stage at once and returns one `ChatResult` per request, in order. The chain never imports vLLM
+or transformers; it only sees `ChatEngine` and `Reranker`.
+"""
+from __future__ import annotations
+
+import threading
+import time
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+
+from PIL import Image
+
+
+@dataclass
+class ChatRequest:
+    """One chat: role/content messages (plain strings), and at most one image.
+
+    The engine decides where the image goes in the prompt (each model family has its own
+    placeholder); callers never write image tokens themselves.
+    """
+
+    messages: list[dict]
+    image: Image.Image | None = None
+
+
+@dataclass(frozen=True)
+class Sampling:
+    max_tokens: int = 64
+    temperature: float = 0.0  # 0 means greedy
+    top_p: float = 1.0
+    stop: tuple[str, ...] = ()
+    seed: int | None = 0
+    logprobs: bool = False  # per output token: log-probability of the chosen token
+
+
+@dataclass
+class ChatResult:
+    text: str
+    prompt_tokens: int = 0
+    output_tokens: int = 0
+    token_logprobs: list[float] | None = None
+    tokens: list[str] | None = None
+
+
+@dataclass
+class CallRecord:
+    stage: str
+    kind: str  # "chat" or "rerank"
+    requests: int
+    prompt_tokens: int
+    output_tokens: int
+    wall_ms: float
+
+
+@dataclass
+class Ledger:
+    """Every engine and reranker call, in order. The agent drains it once per batch."""
+
+    records: list[CallRecord] = field(default_factory=list)
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def record(self, rec: CallRecord) -> None:
+        with self._lock:
+            self.records.append(rec)
+
+    def drain(self) -> list[CallRecord]:
+        with self._lock:
+            out, self.records = self.records, []
+        return out
+
+
+class ChatEngine(ABC):
+    """Batched chat generation. Subclasses implement `_generate` only."""
+
+    #: whether the model can look at an image; a text-only engine drops images with one warning
+    supports_images: bool = False
+
+    def __init__(self, model: str, ledger: Ledger | None = None):
+        self.model = model
+        self.ledger = ledger if ledger is not None else Ledger()
+
+    def generate(
+        self, requests: list[ChatRequest], sampling: Sampling, *, stage: str = "chat"
+    ) -> list[ChatResult]:
+        if not requests:
+            return []
+        start = time.perf_counter()
+        results = self._generate(requests, sampling)
+        if len(results) != len(requests):
+            raise RuntimeError(
+                f"{type(self).__name__} returned {len(results)} results for {len(requests)} requests"
+            )
+        self.ledger.record(
+            CallRecord(
+                stage=stage,
+                kind="chat",
+                requests=len(requests),
+                prompt_tokens=sum(r.prompt_tokens for r in results),
+                output_tokens=sum(r.output_tokens for r in results),
+                wall_ms=(time.perf_counter() - start) * 1000.0,
+            )
+        )
+        return results
+
+    @abstractmethod
+    def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
+        ...
+
+
+class Reranker(ABC):
+    """(query, passage) pairs in, one relevance score in [0, 1] per pair out, one call per batch."""
+
+    def __init__(self, model: str, ledger: Ledger | None = None):
+        self.model = model
+        self.ledger = ledger if ledger is not None else Ledger()
+
+    def score(self, pairs: list[tuple[str, str]], *, stage: str = "rerank") -> list[float]:
+        if not pairs:
+            return []
+        start = time.perf_counter()
+        scores = [float(s) for s in self._score(pairs)]
+        if len(scores) != len(pairs):
+            raise RuntimeError(f"{type(self).__name__} returned {len(scores)} scores for {len(pairs)} pairs")
+        self.ledger.record(
+            CallRecord(stage, "rerank", len(pairs), 0, 0, (time.perf_counter() - start) * 1000.0)
+        )
+        return scores
+
+    @abstractmethod
+    def _score(self, pairs: list[tuple[str, str]]) -> list[float]:
+        ...
