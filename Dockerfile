@@ -1,0 +1,26 @@
+# The GPU submission image (AIcrowd builds it; it cannot be built on our CPU machines).
+# CUDA runtime base, as the platform expects; vLLM's wheel brings its own torch + CUDA libraries.
+FROM nvidia/cuda:12.6.3-runtime-ubuntu22.04
+
+ENV DEBIAN_FRONTEND=noninteractive \
+    PYTHONUNBUFFERED=1 \
+    PIP_NO_CACHE_DIR=1 \
+    # No network at evaluation time: models come from aicrowd.json's hf_models, baked in by the
+    # platform; nothing may try to reach a hub.
+    HF_HUB_OFFLINE=1 \
+    TRANSFORMERS_OFFLINE=1 \
+    HF_DATASETS_OFFLINE=1 \
+    CRUISE_PROFILE=l40s
+
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends python3.11 python3.11-venv \
+    && rm -rf /var/lib/apt/lists/* \
+    && python3.11 -m venv /opt/venv
+ENV PATH=/opt/venv/bin:$PATH
+
+COPY requirements.txt /tmp/requirements.txt
+RUN python -m pip install --upgrade pip \
+    && python -m pip install -r /tmp/requirements.txt
+
+WORKDIR /home/aicrowd
+COPY . .

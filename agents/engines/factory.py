@@ -1,0 +1,60 @@
+"""Build the router, the VLM and the reranker that a CruiseConfig asks for.
+
+When the router and the VLM are the same model (the cpu profile: SmolLM2 plays both), one engine
+serves both roles. With vLLM the two models are two `vllm.LLM` instances in one process, each
+held to its own share of the GPU (`router_gpu_memory_utilization`, `vlm_gpu_memory_utilization`;
+see memory_plan.py). `config.engine_overrides` may hold `{"router": {...}, "vlm": {...}}`: extra
+keyword arguments for that engine's constructor (for vLLM: passed on to `vllm.LLM`).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from agents.config import CruiseConfig
+from agents.engines.base import ChatEngine, Ledger, Reranker
+from agents.engines.local_models import resolve_model
+
+
+@dataclass
+class Engines:
+    router: ChatEngine
+    vlm: ChatEngine
+    reranker: Reranker
+
+
+def _chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEngine:
+    model = resolve_model(config.vlm_model if role == "vlm" else config.router_model)
+    extra = dict(config.engine_overrides.get(role, {}))
+    if config.engine == "vllm":
+        from agents.engines.vllm_engine import VLLMEngine
+
+        return VLLMEngine(
+            model, ledger, dtype=config.dtype, max_num_seqs=config.max_num_seqs, seed=config.seed,
+            max_model_len=config.vlm_max_model_len if role == "vlm" else config.router_max_model_len,
+            gpu_memory_utilization=(config.vlm_gpu_memory_utilization if role == "vlm"
+                                    else config.router_gpu_memory_utilization),
+            **extra,
+        )
+    if config.engine == "transformers":
+        from agents.engines.transformers_engine import TransformersEngine
+
+        return TransformersEngine(model, ledger, dtype=config.dtype, **extra)
+    raise ValueError(f"unknown engine {config.engine!r}; choose 'vllm' or 'transformers'")
+
+
+def _reranker(config: CruiseConfig, ledger: Ledger) -> Reranker:
+    from agents.engines.reranker import CrossEncoderReranker, MiniLMReranker
+
+    if config.reranker_backend == "flag":
+        return CrossEncoderReranker(config.reranker_model, ledger)
+    if config.reranker_backend == "minilm":
+        return MiniLMReranker(config.reranker_model, ledger)
+    raise ValueError(f"unknown reranker_backend {config.reranker_backend!r}; choose 'flag' or 'minilm'")
+
+
+def build_engines(config: CruiseConfig, ledger: Ledger) -> Engines:
+    # The VLM first: it is the larger model, and on a GPU it should claim its share first.
+    vlm = _chat_engine(config, "vlm", ledger)
+    same = config.router_model == config.vlm_model and not config.engine_overrides.get("router")
+    router = vlm if same else _chat_engine(config, "router", ledger)
+    return Engines(router=router, vlm=vlm, reranker=_reranker(config, ledger))

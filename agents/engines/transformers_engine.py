@@ -1,0 +1,179 @@
+"""Chat generation with plain transformers: the CPU profile's engine and the reference for vLLM.
+
+Two model families:
+- causal LMs (AutoModelForCausalLM; SmolLM2 on CPU): text only, images are dropped with one
+  warning per engine;
+- image-text-to-text models (AutoModelForImageTextToText + AutoProcessor; Mllama, i.e.
+  Llama-3.2-Vision): the image goes into the first user turn as `{"type": "image"}` so the
+  processor's chat template writes the model's own image token.
+
+Batches are left-padded. Mllama's processor refuses a batch that mixes prompts with and without
+an image, so such a call runs as two sub-batches; it is still one `generate` call for the ledger.
+"""
+from __future__ import annotations
+
+import logging
+import os
+
+import torch
+
+from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
+from agents.engines.local_models import resolve_model
+
+log = logging.getLogger(__name__)
+
+_DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
+
+
+def _set_cpu_threads() -> None:
+    # Measured on 2 cores (SmolLM2, batch 4): 2 threads give 33 tokens/s and 1 thread 31 when the
+    # machine is idle, but 11 against 30 when another process holds a core (OpenMP threads wait
+    # on each other). So leave one core free; CRUISE_TORCH_THREADS overrides. Process-wide setting.
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    threads = int(os.environ.get("CRUISE_TORCH_THREADS", "0")) or max(1, cores - 1)
+    torch.set_num_threads(threads)
+
+
+def cut_at_stop(text: str, stops) -> tuple[str, bool]:
+    """Text before the earliest stop string, and whether one was found."""
+    cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
+
+
+class TransformersEngine(ChatEngine):
+    def __init__(self, model: str, ledger=None, *, dtype: str = "float32", device: str | None = None):
+        super().__init__(model, ledger)
+        from transformers import AutoConfig
+
+        self.path = resolve_model(model)
+        self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        if self.device == "cpu":
+            _set_cpu_threads()
+            dtype = "float32"  # bf16 matmuls are slower than fp32 on most CPUs
+        torch_dtype = _DTYPES[dtype]
+        config = AutoConfig.from_pretrained(self.path)
+        self.supports_images = hasattr(config, "vision_config")
+        if self.supports_images:
+            from transformers import AutoModelForImageTextToText, AutoProcessor
+
+            self.processor = AutoProcessor.from_pretrained(self.path)
+            self.tokenizer = self.processor.tokenizer
+            self.net = AutoModelForImageTextToText.from_pretrained(self.path, dtype=torch_dtype)
+        else:
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            self.processor = None
+            self.tokenizer = AutoTokenizer.from_pretrained(self.path)
+            self.net = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch_dtype)
+        self.net.to(self.device).eval()
+        self.tokenizer.padding_side = "left"  # not always saved with the tokenizer
+        if self.tokenizer.pad_token is None:
+            self.tokenizer.pad_token = self.tokenizer.eos_token
+        self._warned_image = False
+        # Token ids that end an answer: the generation config's eos ids, the tokenizer's eos, and
+        # the pad id (generate fills finished rows with it).
+        eos = self.net.generation_config.eos_token_id
+        eos = [eos] if isinstance(eos, int) else list(eos or [])
+        self.end_ids = [i for i in dict.fromkeys(eos + [self.tokenizer.eos_token_id]) if i is not None]
+        self.pad_id = self.tokenizer.pad_token_id
+
+    # --- prompt building -------------------------------------------------------------------
+    def _messages_with_image(self, messages: list[dict]) -> list[dict]:
+        """Put the image in front of the first user turn: every later token can attend to it."""
+        out, placed = [], False
+        for m in messages:
+            if m["role"] == "user" and not placed:
+                out.append({"role": "user", "content": [{"type": "image"}, {"type": "text", "text": m["content"]}]})
+                placed = True
+            else:
+                out.append({"role": m["role"], "content": [{"type": "text", "text": m["content"]}]})
+        return out
+
+    def _render(self, messages: list[dict]) -> str:
+        owner = self.processor if self.processor is not None else self.tokenizer
+        return owner.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
+
+    def _text_messages(self, messages: list[dict]) -> list[dict]:
+        if not self.supports_images:
+            return messages
+        # Processor chat templates expect content as a list of typed parts.
+        return [{"role": m["role"], "content": [{"type": "text", "text": m["content"]}]} for m in messages]
+
+    # --- generation ------------------------------------------------------------------------
+    def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
+        with_image = [i for i, r in enumerate(requests) if r.image is not None]
+        if with_image and not self.supports_images:
+            if not self._warned_image:
+                log.warning("%s is text-only: images are dropped from its requests", self.model)
+                self._warned_image = True
+            with_image = []
+        groups = [with_image, [i for i in range(len(requests)) if i not in set(with_image)]]
+        results: list[ChatResult | None] = [None] * len(requests)
+        for group in groups:
+            if not group:
+                continue
+            chats = [requests[i] for i in group]
+            for i, res in zip(group, self._run_batch(chats, sampling, images=group is with_image)):
+                results[i] = res
+        return results
+
+    @torch.inference_mode()
+    def _run_batch(self, chats: list[ChatRequest], sampling: Sampling, images: bool) -> list[ChatResult]:
+        if images:
+            texts = [self._render(self._messages_with_image(c.messages)) for c in chats]
+        else:
+            texts = [self._render(self._text_messages(c.messages)) for c in chats]
+        bos = self.tokenizer.bos_token
+        # Chat templates that write the BOS themselves must not get a second one from the tokenizer.
+        add_special = not (bos and all(t.startswith(bos) for t in texts))
+        if images:
+            batch = self.processor(images=[[c.image.convert("RGB")] for c in chats], text=texts,
+                                   return_tensors="pt", padding=True, add_special_tokens=add_special)
+        else:
+            batch = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=add_special)
+        batch.pop("token_type_ids", None)  # GGUF-derived tokenizers return them; generate() rejects them
+        batch = batch.to(self.device)
+        prompt_len = batch["input_ids"].shape[1]
+
+        kwargs = dict(max_new_tokens=sampling.max_tokens, pad_token_id=self.pad_id, eos_token_id=self.end_ids,
+                      return_dict_in_generate=True, output_logits=sampling.logprobs)
+        if sampling.temperature > 0:
+            if sampling.seed is not None:
+                torch.manual_seed(sampling.seed)
+            kwargs.update(do_sample=True, temperature=sampling.temperature, top_p=sampling.top_p, top_k=0)
+        else:
+            kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
+        if sampling.stop:
+            # generate() ends each row once its text contains a stop string; we cut the text below.
+            kwargs.update(stop_strings=list(sampling.stop), tokenizer=self.tokenizer)
+        out = self.net.generate(**batch, **kwargs)
+        new_ids = out.sequences[:, prompt_len:].tolist()
+        logprobs = None
+        if sampling.logprobs:
+            # Log-probability of each chosen token under the model's own (unwarped) distribution,
+            # which is what vLLM reports too.
+            logits = torch.stack(out.logits, dim=1).float()
+            chosen = out.sequences[:, prompt_len:].unsqueeze(-1)
+            logprobs = torch.log_softmax(logits, dim=-1).gather(-1, chosen).squeeze(-1).tolist()
+
+        prompt_counts = batch["attention_mask"].sum(dim=1).tolist()
+        return [self._result(ids, None if logprobs is None else logprobs[row], int(prompt_counts[row]), sampling)
+                for row, ids in enumerate(new_ids)]
+
+    def _result(self, ids: list[int], logprobs, prompt_tokens: int, sampling: Sampling) -> ChatResult:
+        end = next((k for k, t in enumerate(ids) if t in self.end_ids or t == self.pad_id), len(ids))
+        ids = ids[:end]
+        text = self.tokenizer.decode(ids, skip_special_tokens=True)
+        text, stopped = cut_at_stop(text, sampling.stop)
+        if stopped:
+            # Keep the tokens up to the one that completed the stop string (as vLLM counts them).
+            n = next(k for k in range(1, len(ids) + 1)
+                     if cut_at_stop(self.tokenizer.decode(ids[:k], skip_special_tokens=True), sampling.stop)[1])
+            ids = ids[:n]
+        return ChatResult(
+            text=text.strip(),
+            prompt_tokens=prompt_tokens,
+            output_tokens=len(ids),
+            token_logprobs=None if logprobs is None else [float(x) for x in logprobs[: len(ids)]],
+            tokens=None if logprobs is None else [self.tokenizer.decode([t]) for t in ids],
+        )

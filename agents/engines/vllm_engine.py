@@ -1,0 +1,123 @@
+"""The production engine: vLLM offline inference (`vllm.LLM`), one `llm.generate` per batch.
+
+Prompts are rendered with the model's own chat template (the tokenizer's `apply_chat_template`)
+and images travel next to them as `multi_modal_data`. For Llama-3.2-11B-Vision-Instruct on one
+L40S: bf16, eager mode (no CUDA-graph capture: faster start-up inside the 10-minute load budget),
+at most one image per prompt.
+
+`import vllm` happens only in the constructor, so machines without vLLM can import this module.
+`build_vllm_inputs` and `to_sampling_kwargs` are pure: they are unit-tested without vLLM.
+"""
+from __future__ import annotations
+
+import logging
+
+from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Ledger, Sampling
+from agents.engines.local_models import resolve_model
+
+log = logging.getLogger(__name__)
+
+
+def chat_messages(request: ChatRequest, with_image: bool) -> list[dict]:
+    """Role/content messages as the chat template wants them; the image goes in the first user turn."""
+    if not with_image:
+        return [dict(m) for m in request.messages]
+    out, placed = [], False
+    for m in request.messages:
+        parts = [{"type": "text", "text": m["content"]}]
+        if m["role"] == "user" and not placed:
+            parts.insert(0, {"type": "image"})
+            placed = True
+        out.append({"role": m["role"], "content": parts})
+    return out
+
+
+def build_vllm_inputs(requests: list[ChatRequest], tokenizer, supports_images: bool) -> list[dict]:
+    """Our chats -> vLLM prompt dicts (`prompt`, and `multi_modal_data` when there is an image)."""
+    bos = getattr(tokenizer, "bos_token", None)
+    # vLLM tokenizes a text prompt with special tokens on; when both the template and the
+    # tokenizer write the BOS, drop the template's copy so the model sees exactly one.
+    adds_bos = bool(bos) and tokenizer("x").input_ids[:1] == [tokenizer.bos_token_id]
+    inputs = []
+    for req in requests:
+        with_image = supports_images and req.image is not None
+        prompt = tokenizer.apply_chat_template(chat_messages(req, with_image), tokenize=False,
+                                               add_generation_prompt=True)
+        if adds_bos and prompt.startswith(bos):
+            prompt = prompt[len(bos):]
+        item = {"prompt": prompt}
+        if with_image:
+            item["multi_modal_data"] = {"image": req.image.convert("RGB")}
+        inputs.append(item)
+    return inputs
+
+
+def to_sampling_kwargs(sampling: Sampling) -> dict:
+    """Our Sampling -> keyword arguments of vllm.SamplingParams."""
+    kwargs = dict(max_tokens=sampling.max_tokens, temperature=sampling.temperature,
+                  top_p=sampling.top_p if sampling.temperature > 0 else 1.0,
+                  stop=list(sampling.stop), seed=sampling.seed)
+    if sampling.logprobs:
+        kwargs["logprobs"] = 1  # vLLM always includes the chosen token's log-probability
+    return kwargs
+
+
+def to_chat_result(output, want_logprobs: bool) -> ChatResult:
+    """One vLLM RequestOutput -> ChatResult (text is already cut at the stop string by vLLM)."""
+    completion = output.outputs[0]
+    token_ids = list(completion.token_ids)
+    logprobs = tokens = None
+    if want_logprobs and completion.logprobs is not None:
+        chosen = [step[tid] for tid, step in zip(token_ids, completion.logprobs)]
+        logprobs = [float(c.logprob) for c in chosen]
+        tokens = [c.decoded_token or "" for c in chosen]
+    return ChatResult(text=completion.text.strip(), prompt_tokens=len(output.prompt_token_ids or []),
+                      output_tokens=len(token_ids), token_logprobs=logprobs, tokens=tokens)
+
+
+def _is_vision_model(path: str) -> bool:
+    from transformers import AutoConfig
+
+    return hasattr(AutoConfig.from_pretrained(path), "vision_config")
+
+
+class VLLMEngine(ChatEngine):
+    def __init__(self, model: str, ledger: Ledger | None = None, *, dtype: str = "bfloat16",
+                 max_model_len: int = 8192, max_num_seqs: int = 16, gpu_memory_utilization: float = 0.72,
+                 enforce_eager: bool = True, seed: int = 0, **llm_kwargs):
+        super().__init__(model, ledger)
+        import vllm
+
+        path = resolve_model(model)
+        vision = _is_vision_model(path)
+        if vision:
+            llm_kwargs.setdefault("limit_mm_per_prompt", {"image": 1})
+        llm = vllm.LLM(model=path, dtype=dtype, max_model_len=max_model_len, max_num_seqs=max_num_seqs,
+                       gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
+                       seed=seed, **llm_kwargs)
+        self._attach(llm, vllm.SamplingParams, vision)
+
+    @classmethod
+    def from_llm(cls, llm, sampling_params_cls, *, model: str, supports_images: bool,
+                 ledger: Ledger | None = None) -> "VLLMEngine":
+        """Wrap an already built `vllm.LLM` (or an object with its `generate`/`get_tokenizer`)."""
+        engine = cls.__new__(cls)
+        ChatEngine.__init__(engine, model, ledger)
+        engine._attach(llm, sampling_params_cls, supports_images)
+        return engine
+
+    def _attach(self, llm, sampling_params_cls, supports_images: bool) -> None:
+        self.llm = llm
+        self.tokenizer = llm.get_tokenizer()
+        self.sampling_params_cls = sampling_params_cls
+        self.supports_images = supports_images
+        self._warned_image = False
+
+    def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
+        if not self.supports_images and not self._warned_image and any(r.image is not None for r in requests):
+            log.warning("%s is text-only: images are dropped from its requests", self.model)
+            self._warned_image = True
+        inputs = build_vllm_inputs(requests, self.tokenizer, self.supports_images)
+        params = self.sampling_params_cls(**to_sampling_kwargs(sampling))
+        outputs = self.llm.generate(inputs, params, use_tqdm=False)
+        return [to_chat_result(o, sampling.logprobs) for o in outputs]

@@ -1,0 +1,55 @@
+"""The order in which turns reach the agent: the official evaluator's turn-batch iterator.
+
+Conversations wait in a queue in dataset order. Each batch pops up to `batch_size`
+conversations from the front and takes ONE turn from each; a conversation with turns left is
+pushed back on the FRONT of the queue, one at a time, as the official code does with
+`deque.appendleft`. So the next batch holds the unfinished conversations first (in reverse
+order of the batch just served), then fresh ones; turn N+1 of a conversation always comes in a
+strictly later batch than turn N. Nothing is ever shuffled.
+"""
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Iterator, Sequence
+
+from evaluation.dataset import Conversation
+
+MIN_BATCH_SIZE = 1
+MAX_BATCH_SIZE = 16
+
+# Two sessions of the public validation split that the official iterator skips (it logs a
+# warning and drops them; they still take a slot in the batch where they are popped).
+SKIPPED_SESSIONS = frozenset({
+    "04d98259-27af-41b1-a7be-5798fd1b8e95",
+    "695b4b5c-7c65-4f7b-8968-50fe10482a16",
+})
+
+
+def clip_batch_size(requested) -> int:
+    try:
+        value = int(requested)
+    except (TypeError, ValueError):
+        value = MIN_BATCH_SIZE
+    return max(MIN_BATCH_SIZE, min(MAX_BATCH_SIZE, value))
+
+
+def turn_batches(conversations: Sequence[Conversation], batch_size: int) -> Iterator[list[tuple[int, int]]]:
+    """Batches of (position in `conversations`, turn index)."""
+    if batch_size < 1:
+        raise ValueError("batch_size must be at least 1")
+    next_turn = [0] * len(conversations)
+    queue = deque(range(len(conversations)))
+    while queue:
+        popped = [queue.popleft() for _ in range(min(batch_size, len(queue)))]
+        batch = []
+        for pos in popped:
+            conv = conversations[pos]
+            if conv.session_id in SKIPPED_SESSIONS:
+                continue
+            batch.append((pos, next_turn[pos]))
+            next_turn[pos] += 1
+            if next_turn[pos] < len(conv.turns):
+                queue.appendleft(pos)
+        if batch:
+            yield batch
+

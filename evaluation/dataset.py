@@ -1,0 +1,162 @@
+"""Loading CRAG-MM conversations (a Hugging Face id or a local folder) and their images.
+
+Rows hold `session_id`, `image` (PIL or None), `image_url` (None marks an egocentric image),
+`image_quality`, `turns` and `answers`. Depending on how a dataset was built, `turns` and
+`answers` come as a list of dicts or as a dict of lists; `normalise_records` turns both into a
+list of dicts. Images are decoded lazily, one conversation at a time, because decoding every
+image of the validation split up front would take minutes and gigabytes.
+"""
+from __future__ import annotations
+
+import hashlib
+import io
+import urllib.error
+import urllib.request
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from PIL import Image
+
+from agents.config import cache_dir
+
+# The official batch iterator hands every image to the agent resized to 960 x 1280 (width x
+# height). Versions of the starter kit differ on which images get resized (some only egocentric
+# frames, some only downloaded ones); we resize all of them, as the lead's brief specifies.
+AGENT_IMAGE_SIZE = (960, 1280)
+IMAGE_TIMEOUT_S = 20.0
+IMAGE_MAX_BYTES = 25 * 1024 * 1024
+
+
+@dataclass
+class Turn:
+    interaction_id: str
+    query: str
+    ground_truth: str
+    domain: object = None
+    query_category: object = None
+    dynamism: object = None
+
+
+@dataclass
+class Conversation:
+    index: int  # position in the split: batching order and sharding use it
+    session_id: str
+    image_url: str | None
+    image_quality: object
+    turns: list[Turn] = field(default_factory=list)
+
+    @property
+    def is_ego(self) -> bool:
+        return self.image_url is None
+
+
+def normalise_records(value) -> list[dict]:
+    """A list of dicts from either a list of dicts or a dict of equal-length lists."""
+    if value is None:
+        return []
+    if isinstance(value, dict):
+        keys = list(value)
+        lengths = {len(value[k]) for k in keys}
+        if len(lengths) > 1:
+            raise ValueError(f"dict-of-lists field has lists of different lengths: {sorted(lengths)}")
+        n = lengths.pop() if lengths else 0
+        return [{k: value[k][i] for k in keys} for i in range(n)]
+    return [dict(item) for item in value]
+
+
+def conversation_from_row(index: int, row: dict) -> Conversation:
+    answers = {a["interaction_id"]: a.get("ans_full") for a in normalise_records(row.get("answers"))}
+    turns = []
+    for t in normalise_records(row.get("turns")):
+        iid = t["interaction_id"]
+        truth = answers.get(iid)
+        if not truth:
+            raise ValueError(f"session {row.get('session_id')}: no ground-truth answer for interaction {iid}")
+        turns.append(Turn(iid, t.get("query") or "", str(truth), t.get("domain"),
+                          t.get("query_category"), t.get("dynamism")))
+    if not turns:
+        raise ValueError(f"session {row.get('session_id')} has no turns")
+    return Conversation(index, str(row["session_id"]), row.get("image_url"), row.get("image_quality"), turns)
+
+
+def load_split(dataset: str, revision: str | None, split: str):
+    """(datasets.Dataset, split actually used, notice or None) from a local folder or a hub id."""
+    import datasets
+
+    path = Path(dataset).expanduser()
+    if path.exists():
+        if (path / "dataset_dict.json").exists() or (path / "state.json").exists():
+            loaded = datasets.load_from_disk(str(path))
+        else:
+            loaded = datasets.load_dataset(str(path))
+    else:
+        loaded = datasets.load_dataset(dataset, revision=revision)
+    if isinstance(loaded, datasets.Dataset):  # a folder saved from a single split
+        return loaded, split, None
+    available = list(loaded.keys())
+    if not available:
+        raise ValueError(f"{dataset} holds no split")
+    if split in available:
+        return loaded[split], split, None
+    notice = f"split {split!r} not in {available}; using {available[0]!r}"
+    return loaded[available[0]], available[0], notice
+
+
+def read_conversations(ds, limit: int | None = None) -> list[Conversation]:
+    """Every conversation's text fields in dataset order, without decoding any image."""
+    meta = ds.remove_columns([c for c in ("image",) if c in ds.column_names])
+    n = len(meta) if limit is None or limit < 0 else min(limit, len(meta))
+    conversations, problems = [], []
+    for i in range(n):
+        try:
+            conversations.append(conversation_from_row(i, meta[i]))
+        except (KeyError, TypeError, ValueError) as exc:
+            problems.append(f"row {i}: {type(exc).__name__}: {exc}")
+    if problems:  # the official evaluator stops on these too; we name every bad row at once
+        raise ValueError(f"{len(problems)} malformed conversation(s):\n" + "\n".join(problems[:20]))
+    return conversations
+
+
+class _HttpOnlyRedirects(urllib.request.HTTPRedirectHandler):
+    """Follow redirects only to http(s): a dataset URL must never lead to file:// or ftp://."""
+
+    def redirect_request(self, req, fp, code, msg, headers, newurl):
+        if not newurl.lower().startswith(("http://", "https://")):
+            raise urllib.error.URLError(f"refusing redirect to a non-http URL: {newurl!r}")
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def fetch_image_bytes(url: str, *, timeout: float = IMAGE_TIMEOUT_S, max_bytes: int = IMAGE_MAX_BYTES) -> bytes:
+    """The bytes behind an http(s) URL, cached on disk by the URL's hash."""
+    if not isinstance(url, str) or not url.lower().startswith(("http://", "https://")):
+        raise ValueError(f"image_url must be http(s), got {url!r}")
+    folder = cache_dir() / "images"
+    cached = folder / hashlib.sha256(url.encode()).hexdigest()
+    if cached.exists():
+        return cached.read_bytes()
+    opener = urllib.request.build_opener(_HttpOnlyRedirects())
+    request = urllib.request.Request(url, headers={"User-Agent": "cruise-local-evaluation"})
+    with opener.open(request, timeout=timeout) as response:
+        data = response.read(max_bytes + 1)
+    if len(data) > max_bytes:
+        raise ValueError(f"image at {url} is larger than {max_bytes} bytes")
+    folder.mkdir(parents=True, exist_ok=True)
+    tmp = cached.with_suffix(".tmp")
+    tmp.write_bytes(data)
+    tmp.replace(cached)
+    return data
+
+
+def image_for_agent(image, image_url: str | None) -> Image.Image:
+    """The conversation's image as the agent sees it: loaded from the URL if absent, then resized."""
+    if image is None:
+        if not image_url:
+            raise ValueError("row has neither an image nor an image_url")
+        image = Image.open(io.BytesIO(fetch_image_bytes(image_url)))
+        image.load()
+    return image.resize(AGENT_IMAGE_SIZE)
+
+
+def placeholder_image() -> Image.Image:
+    """What the agent gets when a conversation's image cannot be loaded (counted in the summary)."""
+    return Image.new("RGB", AGENT_IMAGE_SIZE, (128, 128, 128))

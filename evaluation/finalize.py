@@ -1,0 +1,211 @@
+"""From saved answers to the five output files: judge, score, write.
+
+Works only from the output folder (answers.jsonl, judgments.jsonl, batches.jsonl, traces.jsonl,
+run_config.json), so the same code finishes a normal run, a resumed one, `--rejudge` (no agent,
+no dataset) and `merge` of shard folders.
+"""
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from evaluation.judge import Judge, JudgeItem
+from evaluation.runner import (ANSWERS, BATCHES, JUDGMENTS, RUN_CONFIG, TRACES, append_jsonl,
+                               read_jsonl, saved_answers, progress_bar)
+from evaluation.scoring import TURN_COLUMNS, breakdown, needs_judge, score_rows, verdict_fields
+
+BREAKDOWN_COLUMNS = ("domain", "query_category", "dynamism", "image_quality")
+
+
+@dataclass
+class Results:
+    rows_all: list[dict]
+    rows_ego: list[dict]
+    scores: dict
+    summary: dict
+
+
+def saved_verdicts(output_dir: Path) -> dict[str, bool]:
+    """judge cache key -> verdict saved in this folder earlier (failures are not verdicts). The
+    key hashes judge model, endpoint, question, ground truth and prediction, so a verdict is
+    only reused for exactly the same judging question."""
+    verdicts = {}
+    for record in read_jsonl(output_dir / JUDGMENTS):
+        if isinstance(record.get("verdict"), bool) and record.get("key"):
+            verdicts[record["key"]] = record["verdict"]
+    return verdicts
+
+
+def judge_turns(records: list[dict], output_dir: Path, judge: Judge | None, progress: bool) -> tuple[dict, dict]:
+    """(interaction_id -> verdict or None, counts) for every turn the judge must decide."""
+    needing = [r for r in records if needs_judge(r["agent_response"], r["ground_truth"])]
+    counts = {"needing_judge": len(needing), "judge_failures": 0, "unjudged_turns": 0,
+              "judge_cache_hits": 0, "judge_asked": 0}
+    if judge is None:
+        counts["unjudged_turns"] = len(needing)
+        return {r["interaction_id"]: None for r in needing}, counts
+    saved = saved_verdicts(output_dir)
+    verdicts: dict[str, bool | None] = {}
+    keys, items = {}, []
+    for r in needing:
+        item = JudgeItem(r["interaction_id"], r["query"], r["ground_truth"], r["agent_response"])
+        keys[item.key] = judge.cache_key(item)
+        if keys[item.key] in saved:
+            verdicts[item.key] = saved[keys[item.key]]
+        else:
+            items.append(item)
+    counts["judge_asked"] = len(items)
+    bar = progress_bar(len(items), "Judging answers", progress)
+
+    def on_done(outcome):
+        verdicts[outcome.key] = outcome.verdict
+        counts["judge_cache_hits"] += int(outcome.cached)
+        append_jsonl(output_dir / JUDGMENTS, [{
+            "interaction_id": outcome.key, "key": keys[outcome.key], "judge": judge.label,
+            "verdict": outcome.verdict, "attempts": outcome.attempts, "cached": outcome.cached,
+            "error": outcome.error}])
+        bar.update(1)
+
+    judge.judge_all(items, on_done)
+    bar.close()
+    counts["judge_failures"] = sum(1 for r in needing if verdicts.get(r["interaction_id"]) is None)
+    return verdicts, counts
+
+
+def build_rows(records: list[dict], verdicts: dict) -> list[dict]:
+    rows = []
+    for record in records:
+        row = {c: record.get(c) for c in TURN_COLUMNS[:13]}
+        row.update(verdict_fields(record["agent_response"], record["ground_truth"],
+                                  verdicts.get(record["interaction_id"])))
+        rows.append(row)
+    return rows
+
+
+def write_csv(rows: list[dict], path: Path) -> None:
+    import pandas as pd
+
+    pd.DataFrame(rows, columns=TURN_COLUMNS).to_csv(path, index=False)
+
+
+def _percentile(values: list[float], q: float) -> float:
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    position = (len(ordered) - 1) * q / 100.0
+    low, high = math.floor(position), math.ceil(position)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
+
+
+def batch_summary(batches: list[dict]) -> dict:
+    walls = [float(b["wall_ms"]) for b in batches]
+    over = [b for b in batches if float(b["wall_ms"]) > float(b["budget_ms"])]
+    return {
+        "batches": len(batches),
+        "budget_rule": "10 s x agent batch size per batch_generate_response call",
+        "wall_ms_max": max(walls) if walls else 0.0,
+        "wall_ms_p50": _percentile(walls, 50),
+        "wall_ms_p95": _percentile(walls, 95),
+        "over_budget_count": len(over),
+        "per_batch": [{"batch": b["batch"], "shard": b.get("shard"), "turns": b["turns"],
+                       "wall_ms": b["wall_ms"], "budget_ms": b["budget_ms"]} for b in batches],
+        "engine_calls_per_batch": [b.get("engine_calls") for b in batches if b.get("engine_calls") is not None],
+        "stage_ms_per_batch": [b.get("stage_ms") for b in batches if b.get("stage_ms") is not None],
+    }
+
+
+def finalize(output_dir: Path, judge: Judge | None, *, progress: bool = True, notices: list[str] | None = None) -> Results:
+    output_dir = Path(output_dir)
+    run_config = json.loads((output_dir / RUN_CONFIG).read_text()) if (output_dir / RUN_CONFIG).exists() else {}
+    records = list(saved_answers(output_dir).values())
+    verdicts, judge_counts = judge_turns(records, output_dir, judge, progress)
+    rows = build_rows(records, verdicts)
+    rows_all, scores_all = score_rows(rows)
+    rows_ego, scores_ego = score_rows([r for r in rows if r["is_ego"]])
+    batches = read_jsonl(output_dir / BATCHES)
+    tokenizers = sorted({b["tokenizer"] for b in batches if b.get("tokenizer")})
+    tokenizer = " + ".join(tokenizers) or run_config.get("tokenizer", "unknown")
+    scores = {"all": scores_all, "ego": scores_ego, "tokenizer": tokenizer}
+
+    write_csv(rows_all, output_dir / "turn_evaluation_results_all.csv")
+    write_csv(rows_ego, output_dir / "turn_evaluation_results_ego.csv")
+    (output_dir / "scores_dictionary.json").write_text(json.dumps(scores, indent=2))
+
+    notices = list(notices or [])
+    if not rows_ego:
+        notices.append("no egocentric turns in this run: the 'ego' scores are zeros, not measurements")
+    traces = read_jsonl(output_dir / TRACES)
+    errors = [r for r in records if r.get("error")]
+    expected = run_config.get("expected_turns")
+    summary = {
+        "run_config": run_config.get("args", {}),
+        "dataset": run_config.get("dataset"),
+        "dataset_type": run_config.get("dataset_type"),
+        "revision": run_config.get("revision"),
+        "split": run_config.get("split"),
+        "agent": run_config.get("agent"),
+        "profile": run_config.get("profile"),
+        "preset": run_config.get("preset"),
+        "shard": run_config.get("shard"),
+        "merged_from": run_config.get("merged_from"),
+        "tokenizer": tokenizer,
+        "judge": judge.label if judge else "disabled",
+        **judge_counts,
+        "turns_expected": expected,
+        "turns_answered": len(records),
+        "complete": expected is None or len(records) == expected,
+        "agent_error_turns": len(errors),
+        "agent_errors": sorted({r["error"] for r in errors})[:20],
+        "deadline_cut_turns": sum(1 for t in traces if t.get("deadline_cut") is True),
+        "image_load_failures": [e for b in batches for e in (b.get("image_errors") or [])],
+        **batch_summary(batches),
+        "scores": scores,
+        "breakdowns": {c: breakdown(rows_all, c) for c in BREAKDOWN_COLUMNS},
+        "notices": notices,
+    }
+    (output_dir / "run_summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    # traces.jsonl is one of the five outputs even when the agent reports nothing
+    (output_dir / TRACES).touch()
+    return Results(rows_all, rows_ego, scores, summary)
+
+
+def merge_runs(sources: list[Path], output_dir: Path) -> list[str]:
+    """Gather shard folders into `output_dir` (answers, judgments, batches, traces, config);
+    returns notices. Scoring is left to `finalize`, over the merged turn rows."""
+    output_dir.mkdir(parents=True, exist_ok=True)
+    if (output_dir / ANSWERS).exists():
+        raise ValueError(f"{output_dir} already holds answers; merge into an empty folder")
+    configs = []
+    for src in sources:
+        if not (src / ANSWERS).exists():
+            raise ValueError(f"{src} has no {ANSWERS}: not an evaluation output folder")
+        configs.append(json.loads((src / RUN_CONFIG).read_text()) if (src / RUN_CONFIG).exists() else {})
+    notices = []
+    for key in ("dataset", "dataset_type", "split", "revision", "num_conversations"):
+        values = {json.dumps(c.get(key)) for c in configs}
+        if len(values) > 1:
+            raise ValueError(f"folders disagree on {key}: {sorted(values)}")
+    shards = [c.get("shard") for c in configs]
+    if all(shards):
+        counts = {s.split("/")[1] for s in shards}
+        indices = sorted(int(s.split("/")[0]) for s in shards)
+        if len(counts) != 1 or indices != list(range(int(counts.pop()))):
+            notices.append(f"shards {shards} do not form a complete set: the merged run is partial")
+    seen: dict[str, Path] = {}
+    for src in sources:
+        answers = list(saved_answers(src).values())
+        for record in answers:
+            if record["interaction_id"] in seen:
+                raise ValueError(f"turn {record['interaction_id']} is in both {seen[record['interaction_id']]} and {src}")
+            seen[record["interaction_id"]] = src
+        append_jsonl(output_dir / ANSWERS, answers)
+        for name in (JUDGMENTS, TRACES):
+            append_jsonl(output_dir / name, read_jsonl(src / name))
+        append_jsonl(output_dir / BATCHES, [{**b, "source": str(src)} for b in read_jsonl(src / BATCHES)])
+    merged = dict(configs[0])
+    merged.update(shard=None, merged_from=[str(s) for s in sources], shards=shards,
+                  expected_turns=sum(c.get("expected_turns") or 0 for c in configs) or None)
+    (output_dir / RUN_CONFIG).write_text(json.dumps(merged, indent=2, default=str))
+    return notices

@@ -1,0 +1,235 @@
+"""The generation loop: every turn of every conversation through the agent, saved as it goes.
+
+After each batch its answers, the agent's traces and the batch's timings are appended to
+JSONL files in the output folder and flushed, so a run killed at any point loses at most the
+batch in flight. `--resume` reads those files back: turns already answered are not asked again,
+their saved (truncated) answers feed later multi-turn histories, and the batches are rebuilt
+exactly as in an uninterrupted run, so the final scores are the same.
+
+An agent that raises, returns the wrong number of answers or a non-string gets "I don't know"
+for every turn of that batch, with the error recorded, and the run goes on.
+"""
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from evaluation.batching import turn_batches
+from evaluation.dataset import Conversation, image_for_agent, placeholder_image
+from evaluation.truncate import Truncator
+
+IDK_ANSWER = "I don't know"
+TURN_BUDGET_S = 10.0  # competition: each batch_generate_response call gets 10 s x batch size
+
+ANSWERS = "answers.jsonl"
+TRACES = "traces.jsonl"
+BATCHES = "batches.jsonl"
+JUDGMENTS = "judgments.jsonl"
+RUN_CONFIG = "run_config.json"
+
+
+def read_jsonl(path: Path) -> list[dict]:
+    """Every complete record of a JSONL file; a last line cut by a crash is skipped."""
+    if not path.exists():
+        return []
+    records = []
+    for line in path.read_text(encoding="utf-8").splitlines():
+        if not line.strip():
+            continue
+        try:
+            records.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return records
+
+
+def append_jsonl(path: Path, records: list[dict]) -> None:
+    if not records:
+        return
+    with path.open("a", encoding="utf-8") as f:
+        for record in records:
+            f.write(json.dumps(record, default=str) + "\n")
+        f.flush()
+
+
+def saved_answers(output_dir: Path) -> dict[str, dict]:
+    """interaction_id -> the last saved answer record."""
+    return {r["interaction_id"]: r for r in read_jsonl(output_dir / ANSWERS) if "interaction_id" in r}
+
+
+def check_answers(answers, n: int) -> str | None:
+    """Why a batch's return value is unusable, or None."""
+    if not isinstance(answers, (list, tuple)):
+        return f"agent returned {type(answers).__name__}, not a list of {n} strings"
+    if len(answers) != n:
+        return f"agent returned {len(answers)} answers for {n} queries"
+    for i, answer in enumerate(answers):
+        if not isinstance(answer, str):
+            return f"answer {i} is {type(answer).__name__}, not str"
+    return None
+
+
+@dataclass
+class GenerationStats:
+    batches_run: int = 0
+    turns_answered: int = 0
+    turns_reused: int = 0
+    agent_error_turns: int = 0
+    image_failures: list[str] = field(default_factory=list)
+
+
+class ImageStore:
+    """Each conversation's image, loaded when its first unanswered turn comes up and dropped
+    after its last turn (the official iterator caches the same way)."""
+
+    def __init__(self, ds, stats: GenerationStats):
+        self.ds = ds
+        self.stats = stats
+        self.images: dict[int, object] = {}
+
+    def get(self, conv: Conversation):
+        if conv.index not in self.images:
+            try:
+                raw = self.ds[conv.index]["image"] if "image" in self.ds.column_names else None
+                self.images[conv.index] = image_for_agent(raw, conv.image_url)
+            except Exception as exc:  # unreachable URL, broken file: the agent still gets a turn
+                self.stats.image_failures.append(f"{conv.session_id}: {type(exc).__name__}: {exc}")
+                self.images[conv.index] = placeholder_image()
+        return self.images[conv.index]
+
+    def release(self, conv: Conversation) -> None:
+        self.images.pop(conv.index, None)
+
+
+def base_row(conv: Conversation, turn_idx: int, answer: str) -> dict:
+    """The turn's columns up to `interaction_id_history`, in the official order."""
+    turn = conv.turns[turn_idx]
+    return {
+        "session_id": conv.session_id,
+        "interaction_id": turn.interaction_id,
+        "turn_idx": turn_idx,
+        "is_ego": conv.is_ego,
+        "image_quality": conv.image_quality,
+        "query_category": turn.query_category,
+        "domain": turn.domain,
+        "dynamism": turn.dynamism,
+        "query": turn.query,
+        "ground_truth": turn.ground_truth,
+        "agent_response": answer,
+        "total_turn_count": len(conv.turns),
+        "interaction_id_history": [t.interaction_id for t in conv.turns[:turn_idx]],
+    }
+
+
+def history_for(conv: Conversation, turn_idx: int, answers: dict[str, str]) -> list[dict]:
+    history = []
+    for turn in conv.turns[:turn_idx]:
+        history.append({"role": "user", "content": turn.query})
+        history.append({"role": "assistant", "content": answers[turn.interaction_id]})
+    return history
+
+
+def _call_agent(agent, queries, images, histories) -> tuple[list[str], str | None, float, dict | None]:
+    """(answers, error, wall ms, agent report) for one batch; never raises."""
+    if hasattr(agent, "last_batch_report"):
+        try:
+            agent.last_batch_report = None  # a stale report must not pass for this batch's
+        except Exception:
+            pass
+    start = time.perf_counter()
+    try:
+        answers = agent.batch_generate_response(queries, images, histories)
+        error = check_answers(answers, len(queries))
+    except Exception as exc:
+        answers, error = None, f"agent raised {type(exc).__name__}: {str(exc)[:500]}"
+    wall_ms = (time.perf_counter() - start) * 1000.0
+    if error:
+        answers = [IDK_ANSWER] * len(queries)
+    report = getattr(agent, "last_batch_report", None)
+    return list(answers), error, wall_ms, report if isinstance(report, dict) else None
+
+
+def _report_parts(report: dict | None, n: int) -> tuple[list[dict | None], int | None, dict | None]:
+    """(one trace per turn or None, number of engine calls, wall ms per stage) from a report."""
+    if report is None:
+        return [None] * n, None, None
+    traces = report.get("traces")
+    traces = list(traces) if isinstance(traces, list) else []
+    traces = [t if isinstance(t, dict) else None for t in traces[:n]] + [None] * max(0, n - len(traces))
+    calls = report.get("engine_calls")
+    if not isinstance(calls, list):
+        return traces, None, None
+    stage_ms: dict[str, float] = {}
+    for call in calls:
+        if isinstance(call, dict):
+            stage = str(call.get("stage", "?"))
+            try:
+                wall = float(call.get("wall_ms") or 0.0)
+            except (TypeError, ValueError):  # a malformed report must not stop the run
+                wall = 0.0
+            stage_ms[stage] = stage_ms.get(stage, 0.0) + wall
+    return traces, len(calls), stage_ms
+
+
+def generate(agent, ds, conversations: list[Conversation], batch_size: int, output_dir: Path,
+             truncator: Truncator, *, resume: bool, progress: bool, shard: str | None = None) -> GenerationStats:
+    stats = GenerationStats()
+    saved = saved_answers(output_dir) if resume else {}
+    answers = {iid: r["agent_response"] for iid, r in saved.items()}
+    batches = list(turn_batches(conversations, batch_size))
+    todo = sum(1 for b in batches for pos, t in b if conversations[pos].turns[t].interaction_id not in answers)
+    stats.turns_reused = sum(len(b) for b in batches) - todo
+    images = ImageStore(ds, stats)
+    bar = progress_bar(todo, "Generating answers", progress)
+    for number, batch in enumerate(batches):
+        pending = [(pos, t) for pos, t in batch if conversations[pos].turns[t].interaction_id not in answers]
+        if pending:
+            _run_batch(agent, conversations, pending, number, batch_size, images, answers, truncator,
+                       output_dir, stats, shard)
+            bar.update(len(pending))
+        for pos, t in batch:  # the official iterator drops a conversation's image after its last turn
+            if t == len(conversations[pos].turns) - 1:
+                images.release(conversations[pos])
+    bar.close()
+    return stats
+
+
+def _run_batch(agent, conversations, pending, number, batch_size, images, answers, truncator,
+               output_dir, stats, shard) -> None:
+    convs = [conversations[pos] for pos, _ in pending]
+    queries = [c.turns[t].query for c, (_, t) in zip(convs, pending)]
+    failures_before = len(stats.image_failures)
+    batch_images = [images.get(c) for c in convs]
+    histories = [history_for(c, t, answers) for c, (_, t) in zip(convs, pending)]
+    raw, error, wall_ms, report = _call_agent(agent, queries, batch_images, histories)
+    cut = truncator.truncate(raw)
+    traces, engine_calls, stage_ms = _report_parts(report, len(pending))
+    answer_records, trace_records = [], []
+    for conv, (_, t), raw_answer, answer, trace in zip(convs, pending, raw, cut, traces):
+        row = base_row(conv, t, answer)
+        answers[row["interaction_id"]] = answer
+        answer_records.append({**row, "raw_answer": raw_answer, "batch": number, "shard": shard,
+                               "batch_wall_ms": round(wall_ms, 3), "error": error})
+        if trace is not None:
+            trace_records.append({"interaction_id": row["interaction_id"], "session_id": conv.session_id,
+                                  "turn_idx": t, **trace})
+    append_jsonl(output_dir / TRACES, trace_records)
+    append_jsonl(output_dir / ANSWERS, answer_records)
+    append_jsonl(output_dir / BATCHES, [{
+        "batch": number, "shard": shard, "turns": len(pending), "batch_size": batch_size,
+        "wall_ms": round(wall_ms, 3), "budget_ms": TURN_BUDGET_S * 1000.0 * batch_size,
+        "engine_calls": engine_calls, "stage_ms": stage_ms, "error": error, "tokenizer": truncator.name,
+        "image_errors": stats.image_failures[failures_before:],
+    }])
+    stats.batches_run += 1
+    stats.turns_answered += len(pending)
+    if error:
+        stats.agent_error_turns += len(pending)
+
+
+def progress_bar(total: int, desc: str, enabled: bool):
+    from tqdm import tqdm
+
+    return tqdm(total=total, desc=desc, disable=not enabled, unit="turn")

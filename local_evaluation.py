@@ -1,0 +1,98 @@
+#!/usr/bin/env python3
+"""Evaluate an agent on CRAG-MM the way the competition's local evaluator scores it.
+
+    python local_evaluation.py [--dataset-type single-turn|multi-turn] [options]
+    python local_evaluation.py merge DIR1 DIR2 ... --output-dir OUT
+
+The official flags keep their names and meanings; the rest are ours (see --help). Every run
+writes turn_evaluation_results_all.csv, turn_evaluation_results_ego.csv, scores_dictionary.json,
+run_summary.json and traces.jsonl into --output-dir, plus the working files that make
+--resume, --rejudge and merge possible (answers.jsonl, batches.jsonl, judgments.jsonl,
+run_config.json).
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+EPILOG = """\
+modes:
+  (default)  generate answers with --agent, judge them, score them.
+  --resume   continue the run in --output-dir: saved answers are reused (and fed into later
+             multi-turn histories); only unanswered turns reach the agent.
+  --rejudge  no agent, no dataset: judge again every turn of --output-dir that has no saved
+             verdict from the chosen judge (its judge failed, or the judge was off), then
+             rescore. Without --eval-model/--eval-base-url the run's own judge is used.
+  merge      python local_evaluation.py merge DIR1 DIR2 ... --output-dir OUT
+             gathers the folders of a sharded run (--shard I/N: conversation index % N == I)
+             and scores the merged turn rows as one run.
+
+search (--search):
+  default      evaluation.search.build_search_pipeline(load_config(profile), web=...)
+  none         the agent gets search_pipeline=None
+  MODULE:FUNC  FUNC(config, web=bool) builds the pipeline (tests pass a fake this way)
+"""
+
+
+def add_judge_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--eval-model", default=None,
+                        help="judge model (default gpt-4o-mini); 'None' disables the judge")
+    parser.add_argument("--eval-base-url", default=None, help="any OpenAI-compatible endpoint for the judge")
+    parser.add_argument("--num-workers", type=int, default=8, help="judge threads (default 8)")
+    parser.add_argument("--judge-timeout", type=float, default=30.0, help="seconds per judge request")
+    parser.add_argument("--judge-retry-wait", type=float, default=1.0,
+                        help="first back-off between judge attempts, doubled each time (seconds)")
+    parser.add_argument("--display-conversations", type=int, default=10, help="example turns to show")
+    parser.add_argument("--no_progress", action="store_true", help="no progress bars")
+
+
+def evaluation_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=EPILOG,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--dataset-type", default="single-turn", choices=["single-turn", "multi-turn"])
+    p.add_argument("--split", default="validation", help="falls back to the first split, with a notice")
+    p.add_argument("--num-conversations", type=int, default=-1, help="first N conversations; -1 = all")
+    p.add_argument("--suppress-web-search-api", action="store_true", help="Task 1: image search only")
+    p.add_argument("--output-dir", default=None, help="default: outputs/<timestamp> in the repo")
+    p.add_argument("--revision", default="v0.1.2", help="dataset revision for hub ids")
+    p.add_argument("--dataset", default=None,
+                   help="hub id or local folder (default: data/crag-mm-mini/<type> on cpu, "
+                        "crag-mm-2025/crag-mm-<type>-public on l40s)")
+    p.add_argument("--agent", default="agents.user_config:UserAgent", help="MODULE:CLASS")
+    p.add_argument("--profile", default="auto", choices=["auto", "cpu", "l40s"],
+                   help="auto = l40s when CUDA is present, else cpu")
+    p.add_argument("--preset", default=None, help="ablation preset, passed as CRUISE_PRESET")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="config override, passed as CRUISE_<FIELD>; repeatable")
+    p.add_argument("--search", default="default", help="default | none | MODULE:FUNC (see below)")
+    p.add_argument("--resume", action="store_true")
+    p.add_argument("--rejudge", action="store_true")
+    p.add_argument("--shard", default=None, metavar="I/N", help="only conversations with index %% N == I")
+    add_judge_args(p)
+    return p
+
+
+def merge_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="local_evaluation.py merge",
+                                description="Merge shard output folders and score them as one run.")
+    p.add_argument("dirs", nargs="+", help="output folders of the shards")
+    p.add_argument("--output-dir", required=True)
+    add_judge_args(p)
+    return p
+
+
+def main(argv: list[str] | None = None) -> None:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    from evaluation import commands
+
+    if argv and argv[0] == "merge":
+        commands.run_merge(merge_parser().parse_args(argv[1:]))
+    else:
+        commands.run_evaluation(evaluation_parser().parse_args(argv))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,103 @@
+"""The turn-batch iterator and the generation loop's histories."""
+import json
+import random
+
+from PIL import Image
+
+from evaluation.batching import SKIPPED_SESSIONS, clip_batch_size, turn_batches
+from evaluation.dataset import AGENT_IMAGE_SIZE, Conversation, Turn
+from evaluation.runner import generate
+from evaluation.truncate import load_truncator
+
+
+def conversations(turn_counts, ego=True):
+    return [Conversation(i, f"s{i}", None if ego else f"http://x/{i}.png", "normal",
+                         [Turn(f"s{i}-t{t}", f"query {i}.{t}", f"truth {i}.{t}") for t in range(n)])
+            for i, n in enumerate(turn_counts)]
+
+
+def test_official_order_worked_by_hand():
+    # queue 0..4; unfinished conversations go back to the front one by one (appendleft)
+    batches = list(turn_batches(conversations([3, 1, 2, 4, 1]), 2))
+    assert batches == [
+        [(0, 0), (1, 0)],
+        [(0, 1), (2, 0)],
+        [(2, 1), (0, 2)],
+        [(3, 0), (4, 0)],
+        [(3, 1)], [(3, 2)], [(3, 3)],
+    ]
+
+
+def test_iterator_properties_on_random_datasets():
+    rng = random.Random(7)
+    for _ in range(200):
+        counts = [rng.randint(1, 6) for _ in range(rng.randint(1, 25))]
+        size = rng.randint(1, 8)
+        batches = list(turn_batches(conversations(counts), size))
+        assert batches == list(turn_batches(conversations(counts), size))  # deterministic
+        where = {}
+        for number, batch in enumerate(batches):
+            assert 1 <= len(batch) <= size
+            assert len({pos for pos, _ in batch}) == len(batch)  # one turn per conversation
+            for pos, t in batch:
+                assert (pos, t) not in where
+                where[(pos, t)] = number
+        assert set(where) == {(i, t) for i, n in enumerate(counts) for t in range(n)}
+        for i, n in enumerate(counts):
+            for t in range(1, n):
+                assert where[(i, t)] > where[(i, t - 1)]  # strictly later batch
+        first_seen = sorted(range(len(counts)), key=lambda i: where[(i, 0)])
+        assert first_seen == sorted(first_seen)  # conversations start in dataset order
+
+
+def test_batch_size_is_clipped():
+    assert [clip_batch_size(v) for v in (0, -3, 1, 5, 16, 40, "7", None, "x")] == [1, 1, 1, 5, 16, 16, 7, 1, 1]
+
+
+def test_skipped_sessions_never_reach_the_agent():
+    convs = conversations([1, 2, 1])
+    convs[1].session_id = next(iter(SKIPPED_SESSIONS))
+    served = [pos for batch in turn_batches(convs, 2) for pos, _ in batch]
+    assert served == [0, 2]
+
+
+class FakeDataset:
+    column_names = ["image"]
+
+    def __getitem__(self, i):
+        return {"image": Image.new("RGB", (50 + i, 40), (i, 0, 0))}
+
+
+class RecordingAgent:
+    def __init__(self, replies):
+        self.replies = replies
+        self.calls = []
+
+    def batch_generate_response(self, queries, images, histories):
+        self.calls.append({"queries": list(queries), "histories": histories, "sizes": [im.size for im in images]})
+        return [self.replies[q] for q in queries]
+
+
+def test_agent_gets_its_own_truncated_answers_as_history(tmp_path):
+    convs = conversations([3, 2], ego=True)
+    long_answer = "The answer is " + " ".join(["banana"] * 120)
+    replies = {"query 0.0": long_answer, "query 0.1": "second", "query 0.2": "third",
+               "query 1.0": "I don't know", "query 1.1": "fine"}
+    agent = RecordingAgent(replies)
+    truncator = load_truncator(prefer_llama=False)
+    generate(agent, FakeDataset(), convs, 2, tmp_path, truncator, resume=False, progress=False)
+    cut = truncator.truncate([long_answer])[0]
+    assert len(cut) < len(long_answer) and long_answer.startswith(cut)
+
+    by_query = {q: h for call in agent.calls for q, h in zip(call["queries"], call["histories"])}
+    assert by_query["query 0.0"] == [] and by_query["query 1.0"] == []
+    assert by_query["query 0.2"] == [
+        {"role": "user", "content": "query 0.0"}, {"role": "assistant", "content": cut},
+        {"role": "user", "content": "query 0.1"}, {"role": "assistant", "content": "second"},
+    ]
+    assert by_query["query 1.1"] == [{"role": "user", "content": "query 1.0"},
+                                     {"role": "assistant", "content": "I don't know"}]
+    assert all(size == AGENT_IMAGE_SIZE for call in agent.calls for size in call["sizes"])
+    saved = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
+    first = next(r for r in saved if r["interaction_id"] == "s0-t0")
+    assert first["raw_answer"] == long_answer and first["agent_response"] == cut

@@ -1,0 +1,350 @@
+"""The engine layer on CPU: SmolLM2 (real weights), a tiny random Mllama, the two rerankers.
+
+SmolLM2 loads once per session; its generations stay a few tokens long to keep the suite fast.
+"""
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+import pytest
+from PIL import Image
+
+from agents.engines.base import ChatRequest, Ledger, Sampling
+from agents.engines.local_models import resolve_model
+
+QUESTIONS = ["What is the capital of France?", "Name one primary color.", "What is 2 + 2?",
+             "Which planet do we live on?"]
+
+
+def chat(text: str, image=None) -> ChatRequest:
+    return ChatRequest(messages=[{"role": "user", "content": text}], image=image)
+
+
+@pytest.fixture(scope="session")
+def smol():
+    from agents.engines.transformers_engine import TransformersEngine
+
+    return TransformersEngine("smollm2")
+
+
+@pytest.fixture(scope="session")
+def smol_answers(smol):
+    """Greedy answers to QUESTIONS, with log-probabilities (one batch of 4)."""
+    return smol.generate([chat(q) for q in QUESTIONS], Sampling(max_tokens=12, logprobs=True))
+
+
+@pytest.fixture(scope="session")
+def mllama():
+    from agents.engines.transformers_engine import TransformersEngine
+
+    return TransformersEngine("tiny-mllama")
+
+
+def red_image(w=90, h=60):
+    return Image.new("RGB", (w, h), (200, 20, 20))
+
+
+def noise_image(seed: int, w=70, h=50):
+    import numpy as np
+
+    pixels = np.random.default_rng(seed).integers(0, 256, size=(h, w, 3), dtype=np.uint8)
+    return Image.fromarray(pixels)
+
+
+# --- SmolLM2 through transformers -----------------------------------------------------------
+def test_smollm2_answers_a_batch_of_four_in_english(smol_answers):
+    assert len(smol_answers) == 4
+    assert "paris" in smol_answers[0].text.lower()
+    for res in smol_answers:
+        assert res.text and res.prompt_tokens > 0 and 0 < res.output_tokens <= 12
+
+
+def test_smollm2_logprobs_one_per_output_token(smol_answers):
+    for res in smol_answers:
+        assert len(res.token_logprobs) == res.output_tokens == len(res.tokens)
+        assert all(lp <= 0.0 for lp in res.token_logprobs)
+        assert "".join(res.tokens).strip().startswith(res.text[:10])
+    # "Paris" after "The capital of France is" should be a confident token.
+    paris = [lp for tok, lp in zip(smol_answers[0].tokens, smol_answers[0].token_logprobs) if "Paris" in tok]
+    assert paris and paris[0] > -1.0
+
+
+def test_smollm2_greedy_is_deterministic_across_batch_sizes(smol, smol_answers):
+    again = smol.generate([chat(QUESTIONS[0])], Sampling(max_tokens=12, logprobs=True))
+    assert again[0].text == smol_answers[0].text
+    assert again[0].token_logprobs == pytest.approx(smol_answers[0].token_logprobs, abs=1e-3)
+
+
+def test_smollm2_honours_max_tokens(smol):
+    results = smol.generate([chat(q) for q in QUESTIONS[:2]], Sampling(max_tokens=3))
+    assert all(0 < r.output_tokens <= 3 for r in results)
+    assert any(r.output_tokens == 3 for r in results)
+
+
+def test_smollm2_cuts_at_the_first_stop_string(smol, smol_answers):
+    full = smol_answers[0].text
+    words = full.split()
+    assert len(words) >= 3
+    stop = " " + words[2]
+    results = smol.generate([chat(QUESTIONS[0])], Sampling(max_tokens=12, stop=(stop, "\n\n")))
+    assert results[0].text == full[: full.find(stop)].strip()
+    assert results[0].output_tokens < smol_answers[0].output_tokens
+
+
+def test_sampling_is_seeded(smol):
+    sampling = Sampling(max_tokens=6, temperature=1.0, seed=7)
+    first = smol.generate([chat("Tell me a word.")] * 2, sampling)
+    second = smol.generate([chat("Tell me a word.")] * 2, sampling)
+    assert [r.text for r in first] == [r.text for r in second]
+
+
+def test_text_only_engine_warns_once_and_still_answers(smol, caplog):
+    smol._warned_image = False
+    with caplog.at_level(logging.WARNING, logger="agents.engines.transformers_engine"):
+        with_image = smol.generate([chat(QUESTIONS[0], red_image()), chat(QUESTIONS[2])], Sampling(max_tokens=8))
+        smol.generate([chat(QUESTIONS[0], red_image())], Sampling(max_tokens=2))
+    warnings = [r for r in caplog.records if "image" in r.getMessage()]
+    assert len(warnings) == 1
+    without = smol.generate([chat(QUESTIONS[0])], Sampling(max_tokens=8))
+    assert with_image[0].text == without[0].text and "paris" in with_image[0].text.lower()
+
+
+# --- tiny Mllama (Llama-3.2-Vision architecture) --------------------------------------------
+def test_mllama_runs_images_and_text_in_one_batch(mllama):
+    history = [{"role": "user", "content": "what is this"}, {"role": "assistant", "content": "a sign"},
+               {"role": "user", "content": "which city is it in"}]
+    requests = [chat("what is the brand", red_image()), chat("no picture here"),
+                ChatRequest(messages=history, image=noise_image(1, 40, 120))]
+    results = mllama.generate(requests, Sampling(max_tokens=5, logprobs=True))
+    assert len(results) == 3
+    for res in results:
+        assert 0 < res.output_tokens <= 5 and len(res.token_logprobs) == res.output_tokens
+    # The image prompts are longer by (at least) the image token.
+    alone = mllama.generate([chat("what is the brand")], Sampling(max_tokens=5))
+    assert results[0].prompt_tokens == alone[0].prompt_tokens + 1
+
+
+def test_mllama_output_depends_on_the_image_and_not_on_batch_neighbours(mllama):
+    sampling = Sampling(max_tokens=4, logprobs=True)
+    a = mllama.generate([chat("what is the brand", noise_image(1))], sampling)[0]
+    b = mllama.generate([chat("what is the brand", noise_image(2))], sampling)[0]
+    assert a.token_logprobs != pytest.approx(b.token_logprobs, abs=1e-6)
+    batched = mllama.generate([chat("a much longer question about the label on the bottle", noise_image(3)),
+                               chat("what is the brand", noise_image(1)), chat("text only")], sampling)
+    assert batched[1].token_logprobs == pytest.approx(a.token_logprobs, abs=1e-3)
+
+
+def test_mllama_prompt_uses_the_llama32_vision_layout(mllama):
+    prompt = mllama._render(mllama._messages_with_image([{"role": "system", "content": "Be brief."},
+                                                         {"role": "user", "content": "What is it?"}]))
+    assert prompt.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>")
+    assert "<|start_header_id|>user<|end_header_id|>\n\n<|image|>What is it?<|eot_id|>" in prompt
+    assert prompt.endswith("<|start_header_id|>assistant<|end_header_id|>\n\n")
+
+
+# --- ledger ------------------------------------------------------------------------------------
+@pytest.mark.parametrize("batch", [1, 5])
+def test_ledger_records_one_call_per_generate(mllama, batch):
+    mllama.ledger = Ledger()
+    requests = [chat(f"question {i}", red_image() if i % 2 else None) for i in range(batch)]
+    results = mllama.generate(requests, Sampling(max_tokens=3), stage="summary")
+    records = mllama.ledger.drain()
+    assert len(records) == 1
+    assert records[0].stage == "summary" and records[0].requests == batch
+    assert records[0].output_tokens == sum(r.output_tokens for r in results)
+
+
+# --- rerankers -------------------------------------------------------------------------------
+PAIRS = [("What is the capital of France?", "Paris is the capital and largest city of France."),
+         ("What is the capital of France?", "Golden retrievers are friendly dogs that love to swim."),
+         ("What is the capital of France?", "")]
+
+
+@pytest.fixture(scope="session")
+def flag_reranker():
+    from agents.engines.reranker import CrossEncoderReranker
+
+    return CrossEncoderReranker("tiny-xlmr-reranker")
+
+
+@pytest.fixture(scope="session")
+def minilm_reranker():
+    from agents.engines.reranker import MiniLMReranker
+
+    return MiniLMReranker("minilm")
+
+
+def test_flag_reranker_scores_are_probabilities(flag_reranker):
+    scores = flag_reranker.score(PAIRS)
+    assert len(scores) == len(PAIRS) and all(0.0 <= s <= 1.0 for s in scores)
+    assert flag_reranker.score(PAIRS[:1]) == pytest.approx(scores[:1], abs=1e-4)
+
+
+def test_minilm_reranker_ranks_on_topic_first(minilm_reranker):
+    scores = minilm_reranker.score(PAIRS)
+    assert len(scores) == len(PAIRS) and all(0.0 <= s <= 1.0 for s in scores)
+    assert scores[0] > scores[1] + 0.1
+
+
+@pytest.mark.parametrize("batch", [1, 5])
+def test_ledger_records_one_call_per_score(minilm_reranker, flag_reranker, batch):
+    for reranker in (minilm_reranker, flag_reranker):
+        reranker.ledger = Ledger()
+        pairs = [(f"query {i}", f"passage number {i}") for i in range(batch)]
+        assert len(reranker.score(pairs, stage="rerank")) == batch
+        records = reranker.ledger.drain()
+        assert len(records) == 1 and records[0].kind == "rerank" and records[0].requests == batch
+
+
+# --- factory ---------------------------------------------------------------------------------
+def test_cpu_profile_builds_one_chat_engine_for_both_roles():
+    from agents.config import load_config
+    from agents.engines.factory import build_engines
+    from agents.engines.reranker import MiniLMReranker
+    from agents.engines.transformers_engine import TransformersEngine
+
+    ledger = Ledger()
+    engines = build_engines(load_config("cpu"), ledger)
+    assert engines.router is engines.vlm and isinstance(engines.vlm, TransformersEngine)
+    assert isinstance(engines.reranker, MiniLMReranker)
+    assert engines.vlm.ledger is ledger and engines.reranker.ledger is ledger
+
+
+def test_factory_builds_two_engines_and_a_flag_reranker_when_asked():
+    from agents.config import load_config
+    from agents.engines.factory import build_engines
+    from agents.engines.reranker import CrossEncoderReranker
+
+    config = load_config("cpu", router_model="smollm2", vlm_model="tiny-mllama",
+                         reranker_backend="flag", reranker_model="tiny-xlmr-reranker")
+    engines = build_engines(config, Ledger())
+    assert engines.router is not engines.vlm
+    assert engines.vlm.supports_images and not engines.router.supports_images
+    assert isinstance(engines.reranker, CrossEncoderReranker)
+
+
+def test_factory_rejects_an_unknown_engine():
+    from agents.config import load_config
+    from agents.engines.factory import build_engines
+
+    with pytest.raises(ValueError, match="unknown engine"):
+        build_engines(load_config("cpu", engine="onnx"), Ledger())
+
+
+# --- memory plan -----------------------------------------------------------------------------
+def test_l40s_memory_plan_fits_and_reacts_to_utilization():
+    from agents.config import load_config
+    from agents.engines.memory_plan import format_plan, plan_l40s
+
+    plan = plan_l40s(load_config("l40s"))
+    assert plan.fits and [r.role for r in plan.rows] == ["vlm", "router"]
+    vlm = plan.rows[0]
+    assert vlm.kv_bytes_per_token == 40 * 2 * 8 * 128 * 2
+    assert 19 < vlm.weights_gb < 21 and vlm.full_length_seqs >= 1
+    assert "Llama-3.2-11B-Vision-Instruct" in format_plan(plan)
+    assert not plan_l40s(load_config("l40s", vlm_gpu_memory_utilization=0.95)).fits
+    assert not plan_l40s(load_config("l40s", vlm_gpu_memory_utilization=0.45)).fits  # no room for KV
+
+
+# --- vLLM request building (vLLM itself replaced by a recording stand-in) -----------------------
+@dataclass
+class _Logprob:
+    logprob: float
+    decoded_token: str
+
+
+@dataclass
+class _Completion:
+    text: str
+    token_ids: list
+    logprobs: list | None
+
+
+@dataclass
+class _Output:
+    prompt_token_ids: list
+    outputs: list
+
+
+@dataclass
+class RecordingLLM:
+    """Stands in for vllm.LLM: records every generate call and answers from the prompt's length."""
+
+    tokenizer: object
+    calls: list = field(default_factory=list)
+
+    def get_tokenizer(self):
+        return self.tokenizer
+
+    def generate(self, inputs, params, use_tqdm=True):
+        self.calls.append((inputs, params))
+        outs = []
+        for item in inputs:
+            ids = self.tokenizer(item["prompt"]).input_ids
+            chosen = [5, 6]
+            # A top-1 entry that is not the chosen token, as vLLM returns when sampling.
+            steps = [{5: _Logprob(-0.5, "a"), 9: _Logprob(-0.1, "z")}, {6: _Logprob(-1.5, "b")}]
+            outs.append(_Output(ids, [_Completion(f" answer {len(ids)} ", chosen, steps)]))
+        return outs
+
+
+@dataclass(frozen=True)
+class RecordingParams:
+    max_tokens: int
+    temperature: float
+    top_p: float
+    stop: list
+    seed: int | None
+    logprobs: int | None = None
+
+
+@pytest.mark.parametrize("alias", ["tiny-mllama", "smollm2"])
+def test_vllm_inputs_hold_each_chat_once_with_a_single_bos(alias):
+    from transformers import AutoTokenizer
+
+    from agents.engines.vllm_engine import build_vllm_inputs, chat_messages
+
+    tokenizer = AutoTokenizer.from_pretrained(resolve_model(alias))
+    vision = alias == "tiny-mllama"
+    requests = [chat("what is on the label", red_image()), chat("plain question"),
+                ChatRequest([{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
+                             {"role": "user", "content": "q2"}], image=red_image())]
+    inputs = build_vllm_inputs(requests, tokenizer, supports_images=vision)
+    assert len(inputs) == 3
+    for req, item in zip(requests, inputs):
+        # What vLLM tokenizes (special tokens on) equals the template's tokens exactly once.
+        rendered = tokenizer.apply_chat_template(chat_messages(req, vision and req.image is not None),
+                                                 tokenize=False, add_generation_prompt=True)
+        assert tokenizer(item["prompt"]).input_ids == tokenizer(rendered, add_special_tokens=False).input_ids
+        has_image = vision and req.image is not None
+        assert ("multi_modal_data" in item) == has_image
+        if vision:
+            assert item["prompt"].count("<|image|>") == (1 if has_image else 0)
+    if vision:
+        # In a conversation the image sits in the first user turn, before its text.
+        assert inputs[2]["prompt"].index("<|image|>q1") < inputs[2]["prompt"].index("q2")
+
+
+def test_vllm_engine_maps_one_batch_to_one_llm_generate_call():
+    from transformers import AutoTokenizer
+
+    from agents.engines.vllm_engine import VLLMEngine
+
+    llm = RecordingLLM(AutoTokenizer.from_pretrained(resolve_model("tiny-mllama")))
+    engine = VLLMEngine.from_llm(llm, RecordingParams, model="tiny-mllama", supports_images=True)
+    requests = [chat("short", red_image()), chat("a somewhat longer question")]
+    sampling = Sampling(max_tokens=7, temperature=0.0, stop=("\n",), seed=3, logprobs=True)
+    results = engine.generate(requests, sampling, stage="answer")
+    assert len(llm.calls) == 1
+    inputs, params = llm.calls[0]
+    assert params == RecordingParams(max_tokens=7, temperature=0.0, top_p=1.0, stop=["\n"], seed=3, logprobs=1)
+    assert inputs[0]["multi_modal_data"]["image"].size == (90, 60)
+    for item, res in zip(inputs, results):
+        n = len(llm.tokenizer(item["prompt"]).input_ids)
+        assert res.text == f"answer {n}" and res.prompt_tokens == n and res.output_tokens == 2
+        assert res.token_logprobs == [-0.5, -1.5] and res.tokens == ["a", "b"]
+    records = engine.ledger.drain()
+    assert len(records) == 1 and records[0].requests == 2 and records[0].output_tokens == 4
+    no_logprobs = engine.generate(requests[:1], Sampling(max_tokens=2))
+    assert llm.calls[1][1].logprobs is None and no_logprobs[0].token_logprobs is None

@@ -1,0 +1,350 @@
+"""local_evaluation.py end to end (subprocesses) on a hand-made multi-turn dataset, plus the
+dataset, image and truncation helpers behind it.
+
+The scripted agent's answers are fixed, the judge is a scripted server on 127.0.0.1 (markers
+[yes]/[no]/[fail]/[flaky] in an answer decide its verdict), so every score is known by hand.
+"""
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from agents.config import REPO_ROOT
+from evaluation.dataset import fetch_image_bytes, load_split, read_conversations
+from evaluation.truncate import MAX_ANSWER_TOKENS, load_truncator
+from tests.scripted_agent import FakeOpenAIServer, build_dataset, png_bytes
+
+SECRET = "sk-test-never-written-4242"
+LONG_APPLES = "[yes] " + "apple " * 100
+LONG_CHEESE = "[flaky] cheddar cheese" + " and more words" * 40
+
+# session, ego?, image source, quality, [(interaction_id, query, ground truth, domain, category, answer)]
+CONVERSATIONS = [
+    ("s1-ego", "embedded", "normal", [
+        ("s1-0", "s1q0", "Paris", "geo", "simple", "  paris "),          # exact match
+        ("s1-1", "s1q1", "blue", "color", "simple", "[no] it is red"),   # judged wrong
+        ("s1-2", "s1q2", "42", "math", "reasoning", "I don't know")]),    # miss
+    ("s2-url", "url", "low", [
+        ("s2-0", "s2q0", "Lion", "animal", "simple", "[no] a zebra"),    # judged wrong
+        ("s2-1", "s2q1", "savanna", "animal", "simple", "Sorry, I don't know."),  # miss -> cut
+        ("s2-2", "s2q2", "tiger", "animal", "comparison", "Tiger"),      # exact, cut -> miss
+        ("s2-3", "s2q3", "stripes", "animal", "simple", "[yes] it has stripes")]),  # cut -> miss
+    ("s3-web", "embedded+url", "normal", [
+        ("s3-0", "s3q0", "Eiffel Tower", "place", "simple", "[yes] the Eiffel tower"),  # judged right
+        ("s3-1", "s3q1", "1889", "place", "reasoning", "[fail] 1887")]),  # judge fails -> hallucination
+    ("s4-ego", "embedded", "low", [
+        ("s4-0", "s4q0", "apple", "food", "simple", LONG_APPLES)]),      # truncated, judged right
+    ("s5-ego", "embedded", "normal", [
+        ("s5-0", "s5q0", "a", "misc", "simple", "I don't know"),
+        ("s5-1", "s5q1", "b", "misc", "simple", "i DON'T know either"),  # two misses -> cut
+        ("s5-2", "s5q2", "Yes", "misc", "simple", "yes")]),              # exact, cut -> miss
+    ("s6-url", "url", "normal", [
+        ("s6-0", "s6q0", "cheese", "food", "simple", LONG_CHEESE),       # 2 x HTTP 500, then right
+        ("s6-1", "s6q1", "moon ", "space", "simple", "Moon")]),          # exact match
+]
+
+# Worked out by hand from the table above (15 turns; after the cuts: correct s1-0, s3-0, s4-0,
+# s6-0, s6-1; misses s1-2, s2-1..3, s5-0..2; hallucinations s1-1, s2-0, s3-1).
+# Conversation scores: s1 0, s2 -1/4, s3 0, s4 1, s5 0, s6 1.
+EXPECTED_ALL = {
+    "total": 15.0, "correct_exact": 2.0, "correct": 5.0, "miss": 7.0, "hallucination": 3.0,
+    "exact_match": 2 / 15, "accuracy": 5 / 15, "missing": 7 / 15, "hallucination_rate": 3 / 15,
+    "truthfulness_score": 17 / 15 - 1, "mean_multi_turn_conversation_score": 1.75 / 6,
+}
+# Egocentric: s1, s4, s5 -> 7 turns, correct s1-0 and s4-0, misses s1-2 and s5-*, hallucination s1-1.
+EXPECTED_EGO = {
+    "total": 7.0, "correct_exact": 1.0, "correct": 2.0, "miss": 4.0, "hallucination": 1.0,
+    "exact_match": 1 / 7, "accuracy": 2 / 7, "missing": 4 / 7, "hallucination_rate": 1 / 7,
+    "truthfulness_score": 8 / 7 - 1, "mean_multi_turn_conversation_score": 1 / 3,
+}
+OUTPUT_FILES = ["turn_evaluation_results_all.csv", "turn_evaluation_results_ego.csv",
+                "scores_dictionary.json", "run_summary.json", "traces.jsonl"]
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("evalworld")
+    images = {"s2.png": png_bytes((200, 10, 10)), "s6.png": png_bytes((10, 200, 10))}
+    with FakeOpenAIServer(images=images, lifetime_s=600) as server:
+        convs = []
+        for session, source, quality, turns in CONVERSATIONS:
+            embedded = Image.new("RGB", (64, 48), (30, 60, 90)) if "embedded" in source else None
+            url = None
+            if source == "url":
+                url = f"{server.base}/img/{session.split('-')[0]}.png"
+            elif source == "embedded+url":
+                url = "http://127.0.0.1:9/never-fetched.png"  # image present: must not be fetched
+            convs.append(dict(session_id=session, image=embedded, image_url=url, image_quality=quality,
+                              turns=[(t[0], t[1], t[2], t[3], t[4], "static") for t in turns]))
+        dataset = build_dataset(root / "dataset", convs, form="dict")
+        answers = {t[1]: t[5] for _, _, _, turns in CONVERSATIONS for t in turns}
+        yield dict(root=root, server=server, dataset=dataset, answers=answers, convs=convs)
+
+
+def write_script(world, name, **extra) -> Path:
+    path = world["root"] / f"{name}.json"
+    script = {"answers": world["answers"], "batch_size": 2, "log": str(world["root"] / f"{name}.log.jsonl"),
+              "deadline_cut_queries": ["s4q0"], **extra}
+    path.write_text(json.dumps(script))
+    return path
+
+
+def run_cli(world, args, script: Path | None, *, key: str | None = SECRET, judge=True, expect_rc=0):
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY",) and not k.startswith("CRUISE_")}
+    env.update(PYTHONPATH=str(REPO_ROOT), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
+               HF_DATASETS_CACHE=str(world["root"] / "hf-datasets"), CRUISE_CACHE=str(world["root"] / "cache"),
+               SCRIPTED_AGENT_SCRIPT=str(script or world["root"] / "no-such-script.json"))
+    if key:
+        env["OPENAI_API_KEY"] = key
+    judge_args = ["--eval-model", "judge-model", "--eval-base-url", world["server"].url] if judge else []
+    cmd = [sys.executable, "local_evaluation.py", *args, *judge_args, "--judge-retry-wait", "0.01",
+           "--no_progress", "--display-conversations", "3"]
+    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == expect_rc, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def generation_args(world, out: Path, *extra):
+    return ["--dataset", str(world["dataset"]), "--dataset-type", "multi-turn", "--profile", "cpu",
+            "--agent", "tests.scripted_agent:ScriptedAgent", "--search", "tests.scripted_agent:make_fake_search",
+            "--suppress-web-search-api", "--set", "k_recall=7", "--output-dir", str(out), *extra]
+
+
+def read_scores(out: Path) -> dict:
+    return json.loads((out / "scores_dictionary.json").read_text())
+
+
+def read_log(path: Path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text().splitlines()]
+
+
+@pytest.fixture(scope="module")
+def full_run(world):
+    out = world["root"] / "full"
+    script = write_script(world, "full")
+    proc = run_cli(world, generation_args(world, out), script)
+    return dict(out=out, proc=proc, log=read_log(world["root"] / "full.log.jsonl"))
+
+
+def test_every_score_matches_the_hand_computed_values(full_run):
+    scores = read_scores(full_run["out"])
+    assert set(scores) == {"all", "ego", "tokenizer"}
+    assert scores["all"] == pytest.approx(EXPECTED_ALL)
+    assert scores["ego"] == pytest.approx(EXPECTED_EGO)
+    assert list(scores["all"]) == list(EXPECTED_ALL)
+    assert scores["tokenizer"] and isinstance(scores["tokenizer"], str)
+
+
+def test_output_files_and_turn_rows(full_run, world):
+    import pandas as pd
+
+    out = full_run["out"]
+    for name in OUTPUT_FILES:
+        assert (out / name).exists(), name
+    rows = pd.read_csv(out / "turn_evaluation_results_all.csv")
+    assert list(rows.columns) == [
+        "session_id", "interaction_id", "turn_idx", "is_ego", "image_quality", "query_category", "domain",
+        "dynamism", "query", "ground_truth", "agent_response", "total_turn_count", "interaction_id_history",
+        "is_exact_match", "is_correct", "is_miss", "is_semantically_correct", "api_response",
+        "is_hallucination", "multi_turn_conversation_score"]
+    assert list(rows["interaction_id"]) == sorted(rows["interaction_id"])  # sorted by session, turn
+    by_id = rows.set_index("interaction_id")
+    assert by_id.loc["s2-2", "is_miss"] and not by_id.loc["s2-2", "is_exact_match"]  # cut
+    assert by_id.loc["s3-1", "is_hallucination"] and pd.isna(by_id.loc["s3-1", "api_response"])
+    assert by_id.loc["s6-0", "is_correct"] and by_id.loc["s6-0", "api_response"] == "{'accuracy': True}"
+    assert by_id.loc["s2-0", "multi_turn_conversation_score"] == pytest.approx(-0.25)
+    ego = pd.read_csv(out / "turn_evaluation_results_ego.csv")
+    assert sorted(ego["session_id"].unique()) == ["s1-ego", "s4-ego", "s5-ego"]
+    traces = read_log(out / "traces.jsonl")
+    assert len(traces) == 15 and all(t["scripted"] for t in traces)
+    assert {t["interaction_id"] for t in traces if t["deadline_cut"]} == {"s4-0"}
+    # the API key reaches the endpoint but is never written to any output
+    auths = {r.get("auth") for r in world["server"].chat_requests()}
+    assert f"Bearer {SECRET}" in auths and auths <= {f"Bearer {SECRET}", "Bearer not-needed"}
+    for path in out.iterdir():
+        assert SECRET not in path.read_text(errors="ignore"), path.name
+    assert SECRET not in full_run["proc"].stdout + full_run["proc"].stderr
+
+
+def test_run_summary(full_run):
+    s = json.loads((full_run["out"] / "run_summary.json").read_text())
+    assert s["judge"].startswith("judge-model @ http://127.0.0.1")
+    assert (s["needing_judge"], s["judge_failures"], s["unjudged_turns"]) == (7, 1, 0)
+    assert (s["turns_expected"], s["turns_answered"], s["complete"]) == (15, 15, True)
+    assert s["tokenizer"] == read_scores(full_run["out"])["tokenizer"]
+    assert s["batches"] == 8 and [b["turns"] for b in s["per_batch"]] == [2, 2, 2, 2, 2, 2, 2, 1]
+    assert all(b["budget_ms"] == 20000.0 for b in s["per_batch"]) and s["over_budget_count"] == 0
+    assert s["engine_calls_per_batch"] == [2] * 8
+    assert s["stage_ms_per_batch"] == [{"scripted": 1.5, "rerank": 0.5}] * 8
+    assert s["deadline_cut_turns"] == 1 and s["agent_error_turns"] == 0
+    assert s["image_load_failures"] == []
+    assert s["profile"] == "cpu" and s["run_config"]["dataset_type"] == "multi-turn"
+    domains = {d["domain"]: d for d in s["breakdowns"]["domain"]}
+    assert domains["food"]["count"] == 2 and domains["food"]["accuracy"] == 1.0  # s4-0, s6-0
+    assert domains["animal"]["count"] == 4 and domains["animal"]["missing"] == 0.75
+
+
+def test_agent_saw_official_batches_histories_images_and_settings(full_run, world):
+    log = full_run["log"]
+    assert [call["queries"] for call in log] == [
+        ["s1q0", "s2q0"], ["s2q1", "s1q1"], ["s1q2", "s2q2"], ["s2q3", "s3q0"],
+        ["s3q1", "s4q0"], ["s5q0", "s6q0"], ["s6q1", "s5q1"], ["s5q2"]]
+    histories = {q: h for call in log for q, h in zip(call["queries"], call["histories"])}
+    assert histories["s1q2"] == [{"role": "user", "content": "s1q0"}, {"role": "assistant", "content": "  paris "},
+                                 {"role": "user", "content": "s1q1"}, {"role": "assistant", "content": "[no] it is red"}]
+    import pandas as pd
+
+    rows = pd.read_csv(full_run["out"] / "turn_evaluation_results_all.csv", keep_default_na=False)
+    cut = rows.set_index("interaction_id").loc["s6-0", "agent_response"]
+    assert len(cut) < len(LONG_CHEESE) and histories["s6q1"][1] == {"role": "assistant", "content": cut}
+    assert all(size == [960, 1280] for call in log for size in call["image_sizes"])
+    assert {(c["search"], c["web"], c["profile"], c["k_recall"]) for c in log} == {("FakeSearch", False, "cpu", "7")}
+    paths = [r["path"] for r in world["server"].requests]
+    assert "/img/s2.png" in paths and "/img/s6.png" in paths
+
+
+def test_resume_after_a_crash_gives_the_same_scores(world, full_run):
+    out = world["root"] / "crashed"
+    script = write_script(world, "crash", crash_on_call=4, crash_flag=str(world["root"] / "crash.flag"))
+    run_cli(world, generation_args(world, out), script, expect_rc=17)
+    assert not (out / "scores_dictionary.json").exists()
+    saved = read_log(out / "answers.jsonl")
+    assert len(saved) == 6  # three batches of two finished before the crash
+    run_cli(world, generation_args(world, out, "--resume"), script)
+    assert read_scores(out) == read_scores(full_run["out"])
+    assert (out / "turn_evaluation_results_all.csv").read_text() == \
+        (full_run["out"] / "turn_evaluation_results_all.csv").read_text()
+    calls = read_log(world["root"] / "crash.log.jsonl")
+    resumed = calls[4:]  # calls 1-3 answered, call 4 crashed, then the resumed run
+    assert [c["queries"] for c in resumed] == [c["queries"] for c in full_run["log"][3:]]
+    histories = {q: h for c in resumed for q, h in zip(c["queries"], c["histories"])}
+    assert [m["content"] for m in histories["s2q3"]] == ["s2q0", "[no] a zebra", "s2q1", "Sorry, I don't know.",
+                                                         "s2q2", "Tiger"]
+    summary = json.loads((out / "run_summary.json").read_text())
+    assert summary["batches"] == 8 and summary["turns_answered"] == 15
+
+
+def test_agent_errors_become_i_dont_know_and_the_run_finishes(world):
+    out = world["root"] / "errors"
+    script = write_script(world, "errors", raise_on_query="s3q0", short_on_query="s6q1")
+    run_cli(world, generation_args(world, out), script)
+    answers = {r["interaction_id"]: r for r in read_log(out / "answers.jsonl")}
+    failed = {k for k, r in answers.items() if r["error"]}
+    assert failed == {"s2-3", "s3-0", "s6-1", "s5-1"}  # the two batches holding those queries
+    assert all(answers[k]["agent_response"] == "I don't know" for k in failed)
+    assert "raised RuntimeError: scripted failure" in answers["s3-0"]["error"]
+    assert answers["s6-1"]["error"] == "agent returned 1 answers for 2 queries"
+    summary = json.loads((out / "run_summary.json").read_text())
+    assert summary["agent_error_turns"] == 4 and summary["turns_answered"] == 15
+    scores = read_scores(out)["all"]
+    # s3-0 and s6-1 lose their correct answers (2 fewer correct, now misses); s2-3/s5-1 were misses anyway
+    assert (scores["correct"], scores["miss"], scores["hallucination"]) == (3.0, 9.0, 3.0)
+
+
+def test_three_shards_merged_equal_one_run(world, full_run):
+    script = write_script(world, "shards")
+    shard_dirs = []
+    for i in range(3):
+        out = world["root"] / f"shard{i}"
+        run_cli(world, generation_args(world, out, "--shard", f"{i}/3"), script)
+        shard_dirs.append(out)
+    sessions = {json.loads(line)["session_id"] for line in (shard_dirs[0] / "answers.jsonl").read_text().splitlines()}
+    assert sessions == {"s1-ego", "s4-ego"}  # conversation index % 3 == 0
+    merged = world["root"] / "merged"
+    asked_before = len(world["server"].chat_requests())
+    run_cli(world, ["merge", *map(str, shard_dirs), "--output-dir", str(merged)], None, judge=False)
+    # saved verdicts are reused; only the turn whose judge failed is asked again (3 attempts)
+    assert len(world["server"].chat_requests()) - asked_before == 3
+    assert read_scores(merged) == read_scores(full_run["out"])
+    for name in ("turn_evaluation_results_all.csv", "turn_evaluation_results_ego.csv"):
+        assert (merged / name).read_text() == (full_run["out"] / name).read_text()
+    summary = json.loads((merged / "run_summary.json").read_text())
+    assert summary["judge"].startswith("judge-model")  # taken from the shards' run
+    assert summary["turns_answered"] == 15 and summary["complete"] and len(summary["merged_from"]) == 3
+    assert len(read_log(merged / "traces.jsonl")) == 15
+    for name in OUTPUT_FILES:
+        assert (merged / name).exists()
+
+
+def test_no_key_disables_the_judge_loudly_then_rejudge_restores_the_scores(world, full_run):
+    out = world["root"] / "nokey"
+    proc = run_cli(world, generation_args(world, out), write_script(world, "nokey"), key=None, judge=False)
+    assert proc.stdout.count("NO JUDGE") == 1
+    s = json.loads((out / "run_summary.json").read_text())
+    assert s["judge"] == "disabled" and s["unjudged_turns"] == 7
+    assert read_scores(out)["all"]["correct"] == 2.0  # exact matches only: s1-0, s6-1
+    # rejudge from the saved answers; no script file exists, so building the agent would fail
+    run_cli(world, ["--rejudge", "--output-dir", str(out)], None, key=None)
+    assert read_scores(out) == read_scores(full_run["out"])
+    assert json.loads((out / "run_summary.json").read_text())["judge_failures"] == 1
+
+
+def test_resume_refuses_a_different_dataset_selection(world, full_run):
+    proc = run_cli(world, generation_args(world, full_run["out"], "--resume", "--num-conversations", "2"),
+                   write_script(world, "clash"), expect_rc=1)
+    assert "differs on ['num_conversations']" in proc.stderr
+
+
+# ------------------------------------------------------------------ helpers behind the CLI
+def test_both_dataset_forms_give_the_same_conversations(tmp_path):
+    convs = [dict(session_id="a", image=Image.new("RGB", (8, 8)), image_url=None, image_quality="normal",
+                  turns=[("a0", "q0", "x", "d", "c", "static"), ("a1", "q1", "y", "d", "c", "slow")]),
+             dict(session_id="b", image=None, image_url="http://h/b.png", image_quality="low",
+                  turns=[("b0", "q2", "z", "d2", "c2", "fast")])]
+    loaded = []
+    for form in ("list", "dict"):
+        ds, split, notice = load_split(str(build_dataset(tmp_path / form, convs, form=form)), None, "validation")
+        assert (split, notice) == ("validation", None)
+        loaded.append(read_conversations(ds))
+    assert loaded[0] == loaded[1]
+    assert [t.ground_truth for t in loaded[0][0].turns] == ["x", "y"] and loaded[0][1].is_ego is False
+    ds, split, notice = load_split(str(tmp_path / "dict"), None, "public_test")
+    assert split == "validation" and "not in" in notice
+    assert len(read_conversations(ds, limit=1)) == 1
+
+
+def test_image_urls_are_http_only(tmp_path, monkeypatch):
+    monkeypatch.setenv("CRUISE_CACHE", str(tmp_path))
+    with pytest.raises(ValueError):
+        fetch_image_bytes("file:///etc/hostname")
+    with FakeOpenAIServer(images={"a.png": png_bytes((1, 2, 3))}, lifetime_s=60) as server:
+        with pytest.raises(Exception, match="not allowed|non-http"):
+            fetch_image_bytes(f"{server.base}/redirect-file")
+        with pytest.raises(ValueError, match="larger"):
+            fetch_image_bytes(f"{server.base}/img/a.png", max_bytes=10)
+        data = fetch_image_bytes(f"{server.base}/img/a.png")
+        assert fetch_image_bytes(f"{server.base}/img/a.png") == data  # second time from the disk cache
+        assert [r["path"] for r in server.requests].count("/img/a.png") == 2  # the capped try + one fetch
+
+
+def test_fallback_truncation_keeps_the_raw_text():
+    truncator = load_truncator(prefer_llama=False)
+    long = "Apple " * 100
+    short = "I DON'T KNOW, Café au lait"
+    cut, same = truncator.truncate([long, short])
+    assert cut == " ".join(["Apple"] * MAX_ANSWER_TOKENS)
+    assert same == short  # no lower-casing or re-spacing
+    assert truncator.truncate([]) == []
+
+
+def test_a_run_without_egocentric_turns_scores_ego_as_zeros_and_says_so(tmp_path):
+    from evaluation.finalize import finalize
+
+    records = [{"session_id": "w", "interaction_id": f"w{i}", "turn_idx": i, "is_ego": False,
+                "image_quality": "normal", "query_category": "simple", "domain": "d", "dynamism": "static",
+                "query": f"q{i}", "ground_truth": "yes", "agent_response": answer, "total_turn_count": 2,
+                "interaction_id_history": [], "raw_answer": answer, "error": None}
+               for i, answer in enumerate(["yes", "I don't know"])]
+    (tmp_path / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    results = finalize(tmp_path, None, progress=False)
+    scores = json.loads((tmp_path / "scores_dictionary.json").read_text())
+    assert scores["ego"] == {k: 0.0 for k in EXPECTED_EGO}
+    assert scores["all"]["accuracy"] == 0.5 and scores["all"]["truthfulness_score"] == 0.5
+    assert any("no egocentric turns" in n for n in results.summary["notices"])
+    assert "NaN" not in (tmp_path / "scores_dictionary.json").read_text()
+    for name in OUTPUT_FILES:
+        assert (tmp_path / name).exists()
