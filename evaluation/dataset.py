@@ -155,8 +155,3 @@ def image_for_agent(image, image_url: str | None) -> Image.Image:
         image = Image.open(io.BytesIO(fetch_image_bytes(image_url)))
         image.load()
     return image.resize(AGENT_IMAGE_SIZE)
-
-
-def placeholder_image() -> Image.Image:
-    """What the agent gets when a conversation's image cannot be loaded (counted in the summary)."""
-    return Image.new("RGB", AGENT_IMAGE_SIZE, (128, 128, 128))

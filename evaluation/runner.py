@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from evaluation.batching import turn_batches
-from evaluation.dataset import Conversation, image_for_agent, placeholder_image
+from evaluation.dataset import Conversation, image_for_agent
 from evaluation.truncate import Truncator
 
 IDK_ANSWER = "I don't know"
@@ -90,13 +90,15 @@ class ImageStore:
         self.images: dict[int, object] = {}
 
     def get(self, conv: Conversation):
+        """The conversation's image, or None when it cannot be loaded (its turns are then
+        answered "I don't know" without asking the agent, and reported)."""
         if conv.index not in self.images:
             try:
                 raw = self.ds[conv.index]["image"] if "image" in self.ds.column_names else None
                 self.images[conv.index] = image_for_agent(raw, conv.image_url)
-            except Exception as exc:  # unreachable URL, broken file: the agent still gets a turn
+            except Exception as exc:  # unreachable URL, truncated or corrupt bytes
                 self.stats.image_failures.append(f"{conv.session_id}: {type(exc).__name__}: {exc}")
-                self.images[conv.index] = placeholder_image()
+                self.images[conv.index] = None
         return self.images[conv.index]
 
     def release(self, conv: Conversation) -> None:
@@ -203,15 +205,25 @@ def _run_batch(agent, conversations, pending, number, batch_size, images, answer
     failures_before = len(stats.image_failures)
     batch_images = [images.get(c) for c in convs]
     histories = [history_for(c, t, answers) for c, (_, t) in zip(convs, pending)]
-    raw, error, wall_ms, report = _call_agent(agent, queries, batch_images, histories)
+    # Turns whose image could not be loaded are answered "I don't know" here; the rest go to the agent.
+    asked = [i for i, image in enumerate(batch_images) if image is not None]
+    raw = [IDK_ANSWER] * len(pending)
+    traces: list[dict | None] = [None] * len(pending)
+    error, wall_ms, engine_calls, stage_ms = None, 0.0, None, None
+    if asked:
+        got, error, wall_ms, report = _call_agent(agent, [queries[i] for i in asked],
+                                                  [batch_images[i] for i in asked], [histories[i] for i in asked])
+        got_traces, engine_calls, stage_ms = _report_parts(report, len(asked))
+        for i, answer, trace in zip(asked, got, got_traces):
+            raw[i], traces[i] = answer, trace
     cut = truncator.truncate(raw)
-    traces, engine_calls, stage_ms = _report_parts(report, len(pending))
     answer_records, trace_records = [], []
-    for conv, (_, t), raw_answer, answer, trace in zip(convs, pending, raw, cut, traces):
+    for i, (conv, (_, t), raw_answer, answer, trace) in enumerate(zip(convs, pending, raw, cut, traces)):
         row = base_row(conv, t, answer)
         answers[row["interaction_id"]] = answer
+        turn_error = error if i in asked else "image could not be loaded; answered without asking the agent"
         answer_records.append({**row, "raw_answer": raw_answer, "batch": number, "shard": shard,
-                               "batch_wall_ms": round(wall_ms, 3), "error": error})
+                               "batch_wall_ms": round(wall_ms, 3), "error": turn_error})
         if trace is not None:
             trace_records.append({"interaction_id": row["interaction_id"], "session_id": conv.session_id,
                                   "turn_idx": t, **trace})
@@ -226,7 +238,7 @@ def _run_batch(agent, conversations, pending, number, batch_size, images, answer
     stats.batches_run += 1
     stats.turns_answered += len(pending)
     if error:
-        stats.agent_error_turns += len(pending)
+        stats.agent_error_turns += len(asked)
 
 
 def progress_bar(total: int, desc: str, enabled: bool):

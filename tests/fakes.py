@@ -19,6 +19,7 @@ class ScriptedEngine(ChatEngine):
         self.sleep_s = sleep_s or {}
         self.fail = fail or {}  # stage -> predicate(request) that makes the whole call raise
         self.calls: list[tuple[str, int]] = []
+        self.requests: list[tuple[str, object]] = []  # (stage, ChatRequest) of every request seen
         self._stage = ""
 
     def generate(self, requests, sampling, *, stage="chat"):
@@ -27,6 +28,7 @@ class ScriptedEngine(ChatEngine):
 
     def _generate(self, requests, sampling):
         self.calls.append((self._stage, len(requests)))
+        self.requests += [(self._stage, r) for r in requests]
         time.sleep(self.sleep_s.get(self._stage, 0.0))
         failing = self.fail.get(self._stage)
         if failing and any(failing(r) for r in requests):
