@@ -1,0 +1,230 @@
+"""Build the mini benchmark's image and web search indices, offline, in the Hugging Face cache layout.
+
+    python -m benchmark.build_indices [--profile cpu]
+
+`cragmm_search.UnifiedSearchPipeline` fetches its indices with
+`huggingface_hub.snapshot_download(repo_id, repo_type="dataset")`. Offline, that call resolves
+`<hf cache>/datasets--ORG--NAME/refs/main` (a commit hash, no newline) to
+`snapshots/<commit>/`, which must be a writable chromadb persistent directory. We write
+exactly that under `cache_dir()/"hf"`, with the official collection names, ids and metadata:
+
+- `image_embeddings` (cosine): ids "0".."n-1" (the package reads metadatas by position),
+  metadata `image_url`, `entities` (JSON list of names), `info` (JSON name -> attributes).
+- `web_search_embeddings` (cosine): ids `<url>_chunk_<i>`, chunk 0 = "page_name page_snippet",
+  then 512-word chunks of the page text; metadata `page_name`, `page_snippet`, `page_url`.
+
+Embeddings come from the package's own feature extractors with the models the pipeline will
+load (config.search_image_model / search_text_model, resolved to local directories), so a
+query embedded at search time lands exactly where the index expects it. The commit hash is a
+fingerprint of the content and the models: an unchanged index is never rebuilt.
+"""
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import json
+import os
+import shutil
+import time
+from pathlib import Path
+
+from agents.config import CruiseConfig, cache_dir, load_config
+from agents.engines.local_models import resolve_model
+from benchmark import content
+from benchmark.images import image_bytes
+
+LOCAL_PREFIX = "crag-mm-mini/"  # index ids we build; any other id is a real hub dataset
+IMAGE_COLLECTION = "image_embeddings"
+WEB_COLLECTION = "web_search_embeddings"
+WORDS_PER_CHUNK = 512
+MAX_CHUNKS = 50
+KG_URL = "https://kg.crag-mm-mini.example/images/"
+
+
+def hf_cache() -> Path:
+    return cache_dir() / "hf"
+
+
+def is_local_index(repo_id: str) -> bool:
+    return repo_id.startswith(LOCAL_PREFIX)
+
+
+def repo_folder(repo_id: str) -> Path:
+    return hf_cache() / ("datasets--" + repo_id.replace("/", "--"))
+
+
+# --- what goes in -------------------------------------------------------------------------
+
+def kg_records() -> list[tuple[bytes, dict]]:
+    """(JPEG bytes, metadata) per image-index entry, in id order."""
+    records = []
+    for picture, entities in content.KG_ENTRIES:
+        if isinstance(picture, tuple):  # a look-alike copy: hard negative
+            source, transform = picture
+            name = f"{source}-{transform.replace(' ', '-')}"
+        else:
+            spec = content.PICTURES.get(picture, dict(source=picture))
+            source, transform, name = spec["source"], spec.get("transform"), picture
+        meta = dict(image_url=KG_URL + name + ".jpg", entities=json.dumps(sorted(entities)),
+                    info=json.dumps(entities, sort_keys=True))
+        records.append((image_bytes(source, transform), meta))
+    return records
+
+
+def web_records() -> list[tuple[str, str, dict]]:
+    """(chunk id, chunk text, metadata) per web-index entry."""
+    records = []
+    for page in content.WEB_PAGES:
+        words = page["text"].split()
+        chunks = [f"{page['page_name']} {page['page_snippet']}"]
+        chunks += [" ".join(words[i:i + WORDS_PER_CHUNK]) for i in range(0, len(words), WORDS_PER_CHUNK)]
+        meta = {k: page[k] for k in ("page_name", "page_snippet", "page_url")}
+        for i, chunk in enumerate(chunks[:MAX_CHUNKS]):
+            records.append((f"{page['page_url']}_chunk_{i}", chunk, meta))
+    return records
+
+
+def _model_identity(model_dir: str) -> str:
+    """A local model directory is identified by its config; a hub id by its name."""
+    config = Path(model_dir) / "config.json"
+    return config.read_text() if config.exists() else model_dir
+
+
+def _fingerprint(kind: str, payload) -> str:
+    from importlib.metadata import version  # the package's version decides how queries are embedded
+
+    blob = json.dumps([kind, version("cragmm-search-pipeline"), payload], sort_keys=True, default=str)
+    return hashlib.sha1(blob.encode()).hexdigest()  # 40 hex digits, like a git commit
+
+
+# --- embedding (the package's own extractors) ---------------------------------------------
+
+def embed_images(model_dir: str, jpegs: list[bytes]):
+    import io
+
+    import torch
+    from cragmm_search.image_search_mock_api.image_search import extract_features
+    from PIL import Image
+    from transformers import CLIPModel, CLIPProcessor
+
+    model = CLIPModel.from_pretrained(model_dir).eval()
+    processor = CLIPProcessor.from_pretrained(model_dir)
+    images = [Image.open(io.BytesIO(b)) for b in jpegs]
+    return extract_features(model, processor, images, device=torch.device("cpu"))
+
+
+def embed_texts(model_dir: str, texts: list[str], batch: int = 16):
+    import numpy as np
+    import torch
+    from cragmm_search.web_search_mock_api.api.web_search import extract_features
+    from transformers import AutoModel, AutoTokenizer
+
+    model = AutoModel.from_pretrained(model_dir).eval()
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    parts = [extract_features(model, tokenizer, texts[i:i + batch], device=torch.device("cpu"))
+             for i in range(0, len(texts), batch)]
+    return np.concatenate(parts)
+
+
+# --- writing the HF-cache layout ----------------------------------------------------------
+
+def _publish_snapshot(repo_id: str, commit: str, fill) -> Path:
+    """Build snapshots/<commit>/ with `fill(dir)` unless it is there, then point refs/main at it."""
+    folder = repo_folder(repo_id)
+    snapshot = folder / "snapshots" / commit
+    if not (snapshot / "chroma.sqlite3").exists():
+        tmp = folder / "snapshots" / f".tmp-{commit}-{os.getpid()}"
+        shutil.rmtree(tmp, ignore_errors=True)
+        tmp.mkdir(parents=True)
+        fill(tmp)
+        try:
+            os.replace(tmp, snapshot)
+        except OSError:  # a concurrent builder published the same commit first
+            if not (snapshot / "chroma.sqlite3").exists():
+                raise
+            shutil.rmtree(tmp, ignore_errors=True)
+    ref = folder / "refs" / "main"
+    if not ref.exists() or ref.read_text() != commit:
+        ref.parent.mkdir(parents=True, exist_ok=True)
+        tmp_ref = ref.with_name(f".main-{os.getpid()}")
+        tmp_ref.write_text(commit)  # no trailing newline: huggingface_hub reads it verbatim
+        os.replace(tmp_ref, ref)
+    for old in (folder / "snapshots").iterdir():  # snapshots of earlier content are dead weight
+        if old.name != commit and not old.name.startswith(".tmp-"):
+            shutil.rmtree(old, ignore_errors=True)
+    return snapshot
+
+
+def _write_collection(path: Path, name: str, ids, embeddings, metadatas) -> None:
+    import chromadb
+    from chromadb.api.client import SharedSystemClient
+
+    client = chromadb.PersistentClient(path=str(path))
+    collection = client.create_collection(name=name, metadata={"hnsw:space": "cosine"})
+    step = 1000
+    for i in range(0, len(ids), step):
+        collection.add(ids=ids[i:i + step], embeddings=[list(map(float, e)) for e in embeddings[i:i + step]],
+                       metadatas=metadatas[i:i + step])
+    # Release the sqlite/hnsw handles before the directory is renamed into place.
+    del collection, client
+    SharedSystemClient.clear_system_cache()
+    gc.collect()
+
+
+def build_image_index(repo_id: str, model: str) -> Path:
+    model_dir = resolve_model(model)
+    records = kg_records()
+    commit = _fingerprint("image", [_model_identity(model_dir),
+                                    [(hashlib.sha1(b).hexdigest(), m) for b, m in records]])
+
+    def fill(path: Path) -> None:
+        embeddings = embed_images(model_dir, [b for b, _ in records])
+        _write_collection(path, IMAGE_COLLECTION, [str(i) for i in range(len(records))], embeddings,
+                          [m for _, m in records])
+
+    return _publish_snapshot(repo_id, commit, fill)
+
+
+def build_web_index(repo_id: str, model: str) -> Path:
+    model_dir = resolve_model(model)
+    records = web_records()
+    commit = _fingerprint("web", [_model_identity(model_dir), WORDS_PER_CHUNK, records])
+
+    def fill(path: Path) -> None:
+        embeddings = embed_texts(model_dir, [text for _, text, _ in records])
+        _write_collection(path, WEB_COLLECTION, [i for i, _, _ in records], embeddings,
+                          [m for _, _, m in records])
+
+    return _publish_snapshot(repo_id, commit, fill)
+
+
+def prepare_indices(config: CruiseConfig) -> dict:
+    """Make sure the config's local indices exist in the HF cache; fast when already built.
+
+    Returns the cache root, each snapshot directory and the seconds spent. Raises ValueError
+    for index ids that are not ours (the l40s profile's official indices are downloaded by
+    huggingface_hub, not built here).
+    """
+    start = time.perf_counter()
+    for repo_id in (config.image_index, config.web_index):
+        if not is_local_index(repo_id):
+            raise ValueError(f"{repo_id!r} is not a local crag-mm-mini index; only ids starting with "
+                             f"{LOCAL_PREFIX!r} are built offline")
+    image_dir = build_image_index(config.image_index, config.search_image_model)
+    web_dir = build_web_index(config.web_index, config.search_text_model)
+    return dict(hf_cache=str(hf_cache()), image_index=config.image_index, web_index=config.web_index,
+                image_snapshot=str(image_dir), web_snapshot=str(web_dir),
+                seconds=round(time.perf_counter() - start, 2))
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--profile", default="cpu")
+    args = parser.parse_args()
+    info = prepare_indices(load_config(args.profile))
+    print(json.dumps(info, indent=1))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,49 @@
+"""The real chain on the cpu profile (SmolLM2, MiniLM, the mini benchmark's offline indices)
+through local_evaluation.py, single-turn and multi-turn: scores and a full trace for every turn."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parent.parent
+TRACE_FIELDS = {
+    "preset", "needs_external", "is_real_time", "router_raw", "summary", "retrieval_query", "retrieved",
+    "chunks", "theta", "kept_chunks", "context", "retrieval_score", "rag_answer", "direct_answer",
+    "consistent", "consistency_raw", "cov_confidence", "cov_raw", "branch", "final_answer", "stage_ms",
+    "deadline_cut", "errors",
+}
+SCORE_KEYS = {"total", "correct_exact", "correct", "miss", "hallucination", "exact_match", "accuracy", "missing",
+              "hallucination_rate", "truthfulness_score", "mean_multi_turn_conversation_score"}
+
+
+@pytest.mark.parametrize("dataset_type, conversations", [("single-turn", 5), ("multi-turn", 2)])
+def test_cpu_profile_runs_the_full_chain(tmp_path, dataset_type, conversations):
+    out = tmp_path / "out"
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
+    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    proc = subprocess.run(
+        [sys.executable, "local_evaluation.py", "--profile", "cpu", "--dataset-type", dataset_type,
+         "--num-conversations", str(conversations), "--eval-model", "None", "--output-dir", str(out),
+         "--no_progress"],
+        cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    scores = json.loads((out / "scores_dictionary.json").read_text())
+    assert SCORE_KEYS <= set(scores["all"]) and scores["all"]["total"] >= conversations
+    answers = [json.loads(l) for l in (out / "answers.jsonl").read_text().splitlines()]
+    traces = {json.loads(l)["interaction_id"]: json.loads(l) for l in (out / "traces.jsonl").read_text().splitlines()}
+    assert {a["interaction_id"] for a in answers} == set(traces)
+    for a in answers:
+        trace = traces[a["interaction_id"]]
+        assert TRACE_FIELDS <= set(trace), TRACE_FIELDS - set(trace)
+        assert trace["preset"] == "full" and a["raw_answer"] == trace["final_answer"]
+        if trace["chunks"]:
+            assert all(0.0 <= c["score"] <= 1.0 for c in trace["chunks"])
+    # Image search ran through the real pipeline for at least one turn that needed it.
+    assert any(item["source"] == "image" for t in traces.values() for item in t["retrieved"])
+    summary = json.loads((out / "run_summary.json").read_text())
+    assert summary["engine_calls_per_batch"] and max(summary["engine_calls_per_batch"]) <= 6

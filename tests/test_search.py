@@ -1,0 +1,131 @@
+"""The real cragmm_search.UnifiedSearchPipeline over the mini benchmark's offline indices.
+
+The indices are built once per test session into a temporary CRUISE_CACHE, so these tests do
+not depend on an earlier build.
+"""
+from __future__ import annotations
+
+import io
+import json
+import os
+
+import pytest
+
+from agents.config import load_config
+from benchmark import content
+from benchmark.build_benchmark import picture_bytes
+from benchmark.build_indices import kg_records, prepare_indices, repo_folder
+from evaluation import search
+
+
+@pytest.fixture(scope="session")
+def search_cache(tmp_path_factory):
+    saved = os.environ.get("CRUISE_CACHE")
+    os.environ["CRUISE_CACHE"] = str(tmp_path_factory.mktemp("cruise-cache"))
+    config = load_config("cpu")
+    info = prepare_indices(config)
+    yield config, info
+    if saved is None:
+        os.environ.pop("CRUISE_CACHE", None)
+    else:
+        os.environ["CRUISE_CACHE"] = saved
+
+
+@pytest.fixture(scope="session")
+def pipeline(search_cache):
+    return search.build_search_pipeline(search_cache[0], web=True)
+
+
+def _picture(key):
+    from PIL import Image
+
+    return Image.open(io.BytesIO(picture_bytes(key)))
+
+
+def test_image_search_returns_the_benchmark_entity_first(pipeline):
+    checked = 0
+    for index, (picture, entities) in enumerate(content.KG_ENTRIES):
+        if isinstance(picture, tuple) or picture not in content.PICTURES:
+            continue  # hard negatives and extra KG images are not benchmark pictures
+        results = pipeline(_picture(picture), k=3)
+        top = results[0]
+        assert top["index"] == index, picture
+        assert [e["entity_name"] for e in top["entities"]] == sorted(entities)
+        assert top["entities"][0]["entity_attributes"] == next(iter(entities.values()))
+        assert top["score"] > results[1]["score"]
+        checked += 1
+    assert checked >= 10
+
+
+def test_hard_negative_is_close_but_ranked_below(pipeline):
+    results = pipeline(_picture("chelsea"), k=2)
+    assert [e["entity_name"] for r in results for e in r["entities"]] == ["tabby cat", "Abyssinian cat"]
+
+
+@pytest.mark.parametrize("query, url", [
+    ("how much caffeine is in a single shot of espresso", "https://food.crag-mm-mini.example/coffee/espresso-caffeine"),
+    ("in which year was the summer palace in beijing listed as a unesco world heritage site",
+     "https://travel.crag-mm-mini.example/beijing/summer-palace"),
+    ("which spacecraft did the falcon 9 launch in february 2015", "https://space.crag-mm-mini.example/missions/dscovr"),
+    ("on which whaling ship did herman melville sail in 1841", "https://books.crag-mm-mini.example/authors/herman-melville"),
+    ("how do i overwinter dahlia tubers in a cold climate", "https://garden.crag-mm-mini.example/bulbs/overwinter-dahlias"),
+])
+def test_web_search_finds_the_answer_page(pipeline, query, url):
+    results = pipeline(query, k=3)
+    assert results[0]["page_url"] == url
+    assert set(results[0]) == {"index", "score", "page_name", "page_snippet", "page_url"}
+    assert results[0]["index"].startswith(url + "_chunk_")
+    assert len({r["page_url"] for r in results}) == len(results)  # de-duplicated by page
+
+
+def test_task1_pipeline_refuses_text_but_searches_images(search_cache):
+    task1 = search.build_search_pipeline(search_cache[0], web=False)
+    with pytest.raises(ValueError):
+        task1("what is this?")
+    assert task1(_picture("coffee"), k=1)[0]["entities"][0]["entity_name"] == "espresso"
+
+
+def test_index_layout_matches_the_official_one(search_cache):
+    import chromadb
+
+    config, info = search_cache
+    for repo_id, snapshot in ((config.image_index, info["image_snapshot"]), (config.web_index, info["web_snapshot"])):
+        ref = (repo_folder(repo_id) / "refs" / "main").read_text()
+        assert snapshot.endswith("/snapshots/" + ref) and ref == ref.strip() and len(ref) == 40
+    images = chromadb.PersistentClient(path=info["image_snapshot"]).get_collection("image_embeddings")
+    got = images.get(include=["metadatas"])
+    assert got["ids"] == [str(i) for i in range(len(kg_records()))]
+    # the pipeline rewrites the collection metadata on open; the space lives in the configuration
+    assert images.configuration["hnsw"]["space"] == "cosine"
+    assert all(set(m) >= {"image_url", "entities", "info"} for m in got["metadatas"])
+    assert all(isinstance(json.loads(m["info"]), dict) for m in got["metadatas"])
+    web = chromadb.PersistentClient(path=info["web_snapshot"]).get_collection("web_search_embeddings")
+    ids = web.get()["ids"]
+    assert all("_chunk_" in i for i in ids)
+    assert any(i.endswith("_chunk_2") for i in ids)  # at least one page spans several text chunks
+
+
+def test_prepare_indices_is_idempotent(search_cache):
+    config, info = search_cache
+    again = prepare_indices(config)
+    assert again["image_snapshot"] == info["image_snapshot"] and again["web_snapshot"] == info["web_snapshot"]
+
+
+def test_hub_constants_are_restored_after_construction(pipeline):
+    from huggingface_hub import constants
+
+    assert "cruise-cache" not in constants.HF_HUB_CACHE
+
+
+def test_official_ids_pass_through_untouched(monkeypatch):
+    seen = []
+    monkeypatch.setattr(search, "_pipeline", lambda *args: seen.append(args) or "pipeline")
+    monkeypatch.setattr(search, "prepare_indices", lambda config: pytest.fail("must not build official indices"))
+    config = load_config("l40s")
+    assert search.build_search_pipeline(config, web=False) == "pipeline"
+    assert search.build_search_pipeline(config, web=True) == "pipeline"
+    assert seen == [
+        ("openai/clip-vit-large-patch14-336", "crag-mm-2025/image-search-index-validation", None, None),
+        ("openai/clip-vit-large-patch14-336", "crag-mm-2025/image-search-index-validation",
+         "BAAI/bge-large-en-v1.5", "crag-mm-2025/web-search-index-validation"),
+    ]
