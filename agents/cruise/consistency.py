@@ -7,9 +7,9 @@ import re
 
 from agents.config import CruiseConfig
 from agents.cruise.answer import quote_notes
-from agents.cruise.prompts import load_prompt
+from agents.cruise.ask import ask_vlm
 from agents.cruise.types import IDK, Answers, Evidence, Turn
-from agents.engines.base import ChatEngine, ChatRequest, Sampling
+from agents.engines.base import ChatEngine, Sampling
 
 _VERDICT = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
 
@@ -30,25 +30,12 @@ def consistency_batch(
     """(verdict, raw text) per turn; (None, "") where no check ran."""
     out: list[tuple[bool | None, str]] = [(None, "")] * len(turns)
     wanted = [i for i, a in enumerate(answers) if needs_consistency_check(a, cfg)]
-    if not wanted:
-        return out
-    prompt = load_prompt("consistency")
-    requests = [
-        ChatRequest(
-            prompt.messages(
-                turns[i].history,
-                query=turns[i].query,
-                context=quote_notes(evidence[i].context),
-                direct_answer=answers[i].direct,
-                rag_answer=answers[i].rag,
-            ),
-            image=turns[i].image,
-        )
-        for i in wanted
-    ]
-    results = engine.generate(
-        requests, Sampling(max_tokens=cfg.consistency_max_tokens, seed=cfg.seed), stage="consistency"
+    replies = ask_vlm(
+        engine, "consistency", turns, wanted,
+        lambda i: dict(query=turns[i].query, context=quote_notes(evidence[i].context),
+                       direct_answer=answers[i].direct, rag_answer=answers[i].rag),
+        Sampling(max_tokens=cfg.consistency_max_tokens, seed=cfg.seed),
     )
-    for i, r in zip(wanted, results):
-        out[i] = (parse_verdict(r.text), r.text)
+    for i, text in zip(wanted, replies):
+        out[i] = (parse_verdict(text), text)
     return out

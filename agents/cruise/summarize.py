@@ -5,9 +5,9 @@ The retrieval query is q' = question + summary (paper, eq. 2).
 from __future__ import annotations
 
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt
+from agents.cruise.ask import ask_vlm
 from agents.cruise.types import Route, Turn
-from agents.engines.base import ChatEngine, ChatRequest, Sampling
+from agents.engines.base import ChatEngine, Sampling
 
 
 def first_sentence(text: str) -> str:
@@ -24,13 +24,10 @@ def summarize_batch(
     """Summaries for the turns that will retrieve; "" for the others (no engine request)."""
     wanted = [i for i, r in enumerate(routes) if r.needs_external and cfg.use_retrieval and cfg.use_summary]
     summaries = [""] * len(turns)
-    if not wanted:
-        return summaries
-    prompt = load_prompt("summarize")
-    requests = [ChatRequest(prompt.messages(query=turns[i].query), image=turns[i].image) for i in wanted]
-    results = engine.generate(
-        requests, Sampling(max_tokens=cfg.summary_max_tokens, seed=cfg.seed), stage="summarize"
+    replies = ask_vlm(
+        engine, "summarize", turns, wanted, lambda i: dict(query=turns[i].query),
+        Sampling(max_tokens=cfg.summary_max_tokens, seed=cfg.seed), with_history=False,
     )
-    for i, result in zip(wanted, results):
-        summaries[i] = first_sentence(result.text)
+    for i, text in zip(wanted, replies):
+        summaries[i] = first_sentence(text)
     return summaries

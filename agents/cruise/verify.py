@@ -11,9 +11,9 @@ import re
 
 from agents.config import CruiseConfig
 from agents.cruise.answer import quote_notes
-from agents.cruise.prompts import load_prompt
+from agents.cruise.ask import ask_vlm
 from agents.cruise.types import IDK, Answers, Evidence, Turn
-from agents.engines.base import ChatEngine, ChatRequest, Sampling
+from agents.engines.base import ChatEngine, Sampling
 
 # "CONFIDENCE: 0.9", "Confidence score = .95", "**Confidence**: [1.0]"; never "10" or "95%".
 _CONFIDENCE = re.compile(r"confidence[^0-9\n]{0,24}?((?<![\d.])(?:[01](?:\.\d+)?|\.\d+))(?![\d%])", re.IGNORECASE)
@@ -42,27 +42,16 @@ def verify_batch(
     """(confidence, raw text) per turn; (None, "") where no check ran."""
     out: list[tuple[float | None, str]] = [(None, "")] * len(turns)
     wanted = [i for i, (a, v) in enumerate(zip(answers, verdicts)) if needs_verification(a, v, cfg)]
-    if not wanted:
-        return out
-    prompt = load_prompt("verify")
-    requests = [
-        ChatRequest(
-            prompt.messages(
-                turns[i].history,
-                query=turns[i].query,
-                context=quote_notes(evidence[i].context),
-                answer=answers[i].rag,
-            ),
-            image=turns[i].image,
-        )
-        for i in wanted
-    ]
     sampling = (
         Sampling(max_tokens=cfg.cov_full_max_tokens, seed=cfg.seed)
         if cfg.cov_full_output
         else Sampling(max_tokens=cfg.cov_max_tokens, stop=("REASONING", "Reasoning"), seed=cfg.seed)
     )
-    results = engine.generate(requests, sampling, stage="verify")
-    for i, r in zip(wanted, results):
-        out[i] = (parse_confidence(r.text), r.text)
+    replies = ask_vlm(
+        engine, "verify", turns, wanted,
+        lambda i: dict(query=turns[i].query, context=quote_notes(evidence[i].context), answer=answers[i].rag),
+        sampling,
+    )
+    for i, text in zip(wanted, replies):
+        out[i] = (parse_confidence(text), text)
     return out
