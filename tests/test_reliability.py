@@ -153,7 +153,7 @@ def corrupt_dataset(folder: Path) -> Path:
     convs = [
         dict(session_id="s-good", image=good, image_url="https://img.example/a.png", image_quality="normal",
              turns=[("g0", "What colour is it?", "red", "other", "simple", "static")]),
-        dict(session_id="s-bad", image={"bytes": b"\x89PNG\r\n\x1a\n truncated", "path": None}, image_url=None,
+        dict(session_id="../../s-bad", image={"bytes": b"\x89PNG\r\n\x1a\n truncated", "path": None}, image_url=None,
              image_quality="normal", turns=[("b0", "What is it?", "a bus", "vehicle", "simple", "static"),
                                             ("b1", "Where does it go?", "Camden", "vehicle", "simple", "static")]),
         dict(session_id="s-odd", image=good, image_url=None, image_quality="low light",
@@ -184,6 +184,9 @@ def test_local_evaluation_survives_bad_rows_and_reports_them(tmp_path):
     assert len(summary["image_load_failures"]) == 1 and "s-bad" in summary["image_load_failures"][0]
     scores = json.loads((out / "scores_dictionary.json").read_text())
     assert scores["all"]["total"] == 5.0
+    # Dataset fields never become paths: nothing was written beside or above the output folder.
+    assert {p.name for p in tmp_path.iterdir()} <= {"data", "out", "cache", "hf"}
+    assert not list(tmp_path.parent.glob("s-bad*")) and not list(tmp_path.rglob("s-bad*"))
 
 
 class ScriptedCruiseAgent(CruiseAgent):
