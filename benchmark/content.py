@@ -446,7 +446,3 @@ WEB_PAGES: list[dict] = [
           "Atlas V is an expendable rocket operated by United Launch Alliance. It has launched missions such as the Mars rovers Curiosity and "
           "Perseverance and the New Horizons probe to Pluto."),
 ]
-
-# Where the benchmark's facts come from: a short list the README repeats for readers.
-NOTES = ("Facts in answers, KG entries and web pages were written for this benchmark from general "
-         "knowledge (encyclopaedic facts about public subjects); drawn signs, labels and menus are fictional.")

@@ -73,10 +73,9 @@ def check_answers(answers, n: int) -> str | None:
 
 @dataclass
 class GenerationStats:
-    batches_run: int = 0
-    turns_answered: int = 0
+    """What only the live run knows; everything else is read back from the saved files."""
+
     turns_reused: int = 0
-    agent_error_turns: int = 0
     image_failures: list[str] = field(default_factory=list)
 
 
@@ -235,10 +234,6 @@ def _run_batch(agent, conversations, pending, number, batch_size, images, answer
         "engine_calls": engine_calls, "stage_ms": stage_ms, "error": error, "tokenizer": truncator.name,
         "image_errors": stats.image_failures[failures_before:],
     }])
-    stats.batches_run += 1
-    stats.turns_answered += len(pending)
-    if error:
-        stats.agent_error_turns += len(asked)
 
 
 def progress_bar(total: int, desc: str, enabled: bool):

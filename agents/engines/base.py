@@ -26,6 +26,19 @@ class ChatRequest:
     image: Image.Image | None = None
 
 
+def typed_messages(messages: list[dict], with_image: bool) -> list[dict]:
+    """Messages with content as typed parts, the form multi-modal chat templates expect. With an
+    image, it goes in front of the first user turn, so every later token can attend to it."""
+    out, placed = [], not with_image
+    for m in messages:
+        parts = [{"type": "text", "text": m["content"]}]
+        if m["role"] == "user" and not placed:
+            parts.insert(0, {"type": "image"})
+            placed = True
+        out.append({"role": m["role"], "content": parts})
+    return out
+
+
 @dataclass(frozen=True)
 class Sampling:
     max_tokens: int = 64

@@ -17,7 +17,7 @@ import os
 
 import torch
 
-from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
+from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling, typed_messages
 from agents.engines.local_models import resolve_model
 
 log = logging.getLogger(__name__)
@@ -79,25 +79,15 @@ class TransformersEngine(ChatEngine):
 
     # --- prompt building -------------------------------------------------------------------
     def _messages_with_image(self, messages: list[dict]) -> list[dict]:
-        """Put the image in front of the first user turn: every later token can attend to it."""
-        out, placed = [], False
-        for m in messages:
-            if m["role"] == "user" and not placed:
-                out.append({"role": "user", "content": [{"type": "image"}, {"type": "text", "text": m["content"]}]})
-                placed = True
-            else:
-                out.append({"role": m["role"], "content": [{"type": "text", "text": m["content"]}]})
-        return out
+        return typed_messages(messages, with_image=True)
 
     def _render(self, messages: list[dict]) -> str:
         owner = self.processor if self.processor is not None else self.tokenizer
         return owner.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
     def _text_messages(self, messages: list[dict]) -> list[dict]:
-        if not self.supports_images:
-            return messages
         # Processor chat templates expect content as a list of typed parts.
-        return [{"role": m["role"], "content": [{"type": "text", "text": m["content"]}]} for m in messages]
+        return typed_messages(messages, with_image=False) if self.supports_images else messages
 
     # --- generation ------------------------------------------------------------------------
     def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:

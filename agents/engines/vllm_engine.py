@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 
-from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Ledger, Sampling
+from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Ledger, Sampling, typed_messages
 from agents.engines.local_models import resolve_model
 
 log = logging.getLogger(__name__)
@@ -20,16 +20,7 @@ log = logging.getLogger(__name__)
 
 def chat_messages(request: ChatRequest, with_image: bool) -> list[dict]:
     """Role/content messages as the chat template wants them; the image goes in the first user turn."""
-    if not with_image:
-        return [dict(m) for m in request.messages]
-    out, placed = [], False
-    for m in request.messages:
-        parts = [{"type": "text", "text": m["content"]}]
-        if m["role"] == "user" and not placed:
-            parts.insert(0, {"type": "image"})
-            placed = True
-        out.append({"role": m["role"], "content": parts})
-    return out
+    return typed_messages(request.messages, True) if with_image else [dict(m) for m in request.messages]
 
 
 def build_vllm_inputs(requests: list[ChatRequest], tokenizer, supports_images: bool) -> list[dict]:
