@@ -31,9 +31,9 @@ modes:
              and scores the merged turn rows as one run.
 
 search (--search):
-  default      evaluation.search.build_search_pipeline(load_config(profile), web=...)
+  default      evaluation.search.build_search_pipeline(search_config(profile), web=...)
   none         the agent gets search_pipeline=None
-  MODULE:FUNC  FUNC(config, web=bool) builds the pipeline (tests pass a fake this way)
+  MODULE:FUNC  FUNC(search_config, web=bool) builds the pipeline (tests pass a fake this way)
 """
 
 

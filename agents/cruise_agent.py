@@ -11,14 +11,12 @@ from __future__ import annotations
 
 import dataclasses
 
-from agents.base_agent import BaseAgent
+from agents.base_agent import MAX_BATCH_SIZE, BaseAgent
 from agents.config import load_config
 from agents.cruise.chain import run_chain
 from agents.cruise.deadline import StageCosts
-from agents.cruise.inputs import prepare_turns
+from agents.cruise.stages.s0_inputs import prepare_turns
 from agents.engines.base import Ledger
-
-MAX_BATCH = 16  # the evaluator never sends more
 
 
 class CruiseAgent(BaseAgent):
@@ -47,8 +45,8 @@ class CruiseAgent(BaseAgent):
                 f"queries, images and message_histories must have one entry per turn "
                 f"(got {n}, {len(images)}, {len(message_histories)})"
             )
-        if n > MAX_BATCH:
-            raise ValueError(f"a batch holds at most {MAX_BATCH} turns, got {n}")
+        if n > MAX_BATCH_SIZE:
+            raise ValueError(f"a batch holds at most {MAX_BATCH_SIZE} turns, got {n}")
         self.ledger.drain()  # calls made outside a batch (warm-up) are not this batch's
         turns = prepare_turns(queries, images, message_histories, self.config)
         answers, traces = run_chain(turns, self.engines, self.search_pipeline, self.config, self.costs)

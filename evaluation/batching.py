@@ -12,10 +12,8 @@ from __future__ import annotations
 from collections import deque
 from collections.abc import Iterator, Sequence
 
+from agents.base_agent import MAX_BATCH_SIZE, MIN_BATCH_SIZE
 from evaluation.dataset import Conversation
-
-MIN_BATCH_SIZE = 1
-MAX_BATCH_SIZE = 16
 
 # Two sessions of the public validation split that the official iterator skips (it logs a
 # warning and drops them; they still take a slot in the batch where they are popped).

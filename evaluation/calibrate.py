@@ -16,9 +16,9 @@ import itertools
 import json
 from pathlib import Path
 
-from agents.config import PRESETS
-from agents.cruise.finalize import decide
-from agents.cruise.types import IDK
+from agents.base_agent import IDK_ANSWER
+from agents.config import PRESETS, CruiseConfig
+from agents.cruise.stages.s9_finalize import decide_from_trace
 from evaluation.judge import DEFAULT_EVAL_MODEL, Judge, JudgeItem, find_api_key
 from evaluation.runner import read_jsonl
 from evaluation.scoring import is_exact_match, is_miss, needs_judge
@@ -57,19 +57,12 @@ def rag_correctness(turns: list[dict], judge: Judge | None) -> dict[str, bool]:
 
 def replay(turns: list[dict], correct: dict[str, bool], tau_ret: float, tau_low: float, tau_high: float) -> dict:
     right = wrong = missed = 0
+    thresholds = dict(tau_ret=tau_ret, tau_low=tau_low, tau_high=tau_high)
     for t in turns:
-        switches = PRESETS.get(t.get("preset"), {})
-        # As the agent's finalizer does: a stage the preset switched off counts as passed.
-        answer = decide(
-            t["rag_answer"],
-            is_real_time=bool(t.get("is_real_time")),
-            has_context=bool(t.get("context")),
-            consistent=bool(t.get("consistent")) if switches.get("use_self_consistency", True) else True,
-            cov_confidence=(t.get("cov_confidence") or 0.0) if switches.get("use_cov", True) else 1.0,
-            retrieval_score=t.get("retrieval_score") or 0.0,
-            tau_ret=tau_ret, tau_low=tau_low, tau_high=tau_high,
-        ).answer
-        if answer == IDK or is_miss(answer):
+        # The agent's own finalizer, with the preset the turn ran under and the trial thresholds.
+        cfg = CruiseConfig(**PRESETS.get(t.get("preset"), {}), **thresholds)
+        answer = decide_from_trace(t, cfg).answer
+        if answer == IDK_ANSWER or is_miss(answer):
             missed += 1
         elif correct[t["interaction_id"]]:
             right += 1

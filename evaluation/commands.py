@@ -1,7 +1,6 @@
 """What `local_evaluation.py` does for each mode: run (or resume) an evaluation, rejudge, merge."""
 from __future__ import annotations
 
-import dataclasses
 import datetime
 import importlib
 import json
@@ -11,11 +10,11 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from agents.config import PRESETS, REPO_ROOT, CruiseConfig, detect_profile, load_config
+from agents.config import REPO_ROOT, detect_profile, settings_to_env
 from evaluation.batching import clip_batch_size
 from evaluation.dataset import load_split, read_conversations
-from evaluation.finalize import finalize, merge_runs
 from evaluation.judge import DEFAULT_EVAL_MODEL, Judge, find_api_key
+from evaluation.outputs import finalize, merge_runs
 from evaluation.report import loud_notice, print_report
 from evaluation.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
 from evaluation.truncate import load_truncator
@@ -42,22 +41,6 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     if count < 1 or not 0 <= index < count:
         raise ValueError(f"--shard {text}: need 0 <= I < N")
     return index, count
-
-
-def apply_settings(profile: str, preset: str | None, settings: list[str]) -> None:
-    """Environment the agent's `load_config()` reads: profile, preset, CRUISE_<FIELD> overrides."""
-    os.environ["CRUISE_PROFILE"] = profile
-    if preset:
-        if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
-        os.environ["CRUISE_PRESET"] = preset
-    fields = {f.name for f in dataclasses.fields(CruiseConfig)}
-    for setting in settings or []:
-        key, sep, value = setting.partition("=")
-        key = key.strip().lower()
-        if not sep or key not in fields:
-            raise ValueError(f"--set {setting!r}: expected FIELD=VALUE with FIELD one of {sorted(fields)}")
-        os.environ[f"CRUISE_{key.upper()}"] = value
 
 
 def build_judge(model: str | None, base_url: str | None, args, console: Console) -> Judge | None:
@@ -95,13 +78,13 @@ def default_dataset(profile: str, dataset_type: str) -> str:
 def build_search(args, profile: str):
     if args.search == "none":
         return None
-    config = load_config(profile)
+    from evaluation.search import build_search_pipeline, search_config  # loads cragmm_search
+
+    search = search_config(profile)
     web = not args.suppress_web_search_api
     if args.search == "default":
-        from evaluation.search import build_search_pipeline  # written by another module owner
-
-        return build_search_pipeline(config, web=web)
-    return import_object(args.search)(config, web=web)
+        return build_search_pipeline(search, web=web)
+    return import_object(args.search)(search, web=web)
 
 
 def finish(args, output_dir: Path, judge: Judge | None, console: Console, notices: list[str]) -> None:
@@ -131,7 +114,7 @@ def run_evaluation(args) -> None:
 
     profile = detect_profile() if args.profile == "auto" else args.profile
     try:
-        apply_settings(profile, args.preset, args.set)
+        settings_to_env(profile, args.preset, args.set)
         shard = parse_shard(args.shard)
     except ValueError as exc:
         raise SystemExit(str(exc)) from None

@@ -28,7 +28,7 @@ IMAGE_MAX_BYTES = 25 * 1024 * 1024
 
 
 @dataclass
-class Turn:
+class DatasetTurn:
     interaction_id: str
     query: str
     ground_truth: str
@@ -43,7 +43,7 @@ class Conversation:
     session_id: str
     image_url: str | None
     image_quality: object
-    turns: list[Turn] = field(default_factory=list)
+    turns: list[DatasetTurn] = field(default_factory=list)
 
     @property
     def is_ego(self) -> bool:
@@ -72,7 +72,7 @@ def conversation_from_row(index: int, row: dict) -> Conversation:
         truth = answers.get(iid)
         if not truth:
             raise ValueError(f"session {row.get('session_id')}: no ground-truth answer for interaction {iid}")
-        turns.append(Turn(iid, t.get("query") or "", str(truth), t.get("domain"),
+        turns.append(DatasetTurn(iid, t.get("query") or "", str(truth), t.get("domain"),
                           t.get("query_category"), t.get("dynamism")))
     if not turns:
         raise ValueError(f"session {row.get('session_id')} has no turns")

@@ -182,7 +182,7 @@ class Judge:
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
                 verdict = self._ask_once(messages)
-            except Exception as exc:  # network, HTTP status, refusal, unparsable reply
+            except Exception as exc:  # noqa: BLE001 - network, HTTP status, refusal, unparsable reply
                 error = f"{type(exc).__name__}: {str(exc)[:300]}"
                 if attempt < MAX_ATTEMPTS:
                     time.sleep(self.backoff_s * 2 ** (attempt - 1))

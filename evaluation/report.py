@@ -6,7 +6,7 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from evaluation.finalize import BREAKDOWN_COLUMNS, Results
+from evaluation.outputs import BREAKDOWN_COLUMNS, Results
 from evaluation.scoring import breakdown
 
 SCORE_LABELS = [

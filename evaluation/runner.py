@@ -16,12 +16,10 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from agents.base_agent import IDK_ANSWER, TURN_BUDGET_S
 from evaluation.batching import turn_batches
 from evaluation.dataset import Conversation, image_for_agent
 from evaluation.truncate import Truncator
-
-IDK_ANSWER = "I don't know"
-TURN_BUDGET_S = 10.0  # competition: each batch_generate_response call gets 10 s x batch size
 
 ANSWERS = "answers.jsonl"
 TRACES = "traces.jsonl"
@@ -95,7 +93,7 @@ class ImageStore:
             try:
                 raw = self.ds[conv.index]["image"] if "image" in self.ds.column_names else None
                 self.images[conv.index] = image_for_agent(raw, conv.image_url)
-            except Exception as exc:  # unreachable URL, truncated or corrupt bytes
+            except Exception as exc:  # noqa: BLE001 - unreachable URL, truncated or corrupt bytes
                 self.stats.image_failures.append(f"{conv.session_id}: {type(exc).__name__}: {exc}")
                 self.images[conv.index] = None
         return self.images[conv.index]
@@ -137,13 +135,13 @@ def _call_agent(agent, queries, images, histories) -> tuple[list[str], str | Non
     if hasattr(agent, "last_batch_report"):
         try:
             agent.last_batch_report = None  # a stale report must not pass for this batch's
-        except Exception:
+        except Exception:  # noqa: BLE001 - an agent that refuses the attribute has no report
             pass
     start = time.perf_counter()
     try:
         answers = agent.batch_generate_response(queries, images, histories)
         error = check_answers(answers, len(queries))
-    except Exception as exc:
+    except Exception as exc:  # noqa: BLE001 - whatever the agent raises costs only this batch
         answers, error = None, f"agent raised {type(exc).__name__}: {str(exc)[:500]}"
     wall_ms = (time.perf_counter() - start) * 1000.0
     if error:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-IDK_MARKER = "i don't know"
+from agents.base_agent import IDK_ANSWER
 
 TURN_COLUMNS = [
     "session_id", "interaction_id", "turn_idx", "is_ego", "image_quality", "query_category",
@@ -27,7 +27,7 @@ SCORE_KEYS = [
 
 
 def is_miss(answer: str) -> bool:
-    return IDK_MARKER in answer.lower()
+    return IDK_ANSWER.lower() in answer.lower()
 
 
 def is_exact_match(answer: str, ground_truth: str) -> bool:

@@ -1,8 +1,11 @@
 """The search pipeline the evaluator hands to the agent: a real `cragmm_search.UnifiedSearchPipeline`.
 
-`build_search_pipeline(config, web=True)`:
+What it is built from is the evaluator's business, not the agent's: `search_config(profile)`
+gives the image and text models and the two indices of a profile (`SEARCH_PROFILES`).
+
+`build_search_pipeline(search, web=True)`:
 - local indices (ids starting with "crag-mm-mini/", the cpu profile): builds them if needed
-  (benchmark.build_indices.prepare_indices), resolves model aliases to local directories and
+  (minibench.build_indices.prepare_indices), resolves model aliases to local directories and
   opens the indices from our Hugging Face cache, offline;
 - any other ids (the l40s profile's official models and indices): passed through untouched,
   so huggingface_hub downloads or reads its usual cache.
@@ -22,11 +25,45 @@ from __future__ import annotations
 
 import contextlib
 import time
+from dataclasses import dataclass
 from pathlib import Path
 
-from agents.config import CruiseConfig
-from agents.engines.local_models import resolve_model
-from benchmark.build_indices import is_local_index, prepare_indices
+from minibench.build_indices import (
+    MINI_IMAGE_INDEX,
+    MINI_IMAGE_MODEL,
+    MINI_TEXT_MODEL,
+    MINI_WEB_INDEX,
+    is_local_index,
+    prepare_indices,
+)
+from minibench.search_models import resolve_search_model
+
+
+@dataclass(frozen=True)
+class SearchConfig:
+    profile: str
+    image_model: str
+    text_model: str
+    image_index: str
+    web_index: str
+
+
+SEARCH_PROFILES = {
+    # The competition's pipeline (the 2025 starter kit's ids).
+    "l40s": SearchConfig("l40s", image_model="openai/clip-vit-large-patch14-336",
+                         text_model="BAAI/bge-large-en-v1.5",
+                         image_index="crag-mm-2025/image-search-index-validation",
+                         web_index="crag-mm-2025/web-search-index-validation"),
+    # The shipped mini benchmark's offline indices.
+    "cpu": SearchConfig("cpu", image_model=MINI_IMAGE_MODEL, text_model=MINI_TEXT_MODEL,
+                        image_index=MINI_IMAGE_INDEX, web_index=MINI_WEB_INDEX),
+}
+
+
+def search_config(profile: str) -> SearchConfig:
+    if profile not in SEARCH_PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(SEARCH_PROFILES)}")
+    return SEARCH_PROFILES[profile]
 
 
 @contextlib.contextmanager
@@ -52,36 +89,34 @@ def _pipeline(image_model: str, image_index: str, text_model: str | None, web_in
                                  text_model_name=text_model, web_hf_dataset_id=web_index)
 
 
-def build_search_pipeline(config: CruiseConfig, web: bool = True):
-    """A UnifiedSearchPipeline over the config's indices; `web=False` for Task 1."""
-    local = is_local_index(config.image_index)
-    if local != is_local_index(config.web_index):
-        raise ValueError(f"mixing a local and a hub index is not supported: {config.image_index!r}, {config.web_index!r}")
+def build_search_pipeline(search: SearchConfig, web: bool = True):
+    """A UnifiedSearchPipeline over the indices of `search`; `web=False` for Task 1."""
+    local = is_local_index(search.image_index)
+    if local != is_local_index(search.web_index):
+        raise ValueError(f"mixing a local and a hub index is not supported: {search.image_index!r}, {search.web_index!r}")
     if not local:
-        return _pipeline(config.search_image_model, config.image_index,
-                         config.search_text_model if web else None, config.web_index if web else None)
-    built = prepare_indices(config)
-    image_model = resolve_model(config.search_image_model)
-    text_model = resolve_model(config.search_text_model) if web else None
+        return _pipeline(search.image_model, search.image_index,
+                         search.text_model if web else None, search.web_index if web else None)
+    built = prepare_indices(search)
+    image_model = resolve_search_model(search.image_model)
+    text_model = resolve_search_model(search.text_model) if web else None
     with offline_hub(built["hf_cache"]):
-        return _pipeline(image_model, config.image_index, text_model, config.web_index if web else None)
+        return _pipeline(image_model, search.image_index, text_model, search.web_index if web else None)
 
 
 def main() -> None:
     """Print how long index preparation and pipeline construction take (a benchmark, not a test)."""
     import argparse
 
-    from agents.config import load_config
-
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--profile", default="cpu")
     parser.add_argument("--no-web", action="store_true")
     args = parser.parse_args()
-    config = load_config(args.profile)
+    search = search_config(args.profile)
     start = time.perf_counter()
-    info = prepare_indices(config) if is_local_index(config.image_index) else {}
+    info = prepare_indices(search) if is_local_index(search.image_index) else {}
     mid = time.perf_counter()
-    pipeline = build_search_pipeline(config, web=not args.no_web)
+    pipeline = build_search_pipeline(search, web=not args.no_web)
     end = time.perf_counter()
     print(f"prepare_indices: {mid - start:.2f} s (inside: {info.get('seconds')})")
     print(f"build_search_pipeline (indices already prepared): {end - mid:.2f} s; web={pipeline.web_search}")

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 
-MAX_ANSWER_TOKENS = 75
+from agents.base_agent import JUDGED_ANSWER_TOKENS
+
 LLAMA_TOKENIZER_REPO = "meta-llama/Llama-3.2-1B-Instruct"
 
 
@@ -27,9 +28,9 @@ class LlamaTruncator(Truncator):
     def __init__(self, tokenizer_file: str):
         from tokenizers import Tokenizer
 
-        self.name = f"{LLAMA_TOKENIZER_REPO} (tokenizer.json, max {MAX_ANSWER_TOKENS} tokens)"
+        self.name = f"{LLAMA_TOKENIZER_REPO} (tokenizer.json, max {JUDGED_ANSWER_TOKENS} tokens)"
         self.tokenizer = Tokenizer.from_file(tokenizer_file)
-        self.tokenizer.enable_truncation(max_length=MAX_ANSWER_TOKENS)
+        self.tokenizer.enable_truncation(max_length=JUDGED_ANSWER_TOKENS)
 
     def truncate(self, answers: list[str]) -> list[str]:
         if not answers:
@@ -54,10 +55,10 @@ class OffsetTruncator(Truncator):
         encodings = self.tokenizer.encode_batch(list(answers), add_special_tokens=False)
         out = []
         for text, enc in zip(answers, encodings):
-            if len(enc.offsets) <= MAX_ANSWER_TOKENS:
+            if len(enc.offsets) <= JUDGED_ANSWER_TOKENS:
                 out.append(text)
             else:
-                out.append(text[: enc.offsets[MAX_ANSWER_TOKENS - 1][1]])
+                out.append(text[: enc.offsets[JUDGED_ANSWER_TOKENS - 1][1]])
         return out
 
 
@@ -67,7 +68,7 @@ def llama_tokenizer_file() -> str | None:
         from huggingface_hub import hf_hub_download
 
         return hf_hub_download(LLAMA_TOKENIZER_REPO, "tokenizer.json", local_files_only=True)
-    except Exception:
+    except Exception:  # noqa: BLE001 - not cached (or no hub library): the next tokenizer is tried
         return None
 
 
@@ -79,6 +80,6 @@ def load_truncator(prefer_llama: bool = True) -> Truncator:
 
     return OffsetTruncator(
         os.path.join(minilm_dir(), "tokenizer.json"),
-        f"all-MiniLM-L6-v2 WordPiece fallback (raw text cut after {MAX_ANSWER_TOKENS} tokens; "
+        f"all-MiniLM-L6-v2 WordPiece fallback (raw text cut after {JUDGED_ANSWER_TOKENS} tokens; "
         f"{LLAMA_TOKENIZER_REPO} not in the local HF cache)",
     )

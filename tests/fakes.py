@@ -1,11 +1,12 @@
 """Stand-ins for what lies outside the chain: engines that answer from a script, a search
-pipeline that returns fixed hits, a reranker that scores with a function. The chain itself is real."""
+pipeline that returns fixed hits, a reranker that scores with a function, and the real
+CruiseAgent wired to them for runs through local_evaluation.py. The chain itself is real."""
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
-from agents.engines.base import ChatEngine, ChatResult, Reranker
+from agents.cruise_agent import CruiseAgent
+from agents.engines.base import ChatEngine, ChatResult, Engines, Reranker
 
 
 class ScriptedEngine(ChatEngine):
@@ -66,12 +67,24 @@ class FakePipeline:
         return self.image_hits[:k]
 
 
-@dataclass
-class FakeEngines:
-    router: ChatEngine
-    vlm: ChatEngine
-    reranker: Reranker
-
-
 def last_user_text(request) -> str:
     return request.messages[-1]["content"]
+
+
+def echo_engine():
+    """A VLM that always claims full confidence: only the chain's own rules can stop an answer."""
+    return ScriptedEngine({
+        "route": lambda r: "Needs External Info: yes\nIs Real-Time: no",
+        "summarize": lambda r: "A photo.",
+        "answer": lambda r: "A short answer.",
+        "consistency": lambda r: "yes",
+        "verify": lambda r: "CONFIDENCE: 1.0",
+    })
+
+
+class ScriptedCruiseAgent(CruiseAgent):
+    """The real CruiseAgent chain over the echo engine, for runs through local_evaluation.py."""
+
+    def __init__(self, search_pipeline=None):
+        engine = echo_engine()
+        super().__init__(search_pipeline, engines=Engines(engine, engine, FunctionReranker(lambda q, c: 0.9)))

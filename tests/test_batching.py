@@ -5,14 +5,14 @@ import random
 from PIL import Image
 
 from evaluation.batching import SKIPPED_SESSIONS, clip_batch_size, turn_batches
-from evaluation.dataset import AGENT_IMAGE_SIZE, Conversation, Turn
+from evaluation.dataset import AGENT_IMAGE_SIZE, Conversation, DatasetTurn
 from evaluation.runner import generate
 from evaluation.truncate import load_truncator
 
 
 def conversations(turn_counts, ego=True):
     return [Conversation(i, f"s{i}", None if ego else f"http://x/{i}.png", "normal",
-                         [Turn(f"s{i}-t{t}", f"query {i}.{t}", f"truth {i}.{t}") for t in range(n)])
+                         [DatasetTurn(f"s{i}-t{t}", f"query {i}.{t}", f"truth {i}.{t}") for t in range(n)])
             for i, n in enumerate(turn_counts)]
 
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from agents.config import REPO_ROOT
-from benchmark.build_benchmark import SPLIT_FILE, build
+from minibench.build_benchmark import SPLIT_FILE, build
 
 DATA = REPO_ROOT / "data" / "crag-mm-mini"
 CATEGORIES = {"simple recognition", "simple knowledge", "multi-hop", "comparison", "aggregation", "reasoning"}
@@ -90,7 +90,7 @@ def test_build_is_deterministic_and_matches_the_shipped_files(tmp_path):
     for kind in ("single-turn", "multi-turn"):
         first = (tmp_path / "a" / kind / SPLIT_FILE).read_bytes()
         assert first == (tmp_path / "b" / kind / SPLIT_FILE).read_bytes()
-        assert first == (DATA / kind / SPLIT_FILE).read_bytes(), "rebuild data/ with python -m benchmark.build_benchmark"
+        assert first == (DATA / kind / SPLIT_FILE).read_bytes(), "rebuild data/ with python -m minibench.build_benchmark"
     assert (tmp_path / "a" / "provenance.json").read_text() == (DATA / "provenance.json").read_text()
 
 

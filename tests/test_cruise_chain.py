@@ -6,9 +6,10 @@ import time
 import pytest
 from PIL import Image
 
-from agents.cruise.types import IDK
+from agents.base_agent import IDK_ANSWER
 from agents.cruise_agent import CruiseAgent
-from tests.fakes import FakeEngines, FakePipeline, ScriptedEngine, FunctionReranker, last_user_text
+from agents.engines.base import Engines
+from tests.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 
 WHERE, COLOR, PRICE = "Where does this bus go?", "What color is the bus?", "What does a ticket cost today?"
 
@@ -72,7 +73,7 @@ def rerank_score(query: str, chunk: str) -> float:
 
 
 def make_agent(preset="full", sleep_s=None, fail=None, web_hits=None, **overrides):
-    engines = FakeEngines(
+    engines = Engines(
         router=ScriptedEngine({"route": route}, sleep_s=sleep_s),
         vlm=ScriptedEngine(VLM_SCRIPT, sleep_s=sleep_s, fail=fail),
         reranker=FunctionReranker(rerank_score),
@@ -90,11 +91,11 @@ def stages_called(agent):
 
 EXPECTED = {
     # preset: (engine calls of the batch in order, final answers for WHERE, COLOR, PRICE)
-    "full": (["route", "summarize", "rerank", "answer", "consistency", "verify"], ["Camden.", "Red", IDK]),
-    "no_cov": (["route", "summarize", "rerank", "answer", "consistency"], ["Camden.", "Red", IDK]),
-    "no_cov_no_sc": (["route", "summarize", "rerank", "answer"], ["Camden.", "Red", IDK]),
+    "full": (["route", "summarize", "rerank", "answer", "consistency", "verify"], ["Camden.", "Red", IDK_ANSWER]),
+    "no_cov": (["route", "summarize", "rerank", "answer", "consistency"], ["Camden.", "Red", IDK_ANSWER]),
+    "no_cov_no_sc": (["route", "summarize", "rerank", "answer"], ["Camden.", "Red", IDK_ANSWER]),
     "rag_baseline": (["summarize", "rerank", "answer"], ["Camden.", "Red", "Five pounds"]),
-    "vision_only": (["answer"], ["Camden.", "Red", IDK]),
+    "vision_only": (["answer"], ["Camden.", "Red", IDK_ANSWER]),
 }
 
 
@@ -135,7 +136,7 @@ def test_trace_holds_every_signal_of_a_turn():
 
 
 def test_theta_matches_mad_formula_on_the_trace():
-    from agents.cruise.rerank import mad_threshold
+    from agents.cruise.stages.s5_rerank import mad_threshold
 
     agent = make_agent("full")
     agent.batch_generate_response(*batch([WHERE]))
@@ -165,7 +166,7 @@ def test_a_failing_stage_costs_only_its_own_turns():
     agent = make_agent("full", fail=fail)
     answers = agent.batch_generate_response(*batch([WHERE, PRICE, COLOR, WHERE]))
     # First try fails for everyone, then the halves [WHERE, PRICE] and [COLOR, WHERE] are retried.
-    assert answers == [IDK, IDK, "Red", "Camden."]
+    assert answers == [IDK_ANSWER, IDK_ANSWER, "Red", "Camden."]
     traces = agent.last_batch_report["traces"]
     assert traces[1]["branch"] == "error" and "scripted failure" in traces[1]["errors"][0]
     assert traces[2]["errors"] == []
@@ -174,7 +175,7 @@ def test_a_failing_stage_costs_only_its_own_turns():
 def test_empty_question_gets_idk_without_breaking_the_batch():
     agent = make_agent("full")
     answers = agent.batch_generate_response(*batch(["   ", WHERE]))
-    assert answers == [IDK, "Camden."]
+    assert answers == [IDK_ANSWER, "Camden."]
     assert agent.last_batch_report["traces"][0]["errors"] == ["empty question"]
 
 
@@ -209,4 +210,4 @@ def test_deadline_stops_before_a_stage_would_overrun(turn_budget_s, ran_stages):
     trace = agent.last_batch_report["traces"][0]
     assert trace["deadline_cut"] is (turn_budget_s < 10)
     if trace["deadline_cut"]:
-        assert answers == [IDK]  # nothing verified: no answer
+        assert answers == [IDK_ANSWER]  # nothing verified: no answer

@@ -12,6 +12,8 @@ import pytest
 
 from evaluation.scoring import SCORE_KEYS
 
+pytestmark = pytest.mark.slow  # real SmolLM2, MiniLM and the mini benchmark's indices
+
 REPO = Path(__file__).resolve().parent.parent
 TRACE_FIELDS = {
     "preset", "needs_external", "is_real_time", "router_raw", "summary", "retrieval_query", "retrieved",
@@ -34,8 +36,8 @@ def test_cpu_profile_runs_the_full_chain(tmp_path, dataset_type, conversations):
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     scores = json.loads((out / "scores_dictionary.json").read_text())
     assert set(SCORE_KEYS) <= set(scores["all"]) and scores["all"]["total"] >= conversations
-    answers = [json.loads(l) for l in (out / "answers.jsonl").read_text().splitlines()]
-    traces = {json.loads(l)["interaction_id"]: json.loads(l) for l in (out / "traces.jsonl").read_text().splitlines()}
+    answers = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
+    traces = {json.loads(line)["interaction_id"]: json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()}
     assert {a["interaction_id"] for a in answers} == set(traces)
     for a in answers:
         trace = traces[a["interaction_id"]]

@@ -12,6 +12,7 @@ from PIL import Image
 
 from agents.engines.base import ChatRequest, Ledger, Sampling
 from agents.engines.local_models import resolve_model
+from tests.tiny_models import build_tiny_mllama, build_tiny_xlmr_reranker
 
 QUESTIONS = ["What is the capital of France?", "Name one primary color.", "What is 2 + 2?",
              "Which planet do we live on?"]
@@ -38,7 +39,7 @@ def smol_answers(smol):
 def mllama():
     from agents.engines.transformers_engine import TransformersEngine
 
-    return TransformersEngine("tiny-mllama")
+    return TransformersEngine(build_tiny_mllama())
 
 
 def red_image(w=90, h=60):
@@ -53,6 +54,7 @@ def noise_image(seed: int, w=70, h=50):
 
 
 # --- SmolLM2 through transformers -----------------------------------------------------------
+@pytest.mark.slow  # real SmolLM2
 def test_smollm2_answers_a_batch_of_four_in_english(smol_answers):
     assert len(smol_answers) == 4
     assert "paris" in smol_answers[0].text.lower()
@@ -60,6 +62,7 @@ def test_smollm2_answers_a_batch_of_four_in_english(smol_answers):
         assert res.text and res.prompt_tokens > 0 and 0 < res.output_tokens <= 12
 
 
+@pytest.mark.slow  # real SmolLM2
 def test_smollm2_logprobs_one_per_output_token(smol_answers):
     for res in smol_answers:
         assert len(res.token_logprobs) == res.output_tokens == len(res.tokens)
@@ -70,18 +73,21 @@ def test_smollm2_logprobs_one_per_output_token(smol_answers):
     assert paris and paris[0] > -1.0
 
 
+@pytest.mark.slow  # real SmolLM2
 def test_smollm2_greedy_is_deterministic_across_batch_sizes(smol, smol_answers):
     again = smol.generate([chat(QUESTIONS[0])], Sampling(max_tokens=12, logprobs=True))
     assert again[0].text == smol_answers[0].text
     assert again[0].token_logprobs == pytest.approx(smol_answers[0].token_logprobs, abs=1e-3)
 
 
+@pytest.mark.slow  # real SmolLM2
 def test_smollm2_honours_max_tokens(smol):
     results = smol.generate([chat(q) for q in QUESTIONS[:2]], Sampling(max_tokens=3))
     assert all(0 < r.output_tokens <= 3 for r in results)
     assert any(r.output_tokens == 3 for r in results)
 
 
+@pytest.mark.slow  # real SmolLM2
 def test_smollm2_cuts_at_the_first_stop_string(smol, smol_answers):
     full = smol_answers[0].text
     words = full.split()
@@ -92,6 +98,7 @@ def test_smollm2_cuts_at_the_first_stop_string(smol, smol_answers):
     assert results[0].output_tokens < smol_answers[0].output_tokens
 
 
+@pytest.mark.slow  # real SmolLM2
 def test_sampling_is_seeded(smol):
     sampling = Sampling(max_tokens=6, temperature=1.0, seed=7)
     first = smol.generate([chat("Tell me a word.")] * 2, sampling)
@@ -99,6 +106,7 @@ def test_sampling_is_seeded(smol):
     assert [r.text for r in first] == [r.text for r in second]
 
 
+@pytest.mark.slow  # real SmolLM2
 def test_text_only_engine_warns_once_and_still_answers(smol, caplog):
     smol._warned_image = False
     with caplog.at_level(logging.WARNING, logger="agents.engines.transformers_engine"):
@@ -165,7 +173,7 @@ PAIRS = [("What is the capital of France?", "Paris is the capital and largest ci
 def flag_reranker():
     from agents.engines.reranker import CrossEncoderReranker
 
-    return CrossEncoderReranker("tiny-xlmr-reranker")
+    return CrossEncoderReranker(build_tiny_xlmr_reranker())
 
 
 @pytest.fixture(scope="session")
@@ -198,6 +206,7 @@ def test_ledger_records_one_call_per_score(minilm_reranker, flag_reranker, batch
 
 
 # --- factory ---------------------------------------------------------------------------------
+@pytest.mark.slow  # real SmolLM2
 def test_cpu_profile_builds_one_chat_engine_for_both_roles():
     from agents.config import load_config
     from agents.engines.factory import build_engines
@@ -211,13 +220,14 @@ def test_cpu_profile_builds_one_chat_engine_for_both_roles():
     assert engines.vlm.ledger is ledger and engines.reranker.ledger is ledger
 
 
+@pytest.mark.slow  # real SmolLM2
 def test_factory_builds_two_engines_and_a_flag_reranker_when_asked():
     from agents.config import load_config
     from agents.engines.factory import build_engines
     from agents.engines.reranker import CrossEncoderReranker
 
-    config = load_config("cpu", router_model="smollm2", vlm_model="tiny-mllama",
-                         reranker_backend="flag", reranker_model="tiny-xlmr-reranker")
+    config = load_config("cpu", router_model="smollm2", vlm_model=build_tiny_mllama(),
+                         reranker_backend="flag", reranker_model=build_tiny_xlmr_reranker())
     engines = build_engines(config, Ledger())
     assert engines.router is not engines.vlm
     assert engines.vlm.supports_images and not engines.router.supports_images
@@ -230,21 +240,6 @@ def test_factory_rejects_an_unknown_engine():
 
     with pytest.raises(ValueError, match="unknown engine"):
         build_engines(load_config("cpu", engine="onnx"), Ledger())
-
-
-# --- memory plan -----------------------------------------------------------------------------
-def test_l40s_memory_plan_fits_and_reacts_to_utilization():
-    from agents.config import load_config
-    from agents.engines.memory_plan import format_plan, plan_l40s
-
-    plan = plan_l40s(load_config("l40s"))
-    assert plan.fits and [r.role for r in plan.rows] == ["vlm", "router"]
-    vlm = plan.rows[0]
-    assert vlm.kv_bytes_per_token == 40 * 2 * 8 * 128 * 2
-    assert 19 < vlm.weights_gb < 21 and vlm.full_length_seqs >= 1
-    assert "Llama-3.2-11B-Vision-Instruct" in format_plan(plan)
-    assert not plan_l40s(load_config("l40s", vlm_gpu_memory_utilization=0.95)).fits
-    assert not plan_l40s(load_config("l40s", vlm_gpu_memory_utilization=0.45)).fits  # no room for KV
 
 
 # --- vLLM request building (vLLM itself replaced by a recording stand-in) -----------------------
@@ -305,8 +300,8 @@ def test_vllm_inputs_hold_each_chat_once_with_a_single_bos(alias):
 
     from agents.engines.vllm_engine import build_vllm_inputs, chat_messages
 
-    tokenizer = AutoTokenizer.from_pretrained(resolve_model(alias))
     vision = alias == "tiny-mllama"
+    tokenizer = AutoTokenizer.from_pretrained(build_tiny_mllama() if vision else resolve_model(alias))
     requests = [chat("what is on the label", red_image()), chat("plain question"),
                 ChatRequest([{"role": "user", "content": "q1"}, {"role": "assistant", "content": "a1"},
                              {"role": "user", "content": "q2"}], image=red_image())]
@@ -331,7 +326,7 @@ def test_vllm_engine_maps_one_batch_to_one_llm_generate_call():
 
     from agents.engines.vllm_engine import VLLMEngine
 
-    llm = RecordingLLM(AutoTokenizer.from_pretrained(resolve_model("tiny-mllama")))
+    llm = RecordingLLM(AutoTokenizer.from_pretrained(build_tiny_mllama()))
     engine = VLLMEngine.from_llm(llm, RecordingParams, model="tiny-mllama", supports_images=True)
     requests = [chat("short", red_image()), chat("a somewhat longer question")]
     sampling = Sampling(max_tokens=7, temperature=0.0, stop=("\n",), seed=3, logprobs=True)

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+from agents.base_agent import JUDGED_ANSWER_TOKENS
 from agents.config import REPO_ROOT
 from evaluation.dataset import fetch_image_bytes, load_split, read_conversations
-from evaluation.truncate import MAX_ANSWER_TOKENS, load_truncator
+from evaluation.truncate import load_truncator
 from tests.scripted_agent import FakeOpenAIServer, build_dataset, png_bytes
 
 SECRET = "sk-test-never-written-4242"
@@ -326,13 +327,13 @@ def test_fallback_truncation_keeps_the_raw_text():
     long = "Apple " * 100
     short = "I DON'T KNOW, Café au lait"
     cut, same = truncator.truncate([long, short])
-    assert cut == " ".join(["Apple"] * MAX_ANSWER_TOKENS)
+    assert cut == " ".join(["Apple"] * JUDGED_ANSWER_TOKENS)
     assert same == short  # no lower-casing or re-spacing
     assert truncator.truncate([]) == []
 
 
 def test_a_run_without_egocentric_turns_scores_ego_as_zeros_and_says_so(tmp_path):
-    from evaluation.finalize import finalize
+    from evaluation.outputs import finalize
 
     records = [{"session_id": "w", "interaction_id": f"w{i}", "turn_idx": i, "is_ego": False,
                 "image_quality": "normal", "query_category": "simple", "domain": "d", "dynamism": "static",

@@ -1,8 +1,7 @@
 """Scoring on hand-made turn tables whose scores were worked out by hand."""
 import pytest
 
-from evaluation.scoring import (SCORE_KEYS, apply_conversation_rules, needs_judge, score_rows,
-                                verdict_fields)
+from evaluation.scoring import SCORE_KEYS, apply_conversation_rules, needs_judge, score_rows, verdict_fields
 
 
 def turn(session, idx, answer, truth, verdict=None, ego=False):

@@ -11,18 +11,19 @@ import os
 
 import pytest
 
-from agents.config import load_config
-from benchmark import content
-from benchmark.build_benchmark import picture_bytes
-from benchmark.build_indices import kg_records, prepare_indices, repo_folder
 from evaluation import search
+from minibench import content
+from minibench.build_benchmark import picture_bytes
+from minibench.build_indices import kg_records, prepare_indices, repo_folder
+
+pytestmark = pytest.mark.slow  # builds the indices with CLIP and MiniLM
 
 
 @pytest.fixture(scope="session")
 def search_cache(tmp_path_factory):
     saved = os.environ.get("CRUISE_CACHE")
     os.environ["CRUISE_CACHE"] = str(tmp_path_factory.mktemp("cruise-cache"))
-    config = load_config("cpu")
+    config = search.search_config("cpu")
     info = prepare_indices(config)
     yield config, info
     if saved is None:
@@ -121,7 +122,7 @@ def test_official_ids_pass_through_untouched(monkeypatch):
     seen = []
     monkeypatch.setattr(search, "_pipeline", lambda *args: seen.append(args) or "pipeline")
     monkeypatch.setattr(search, "prepare_indices", lambda config: pytest.fail("must not build official indices"))
-    config = load_config("l40s")
+    config = search.search_config("l40s")
     assert search.build_search_pipeline(config, web=False) == "pipeline"
     assert search.build_search_pipeline(config, web=True) == "pipeline"
     assert seen == [

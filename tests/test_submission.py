@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-import preflight
 from agents.config import load_config
+from tools import preflight
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -36,8 +36,8 @@ def test_aicrowd_check_names_a_missing_model(tmp_path):
 def test_requirements_cover_every_agent_import(tmp_path):
     assert preflight.check_requirements(REPO / "requirements.txt").ok
     trimmed = tmp_path / "requirements.txt"
-    trimmed.write_text("\n".join(l for l in (REPO / "requirements.txt").read_text().splitlines()
-                                 if not l.lower().startswith("flagembedding")))
+    trimmed.write_text("\n".join(line for line in (REPO / "requirements.txt").read_text().splitlines()
+                                 if not line.lower().startswith("flagembedding")))
     check = preflight.check_requirements(trimmed)
     assert not check.ok and "FlagEmbedding" in check.detail
 
@@ -52,34 +52,43 @@ def test_gpu_requirements_pin_a_vllm_that_serves_mllama():
 
 def test_dockerfile_structure():
     text = (REPO / "Dockerfile").read_text()
-    lines = [l.strip() for l in text.splitlines() if l.strip() and not l.strip().startswith("#")]
+    lines = [line.strip() for line in text.splitlines() if line.strip() and not line.strip().startswith("#")]
     assert re.match(r"FROM nvidia/cuda:[\w.\-]+-runtime-", lines[0])
     assert re.search(r"HF_HUB_OFFLINE=1", text)
     assert re.search(r"pip install .*-r /tmp/requirements\.txt", text)
-    assert any(l.startswith("COPY . .") for l in lines)
-    run_steps = " ".join(l for l in lines if l.startswith("RUN") or l.startswith("&&"))
+    assert any(line.startswith("COPY . .") for line in lines)
+    run_steps = " ".join(line for line in lines if line.startswith("RUN") or line.startswith("&&"))
     for forbidden in ("huggingface-cli", "snapshot_download", "from_pretrained", "hf_hub_download", "wget", "curl"):
         assert forbidden not in run_steps, f"the image build must not download models ({forbidden})"
     ignored = (REPO / ".dockerignore").read_text().split()
     assert {".venv/", ".cache/", "outputs/"} <= set(ignored)
 
 
-def test_gpu_memory_plan_fits_and_overcommit_does_not():
-    from agents.engines.memory_plan import plan_l40s
+def test_gpu_memory_plan_fits_and_reacts_to_utilization():
+    from tools.memory_plan import format_plan, plan_l40s
 
     assert preflight.check_gpu_memory().ok
+    plan = plan_l40s(load_config("l40s"))
+    assert plan.fits and [r.role for r in plan.rows] == ["vlm", "router"]
+    vlm = plan.rows[0]
+    assert vlm.kv_bytes_per_token == 40 * 2 * 8 * 128 * 2
+    assert 19 < vlm.weights_gb < 21 and vlm.full_length_seqs >= 1
+    assert "Llama-3.2-11B-Vision-Instruct" in format_plan(plan)
     greedy = load_config("l40s", vlm_gpu_memory_utilization=0.95, router_gpu_memory_utilization=0.3)
     assert not plan_l40s(greedy).fits
+    assert not plan_l40s(load_config("l40s", vlm_gpu_memory_utilization=0.95)).fits
+    assert not plan_l40s(load_config("l40s", vlm_gpu_memory_utilization=0.45)).fits  # no room for KV
 
 
 def run_preflight(*args, env=None):
     return subprocess.run(
-        [sys.executable, "-m", "preflight", "--profile", "cpu", *args],
+        [sys.executable, "-m", "tools.preflight", "--profile", "cpu", *args],
         cwd=REPO, capture_output=True, text=True, timeout=600,
         env={**os.environ, "HF_HUB_OFFLINE": "1", **(env or {})},
     )
 
 
+@pytest.mark.slow  # the dry run loads SmolLM2
 def test_preflight_passes_on_the_cpu_profile():
     done = run_preflight()
     assert done.returncode == 0, done.stdout + done.stderr
@@ -87,6 +96,7 @@ def test_preflight_passes_on_the_cpu_profile():
         assert re.search(rf"^PASS\s+{name}\b", done.stdout, re.M), done.stdout
 
 
+@pytest.mark.slow  # the dry run loads SmolLM2
 @pytest.mark.parametrize(
     "args, failing",
     [

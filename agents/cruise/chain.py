@@ -14,18 +14,20 @@ import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.answer import answer_batch
-from agents.cruise.consistency import consistency_batch
 from agents.cruise.deadline import Deadline, StageCosts
-from agents.cruise.finalize import finalize_one
-from agents.cruise.rerank import rerank_batch
-from agents.cruise.retrieve import retrieve_batch
-from agents.cruise.route import route_batch
-from agents.cruise.summarize import summarize_batch
+from agents.cruise.stages.s1_route import route_batch
+from agents.cruise.stages.s2_summarize import summarize_batch
+from agents.cruise.stages.s3_retrieve import retrieve_batch
+from agents.cruise.stages.s5_rerank import rerank_batch
+from agents.cruise.stages.s6_answer import answer_batch
+from agents.cruise.stages.s7_consistency import consistency_batch
+from agents.cruise.stages.s8_verify import verify_batch
+from agents.cruise.stages.s9_finalize import decide_from_trace, decision_inputs
 from agents.cruise.trace import turn_trace
-from agents.cruise.types import IDK, Answers, Decision, Evidence, Retrieval, Route, Turn, Verification
-from agents.cruise.verify import verify_batch
+from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Turn, Verification
+from agents.engines.base import Engines
 
 
 @dataclass
@@ -82,7 +84,7 @@ class BatchRun:
                         self.fail(i, message)
 
 
-def run_chain(turns: list[Turn], engines, pipeline, cfg: CruiseConfig, costs: StageCosts) -> tuple[list[str], list[dict]]:
+def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts) -> tuple[list[str], list[dict]]:
     """Answers and traces for one batch of turns."""
     n = len(turns)
     budget = cfg.turn_budget_s * max(n, 1) - cfg.safety_margin_s
@@ -96,7 +98,7 @@ def run_chain(turns: list[Turn], engines, pipeline, cfg: CruiseConfig, costs: St
     summaries = run.stage("summarize", summarize_batch, [turns, routes], (engines.vlm, cfg), str)
     retrievals = run.stage("retrieve", retrieve_batch, [turns, routes, summaries], (pipeline, cfg), Retrieval)
     evidence = run.stage("rerank", rerank_batch, [retrievals], (engines.reranker, cfg), Evidence)
-    answers = run.stage("answer", answer_batch, [turns, evidence], (engines.vlm, cfg), lambda: Answers(rag=IDK))
+    answers = run.stage("answer", answer_batch, [turns, evidence], (engines.vlm, cfg), lambda: Answers(rag=IDK_ANSWER))
     verdicts = run.stage("consistency", consistency_batch, [turns, evidence, answers], (engines.vlm, cfg),
                          lambda: (None, ""))
     confidences = run.stage("verify", verify_batch, [turns, evidence, answers, [v for v, _ in verdicts]],
@@ -106,9 +108,9 @@ def run_chain(turns: list[Turn], engines, pipeline, cfg: CruiseConfig, costs: St
     for i in range(n):
         check = Verification(verdicts[i][0], verdicts[i][1], confidences[i][0], confidences[i][1])
         if i in run.failed:
-            decision = Decision(IDK, "error")
+            decision = Decision(IDK_ANSWER, "error")
         else:
-            decision = finalize_one(routes[i], evidence[i], answers[i], check, cfg)
+            decision = decide_from_trace(decision_inputs(routes[i], evidence[i], answers[i], check), cfg)
         final.append(decision.answer)
         traces.append(
             turn_trace(

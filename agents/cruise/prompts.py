@@ -1,14 +1,19 @@
 """Prompt templates live in prompts/<stage>.txt, one per stage, with a [system] and a [user] part.
 
 Placeholders are `$name` (string.Template), so braces in retrieved text or questions are inert.
+`ask_vlm` is the request the summary and checking stages make: one prompt, filled per turn,
+one engine call. `quote_notes` fences retrieved text for every prompt that shows it.
 """
 from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
 from string import Template
+from typing import Callable
 
 from agents.config import REPO_ROOT
+from agents.cruise.types import Turn
+from agents.engines.base import ChatEngine, ChatRequest, Sampling
 
 PROMPTS_DIR = REPO_ROOT / "prompts"
 
@@ -36,3 +41,30 @@ def load_prompt(name: str) -> PromptTemplate:
     if not sep or not sep2 or head.strip():
         raise ValueError(f"prompt {name!r} must hold a [system] part followed by a [user] part")
     return PromptTemplate(name, Template(system.strip()), Template(user.strip()))
+
+
+def quote_notes(context: str) -> str:
+    """Retrieved text goes inside a fenced block; it may not close the fence itself."""
+    return context.replace("<<<", "").replace(">>>", "") if context else "(no notes were found)"
+
+
+def ask_vlm(
+    engine: ChatEngine,
+    stage: str,
+    turns: list[Turn],
+    wanted: list[int],
+    values: Callable[[int], dict],
+    sampling: Sampling,
+    *,
+    with_history: bool = True,
+) -> list[str]:
+    """Raw replies for the turns in `wanted` (in that order); no call when nothing is wanted.
+    The prompt is prompts/<stage>.txt, filled with `values(i)`; each turn's image goes along."""
+    if not wanted:
+        return []
+    prompt = load_prompt(stage)
+    requests = [
+        ChatRequest(prompt.messages(turns[i].history if with_history else None, **values(i)), image=turns[i].image)
+        for i in wanted
+    ]
+    return [r.text for r in engine.generate(requests, sampling, stage=stage)]

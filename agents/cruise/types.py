@@ -8,8 +8,6 @@ from dataclasses import dataclass, field
 
 from PIL import Image
 
-IDK = "I don't know"
-
 
 @dataclass
 class Turn:

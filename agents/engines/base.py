@@ -6,12 +6,16 @@ or transformers; it only sees `ChatEngine` and `Reranker`.
 """
 from __future__ import annotations
 
+import dataclasses
+import logging
 import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 
 from PIL import Image
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -94,12 +98,18 @@ class ChatEngine(ABC):
     def __init__(self, model: str, ledger: Ledger | None = None):
         self.model = model
         self.ledger = ledger if ledger is not None else Ledger()
+        self._warned_image = False
 
     def generate(
         self, requests: list[ChatRequest], sampling: Sampling, *, stage: str = "chat"
     ) -> list[ChatResult]:
         if not requests:
             return []
+        if not self.supports_images and any(r.image is not None for r in requests):
+            if not self._warned_image:
+                log.warning("%s is text-only: images are dropped from its requests", self.model)
+                self._warned_image = True
+            requests = [dataclasses.replace(r, image=None) for r in requests]
         start = time.perf_counter()
         results = self._generate(requests, sampling)
         if len(results) != len(requests):
@@ -145,3 +155,13 @@ class Reranker(ABC):
     @abstractmethod
     def _score(self, pairs: list[tuple[str, str]]) -> list[float]:
         ...
+
+
+@dataclass
+class Engines:
+    """What the chain runs on: the router, the VLM (summary, answers, checks) and the reranker.
+    The router and the VLM may be one engine (the cpu profile)."""
+
+    router: ChatEngine
+    vlm: ChatEngine
+    reranker: Reranker

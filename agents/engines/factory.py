@@ -3,23 +3,14 @@
 When the router and the VLM are the same model (the cpu profile: SmolLM2 plays both), one engine
 serves both roles. With vLLM the two models are two `vllm.LLM` instances in one process, each
 held to its own share of the GPU (`router_gpu_memory_utilization`, `vlm_gpu_memory_utilization`;
-see memory_plan.py). `config.engine_overrides` may hold `{"router": {...}, "vlm": {...}}`: extra
+see tools/memory_plan.py). `config.engine_overrides` may hold `{"router": {...}, "vlm": {...}}`: extra
 keyword arguments for that engine's constructor (for vLLM: passed on to `vllm.LLM`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from agents.config import CruiseConfig
-from agents.engines.base import ChatEngine, Ledger, Reranker
+from agents.engines.base import ChatEngine, Engines, Ledger, Reranker
 from agents.engines.local_models import resolve_model
-
-
-@dataclass
-class Engines:
-    router: ChatEngine
-    vlm: ChatEngine
-    reranker: Reranker
 
 
 def _chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEngine:

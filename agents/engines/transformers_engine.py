@@ -1,8 +1,8 @@
 """Chat generation with plain transformers: the CPU profile's engine and the reference for vLLM.
 
 Two model families:
-- causal LMs (AutoModelForCausalLM; SmolLM2 on CPU): text only, images are dropped with one
-  warning per engine;
+- causal LMs (AutoModelForCausalLM; SmolLM2 on CPU): text only (ChatEngine.generate drops
+  images with one warning per engine);
 - image-text-to-text models (AutoModelForImageTextToText + AutoProcessor; Mllama, i.e.
   Llama-3.2-Vision): the image goes into the first user turn as `{"type": "image"}` so the
   processor's chat template writes the model's own image token.
@@ -12,15 +12,12 @@ an image, so such a call runs as two sub-batches; it is still one `generate` cal
 """
 from __future__ import annotations
 
-import logging
 import os
 
 import torch
 
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling, typed_messages
 from agents.engines.local_models import resolve_model
-
-log = logging.getLogger(__name__)
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -69,7 +66,6 @@ class TransformersEngine(ChatEngine):
         self.tokenizer.padding_side = "left"  # not always saved with the tokenizer
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self._warned_image = False
         # Token ids that end an answer: the generation config's eos ids, the tokenizer's eos, and
         # the pad id (generate fills finished rows with it).
         eos = self.net.generation_config.eos_token_id
@@ -92,11 +88,6 @@ class TransformersEngine(ChatEngine):
     # --- generation ------------------------------------------------------------------------
     def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
         with_image = [i for i, r in enumerate(requests) if r.image is not None]
-        if with_image and not self.supports_images:
-            if not self._warned_image:
-                log.warning("%s is text-only: images are dropped from its requests", self.model)
-                self._warned_image = True
-            with_image = []
         groups = [with_image, [i for i in range(len(requests)) if i not in set(with_image)]]
         results: list[ChatResult | None] = [None] * len(requests)
         for group in groups:

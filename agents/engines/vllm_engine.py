@@ -10,12 +10,8 @@ at most one image per prompt.
 """
 from __future__ import annotations
 
-import logging
-
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Ledger, Sampling, typed_messages
 from agents.engines.local_models import resolve_model
-
-log = logging.getLogger(__name__)
 
 
 def chat_messages(request: ChatRequest, with_image: bool) -> list[dict]:
@@ -102,12 +98,8 @@ class VLLMEngine(ChatEngine):
         self.tokenizer = llm.get_tokenizer()
         self.sampling_params_cls = sampling_params_cls
         self.supports_images = supports_images
-        self._warned_image = False
 
     def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
-        if not self.supports_images and not self._warned_image and any(r.image is not None for r in requests):
-            log.warning("%s is text-only: images are dropped from its requests", self.model)
-            self._warned_image = True
         inputs = build_vllm_inputs(requests, self.tokenizer, self.supports_images)
         params = self.sampling_params_cls(**to_sampling_kwargs(sampling))
         outputs = self.llm.generate(inputs, params, use_tqdm=False)

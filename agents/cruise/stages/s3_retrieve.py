@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 
 from agents.config import CruiseConfig
-from agents.cruise.chunk import chunks_from_image_hit, chunks_from_web_hit, dedupe
+from agents.cruise.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit, dedupe
 from agents.cruise.types import Retrieval, Route, Turn
 
 

@@ -5,7 +5,7 @@ The retrieval query is q' = question + summary (paper, eq. 2).
 from __future__ import annotations
 
 from agents.config import CruiseConfig
-from agents.cruise.ask import ask_vlm
+from agents.cruise.prompts import ask_vlm
 from agents.cruise.types import Route, Turn
 from agents.engines.base import ChatEngine, Sampling
 

@@ -1,6 +1,6 @@
 """Build the mini benchmark's image and web search indices, offline, in the Hugging Face cache layout.
 
-    python -m benchmark.build_indices [--profile cpu]
+    python -m minibench.build_indices
 
 `cragmm_search.UnifiedSearchPipeline` fetches its indices with
 `huggingface_hub.snapshot_download(repo_id, repo_type="dataset")`. Offline, that call resolves
@@ -14,7 +14,7 @@ exactly that under `cache_dir()/"hf"`, with the official collection names, ids a
   then 512-word chunks of the page text; metadata `page_name`, `page_snippet`, `page_url`.
 
 Embeddings come from the package's own feature extractors with the models the pipeline will
-load (config.search_image_model / search_text_model, resolved to local directories), so a
+load (MINI_IMAGE_MODEL / MINI_TEXT_MODEL, resolved to local directories), so a
 query embedded at search time lands exactly where the index expects it. The commit hash is a
 fingerprint of the content and the models: an unchanged index is never rebuilt.
 """
@@ -29,12 +29,17 @@ import shutil
 import time
 from pathlib import Path
 
-from agents.config import CruiseConfig, cache_dir, load_config
-from agents.engines.local_models import resolve_model
-from benchmark import content
-from benchmark.images import image_bytes
+from agents.config import cache_dir
+from minibench import content
+from minibench.images import image_bytes
+from minibench.search_models import resolve_search_model
 
 LOCAL_PREFIX = "crag-mm-mini/"  # index ids we build; any other id is a real hub dataset
+# The mini benchmark's indices and the models they are built with (the cpu search profile).
+MINI_IMAGE_INDEX = LOCAL_PREFIX + "image-search-index"  # official: crag-mm-2025/image-search-index-validation
+MINI_WEB_INDEX = LOCAL_PREFIX + "web-search-index"  # official: crag-mm-2025/web-search-index-validation
+MINI_IMAGE_MODEL = "tiny-clip"  # official: openai/clip-vit-large-patch14-336
+MINI_TEXT_MODEL = "minilm"  # official: BAAI/bge-large-en-v1.5
 IMAGE_COLLECTION = "image_embeddings"
 WEB_COLLECTION = "web_search_embeddings"
 WORDS_PER_CHUNK = 512
@@ -173,7 +178,7 @@ def _write_collection(path: Path, name: str, ids, embeddings, metadatas) -> None
 
 
 def build_image_index(repo_id: str, model: str) -> Path:
-    model_dir = resolve_model(model)
+    model_dir = resolve_search_model(model)
     records = kg_records()
     commit = _fingerprint("image", [_model_identity(model_dir),
                                     [(hashlib.sha1(b).hexdigest(), m) for b, m in records]])
@@ -187,7 +192,7 @@ def build_image_index(repo_id: str, model: str) -> Path:
 
 
 def build_web_index(repo_id: str, model: str) -> Path:
-    model_dir = resolve_model(model)
+    model_dir = resolve_search_model(model)
     records = web_records()
     commit = _fingerprint("web", [_model_identity(model_dir), WORDS_PER_CHUNK, records])
 
@@ -199,30 +204,32 @@ def build_web_index(repo_id: str, model: str) -> Path:
     return _publish_snapshot(repo_id, commit, fill)
 
 
-def prepare_indices(config: CruiseConfig) -> dict:
-    """Make sure the config's local indices exist in the HF cache; fast when already built.
+def prepare_indices(search) -> dict:
+    """Make sure the local indices of `search` (an evaluation.search.SearchConfig, or anything with
+    image_index, web_index, image_model and text_model) exist in the HF cache; fast when built.
 
     Returns the cache root, each snapshot directory and the seconds spent. Raises ValueError
     for index ids that are not ours (the l40s profile's official indices are downloaded by
     huggingface_hub, not built here).
     """
     start = time.perf_counter()
-    for repo_id in (config.image_index, config.web_index):
+    for repo_id in (search.image_index, search.web_index):
         if not is_local_index(repo_id):
             raise ValueError(f"{repo_id!r} is not a local crag-mm-mini index; only ids starting with "
                              f"{LOCAL_PREFIX!r} are built offline")
-    image_dir = build_image_index(config.image_index, config.search_image_model)
-    web_dir = build_web_index(config.web_index, config.search_text_model)
-    return dict(hf_cache=str(hf_cache()), image_index=config.image_index, web_index=config.web_index,
+    image_dir = build_image_index(search.image_index, search.image_model)
+    web_dir = build_web_index(search.web_index, search.text_model)
+    return dict(hf_cache=str(hf_cache()), image_index=search.image_index, web_index=search.web_index,
                 image_snapshot=str(image_dir), web_snapshot=str(web_dir),
                 seconds=round(time.perf_counter() - start, 2))
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="cpu")
-    args = parser.parse_args()
-    info = prepare_indices(load_config(args.profile))
+    from types import SimpleNamespace
+
+    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    info = prepare_indices(SimpleNamespace(image_index=MINI_IMAGE_INDEX, web_index=MINI_WEB_INDEX,
+                                           image_model=MINI_IMAGE_MODEL, text_model=MINI_TEXT_MODEL))
     print(json.dumps(info, indent=1))
 
 

@@ -1,6 +1,6 @@
 """Engine figures on this machine (cpu profile): load times, generation and reranking throughput.
 
-Run: HF_HUB_OFFLINE=1 PYTHONPATH=. python benchmarks/engines.py [--new-tokens 32] [--repeats 2]
+Run: HF_HUB_OFFLINE=1 python -m tools.bench_engines [--new-tokens 32] [--repeats 2]
 Prints a markdown table. The first SmolLM2 conversion is timed into a temporary directory, so
 the shared cache is left alone.
 """

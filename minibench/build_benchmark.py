@@ -1,6 +1,6 @@
 """Build data/crag-mm-mini/ (single-turn and multi-turn parquet files, provenance.json).
 
-    python -m benchmark.build_benchmark [--out data/crag-mm-mini]
+    python -m minibench.build_benchmark [--out data/crag-mm-mini]
 
 Rows follow the CRAG-MM schema exactly (session_id, image, image_url, image_quality, turns,
 answers); where each answer lives (image / kg / web / none) goes to provenance.json so the
@@ -15,8 +15,8 @@ import uuid
 from pathlib import Path
 
 from agents.config import REPO_ROOT
-from benchmark import content
-from benchmark.images import image_bytes
+from minibench import content
+from minibench.images import image_bytes
 
 DEFAULT_OUT = REPO_ROOT / "data" / "crag-mm-mini"
 NAMESPACE = uuid.UUID("5b0f3c8e-6d2a-4e57-9a51-2c4d7e0b9f13")  # fixed: ids never change between builds

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 
+from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.answer import quote_notes
-from agents.cruise.ask import ask_vlm
-from agents.cruise.types import IDK, Answers, Evidence, Turn
+from agents.cruise.prompts import ask_vlm, quote_notes
+from agents.cruise.types import Answers, Evidence, Turn
 from agents.engines.base import ChatEngine, Sampling
 
 _VERDICT = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
@@ -21,7 +21,7 @@ def parse_verdict(text: str) -> bool:
 
 
 def needs_consistency_check(answers: Answers, cfg: CruiseConfig) -> bool:
-    return cfg.use_self_consistency and answers.direct is not None and answers.rag != IDK
+    return cfg.use_self_consistency and answers.direct is not None and answers.rag != IDK_ANSWER
 
 
 def consistency_batch(

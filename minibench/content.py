@@ -1,7 +1,7 @@
 """The hand-written content of the crag-mm-mini benchmark: pictures, conversations, image KG, web pages.
 
 Conventions:
-- `PICTURES[key]` says which picture a session shows (`source` from benchmark.images.SOURCES,
+- `PICTURES[key]` says which picture a session shows (`source` from minibench.images.SOURCES,
   an optional degradation), its https URL (None = egocentric, like the real dataset) and its
   image_quality label.
 - A turn is (domain, query_category, dynamism, query, answer, where), `where` naming the

@@ -12,8 +12,17 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluation.judge import Judge, JudgeItem
-from evaluation.runner import (ANSWERS, BATCHES, JUDGMENTS, RUN_CONFIG, TRACES, append_jsonl,
-                               read_jsonl, saved_answers, progress_bar)
+from evaluation.runner import (
+    ANSWERS,
+    BATCHES,
+    JUDGMENTS,
+    RUN_CONFIG,
+    TRACES,
+    append_jsonl,
+    progress_bar,
+    read_jsonl,
+    saved_answers,
+)
 from evaluation.scoring import TURN_COLUMNS, breakdown, needs_judge, score_rows, verdict_fields
 
 BREAKDOWN_COLUMNS = ("domain", "query_category", "dynamism", "image_quality")

@@ -1,0 +1,173 @@
+"""Tiny random-weight models for tests, built from configs in well under a second (the way
+transformers and vLLM test themselves). Test-only: the submission never loads them.
+
+- `build_tiny_mllama()`: a random-weight Llama-3.2-Vision (MllamaForConditionalGeneration) with a
+  processor, a tokenizer holding the Llama-3.2 special tokens and a chat template in the
+  Llama-3.2-Vision style.
+- `build_tiny_xlmr_reranker()`: a random-weight XLM-R cross-encoder (one logit) with a
+  SentencePiece tokenizer, in the shape `FlagEmbedding.FlagReranker` loads (bge-reranker-v2-m3's
+  family).
+
+Tiny models need a real tokenizer object of the right class; the hubs that hold the originals
+are unreachable here, so a small one is trained in milliseconds on our own text. Every build
+goes to a temporary directory first and is renamed into place (`publish`), so test processes
+running at the same time never see half a model.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from tokenizers import Tokenizer, decoders, models, pre_tokenizers, trainers
+
+from agents.engines.local_models import models_dir, publish
+
+# Enough varied English for a byte-level BPE to learn a few hundred merges.
+_WORDS = """
+the a an is are was were what which who where when how why does do did this that these those
+image picture photo sign label book cover bottle plant animal dog cat bird car bus truck
+price store open close today latest year name brand made country city river mountain
+question answer context information yes no confidence reasoning sub questions finding
+supported unsupported real time external knowledge summary description caption
+one two three four five six seven eight nine ten hundred thousand million
+red green blue yellow black white brown small large old new first last
+""".split()
+
+
+def build_word_tokenizer(tokenizer_cls, vocab_size: int = 1000, special_tokens=(), **kwargs):
+    """Train a byte-level BPE and wrap it in `tokenizer_cls` (a transformers *TokenizerFast)."""
+    specials = list(dict.fromkeys(["<unk>", "<pad>", "<s>", "</s>", "<|startoftext|>",
+                                   "<|endoftext|>", *special_tokens]))
+    tok = Tokenizer(models.BPE(unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.ByteLevel(add_prefix_space=False)
+    tok.decoder = decoders.ByteLevel()
+    trainer = trainers.BpeTrainer(
+        vocab_size=vocab_size,
+        special_tokens=specials,
+        initial_alphabet=pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    tok.train_from_iterator([" ".join(_WORDS)] * 4, trainer=trainer)
+    return tokenizer_cls(tokenizer_object=tok, **kwargs)
+
+
+# Llama-3.2 special tokens (the real tokenizer reserves ids 128000+ for these).
+LLAMA32_SPECIAL_TOKENS = (
+    "<|begin_of_text|>", "<|end_of_text|>", "<|start_header_id|>", "<|end_header_id|>",
+    "<|eot_id|>", "<|eom_id|>", "<|python_tag|>", "<|finetune_right_pad_id|>", "<|image|>",
+)
+
+# Our own template in the Llama-3.2-Vision shape: every turn is a header plus content closed by
+# <|eot_id|>; an image part becomes <|image|> in front of the text of that user turn.
+LLAMA32_VISION_CHAT_TEMPLATE = (
+    "{{- bos_token }}"
+    "{%- for message in messages %}"
+    "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' }}"
+    "{%- if message['content'] is string %}{{- message['content'] }}"
+    "{%- else %}{%- for part in message['content'] %}"
+    "{%- if part['type'] == 'image' %}{{- '<|image|>' }}"
+    "{%- elif part['type'] == 'text' %}{{- part['text'] }}{%- endif %}"
+    "{%- endfor %}{%- endif %}"
+    "{{- '<|eot_id|>' }}"
+    "{%- endfor %}"
+    "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{%- endif %}"
+)
+
+
+def build_tiny_mllama(path: Path | None = None) -> str:
+    """A random-weight MllamaForConditionalGeneration (56 px tiles, 3 text layers) with a processor."""
+    path = Path(path) if path else models_dir() / "tiny-mllama"
+    if (path / "config.json").exists():
+        return str(path)
+    import torch
+    from transformers import (
+        MllamaConfig,
+        MllamaForConditionalGeneration,
+        MllamaImageProcessor,
+        MllamaProcessor,
+        PreTrainedTokenizerFast,
+    )
+
+    tokenizer = build_word_tokenizer(
+        PreTrainedTokenizerFast, vocab_size=600, special_tokens=LLAMA32_SPECIAL_TOKENS,
+        bos_token="<|begin_of_text|>", eos_token="<|eot_id|>", pad_token="<|finetune_right_pad_id|>",
+        unk_token="<unk>", padding_side="left",
+    )
+    tokenizer.chat_template = LLAMA32_VISION_CHAT_TEMPLATE
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in LLAMA32_SPECIAL_TOKENS}
+    torch.manual_seed(0)
+    config = MllamaConfig(
+        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_global_layers=1,
+                           num_attention_heads=2, image_size=56, patch_size=14, max_num_tiles=4,
+                           intermediate_layers_indices=[0], vision_output_dim=64),
+        text_config=dict(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128,
+                         num_hidden_layers=3, cross_attention_layers=[1], num_attention_heads=4,
+                         num_key_value_heads=2, max_position_embeddings=2048,
+                         rope_scaling={"rope_type": "default"},  # transformers 4.57 needs it explicit
+                         bos_token_id=ids["<|begin_of_text|>"], eos_token_id=ids["<|eot_id|>"],
+                         pad_token_id=ids["<|finetune_right_pad_id|>"]),
+        image_token_index=ids["<|image|>"],
+    )
+    model = MllamaForConditionalGeneration(config).eval()
+    # The cross-attention gates start at zero (tanh(0) = 0 hides the image from the text model);
+    # open them so the tiny model's output really depends on its image.
+    with torch.no_grad():
+        for name, param in model.named_parameters():
+            if "cross_attn_attn_gate" in name or "cross_attn_mlp_gate" in name:
+                param.fill_(1.0)
+    model.generation_config.pad_token_id = ids["<|finetune_right_pad_id|>"]
+    model.generation_config.eos_token_id = ids["<|eot_id|>"]
+    image_processor = MllamaImageProcessor(size={"height": 56, "width": 56}, max_image_tiles=4)
+    processor = MllamaProcessor(image_processor=image_processor, tokenizer=tokenizer,
+                                chat_template=LLAMA32_VISION_CHAT_TEMPLATE)
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    model.save_pretrained(tmp)
+    processor.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    publish(tmp, path)
+    return str(path)
+
+
+_XLMR_CORPUS = """
+The Eiffel Tower is a wrought-iron lattice tower in Paris, France.
+Mount Fuji is the highest mountain in Japan and an active volcano.
+A golden retriever is a friendly dog breed that likes to swim.
+This bottle of olive oil was made in Italy and costs nine euros.
+The museum opens at nine in the morning and closes at five.
+What is the name of the brand shown on the label of this product?
+Which year was the bridge in this picture built, and who designed it?
+"""
+
+
+def build_tiny_xlmr_reranker(path: Path | None = None) -> str:
+    """A random-weight XLM-R cross-encoder (num_labels=1) with a SentencePiece tokenizer trained here."""
+    path = Path(path) if path else models_dir() / "tiny-xlmr-reranker"
+    if (path / "config.json").exists():
+        return str(path)
+    import io
+
+    import sentencepiece as spm
+    import torch
+    from transformers import XLMRobertaConfig, XLMRobertaForSequenceClassification, XLMRobertaTokenizer
+
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    tmp.mkdir(parents=True, exist_ok=True)
+    # XLM-R's SentencePiece layout: <s>=0, <pad>=1, </s>=2, <unk>=3 (the tokenizer class shifts ids).
+    buffer = io.BytesIO()
+    spm.SentencePieceTrainer.train(
+        sentence_iterator=iter(_XLMR_CORPUS.strip().splitlines() * 8), model_writer=buffer,
+        vocab_size=200, hard_vocab_limit=False, model_type="unigram", character_coverage=1.0,
+        bos_id=0, pad_id=1, eos_id=2, unk_id=3, minloglevel=2,
+    )
+    spm_file = tmp / "sentencepiece.bpe.model"
+    spm_file.write_bytes(buffer.getvalue())
+    tokenizer = XLMRobertaTokenizer(str(spm_file))
+    torch.manual_seed(0)
+    config = XLMRobertaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
+                              num_attention_heads=2, intermediate_size=64, max_position_embeddings=514,
+                              num_labels=1, pad_token_id=tokenizer.pad_token_id,
+                              bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
+    XLMRobertaForSequenceClassification(config).eval().save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    publish(tmp, path)
+    return str(path)
