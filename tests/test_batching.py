@@ -141,3 +141,15 @@ def test_stop_after_limits_what_the_agent_is_asked(tmp_path):
     generate(agent, FakeDataset(), convs, 2, tmp_path, load_truncator(prefer_llama=False),
              resume=False, progress=False, stop_after=1)
     assert [call["queries"] for call in agent.calls] == [["query 0.0", "query 1.0"]]
+
+
+def test_crag_mm_replaces_one_single_turn_image_url():
+    from evaluation.dataset import apply_image_url_updates
+    from evaluation.rules import RULE_SETS
+
+    convs = conversations([1, 1], ego=False)
+    convs[1].session_id = "0df99a9a-6a5d-4ff4-b8e4-e3ee90209dfe"  # listed in the published config.py
+    updates = RULE_SETS["crag-mm"].image_url_updates
+    assert apply_image_url_updates(convs, updates["single-turn"]) == [convs[1].session_id]
+    assert convs[1].image_url.startswith("https://web.archive.org/") and convs[0].image_url == "http://x/0.png"
+    assert "multi-turn" not in updates and RULE_SETS["kddcup2025"].image_url_updates == {}

@@ -48,33 +48,28 @@ CONVERSATIONS = [
         ("s6-1", "s6q1", "moon ", "space", "simple", "Moon")]),          # exact match
 ]
 
+
+def expected_scores(total, exact, correct, miss, conversation_mean) -> dict:
+    """The 11 official scores from counts worked out by hand (rates are count / total)."""
+    wrong = total - correct - miss
+    return {"total": total, "correct_exact": exact, "correct": correct, "miss": miss, "hallucination": wrong,
+            "exact_match": exact / total, "accuracy": correct / total, "missing": miss / total,
+            "hallucination_rate": wrong / total, "truthfulness_score": (2 * correct + miss) / total - 1,
+            "mean_multi_turn_conversation_score": conversation_mean}
+
+
 # Worked out by hand from the table above (15 turns; after the cuts: correct s1-0, s3-0, s4-0,
-# s6-0, s6-1; misses s1-2, s2-1..3, s5-0..2; hallucinations s1-1, s2-0, s3-1).
+# s6-0, s6-1; exact s1-0, s6-1; misses s1-2, s2-1..3, s5-0..2; hallucinations s1-1, s2-0, s3-1).
 # Conversation scores: s1 0, s2 -1/4, s3 0, s4 1, s5 0, s6 1.
-EXPECTED_ALL = {
-    "total": 15.0, "correct_exact": 2.0, "correct": 5.0, "miss": 7.0, "hallucination": 3.0,
-    "exact_match": 2 / 15, "accuracy": 5 / 15, "missing": 7 / 15, "hallucination_rate": 3 / 15,
-    "truthfulness_score": 17 / 15 - 1, "mean_multi_turn_conversation_score": 1.75 / 6,
-}
+EXPECTED_ALL = expected_scores(15.0, 2.0, 5.0, 7.0, 1.75 / 6)
 # Egocentric: s1, s4, s5 -> 7 turns, correct s1-0 and s4-0, misses s1-2 and s5-*, hallucination s1-1.
-EXPECTED_EGO = {
-    "total": 7.0, "correct_exact": 1.0, "correct": 2.0, "miss": 4.0, "hallucination": 1.0,
-    "exact_match": 1 / 7, "accuracy": 2 / 7, "missing": 4 / 7, "hallucination_rate": 1 / 7,
-    "truthfulness_score": 8 / 7 - 1, "mean_multi_turn_conversation_score": 1 / 3,
-}
+EXPECTED_EGO = expected_scores(7.0, 1.0, 2.0, 4.0, 1 / 3)
 # crag-mm counts the flags before the multi-turn cut (only the conversation score uses the cut):
 # correct s1-0, s2-2, s2-3, s3-0, s4-0, s5-2, s6-0, s6-1; exact s1-0, s2-2, s5-2, s6-1;
 # misses s1-2, s2-1, s5-0, s5-1; hallucinations s1-1, s2-0, s3-1.
-EXPECTED_ALL_CRAG_MM = {
-    "total": 15.0, "correct_exact": 4.0, "correct": 8.0, "miss": 4.0, "hallucination": 3.0,
-    "exact_match": 4 / 15, "accuracy": 8 / 15, "missing": 4 / 15, "hallucination_rate": 3 / 15,
-    "truthfulness_score": 20 / 15 - 1, "mean_multi_turn_conversation_score": 1.75 / 6,
-}
-EXPECTED_EGO_CRAG_MM = {
-    "total": 7.0, "correct_exact": 2.0, "correct": 3.0, "miss": 3.0, "hallucination": 1.0,
-    "exact_match": 2 / 7, "accuracy": 3 / 7, "missing": 3 / 7, "hallucination_rate": 1 / 7,
-    "truthfulness_score": 9 / 7 - 1, "mean_multi_turn_conversation_score": 1 / 3,
-}
+EXPECTED_ALL_CRAG_MM = expected_scores(15.0, 4.0, 8.0, 4.0, 1.75 / 6)
+# Egocentric: correct s1-0, s4-0, s5-2; misses s1-2, s5-0, s5-1; hallucination s1-1.
+EXPECTED_EGO_CRAG_MM = expected_scores(7.0, 2.0, 3.0, 3.0, 1 / 3)
 OFFICIAL_COLUMNS = [
     "session_id", "interaction_id", "turn_idx", "is_ego", "image_quality", "query_category", "domain",
     "dynamism", "query", "ground_truth", "agent_response", "total_turn_count", "interaction_id_history",
