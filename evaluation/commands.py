@@ -23,6 +23,8 @@ from evaluation.truncate import load_truncator
 # run_config.json fields a resumed run must share with the run it continues
 RESUME_KEYS = ("dataset", "dataset_type", "split", "revision", "num_conversations", "exact_conversations",
                "shard", "rules")
+# what a run_config.json written before a key existed meant by its absence
+RESUME_DEFAULTS = {"rules": "kddcup2025", "exact_conversations": False}
 
 
 def import_object(spec: str):
@@ -193,7 +195,7 @@ def run_evaluation(args) -> None:
         "batch_size": batch_size, "expected_turns": len(planned),
     }
     if earlier:
-        clashes = [k for k in RESUME_KEYS if earlier.get(k) != run_config[k]]
+        clashes = [k for k in RESUME_KEYS if earlier.get(k, RESUME_DEFAULTS.get(k)) != run_config[k]]
         if clashes:
             raise SystemExit(f"cannot resume {output_dir}: the earlier run differs on {clashes}")
     config_path.write_text(json.dumps(run_config, indent=2, default=str))
