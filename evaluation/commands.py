@@ -11,16 +11,20 @@ from rich.console import Console
 from rich.markup import escape
 
 from agents.config import REPO_ROOT, detect_profile, settings_to_env
-from evaluation.batching import clip_batch_size
-from evaluation.dataset import load_split, read_conversations
-from evaluation.judge import DEFAULT_EVAL_MODEL, Judge, find_api_key
+from evaluation.batching import clip_batch_size, planned_batches
+from evaluation.dataset import apply_image_url_updates, load_split, read_conversations
+from evaluation.judge import Judge, find_api_key
 from evaluation.outputs import finalize, merge_runs
 from evaluation.report import loud_notice, print_report
+from evaluation.rules import RuleSet, rule_set
 from evaluation.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
 from evaluation.truncate import load_truncator
 
 # run_config.json fields a resumed run must share with the run it continues
-RESUME_KEYS = ("dataset", "dataset_type", "split", "revision", "num_conversations", "shard")
+RESUME_KEYS = ("dataset", "dataset_type", "split", "revision", "num_conversations", "exact_conversations",
+               "shard", "rules")
+# what a run_config.json written before a key existed meant by its absence
+RESUME_DEFAULTS = {"rules": "kddcup2025", "exact_conversations": False}
 
 
 def import_object(spec: str):
@@ -43,7 +47,7 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return index, count
 
 
-def build_judge(model: str | None, base_url: str | None, args, console: Console) -> Judge | None:
+def build_judge(model: str | None, base_url: str | None, args, console: Console, rules: RuleSet) -> Judge | None:
     if model is not None and model.strip().lower() == "none":
         loud_notice(console, "ATTENTION", "SEMANTIC EVALUATION IS DISABLED (--eval-model None).\n"
                     "No LLM judge will be asked: only exact string matches count as correct.")
@@ -54,14 +58,22 @@ def build_judge(model: str | None, base_url: str | None, args, console: Console)
                     "--eval-base-url is set.\nSemantic evaluation is OFF: only exact string matches count "
                     "as correct, so accuracy is a lower bound.")
         return None
-    return Judge(model or DEFAULT_EVAL_MODEL, base_url, key, num_workers=args.num_workers,
+    return Judge(model or rules.judge_model, base_url, key, rules=rules, num_workers=args.num_workers,
                  timeout_s=args.judge_timeout, backoff_s=args.judge_retry_wait)
 
 
+def saved_rules(args, run_config: dict) -> RuleSet:
+    """Rule set for rejudge/merge: --rules if given, else the run's own (kddcup2025 if unrecorded)."""
+    return rule_set(args.rules or run_config.get("rules"))
+
+
 def saved_judge_choice(args, run_config: dict) -> tuple[str | None, str | None]:
-    """Judge for rejudge/merge: the flags if given, else the judge the run used (if any)."""
+    """Judge for rejudge/merge: the flags if given, else the judge the run used (if any); a
+    different --rules than the run's brings that rule set's default judge model."""
     if args.eval_model is not None or args.eval_base_url is not None:
         return args.eval_model, args.eval_base_url
+    if args.rules and args.rules != run_config.get("rules", "kddcup2025"):
+        return None, run_config.get("judge_base_url")
     return run_config.get("judge_model"), run_config.get("judge_base_url")
 
 
@@ -87,8 +99,26 @@ def build_search(args, profile: str):
     return import_object(args.search)(search, web=web)
 
 
-def finish(args, output_dir: Path, judge: Judge | None, console: Console, notices: list[str]) -> None:
-    results = finalize(output_dir, judge, progress=not args.no_progress, notices=notices)
+def load_agent(args, profile: str, console: Console):
+    pipeline = build_search(args, profile)
+    agent = import_object(args.agent)(search_pipeline=pipeline)
+    console.print(f"agent {escape(args.agent)}, batch size {clip_batch_size(agent.get_batch_size())}, profile {profile}")
+    return agent
+
+
+def conversation_selection(args, served: int, turns: int) -> str:
+    n = args.num_conversations
+    if n is None or n < 0:
+        return f"all conversations ({served} served, {turns} turns)"
+    if args.exact_conversations:
+        return f"exactly the first {n} conversations (--exact-conversations; {served} served, {turns} turns)"
+    return (f"official --num-conversations {n}: whole batches until more than {n} conversations were "
+            f"served ({served} served, {turns} turns)")
+
+
+def finish(args, output_dir: Path, judge: Judge | None, console: Console, notices: list[str],
+           rules: RuleSet) -> None:
+    results = finalize(output_dir, judge, rules=rules, progress=not args.no_progress, notices=notices)
     print_report(console, results, args.display_conversations)
     console.print(f"[bold green]outputs written to {escape(str(output_dir))}[/bold green]")
 
@@ -106,8 +136,9 @@ def run_evaluation(args) -> None:
             raise SystemExit(f"{output_dir} holds no saved answers to rejudge")
         config_path = output_dir / RUN_CONFIG
         run_config = json.loads(config_path.read_text()) if config_path.exists() else {}
-        judge = build_judge(*saved_judge_choice(args, run_config), args, console)
-        finish(args, output_dir, judge, console, notices)
+        rules = saved_rules(args, run_config)
+        judge = build_judge(*saved_judge_choice(args, run_config), args, console, rules)
+        finish(args, output_dir, judge, console, notices, rules)
         return
     if (output_dir / ANSWERS).exists() and not args.resume:
         raise SystemExit(f"{output_dir} already holds answers: pass --resume to continue it, or pick a new folder")
@@ -116,57 +147,72 @@ def run_evaluation(args) -> None:
     try:
         settings_to_env(profile, args.preset, args.set)
         shard = parse_shard(args.shard)
+        rules = rule_set(args.rules)
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
     dataset = args.dataset or default_dataset(profile, args.dataset_type)
     console.print(f"[bold blue]Loading {escape(dataset)}[/bold blue] (revision {args.revision}, split {args.split})")
     try:
         ds, split, split_notice = load_split(dataset, args.revision, args.split)
-        conversations = read_conversations(ds, args.num_conversations)
+        # the official loop reads the whole split and stops in whole batches (see planned_batches)
+        conversations = read_conversations(ds, args.num_conversations if args.exact_conversations else -1)
     except Exception as exc:
         raise SystemExit(f"cannot load the dataset {dataset!r} (revision {args.revision}): "
                          f"{type(exc).__name__}: {exc}") from exc
     if split_notice:
         console.print(f"[yellow]{escape(split_notice)}[/yellow]")
         notices.append(split_notice)
+    updated = apply_image_url_updates(conversations, rules.image_url_updates.get(args.dataset_type, {}))
     if shard:
         conversations = [c for c in conversations if c.index % shard[1] == shard[0]]
-    console.print(f"{len(conversations)} conversations, {sum(len(c.turns) for c in conversations)} turns")
 
-    judge_model = args.eval_model or DEFAULT_EVAL_MODEL
-    judge = build_judge(judge_model, args.eval_base_url, args, console)
+    judge = build_judge(args.eval_model, args.eval_base_url, args, console, rules)
     truncator = load_truncator()
-    if not truncator.name.startswith("meta-llama"):
+    if not truncator.official:
         console.print(f"[yellow]truncation tokenizer: {escape(truncator.name)}[/yellow]")
+        notices.append(f"truncation tokenizer is not Llama 3.2: {truncator.name}")
+    config_path = output_dir / RUN_CONFIG
+    earlier = json.loads(config_path.read_text()) if args.resume and config_path.exists() else {}
+    # The official stopping rule depends on the batch size, which only the agent knows; a resumed
+    # run takes it from the run it continues, so a finished run is rescored without the agent.
+    agent, batch_size = None, earlier.get("batch_size")
+    if batch_size is None:
+        agent = load_agent(args, profile, console)
+        batch_size = clip_batch_size(agent.get_batch_size())
+    stop_after = None if args.exact_conversations else args.num_conversations
+    batches = planned_batches(conversations, batch_size, stop_after)
+    planned = [conversations[pos].turns[t].interaction_id for batch in batches for pos, t in batch]
+    served = len({pos for batch in batches for pos, _ in batch})
+    console.print(f"{served} conversations, {len(planned)} turns")
     run_config = {
         "args": {k: v for k, v in vars(args).items()},
         "dataset": dataset, "dataset_type": args.dataset_type, "split": split, "revision": args.revision,
-        "num_conversations": args.num_conversations, "shard": args.shard, "agent": args.agent,
+        "num_conversations": args.num_conversations, "exact_conversations": bool(args.exact_conversations),
+        "conversation_selection": conversation_selection(args, served, len(planned)),
+        "shard": args.shard, "agent": args.agent, "rules": rules.name, "image_url_updates": updated,
         "profile": profile, "preset": os.environ.get("CRUISE_PRESET", "full"), "tokenizer": truncator.name,
         "judge_model": judge.model if judge else None, "judge_base_url": judge.base_url if judge else None,
-        "expected_turns": sum(len(c.turns) for c in conversations),
+        "batch_size": batch_size, "expected_turns": len(planned),
     }
-    config_path = output_dir / RUN_CONFIG
-    if args.resume and config_path.exists():
-        earlier = json.loads(config_path.read_text())
-        clashes = [k for k in RESUME_KEYS if earlier.get(k) != run_config[k]]
+    if earlier:
+        clashes = [k for k in RESUME_KEYS if earlier.get(k, RESUME_DEFAULTS.get(k)) != run_config[k]]
         if clashes:
             raise SystemExit(f"cannot resume {output_dir}: the earlier run differs on {clashes}")
     config_path.write_text(json.dumps(run_config, indent=2, default=str))
 
     done = saved_answers(output_dir) if args.resume else {}
-    if args.resume and all(t.interaction_id in done for c in conversations for t in c.turns):
+    if args.resume and all(iid in done for iid in planned):
         console.print("every turn already has a saved answer: the agent is not loaded")
     else:
-        pipeline = build_search(args, profile)
-        agent = import_object(args.agent)(search_pipeline=pipeline)
-        batch_size = clip_batch_size(agent.get_batch_size())
-        console.print(f"agent {escape(args.agent)}, batch size {batch_size}, profile {profile}")
-        stats = generate(agent, ds, conversations, batch_size, output_dir, truncator,
-                         resume=args.resume, progress=not args.no_progress, shard=args.shard)
+        agent = agent or load_agent(args, profile, console)
+        if clip_batch_size(agent.get_batch_size()) != batch_size:
+            raise SystemExit(f"cannot resume {output_dir}: the agent's batch size is now "
+                             f"{clip_batch_size(agent.get_batch_size())}, the run used {batch_size}")
+        stats = generate(agent, ds, conversations, batch_size, output_dir, truncator, resume=args.resume,
+                         progress=not args.no_progress, shard=args.shard, stop_after=stop_after)
         if stats.turns_reused:
             notices.append(f"resumed: {stats.turns_reused} turns reused from saved answers")
-    finish(args, output_dir, judge, console, notices)
+    finish(args, output_dir, judge, console, notices, rules)
 
 
 def run_merge(args) -> None:
@@ -177,6 +223,7 @@ def run_merge(args) -> None:
     for notice in notices:
         console.print(f"[yellow]{escape(notice)}[/yellow]")
     run_config = json.loads((output_dir / RUN_CONFIG).read_text())
+    rules = saved_rules(args, run_config)
     model, base_url = saved_judge_choice(args, run_config)
-    judge = build_judge(model, base_url, args, console)
-    finish(args, output_dir, judge, console, notices)
+    judge = build_judge(model, base_url, args, console, rules)
+    finish(args, output_dir, judge, console, notices, rules)

@@ -19,10 +19,11 @@ from PIL import Image
 
 from agents.config import cache_dir
 
-# The official batch iterator hands every image to the agent resized to 960 x 1280 (width x
-# height). Versions of the starter kit differ on which images get resized (some only egocentric
-# frames, some only downloaded ones); we resize all of them, as the lead's brief specifies.
-AGENT_IMAGE_SIZE = (960, 1280)
+# The official batch iterator (facebookresearch/CRAG-MM utils/crag_batch_iterator.py, and the
+# 2025 starter kit's) resizes egocentric frames only -- rows whose image_url is None or empty --
+# to 960 x 1280 (width x height); third-person images (rows with an image_url) reach the agent
+# at their original size.
+EGO_IMAGE_SIZE = (960, 1280)
 IMAGE_TIMEOUT_S = 20.0
 IMAGE_MAX_BYTES = 25 * 1024 * 1024
 
@@ -147,11 +148,28 @@ def fetch_image_bytes(url: str, *, timeout: float = IMAGE_TIMEOUT_S, max_bytes: 
     return data
 
 
+def is_egocentric(image_url: str | None) -> bool:
+    """The official test: a row without an image_url holds an egocentric frame."""
+    return not image_url
+
+
 def image_for_agent(image, image_url: str | None) -> Image.Image:
-    """The conversation's image as the agent sees it: loaded from the URL if absent, then resized."""
+    """The conversation's image as the agent sees it: loaded from the URL if absent; resized
+    to 960 x 1280 only when egocentric."""
     if image is None:
         if not image_url:
             raise ValueError("row has neither an image nor an image_url")
         image = Image.open(io.BytesIO(fetch_image_bytes(image_url)))
         image.load()
-    return image.resize(AGENT_IMAGE_SIZE)
+    return image.resize(EGO_IMAGE_SIZE) if is_egocentric(image_url) else image
+
+
+def apply_image_url_updates(conversations: list[Conversation], updates: dict[str, str]) -> list[str]:
+    """Replace the image_url of the listed sessions (a rule set's fixes for broken links);
+    returns the session ids changed."""
+    changed = []
+    for conv in conversations:
+        if conv.session_id in updates:
+            conv.image_url = updates[conv.session_id]
+            changed.append(conv.session_id)
+    return changed

@@ -1,13 +1,20 @@
-"""The LLM judge: does a prediction carry the ground truth's key information?
+"""The LLM judge: is a prediction right, given the question and the ground truth?
 
-Any OpenAI-compatible endpoint works. We ask for structured output (`{"accuracy": bool}`
-through a pydantic model); an endpoint that rejects structured output gets
-`response_format={"type": "json_object"}` and we parse the JSON ourselves. Each turn gets up
-to 3 attempts (official) with exponential back-off; the client's own retries are off so that
-one attempt is one HTTP request. No sampling parameters are sent (as the official evaluator;
-some models reject a temperature). Verdicts are cached on disk, keyed by a hash of
-(model, endpoint, question, ground truth, prediction), so a rerun never pays twice. The API key
-is read from the environment or a `.env` file and is never printed or written.
+Any OpenAI-compatible endpoint works. Two protocols, one per rule set (evaluation.rules):
+- structured (kddcup2025, the starter kit's): structured output `{"accuracy": bool}` through a
+  pydantic model, no sampling parameters (as the kit; some models reject a temperature); an
+  endpoint that rejects structured output gets `response_format={"type": "json_object"}` and
+  we parse the JSON ourselves.
+- result-line (crag-mm, the published evaluator's): a free-text grading against written rules
+  (prompts/judge_crag_mm.txt, our wording of its rules) whose last line says "Result: CORRECT"
+  or "Result: WRONG"; temperature 0, at most 1,024 tokens. A reply with neither is a failed
+  attempt here (the published code would pass it on as a verdict of None).
+A protocol builds the messages and makes ONE request (`JudgeProtocol.ask`); the attempts,
+back-off and caching around it live in `Judge.judge_one` only. Each turn gets up to 3 attempts
+(official) with exponential back-off; the client's own retries are off so that one attempt is
+one HTTP request. Verdicts are cached on disk, keyed by a hash of (protocol, model, endpoint,
+question, ground truth, prediction), so a rerun never pays twice. The API key is read from the
+environment or a `.env` file and is never printed or written.
 """
 from __future__ import annotations
 
@@ -23,10 +30,13 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from agents.config import REPO_ROOT, cache_dir
+from evaluation.rules import RULE_SETS, RuleSet, rule_set
 
-DEFAULT_EVAL_MODEL = "gpt-4o-mini"
+DEFAULT_EVAL_MODEL = RULE_SETS["kddcup2025"].judge_model
 MAX_ATTEMPTS = 3
 DUMMY_KEY = "not-needed"
+RESULT_LINE_TEMPERATURE = 0.0
+RESULT_LINE_MAX_TOKENS = 1024
 
 SYSTEM_PROMPT = (
     "You grade answers given by a question-answering assistant.\n"
@@ -53,12 +63,19 @@ class JudgeItem:
 
 
 @dataclass
+class JudgeReply:
+    verdict: bool
+    text: str | None  # the judge's words (kept for the result-line protocol)
+
+
+@dataclass
 class JudgeOutcome:
     key: str
     verdict: bool | None  # None: every attempt failed
     attempts: int
     cached: bool
     error: str | None = None
+    reply: str | None = None
 
 
 def find_api_key() -> str | None:
@@ -80,6 +97,7 @@ def find_api_key() -> str | None:
 
 
 def user_message(question: str, ground_truth: str, prediction: str) -> str:
+    """The starter kit's user message (kddcup2025)."""
     return f"Question: {question}\nGround truth: {ground_truth}\nPrediction: {prediction}\n"
 
 
@@ -101,61 +119,48 @@ def parse_verdict_text(text: str | None) -> bool:
     raise ValueError(f"judge reply has no boolean 'accuracy': {text[:200]!r}")
 
 
-class VerdictCache:
-    """Append-only JSONL of {"key": hash, "accuracy": bool}; only real verdicts are stored."""
-
-    def __init__(self, path: Path):
-        self.path = path
-        self._lock = threading.Lock()
-        self._verdicts: dict[str, bool] = {}
-        if path.exists():
-            for line in path.read_text(encoding="utf-8").splitlines():
-                try:
-                    record = json.loads(line)
-                    self._verdicts[record["key"]] = bool(record["accuracy"])
-                except (ValueError, KeyError, TypeError):
-                    continue  # a line cut by a crash
-
-    def get(self, key: str) -> bool | None:
-        return self._verdicts.get(key)
-
-    def put(self, key: str, verdict: bool) -> None:
-        with self._lock:
-            self._verdicts[key] = verdict
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with self.path.open("a", encoding="utf-8") as f:
-                f.write(json.dumps({"key": key, "accuracy": verdict}) + "\n")
+def parse_result_line(text: str | None) -> bool | None:
+    """The published evaluator's reading of a free-text verdict: WRONG wins (the phrase
+    "Result: WRONG" anywhere, or WRONG on the last line), then CORRECT the same way, else None.
+    Kept as it is, quirk included: a last line "INCORRECT" reads as CORRECT."""
+    if not text:
+        return None
+    last_line = text.split("\n")[-1]
+    if "Result: WRONG" in text or "WRONG" in last_line:
+        return False
+    if "Result: CORRECT" in text or "CORRECT" in last_line:
+        return True
+    return None
 
 
-class Judge:
-    def __init__(self, model: str = DEFAULT_EVAL_MODEL, base_url: str | None = None,
-                 api_key: str | None = None, *, num_workers: int = 8, timeout_s: float = 30.0,
-                 backoff_s: float = 1.0, cache_path: Path | None = None):
-        from openai import OpenAI
+class JudgeProtocol:
+    """How one rule set asks its judge: the messages for a turn and ONE request."""
 
-        self.model = model
-        self.base_url = base_url
-        self.num_workers = max(1, int(num_workers))
-        self.timeout_s = timeout_s
-        self.backoff_s = backoff_s
+    name = "?"
+
+    def messages(self, item: JudgeItem) -> list[dict]:
+        raise NotImplementedError
+
+    def ask(self, client, model: str, messages: list[dict]) -> JudgeReply:
+        """One request (the structured protocol may add one more, once, to learn that the
+        endpoint lacks structured output); raises on any failure."""
+        raise NotImplementedError
+
+
+class StructuredProtocol(JudgeProtocol):
+    name = "structured"
+
+    def __init__(self):
         self.structured = True  # switched off for good if the endpoint rejects structured output
-        self.client = OpenAI(api_key=api_key or DUMMY_KEY, base_url=base_url, max_retries=0,
-                             timeout=timeout_s)
-        self.cache = VerdictCache(cache_path or cache_dir() / "judge" / "verdicts.jsonl")
 
-    @property
-    def label(self) -> str:
-        return f"{self.model} @ {self.base_url or 'https://api.openai.com/v1'}"
+    def messages(self, item: JudgeItem) -> list[dict]:
+        return [{"role": "system", "content": SYSTEM_PROMPT},
+                {"role": "user", "content": user_message(item.question, item.ground_truth, item.prediction)}]
 
-    def cache_key(self, item: JudgeItem) -> str:
-        blob = json.dumps([self.model, self.base_url or "", item.question, item.ground_truth, item.prediction])
-        return hashlib.sha256(blob.encode()).hexdigest()
-
-    def _ask_once(self, messages: list[dict]) -> bool:
+    def ask(self, client, model: str, messages: list[dict]) -> JudgeReply:
         if self.structured:
             try:
-                completion = self.client.chat.completions.parse(
-                    model=self.model, messages=messages, response_format=Verdict)
+                completion = client.chat.completions.parse(model=model, messages=messages, response_format=Verdict)
             except Exception as exc:
                 if not _rejects_structured_output(exc):
                     raise
@@ -163,32 +168,115 @@ class Judge:
             else:
                 message = completion.choices[0].message
                 if message.parsed is not None:
-                    return bool(message.parsed.accuracy)
-                return parse_verdict_text(message.content)
-        completion = self.client.chat.completions.create(
-            model=self.model, messages=messages, response_format={"type": "json_object"})
-        return parse_verdict_text(completion.choices[0].message.content)
+                    return JudgeReply(bool(message.parsed.accuracy), message.content)
+                return JudgeReply(parse_verdict_text(message.content), message.content)
+        completion = client.chat.completions.create(
+            model=model, messages=messages, response_format={"type": "json_object"})
+        text = completion.choices[0].message.content
+        return JudgeReply(parse_verdict_text(text), text)
+
+
+class ResultLineProtocol(JudgeProtocol):
+    name = "result-line"
+
+    def messages(self, item: JudgeItem) -> list[dict]:
+        from agents.cruise.prompts import load_prompt
+
+        return load_prompt("judge_crag_mm").messages(
+            question=item.question, ground_truth=item.ground_truth, prediction=item.prediction)
+
+    def ask(self, client, model: str, messages: list[dict]) -> JudgeReply:
+        completion = client.chat.completions.create(
+            model=model, messages=messages, temperature=RESULT_LINE_TEMPERATURE,
+            max_tokens=RESULT_LINE_MAX_TOKENS)
+        text = completion.choices[0].message.content
+        verdict = parse_result_line(text)
+        if verdict is None:
+            raise ValueError(f"judge reply has no Result line: {(text or '')[-200:]!r}")
+        return JudgeReply(verdict, text)
+
+
+def protocol_for(rules: RuleSet) -> JudgeProtocol:
+    return ResultLineProtocol() if rules.judge_protocol == "result-line" else StructuredProtocol()
+
+
+class VerdictCache:
+    """Append-only JSONL of {"key": hash, "accuracy": bool, "reply": text}; only real verdicts."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+        self._verdicts: dict[str, JudgeReply] = {}
+        if path.exists():
+            for line in path.read_text(encoding="utf-8").splitlines():
+                try:
+                    record = json.loads(line)
+                    self._verdicts[record["key"]] = JudgeReply(bool(record["accuracy"]), record.get("reply"))
+                except (ValueError, KeyError, TypeError):
+                    continue  # a line cut by a crash
+
+    def get(self, key: str) -> JudgeReply | None:
+        return self._verdicts.get(key)
+
+    def put(self, key: str, reply: JudgeReply) -> None:
+        with self._lock:
+            self._verdicts[key] = reply
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with self.path.open("a", encoding="utf-8") as f:
+                f.write(json.dumps({"key": key, "accuracy": reply.verdict, "reply": reply.text}) + "\n")
+
+
+class Judge:
+    def __init__(self, model: str | None = None, base_url: str | None = None,
+                 api_key: str | None = None, *, rules: RuleSet | None = None, num_workers: int = 8,
+                 timeout_s: float = 30.0, backoff_s: float = 1.0, cache_path: Path | None = None):
+        from openai import OpenAI
+
+        self.rules = rules or rule_set(None)
+        self.protocol = protocol_for(self.rules)
+        self.model = model or self.rules.judge_model
+        self.base_url = base_url
+        self.num_workers = max(1, int(num_workers))
+        self.timeout_s = timeout_s
+        self.backoff_s = backoff_s
+        self.client = OpenAI(api_key=api_key or DUMMY_KEY, base_url=base_url, max_retries=0,
+                             timeout=timeout_s)
+        self.cache = VerdictCache(cache_path or cache_dir() / "judge" / "verdicts.jsonl")
+
+    @property
+    def structured(self) -> bool:
+        return getattr(self.protocol, "structured", False)
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} @ {self.base_url or 'https://api.openai.com/v1'} ({self.rules.name} protocol)"
+
+    def cache_key(self, item: JudgeItem) -> str:
+        blob = json.dumps([self.protocol.name, self.model, self.base_url or "", item.question,
+                           item.ground_truth, item.prediction])
+        return hashlib.sha256(blob.encode()).hexdigest()
+
+    def _ask_once(self, messages: list[dict]) -> JudgeReply:
+        """One attempt: one request through the rule set's protocol."""
+        return self.protocol.ask(self.client, self.model, messages)
 
     def judge_one(self, item: JudgeItem) -> JudgeOutcome:
         key = self.cache_key(item)
         cached = self.cache.get(key)
         if cached is not None:
-            return JudgeOutcome(item.key, cached, 0, True)
-        messages = [
-            {"role": "system", "content": SYSTEM_PROMPT},
-            {"role": "user", "content": user_message(item.question, item.ground_truth, item.prediction)},
-        ]
+            return JudgeOutcome(item.key, cached.verdict, 0, True, reply=cached.text)
+        messages = self.protocol.messages(item)
         error = None
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
-                verdict = self._ask_once(messages)
+                reply = self._ask_once(messages)
             except Exception as exc:  # noqa: BLE001 - network, HTTP status, refusal, unparsable reply
                 error = f"{type(exc).__name__}: {str(exc)[:300]}"
                 if attempt < MAX_ATTEMPTS:
                     time.sleep(self.backoff_s * 2 ** (attempt - 1))
                 continue
-            self.cache.put(key, verdict)
-            return JudgeOutcome(item.key, verdict, attempt, False)
+            self.cache.put(key, reply)
+            return JudgeOutcome(item.key, reply.verdict, attempt, False, reply=reply.text)
         return JudgeOutcome(item.key, None, MAX_ATTEMPTS, False, error)
 
     def judge_all(self, items: list[JudgeItem], on_done=None) -> dict[str, JudgeOutcome]:

@@ -1,4 +1,13 @@
-"""From saved answers to the five output files: judge, score, write.
+"""From saved answers to the output files: judge, score, write.
+
+The official files carry exactly what the official evaluator writes: turn_evaluation_results_all.csv
+and turn_evaluation_results_ego.csv (its 18 columns, the flags before the multi-turn cut, rows
+sorted by session and turn) and scores_dictionary.json (keys "all" and "ego", its 11 scores;
+NaN rates for an empty subset). Everything else goes to files of our own:
+turn_evaluation_results_all_extended.csv / _ego_extended.csv (the official columns holding the
+flags the scores count, then is_hallucination, multi_turn_conversation_score, after_two_wrong,
+raw_answer, judge_reply, error) and run_summary.json (rule set, tokenizer, judge, timings,
+breakdowns, notices), plus traces.jsonl.
 
 Works only from the output folder (answers.jsonl, judgments.jsonl, batches.jsonl, traces.jsonl,
 run_config.json), so the same code finishes a normal run, a resumed one, `--rejudge` (no agent,
@@ -12,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluation.judge import Judge, JudgeItem
+from evaluation.rules import RuleSet, rule_set
 from evaluation.runner import (
     ANSWERS,
     BATCHES,
@@ -23,9 +33,19 @@ from evaluation.runner import (
     read_jsonl,
     saved_answers,
 )
-from evaluation.scoring import TURN_COLUMNS, breakdown, needs_judge, score_rows, verdict_fields
+from evaluation.scoring import (
+    BASE_COLUMNS,
+    EXTENDED_TURN_COLUMNS,
+    OFFICIAL_TURN_COLUMNS,
+    breakdown,
+    needs_judge,
+    score_rows,
+    verdict_fields,
+)
 
 BREAKDOWN_COLUMNS = ("domain", "query_category", "dynamism", "image_quality")
+OFFICIAL_FILES = ("turn_evaluation_results_all.csv", "turn_evaluation_results_ego.csv", "scores_dictionary.json")
+EXTENDED_FILES = ("turn_evaluation_results_all_extended.csv", "turn_evaluation_results_ego_extended.csv")
 
 
 @dataclass
@@ -36,33 +56,36 @@ class Results:
     summary: dict
 
 
-def saved_verdicts(output_dir: Path) -> dict[str, bool]:
+def saved_verdicts(output_dir: Path) -> dict[str, tuple[bool, str | None]]:
     """judge cache key -> verdict saved in this folder earlier (failures are not verdicts). The
-    key hashes judge model, endpoint, question, ground truth and prediction, so a verdict is
-    only reused for exactly the same judging question."""
+    key hashes judge protocol, model, endpoint, question, ground truth and prediction, so a
+    verdict is only reused for exactly the same judging question. Values: (verdict, reply)."""
     verdicts = {}
     for record in read_jsonl(output_dir / JUDGMENTS):
         if isinstance(record.get("verdict"), bool) and record.get("key"):
-            verdicts[record["key"]] = record["verdict"]
+            verdicts[record["key"]] = (record["verdict"], record.get("reply"))
     return verdicts
 
 
-def judge_turns(records: list[dict], output_dir: Path, judge: Judge | None, progress: bool) -> tuple[dict, dict]:
-    """(interaction_id -> verdict or None, counts) for every turn the judge must decide."""
-    needing = [r for r in records if needs_judge(r["agent_response"], r["ground_truth"])]
+def judge_turns(records: list[dict], output_dir: Path, judge: Judge | None, progress: bool,
+                rules: RuleSet) -> tuple[dict, dict, dict]:
+    """(interaction_id -> verdict or None, interaction_id -> judge reply, counts) for every turn
+    the judge must decide."""
+    needing = [r for r in records if needs_judge(r["agent_response"], r["ground_truth"], rules)]
     counts = {"needing_judge": len(needing), "judge_failures": 0, "unjudged_turns": 0,
               "judge_cache_hits": 0, "judge_asked": 0}
     if judge is None:
         counts["unjudged_turns"] = len(needing)
-        return {r["interaction_id"]: None for r in needing}, counts
+        return {r["interaction_id"]: None for r in needing}, {}, counts
     saved = saved_verdicts(output_dir)
     verdicts: dict[str, bool | None] = {}
+    replies: dict[str, str | None] = {}
     keys, items = {}, []
     for r in needing:
         item = JudgeItem(r["interaction_id"], r["query"], r["ground_truth"], r["agent_response"])
         keys[item.key] = judge.cache_key(item)
         if keys[item.key] in saved:
-            verdicts[item.key] = saved[keys[item.key]]
+            verdicts[item.key], replies[item.key] = saved[keys[item.key]]
         else:
             items.append(item)
     counts["judge_asked"] = len(items)
@@ -70,33 +93,39 @@ def judge_turns(records: list[dict], output_dir: Path, judge: Judge | None, prog
 
     def on_done(outcome):
         verdicts[outcome.key] = outcome.verdict
+        replies[outcome.key] = outcome.reply
         counts["judge_cache_hits"] += int(outcome.cached)
         append_jsonl(output_dir / JUDGMENTS, [{
             "interaction_id": outcome.key, "key": keys[outcome.key], "judge": judge.label,
             "verdict": outcome.verdict, "attempts": outcome.attempts, "cached": outcome.cached,
-            "error": outcome.error}])
+            "error": outcome.error, "reply": outcome.reply}])
         bar.update(1)
 
     judge.judge_all(items, on_done)
     bar.close()
     counts["judge_failures"] = sum(1 for r in needing if verdicts.get(r["interaction_id"]) is None)
-    return verdicts, counts
+    return verdicts, replies, counts
 
 
-def build_rows(records: list[dict], verdicts: dict) -> list[dict]:
+def build_rows(records: list[dict], verdicts: dict, replies: dict, rules: RuleSet) -> list[dict]:
+    """One row per turn, sorted by (session_id, turn_idx) as the official files are: the 18
+    official columns with the flags before the multi-turn cut, plus raw_answer, judge_reply and
+    error for the extended files."""
     rows = []
-    for record in records:
-        row = {c: record.get(c) for c in TURN_COLUMNS[:13]}
-        row.update(verdict_fields(record["agent_response"], record["ground_truth"],
-                                  verdicts.get(record["interaction_id"])))
+    for record in sorted(records, key=lambda r: (r["session_id"], r["turn_idx"])):
+        iid = record["interaction_id"]
+        row = {c: record.get(c) for c in BASE_COLUMNS}
+        row.update(verdict_fields(record["agent_response"], record["ground_truth"], verdicts.get(iid),
+                                  rules, replies.get(iid)))
+        row.update(raw_answer=record.get("raw_answer"), judge_reply=replies.get(iid), error=record.get("error"))
         rows.append(row)
     return rows
 
 
-def write_csv(rows: list[dict], path: Path) -> None:
+def write_csv(rows: list[dict], path: Path, columns: list[str]) -> None:
     import pandas as pd
 
-    pd.DataFrame(rows, columns=TURN_COLUMNS).to_csv(path, index=False)
+    pd.DataFrame(rows, columns=columns).to_csv(path, index=False)
 
 
 def _percentile(values: list[float], q: float) -> float:
@@ -125,26 +154,32 @@ def batch_summary(batches: list[dict]) -> dict:
     }
 
 
-def finalize(output_dir: Path, judge: Judge | None, *, progress: bool = True, notices: list[str] | None = None) -> Results:
+def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = None, progress: bool = True,
+             notices: list[str] | None = None) -> Results:
     output_dir = Path(output_dir)
     run_config = json.loads((output_dir / RUN_CONFIG).read_text()) if (output_dir / RUN_CONFIG).exists() else {}
+    rules = rules or rule_set(run_config.get("rules"))
     records = list(saved_answers(output_dir).values())
-    verdicts, judge_counts = judge_turns(records, output_dir, judge, progress)
-    rows = build_rows(records, verdicts)
-    rows_all, scores_all = score_rows(rows)
-    rows_ego, scores_ego = score_rows([r for r in rows if r["is_ego"]])
+    verdicts, replies, judge_counts = judge_turns(records, output_dir, judge, progress, rules)
+    rows = build_rows(records, verdicts, replies, rules)
+    ego = [r for r in rows if r["is_ego"]]
+    counted_all, scores_all = score_rows(rows, rules)
+    counted_ego, scores_ego = score_rows(ego, rules)
     batches = read_jsonl(output_dir / BATCHES)
     tokenizers = sorted({b["tokenizer"] for b in batches if b.get("tokenizer")})
     tokenizer = " + ".join(tokenizers) or run_config.get("tokenizer", "unknown")
-    scores = {"all": scores_all, "ego": scores_ego, "tokenizer": tokenizer}
+    scores = {"all": scores_all, "ego": scores_ego}
 
-    write_csv(rows_all, output_dir / "turn_evaluation_results_all.csv")
-    write_csv(rows_ego, output_dir / "turn_evaluation_results_ego.csv")
-    (output_dir / "scores_dictionary.json").write_text(json.dumps(scores, indent=2))
+    write_csv(rows, output_dir / OFFICIAL_FILES[0], OFFICIAL_TURN_COLUMNS)
+    write_csv(ego, output_dir / OFFICIAL_FILES[1], OFFICIAL_TURN_COLUMNS)
+    (output_dir / OFFICIAL_FILES[2]).write_text(json.dumps(scores, indent=2))
+    write_csv(counted_all, output_dir / EXTENDED_FILES[0], EXTENDED_TURN_COLUMNS)
+    write_csv(counted_ego, output_dir / EXTENDED_FILES[1], EXTENDED_TURN_COLUMNS)
 
     notices = list(notices or [])
-    if not rows_ego:
-        notices.append("no egocentric turns in this run: the 'ego' scores are zeros, not measurements")
+    if not ego:
+        notices.append("no egocentric turns in this run: the 'ego' rates are NaN (as the official "
+                       "evaluator writes them), not measurements")
     traces = read_jsonl(output_dir / TRACES)
     errors = [r for r in records if r.get("error")]
     expected = run_config.get("expected_turns")
@@ -159,7 +194,10 @@ def finalize(output_dir: Path, judge: Judge | None, *, progress: bool = True, no
         "preset": run_config.get("preset"),
         "shard": run_config.get("shard"),
         "merged_from": run_config.get("merged_from"),
+        "rules": rules.name,
         "tokenizer": tokenizer,
+        "conversation_selection": run_config.get("conversation_selection"),
+        "image_url_updates": run_config.get("image_url_updates", []),
         "judge": judge.label if judge else "disabled",
         **judge_counts,
         "turns_expected": expected,
@@ -171,13 +209,13 @@ def finalize(output_dir: Path, judge: Judge | None, *, progress: bool = True, no
         "image_load_failures": [e for b in batches for e in (b.get("image_errors") or [])],
         **batch_summary(batches),
         "scores": scores,
-        "breakdowns": {c: breakdown(rows_all, c) for c in BREAKDOWN_COLUMNS},
+        "breakdowns": {c: breakdown(counted_all, c) for c in BREAKDOWN_COLUMNS},
         "notices": notices,
     }
     (output_dir / "run_summary.json").write_text(json.dumps(summary, indent=2, default=str))
     # traces.jsonl is one of the five outputs even when the agent reports nothing
     (output_dir / TRACES).touch()
-    return Results(rows_all, rows_ego, scores, summary)
+    return Results(counted_all, counted_ego, scores, summary)
 
 
 def merge_runs(sources: list[Path], output_dir: Path) -> list[str]:
@@ -192,7 +230,8 @@ def merge_runs(sources: list[Path], output_dir: Path) -> list[str]:
             raise ValueError(f"{src} has no {ANSWERS}: not an evaluation output folder")
         configs.append(json.loads((src / RUN_CONFIG).read_text()) if (src / RUN_CONFIG).exists() else {})
     notices = []
-    for key in ("dataset", "dataset_type", "split", "revision", "num_conversations"):
+    for key in ("dataset", "dataset_type", "split", "revision", "num_conversations", "exact_conversations",
+                "rules"):
         values = {json.dumps(c.get(key)) for c in configs}
         if len(values) > 1:
             raise ValueError(f"folders disagree on {key}: {sorted(values)}")

@@ -71,7 +71,8 @@ def print_report(console: Console, results: Results, display_conversations: int)
     if display_conversations > 0 and results.rows_all:
         console.print(examples_table(results.rows_all, display_conversations))
     console.print(Text(
-        f"tokenizer: {s['tokenizer']}\njudge: {s['judge']} (asked {s['judge_asked']}, "
+        f"rules: {s['rules']}\ntokenizer: {s['tokenizer']}\nconversations: {s['conversation_selection']}\n"
+        f"judge: {s['judge']} (asked {s['judge_asked']}, "
         f"from cache {s['judge_cache_hits']}, failures {s['judge_failures']}, unjudged {s['unjudged_turns']})\n"
         f"batches: {s['batches']}, wall ms p50 {s['wall_ms_p50']:.0f} / p95 {s['wall_ms_p95']:.0f} / "
         f"max {s['wall_ms_max']:.0f}, over the 10 s x batch-size budget: {s['over_budget_count']}\n"

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER, TURN_BUDGET_S
-from evaluation.batching import turn_batches
+from evaluation.batching import planned_batches
 from evaluation.dataset import Conversation, image_for_agent
 from evaluation.truncate import Truncator
 
@@ -173,11 +173,13 @@ def _report_parts(report: dict | None, n: int) -> tuple[list[dict | None], int |
 
 
 def generate(agent, ds, conversations: list[Conversation], batch_size: int, output_dir: Path,
-             truncator: Truncator, *, resume: bool, progress: bool, shard: str | None = None) -> GenerationStats:
+             truncator: Truncator, *, resume: bool, progress: bool, shard: str | None = None,
+             stop_after: int | None = None) -> GenerationStats:
+    """Answer every turn of `planned_batches(conversations, batch_size, stop_after)`."""
     stats = GenerationStats()
     saved = saved_answers(output_dir) if resume else {}
     answers = {iid: r["agent_response"] for iid, r in saved.items()}
-    batches = list(turn_batches(conversations, batch_size))
+    batches = planned_batches(conversations, batch_size, stop_after)
     todo = sum(1 for b in batches for pos, t in b if conversations[pos].turns[t].interaction_id not in answers)
     stats.turns_reused = sum(len(b) for b in batches) - todo
     images = ImageStore(ds, stats)

@@ -1,23 +1,37 @@
-"""Per-turn verdicts and the competition's scores, on plain lists of row dicts.
+"""Per-turn verdicts and the official scores, on plain lists of row dicts, under a rule set.
 
-A turn is a miss when its (truncated) answer contains "i don't know", an exact match when it
-equals the ground truth after strip + lower-case; otherwise the LLM judge decides. A judge that
-fails every attempt leaves the turn incorrect, so it counts as a hallucination (official).
+A turn is a miss when its (truncated) answer says "I don't know" (each rule set words the test
+its own way, see evaluation.rules), an exact match when it equals the ground truth after strip
++ lower-case; otherwise the LLM judge decides. A judge that fails every attempt leaves the turn
+incorrect, so it counts as a hallucination (official).
 
 Within a conversation, at the first turn i where turns i-1 and i are both incorrect, every turn
-after i becomes a miss (official: two consecutive "I don't know" trigger it too).
+after i becomes a miss (official: two consecutive "I don't know" trigger it too). kddcup2025
+counts the turns after that cut; crag-mm counts them before it and uses the cut only for the
+conversation score. Either way the official CSVs hold the flags before the cut.
 """
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 
-from agents.base_agent import IDK_ANSWER
+import numpy as np
 
-TURN_COLUMNS = [
+from evaluation.rules import RuleSet, rule_set
+
+# The official turn CSVs: these 18 columns, in this order, with the flags before the cut.
+OFFICIAL_TURN_COLUMNS = [
     "session_id", "interaction_id", "turn_idx", "is_ego", "image_quality", "query_category",
     "domain", "dynamism", "query", "ground_truth", "agent_response", "total_turn_count",
     "interaction_id_history", "is_exact_match", "is_correct", "is_miss",
-    "is_semantically_correct", "api_response", "is_hallucination", "multi_turn_conversation_score",
+    "is_semantically_correct", "api_response",
+]
+BASE_COLUMNS = OFFICIAL_TURN_COLUMNS[:13]  # what the generation loop records for a turn
+# Our extended CSVs: the official columns holding the flags the scores COUNT (so their sums give
+# the scores dictionary under either rule set), then what the official files leave out.
+EXTENDED_TURN_COLUMNS = OFFICIAL_TURN_COLUMNS + [
+    "is_hallucination", "multi_turn_conversation_score", "after_two_wrong", "raw_answer",
+    "judge_reply", "error",
 ]
 
 SCORE_KEYS = [
@@ -26,28 +40,33 @@ SCORE_KEYS = [
 ]
 
 
-def is_miss(answer: str) -> bool:
-    return IDK_ANSWER.lower() in answer.lower()
+def is_miss(answer: str, rules: RuleSet | None = None) -> bool:
+    return (rules or rule_set(None)).is_miss(answer)
 
 
 def is_exact_match(answer: str, ground_truth: str) -> bool:
     return answer.strip().lower() == ground_truth.strip().lower()
 
 
-def needs_judge(answer: str, ground_truth: str) -> bool:
-    return not is_miss(answer) and not is_exact_match(answer, ground_truth)
+def needs_judge(answer: str, ground_truth: str, rules: RuleSet | None = None) -> bool:
+    return not is_miss(answer, rules) and not is_exact_match(answer, ground_truth)
 
 
-def verdict_fields(answer: str, ground_truth: str, verdict: bool | None) -> dict:
-    """The evaluation columns of one turn. `verdict` is the judge's answer, None if it gave none."""
+def verdict_fields(answer: str, ground_truth: str, verdict: bool | None, rules: RuleSet | None = None,
+                   reply: str | None = None) -> dict:
+    """The evaluation columns of one turn. `verdict` is the judge's answer, None if it gave none;
+    `reply` its text (crag-mm keeps it in api_response as eval_result)."""
+    rules = rules or rule_set(None)
     exact = is_exact_match(answer, ground_truth)
-    miss = is_miss(answer)
+    miss = is_miss(answer, rules)
     correct = exact
     semantic = False
     api_response = None
     if not miss and not exact and verdict is not None:
         semantic = correct = bool(verdict)
         api_response = {"accuracy": bool(verdict)}
+        if rules.judge_protocol == "result-line":
+            api_response["eval_result"] = reply
     if exact:
         semantic = True
     return {
@@ -60,18 +79,18 @@ def verdict_fields(answer: str, ground_truth: str, verdict: bool | None) -> dict
 
 
 def apply_conversation_rules(rows: list[dict]) -> tuple[list[dict], dict[str, float]]:
-    """Copies of `rows` sorted by (session_id, turn_idx) with the multi-turn cut applied, and the
-    score of each conversation."""
+    """Copies of `rows` sorted by (session_id, turn_idx) with the multi-turn cut applied
+    (`after_two_wrong` marks the turns it changed into misses), and each conversation's score."""
     sessions: dict[str, list[dict]] = defaultdict(list)
     for row in sorted(rows, key=lambda r: (r["session_id"], r["turn_idx"])):
-        sessions[row["session_id"]].append(dict(row))
+        sessions[row["session_id"]].append({**row, "after_two_wrong": False})
     out, conversation_scores = [], {}
     for session_id, turns in sessions.items():
         for i in range(1, len(turns)):
             if not turns[i - 1]["is_correct"] and not turns[i]["is_correct"]:
                 for later in turns[i + 1:]:
                     later.update(is_correct=False, is_exact_match=False, is_miss=True,
-                                 is_semantically_correct=False)
+                                 is_semantically_correct=False, after_two_wrong=True)
                 break
         for turn in turns:
             turn["is_hallucination"] = not turn["is_correct"] and not turn["is_miss"]
@@ -84,18 +103,35 @@ def apply_conversation_rules(rows: list[dict]) -> tuple[list[dict], dict[str, fl
     return out, conversation_scores
 
 
-def score_rows(rows: list[dict]) -> tuple[list[dict], dict[str, float]]:
-    """(rows after the conversation rules, the scores dictionary). An empty subset scores zeros
-    (the official code would produce NaN there)."""
-    scored, conversation_scores = apply_conversation_rules(rows)
-    total = len(scored)
-    correct_exact = sum(bool(r["is_exact_match"]) for r in scored)
-    correct = sum(bool(r["is_correct"]) for r in scored)
-    miss = sum(bool(r["is_miss"]) for r in scored)
+def counted_rows(rows: list[dict], rules: RuleSet | None = None) -> tuple[list[dict], dict[str, float]]:
+    """(the rows whose flags the scores count, sorted by session and turn; conversation scores).
+    kddcup2025 counts the flags after the multi-turn cut; crag-mm the flags before it, with
+    is_hallucination taken from those flags (the cut still gives the conversation score)."""
+    rules = rules or rule_set(None)
+    cut, conversation_scores = apply_conversation_rules(rows)
+    if rules.counts_after_cut:
+        return cut, conversation_scores
+    before = sorted(rows, key=lambda r: (r["session_id"], r["turn_idx"]))
+    counted = []
+    for original, after in zip(before, cut):
+        counted.append({**original, "after_two_wrong": after["after_two_wrong"],
+                        "is_hallucination": not original["is_correct"] and not original["is_miss"],
+                        "multi_turn_conversation_score": after["multi_turn_conversation_score"]})
+    return counted, conversation_scores
+
+
+def score_rows(rows: list[dict], rules: RuleSet | None = None) -> tuple[list[dict], dict[str, float]]:
+    """(the counted rows, the scores dictionary). An empty table gives NaN rates and a NaN
+    conversation score, counts of 0.0 and a truthfulness of 0.0, as the official code does."""
+    counted, conversation_scores = counted_rows(rows, rules)
+    total = len(counted)
+    correct_exact = sum(bool(r["is_exact_match"]) for r in counted)
+    correct = sum(bool(r["is_correct"]) for r in counted)
+    miss = sum(bool(r["is_miss"]) for r in counted)
     hallucination = total - (correct + miss)
 
     def rate(count: int) -> float:
-        return count / total if total else 0.0
+        return count / total if total else math.nan
 
     scores = {
         "total": float(total),
@@ -109,15 +145,15 @@ def score_rows(rows: list[dict]) -> tuple[list[dict], dict[str, float]]:
         "hallucination_rate": rate(hallucination),
         # official: 0.0 unless there are at least two turns
         "truthfulness_score": ((2 * correct + miss) / total) - 1 if total > 1 else 0.0,
+        # numpy's mean, as the official code: its pairwise sum can differ from sum() in the last bit
         "mean_multi_turn_conversation_score": (
-            sum(conversation_scores.values()) / len(conversation_scores) if conversation_scores else 0.0
-        ),
+            float(np.mean(list(conversation_scores.values()))) if conversation_scores else math.nan),
     }
-    return scored, {k: float(v) for k, v in scores.items()}
+    return counted, {k: float(v) for k, v in scores.items()}
 
 
 def breakdown(rows: list[dict], column: str) -> list[dict]:
-    """Count, accuracy, missing, hallucination and truthfulness per value of `column` (scored rows)."""
+    """Count, accuracy, missing, hallucination and truthfulness per value of `column` (counted rows)."""
     groups: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         groups[str(row.get(column))].append(row)

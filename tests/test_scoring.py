@@ -1,13 +1,32 @@
-"""Scoring on hand-made turn tables whose scores were worked out by hand."""
+"""Scoring on hand-made turn tables whose scores were worked out by hand, and the official
+scoring rules, written out here independently, run on the CSVs our finalize step writes."""
+import json
+import math
+
+import pandas as pd
 import pytest
 
-from evaluation.scoring import SCORE_KEYS, apply_conversation_rules, needs_judge, score_rows, verdict_fields
+from evaluation.judge import Judge
+from evaluation.outputs import finalize
+from evaluation.rules import RULE_SETS
+from evaluation.scoring import (
+    OFFICIAL_TURN_COLUMNS,
+    SCORE_KEYS,
+    apply_conversation_rules,
+    is_miss,
+    needs_judge,
+    score_rows,
+    verdict_fields,
+)
+from tests.scripted_agent import FakeOpenAIServer
+
+CRAG_MM = RULE_SETS["crag-mm"]
 
 
-def turn(session, idx, answer, truth, verdict=None, ego=False):
+def turn(session, idx, answer, truth, verdict=None, ego=False, rules=None):
     row = {"session_id": session, "interaction_id": f"{session}-{idx}", "turn_idx": idx, "is_ego": ego,
            "query": "q", "ground_truth": truth, "agent_response": answer}
-    row.update(verdict_fields(answer, truth, verdict))
+    row.update(verdict_fields(answer, truth, verdict, rules))
     return row
 
 
@@ -96,12 +115,17 @@ def test_multi_session_scores_and_ego_subset():
     assert ego["mean_multi_turn_conversation_score"] == pytest.approx(0.5)
 
 
-def test_total_of_one_gives_zero_truthfulness_and_empty_gives_zeros():
-    _, one = score_rows([turn("a", 0, "Paris", "Paris")])
-    assert one["accuracy"] == 1.0 and one["truthfulness_score"] == 0.0  # official rule
+@pytest.mark.parametrize("rules", [None, CRAG_MM])
+def test_total_of_one_gives_zero_truthfulness_and_empty_gives_nan_rates(rules):
+    _, one = score_rows([turn("a", 0, "Paris", "Paris")], rules)
+    assert one["accuracy"] == 1.0 and one["truthfulness_score"] == 0.0  # official rule, both sets
     assert one["mean_multi_turn_conversation_score"] == 1.0
-    _, empty = score_rows([])
-    assert empty == {k: 0.0 for k in SCORE_KEYS}
+    _, empty = score_rows([], rules)
+    # as the official code: counts 0.0, rates NaN (0/0), truthfulness 0.0, conversation mean NaN
+    counts = ("total", "correct_exact", "correct", "miss", "hallucination", "truthfulness_score")
+    assert {k: empty[k] for k in counts} == {k: 0.0 for k in counts}
+    assert all(math.isnan(empty[k]) for k in SCORE_KEYS if k not in counts)
+    assert list(empty) == SCORE_KEYS
 
 
 def test_idk_that_is_also_an_exact_match_keeps_the_official_arithmetic():
@@ -110,3 +134,138 @@ def test_idk_that_is_also_an_exact_match_keeps_the_official_arithmetic():
     _, s = score_rows([turn("a", 0, "I don't know", "i don't know"), turn("b", 0, "x", "y", False)])
     assert (s["correct"], s["miss"], s["hallucination"]) == (1.0, 1.0, 0.0)
     assert s["truthfulness_score"] == pytest.approx((2 + 1) / 2 - 1)
+
+
+def test_the_two_rule_sets_word_the_miss_test_differently():
+    # kddcup2025: "i don't know" in the lower-cased answer; crag-mm: letters, digits and
+    # whitespace only, then "i dont know" or "i do not know"
+    assert is_miss("Sorry, I DON'T KNOW.") and is_miss("Sorry, I DON'T KNOW.", CRAG_MM)
+    assert not is_miss("I do not know.") and is_miss("I do not know.", CRAG_MM)
+    assert not is_miss("I don\u2019t know") and is_miss("I don\u2019t know", CRAG_MM)  # curly apostrophe
+    assert not is_miss("I dont know") and is_miss("I dont know", CRAG_MM)
+    assert not is_miss("i don't knowingly lie") or is_miss("i don't knowingly lie", CRAG_MM)
+    assert not needs_judge("I do not know.", "x", CRAG_MM) and needs_judge("I do not know.", "x")
+
+
+def test_crag_mm_keeps_the_judge_reply_in_api_response():
+    judged = verdict_fields("It is Rome", "Rome", True, CRAG_MM, reply="Same city.\nResult: CORRECT")
+    assert judged["api_response"] == {"accuracy": True, "eval_result": "Same city.\nResult: CORRECT"}
+    assert verdict_fields("It is Rome", "Rome", True, reply="ignored")["api_response"] == {"accuracy": True}
+
+
+def test_crag_mm_counts_the_flags_before_the_cut_and_cuts_only_the_conversation_score():
+    rows = [turn("s", 0, "Berlin", "Bonn", False, rules=CRAG_MM),   # hallucination
+            turn("s", 1, "I don't know", "x", rules=CRAG_MM),       # miss: second incorrect in a row
+            turn("s", 2, "tiger", "tiger", rules=CRAG_MM),          # exact, cut for the conversation score
+            turn("s", 3, "big cat", "cat", True, rules=CRAG_MM)]    # judged right, cut as well
+    counted, s = score_rows(rows, CRAG_MM)
+    assert (s["total"], s["correct"], s["correct_exact"], s["miss"], s["hallucination"]) == (4, 2, 1, 1, 1)
+    assert s["accuracy"] == 0.5 and s["truthfulness_score"] == pytest.approx(0.25)
+    assert s["mean_multi_turn_conversation_score"] == pytest.approx(0 / 4 - 1 / 4)
+    assert [r["is_correct"] for r in counted] == [False, False, True, True]
+    assert [r["after_two_wrong"] for r in counted] == [False, False, True, True]
+    _, kdd = score_rows(rows)  # kddcup2025: the same table counted after the cut
+    assert (kdd["correct"], kdd["miss"], kdd["hallucination"]) == (0, 3, 1)
+
+
+# ------------------------------------------------------------ official rules on our CSVs
+def official_scores_from_csv(path, counts_after_cut: bool) -> dict:
+    """The official scoring rules, written out here on their own: the CSV's flags are the ones
+    before the multi-turn cut; per conversation, in turn order, the first pair of incorrect
+    turns makes every later turn a miss (not correct, not exact); the conversation score is
+    mean(correct) - mean(neither correct nor miss) after that cut; the 11 scores count either
+    the cut flags (kddcup2025) or the CSV's own flags (crag-mm)."""
+    table = pd.read_csv(path)
+    assert list(table.columns) == OFFICIAL_TURN_COLUMNS
+    flags_before, flags_after, conversation_scores = [], [], []
+    for _, conversation in sorted(table.groupby("session_id"), key=lambda item: item[0]):
+        conversation = conversation.sort_values("turn_idx")
+        exact = [bool(v) for v in conversation["is_exact_match"]]
+        correct = [bool(v) for v in conversation["is_correct"]]
+        miss = [bool(v) for v in conversation["is_miss"]]
+        flags_before += list(zip(exact, correct, miss))
+        pair = next((i for i in range(1, len(correct)) if not correct[i] and not correct[i - 1]), None)
+        if pair is not None:
+            for j in range(pair + 1, len(correct)):
+                exact[j], correct[j], miss[j] = False, False, True
+        flags_after += list(zip(exact, correct, miss))
+        n = len(correct)
+        wrong = sum(1 for c, m in zip(correct, miss) if not c and not m)
+        conversation_scores.append(sum(correct) / n - wrong / n)
+    flags = flags_after if counts_after_cut else flags_before
+    total = len(flags)
+    n_exact, n_correct, n_miss = (sum(f[k] for f in flags) for k in range(3))
+    n_wrong = total - n_correct - n_miss
+    nan = float("nan")
+    return {
+        "total": float(total), "correct_exact": float(n_exact), "correct": float(n_correct),
+        "miss": float(n_miss), "hallucination": float(n_wrong),
+        "exact_match": n_exact / total if total else nan, "accuracy": n_correct / total if total else nan,
+        "missing": n_miss / total if total else nan, "hallucination_rate": n_wrong / total if total else nan,
+        "truthfulness_score": (2 * n_correct + n_miss) / total - 1 if total > 1 else 0.0,
+        "mean_multi_turn_conversation_score": (sum(conversation_scores) / len(conversation_scores)
+                                               if conversation_scores else nan),
+    }
+
+
+# session, ego, [(answer, ground truth)]; the judge server reads [yes]/[no]/[fail] in the answer
+SESSIONS = [
+    ("a", True, [("[no] red", "blue"), ("I do not know", "x"), ("Paris", "paris"), ("[yes] 42!", "42")]),
+    ("b", False, [("[yes] a lion", "lion"), ("[no] cat", "dog"), ("[yes] fine", "fine thing")]),
+    ("c", True, [("I don't know", "k"), ("i DON'T know", "m"), ("[yes] late", "late"), ("[no] x", "y")]),
+    ("d", False, [("[fail] 1887", "1889")]),
+    ("e", False, [("Moon", "moon "), ("[yes] sure", "sure")]),
+]
+
+
+def answers_folder(folder, ego_sessions=True):
+    records = []
+    for session, ego, turns in SESSIONS:
+        for idx, (answer, truth) in enumerate(turns):
+            records.append({
+                "session_id": session, "interaction_id": f"{session}{idx}", "turn_idx": idx,
+                "is_ego": ego and ego_sessions, "image_quality": "normal", "query_category": "simple",
+                "domain": "d", "dynamism": "static", "query": f"q {session}{idx}", "ground_truth": truth,
+                "agent_response": answer, "total_turn_count": len(turns),
+                "interaction_id_history": [f"{session}{i}" for i in range(idx)], "raw_answer": answer,
+                "error": None})
+    folder.mkdir()
+    (folder / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records[::-1]))
+    return folder
+
+
+def same_scores(ours: dict, theirs: dict) -> bool:
+    return list(ours) == list(theirs) and all(
+        (math.isnan(a) and math.isnan(b)) or a == pytest.approx(b, abs=1e-12)
+        for a, b in zip(ours.values(), theirs.values()))
+
+
+@pytest.mark.parametrize("rules_name", ["kddcup2025", "crag-mm"])
+@pytest.mark.parametrize("with_ego", [True, False])
+def test_official_rules_on_our_csvs_give_our_scores_dictionary(tmp_path, rules_name, with_ego):
+    rules = RULE_SETS[rules_name]
+    out = answers_folder(tmp_path / "run", ego_sessions=with_ego)
+    with FakeOpenAIServer() as server:
+        judge = Judge("judge-model", server.url, None, rules=rules, num_workers=2, backoff_s=0.01,
+                      cache_path=tmp_path / "verdicts.jsonl")
+        finalize(out, judge, rules=rules, progress=False)
+    scores = json.loads((out / "scores_dictionary.json").read_text())
+    assert list(scores) == ["all", "ego"]
+    after_cut = rules.counts_after_cut
+    assert same_scores(scores["all"], official_scores_from_csv(out / "turn_evaluation_results_all.csv", after_cut))
+    assert same_scores(scores["ego"], official_scores_from_csv(out / "turn_evaluation_results_ego.csv", after_cut))
+    official = pd.read_csv(out / "turn_evaluation_results_all.csv").set_index("interaction_id")
+    # the official CSV holds the flags before the cut: c2 is right although c0, c1 were misses
+    assert official.loc["c2", "is_correct"] and not official.loc["c2", "is_miss"]
+    # "I do not know" is a miss only under crag-mm; there the judge is never asked about it
+    assert bool(official.loc["a1", "is_miss"]) is (rules_name == "crag-mm")
+    # our extended CSV: the flags the scores count, so its sums are the dictionary's counts
+    extended = pd.read_csv(out / "turn_evaluation_results_all_extended.csv")
+    assert list(extended.columns[:18]) == OFFICIAL_TURN_COLUMNS
+    assert extended["is_correct"].sum() == scores["all"]["correct"]
+    assert extended["is_miss"].sum() == scores["all"]["miss"]
+    assert extended["is_hallucination"].sum() == scores["all"]["hallucination"]
+    assert list(extended.set_index("interaction_id").loc[["c2", "c3"], "after_two_wrong"]) == [True, True]
+    if not with_ego:
+        assert "NaN" in (out / "scores_dictionary.json").read_text()
+        assert math.isnan(scores["ego"]["accuracy"]) and scores["ego"]["truthfulness_score"] == 0.0
