@@ -36,11 +36,15 @@ class CruiseConfig:
     reranker_model: str = "minilm"  # paper: BAAI/bge-reranker-v2-m3
     dtype: str = "float32"
     # vLLM only: how the 48 GB of one L40S are split between the two engines (README shows the sum)
-    vlm_gpu_memory_utilization: float = 0.72
-    router_gpu_memory_utilization: float = 0.12
-    vlm_max_model_len: int = 8192
+    # Chosen with tools/memory_plan.py (`python -m tools.memory_plan`, README "GPU memory plan"):
+    # with the search models, the reranker and the CUDA context outside these budgets, one L40S
+    # keeps >= 3 GiB spare, and the VLM's KV cache holds max_num_seqs image requests at once
+    # (each image alone holds 4 x 1601 cross-attention tokens in every layer's cache).
+    vlm_gpu_memory_utilization: float = 0.735
+    router_gpu_memory_utilization: float = 0.075
+    vlm_max_model_len: int = 8192  # >= one image's 6,404 encoder tokens, which vLLM checks against it
     router_max_model_len: int = 4096
-    max_num_seqs: int = 16
+    max_num_seqs: int = 8  # also the number of images vLLM's profiling run encodes at once
 
     # --- the chain's switches (presets set these) ------------------------------------------
     use_router: bool = True
