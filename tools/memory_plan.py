@@ -35,7 +35,7 @@ SPARE_GIB_REQUIRED = 3.0
 # 0.5 GiB; not visible to torch's allocator and taken before vLLM's baseline snapshot, so it is
 # charged to nobody's budget. Estimate.
 CUDA_CONTEXT_GIB = 0.6
-BLOCK_SIZE = 16  # vLLM's default KV block size on CUDA (vllm/config/cache.py)
+BLOCK_SIZE = 16  # the KV block size vLLM sets on CUDA when none is given (vllm/platforms/cuda.py:138)
 
 
 @dataclass(frozen=True)
@@ -101,7 +101,7 @@ def kv_bytes_per_token(model: TextModel, dtype_bytes: int = 2) -> int:
 
 def image_encoder_tokens(vision: VisionModel, tiles: int) -> int:
     """Cross-attention tokens of one image: tiles x ((560/14)^2 + 1) = tiles x 1601
-    (mllama.py:89-92, :206-226). They take KV blocks from the same pool as the prompt
+    (mllama.py:89-92, :205-226). They take KV blocks from the same pool as the prompt
     (core/block_manager.py:125-131), in every layer's cache (cache_engine.py:141)."""
     return tiles * ((vision.image_size // vision.patch_size) ** 2 + 1)
 
