@@ -6,9 +6,9 @@ What it checks, each a PASS/FAIL line (exit 1 if any fails):
   construct   VLLMEngine built by the factory with the l40s profile's engine arguments
               (max_model_len, max_num_seqs, gpu_memory_utilization, seed, swap_space=0,
               enforce_eager, one image per prompt); dtype float32, to compare with transformers
-  image+text  an image chat and a text chat in one generate(): both answered, the image one
-              token for token equal to TransformersEngine's greedy answer on the same model,
-              log-probabilities within 1e-3
+  image+text  an image chat and a text chat in one generate(): both token for token equal to
+              TransformersEngine's greedy answers on the same model (run in the project's own
+              venv, .venv), log-probabilities within 1e-3
   image used  the same question about another image gives other log-probabilities
   stop        a stop string cuts the text where transformers' cut is
   ledger      one record per generate() with the request and token counts
@@ -26,19 +26,56 @@ os.environ.setdefault("VLLM_USE_V1", "0")  # Mllama is V0-only; the CPU V1 runne
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache per engine on CPU
 
 
+PROJECT_PYTHON = ".venv/bin/python"  # the project's own venv: transformers 4.57, as the cpu profile runs
+
+
 def report(name: str, ok: bool, detail: str, results: list) -> None:
     results.append(ok)
     print(f"{'PASS' if ok else 'FAIL'}  {name:<10}  {detail}", flush=True)
 
 
+def chats():
+    """An image chat with a short history, and a text chat; the same in both venvs."""
+    from PIL import Image
+
+    from agents.engines.base import ChatRequest
+
+    system = {"role": "system", "content": "You answer questions about photos briefly."}
+    history = [{"role": "user", "content": "What is in the photo?"}, {"role": "assistant", "content": "A sign."}]
+    red = Image.new("RGB", (120, 90), (200, 30, 30))
+    return [ChatRequest([system, *history, {"role": "user", "content": "What colour is the sign?"}], image=red),
+            ChatRequest([system, {"role": "user", "content": "Name a primary colour."}])]
+
+
+def reference(model: str, stop: str | None) -> list[dict]:
+    """TransformersEngine's greedy answers to `chats()` (each alone), or with `stop`, the image chat
+    cut there; run in the project's venv (python -m tools.vllm_cpu_run --reference MODEL [STOP])."""
+    from agents.engines.base import Sampling
+    from agents.engines.transformers_engine import TransformersEngine
+
+    engine = TransformersEngine(model, dtype="float32")
+    if stop is not None:
+        return [vars(engine.generate(chats()[:1], Sampling(max_tokens=8, stop=(stop,)))[0])]
+    return [vars(engine.generate([c], Sampling(max_tokens=8, logprobs=True))[0]) for c in chats()]
+
+
+def transformers_answers(model: str, stop: str | None = None) -> list[dict]:
+    import json
+    import subprocess
+
+    args = [PROJECT_PYTHON, "-m", "tools.vllm_cpu_run", "--reference", model] + ([stop] if stop is not None else [])
+    done = subprocess.run(args, capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
 def main() -> int:
+    import numpy as np
     from PIL import Image
 
     from agents.config import load_config
     from agents.engines.base import ChatRequest, Ledger, Sampling
     from agents.engines.factory import build_chat_engine
     from agents.engines.local_models import resolve_model
-    from agents.engines.transformers_engine import TransformersEngine
     from tests.tiny_models import build_tiny_mllama
 
     results: list[bool] = []
@@ -58,34 +95,30 @@ def main() -> int:
            f"max_model_len {llm_config.model_config.max_model_len}, swap space "
            f"{llm_config.cache_config.swap_space_bytes} bytes, images: {vlm.supports_images}", results)
 
-    red = Image.new("RGB", (120, 90), (200, 30, 30))
-    noise = Image.effect_noise((90, 120), 80).convert("RGB")
-    system = {"role": "system", "content": "You answer questions about photos briefly."}
-    history = [{"role": "user", "content": "What is in the photo?"}, {"role": "assistant", "content": "A sign."}]
-    image_chat = ChatRequest([system, *history, {"role": "user", "content": "What colour is the sign?"}], image=red)
-    text_chat = ChatRequest([system, {"role": "user", "content": "Name a primary colour."}])
+    image_chat, text_chat = chats()
     sampling = Sampling(max_tokens=8, logprobs=True)
     start = time.perf_counter()
     got = vlm.generate([image_chat, text_chat], sampling, stage="answer")
     seconds = time.perf_counter() - start
-    reference = TransformersEngine(tiny, dtype="float32")
-    want = [reference.generate([r], sampling)[0] for r in (image_chat, text_chat)]
-    same_tokens = all(g.tokens == w.tokens for g, w in zip(got, want))
-    worst = max(abs(a - b) for g, w in zip(got, want) for a, b in zip(g.token_logprobs, w.token_logprobs))
+    want = transformers_answers(tiny)
+    same_tokens = all(g.tokens == w["tokens"] for g, w in zip(got, want))
+    worst = max(abs(a - b) for g, w in zip(got, want) for a, b in zip(g.token_logprobs, w["token_logprobs"]))
     report("image+text", same_tokens and worst < 1e-3 and all(g.output_tokens == 8 for g in got),
-           f"{seconds:.1f} s; vLLM {[g.text for g in got]!r} vs transformers {[w.text for w in want]!r}; "
+           f"{seconds:.1f} s; vLLM {[g.text for g in got]!r} vs transformers {[w['text'] for w in want]!r}; "
            f"largest log-probability difference {worst:.2e}; prompt tokens {[g.prompt_tokens for g in got]}", results)
 
-    other = vlm.generate([ChatRequest(image_chat.messages, image=noise)], sampling)[0]
+    pixels = np.random.default_rng(0).integers(0, 256, size=(90, 120, 3), dtype=np.uint8)
+    other = vlm.generate([ChatRequest(image_chat.messages, image=Image.fromarray(pixels))], sampling)[0]
     report("image used", other.token_logprobs != got[0].token_logprobs,
-           f"another image: {other.text!r} ({other.token_logprobs[0]:.4f} vs {got[0].token_logprobs[0]:.4f})", results)
+           f"another image: {other.text!r} (first log-probability {other.token_logprobs[0]:.4f} "
+           f"vs {got[0].token_logprobs[0]:.4f})", results)
 
     words = got[0].text.split()
     stop = words[len(words) // 2] if len(words) > 1 else got[0].text[1:3]
     cut = vlm.generate([image_chat], Sampling(max_tokens=8, stop=(stop,)))[0]
-    ref_cut = reference.generate([image_chat], Sampling(max_tokens=8, stop=(stop,)))[0]
-    report("stop", cut.text == ref_cut.text and stop not in cut.text,
-           f"stop {stop!r}: vLLM {cut.text!r}, transformers {ref_cut.text!r}", results)
+    ref_cut = transformers_answers(tiny, stop)[0]
+    report("stop", cut.text == ref_cut["text"] and stop not in cut.text,
+           f"stop {stop!r}: vLLM {cut.text!r}, transformers {ref_cut['text']!r}", results)
 
     records = ledger.drain()
     first = records[0]
@@ -97,7 +130,7 @@ def main() -> int:
     start = time.perf_counter()
     router = build_chat_engine(config, "router", ledger)
     answer = router.generate([ChatRequest([{"role": "user", "content": "What is the capital of France?"}]),
-                              ChatRequest([{"role": "user", "content": "What is 2 + 2?"}], image=red)],
+                              ChatRequest([{"role": "user", "content": "What is 2 + 2?"}], image=image_chat.image)],
                              Sampling(max_tokens=12, logprobs=True), stage="route")
     report("router", not router.supports_images and "paris" in answer[0].text.lower()
            and all(len(a.token_logprobs) == a.output_tokens for a in answer),
@@ -108,4 +141,9 @@ def main() -> int:
 
 
 if __name__ == "__main__":  # vLLM's CPU workers start processes: the guard is required
-    sys.exit(main())
+    if sys.argv[1:2] == ["--reference"]:
+        import json
+
+        print(json.dumps(reference(sys.argv[2], sys.argv[3] if len(sys.argv) > 3 else None)))
+    else:
+        sys.exit(main())
