@@ -99,8 +99,12 @@ def build_tiny_mllama(path: Path | None = None, *, template: str = HUB_LIKE_TEMP
     `llama_vocab=True` builds the variant vLLM serves (tools/vllm_cpu_check.sh): the real Llama 3.2
     tokenizer with the full 128,256-token vocabulary, text heads of 32 (PagedAttention's smallest
     head size), the last vision layer kept out of `intermediate_layers_indices` (vLLM appends the
-    final state once more than transformers does) and every gate opened."""
-    name = f"tiny-mllama{'-llama-vocab' if llama_vocab else ''}-{template}-{_template_tag(template)}"
+    final state once more than transformers does), the vision gates opened, and the
+    cross-attention MLP gate left shut: for the tokens in front of `<|image|>` (the chat header,
+    the system block) transformers zeroes that MLP's output and vLLM does not (vLLM masks whole
+    sequences, vllm/model_executor/models/mllama.py get_full_text_row_masked_out_mask), so with
+    it open the two differ by design and could not be compared token for token."""
+    name = f"tiny-mllama{'-vllm' if llama_vocab else ''}-{template}-{_template_tag(template)}"
     path = Path(path) if path else models_dir() / name
     if (path / "config.json").exists():
         return str(path)
@@ -135,13 +139,14 @@ def build_tiny_mllama(path: Path | None = None, *, template: str = HUB_LIKE_TEMP
     )
     model = MllamaForConditionalGeneration(config).eval()
     # The cross-attention gates start at zero (tanh(0) = 0 hides the image from the text model);
-    # open them so the tiny model's output really depends on its image. The vision model's
-    # tile and global-layer gates also start at zero; the vLLM variant opens them too.
+    # open them so the tiny model's output really depends on its image (the vLLM variant: the
+    # attention gate only, see above). The vision model's tile and global-layer gates also start
+    # at zero; the vLLM variant opens them too.
     with torch.no_grad():
         for name, param in model.named_parameters():
-            if "cross_attn_attn_gate" in name or "cross_attn_mlp_gate" in name:
+            if "cross_attn_attn_gate" in name or ("cross_attn_mlp_gate" in name and not llama_vocab):
                 param.fill_(1.0)
-            elif llama_vocab and name.endswith(("gate", "gate_attn", "gate_ffn")) and param.numel() == 1:
+            elif llama_vocab and name.endswith(("embedding.gate", "gate_attn", "gate_ffn")):
                 param.fill_(0.75)
     model.generation_config.pad_token_id = ids["<|finetune_right_pad_id|>"]
     model.generation_config.eos_token_id = ids["<|eot_id|>"]
