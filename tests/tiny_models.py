@@ -109,8 +109,13 @@ def build_tiny_mllama(path: Path | None = None, *, template: str = HUB_LIKE_TEMP
     if (path / "config.json").exists():
         return str(path)
     import torch
-    from transformers import (MllamaConfig, MllamaForConditionalGeneration, MllamaImageProcessor,
-                              MllamaProcessor, PreTrainedTokenizerFast)
+    from transformers import (
+        MllamaConfig,
+        MllamaForConditionalGeneration,
+        MllamaImageProcessor,
+        MllamaProcessor,
+        PreTrainedTokenizerFast,
+    )
 
     if llama_vocab:
         tokenizer = llama32_tokenizer(template)

@@ -18,8 +18,14 @@ import os
 
 import torch
 
-from agents.engines.base import (ChatEngine, ChatRequest, ChatResult, Sampling, accepts_system_beside_image,
-                                 template_messages)
+from agents.engines.base import (
+    ChatEngine,
+    ChatRequest,
+    ChatResult,
+    Sampling,
+    accepts_system_beside_image,
+    template_messages,
+)
 from agents.engines.local_models import resolve_model
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}

@@ -13,8 +13,15 @@ recomputation and never swapped (vllm/core/scheduler.py:1763-1765). Sizes and th
 """
 from __future__ import annotations
 
-from agents.engines.base import (ChatEngine, ChatRequest, ChatResult, Ledger, Sampling, accepts_system_beside_image,
-                                 template_messages)
+from agents.engines.base import (
+    ChatEngine,
+    ChatRequest,
+    ChatResult,
+    Ledger,
+    Sampling,
+    accepts_system_beside_image,
+    template_messages,
+)
 from agents.engines.local_models import resolve_model
 
 
