@@ -32,7 +32,7 @@ class CruiseAgent(BaseAgent):
             for engine in (engines.router, engines.vlm, engines.reranker):
                 engine.ledger = self.ledger
         self.engines = engines
-        self.costs = StageCosts()
+        self.costs = StageCosts(priors=dict(self.config.stage_cost_priors_s))
         self.last_batch_report: dict | None = None
 
     def get_batch_size(self) -> int:

@@ -14,6 +14,7 @@ from agents.config import REPO_ROOT, detect_profile, settings_to_env
 from evaluation.batching import clip_batch_size, planned_batches
 from evaluation.dataset import apply_image_url_updates, load_split, read_conversations
 from evaluation.judge import Judge, find_api_key
+from evaluation.models import preload_problem
 from evaluation.outputs import finalize, merge_runs
 from evaluation.report import loud_notice, print_report
 from evaluation.rules import RuleSet, rule_set
@@ -151,6 +152,10 @@ def run_evaluation(args) -> None:
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
     dataset = args.dataset or default_dataset(profile, args.dataset_type)
+    problem = preload_problem(profile, dataset, args.revision, agent_spec=args.agent, search_spec=args.search,
+                              web=not args.suppress_web_search_api)
+    if problem:  # a missing model or dataset: one message, before anything loads
+        raise SystemExit(problem)
     console.print(f"[bold blue]Loading {escape(dataset)}[/bold blue] (revision {args.revision}, split {args.split})")
     try:
         ds, split, split_notice = load_split(dataset, args.revision, args.split)

@@ -128,9 +128,12 @@ def test_mllama_runs_images_and_text_in_one_batch(mllama):
     assert len(results) == 3
     for res in results:
         assert 0 < res.output_tokens <= 5 and len(res.token_logprobs) == res.output_tokens
-    # The image prompts are longer by (at least) the image token.
+    # The image prompt is the text prompt plus exactly one user turn holding only the image token.
     alone = mllama.generate([chat("what is the brand")], Sampling(max_tokens=5))
-    assert results[0].prompt_tokens == alone[0].prompt_tokens + 1
+    image_turn = mllama.tokenizer("<|start_header_id|>user<|end_header_id|>\n\n<|image|><|eot_id|>",
+                                  add_special_tokens=False).input_ids
+    assert image_turn.count(mllama.net.config.image_token_index) == 1
+    assert results[0].prompt_tokens == alone[0].prompt_tokens + len(image_turn)
 
 
 def test_mllama_output_depends_on_the_image_and_not_on_batch_neighbours(mllama):
@@ -144,10 +147,11 @@ def test_mllama_output_depends_on_the_image_and_not_on_batch_neighbours(mllama):
 
 
 def test_mllama_prompt_uses_the_llama32_vision_layout(mllama):
-    prompt = mllama._render(mllama._messages_with_image([{"role": "system", "content": "Be brief."},
-                                                         {"role": "user", "content": "What is it?"}]))
+    prompt = mllama.prompt_text(ChatRequest([{"role": "system", "content": "Be brief."},
+                                             {"role": "user", "content": "What is it?"}]), with_image=True)
     assert prompt.startswith("<|begin_of_text|><|start_header_id|>system<|end_header_id|>")
-    assert "<|start_header_id|>user<|end_header_id|>\n\n<|image|>What is it?<|eot_id|>" in prompt
+    assert "Be brief.<|eot_id|><|start_header_id|>user<|end_header_id|>\n\n<|image|><|eot_id|>" \
+           "<|start_header_id|>user<|end_header_id|>\n\nWhat is it?<|eot_id|>" in prompt
     assert prompt.endswith("<|start_header_id|>assistant<|end_header_id|>\n\n")
 
 
@@ -298,7 +302,8 @@ class RecordingParams:
 def test_vllm_inputs_hold_each_chat_once_with_a_single_bos(alias):
     from transformers import AutoTokenizer
 
-    from agents.engines.vllm_engine import build_vllm_inputs, chat_messages
+    from agents.engines.base import template_messages
+    from agents.engines.vllm_engine import build_vllm_inputs
 
     vision = alias == "tiny-mllama"
     tokenizer = AutoTokenizer.from_pretrained(build_tiny_mllama() if vision else resolve_model(alias))
@@ -309,7 +314,7 @@ def test_vllm_inputs_hold_each_chat_once_with_a_single_bos(alias):
     assert len(inputs) == 3
     for req, item in zip(requests, inputs):
         # What vLLM tokenizes (special tokens on) equals the template's tokens exactly once.
-        rendered = tokenizer.apply_chat_template(chat_messages(req, vision and req.image is not None),
+        rendered = tokenizer.apply_chat_template(template_messages(req.messages, vision and req.image is not None),
                                                  tokenize=False, add_generation_prompt=True)
         assert tokenizer(item["prompt"]).input_ids == tokenizer(rendered, add_special_tokens=False).input_ids
         has_image = vision and req.image is not None
@@ -317,8 +322,9 @@ def test_vllm_inputs_hold_each_chat_once_with_a_single_bos(alias):
         if vision:
             assert item["prompt"].count("<|image|>") == (1 if has_image else 0)
     if vision:
-        # In a conversation the image sits in the first user turn, before its text.
-        assert inputs[2]["prompt"].index("<|image|>q1") < inputs[2]["prompt"].index("q2")
+        # In a conversation the image has a user turn of its own, before the history and the question.
+        prompt = inputs[2]["prompt"]
+        assert prompt.index("<|image|><|eot_id|>") < prompt.index("q1") < prompt.index("a1") < prompt.index("q2")
 
 
 def test_vllm_engine_maps_one_batch_to_one_llm_generate_call():

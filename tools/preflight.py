@@ -5,12 +5,13 @@
 
 Checks, each with a verdict and a short detail, exit code 1 if any fails:
   import      agents.user_config.UserAgent imports with HF_HUB_OFFLINE=1 and sockets refused
-  aicrowd     aicrowd.json is well formed and lists every model the l40s profile loads
+  aicrowd     aicrowd.json is well formed and lists every model the l40s process loads
+              (the agent's and the search pipeline's)
   requirements  every third-party import under agents/ is named in requirements.txt
   batch size  UserAgent(...).get_batch_size() is within 1..16
   dry run     one batch of the shipped benchmark returns one string per query within
               10 s x batch size, and how much of that budget each stage used
-  gpu memory  the l40s profile's memory plan (weights + KV cache per engine) fits one L40S
+  gpu memory  the l40s profile's memory plan (tools/memory_plan.py) fits one L40S with 3 GiB spare
 What it cannot check here: real model weights, vLLM on a GPU, the platform's own image build.
 """
 from __future__ import annotations
@@ -45,21 +46,19 @@ class Check:
 # ---- aicrowd.json -------------------------------------------------------------------------------
 
 
-def submission_models(config) -> list[dict]:
-    """Every hub model the agent itself loads (the evaluator builds the search pipeline)."""
-    ids = [config.router_model, config.vlm_model, config.reranker_model]
-    return [{"repo_id": m, "revision": "main"} for m in dict.fromkeys(ids)]
+def submission_models() -> list[dict]:
+    """Every hub model the l40s process loads, the search pipeline's included: AIcrowd bakes only
+    these into the offline container (evaluation.models.loaded_models is the one list)."""
+    from evaluation.models import loaded_models
+
+    return [{"repo_id": m, "revision": "main"} for m in loaded_models("l40s")]
 
 
 def aicrowd_document(challenge_id: str) -> dict:
-    from agents.config import load_config
-
-    return {"challenge_id": challenge_id, "gpu": True, "hf_models": submission_models(load_config("l40s"))}
+    return {"challenge_id": challenge_id, "gpu": True, "hf_models": submission_models()}
 
 
 def check_aicrowd(path: Path) -> Check:
-    from agents.config import load_config
-
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -70,7 +69,7 @@ def check_aicrowd(path: Path) -> Check:
     if doc.get("gpu") is not True:
         problems.append('"gpu" must be true')
     listed = {m.get("repo_id") for m in doc.get("hf_models", []) if isinstance(m, dict)}
-    missing = [m["repo_id"] for m in submission_models(load_config("l40s")) if m["repo_id"] not in listed]
+    missing = [m["repo_id"] for m in submission_models() if m["repo_id"] not in listed]
     if missing:
         problems.append("models missing from hf_models: " + ", ".join(missing))
     return Check("aicrowd", not problems, "; ".join(problems) or f"{len(listed)} models listed")
@@ -200,7 +199,9 @@ def check_gpu_memory() -> Check:
     from tools.memory_plan import plan_l40s
 
     plan = plan_l40s(load_config("l40s"))
-    return Check("gpu memory", plan.fits, f"{plan.total_gb:.1f} of {plan.gpu_gb:.1f} GiB planned (l40s profile)")
+    detail = (f"{plan.total_gib:.1f} of {plan.gpu_gib:.1f} GiB planned, {plan.spare_gib:.1f} GiB spare (l40s profile; "
+              f"python -m tools.memory_plan)")
+    return Check("gpu memory", plan.fits, detail if plan.fits else "; ".join(plan.problems()) + f" ({detail})")
 
 
 # ---- main -----------------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import threading
 import time
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
+from typing import Callable
 
 from PIL import Image
 
@@ -30,17 +31,40 @@ class ChatRequest:
     image: Image.Image | None = None
 
 
-def typed_messages(messages: list[dict], with_image: bool) -> list[dict]:
-    """Messages with content as typed parts, the form multi-modal chat templates expect. With an
-    image, it goes in front of the first user turn, so every later token can attend to it."""
-    out, placed = [], not with_image
-    for m in messages:
-        parts = [{"type": "text", "text": m["content"]}]
-        if m["role"] == "user" and not placed:
-            parts.insert(0, {"type": "image"})
-            placed = True
-        out.append({"role": m["role"], "content": parts})
-    return out
+def template_messages(messages: list[dict], with_image: bool, system_beside_image: bool = True) -> list[dict]:
+    """Role/content messages as Llama-3.2-Vision's chat templates read them, and as the CRAG-MM
+    starter kit's vanilla agent sends them: every content stays a plain string (the hub's
+    template reads the system content as a string and trims it, so typed parts there would reach
+    the model as a Python list). With an image: the system message, then a user message holding
+    only the image part, then the conversation so far, then the question; the image comes before
+    every word it is asked about.
+
+    `system_beside_image=False` is for a template that refuses a system message next to an image
+    (the September 2024 Llama-3.2-Vision template raised): the system text then follows the image
+    in that first user message, still ahead of the history and the question."""
+    out = [dict(m) for m in messages]
+    if not with_image:
+        return out
+    system = [out.pop(0)] if out and out[0]["role"] == "system" else []
+    image_turn = {"role": "user", "content": [{"type": "image"}]}
+    if system and not system_beside_image:
+        image_turn["content"].append({"type": "text", "text": system[0]["content"]})
+        system = []
+    return [*system, image_turn, *out]
+
+
+def accepts_system_beside_image(render: Callable[[list[dict]], str]) -> bool:
+    """Whether a chat template renders a system message in a conversation with an image;
+    `render(messages)` applies the template. The template's own error is the answer: the hub's
+    current Llama-3.2-Vision template renders it, its September 2024 version raised
+    "Prompting with images is incompatible with system messages"."""
+    probe = template_messages([{"role": "system", "content": "probe"}, {"role": "user", "content": "probe"}],
+                              with_image=True)
+    try:
+        render(probe)
+    except Exception:  # noqa: BLE001 - jinja2's TemplateError from raise_exception, or the like
+        return False
+    return True
 
 
 @dataclass(frozen=True)

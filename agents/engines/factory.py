@@ -13,7 +13,8 @@ from agents.engines.base import ChatEngine, Engines, Ledger, Reranker
 from agents.engines.local_models import resolve_model
 
 
-def _chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEngine:
+def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEngine:
+    """The engine of one role ("vlm" or "router") with the arguments the config gives it."""
     model = resolve_model(config.vlm_model if role == "vlm" else config.router_model)
     extra = dict(config.engine_overrides.get(role, {}))
     if config.engine == "vllm":
@@ -45,7 +46,7 @@ def _reranker(config: CruiseConfig, ledger: Ledger) -> Reranker:
 
 def build_engines(config: CruiseConfig, ledger: Ledger) -> Engines:
     # The VLM first: it is the larger model, and on a GPU it should claim its share first.
-    vlm = _chat_engine(config, "vlm", ledger)
+    vlm = build_chat_engine(config, "vlm", ledger)
     same = config.router_model == config.vlm_model and not config.engine_overrides.get("router")
-    router = vlm if same else _chat_engine(config, "router", ledger)
+    router = vlm if same else build_chat_engine(config, "router", ledger)
     return Engines(router=router, vlm=vlm, reranker=_reranker(config, ledger))

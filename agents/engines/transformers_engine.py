@@ -4,8 +4,10 @@ Two model families:
 - causal LMs (AutoModelForCausalLM; SmolLM2 on CPU): text only (ChatEngine.generate drops
   images with one warning per engine);
 - image-text-to-text models (AutoModelForImageTextToText + AutoProcessor; Mllama, i.e.
-  Llama-3.2-Vision): the image goes into the first user turn as `{"type": "image"}` so the
-  processor's chat template writes the model's own image token.
+  Llama-3.2-Vision): messages are laid out as the vLLM engine lays them out
+  (`base.template_messages`: plain-string contents, the image alone in a user message right
+  after the system message), so the processor's chat template writes the model's own image token
+  and both engines render the same prompt.
 
 Batches are left-padded. Mllama's processor refuses a batch that mixes prompts with and without
 an image, so such a call runs as two sub-batches; it is still one `generate` call for the ledger.
@@ -16,7 +18,14 @@ import os
 
 import torch
 
-from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling, typed_messages
+from agents.engines.base import (
+    ChatEngine,
+    ChatRequest,
+    ChatResult,
+    Sampling,
+    accepts_system_beside_image,
+    template_messages,
+)
 from agents.engines.local_models import resolve_model
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
@@ -72,18 +81,18 @@ class TransformersEngine(ChatEngine):
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         self.end_ids = [i for i in dict.fromkeys(eos + [self.tokenizer.eos_token_id]) if i is not None]
         self.pad_id = self.tokenizer.pad_token_id
+        self._system_beside_image: bool | None = None  # asked of the chat template on first use
 
     # --- prompt building -------------------------------------------------------------------
-    def _messages_with_image(self, messages: list[dict]) -> list[dict]:
-        return typed_messages(messages, with_image=True)
-
     def _render(self, messages: list[dict]) -> str:
         owner = self.processor if self.processor is not None else self.tokenizer
         return owner.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
-    def _text_messages(self, messages: list[dict]) -> list[dict]:
-        # Processor chat templates expect content as a list of typed parts.
-        return typed_messages(messages, with_image=False) if self.supports_images else messages
+    def prompt_text(self, request: ChatRequest, with_image: bool) -> str:
+        """The rendered chat, laid out exactly as the vLLM engine lays it out (`template_messages`)."""
+        if with_image and self._system_beside_image is None:
+            self._system_beside_image = accepts_system_beside_image(self._render)
+        return self._render(template_messages(request.messages, with_image, bool(self._system_beside_image)))
 
     # --- generation ------------------------------------------------------------------------
     def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
@@ -100,10 +109,7 @@ class TransformersEngine(ChatEngine):
 
     @torch.inference_mode()
     def _run_batch(self, chats: list[ChatRequest], sampling: Sampling, images: bool) -> list[ChatResult]:
-        if images:
-            texts = [self._render(self._messages_with_image(c.messages)) for c in chats]
-        else:
-            texts = [self._render(self._text_messages(c.messages)) for c in chats]
+        texts = [self.prompt_text(c, with_image=images) for c in chats]
         bos = self.tokenizer.bos_token
         # Chat templates that write the BOS themselves must not get a second one from the tokenizer.
         add_special = not (bos and all(t.startswith(bos) for t in texts))

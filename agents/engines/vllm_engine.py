@@ -3,33 +3,47 @@
 Prompts are rendered with the model's own chat template (the tokenizer's `apply_chat_template`)
 and images travel next to them as `multi_modal_data`. For Llama-3.2-11B-Vision-Instruct on one
 L40S: bf16, eager mode (no CUDA-graph capture: faster start-up inside the 10-minute load budget),
-at most one image per prompt.
+at most one image per prompt, and no swap space: vLLM 0.10.1.1 pins `swap_space` GiB of host
+memory per engine (4 by default, vllm/entrypoints/llm.py:190; allocated pinned in
+vllm/worker/cache_engine.py:67,77), while our single-sequence requests are preempted by
+recomputation and never swapped (vllm/core/scheduler.py:1763-1765). Sizes and their sources: tools/memory_plan.py.
 
 `import vllm` happens only in the constructor, so machines without vLLM can import this module.
 `build_vllm_inputs` and `to_sampling_kwargs` are pure: they are unit-tested without vLLM.
 """
 from __future__ import annotations
 
-from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Ledger, Sampling, typed_messages
+from agents.engines.base import (
+    ChatEngine,
+    ChatRequest,
+    ChatResult,
+    Ledger,
+    Sampling,
+    accepts_system_beside_image,
+    template_messages,
+)
 from agents.engines.local_models import resolve_model
 
 
-def chat_messages(request: ChatRequest, with_image: bool) -> list[dict]:
-    """Role/content messages as the chat template wants them; the image goes in the first user turn."""
-    return typed_messages(request.messages, True) if with_image else [dict(m) for m in request.messages]
+def render_prompt(tokenizer, messages: list[dict]) -> str:
+    return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
 def build_vllm_inputs(requests: list[ChatRequest], tokenizer, supports_images: bool) -> list[dict]:
-    """Our chats -> vLLM prompt dicts (`prompt`, and `multi_modal_data` when there is an image)."""
+    """Our chats -> vLLM prompt dicts (`prompt`, and `multi_modal_data` when there is an image).
+
+    Messages take the layout of `template_messages`; when the model's template refuses a system
+    message next to an image (asked once per call), the system text rides with the image."""
     bos = getattr(tokenizer, "bos_token", None)
     # vLLM tokenizes a text prompt with special tokens on; when both the template and the
     # tokenizer write the BOS, drop the template's copy so the model sees exactly one.
     adds_bos = bool(bos) and tokenizer("x").input_ids[:1] == [tokenizer.bos_token_id]
+    any_image = supports_images and any(r.image is not None for r in requests)
+    beside = any_image and accepts_system_beside_image(lambda m: render_prompt(tokenizer, m))
     inputs = []
     for req in requests:
         with_image = supports_images and req.image is not None
-        prompt = tokenizer.apply_chat_template(chat_messages(req, with_image), tokenize=False,
-                                               add_generation_prompt=True)
+        prompt = render_prompt(tokenizer, template_messages(req.messages, with_image, beside))
         if adds_bos and prompt.startswith(bos):
             prompt = prompt[len(bos):]
         item = {"prompt": prompt}
@@ -70,8 +84,8 @@ def _is_vision_model(path: str) -> bool:
 
 class VLLMEngine(ChatEngine):
     def __init__(self, model: str, ledger: Ledger | None = None, *, dtype: str = "bfloat16",
-                 max_model_len: int = 8192, max_num_seqs: int = 16, gpu_memory_utilization: float = 0.72,
-                 enforce_eager: bool = True, seed: int = 0, **llm_kwargs):
+                 max_model_len: int = 8192, max_num_seqs: int = 8, gpu_memory_utilization: float = 0.735,
+                 enforce_eager: bool = True, seed: int = 0, swap_space: float = 0, **llm_kwargs):
         super().__init__(model, ledger)
         import vllm
 
@@ -81,7 +95,7 @@ class VLLMEngine(ChatEngine):
             llm_kwargs.setdefault("limit_mm_per_prompt", {"image": 1})
         llm = vllm.LLM(model=path, dtype=dtype, max_model_len=max_model_len, max_num_seqs=max_num_seqs,
                        gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
-                       seed=seed, **llm_kwargs)
+                       seed=seed, swap_space=swap_space, **llm_kwargs)
         self._attach(llm, vllm.SamplingParams, vision)
 
     @classmethod

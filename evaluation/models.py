@@ -1,0 +1,151 @@
+"""Every hub model a run loads, and a look before anything loads at whether it (and the data) is there.
+
+`loaded_models(profile)` is the one list of the hub models that a profile's process loads: the
+agent's (VLM, router, reranker: agents/config.py) and the search factory's (image and text
+embedding models: evaluation/search.py). `aicrowd.json` generation, preflight's aicrowd check
+and the evaluator's pre-load check all read it, so none of them can forget a model.
+
+`preload_problem(...)` is that pre-load check: without loading anything and without waiting on
+the network, it finds what would otherwise end deep inside a model load in a transformers
+`OSError` traceback, or in a dataset download's retry loop, and says it in one message.
+"""
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+GATED_PREFIXES = ("meta-llama/",)
+HUB_PROBE_TIMEOUT_S = 5.0
+
+
+def is_hub_id(name: str) -> bool:
+    """"org/name" that is not a folder on this machine (our aliases such as smollm2 have no slash)."""
+    return name.count("/") == 1 and not name.startswith((".", "/", "~")) and not Path(name).exists()
+
+
+def loaded_models(profile: str, *, agent: bool = True, search: bool = True, web: bool = True) -> list[str]:
+    """Hub model ids the process loads in `profile` (search pipeline first, as the evaluator
+    builds it first), each once. `web=False` is Task 1: the pipeline loads no text model."""
+    from agents.config import load_config
+    from evaluation.search import search_config
+
+    ids = []
+    if search:
+        sc = search_config(profile)
+        ids += [sc.image_model] + ([sc.text_model] if web else [])
+    if agent:
+        cfg = load_config(profile)
+        ids += [cfg.vlm_model, cfg.router_model, cfg.reranker_model]
+    return [m for m in dict.fromkeys(ids) if is_hub_id(m)]
+
+
+def model_is_cached(repo_id: str) -> bool:
+    """The model's config.json is in the local Hugging Face cache (read from disk only)."""
+    from huggingface_hub import try_to_load_from_cache
+
+    return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
+
+
+def missing_models_message(ids: list[str], profile: str) -> str | None:
+    """One message naming every model of `ids` missing from the cache, and how to fetch them."""
+    from huggingface_hub import constants
+
+    missing = [m for m in ids if not model_is_cached(m)]
+    if not missing:
+        return None
+    lines = [f"cannot start: {len(missing)} of the {len(ids)} models that the {profile} profile loads "
+             f"are not in the Hugging Face cache ({constants.HF_HUB_CACHE}):"]
+    lines += [f"  {m}" + ("  (gated)" if m.startswith(GATED_PREFIXES) else "") for m in missing]
+    lines.append("Fetch them into that cache (on a machine with network access), then run again:")
+    lines += [f"  huggingface-cli download {m}" for m in missing]
+    if any(m.startswith(GATED_PREFIXES) for m in missing):
+        lines.append("The meta-llama models are gated: accept their licence on the model's Hugging Face "
+                     "page and log in first (huggingface-cli login, or HF_TOKEN).")
+    return "\n".join(lines)
+
+
+def _hub_offline() -> bool:
+    from huggingface_hub import constants
+
+    return bool(constants.HF_HUB_OFFLINE) or os.environ.get("HF_DATASETS_OFFLINE", "").upper() in ("1", "ON", "YES", "TRUE")
+
+
+def dataset_is_cached(repo_id: str) -> bool:
+    """Some snapshot of the dataset repo (huggingface_hub's cache) or a prepared copy (the
+    datasets library's cache) is on disk."""
+    from huggingface_hub import constants
+
+    snapshots = Path(constants.HF_HUB_CACHE) / ("datasets--" + repo_id.replace("/", "--")) / "snapshots"
+    prepared = Path(os.environ.get("HF_DATASETS_CACHE", Path(constants.HF_HOME) / "datasets"))
+    return (snapshots.is_dir() and any(snapshots.iterdir())) or (prepared / repo_id.replace("/", "___")).is_dir()
+
+
+class HubUnreachable(Exception):
+    pass
+
+
+def dataset_problem(dataset: str, revision: str | None, *, hub_reachable: bool = True) -> str | None:
+    """None when `dataset` is a local folder, cached, or known to the hub; otherwise one line
+    saying why it cannot be loaded. Offline (HF_HUB_OFFLINE or HF_DATASETS_OFFLINE) the hub is
+    not asked; online it gets one request with a short timeout and no retries.
+    Raises HubUnreachable (with that line) when the hub cannot be reached at all."""
+    if not is_hub_id(dataset) or dataset_is_cached(dataset):
+        return None
+    name = f"{dataset!r}" + (f" (revision {revision})" if revision else "")
+    if _hub_offline():
+        return (f"cannot load the dataset {name}: it is not in the Hugging Face cache, and the hub is "
+                f"switched off (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)")
+    unreachable = f"cannot load the dataset {name}: it is not in the Hugging Face cache, and the hub cannot be reached"
+    if not hub_reachable:
+        return unreachable
+    import requests
+    from huggingface_hub import HfApi
+
+    try:
+        HfApi().dataset_info(dataset, revision=revision, timeout=HUB_PROBE_TIMEOUT_S)
+    except (requests.ConnectionError, requests.Timeout):
+        raise HubUnreachable(f"{unreachable} (one try, {HUB_PROBE_TIMEOUT_S:.0f} s timeout)") from None
+    except Exception as exc:  # noqa: BLE001 - not found, gated, bad revision: the load would fail too
+        return f"cannot load the dataset {name}: the hub refuses it ({type(exc).__name__})"
+    return None
+
+
+def agent_loads_profile_models(agent_spec: str) -> bool:
+    """Whether `--agent MODULE:CLASS` is CruiseAgent (or built on it), which loads the profile's
+    models; another agent loads what it likes, so its models cannot be checked for it."""
+    import importlib
+
+    from agents.cruise_agent import CruiseAgent
+
+    module_name, _, attr = agent_spec.partition(":")
+    try:
+        agent_cls = getattr(importlib.import_module(module_name), attr)
+    except Exception:  # noqa: BLE001 - the evaluator reports a bad --agent itself, later
+        return False
+    return isinstance(agent_cls, type) and issubclass(agent_cls, CruiseAgent)
+
+
+def preload_problem(profile: str, dataset: str, revision: str | None, *, agent_spec: str, search_spec: str,
+                    web: bool) -> str | None:
+    """Everything a run is about to load that is not there, in one message (None if all is there):
+    the hub models of `loaded_models`, the dataset, and the search indices of the default factory."""
+    from evaluation.search import search_config
+    from minibench.build_indices import is_local_index
+
+    default_search = search_spec == "default"
+    models = loaded_models(profile, agent=agent_loads_profile_models(agent_spec), search=default_search, web=web)
+    problems = [missing_models_message(models, profile)]
+    datasets = {dataset: revision}
+    if default_search:
+        sc = search_config(profile)
+        datasets.update({index: None for index in [sc.image_index] + ([sc.web_index] if web else [])})
+    reachable = True
+    for name, rev in datasets.items():
+        if is_local_index(name):
+            continue
+        try:
+            problems.append(dataset_problem(name, rev, hub_reachable=reachable))
+        except HubUnreachable as exc:  # said once; the other datasets are not asked for
+            problems.append(str(exc))
+            reachable = False
+    return "\n".join(p for p in problems if p) or None
