@@ -128,7 +128,11 @@ def run_preflight(*args, env=None):
 
 @pytest.mark.slow  # the dry run loads SmolLM2
 def test_preflight_passes_on_the_cpu_profile():
-    done = run_preflight()
+    # The checks, not this machine's speed, are under test: SmolLM2 on 2 shared cores can take
+    # 30-50 s for the 40 s a batch of 4 gets, so the budget is widened here. That the budget
+    # check fails an agent that overruns is tested below (SlowAgent); the real figures are
+    # what `python -m tools.preflight` prints.
+    done = run_preflight("--turn-budget", "60")
     assert done.returncode == 0, done.stdout + done.stderr
     for name in ("import", "aicrowd", "requirements", "gpu memory", "batch size", "dry run"):
         assert re.search(rf"^PASS\s+{name}\b", done.stdout, re.M), done.stdout
