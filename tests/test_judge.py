@@ -198,7 +198,7 @@ def test_parse_verdict_text_rejects(text):
 
 # ------------------------------------------------------------------ crag-mm (result-line) protocol
 def crag_mm_judge(server, tmp_path, model=None, **kw):
-    kw = {"num_workers": 3, "backoff_s": 0.01, **kw}
+    kw = {"num_workers": 3, "backoff_s": 0.01, "max_wait_s": 0.0, **kw}  # as make_judge
     return Judge(model, server.url, None, rules=RULE_SETS["crag-mm"], timeout_s=10,
                  cache_path=tmp_path / "verdicts.jsonl", **kw)
 
