@@ -20,6 +20,7 @@ from pathlib import Path
 
 from agents.config import field_names, load_config
 from agents.cruise.prompts import prompts_dir
+from evaluation.models import agent_loads_profile_models
 
 # Fingerprint keys in the order differences are listed.
 KEYS = ("agent", "profile", "preset", "search", "web_search", "search_models", "config", "settings",
@@ -35,18 +36,6 @@ def prompt_hashes(folder: Path | None = None) -> dict[str, str]:
     prompts (judge_*.txt) decide verdicts, not answers: --rejudge is for those."""
     folder = Path(folder or prompts_dir())
     return {p.name: file_sha256(p) for p in sorted(folder.glob("*.txt")) if not p.name.startswith("judge_")}
-
-
-def is_cruise_agent(agent_spec: str) -> bool:
-    """Does `MODULE:CLASS` name CruiseAgent or a subclass? Importing a class loads no model."""
-    from agents.cruise_agent import CruiseAgent
-    from evaluation.commands import import_object
-
-    try:
-        agent = import_object(agent_spec)
-    except (ImportError, AttributeError, ValueError):  # fails later, with its own message
-        return False
-    return isinstance(agent, type) and issubclass(agent, CruiseAgent)
 
 
 def config_settings() -> dict[str, str]:
@@ -72,7 +61,7 @@ def system_fingerprint(agent_spec: str, profile: str, preset: str | None, *, sea
 
         models = dataclasses.asdict(search_config(profile))
         fingerprint["search_models"] = {k: v for k, v in models.items() if k != "profile"}
-    if is_cruise_agent(agent_spec):
+    if agent_loads_profile_models(agent_spec):  # a CruiseAgent: its config is ours to compute
         config = dataclasses.asdict(load_config(profile, preset))
         fingerprint["config"] = {k: v for k, v in config.items() if k not in ("profile", "preset")}
     else:
