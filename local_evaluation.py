@@ -24,7 +24,10 @@ EPILOG = """\
 modes:
   (default)  generate answers with --agent, judge them, score them.
   --resume   continue the run in --output-dir: saved answers are reused (and fed into later
-             multi-turn histories); only unanswered turns reach the agent.
+             multi-turn histories); only unanswered turns reach the agent. Refused when the
+             system differs from the saved run's (agent, profile, preset, every config field,
+             --set values, prompt files, search models, calibration file); the message names
+             each difference. --resume --force continues anyway and run_summary.json says so.
   --rejudge  no agent, no dataset: judge again every turn of --output-dir that has no saved
              verdict from the chosen judge (its judge failed, or the judge was off), then
              rescore. Without --eval-model/--eval-base-url the run's own judge is used.
@@ -50,7 +53,11 @@ def add_judge_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--num-workers", type=int, default=8, help="judge threads (default 8)")
     parser.add_argument("--judge-timeout", type=float, default=30.0, help="seconds per judge request")
     parser.add_argument("--judge-retry-wait", type=float, default=1.0,
-                        help="first back-off between judge attempts, doubled each time (seconds)")
+                        help="first back-off (seconds), doubled each time: between judge attempts, and "
+                             "after a 429/5xx answer without Retry-After")
+    parser.add_argument("--judge-max-wait", type=float, default=120.0,
+                        help="seconds a turn may spend waiting out HTTP 429/5xx answers (Retry-After or "
+                             "back-off) before they count as failed attempts (default 120)")
     parser.add_argument("--display-conversations", type=int, default=10, help="example turns to show")
     parser.add_argument("--no_progress", action="store_true", help="no progress bars")
 
@@ -79,6 +86,8 @@ def evaluation_parser() -> argparse.ArgumentParser:
                    help="config override, passed as CRUISE_<FIELD>; repeatable")
     p.add_argument("--search", default="default", help="default | none | MODULE:FUNC (see below)")
     p.add_argument("--resume", action="store_true")
+    p.add_argument("--force", action="store_true",
+                   help="with --resume: continue even though the system differs (recorded in run_summary.json)")
     p.add_argument("--rejudge", action="store_true")
     p.add_argument("--shard", default=None, metavar="I/N", help="only conversations with index %% N == I")
     add_judge_args(p)

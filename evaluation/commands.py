@@ -13,6 +13,7 @@ from rich.markup import escape
 from agents.config import REPO_ROOT, detect_profile, settings_to_env
 from evaluation.batching import clip_batch_size, planned_batches
 from evaluation.dataset import apply_image_url_updates, load_split, read_conversations
+from evaluation.fingerprint import differences, system_fingerprint
 from evaluation.judge import Judge, find_api_key
 from evaluation.models import preload_problem
 from evaluation.outputs import finalize, merge_runs
@@ -60,7 +61,7 @@ def build_judge(model: str | None, base_url: str | None, args, console: Console,
                     "as correct, so accuracy is a lower bound.")
         return None
     return Judge(model or rules.judge_model, base_url, key, rules=rules, num_workers=args.num_workers,
-                 timeout_s=args.judge_timeout, backoff_s=args.judge_retry_wait)
+                 timeout_s=args.judge_timeout, backoff_s=args.judge_retry_wait, max_wait_s=args.judge_max_wait)
 
 
 def saved_rules(args, run_config: dict) -> RuleSet:
@@ -117,6 +118,34 @@ def conversation_selection(args, served: int, turns: int) -> str:
             f"served ({served} served, {turns} turns)")
 
 
+def current_fingerprint(args, profile: str) -> dict:
+    """The system this command would run (call after the CRUISE_* environment is set)."""
+    # --calibration reaches the agent as CRUISE_CALIBRATION; an exported CRUISE_CALIBRATION counts too
+    calibration = getattr(args, "calibration", None) or os.environ.get("CRUISE_CALIBRATION")
+    try:
+        return system_fingerprint(args.agent, profile, os.environ.get("CRUISE_PRESET", "full"), search=args.search,
+                                  web=not args.suppress_web_search_api, calibration=calibration)
+    except OSError as exc:
+        raise SystemExit(f"cannot read {exc.filename}: {exc.strerror}") from None
+
+
+def resume_differences(output_dir: Path, earlier: dict | None, fingerprint: dict) -> list[str]:
+    """What differs between the system of the run in `output_dir` and this one."""
+    if not (output_dir / ANSWERS).exists():
+        return []  # nothing answered yet: nothing to mix
+    if not earlier or "fingerprint" not in earlier:
+        return ["the earlier run recorded no system fingerprint (it predates them)"]
+    return differences(earlier["fingerprint"], fingerprint)
+
+
+def refuse_mixed_resume(output_dir: Path, changed: list[str]) -> None:
+    lines = "\n".join(f"  {line}" for line in changed)
+    raise SystemExit(
+        f"cannot resume {output_dir}: the earlier run used another system:\n{lines}\n"
+        "Its saved answers and this system's would be scored as one run. Use a new --output-dir, "
+        "or pass --force to resume anyway (run_summary.json then records it).")
+
+
 def finish(args, output_dir: Path, judge: Judge | None, console: Console, notices: list[str],
            rules: RuleSet) -> None:
     results = finalize(output_dir, judge, rules=rules, progress=not args.no_progress, notices=notices)
@@ -128,6 +157,8 @@ def run_evaluation(args) -> None:
     console = Console()
     if (args.resume or args.rejudge) and not args.output_dir:
         raise SystemExit("--resume and --rejudge need --output-dir (the folder of the earlier run)")
+    if args.force and not args.resume:
+        raise SystemExit("--force only applies to --resume")
     output_dir = Path(args.output_dir) if args.output_dir else default_output_dir()
     output_dir.mkdir(parents=True, exist_ok=True)
     notices: list[str] = []
@@ -151,6 +182,17 @@ def run_evaluation(args) -> None:
         rules = rule_set(args.rules)
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
+    fingerprint = current_fingerprint(args, profile)
+    config_path = output_dir / RUN_CONFIG
+    earlier = json.loads(config_path.read_text()) if args.resume and config_path.exists() else {}
+    changed = resume_differences(output_dir, earlier, fingerprint) if args.resume else []
+    if changed and not args.force:
+        refuse_mixed_resume(output_dir, changed)
+    forced_resumes = list(earlier.get("forced_resumes", []))
+    if changed:
+        forced_resumes.append({"at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                               "differences": changed})
+        console.print("[bold yellow]resuming with --force from another system:[/bold yellow] " + escape("; ".join(changed)))
     dataset = args.dataset or default_dataset(profile, args.dataset_type)
     problem = preload_problem(profile, dataset, args.revision, agent_spec=args.agent, search_spec=args.search,
                               web=not args.suppress_web_search_api)
@@ -176,8 +218,6 @@ def run_evaluation(args) -> None:
     if not truncator.official:
         console.print(f"[yellow]truncation tokenizer: {escape(truncator.name)}[/yellow]")
         notices.append(f"truncation tokenizer is not Llama 3.2: {truncator.name}")
-    config_path = output_dir / RUN_CONFIG
-    earlier = json.loads(config_path.read_text()) if args.resume and config_path.exists() else {}
     # The official stopping rule depends on the batch size, which only the agent knows; a resumed
     # run takes it from the run it continues, so a finished run is rescored without the agent.
     agent, batch_size = None, earlier.get("batch_size")
@@ -198,6 +238,7 @@ def run_evaluation(args) -> None:
         "profile": profile, "preset": os.environ.get("CRUISE_PRESET", "full"), "tokenizer": truncator.name,
         "judge_model": judge.model if judge else None, "judge_base_url": judge.base_url if judge else None,
         "batch_size": batch_size, "expected_turns": len(planned),
+        "fingerprint": fingerprint, "forced_resumes": forced_resumes,
     }
     if earlier:
         clashes = [k for k in RESUME_KEYS if earlier.get(k, RESUME_DEFAULTS.get(k)) != run_config[k]]
@@ -220,10 +261,21 @@ def run_evaluation(args) -> None:
     finish(args, output_dir, judge, console, notices, rules)
 
 
+def refuse_mixed_shards(sources: list[Path]) -> None:
+    """Folders merged into one run must come from one system (folders without a fingerprint pass)."""
+    configs = [src / RUN_CONFIG for src in sources]
+    prints = [json.loads(c.read_text()).get("fingerprint") if c.exists() else None for c in configs]
+    changed = [f"  {src}: {line}" for src, fingerprint in zip(sources[1:], prints[1:]) if prints[0] and fingerprint
+               for line in differences(prints[0], fingerprint)]
+    if changed:
+        raise SystemExit(f"cannot merge: these folders used another system than {sources[0]}:\n" + "\n".join(changed))
+
+
 def run_merge(args) -> None:
     console = Console()
     output_dir = Path(args.output_dir)
     sources = [Path(d) for d in args.dirs]
+    refuse_mixed_shards(sources)
     notices = merge_runs(sources, output_dir)
     for notice in notices:
         console.print(f"[yellow]{escape(notice)}[/yellow]")

@@ -10,22 +10,39 @@ Any OpenAI-compatible endpoint works. Two protocols, one per rule set (evaluatio
   or "Result: WRONG"; temperature 0, at most 1,024 tokens. A reply with neither is a failed
   attempt here (the published code would pass it on as a verdict of None).
 A protocol builds the messages and makes ONE request (`JudgeProtocol.ask`); the attempts,
-back-off and caching around it live in `Judge.judge_one` only. Each turn gets up to 3 attempts
-(official) with exponential back-off; the client's own retries are off so that one attempt is
-one HTTP request. Verdicts are cached on disk, keyed by a hash of (protocol, model, endpoint,
-question, ground truth, prediction), so a rerun never pays twice. The API key is read from the
+back-off, rate-limit waits and caching around it live in `Judge.judge_one` only. Each turn gets
+up to 3 attempts (official) with exponential back-off. Verdicts are cached on disk, keyed by a
+hash of (protocol, model, endpoint, question, ground truth, prediction), so a rerun never pays
+twice. The API key is read from the
 environment or a `.env` file and is never printed or written.
+
+Rate limits: an HTTP 429 or 5xx answer is waited out (`TransientWaits`) and asked again without
+using up an attempt: we wait what `retry-after-ms` or `Retry-After` (seconds or an HTTP date)
+asks, a little more so that threads told the same second do not come back together, else a
+jittered exponential back-off (from `backoff_s`, at most 8 s as in the SDK). A turn waits this
+way only until `max_wait_s` after its first request; after that such an answer costs an attempt
+like any other failure. So a turn's sleeps stay below max_wait_s + the back-off between its
+attempts (1 + 2 s by default), and the official 3 attempts still decide what a judge failure is.
+`x-should-retry: false` and OpenAI's `insufficient_quota` are not waited out (waiting cannot help).
+The SDK's own retries are off (`max_retries=0`): openai 3.54.0 (`_base_client`) would otherwise
+resend each 429, 5xx, 408, 409 and connection error twice with its own sleeps (Retry-After up to
+120 s, else 0.5-8 s), hidden inside each of our attempts, unbounded by our cap and unseen by our
+counts; with them off, one request of ours is one HTTP request. (The published CRAG-MM judge
+leaves them on, so its 3 attempts are up to 9 requests: there too 429/5xx waits come on top.)
 """
 from __future__ import annotations
 
+import email.utils
 import hashlib
 import json
 import os
+import random
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable, TypeVar
 
 from pydantic import BaseModel
 
@@ -37,6 +54,9 @@ MAX_ATTEMPTS = 3
 DUMMY_KEY = "not-needed"
 RESULT_LINE_TEMPERATURE = 0.0
 RESULT_LINE_MAX_TOKENS = 1024
+DEFAULT_MAX_WAIT_S = 120.0  # per turn, for 429/5xx waits (the SDK also honours Retry-After up to 120 s)
+MAX_BACKOFF_S = 8.0  # one back-off without Retry-After (openai's MAX_RETRY_DELAY)
+T = TypeVar("T")
 
 SYSTEM_PROMPT = (
     "You grade answers given by a question-answering assistant.\n"
@@ -76,6 +96,8 @@ class JudgeOutcome:
     cached: bool
     error: str | None = None
     reply: str | None = None
+    waits: int = 0  # 429/5xx answers waited out (not attempts)
+    waited_s: float = 0.0
 
 
 def find_api_key() -> str | None:
@@ -200,6 +222,75 @@ def protocol_for(rules: RuleSet) -> JudgeProtocol:
     return ResultLineProtocol() if rules.judge_protocol == "result-line" else StructuredProtocol()
 
 
+def retry_after_s(exc: Exception, now: Callable[[], float] = time.time) -> float | None:
+    """Seconds an HTTP error answer asks us to wait: `retry-after-ms` (OpenAI sends it), else
+    `Retry-After` in seconds or as an HTTP date; None when absent or unreadable."""
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    try:
+        return float(headers["retry-after-ms"]) / 1000.0
+    except (KeyError, ValueError):
+        pass
+    value = headers.get("retry-after")
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        pass
+    try:
+        return email.utils.parsedate_to_datetime(value).timestamp() - now()
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def waiting_helps(exc: Exception) -> bool:
+    """429 or 5xx, unless the server says a retry is pointless."""
+    status = getattr(exc, "status_code", None)
+    if not isinstance(status, int) or not (status == 429 or status >= 500):
+        return False
+    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
+    return headers.get("x-should-retry") != "false" and getattr(exc, "code", None) != "insufficient_quota"
+
+
+class TransientWaits:
+    """One judged turn's allowance for waiting out 429 and 5xx answers (see the module notes).
+    `Judge.judge_one` sends each attempt's request through `send`, whatever the judging protocol."""
+
+    def __init__(self, max_wait_s: float, first_backoff_s: float, *, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None):
+        self.first_backoff_s = first_backoff_s
+        self.sleep, self.clock, self.rng = sleep, clock, rng or random.Random()
+        self.deadline = clock() + max_wait_s
+        self.waits = 0
+        self.waited_s = 0.0
+
+    def delay_for(self, exc: Exception) -> float | None:
+        """How long to wait before asking again, or None: not a waiting matter, or past the cap."""
+        if not waiting_helps(exc):
+            return None
+        asked = retry_after_s(exc)
+        if asked is not None and asked > 0:
+            delay = asked * (1.0 + 0.1 * self.rng.random())
+        else:
+            base = min(self.first_backoff_s * 2 ** self.waits, MAX_BACKOFF_S)
+            delay = base * (0.5 + 0.5 * self.rng.random())
+        return delay if self.clock() + delay <= self.deadline else None
+
+    def send(self, request: Callable[..., T], *args, **kwargs) -> T:
+        """`request(*args, **kwargs)` (one judge request), made again after each 429/5xx that the
+        allowance covers; any other failure, or one past the cap, is raised."""
+        while True:
+            try:
+                return request(*args, **kwargs)
+            except Exception as exc:
+                delay = self.delay_for(exc)
+                if delay is None:
+                    raise
+                self.sleep(delay)
+                self.waits += 1
+                self.waited_s += delay
+
+
 class VerdictCache:
     """Append-only JSONL of {"key": hash, "accuracy": bool, "reply": text}; only real verdicts."""
 
@@ -229,7 +320,9 @@ class VerdictCache:
 class Judge:
     def __init__(self, model: str | None = None, base_url: str | None = None,
                  api_key: str | None = None, *, rules: RuleSet | None = None, num_workers: int = 8,
-                 timeout_s: float = 30.0, backoff_s: float = 1.0, cache_path: Path | None = None):
+                 timeout_s: float = 30.0, backoff_s: float = 1.0, max_wait_s: float = DEFAULT_MAX_WAIT_S,
+                 cache_path: Path | None = None, sleep: Callable[[float], None] = time.sleep,
+                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None):
         from openai import OpenAI
 
         self.rules = rules or rule_set(None)
@@ -239,6 +332,9 @@ class Judge:
         self.num_workers = max(1, int(num_workers))
         self.timeout_s = timeout_s
         self.backoff_s = backoff_s
+        self.max_wait_s = max_wait_s
+        self.sleep, self.clock, self.rng = sleep, clock, rng or random.Random()
+        # max_retries=0: our TransientWaits are the only retries (module notes)
         self.client = OpenAI(api_key=api_key or DUMMY_KEY, base_url=base_url, max_retries=0,
                              timeout=timeout_s)
         self.cache = VerdictCache(cache_path or cache_dir() / "judge" / "verdicts.jsonl")
@@ -266,18 +362,20 @@ class Judge:
         if cached is not None:
             return JudgeOutcome(item.key, cached.verdict, 0, True, reply=cached.text)
         messages = self.protocol.messages(item)
+        waits = TransientWaits(self.max_wait_s, self.backoff_s, sleep=self.sleep, clock=self.clock, rng=self.rng)
         error = None
         for attempt in range(1, MAX_ATTEMPTS + 1):
             try:
-                reply = self._ask_once(messages)
+                reply = waits.send(self._ask_once, messages)
             except Exception as exc:  # noqa: BLE001 - network, HTTP status, refusal, unparsable reply
                 error = f"{type(exc).__name__}: {str(exc)[:300]}"
                 if attempt < MAX_ATTEMPTS:
-                    time.sleep(self.backoff_s * 2 ** (attempt - 1))
+                    self.sleep(self.backoff_s * 2 ** (attempt - 1))
                 continue
             self.cache.put(key, reply)
-            return JudgeOutcome(item.key, reply.verdict, attempt, False, reply=reply.text)
-        return JudgeOutcome(item.key, None, MAX_ATTEMPTS, False, error)
+            return JudgeOutcome(item.key, reply.verdict, attempt, False, reply=reply.text, waits=waits.waits,
+                                waited_s=waits.waited_s)
+        return JudgeOutcome(item.key, None, MAX_ATTEMPTS, False, error, waits=waits.waits, waited_s=waits.waited_s)
 
     def judge_all(self, items: list[JudgeItem], on_done=None) -> dict[str, JudgeOutcome]:
         """Every item judged on `num_workers` threads; `on_done(outcome)` is called as each ends."""

@@ -73,7 +73,7 @@ def judge_turns(records: list[dict], output_dir: Path, judge: Judge | None, prog
     the judge must decide."""
     needing = [r for r in records if needs_judge(r["agent_response"], r["ground_truth"], rules)]
     counts = {"needing_judge": len(needing), "judge_failures": 0, "unjudged_turns": 0,
-              "judge_cache_hits": 0, "judge_asked": 0}
+              "judge_cache_hits": 0, "judge_asked": 0, "judge_rate_limit_waits": 0, "judge_waited_s_max_turn": 0.0}
     if judge is None:
         counts["unjudged_turns"] = len(needing)
         return {r["interaction_id"]: None for r in needing}, {}, counts
@@ -95,10 +95,13 @@ def judge_turns(records: list[dict], output_dir: Path, judge: Judge | None, prog
         verdicts[outcome.key] = outcome.verdict
         replies[outcome.key] = outcome.reply
         counts["judge_cache_hits"] += int(outcome.cached)
+        counts["judge_rate_limit_waits"] += outcome.waits
+        counts["judge_waited_s_max_turn"] = max(counts["judge_waited_s_max_turn"], round(outcome.waited_s, 3))
         append_jsonl(output_dir / JUDGMENTS, [{
             "interaction_id": outcome.key, "key": keys[outcome.key], "judge": judge.label,
             "verdict": outcome.verdict, "attempts": outcome.attempts, "cached": outcome.cached,
-            "error": outcome.error, "reply": outcome.reply}])
+            "error": outcome.error, "reply": outcome.reply, "waits": outcome.waits,
+            "waited_s": round(outcome.waited_s, 3)}])
         bar.update(1)
 
     judge.judge_all(items, on_done)
@@ -180,6 +183,11 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     if not ego:
         notices.append("no egocentric turns in this run: the 'ego' rates are NaN (as the official "
                        "evaluator writes them), not measurements")
+    if judge_counts["judge_rate_limit_waits"]:
+        notices.append(f"the judge answered HTTP 429/5xx and was waited out {judge_counts['judge_rate_limit_waits']} "
+                       f"times (at most {judge_counts['judge_waited_s_max_turn']:.1f} s for one turn)")
+    forced = run_config.get("forced_resumes") or []
+    notices += [f"resumed with --force ({f['at']}) from another system: " + "; ".join(f["differences"]) for f in forced]
     traces = read_jsonl(output_dir / TRACES)
     errors = [r for r in records if r.get("error")]
     expected = run_config.get("expected_turns")
@@ -195,6 +203,8 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "shard": run_config.get("shard"),
         "merged_from": run_config.get("merged_from"),
         "rules": rules.name,
+        "resume_forced": bool(forced),
+        "forced_resumes": forced,
         "tokenizer": tokenizer,
         "conversation_selection": run_config.get("conversation_selection"),
         "image_url_updates": run_config.get("image_url_updates", []),

@@ -14,10 +14,12 @@ Only the standard library here; PIL and datasets are imported inside the dataset
 """
 from __future__ import annotations
 
+import email.utils
 import io
 import json
 import os
 import threading
+import time
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -83,16 +85,20 @@ def make_fake_search(config, web: bool) -> FakeSearch:
 class FakeOpenAIServer:
     """A chat-completions endpoint on 127.0.0.1 with scripted verdicts, keyed by a marker in the
     prediction: [yes] / [no] -> verdict, [fail] -> HTTP 500 always, [flaky] -> two 500s then
-    true, [garbage] -> a reply that carries no verdict. It speaks both judge protocols: a request
-    with a response_format (kddcup2025) gets JSON {"accuracy": bool}; one without (crag-mm) gets
-    a short free-text reason ending in a line "Result: CORRECT" or "Result: WRONG". Also serves
-    PNG files at /img/<name> and a redirect to file:// at /redirect-file. Stops by itself after
-    `lifetime_s`."""
+    true, [garbage] -> a reply that carries no verdict, [quota] -> OpenAI's 429
+    `insufficient_quota` always. It speaks both judge protocols: a request with a response_format
+    (kddcup2025) gets JSON {"accuracy": bool}; one without (crag-mm) gets a short free-text reason
+    ending in a line "Result: CORRECT" or "Result: WRONG". `throttle`: the first len(throttle)
+    chat requests, whatever they ask, get HTTP 429 with that Retry-After value ("date+N": an HTTP
+    date N seconds ahead; None: no header), the way a rate-limited endpoint answers for a while.
+    Also serves PNG files at /img/<name> and a redirect to file:// at /redirect-file. Stops by
+    itself after `lifetime_s`. `requests` logs every request with the status it got."""
 
     def __init__(self, *, images: dict[str, bytes] | None = None, reject_structured: bool = False,
-                 lifetime_s: float = 300.0):
+                 throttle: list[str | None] | None = None, lifetime_s: float = 300.0):
         self.images = images or {}
         self.reject_structured = reject_structured
+        self.throttle = list(throttle or [])
         self.requests: list[dict] = []
         self.seen = defaultdict(int)
         self.lock = threading.Lock()
@@ -125,15 +131,30 @@ class FakeOpenAIServer:
         self.server.shutdown()
         self.server.server_close()
 
-    def reply(self, body: dict) -> tuple[int, dict]:
+    def reply(self, body: dict) -> tuple[int, dict, dict]:
+        """(status, JSON payload, extra headers) for one chat request."""
+        with self.lock:
+            throttled = self.throttle.pop(0) if self.throttle else False
+        if throttled is not False:
+            if throttled is None:
+                headers = {}
+            elif throttled.startswith("date+"):
+                when = time.time() + float(throttled[len("date+"):])
+                headers = {"Retry-After": email.utils.formatdate(when, usegmt=True)}
+            else:
+                headers = {"Retry-After": throttled}
+            return 429, {"error": {"message": "Rate limit reached", "type": "requests", "code": "rate_limit_exceeded"}}, headers
         if self.reject_structured and (body.get("response_format") or {}).get("type") == "json_schema":
-            return 400, {"error": {"message": "response_format json_schema is not supported", "type": "invalid"}}
+            return 400, {"error": {"message": "response_format json_schema is not supported", "type": "invalid"}}, {}
         prediction = body["messages"][-1]["content"].split("Prediction:", 1)[-1]
         with self.lock:
             self.seen[prediction] += 1
             count = self.seen[prediction]
+        if "[quota]" in prediction:
+            return 429, {"error": {"message": "You exceeded your current quota", "type": "insufficient_quota",
+                                   "code": "insufficient_quota"}}, {"Retry-After": "1"}
         if "[fail]" in prediction or ("[flaky]" in prediction and count <= 2):
-            return 500, {"error": {"message": "scripted server error"}}
+            return 500, {"error": {"message": "scripted server error"}}, {}
         right = "[yes]" in prediction or "[flaky]" in prediction
         if body.get("response_format"):
             content = "this is not json" if "[garbage]" in prediction else json.dumps({"accuracy": right})
@@ -146,7 +167,7 @@ class FakeOpenAIServer:
             "choices": [{"index": 0, "message": {"role": "assistant", "content": content},
                          "finish_reason": "stop"}],
             "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }
+        }, {}
 
     def _handler(self):
         outer = self
@@ -166,11 +187,12 @@ class FakeOpenAIServer:
 
             def do_POST(self):
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                record = {"path": self.path, "body": body, "auth": self.headers.get("Authorization")}
                 with outer.lock:
-                    outer.requests.append({"path": self.path, "body": body,
-                                           "auth": self.headers.get("Authorization")})
-                status, payload = outer.reply(body)
-                self._send(status, json.dumps(payload).encode(), "application/json")
+                    outer.requests.append(record)
+                status, payload, headers = outer.reply(body)
+                record["status"] = status
+                self._send(status, json.dumps(payload).encode(), "application/json", headers)
 
             def do_GET(self):
                 with outer.lock:

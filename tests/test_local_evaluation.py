@@ -6,6 +6,7 @@ The scripted agent's answers are fixed, the judge is a scripted server on 127.0.
 """
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -107,16 +108,19 @@ def write_script(world, name, **extra) -> Path:
     return path
 
 
-def run_cli(world, args, script: Path | None, *, key: str | None = SECRET, judge=True, expect_rc=0):
+def run_cli(world, args, script: Path | None, *, key: str | None = SECRET, judge=True, expect_rc=0,
+            judge_url: str | None = None, judge_max_wait="0", env_extra: dict | None = None):
+    """local_evaluation.py in a subprocess. judge_max_wait "0": every failed judge request costs an
+    attempt (the request counts below rely on it); the rate-limit test passes its own."""
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY",) and not k.startswith("CRUISE_")}
     env.update(PYTHONPATH=str(REPO_ROOT), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
                HF_DATASETS_CACHE=str(world["root"] / "hf-datasets"), CRUISE_CACHE=str(world["root"] / "cache"),
-               SCRIPTED_AGENT_SCRIPT=str(script or world["root"] / "no-such-script.json"))
+               SCRIPTED_AGENT_SCRIPT=str(script or world["root"] / "no-such-script.json"), **(env_extra or {}))
     if key:
         env["OPENAI_API_KEY"] = key
-    judge_args = ["--eval-model", "judge-model", "--eval-base-url", world["server"].url] if judge else []
+    judge_args = ["--eval-model", "judge-model", "--eval-base-url", judge_url or world["server"].url] if judge else []
     cmd = [sys.executable, "local_evaluation.py", *args, *judge_args, "--judge-retry-wait", "0.01",
-           "--no_progress", "--display-conversations", "3"]
+           "--judge-max-wait", judge_max_wait, "--no_progress", "--display-conversations", "3"]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == expect_rc, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
@@ -367,7 +371,161 @@ def test_num_conversations_overshoots_like_the_official_loop_unless_exact(world)
     assert summary["conversation_selection"].startswith("exactly the first 2 conversations")
 
 
+def refusal(out: Path, lines: list[str]) -> str:
+    return (f"cannot resume {out}: the earlier run used another system:\n" + "".join(f"  {x}\n" for x in lines)
+            + "Its saved answers and this system's would be scored as one run. Use a new --output-dir, "
+            "or pass --force to resume anyway (run_summary.json then records it).")
+
+
+def test_resume_refuses_another_system_and_names_what_differs(world, full_run, tmp_path):
+    out = tmp_path / "run"
+    shutil.copytree(full_run["out"], out)
+    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    prompts = tmp_path / "prompts"  # the repository's prompts, then one of them edited
+    shutil.copytree(REPO_ROOT / "prompts", prompts)
+    (prompts / "verify.txt").write_text((prompts / "verify.txt").read_text() + "\nAnswer in one line.\n")
+    cases = [(["--preset", "vision_only"], {}, ["preset: full -> vision_only"]),
+             (["--set", "k_recall=5"], {}, ["--set k_recall: 7 -> 5"]),
+             ([], {"CRUISE_PROMPTS_DIR": str(prompts)}, ["prompt verify.txt changed"]),
+             (["--set", "k_recall=5", "--profile", "l40s", "--agent", "tests.slow_agent:SlowAgent"], {},
+              ["agent: tests.scripted_agent:ScriptedAgent -> tests.slow_agent:SlowAgent", "profile: cpu -> l40s",
+               "--set k_recall: 7 -> 5"])]
+    for extra, env, expected in cases:
+        proc = run_cli(world, generation_args(world, out, "--resume", *extra), write_script(world, "refused"),
+                       expect_rc=1, env_extra=env)
+        assert proc.stderr.strip() == refusal(out, expected)
+    assert "Traceback" not in proc.stderr
+    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # nothing written, nothing answered
+    assert not (world["root"] / "refused.log.jsonl").exists()
+    # a folder from before fingerprints existed: refused too, --force takes it
+    config = json.loads((out / "run_config.json").read_text())
+    del config["fingerprint"]
+    (out / "run_config.json").write_text(json.dumps(config))
+    proc = run_cli(world, generation_args(world, out, "--resume"), write_script(world, "refused"), expect_rc=1)
+    assert proc.stderr.strip() == refusal(out, ["the earlier run recorded no system fingerprint (it predates them)"])
+    run_cli(world, generation_args(world, out, "--resume", "--force"), write_script(world, "refused"))
+    assert json.loads((out / "run_summary.json").read_text())["resume_forced"] is True
+    assert "fingerprint" in json.loads((out / "run_config.json").read_text())
+
+
+def test_forced_resume_goes_on_with_the_new_system_and_is_recorded(world, full_run):
+    out = world["root"] / "forced"
+    script = write_script(world, "forced", crash_on_call=2, crash_flag=str(world["root"] / "forced.flag"))
+    run_cli(world, generation_args(world, out), script, expect_rc=17)  # one batch saved, then a crash
+    proc = run_cli(world, generation_args(world, out, "--resume", "--set", "k_recall=5"), script, expect_rc=1)
+    assert proc.stderr.strip() == refusal(out, ["--set k_recall: 7 -> 5"])
+    proc = run_cli(world, generation_args(world, out, "--resume", "--force", "--set", "k_recall=5"), script)
+    assert "resuming with --force from another system: --set k_recall: 7 -> 5" in " ".join(proc.stdout.split())
+    calls = read_log(world["root"] / "forced.log.jsonl")
+    assert [c["k_recall"] for c in calls] == ["7", "7"] + ["5"] * 7  # call 2 crashed; the rest ran as k_recall=5
+    summary = json.loads((out / "run_summary.json").read_text())
+    assert summary["resume_forced"] is True and summary["complete"]
+    assert [f["differences"] for f in summary["forced_resumes"]] == [["--set k_recall: 7 -> 5"]]
+    assert any(n.startswith("resumed with --force") and n.endswith("--set k_recall: 7 -> 5") for n in summary["notices"])
+    # the folder now holds the new system: resuming as k_recall=5 needs no --force, and the record stays
+    run_cli(world, generation_args(world, out, "--resume", "--set", "k_recall=5"), script)
+    again = json.loads((out / "run_summary.json").read_text())
+    assert again["forced_resumes"] == summary["forced_resumes"] and again["resume_forced"] is True
+    proc = run_cli(world, generation_args(world, world["root"] / "unforced", "--force"), script, expect_rc=1)
+    assert proc.stderr.strip() == "--force only applies to --resume" and not (world["root"] / "unforced").exists()
+
+
+def test_shards_of_different_systems_are_not_merged(world):
+    script = write_script(world, "mixed")
+    first, second = world["root"] / "mixed0", world["root"] / "mixed1"
+    run_cli(world, generation_args(world, first, "--shard", "0/2"), script)
+    run_cli(world, generation_args(world, second, "--shard", "1/2", "--preset", "no_cov"), script)
+    proc = run_cli(world, ["merge", str(first), str(second), "--output-dir", str(world["root"] / "mixed")], None,
+                   judge=False, expect_rc=1)
+    assert proc.stderr.strip() == (f"cannot merge: these folders used another system than {first}:\n"
+                                   f"  {second}: preset: full -> no_cov")
+    assert not (world["root"] / "mixed").exists()
+
+
+def test_a_cruise_agent_resume_compares_every_config_field_before_loading_models(world, tmp_path, monkeypatch):
+    from evaluation.fingerprint import system_fingerprint
+
+    for name in [k for k in os.environ if k.startswith("CRUISE_")]:
+        monkeypatch.delenv(name)
+    out = tmp_path / "cruise"
+    out.mkdir()
+    (out / "answers.jsonl").write_text(json.dumps({"interaction_id": "s1-0", "agent_response": "x"}) + "\n")
+    earlier = system_fingerprint("agents.user_config:UserAgent", "cpu", "full", search="tests.scripted_agent:make_fake_search",
+                                 web=False)
+    assert earlier["config"]["tau_ret"] == 0.5 and earlier["config"]["vlm_model"] and "settings" not in earlier
+    (out / "run_config.json").write_text(json.dumps({"fingerprint": earlier}))
+    args = ["--dataset", str(world["dataset"]), "--dataset-type", "multi-turn", "--profile", "cpu",
+            "--agent", "agents.user_config:UserAgent", "--search", "tests.scripted_agent:make_fake_search",
+            "--suppress-web-search-api", "--output-dir", str(out), "--resume", "--preset", "no_cov", "--set", "tau_ret=0.4"]
+    proc = run_cli(world, args, None, expect_rc=1)
+    assert proc.stderr.strip() == refusal(out, ["preset: full -> no_cov", "config.tau_ret: 0.5 -> 0.4",
+                                                "config.use_cov: True -> False"])
+
+
+def test_a_rate_limited_judge_is_waited_out_and_every_turn_is_judged(world, tmp_path):
+    out = tmp_path / "throttled"
+    script = write_script(world, "throttled", answers={**world["answers"], "s3q1": "[yes] 1889"})  # no [fail] turn
+    throttle = ["1", "date+2", None, "1", None, "1"]  # Retry-After in seconds, as an HTTP date, or absent
+    with FakeOpenAIServer(throttle=throttle) as server:
+        run_cli(world, generation_args(world, out), script, judge_url=server.url, judge_max_wait="30")
+        codes = [r["status"] for r in server.chat_requests()]
+    assert sorted(codes) == [200] * 7 + [429] * 6 + [500] * 2  # 7 turns judged once each; [flaky] gave two 500s
+    summary = json.loads((out / "run_summary.json").read_text())
+    assert (summary["needing_judge"], summary["judge_failures"], summary["unjudged_turns"]) == (7, 0, 0)
+    judgments = read_log(out / "judgments.jsonl")
+    # every 429 and 500 was waited out, and none of them cost an attempt
+    assert summary["judge_rate_limit_waits"] == sum(j["waits"] for j in judgments) == 8
+    assert all(j["attempts"] == 1 and j["verdict"] is not None for j in judgments)
+    assert 1.0 <= summary["judge_waited_s_max_turn"] <= 30  # someone waited Retry-After: 1; the cap bounds it
+    assert any(n.startswith("the judge answered HTTP 429/5xx and was waited out 8 times") for n in summary["notices"])
+    scores = read_scores(out)["all"]
+    assert (scores["correct"], scores["miss"], scores["hallucination"]) == (6.0, 7.0, 2.0)
+
+
 # ------------------------------------------------------------------ helpers behind the CLI
+def test_the_agent_reads_the_prompt_folder_the_fingerprint_hashes(tmp_path, monkeypatch):
+    from agents.cruise.prompts import load_prompt
+    from evaluation.fingerprint import prompt_hashes
+
+    shutil.copytree(REPO_ROOT / "prompts", tmp_path / "prompts")
+    route = tmp_path / "prompts" / "route.txt"
+    route.write_text(route.read_text().replace("[system]\n", "[system]\nA variant.\n", 1))
+    repo_hashes = prompt_hashes()
+    monkeypatch.setenv("CRUISE_PROMPTS_DIR", str(tmp_path / "prompts"))
+    assert load_prompt("route").system.template.startswith("A variant.")
+    changed = {name for name, digest in prompt_hashes().items() if repo_hashes[name] != digest}
+    assert changed == {"route.txt"}
+    assert "judge_crag_mm.txt" not in repo_hashes  # the judge's prompt decides verdicts, not answers
+
+
+def test_fingerprint_differences_for_calibration_and_prompt_files(tmp_path, monkeypatch):
+    from evaluation.fingerprint import differences, system_fingerprint
+
+    for name in [k for k in os.environ if k.startswith("CRUISE_")]:
+        monkeypatch.delenv(name)
+    calibration = tmp_path / "calibration.json"
+    calibration.write_text('{"tau_ret": 0.3}')
+
+    def fingerprint(calibration_file=None):
+        return system_fingerprint("tests.scripted_agent:ScriptedAgent", "cpu", "full", search="none", web=True,
+                                  calibration=calibration_file)
+
+    plain, calibrated = fingerprint(), fingerprint(str(calibration))
+    assert differences(plain, fingerprint()) == []
+    assert differences(plain, calibrated) == [f"calibration: (none) -> {calibration} (sha256 "
+                                              f"{calibrated['calibration']['sha256'][:12]})"]
+    moved = tmp_path / "moved.json"
+    shutil.copy(calibration, moved)
+    assert differences(calibrated, fingerprint(str(moved))) == []  # same bytes elsewhere: same system
+    moved.write_text('{"tau_ret": 0.4}')
+    assert len(differences(calibrated, fingerprint(str(moved)))) == 1
+    edited = {**plain, "prompts": {**plain["prompts"], "extra.txt": "0" * 64}}
+    del edited["prompts"]["route.txt"]
+    assert differences(plain, edited) == ["prompt extra.txt added", "prompt route.txt removed"]
+    monkeypatch.setenv("CRUISE_K_RECALL", "4")
+    assert differences(plain, fingerprint()) == ["--set k_recall: (not set) -> 4"]
+
+
 def test_both_dataset_forms_give_the_same_conversations(tmp_path):
     convs = [dict(session_id="a", image=Image.new("RGB", (8, 8)), image_url=None, image_quality="normal",
                   turns=[("a0", "q0", "x", "d", "c", "static"), ("a1", "q1", "y", "d", "c", "slow")]),

@@ -246,8 +246,9 @@ def test_official_rules_on_our_csvs_give_our_scores_dictionary(tmp_path, rules_n
     rules = RULE_SETS[rules_name]
     out = answers_folder(tmp_path / "run", ego_sessions=with_ego)
     with FakeOpenAIServer() as server:
+        # max_wait_s=0: the [fail] turn's 500s cost attempts at once instead of being waited out
         judge = Judge("judge-model", server.url, None, rules=rules, num_workers=2, backoff_s=0.01,
-                      cache_path=tmp_path / "verdicts.jsonl")
+                      max_wait_s=0.0, cache_path=tmp_path / "verdicts.jsonl")
         finalize(out, judge, rules=rules, progress=False)
     scores = json.loads((out / "scores_dictionary.json").read_text())
     assert list(scores) == ["all", "ego"]

@@ -3,11 +3,15 @@
 Placeholders are `$name` (string.Template), so braces in retrieved text or questions are inert.
 `ask_vlm` is the request the summary and checking stages make: one prompt, filled per turn,
 one engine call. `quote_notes` fences retrieved text for every prompt that shows it.
+CRUISE_PROMPTS_DIR points at another folder of the same files (to try prompt variants without
+editing the repository); the evaluator's resume fingerprint hashes the folder in use.
 """
 from __future__ import annotations
 
 import functools
+import os
 from dataclasses import dataclass
+from pathlib import Path
 from string import Template
 from typing import Callable
 
@@ -33,9 +37,18 @@ class PromptTemplate:
         ]
 
 
-@functools.cache
+def prompts_dir() -> Path:
+    return Path(os.environ.get("CRUISE_PROMPTS_DIR") or PROMPTS_DIR)
+
+
 def load_prompt(name: str) -> PromptTemplate:
-    text = (PROMPTS_DIR / f"{name}.txt").read_text(encoding="utf-8")
+    return _read_prompt(prompts_dir() / f"{name}.txt")
+
+
+@functools.cache
+def _read_prompt(path: Path) -> PromptTemplate:
+    name = path.stem
+    text = path.read_text(encoding="utf-8")
     head, sep, rest = text.partition("[system]\n")
     system, sep2, user = rest.partition("[user]\n")
     if not sep or not sep2 or head.strip():

@@ -1,0 +1,111 @@
+"""What decides an agent's answers, recorded so that `--resume` continues the same system.
+
+`system_fingerprint(...)` is computed from the command line and the files on disk, before any
+model loads: the agent spec, profile, preset, the search pipeline the evaluator builds (spec,
+web on/off, its models and indices), the prompt files' hashes, the calibration file's hash and,
+for a CruiseAgent, every `CruiseConfig` field after preset and overrides (`load_config` reads the
+same CRUISE_* environment the agent will read). Another agent's config is unknown to us, so its
+fingerprint holds the CRUISE_<FIELD> settings it is given instead.
+
+`differences(earlier, now)` names what changed, one line per field, e.g. `preset: full ->
+vision_only`, `config.tau_ret: 0.5 -> 0.4`, `prompt verify.txt changed`.
+"""
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+from pathlib import Path
+
+from agents.config import field_names, load_config
+from agents.cruise.prompts import prompts_dir
+from evaluation.models import agent_loads_profile_models
+
+# Fingerprint keys in the order differences are listed.
+KEYS = ("agent", "profile", "preset", "search", "web_search", "search_models", "config", "settings",
+        "prompts", "calibration")
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def prompt_hashes(folder: Path | None = None) -> dict[str, str]:
+    """prompts/*.txt file name -> sha256 of its bytes (the folder the agent reads). The judge's
+    prompts (judge_*.txt) decide verdicts, not answers: --rejudge is for those."""
+    folder = Path(folder or prompts_dir())
+    return {p.name: file_sha256(p) for p in sorted(folder.glob("*.txt")) if not p.name.startswith("judge_")}
+
+
+def config_settings() -> dict[str, str]:
+    """The CRUISE_<FIELD> values in the environment (what `--set` wrote, or the shell exported)."""
+    fields = field_names() - {"profile", "preset"}
+    return {name: os.environ[f"CRUISE_{name.upper()}"] for name in sorted(fields)
+            if f"CRUISE_{name.upper()}" in os.environ}
+
+
+def _plain(value):
+    """JSON-shaped (tuples -> lists), so a fingerprint compares equal to itself read back."""
+    return json.loads(json.dumps(value, default=str))
+
+
+def system_fingerprint(agent_spec: str, profile: str, preset: str | None, *, search: str, web: bool,
+                       calibration: str | None = None) -> dict:
+    """Call after the CRUISE_* environment is set (profile, preset, --set)."""
+    fingerprint = {"agent": agent_spec, "profile": profile, "preset": preset or "full", "search": search,
+                   "web_search": web, "prompts": prompt_hashes(),
+                   "calibration": {"file": str(calibration), "sha256": file_sha256(calibration)} if calibration else None}
+    if search == "default":
+        from evaluation.search import search_config
+
+        models = dataclasses.asdict(search_config(profile))
+        fingerprint["search_models"] = {k: v for k, v in models.items() if k != "profile"}
+    if agent_loads_profile_models(agent_spec):  # a CruiseAgent: its config is ours to compute
+        config = dataclasses.asdict(load_config(profile, preset))
+        fingerprint["config"] = {k: v for k, v in config.items() if k not in ("profile", "preset")}
+    else:
+        fingerprint["settings"] = config_settings()
+    return _plain(fingerprint)
+
+
+def differences(earlier: dict, now: dict) -> list[str]:
+    """One line per field that differs between two fingerprints ([] when they are the same)."""
+    lines = []
+    for key in KEYS:
+        old, new = earlier.get(key), now.get(key)
+        if old == new:
+            continue
+        if key == "calibration":
+            if (old or {}).get("sha256") != (new or {}).get("sha256"):  # a moved file is the same file
+                lines.append(f"calibration: {_calibration(old)} -> {_calibration(new)}")
+        elif key == "prompts":
+            for name in sorted(set(old or {}) | set(new or {})):
+                if name not in (old or {}):
+                    lines.append(f"prompt {name} added")
+                elif name not in (new or {}):
+                    lines.append(f"prompt {name} removed")
+                elif old[name] != new[name]:
+                    lines.append(f"prompt {name} changed")
+        elif isinstance(old, dict) and isinstance(new, dict):
+            prefix = "--set " if key == "settings" else f"{key}."
+            for name in sorted(set(old) | set(new)):
+                if old.get(name) != new.get(name):
+                    lines.append(f"{prefix}{name}: {_show(old.get(name))} -> {_show(new.get(name))}")
+        elif isinstance(old, dict) or isinstance(new, dict):  # recorded on one side only
+            lines.append(f"{key}: {_count(old)} -> {_count(new)}")
+        else:
+            lines.append(f"{key}: {_show(old)} -> {_show(new)}")
+    return lines
+
+
+def _show(value) -> str:
+    return "(not set)" if value is None else str(value)
+
+
+def _count(fields: dict | None) -> str:
+    return "(not recorded)" if fields is None else f"{len(fields)} fields"
+
+
+def _calibration(record: dict | None) -> str:
+    return "(none)" if not record else f"{record['file']} (sha256 {record['sha256'][:12]})"
