@@ -348,8 +348,8 @@ class Judge:
         return f"{self.model} @ {self.base_url or 'https://api.openai.com/v1'} ({self.rules.name} protocol)"
 
     def cache_key(self, item: JudgeItem) -> str:
-        blob = json.dumps([self.protocol.name, self.model, self.base_url or "", item.question,
-                           item.ground_truth, item.prediction])
+        # The messages themselves, not just the turn: a changed judge prompt must ask again.
+        blob = json.dumps([self.protocol.name, self.model, self.base_url or "", self.protocol.messages(item)])
         return hashlib.sha256(blob.encode()).hexdigest()
 
     def _ask_once(self, messages: list[dict]) -> JudgeReply:
