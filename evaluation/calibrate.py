@@ -30,10 +30,10 @@ import random
 import statistics
 from pathlib import Path
 
+from agents.base_agent import IDK_ANSWER as IDK
 from agents.config import CALIBRATED_FIELDS, PRESETS, CruiseConfig, load_config, settings_to_overrides
 from agents.cruise.stages.s5_rerank import select_chunks
 from agents.cruise.stages.s9_finalize import decide_from_trace
-from agents.base_agent import IDK_ANSWER as IDK
 from evaluation.judge import DEFAULT_EVAL_MODEL, Judge, JudgeItem, find_api_key
 from evaluation.runner import RUN_CONFIG, read_jsonl
 from evaluation.scoring import is_exact_match, is_miss, needs_judge

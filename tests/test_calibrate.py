@@ -4,11 +4,22 @@ from __future__ import annotations
 import json
 import statistics
 
+import pandas as pd
 import pytest
 
-import pandas as pd
-
-from evaluation.calibrate import PAPER, calibrate, load_turns, main, rag_correctness, replay
+from agents.config import load_config
+from evaluation.calibrate import (
+    DEFAULTS,
+    MIN_JUDGED_ANSWERED,
+    PAPER,
+    calibrate,
+    conversation_folds,
+    cross_validate,
+    load_turns,
+    main,
+    rag_correctness,
+    replay,
+)
 
 
 def trace(iid, rag, *, context=True, consistent=True, cov=0.95, real_time=False, s_ret=0.8, preset="full"):
@@ -68,10 +79,6 @@ def test_switched_off_stages_pass_as_the_agent_treats_them():
 
 
 # ---- cross-validated calibration over several runs -------------------------------------------
-
-from agents.config import load_config  # noqa: E402
-from evaluation.calibrate import (DEFAULTS, MIN_JUDGED_ANSWERED, conversation_folds,  # noqa: E402
-                                  cross_validate)
 
 
 def write_run_config(folder, preset="full", sets=()):

@@ -9,13 +9,14 @@ from agents.config import PRESETS, load_config
 from agents.cruise.prompts import PROMPTS_DIR, load_prompt, quote_notes
 from agents.cruise.stages.s0_inputs import clean_text, prepare_image, trim_history
 from agents.cruise.stages.s1_route import parse_route
+from agents.cruise.stages.s2_summarize import read_summary
 from agents.cruise.stages.s3_retrieve import safe_text_query
 from agents.cruise.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit
 from agents.cruise.stages.s5_rerank import mad_threshold
-from agents.cruise.stages.s6_answer import normalize_answer
-from agents.cruise.stages.s7_consistency import parse_verdict
-from agents.cruise.stages.s8_verify import parse_confidence
-from agents.cruise.stages.s9_finalize import decide
+from agents.cruise.stages.s6_answer import normalize_answer, read_answer
+from agents.cruise.stages.s7_consistency import parse_verdict, read_verdict, same_answer
+from agents.cruise.stages.s8_verify import COV_STOPS, cov_sampling, parse_confidence, read_confidence
+from agents.cruise.stages.s9_finalize import decide, decide_from_trace
 
 # ---- mad_threshold -------------------------------------------------------------------------
 
@@ -237,12 +238,6 @@ def test_presets_and_overrides(monkeypatch):
 
 
 # ---- what models really write (issue 12) ------------------------------------------------------
-
-from agents.cruise.stages.s2_summarize import read_summary  # noqa: E402
-from agents.cruise.stages.s6_answer import read_answer  # noqa: E402
-from agents.cruise.stages.s7_consistency import read_verdict, same_answer  # noqa: E402
-from agents.cruise.stages.s8_verify import COV_STOPS, cov_sampling, read_confidence  # noqa: E402
-from agents.cruise.stages.s9_finalize import decide_from_trace  # noqa: E402
 
 
 @pytest.mark.parametrize(

@@ -352,6 +352,7 @@ def test_vllm_engine_maps_one_batch_to_one_llm_generate_call():
 
 
 # --- per-request sampling: one engine call, each request with its own sampling ---------------------
+@pytest.mark.slow  # real SmolLM2
 def test_smollm2_honours_per_request_sampling_in_one_call(smol, smol_answers):
     sampled = Sampling(max_tokens=6, temperature=1.0, seed=7)
     mixed = [chat(QUESTIONS[0]), ChatRequest(chat("Tell me a word.").messages, sampling=sampled)]
