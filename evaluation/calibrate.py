@@ -30,7 +30,7 @@ import random
 import statistics
 from pathlib import Path
 
-from agents.base_agent import IDK_ANSWER as IDK
+from agents.base_agent import IDK_ANSWER
 from agents.config import CALIBRATED_FIELDS, PRESETS, CruiseConfig, load_config, settings_to_overrides
 from agents.cruise.stages.s5_rerank import select_chunks
 from agents.cruise.stages.s9_finalize import decide_from_trace
@@ -134,7 +134,7 @@ def outcome(turn: dict, correct: dict[str, bool], cfg: CruiseConfig, moved: bool
     if moved:
         return 0
     answer = decide_from_trace(turn, cfg).answer
-    if answer == IDK or is_miss(answer):
+    if answer == IDK_ANSWER or is_miss(answer):
         return 0
     return 1 if correct.get(turn["interaction_id"]) else -1
 
