@@ -308,3 +308,13 @@ def test_unreadable_outputs_are_counted_per_stage():
     plain.batch_generate_response(*batch([COLOR]))
     assert plain.last_batch_report["traces"][0]["parsed_stages"] == ["answer"]
     assert plain.last_batch_report["traces"][0]["parse_failures"] == []
+
+
+def test_agent_loads_a_calibration_file(tmp_path):
+    path = tmp_path / "calibration.json"
+    path.write_text('{"settings": {"tau_low": 0.8, "min_token_prob": 0.25}}')
+    agent = make_agent("full", calibration=str(path))
+    assert (agent.config.tau_low, agent.config.min_token_prob) == (0.8, 0.25)
+    # The scripted engine gives no token probabilities: the gate, now on, cannot vouch for any answer.
+    assert agent.batch_generate_response(*batch([WHERE])) == [IDK_ANSWER]
+    assert agent.last_batch_report["traces"][0]["branch"] == "low_token_prob"
