@@ -84,6 +84,9 @@ def evaluation_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", default=None, help="ablation preset, passed as CRUISE_PRESET")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="config override, passed as CRUISE_<FIELD>; repeatable")
+    p.add_argument("--calibration", default=None, metavar="FILE",
+                   help="thresholds from `python -m evaluation.calibrate` (calibration.json), passed as "
+                        "CRUISE_CALIBRATION; --set still wins")
     p.add_argument("--search", default="default", help="default | none | MODULE:FUNC (see below)")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--force", action="store_true",

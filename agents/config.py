@@ -9,6 +9,7 @@ overrides (`CRUISE_<FIELD>=value`), then keyword overrides. The paper's paramete
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -54,6 +55,10 @@ class CruiseConfig:
     use_self_consistency: bool = True
     use_cov: bool = True
     use_finalizer: bool = True  # False: return the RAG answer as it is (rag_baseline, vision_only)
+    # How Algorithm 1 counts a check that a preset switched off. False (ours, the default): as
+    # passed, so an ablation removes that check's veto. True: as failed, the other reading of the
+    # paper's Table 1 (README, "Presets").
+    disabled_check_fails: bool = False
     use_web_search: bool = True  # only when the pipeline has a web index (Tasks 2-3)
 
     # --- retrieval and reranking (paper, section 3.2) --------------------------------------
@@ -70,17 +75,30 @@ class CruiseConfig:
     tau_ret: float = 0.5  # paper leaves it open; ours until calibrated offline
     tau_low: float = 0.9  # paper
     tau_high: float = 1.0  # paper
+    # White-box gate (QA-Dragon, section 3.7.2): reject a RAG answer whose least likely token has
+    # a probability below this. 0.0 switches it off (the default; calibrate it offline).
+    min_token_prob: float = 0.0
+
+    # --- self-consistency (ours) ---------------------------------------------------------------
+    # Without context the RAG and non-RAG prompts are the same; the second answer is then sampled
+    # at this temperature (seeded) so that the check asks whether the answer is stable.
+    # 0.0: greedy, and the second answer is a copy of the first.
+    direct_temperature: float = 0.7
+    # Two answers that normalise to the same string are consistent without asking the VLM.
+    consistency_skip_identical: bool = True
 
     # --- generation lengths (ours) ------------------------------------------------------------
     router_max_tokens: int = 24
     summary_max_tokens: int = 64
     answer_max_tokens: int = 64
-    consistency_max_tokens: int = 4
-    # CoV: the paper puts CONFIDENCE first so that a cut-off output is still scored. We stop
-    # right after the confidence line by default (only the number drives Algorithm 1); set
-    # cov_full_output to let the model write REASONING and SUB-QUESTIONS for the trace.
+    consistency_max_tokens: int = 8  # room for "The answers agree: yes"
+    # CoV: the paper puts CONFIDENCE first so that a cut-off output is still scored. By default
+    # generation stops at a REASONING or SUB-QUESTIONS label that starts a new line, i.e. after
+    # the confidence line when the model follows the format, and after REASONING when it writes
+    # that first (s8_verify.py); cov_max_tokens leaves room for that case. cov_full_output lets
+    # the model write everything for the trace.
     cov_full_output: bool = False
-    cov_max_tokens: int = 16
+    cov_max_tokens: int = 64
     cov_full_max_tokens: int = 160
     seed: int = 0
 
@@ -227,7 +245,61 @@ def settings_to_env(profile: str | None, preset: str | None, settings: list[str]
         os.environ[f"CRUISE_{key.upper()}"] = value
 
 
-def load_config(profile: str | None = None, preset: str | None = None, **overrides) -> CruiseConfig:
+# The thresholds evaluation/calibrate.py tunes; a calibration file may set these and nothing else.
+CALIBRATED_FIELDS = ("tau_ret", "tau_low", "tau_high", "min_token_prob", "mad_lambda")
+
+# (check, what it needs): a check switched on while what it reads or what reads it is switched off.
+REQUIRED_SWITCHES = (
+    ("use_self_consistency", "use_dual_path", "self-consistency compares the RAG answer with the non-RAG answer"),
+    ("use_self_consistency", "use_finalizer", "only the finalizer reads the consistency verdict"),
+    ("use_cov", "use_finalizer", "only the finalizer reads the CoV confidence"),
+    ("min_token_prob", "use_finalizer", "only the finalizer applies the token-probability gate"),
+)
+
+
+def validate_config(cfg: CruiseConfig) -> CruiseConfig:
+    """Reject contradictory switches with a message naming both fields (a check that is on while
+    its input, or its only reader, is off would silently reject or ignore every answer)."""
+    for check, needed, why in REQUIRED_SWITCHES:
+        if getattr(cfg, check) and not getattr(cfg, needed):
+            raise ValueError(f"{check}={getattr(cfg, check)} needs {needed}=True ({why}); "
+                             f"switch {check} off or {needed} on")
+    for name in ("tau_ret", "tau_low", "tau_high", "min_token_prob"):
+        if not 0.0 <= getattr(cfg, name) <= 1.01:
+            raise ValueError(f"{name}={getattr(cfg, name)} must lie in [0, 1.01]")
+    if cfg.direct_temperature < 0:
+        raise ValueError(f"direct_temperature={cfg.direct_temperature} must be >= 0")
+    return cfg
+
+
+def load_calibration(path: str | Path) -> dict:
+    """The "settings" of a calibration.json written by `python -m evaluation.calibrate`."""
+    try:
+        settings = json.loads(Path(path).read_text())["settings"]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ValueError(f"cannot read calibration file {path}: {type(exc).__name__}: {exc}") from None
+    unknown = set(settings) - set(CALIBRATED_FIELDS)
+    if not isinstance(settings, dict) or unknown:
+        raise ValueError(f"calibration file {path}: settings may only hold {CALIBRATED_FIELDS}, got {sorted(unknown)}")
+    return {name: float(value) for name, value in settings.items()}
+
+
+def settings_to_overrides(profile: str, settings: list[str]) -> dict:
+    """"FIELD=VALUE" settings (as given to --set) -> typed keyword overrides for load_config."""
+    base = CruiseConfig().replace(**PROFILES.get(profile, {}))
+    out = {}
+    for setting in settings or []:
+        key, _, value = setting.partition("=")
+        key = key.strip().lower()
+        if key in field_names() - {"profile", "preset"}:
+            out[key] = _coerce(value, getattr(base, key))
+    return out
+
+
+def load_config(profile: str | None = None, preset: str | None = None, calibration: str | Path | None = None,
+                **overrides) -> CruiseConfig:
+    """Profile, then preset, then a calibration file (argument or CRUISE_CALIBRATION), then
+    CRUISE_<FIELD> environment overrides, then keyword overrides; the result is validated."""
     profile = profile or os.environ.get("CRUISE_PROFILE", "auto")
     if profile == "auto":
         profile = detect_profile()
@@ -237,6 +309,9 @@ def load_config(profile: str | None = None, preset: str | None = None, **overrid
     if preset not in PRESETS:
         raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
     cfg = CruiseConfig().replace(**PROFILES[profile]).replace(preset=preset, **PRESETS[preset])
+    calibration = calibration or os.environ.get("CRUISE_CALIBRATION")
+    if calibration:
+        cfg = cfg.replace(**load_calibration(calibration))
     names = field_names()
     env = {}
     for name in names - {"profile", "preset"}:
@@ -246,4 +321,4 @@ def load_config(profile: str | None = None, preset: str | None = None, **overrid
     unknown = set(overrides) - names
     if unknown:
         raise ValueError(f"unknown config field(s): {sorted(unknown)}")
-    return cfg.replace(**env).replace(**overrides)
+    return validate_config(cfg.replace(**env).replace(**overrides))

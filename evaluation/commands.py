@@ -10,7 +10,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from agents.config import REPO_ROOT, detect_profile, settings_to_env
+from agents.config import REPO_ROOT, detect_profile, load_calibration, load_config, settings_to_env
 from evaluation.batching import clip_batch_size, planned_batches
 from evaluation.dataset import apply_image_url_updates, load_split, read_conversations
 from evaluation.fingerprint import differences, system_fingerprint
@@ -178,6 +178,10 @@ def run_evaluation(args) -> None:
     profile = detect_profile() if args.profile == "auto" else args.profile
     try:
         settings_to_env(profile, args.preset, args.set)
+        if getattr(args, "calibration", None):
+            load_calibration(args.calibration)  # a bad file fails here, not inside the agent
+            os.environ["CRUISE_CALIBRATION"] = str(Path(args.calibration).resolve())
+        load_config(profile)  # contradictory switches fail here, with both fields named
         shard = parse_shard(args.shard)
         rules = rule_set(args.rules)
     except ValueError as exc:

@@ -20,6 +20,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents.cruise.trace import parse_failure_counts
 from evaluation.judge import Judge, JudgeItem
 from evaluation.rules import RuleSet, rule_set
 from evaluation.runner import (
@@ -216,6 +217,7 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "agent_error_turns": len(errors),
         "agent_errors": sorted({r["error"] for r in errors})[:20],
         "deadline_cut_turns": sum(1 for t in traces if t.get("deadline_cut") is True),
+        **parse_failure_counts(traces),
         "image_load_failures": [e for b in batches for e in (b.get("image_errors") or [])],
         **batch_summary(batches),
         "scores": scores,

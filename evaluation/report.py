@@ -80,5 +80,9 @@ def print_report(console: Console, results: Results, display_conversations: int)
         f"{s['agent_error_turns']}; deadline-cut turns {s['deadline_cut_turns']}; image load failures "
         f"{len(s['image_load_failures'])}"
     ))
+    if s.get("parse_failures"):
+        read = s.get("parsed_outputs") or {}
+        console.print(Text("unreadable model outputs (safe default used): " + ", ".join(
+            f"{stage} {count}/{read.get(stage, 0)}" for stage, count in s["parse_failures"].items())))
     for notice in s["notices"]:
         console.print(Text(f"notice: {notice}", style="yellow"))

@@ -2,10 +2,24 @@
 from __future__ import annotations
 
 import json
+import statistics
 
 import pandas as pd
+import pytest
 
-from evaluation.calibrate import PAPER, calibrate, load_turns, main, rag_correctness, replay
+from agents.config import load_config
+from evaluation.calibrate import (
+    DEFAULTS,
+    MIN_JUDGED_ANSWERED,
+    PAPER,
+    calibrate,
+    conversation_folds,
+    cross_validate,
+    load_turns,
+    main,
+    rag_correctness,
+    replay,
+)
 
 
 def trace(iid, rag, *, context=True, consistent=True, cov=0.95, real_time=False, s_ret=0.8, preset="full"):
@@ -62,3 +76,115 @@ def test_switched_off_stages_pass_as_the_agent_treats_them():
     assert replay([t], {"x": True}, **PAPER)["correct"] == 1
     t_full = trace("x", "Paris", consistent=None, cov=None, preset="full")
     assert replay([t_full], {"x": True}, **PAPER)["miss"] == 1
+
+
+# ---- cross-validated calibration over several runs -------------------------------------------
+
+
+def write_run_config(folder, preset="full", sets=()):
+    (folder / "run_config.json").write_text(json.dumps({"profile": "cpu", "preset": preset, "args": {"set": list(sets)}}))
+
+
+def many_turns(prefix, n, *, session_size=2):
+    """n turns in conversations of `session_size`: correct answers at CoV 0.8 (below the default
+    tau_low), wrong answers at CoV 0.7 with a low token probability."""
+    traces, truths = [], {}
+    for i in range(n):
+        iid = f"{prefix}{i}"
+        right = i % 3 != 0
+        t = trace(iid, "Paris" if right else "Rome", cov=0.8 if right else 0.7)
+        t.update(session_id=f"{prefix}s{i // session_size}", rag_min_token_prob=0.6 if right else 0.05)
+        traces.append(t)
+        truths[iid] = "paris"
+    return traces, truths
+
+
+def test_folds_keep_each_conversation_whole():
+    traces, _ = many_turns("a", 40, session_size=4)
+    folds = conversation_folds(traces, 5)
+    assert sorted(i for fold in folds for i in fold) == list(range(40))
+    for fold in folds:
+        sessions = {traces[i]["session_id"] for i in fold}
+        assert all(traces[j]["session_id"] not in sessions for other in folds if other is not fold for j in other)
+
+
+def test_cross_validation_scores_held_out_folds_against_the_defaults():
+    traces, truths = many_turns("a", 60)
+    correct = {t["interaction_id"]: truths[t["interaction_id"]] == t["rag_answer"].lower() for t in traces}
+    cv = cross_validate(traces, correct, k=3)
+    assert len(cv["folds"]) == 3 and sum(r["turns"] for r in cv["folds"]) == 60
+    for r in cv["folds"]:
+        # Chosen on the other folds: accept the 0.8 answers, reject the 0.7 ones (tau_low or the gate).
+        assert r["held_out_chosen"] > 0 and r["held_out_defaults"] == 0.0  # defaults answer nothing here
+        assert 0.7 < r["chosen"]["tau_low"] <= 0.8 or r["chosen"]["min_token_prob"] > 0.05
+    assert cv["gain"]["mean"] == pytest.approx(statistics.fmean(r["held_out_chosen"] for r in cv["folds"]))
+    assert cv["held_out_chosen"]["std"] >= 0.0
+
+
+def test_token_probability_gate_is_calibrated():
+    # Wrong and right answers share CoV 0.8: only the token probability tells them apart.
+    traces, truths = many_turns("g", 30)
+    for t in traces:
+        t["cov_confidence"] = 0.8
+    correct = {t["interaction_id"]: t["rag_answer"] == "Paris" for t in traces}
+    best = calibrate(traces, correct)[0]
+    assert 0.05 < best["min_token_prob"] <= 0.6 and best["hallucination"] == 0 and best["correct"] == 20
+
+
+def test_lambda_replays_the_mad_filter_on_the_traced_scores():
+    cfg = load_config("cpu")
+    chunks = [{"text": "Route 24 runs to Camden.", "source": "0", "score": 0.9},
+              {"text": "It is red.", "source": "0", "score": 0.5}, {"text": "Other.", "source": "1", "score": 0.45},
+              {"text": "Far.", "source": "1", "score": 0.12}]
+    from agents.cruise.stages.s5_rerank import select_chunks
+
+    traced = select_chunks([c["text"] for c in chunks], [c["score"] for c in chunks], cfg)
+    t = trace("x", "Camden", cov=0.95)
+    t.update(chunks=chunks, context=traced.context)
+    correct = {"x": True}
+    # The traced lambda keeps the traced context: the answer stands.
+    assert replay([dict(t)], correct, **PAPER, mad_lambda=cfg.mad_lambda)["correct"] == 1
+    # A lambda that keeps another set of chunks: the model never answered with it -> I don't know.
+    assert select_chunks([c["text"] for c in chunks], [c["score"] for c in chunks],
+                         cfg.replace(mad_lambda=0.0)).context != traced.context
+    assert replay([dict(t)], correct, **PAPER, mad_lambda=0.0)["miss"] == 1
+
+
+def test_replay_reads_the_run_config_through_the_chains_rule(tmp_path):
+    # no_cov with disabled_check_fails: the switched-off CoV counts as failed, as in the agent.
+    traces = [trace("a", "Paris", cov=None, preset="no_cov")]
+    write_run(tmp_path / "run", traces, {"a": "paris"})
+    write_run_config(tmp_path / "run", "no_cov", ["disabled_check_fails=true"])
+    turns = load_turns(tmp_path / "run")
+    assert replay(turns, {"a": True}, **PAPER)["miss"] == 1
+    write_run_config(tmp_path / "run", "no_cov")
+    assert replay(load_turns(tmp_path / "run"), {"a": True}, **PAPER)["correct"] == 1
+
+
+def test_too_few_judged_turns_keep_the_defaults(tmp_path, capsys):
+    write_run(tmp_path / "run", TRACES, TRUTHS)
+    assert main([str(tmp_path / "run"), "--eval-model", "None"]) == 0
+    saved = json.loads((tmp_path / "run" / "calibration.json").read_text())
+    assert saved["too_few"] and saved["settings"] == DEFAULTS
+    assert saved["judged_answered_turns"] == 3 < MIN_JUDGED_ANSWERED  # exact matches: a, b, e
+    assert "too few to move a threshold; the defaults stand" in capsys.readouterr().out
+
+
+def test_two_runs_cross_validated_and_loaded_by_the_agent_config(tmp_path, capsys):
+    for name in ("single", "multi"):
+        traces, truths = many_turns(name[0], 30)
+        write_run(tmp_path / name, traces, truths)
+        write_run_config(tmp_path / name)
+    out = tmp_path / "calibration.json"
+    assert main([str(tmp_path / "single"), str(tmp_path / "multi"), "--eval-model", "None", "--folds", "4",
+                 "--output", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "4-fold cross-validation over conversations" in printed and "mean +- std over folds" in printed
+    saved = json.loads(out.read_text())
+    assert not saved["too_few"] and saved["judged_answered_turns"] == 40  # the exact matches (no judge)
+    assert saved["settings"] != DEFAULTS and saved["settings"]["tau_low"] <= 0.8
+    assert len(saved["cross_validation"]["folds"]) == 4
+    cfg = load_config("cpu", calibration=out)
+    assert {k: getattr(cfg, k) for k in saved["settings"]} == saved["settings"]
+    # an explicit override still wins over the file
+    assert load_config("cpu", calibration=out, tau_low=0.95).tau_low == 0.95

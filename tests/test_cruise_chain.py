@@ -1,6 +1,7 @@
 """The chain end to end over scripted engines: stages, engine calls per batch, final answers."""
 from __future__ import annotations
 
+import math
 import time
 
 import pytest
@@ -199,7 +200,8 @@ def test_caller_errors_raise_value_error(args):
 ])
 def test_deadline_stops_before_a_stage_would_overrun(turn_budget_s, ran_stages):
     sleep = {s: 0.15 for s in ("route", "summarize", "answer", "consistency", "verify")}
-    agent = make_agent("full", sleep_s=sleep, safety_margin_s=0.0)
+    # WHERE's two answers are identical; the VLM is asked anyway so that every stage runs.
+    agent = make_agent("full", sleep_s=sleep, safety_margin_s=0.0, consistency_skip_identical=False)
     agent.batch_generate_response(*batch([WHERE]))  # learns what each stage costs
     agent.config = agent.config.replace(turn_budget_s=turn_budget_s)
     start = time.monotonic()
@@ -211,3 +213,108 @@ def test_deadline_stops_before_a_stage_would_overrun(turn_budget_s, ran_stages):
     assert trace["deadline_cut"] is (turn_budget_s < 10)
     if trace["deadline_cut"]:
         assert answers == [IDK_ANSWER]  # nothing verified: no answer
+
+
+# ---- verification signals (issue 12) ------------------------------------------------------------
+
+
+def requests_of(agent, stage):
+    return [r for s, r in agent.engines.vlm.requests if s == stage]
+
+
+def test_identical_answers_are_consistent_without_a_vlm_request():
+    agent = make_agent("full")
+    agent.batch_generate_response(*batch([WHERE, COLOR, PRICE]))
+    where, color, price = agent.last_batch_report["traces"]
+    # WHERE and COLOR: both answers normalise to the same string; PRICE: "Five pounds" vs IDK.
+    assert [w["consistency_rule"] for w in (where, color, price)] == ["identical_answers", "identical_answers", "vlm"]
+    assert len(requests_of(agent, "consistency")) == 1 and where["consistent"] and where["consistency_raw"] == ""
+    asked = make_agent("full", consistency_skip_identical=False)
+    asked.batch_generate_response(*batch([WHERE, COLOR, PRICE]))
+    assert len(requests_of(asked, "consistency")) == 3  # two requests saved by the rule
+    assert [t["consistency_rule"] for t in asked.last_batch_report["traces"]] == ["vlm"] * 3
+    assert asked.batch_generate_response(*batch([WHERE, COLOR, PRICE])) == \
+        agent.batch_generate_response(*batch([WHERE, COLOR, PRICE]))
+
+
+def test_without_context_the_second_answer_is_sampled_in_the_same_call():
+    agent = make_agent("full", direct_temperature=0.6, seed=5)
+    agent.batch_generate_response(*batch([WHERE, COLOR]))
+    assert stages_called(agent).count("answer") == 1
+    answers = requests_of(agent, "answer")
+    # WHERE (context): a' and a greedy; COLOR (no context): a' greedy, a sampled with the same prompt.
+    assert len(answers) == 4
+    rag_where, rag_color, direct_where, direct_color = answers
+    assert rag_where.sampling is None and rag_color.sampling is None and direct_where.sampling is None
+    assert direct_color.sampling.temperature == 0.6 and direct_color.sampling.seed == 5
+    assert direct_color.messages == rag_color.messages
+    where, color = agent.last_batch_report["traces"]
+    assert color["direct_sampled"] and not where["direct_sampled"]
+    # direct_temperature 0: the old copy, no extra request
+    greedy = make_agent("full", direct_temperature=0.0)
+    greedy.batch_generate_response(*batch([WHERE, COLOR]))
+    assert len(requests_of(greedy, "answer")) == 3
+    assert greedy.last_batch_report["traces"][1]["direct_answer"] == "Red"
+
+
+class LogprobEngine(ScriptedEngine):
+    """The scripted VLM, with per-token log-probabilities on the answer stage when asked for."""
+
+    def _generate(self, requests, sampling):
+        results = super()._generate(requests, sampling)
+        if self._stage == "answer":
+            for r, req in zip(results, requests):
+                if req.sampling_or(sampling).logprobs:
+                    r.token_logprobs = [-0.1, -2.0, -0.5]
+        return results
+
+
+def test_answer_token_probabilities_reach_the_trace_and_the_gate():
+    def agent_with(**overrides):
+        engines = Engines(router=ScriptedEngine({"route": route}), vlm=LogprobEngine(VLM_SCRIPT),
+                          reranker=FunctionReranker(rerank_score))
+        return CruiseAgent(FakePipeline(IMAGE_HITS), engines=engines, profile="cpu", **overrides)
+
+    agent = agent_with()
+    assert agent.batch_generate_response(*batch([WHERE])) == ["Camden."]
+    (trace,) = agent.last_batch_report["traces"]
+    assert trace["rag_min_token_prob"] == pytest.approx(math.exp(-2.0))
+    assert trace["rag_mean_token_prob"] == pytest.approx((math.exp(-0.1) + math.exp(-2.0) + math.exp(-0.5)) / 3)
+    assert stages_called(agent).count("answer") == 1  # no extra call for the probabilities
+    gated = agent_with(min_token_prob=0.2)
+    assert gated.batch_generate_response(*batch([WHERE])) == [IDK_ANSWER]
+    assert gated.last_batch_report["traces"][0]["branch"] == "low_token_prob"
+
+
+def test_unreadable_outputs_are_counted_per_stage():
+    from agents.cruise.trace import parse_failure_counts
+
+    script = dict(VLM_SCRIPT, summarize=lambda req: "Here is a one-sentence description:",
+                  consistency=lambda req: "Hmm.", verify=lambda req: "REASONING: fine")
+    engines = Engines(router=ScriptedEngine({"route": lambda req: "I think so."}), vlm=ScriptedEngine(script),
+                      reranker=FunctionReranker(rerank_score))
+    agent = CruiseAgent(FakePipeline(IMAGE_HITS), engines=engines, profile="cpu", consistency_skip_identical=False)
+    assert agent.batch_generate_response(*batch([WHERE, COLOR])) == [IDK_ANSWER, IDK_ANSWER]
+    where, color = agent.last_batch_report["traces"]
+    # The unreadable router counts as "needs external" and not real-time: both turns summarize.
+    assert where["parse_failures"] == ["route", "summarize", "consistency"]
+    assert where["summary"] == "" and where["retrieval_query"] == WHERE
+    assert where["parsed_stages"] == ["route", "summarize", "answer", "consistency"]  # inconsistent: no CoV
+    counts = parse_failure_counts([where, color])
+    assert counts["parse_failures"] == {"route": 2, "summarize": 2, "answer": 0, "consistency": 2, "verify": 0}
+    assert counts["parsed_outputs"]["answer"] == 2
+    # A stage that was not asked (no router, no checks) is neither read nor a failure.
+    plain = make_agent("vision_only")
+    plain.batch_generate_response(*batch([COLOR]))
+    assert plain.last_batch_report["traces"][0]["parsed_stages"] == ["answer"]
+    assert plain.last_batch_report["traces"][0]["parse_failures"] == []
+
+
+def test_agent_loads_a_calibration_file(tmp_path):
+    path = tmp_path / "calibration.json"
+    path.write_text('{"settings": {"tau_low": 0.8, "min_token_prob": 0.25}}')
+    agent = make_agent("full", calibration=str(path))
+    assert (agent.config.tau_low, agent.config.min_token_prob) == (0.8, 0.25)
+    # The scripted engine gives no token probabilities: the gate, now on, cannot vouch for any answer.
+    assert agent.batch_generate_response(*batch([WHERE])) == [IDK_ANSWER]
+    assert agent.last_batch_report["traces"][0]["branch"] == "low_token_prob"

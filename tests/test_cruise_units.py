@@ -9,13 +9,14 @@ from agents.config import PRESETS, load_config
 from agents.cruise.prompts import PROMPTS_DIR, load_prompt, quote_notes
 from agents.cruise.stages.s0_inputs import clean_text, prepare_image, trim_history
 from agents.cruise.stages.s1_route import parse_route
+from agents.cruise.stages.s2_summarize import read_summary
 from agents.cruise.stages.s3_retrieve import safe_text_query
 from agents.cruise.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit
 from agents.cruise.stages.s5_rerank import mad_threshold
-from agents.cruise.stages.s6_answer import normalize_answer
-from agents.cruise.stages.s7_consistency import parse_verdict
-from agents.cruise.stages.s8_verify import parse_confidence
-from agents.cruise.stages.s9_finalize import decide
+from agents.cruise.stages.s6_answer import normalize_answer, read_answer
+from agents.cruise.stages.s7_consistency import parse_verdict, read_verdict, same_answer
+from agents.cruise.stages.s8_verify import COV_STOPS, cov_sampling, parse_confidence, read_confidence
+from agents.cruise.stages.s9_finalize import decide, decide_from_trace
 
 # ---- mad_threshold -------------------------------------------------------------------------
 
@@ -234,3 +235,207 @@ def test_presets_and_overrides(monkeypatch):
         load_config("cpu", "nope")
     with pytest.raises(ValueError):
         load_config("cpu", tau_lwo=0.1)
+
+
+# ---- what models really write (issue 12) ------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("CONFIDENCE:\n0.8\nREASONING: the notes say so", 0.8),  # newline between label and number
+        ("Confidence (0.0-1.0): 0.8", 0.8),  # the scale echoed before the number
+        ("CONFIDENCE [0 to 1]: 0.65", 0.65),
+        ("CONFIDENCE: 0,75", 0.75),  # decimal comma
+        ("REASONING: the notes name Camden.\nCONFIDENCE: 0.9", 0.9),  # reasoning written first
+        ("**Confidence:** *0.6*", 0.6),  # markdown emphasis
+        ("## CONFIDENCE\n0.7", 0.7),
+        ("confidence = 0.4", 0.4),  # = for :
+        ("CONFIDENCE: 1\nREASONING: supported", 1.0),  # integer confidences
+        ("CONFIDENCE: 0\nREASONING: unsupported", 0.0),
+        ("The answer matches both notes. Confidence: 0.95", 0.95),  # a sentence of prose first
+        ("My confidence is 0.7.", 0.7),
+        ("cOnFiDeNcE: .85", 0.85),  # label case
+        ("0.9\nREASONING: fine", 0.9),  # a bare number as the first line
+    ],
+)
+def test_confidence_is_read_through_what_models_write(text, expected):
+    assert read_confidence(text) == (pytest.approx(expected), True)
+    assert parse_confidence(text) == pytest.approx(expected)
+
+
+@pytest.mark.parametrize("text", ["CONFIDENCE: 10", "CONFIDENCE: 95%", "I am very confident.", "",
+                                  "REASONING: the notes say so", "CONFIDENCE: high"])
+def test_unreadable_confidence_is_zero_and_counted(text):
+    assert read_confidence(text) == (0.0, False)
+
+
+def cut(text, stops):
+    at = min((i for i in (text.find(s) for s in stops) if i >= 0), default=len(text))
+    return text[:at]
+
+
+def test_cov_stop_strings_end_after_the_confidence_in_either_order():
+    stops = cov_sampling(load_config("cpu")).stop
+    assert stops == COV_STOPS
+    in_order = "CONFIDENCE: 0.9\nREASONING: the notes name it.\nSUB-QUESTIONS: Q1: where?, Finding: Supported"
+    assert cut(in_order, stops) == "CONFIDENCE: 0.9"
+    reasoning_first = "REASONING: the notes name it.\nCONFIDENCE: 0.8\nSUB-QUESTIONS: Q1: where?"
+    assert read_confidence(cut(reasoning_first, stops)) == (0.8, True)
+    bold = "**CONFIDENCE:** 0.7\n**REASONING:** fine"
+    assert read_confidence(cut(bold, stops)) == (0.7, True) and "REASONING" not in cut(bold, stops)
+    assert cov_sampling(load_config("cpu", cov_full_output=True)).stop == ()
+
+
+@pytest.mark.parametrize(
+    "text, external, real_time",
+    [
+        ("Needs External Info:\nno\nIs Real-Time:\nyes", False, True),  # value on the next line
+        ("**Needs External Info:** No\n**Is Real-Time:** *Yes*", False, True),  # markdown
+        ("needs_external = yes\nis_real_time = false", True, False),  # = and true/false
+        ("Sure. This question needs external info: no. Is real-time: no", False, False),  # prose first
+        ("NEEDS EXTERNAL INFO: YES\nIS REAL-TIME: NO", True, False),  # label case
+    ],
+)
+def test_route_labels_are_read_through_what_models_write(text, external, real_time):
+    route = parse_route(text)
+    assert (route.needs_external, route.is_real_time, route.parsed) == (external, real_time, True)
+
+
+def test_route_label_without_value_stays_unread():
+    route = parse_route("Needs External Info:\nIs Real-Time: yes")
+    assert (route.needs_external, route.is_real_time, route.parsed) == (True, True, False)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("**Yes**", True),
+        ("There is no contradiction between them, so yes.", True),  # verdict after prose
+        ("Both name Camden.\nAnswer: yes", True),  # labelled verdict
+        ("Verdict = no", False),
+        ("True", True),
+        ("NO.", False),
+    ],
+)
+def test_consistency_verdict_is_read_through_what_models_write(text, expected):
+    assert read_verdict(text) == (expected, True)
+
+
+@pytest.mark.parametrize("text", ["They agree.", "", "The answers match."])
+def test_unreadable_verdict_is_not_consistent_and_counted(text):
+    assert read_verdict(text) == (False, False)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Answer:\nCamden", "Camden"),  # "Answer:" alone on its line
+        ("**Answer:** Camden", "Camden"),  # markdown label
+        ("**Answer:**\n\n**Camden**", "Camden"),
+        ("Final answer = Paris", "Paris"),
+        ("Here is the answer:\nRed", "Red"),  # lead-in line
+        ('"Big Ben"', "Big Ben"),
+        ("answer: I don't know.", IDK_ANSWER),
+    ],
+)
+def test_answer_is_read_through_what_models_write(text, expected):
+    assert read_answer(text) == (expected, True)
+    assert normalize_answer(text) == expected
+
+
+@pytest.mark.parametrize("text", ["", "Answer:", "**Answer:**\n\n"])
+def test_empty_answer_is_idk_and_counted(text):
+    assert read_answer(text) == (IDK_ANSWER, False)
+
+
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("Here is a one-sentence description: A bus on St. John's Road. It rains.", "A bus on St. John's Road."),
+        ("Here is a one-sentence description:\n\nMt. Fuji at dusk, seen from a lake. Snow.", "Mt. Fuji at dusk, seen from a lake."),
+        ("Description: A book by J. K. Rowling on a table. Nothing else.", "A book by J. K. Rowling on a table."),
+        ("**Sentence:** A can of Coca-Cola.", "A can of Coca-Cola."),
+        ('Sure! Here\'s a description of the photo:\n"A stop sign in the U.S. at noon." More.',
+         "A stop sign in the U.S. at noon."),
+        ("A red double-decker bus at a stop. It is raining.", "A red double-decker bus at a stop."),
+    ],
+)
+def test_summary_sentence_is_read_through_what_models_write(text, expected):
+    summary = read_summary(text)
+    assert (summary.text, summary.parsed) == (expected, True)
+
+
+def test_summary_without_a_sentence_is_empty_and_counted():
+    assert (read_summary("Here is a one-sentence description:").text, read_summary("").parsed) == ("", False)
+
+
+def test_same_answer_ignores_case_spaces_and_final_punctuation():
+    assert same_answer("Camden.", "camden") and same_answer(' "Big  Ben" ', "big ben!")
+    assert not same_answer("Camden", "Camden Town")
+
+
+# ---- the token-probability gate and the switched-off-check reading --------------------------
+
+
+def test_token_probability_gate_is_off_by_default_and_rejects_below_it():
+    assert fin(token_prob=0.01) == "Camden"  # min_token_prob 0.0: off
+    assert fin(token_prob=0.29, min_token_prob=0.3) == IDK_ANSWER
+    assert fin(token_prob=0.3, min_token_prob=0.3) == "Camden"
+    assert fin(token_prob=None, min_token_prob=0.3) == IDK_ANSWER  # no probabilities: cannot vouch
+    args = dict(is_real_time=False, has_context=True, consistent=True, cov_confidence=0.95,
+                retrieval_score=0.8, tau_ret=0.5, token_prob=0.1, min_token_prob=0.3)
+    assert decide("Camden", **args).branch == "low_token_prob"
+
+
+def test_disabled_checks_pass_by_default_and_fail_in_the_other_reading():
+    trace = {"rag_answer": "Camden", "context": "[Info 1] x", "consistent": None, "cov_confidence": None,
+             "retrieval_score": 0.8, "is_real_time": False}
+    assert decide_from_trace(trace, load_config("cpu", "no_cov_no_sc")).answer == "Camden"
+    assert decide_from_trace(trace, load_config("cpu", "no_cov_no_sc", disabled_check_fails=True)).answer == IDK_ANSWER
+    with_sc = dict(trace, consistent=True)
+    assert decide_from_trace(with_sc, load_config("cpu", "no_cov")).answer == "Camden"
+    assert decide_from_trace(with_sc, load_config("cpu", "no_cov", disabled_check_fails=True)).answer == IDK_ANSWER
+    assert decide_from_trace(dict(with_sc, rag_min_token_prob=0.2), load_config("cpu", min_token_prob=0.5)).answer == IDK_ANSWER
+
+
+# ---- config validation ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "overrides, first, second",
+    [
+        (dict(use_dual_path=False), "use_self_consistency", "use_dual_path"),
+        (dict(use_finalizer=False, use_self_consistency=False), "use_cov", "use_finalizer"),
+        (dict(preset="no_cov", use_finalizer=False), "use_self_consistency", "use_finalizer"),
+        (dict(preset="vision_only", min_token_prob=0.2), "min_token_prob", "use_finalizer"),
+    ],
+)
+def test_contradictory_switches_are_rejected_naming_both_fields(overrides, first, second):
+    preset = overrides.pop("preset", "full")
+    with pytest.raises(ValueError) as info:
+        load_config("cpu", preset, **overrides)
+    assert first in str(info.value) and second in str(info.value)
+
+
+def test_every_preset_is_a_valid_config(monkeypatch):
+    for preset in PRESETS:
+        load_config("cpu", preset)
+    monkeypatch.setenv("CRUISE_USE_DUAL_PATH", "false")
+    with pytest.raises(ValueError, match="use_dual_path"):
+        load_config("cpu", "full")
+    assert not load_config("cpu", "no_cov_no_sc").use_dual_path
+
+
+def test_calibration_file_sets_only_thresholds(tmp_path, monkeypatch):
+    good = tmp_path / "calibration.json"
+    good.write_text('{"settings": {"tau_low": 0.8, "min_token_prob": 0.2, "mad_lambda": 2.0}}')
+    cfg = load_config("cpu", calibration=good)
+    assert (cfg.tau_low, cfg.min_token_prob, cfg.mad_lambda) == (0.8, 0.2, 2.0)
+    monkeypatch.setenv("CRUISE_CALIBRATION", str(good))
+    monkeypatch.setenv("CRUISE_TAU_LOW", "0.85")  # the environment's explicit setting wins
+    assert load_config("cpu").tau_low == 0.85 and load_config("cpu").min_token_prob == 0.2
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"settings": {"use_cov": false}}')
+    with pytest.raises(ValueError, match="settings may only hold"):
+        load_config("cpu", calibration=bad)

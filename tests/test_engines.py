@@ -349,3 +349,36 @@ def test_vllm_engine_maps_one_batch_to_one_llm_generate_call():
     assert len(records) == 1 and records[0].requests == 2 and records[0].output_tokens == 4
     no_logprobs = engine.generate(requests[:1], Sampling(max_tokens=2))
     assert llm.calls[1][1].logprobs is None and no_logprobs[0].token_logprobs is None
+
+
+# --- per-request sampling: one engine call, each request with its own sampling ---------------------
+@pytest.mark.slow  # real SmolLM2
+def test_smollm2_honours_per_request_sampling_in_one_call(smol, smol_answers):
+    sampled = Sampling(max_tokens=6, temperature=1.0, seed=7)
+    mixed = [chat(QUESTIONS[0]), ChatRequest(chat("Tell me a word.").messages, sampling=sampled)]
+    smol.ledger.drain()
+    results = smol.generate(mixed, Sampling(max_tokens=12, logprobs=True))
+    assert len(smol.ledger.drain()) == 1  # still one call
+    # The greedy request is unchanged by its sampled neighbour, and only it has log-probabilities.
+    assert results[0].text == smol_answers[0].text and results[0].token_logprobs is not None
+    assert results[1].token_logprobs is None and results[1].output_tokens <= 6
+    alone = smol.generate([chat("Tell me a word.")], sampled)
+    assert results[1].text == alone[0].text  # seeded: the same sample as in a call of its own
+
+
+def test_vllm_engine_sends_a_list_of_sampling_params_when_requests_differ():
+    from transformers import AutoTokenizer
+
+    from agents.engines.vllm_engine import VLLMEngine
+
+    llm = RecordingLLM(AutoTokenizer.from_pretrained(build_tiny_mllama()))
+    engine = VLLMEngine.from_llm(llm, RecordingParams, model="tiny-mllama", supports_images=True)
+    sampled = Sampling(max_tokens=7, temperature=0.7, seed=3)
+    requests = [chat("greedy one"), ChatRequest(chat("sampled one").messages, sampling=sampled)]
+    results = engine.generate(requests, Sampling(max_tokens=7, logprobs=True), stage="answer")
+    assert len(llm.calls) == 1
+    _, params = llm.calls[0]
+    # vLLM 0.10.1.1's LLM.generate pairs a list of SamplingParams with the prompts one by one.
+    assert params == [RecordingParams(max_tokens=7, temperature=0.0, top_p=1.0, stop=[], seed=0, logprobs=1),
+                      RecordingParams(max_tokens=7, temperature=0.7, top_p=1.0, stop=[], seed=3)]
+    assert results[0].token_logprobs == [-0.5, -1.5] and results[1].token_logprobs is None

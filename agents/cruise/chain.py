@@ -26,7 +26,7 @@ from agents.cruise.stages.s7_consistency import consistency_batch
 from agents.cruise.stages.s8_verify import verify_batch
 from agents.cruise.stages.s9_finalize import decide_from_trace, decision_inputs
 from agents.cruise.trace import turn_trace
-from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Turn, Verification
+from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Turn, Verification
 from agents.engines.base import Engines
 
 
@@ -94,19 +94,20 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
             run.fail(i, "empty question")
 
     routes = run.stage("route", route_batch, [turns], (engines.router, cfg),
-                       lambda: Route(needs_external=True, is_real_time=False, parsed=False))
-    summaries = run.stage("summarize", summarize_batch, [turns, routes], (engines.vlm, cfg), str)
-    retrievals = run.stage("retrieve", retrieve_batch, [turns, routes, summaries], (pipeline, cfg), Retrieval)
+                       lambda: Route(needs_external=True, is_real_time=False, parsed=None))
+    summaries = run.stage("summarize", summarize_batch, [turns, routes], (engines.vlm, cfg), Summary)
+    retrievals = run.stage("retrieve", retrieve_batch, [turns, routes, [s.text for s in summaries]], (pipeline, cfg),
+                           Retrieval)
     evidence = run.stage("rerank", rerank_batch, [retrievals], (engines.reranker, cfg), Evidence)
     answers = run.stage("answer", answer_batch, [turns, evidence], (engines.vlm, cfg), lambda: Answers(rag=IDK_ANSWER))
-    verdicts = run.stage("consistency", consistency_batch, [turns, evidence, answers], (engines.vlm, cfg),
-                         lambda: (None, ""))
-    confidences = run.stage("verify", verify_batch, [turns, evidence, answers, [v for v, _ in verdicts]],
-                            (engines.vlm, cfg), lambda: (None, ""))
+    checks = run.stage("consistency", consistency_batch, [turns, evidence, answers], (engines.vlm, cfg), Verification)
+    verified = run.stage("verify", verify_batch, [turns, evidence, answers, checks], (engines.vlm, cfg), lambda: None)
+    # A turn the verify stage did not reach keeps its consistency result.
+    checks = [v if v is not None else c for v, c in zip(verified, checks)]
 
     final, traces = [], []
     for i in range(n):
-        check = Verification(verdicts[i][0], verdicts[i][1], confidences[i][0], confidences[i][1])
+        check = checks[i]
         if i in run.failed:
             decision = Decision(IDK_ANSWER, "error")
         else:
@@ -114,9 +115,9 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
         final.append(decision.answer)
         traces.append(
             turn_trace(
-                preset=cfg.preset, route=routes[i], retrieval=retrievals[i], evidence=evidence[i],
-                answers=answers[i], check=check, decision=decision, stage_ms=dict(run.stage_ms),
-                deadline_cut=run.cut_before, errors=run.errors[i],
+                preset=cfg.preset, route=routes[i], summary=summaries[i], retrieval=retrievals[i],
+                evidence=evidence[i], answers=answers[i], check=check, decision=decision,
+                stage_ms=dict(run.stage_ms), deadline_cut=run.cut_before, errors=run.errors[i],
             )
         )
     return final, traces

@@ -2,13 +2,37 @@
 MAD filter can be re-decided offline with other thresholds without running a model again."""
 from __future__ import annotations
 
-from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Verification
+from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Verification
+
+# The stages whose model output a parser reads, in chain order.
+PARSED_STAGES = ("route", "summarize", "answer", "consistency", "verify")
+
+
+def parse_outcomes(route: Route, summary: Summary, answers: Answers, check: Verification) -> dict[str, bool]:
+    """stage -> was its output read, for the stages that produced an output for this turn."""
+    parsed = {"route": route.parsed, "summarize": summary.parsed, "answer": answers.rag_parsed,
+              "consistency": check.consistency_parsed, "verify": check.cov_parsed}
+    return {stage: ok for stage, ok in parsed.items() if ok is not None}
+
+
+def parse_failure_counts(traces: list[dict]) -> dict:
+    """run_summary.json's `parse_failures` (stage -> unreadable outputs) and `parsed_outputs`
+    (stage -> outputs a parser read or tried to read): a silent default becomes a visible rate."""
+    failures = dict.fromkeys(PARSED_STAGES, 0)
+    outputs = dict.fromkeys(PARSED_STAGES, 0)
+    for trace in traces:
+        for stage in trace.get("parsed_stages") or []:
+            outputs[stage] = outputs.get(stage, 0) + 1
+        for stage in trace.get("parse_failures") or []:
+            failures[stage] = failures.get(stage, 0) + 1
+    return {"parse_failures": failures, "parsed_outputs": outputs}
 
 
 def turn_trace(
     *,
     preset: str,
     route: Route,
+    summary: Summary,
     retrieval: Retrieval,
     evidence: Evidence,
     answers: Answers,
@@ -18,6 +42,7 @@ def turn_trace(
     deadline_cut: str | None,
     errors: list[str],
 ) -> dict:
+    parsed = parse_outcomes(route, summary, answers, check)
     return {
         "preset": preset,
         "needs_external": route.needs_external,
@@ -25,6 +50,7 @@ def turn_trace(
         "router_parsed": route.parsed,
         "router_raw": route.raw,
         "summary": retrieval.summary,
+        "summary_raw": summary.raw,
         "retrieval_query": retrieval.query,
         "retrieved": retrieval.items,
         "chunks": [
@@ -39,10 +65,16 @@ def turn_trace(
         "rag_raw": answers.rag_raw,
         "direct_answer": answers.direct,
         "direct_raw": answers.direct_raw,
+        "direct_sampled": answers.direct_sampled,
+        "rag_min_token_prob": answers.rag_min_token_prob,
+        "rag_mean_token_prob": answers.rag_mean_token_prob,
         "consistent": check.consistent,
+        "consistency_rule": check.consistency_rule,
         "consistency_raw": check.consistency_raw,
         "cov_confidence": check.cov_confidence,
         "cov_raw": check.cov_raw,
+        "parsed_stages": sorted(parsed, key=PARSED_STAGES.index),
+        "parse_failures": [stage for stage in PARSED_STAGES if parsed.get(stage) is False],
         "branch": decision.branch,
         "final_answer": decision.answer,
         "stage_ms": stage_ms,

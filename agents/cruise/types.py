@@ -21,7 +21,15 @@ class Route:
     needs_external: bool
     is_real_time: bool
     raw: str = ""
-    parsed: bool = True  # False: the router's text could not be read (we then assume external info)
+    parsed: bool | None = True  # False: the router's text could not be read (we then assume external
+    # info); None: no router was asked
+
+
+@dataclass
+class Summary:
+    text: str = ""  # one sentence; "" when none was asked for or none could be read
+    raw: str = ""
+    parsed: bool | None = None  # None: not asked; False: the reply held no sentence
 
 
 @dataclass
@@ -49,14 +57,22 @@ class Answers:
     direct: str | None = None  # the non-RAG answer (None when the dual path is off)
     rag_raw: str = ""
     direct_raw: str = ""
+    rag_parsed: bool | None = None  # False: the RAG reply held no answer text; None: not generated
+    direct_sampled: bool = False  # the non-RAG answer was sampled (no context: same prompt as a')
+    # The RAG answer's token probabilities (white-box signal); None when the engine gave none
+    rag_min_token_prob: float | None = None
+    rag_mean_token_prob: float | None = None
 
 
 @dataclass
 class Verification:
     consistent: bool | None = None  # None: not checked
     consistency_raw: str = ""
+    consistency_rule: str = "not_checked"  # "vlm" | "identical_answers" | "not_checked"
+    consistency_parsed: bool | None = None  # None: the VLM was not asked
     cov_confidence: float | None = None  # None: not checked
     cov_raw: str = ""
+    cov_parsed: bool | None = None  # None: the VLM was not asked
 
 
 @dataclass

@@ -29,6 +29,12 @@ class ChatRequest:
 
     messages: list[dict]
     image: Image.Image | None = None
+    # This request's own sampling, when it differs from the call's (e.g. one sampled answer in a
+    # call of greedy ones). Both engines honour it within the same single engine call.
+    sampling: Sampling | None = None
+
+    def sampling_or(self, default: Sampling) -> Sampling:
+        return self.sampling if self.sampling is not None else default
 
 
 def template_messages(messages: list[dict], with_image: bool, system_beside_image: bool = True) -> list[dict]:

@@ -10,7 +10,8 @@ Two model families:
   and both engines render the same prompt.
 
 Batches are left-padded. Mllama's processor refuses a batch that mixes prompts with and without
-an image, so such a call runs as two sub-batches; it is still one `generate` call for the ledger.
+an image, so such a call runs as two sub-batches, and so does a call whose requests carry
+different samplings (`ChatRequest.sampling`); it is still one `generate` call for the ledger.
 """
 from __future__ import annotations
 
@@ -96,14 +97,15 @@ class TransformersEngine(ChatEngine):
 
     # --- generation ------------------------------------------------------------------------
     def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
-        with_image = [i for i, r in enumerate(requests) if r.image is not None]
-        groups = [with_image, [i for i in range(len(requests)) if i not in set(with_image)]]
+        # Sub-batches: with or without an image, and per distinct sampling (a request may carry its
+        # own). Still one `generate` call for the ledger and the chain.
+        groups: dict[tuple[bool, Sampling], list[int]] = {}
+        for i, r in enumerate(requests):
+            groups.setdefault((r.image is not None, r.sampling_or(sampling)), []).append(i)
         results: list[ChatResult | None] = [None] * len(requests)
-        for group in groups:
-            if not group:
-                continue
+        for (images, group_sampling), group in groups.items():
             chats = [requests[i] for i in group]
-            for i, res in zip(group, self._run_batch(chats, sampling, images=group is with_image)):
+            for i, res in zip(group, self._run_batch(chats, group_sampling, images=images)):
                 results[i] = res
         return results
 

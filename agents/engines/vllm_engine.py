@@ -115,6 +115,12 @@ class VLLMEngine(ChatEngine):
 
     def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
         inputs = build_vllm_inputs(requests, self.tokenizer, self.supports_images)
-        params = self.sampling_params_cls(**to_sampling_kwargs(sampling))
+        samplings = [r.sampling_or(sampling) for r in requests]
+        if all(s == sampling for s in samplings):
+            params = self.sampling_params_cls(**to_sampling_kwargs(sampling))
+        else:
+            # vLLM 0.10.1.1's LLM.generate pairs a list of SamplingParams with the prompts one by
+            # one (vllm/entrypoints/llm.py, `generate`), so mixed samplings stay one call.
+            params = [self.sampling_params_cls(**to_sampling_kwargs(s)) for s in samplings]
         outputs = self.llm.generate(inputs, params, use_tqdm=False)
-        return [to_chat_result(o, sampling.logprobs) for o in outputs]
+        return [to_chat_result(o, s.logprobs) for o, s in zip(outputs, samplings)]

@@ -4,23 +4,31 @@ from __future__ import annotations
 import re
 
 from agents.config import CruiseConfig
+from agents.cruise.parsing import strip_markdown
 from agents.cruise.prompts import load_prompt
 from agents.cruise.types import Route, Turn
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 
-_YES_NO = r"\W*(yes|no)\b"
-_EXTERNAL = re.compile(r"external[^:\n]*:" + _YES_NO, re.IGNORECASE)
-_REAL_TIME = re.compile(r"real[\s_-]*time[^:\n]*:" + _YES_NO, re.IGNORECASE)
+# The label, then ":" or "=" (or " - "), possibly a newline, then the value, in any case and
+# through markdown emphasis: "Needs External Info: yes", "**Is Real-Time:**\nNo", "is_real_time = true".
+_VALUE = r"\s*(?:[:=]|-(?=\s))\s*[\[(\"']?\s*(yes|no|true|false)\b"
+_EXTERNAL = re.compile(r"external[^:=\n]{0,30}?" + _VALUE, re.IGNORECASE)
+_REAL_TIME = re.compile(r"real[\s_-]*time[^:=\n]{0,30}?" + _VALUE, re.IGNORECASE)
+
+
+def _says_yes(match: re.Match) -> bool:
+    return match.group(1).lower() in ("yes", "true")
 
 
 def parse_route(text: str) -> Route:
     """Read both labels. An unreadable `needs_external` counts as yes (retrieve rather than guess);
     an unreadable `is_real_time` counts as no (the finalizer's other checks still apply)."""
-    external = _EXTERNAL.search(text)
-    real_time = _REAL_TIME.search(text)
+    plain = strip_markdown(text)
+    external = _EXTERNAL.search(plain)
+    real_time = _REAL_TIME.search(plain)
     return Route(
-        needs_external=external is None or external.group(1).lower() == "yes",
-        is_real_time=real_time is not None and real_time.group(1).lower() == "yes",
+        needs_external=external is None or _says_yes(external),
+        is_real_time=real_time is not None and _says_yes(real_time),
         raw=text,
         parsed=external is not None and real_time is not None,
     )
@@ -29,7 +37,7 @@ def parse_route(text: str) -> Route:
 def route_batch(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> list[Route]:
     if not cfg.use_router:
         # Without a router every question is treated as needing retrieval, none as real-time.
-        return [Route(needs_external=cfg.use_retrieval, is_real_time=False, raw="", parsed=False) for _ in turns]
+        return [Route(needs_external=cfg.use_retrieval, is_real_time=False, raw="", parsed=None) for _ in turns]
     prompt = load_prompt("route")
     requests = [ChatRequest(prompt.messages(t.history, query=t.query)) for t in turns]
     results = engine.generate(

@@ -1,33 +1,38 @@
 """Stage 2: a one-sentence, question-aware description of the image, to sharpen retrieval.
 
-The retrieval query is q' = question + summary (paper, eq. 2).
+The retrieval query is q' = question + summary (paper, eq. 2). The sentence is read past a
+lead-in ("Here is a one-sentence description:"), a label ("Description:"), markdown and quotes;
+a full stop after "St.", "Dr.", "e.g." or an initial does not end it. A reply with no sentence
+leaves the summary empty (q' = q) and counts as a parse failure.
 """
 from __future__ import annotations
 
 from agents.config import CruiseConfig
+from agents.cruise.parsing import content_lines, first_sentence
 from agents.cruise.prompts import ask_vlm
-from agents.cruise.types import Route, Turn
+from agents.cruise.types import Route, Summary, Turn
 from agents.engines.base import ChatEngine, Sampling
 
+_LABELS = ("one-sentence description", "description", "summary", "sentence", "caption")
+_QUOTES = "\"'“”‘’"
 
-def first_sentence(text: str) -> str:
-    line = next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")
-    for end in (". ", "! ", "? "):
-        if end in line:
-            line = line[: line.index(end) + 1]
-    return line
+
+def read_summary(text: str) -> Summary:
+    lines = content_lines(text, _LABELS)
+    sentence = first_sentence(lines[0]).strip(_QUOTES).strip() if lines else ""
+    return Summary(sentence, text, parsed=bool(sentence))
 
 
 def summarize_batch(
     turns: list[Turn], routes: list[Route], engine: ChatEngine, cfg: CruiseConfig
-) -> list[str]:
-    """Summaries for the turns that will retrieve; "" for the others (no engine request)."""
+) -> list[Summary]:
+    """Summaries for the turns that will retrieve; an empty Summary for the others (no request)."""
     wanted = [i for i, r in enumerate(routes) if r.needs_external and cfg.use_retrieval and cfg.use_summary]
-    summaries = [""] * len(turns)
+    summaries = [Summary() for _ in turns]
     replies = ask_vlm(
         engine, "summarize", turns, wanted, lambda i: dict(query=turns[i].query),
         Sampling(max_tokens=cfg.summary_max_tokens, seed=cfg.seed), with_history=False,
     )
     for i, text in zip(wanted, replies):
-        summaries[i] = first_sentence(text)
+        summaries[i] = read_summary(text)
     return summaries

@@ -1,18 +1,25 @@
 """Stage 6: dual-path generation in ONE engine call of up to 2B requests.
 
 The RAG answer a' sees the question, image, history and context C; the non-RAG answer a sees
-the question, image and history only. When C is empty the two prompts are the same, so a' is
-generated once and a is a copy (greedy decoding would return the same text anyway).
+the question, image and history only. When C is empty the two prompts are the same: a greedy a
+would copy a', so a is sampled at `direct_temperature` (seeded) in the same call, and the
+consistency check then asks whether the model's answer is stable (the paper relies on generation
+variance). `direct_temperature=0` falls back to copying a'.
+
+a' is generated with log-probabilities (no extra call); its minimum and mean token probability
+are the white-box signal of QA-Dragon's verifier (finalizer gate `min_token_prob`).
 """
 from __future__ import annotations
 
+import math
 import re
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
+from agents.cruise.parsing import content_lines
 from agents.cruise.prompts import load_prompt, quote_notes
 from agents.cruise.types import Answers, Evidence, Turn
-from agents.engines.base import ChatEngine, ChatRequest, Sampling
+from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
 
 # Ways a model says it cannot answer; any of them becomes exactly "I don't know".
 _ABSTAIN = re.compile(
@@ -20,44 +27,66 @@ _ABSTAIN = re.compile(
     r"|can['’]?t\s+(?:determine|tell|answer)|unable\s+to\s+(?:determine|tell|answer)|no\s+information)\b",
     re.IGNORECASE,
 )
-_LEAD = re.compile(r"^\s*(?:final\s+)?answer\s*[:\-]\s*", re.IGNORECASE)
+_LABELS = ("final answer", "short answer", "answer")
+_QUOTES = "\"“”"
+
+
+def read_answer(text: str) -> tuple[str, bool]:
+    """(answer, parsed): the first line that holds text once a lead-in ("Here is the answer:"), an
+    "Answer:" label (alone on its line or not, with markdown) and quotes are removed; exactly
+    "I don't know" for any abstention. parsed is False when the reply held no answer text."""
+    lines = content_lines(text, _LABELS)
+    line = lines[0].strip(_QUOTES).strip() if lines else ""
+    if not line:
+        return IDK_ANSWER, False
+    return (IDK_ANSWER if _ABSTAIN.search(line) else line), True
 
 
 def normalize_answer(text: str) -> str:
     """A short answer on one line, or exactly "I don't know"."""
-    line = next((ln.strip() for ln in text.strip().splitlines() if ln.strip()), "")
-    line = _LEAD.sub("", line).strip().strip('"').strip()
-    if not line or _ABSTAIN.search(line):
-        return IDK_ANSWER
-    return line
+    return read_answer(text)[0]
 
 
-def answer_request(turn: Turn, context: str) -> ChatRequest:
+def token_probabilities(result: ChatResult) -> tuple[float | None, float | None]:
+    """(minimum, mean) probability of the generated tokens; None when the engine gave none."""
+    probs = [math.exp(lp) for lp in (result.token_logprobs or []) if lp is not None and not math.isnan(lp)]
+    if not probs:
+        return None, None
+    return min(probs), sum(probs) / len(probs)
+
+
+def answer_request(turn: Turn, context: str, sampling: Sampling | None = None) -> ChatRequest:
     if context:
         messages = load_prompt("answer_with_context").messages(
             turn.history, query=turn.query, context=quote_notes(context)
         )
     else:
         messages = load_prompt("answer_without_context").messages(turn.history, query=turn.query)
-    return ChatRequest(messages, image=turn.image)
+    return ChatRequest(messages, image=turn.image, sampling=sampling)
 
 
 def answer_batch(
     turns: list[Turn], evidence: list[Evidence], engine: ChatEngine, cfg: CruiseConfig
 ) -> list[Answers]:
+    greedy = Sampling(max_tokens=cfg.answer_max_tokens, seed=cfg.seed, logprobs=True)
+    sampled = Sampling(max_tokens=cfg.answer_max_tokens, temperature=cfg.direct_temperature, seed=cfg.seed)
     rag_requests = [answer_request(t, e.context) for t, e in zip(turns, evidence)]
-    # The non-RAG path is only a separate request where the context is not empty.
-    direct_for = [i for i, e in enumerate(evidence) if cfg.use_dual_path and e.context]
-    direct_requests = [answer_request(turns[i], "") for i in direct_for]
-    results = engine.generate(
-        rag_requests + direct_requests,
-        Sampling(max_tokens=cfg.answer_max_tokens, seed=cfg.seed),
-        stage="answer",
-    )
-    answers = [Answers(rag=normalize_answer(r.text), rag_raw=r.text) for r in results[: len(turns)]]
+    # The non-RAG answer: greedy where there is context (another prompt), sampled where there is
+    # none (the same prompt); with direct_temperature 0 and no context it is a copy of a'.
+    direct_for = [i for i, e in enumerate(evidence)
+                  if cfg.use_dual_path and (e.context or cfg.direct_temperature > 0)]
+    direct_requests = [answer_request(turns[i], "", None if evidence[i].context else sampled) for i in direct_for]
+    results = engine.generate(rag_requests + direct_requests, greedy, stage="answer")
+    answers = []
+    for r in results[: len(turns)]:
+        text, parsed = read_answer(r.text)
+        lowest, mean = token_probabilities(r)
+        answers.append(Answers(rag=text, rag_raw=r.text, rag_parsed=parsed,
+                               rag_min_token_prob=lowest, rag_mean_token_prob=mean))
     if cfg.use_dual_path:
         for a in answers:
             a.direct, a.direct_raw = a.rag, a.rag_raw
         for i, r in zip(direct_for, results[len(turns) :]):
             answers[i].direct, answers[i].direct_raw = normalize_answer(r.text), r.text
+            answers[i].direct_sampled = not evidence[i].context
     return answers

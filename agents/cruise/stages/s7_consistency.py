@@ -1,23 +1,53 @@
 """Stage 7: self-consistency. The VLM judges yes/no whether the RAG and non-RAG answers agree,
-given the context and the image. Turns whose RAG answer is already "I don't know" are not asked:
-the finalizer returns "I don't know" for them whatever the verdict."""
+given the context and the image.
+
+Turns whose RAG answer is already "I don't know" are not asked: the finalizer returns "I don't
+know" for them whatever the verdict. Two answers that normalise to the same string (case, spaces,
+quotes and final punctuation aside) are consistent without a request
+(`consistency_skip_identical`); `Verification.consistency_rule` says which rule decided.
+"""
 from __future__ import annotations
 
 import re
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
+from agents.cruise.parsing import strip_markdown
 from agents.cruise.prompts import ask_vlm, quote_notes
-from agents.cruise.types import Answers, Evidence, Turn
+from agents.cruise.types import Answers, Evidence, Turn, Verification
 from agents.engines.base import ChatEngine, Sampling
 
-_VERDICT = re.compile(r"\b(yes|no)\b", re.IGNORECASE)
+_WORDS = r"(yes|no|true|false)"
+# In order of trust: a labelled verdict ("Answer: yes"), a verdict word standing alone (at the
+# start of a line or sentence, or closing one: "There is no contradiction, so yes."), any verdict word.
+_VERDICT_PATTERNS = (
+    re.compile(rf"\b(?:answer|verdict|judg(?:e)?ment|agree(?:ment)?|consistent)\b[^\S\n]*[:=]\s*{_WORDS}\b", re.I),
+    re.compile(rf"(?:^|(?<=[.!?:=\n]))[^\S\n]*{_WORDS}\b|\b{_WORDS}[^\S\n]*(?=[.!,;]|$)", re.I | re.M),
+    re.compile(rf"\b{_WORDS}\b", re.I),
+)
+
+
+def read_verdict(text: str) -> tuple[bool, bool]:
+    """(consistent, parsed); no verdict word counts as "not consistent" (parsed False)."""
+    plain = strip_markdown(text)
+    for pattern in _VERDICT_PATTERNS:
+        match = pattern.search(plain)
+        if match:
+            word = next(g for g in match.groups() if g)
+            return word.lower() in ("yes", "true"), True
+    return False, False
 
 
 def parse_verdict(text: str) -> bool:
-    """The first yes/no word decides; no such word counts as "not consistent"."""
-    match = _VERDICT.search(text)
-    return match is not None and match.group(1).lower() == "yes"
+    return read_verdict(text)[0]
+
+
+def same_answer(a: str, b: str) -> bool:
+    """The same normalised string, ignoring case, spacing, quotes and final punctuation."""
+    def canonical(s: str) -> str:
+        return " ".join(s.casefold().split()).strip("\"'“”‘’").rstrip(".!?。 ")
+
+    return canonical(a) == canonical(b)
 
 
 def needs_consistency_check(answers: Answers, cfg: CruiseConfig) -> bool:
@@ -26,10 +56,17 @@ def needs_consistency_check(answers: Answers, cfg: CruiseConfig) -> bool:
 
 def consistency_batch(
     turns: list[Turn], evidence: list[Evidence], answers: list[Answers], engine: ChatEngine, cfg: CruiseConfig
-) -> list[tuple[bool | None, str]]:
-    """(verdict, raw text) per turn; (None, "") where no check ran."""
-    out: list[tuple[bool | None, str]] = [(None, "")] * len(turns)
-    wanted = [i for i, a in enumerate(answers) if needs_consistency_check(a, cfg)]
+) -> list[Verification]:
+    """The consistency half of each turn's Verification (consistent None where no check ran)."""
+    out = [Verification() for _ in turns]
+    wanted = []
+    for i, a in enumerate(answers):
+        if not needs_consistency_check(a, cfg):
+            continue
+        if cfg.consistency_skip_identical and same_answer(a.rag, a.direct):
+            out[i] = Verification(consistent=True, consistency_rule="identical_answers")
+        else:
+            wanted.append(i)
     replies = ask_vlm(
         engine, "consistency", turns, wanted,
         lambda i: dict(query=turns[i].query, context=quote_notes(evidence[i].context),
@@ -37,5 +74,7 @@ def consistency_batch(
         Sampling(max_tokens=cfg.consistency_max_tokens, seed=cfg.seed),
     )
     for i, text in zip(wanted, replies):
-        out[i] = (parse_verdict(text), text)
+        consistent, parsed = read_verdict(text)
+        out[i] = Verification(consistent=consistent, consistency_raw=text, consistency_rule="vlm",
+                              consistency_parsed=parsed)
     return out

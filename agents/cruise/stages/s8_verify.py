@@ -1,29 +1,62 @@
 """Stage 8: Chain-of-Verification confidence for the RAG answer.
 
-The model writes `CONFIDENCE: <float>` first (then REASONING and SUB-QUESTIONS), so a cut-off
-output is still scored. Only the number drives the finalizer, so by default generation stops
-where REASONING would begin (cfg.cov_full_output keeps the rest for the trace).
-A missing or unreadable confidence counts as 0.0.
+The model is asked to write `CONFIDENCE: <float>` first (then REASONING and SUB-QUESTIONS), so a
+cut-off output is still scored. Only the number drives the finalizer, so by default generation
+stops at a REASONING or SUB-QUESTIONS label that starts a new line: right after the confidence
+line when the model keeps the order, and after its reasoning when it writes REASONING first (a
+label at the very start of the reply is no stop), so the number is still there to read.
+`cov_full_output` keeps everything for the trace.
+
+The number is read through what models write: a newline after the label, an echoed scale
+("Confidence (0.0-1.0): 0.8"), a decimal comma, markdown, `=` for `:`, integers 1 and 0, prose
+before the label, any case, or a bare number as the whole first line. A value outside [0, 1]
+("10", "95%") or no number counts as 0.0 and as a parse failure.
 """
 from __future__ import annotations
 
+import dataclasses
 import re
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
+from agents.cruise.parsing import NUMBER, strip_markdown, to_float
 from agents.cruise.prompts import ask_vlm, quote_notes
-from agents.cruise.types import Answers, Evidence, Turn
+from agents.cruise.types import Answers, Evidence, Turn, Verification
 from agents.engines.base import ChatEngine, Sampling
 
-# "CONFIDENCE: 0.9", "Confidence score = .95", "**Confidence**: [1.0]"; never "10" or "95%".
-_CONFIDENCE = re.compile(r"confidence[^0-9\n]{0,24}?((?<![\d.])(?:[01](?:\.\d+)?|\.\d+))(?![\d%])", re.IGNORECASE)
+_SCALE = re.compile(
+    r"[(\[]\s*(?:from\s+|on\s+a\s+scale\s+(?:of|from)\s+)?0(?:[.,]0+)?\s*(?:-|–|to)\s*1(?:[.,]0+)?\s*[)\]]",
+    re.IGNORECASE,
+)
+_CONFIDENCE = re.compile(r"\bconfidence\b[^\d\n]{0,40}?\s*" + NUMBER, re.IGNORECASE)
+_BARE_NUMBER = re.compile(r"^[\[(]?\s*" + NUMBER + r"\s*[\])]?\.?$")
+# Stop where a later section begins on a new line (never at the very start of the reply).
+COV_STOPS = tuple(f"\n{mark}{label}" for label in ("REASONING", "Reasoning", "SUB-QUESTIONS", "Sub-questions")
+                  for mark in ("", "**"))
+
+
+def read_confidence(text: str) -> tuple[float, bool]:
+    """(confidence in [0, 1], parsed); unreadable is (0.0, False)."""
+    plain = _SCALE.sub(" ", strip_markdown(text or ""))
+    for match in _CONFIDENCE.finditer(plain):
+        value = to_float(match.group(1))
+        if 0.0 <= value <= 1.0:
+            return value, True
+    first = next((line.strip() for line in plain.splitlines() if line.strip()), "")
+    bare = _BARE_NUMBER.match(first)
+    if bare and 0.0 <= to_float(bare.group(1)) <= 1.0:
+        return to_float(bare.group(1)), True
+    return 0.0, False
 
 
 def parse_confidence(text: str) -> float:
-    match = _CONFIDENCE.search(text)
-    if match is None:
-        return 0.0
-    return min(1.0, max(0.0, float(match.group(1))))
+    return read_confidence(text)[0]
+
+
+def cov_sampling(cfg: CruiseConfig) -> Sampling:
+    if cfg.cov_full_output:
+        return Sampling(max_tokens=cfg.cov_full_max_tokens, seed=cfg.seed)
+    return Sampling(max_tokens=cfg.cov_max_tokens, stop=COV_STOPS, seed=cfg.seed)
 
 
 def needs_verification(answers: Answers, consistent: bool | None, cfg: CruiseConfig) -> bool:
@@ -35,23 +68,19 @@ def verify_batch(
     turns: list[Turn],
     evidence: list[Evidence],
     answers: list[Answers],
-    verdicts: list[bool | None],
+    checks: list[Verification],
     engine: ChatEngine,
     cfg: CruiseConfig,
-) -> list[tuple[float | None, str]]:
-    """(confidence, raw text) per turn; (None, "") where no check ran."""
-    out: list[tuple[float | None, str]] = [(None, "")] * len(turns)
-    wanted = [i for i, (a, v) in enumerate(zip(answers, verdicts)) if needs_verification(a, v, cfg)]
-    sampling = (
-        Sampling(max_tokens=cfg.cov_full_max_tokens, seed=cfg.seed)
-        if cfg.cov_full_output
-        else Sampling(max_tokens=cfg.cov_max_tokens, stop=("REASONING", "Reasoning"), seed=cfg.seed)
-    )
+) -> list[Verification]:
+    """Each turn's Verification with the CoV fields added (cov_confidence None where no check ran)."""
+    out = list(checks)
+    wanted = [i for i, (a, c) in enumerate(zip(answers, checks)) if needs_verification(a, c.consistent, cfg)]
     replies = ask_vlm(
         engine, "verify", turns, wanted,
         lambda i: dict(query=turns[i].query, context=quote_notes(evidence[i].context), answer=answers[i].rag),
-        sampling,
+        cov_sampling(cfg),
     )
     for i, text in zip(wanted, replies):
-        out[i] = (parse_confidence(text), text)
+        confidence, parsed = read_confidence(text)
+        out[i] = dataclasses.replace(checks[i], cov_confidence=confidence, cov_raw=text, cov_parsed=parsed)
     return out

@@ -1,6 +1,7 @@
 """Stage 9: the paper's rule-based finalizer (Algorithm 1).
 
     if real-time and S_ret < tau_ret                    -> "I don't know"
+    elif gate on and min token prob of a' < min_token_prob -> "I don't know"   (ours, off by default)
     elif C non-empty and consistent and S_CoV >= tau_low  -> a'
     elif C empty and consistent and S_CoV >= tau_high     -> a'
     else                                                -> "I don't know"
@@ -8,6 +9,10 @@
 `decide_from_trace` reads Algorithm 1's inputs from a turn's trace record (the same keys
 agents/cruise/trace.py writes): the chain decides through it, and evaluation/calibrate.py
 replays saved traces through it with other thresholds, so both apply one rule set.
+
+The token-probability gate is QA-Dragon's white-box verifier (its section 3.7.2) reduced to one
+threshold on the RAG answer's least likely token; `min_token_prob=0` switches it off. A check that
+a preset switched off counts as passed, or as failed with `disabled_check_fails` (README, Presets).
 """
 from __future__ import annotations
 
@@ -27,9 +32,14 @@ def decide(
     tau_ret: float,
     tau_low: float = 0.9,
     tau_high: float = 1.0,
+    token_prob: float | None = None,
+    min_token_prob: float = 0.0,
 ) -> Decision:
     if is_real_time and retrieval_score < tau_ret:
         return Decision(IDK_ANSWER, "real_time_weak_retrieval")
+    # The gate, when on, rejects an answer without token probabilities too: it cannot vouch for it.
+    if min_token_prob > 0 and (token_prob is None or token_prob < min_token_prob):
+        return Decision(IDK_ANSWER, "low_token_prob")
     if has_context and consistent and cov_confidence >= tau_low:
         return Decision(rag_answer, "context_verified")
     if not has_context and consistent and cov_confidence >= tau_high:
@@ -48,21 +58,25 @@ def decision_inputs(route: Route, evidence: Evidence, answers: Answers, check: V
         "consistent": check.consistent,
         "cov_confidence": check.cov_confidence,
         "retrieval_score": evidence.retrieval_score,
+        "rag_min_token_prob": answers.rag_min_token_prob,
     }
 
 
 def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
     if not cfg.use_finalizer:  # vision_only and rag_baseline return the answer as it is
         return Decision(trace["rag_answer"], "no_finalizer")
-    # A stage switched off by an ablation does not veto: its check counts as passed.
+    # A check switched off by a preset does not veto (passed), unless disabled_check_fails.
+    passed = not cfg.disabled_check_fails
     return decide(
         trace["rag_answer"],
         is_real_time=bool(trace.get("is_real_time")),
         has_context=bool(trace.get("context")),
-        consistent=bool(trace.get("consistent")) if cfg.use_self_consistency else True,
-        cov_confidence=(trace.get("cov_confidence") or 0.0) if cfg.use_cov else 1.0,
+        consistent=bool(trace.get("consistent")) if cfg.use_self_consistency else passed,
+        cov_confidence=(trace.get("cov_confidence") or 0.0) if cfg.use_cov else float(passed),
         retrieval_score=trace.get("retrieval_score") or 0.0,
         tau_ret=cfg.tau_ret,
         tau_low=cfg.tau_low,
         tau_high=cfg.tau_high,
+        token_prob=trace.get("rag_min_token_prob"),
+        min_token_prob=cfg.min_token_prob,
     )
