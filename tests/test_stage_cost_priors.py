@@ -52,7 +52,9 @@ def test_the_chain_visits_the_stages_the_priors_name():
     (100.0, ["route", "summarize", "rerank"]),
 ])
 def test_a_cold_first_batch_does_not_start_a_stage_its_prior_says_cannot_finish(prior_s, ran):
-    agent = make_agent("full", stage_cost_priors_s={"answer": prior_s})
+    # consistency_skip_identical=False: the scripted answers agree word for word, and this test
+    # wants every stage asked unless the deadline stops it
+    agent = make_agent("full", stage_cost_priors_s={"answer": prior_s}, consistency_skip_identical=False)
     agent.batch_generate_response(*batch([WHERE]))  # the very first batch: nothing timed yet
     assert stages_called(agent) == ran
     assert agent.last_batch_report["traces"][0]["deadline_cut_before"] == (None if prior_s < 1 else "answer")
