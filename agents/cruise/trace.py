@@ -26,6 +26,7 @@ def turn_trace(
         "router_raw": route.raw,
         "summary": retrieval.summary,
         "retrieval_query": retrieval.query,
+        "web_query": retrieval.web_query,
         "retrieved": retrieval.items,
         "chunks": [
             {"text": text, "source": source, "score": score}
