@@ -11,6 +11,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluation.coverage import evidence_coverage
 from evaluation.judge import Judge, JudgeItem
 from evaluation.runner import (
     ANSWERS,
@@ -172,6 +173,7 @@ def finalize(output_dir: Path, judge: Judge | None, *, progress: bool = True, no
         **batch_summary(batches),
         "scores": scores,
         "breakdowns": {c: breakdown(rows_all, c) for c in BREAKDOWN_COLUMNS},
+        "evidence_coverage": evidence_coverage(traces, records, run_config.get("dataset")),
         "notices": notices,
     }
     (output_dir / "run_summary.json").write_text(json.dumps(summary, indent=2, default=str))

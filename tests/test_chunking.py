@@ -169,6 +169,7 @@ def test_web_snippet_with_entities_and_repeats(cfg):
     assert text.count("Acushnet") == 1 and text.count("wicked book") == 1
     assert "'Moby-Dick' in New York." in text and '"a wicked book"' in text and "Melville & Hawthorne" in text
     assert not MARKUP.search(text)
+    assert all(c.startswith("Herman Melville: ") for c in chunks)  # the page title, without the site
     assert chunks_from_web_hit(hit, cfg.replace(chunker="paper_fields")) == [" ".join(snippet.split())]
 
 
@@ -206,6 +207,7 @@ def _turn():
 
 def test_names_of_confident_hits_become_chunks_and_join_the_web_query(cfg):
     pipeline = _Pipeline(SPRUCE_HITS)
+    cfg = cfg.replace(image_score_floor=0.85)  # the official CLIP's scale: both hits are confident
     found = retrieve_one(_turn(), "A tall steel tower.", pipeline, cfg)
     assert "The photo may show: 8 Spruce Street" in found.chunks
     assert found.chunks.count("8 Spruce Street: architect: Frank Gehry") == 1  # two hits, one entity
@@ -221,5 +223,5 @@ def test_fusion_and_name_chunks_follow_the_floor_and_the_switch(cfg):
     assert pipeline.text_queries == ["who designed this building?"]
     assert "8 Spruce Street: architect: Frank Gehry" in found.chunks  # attributes of every hit are reranked
     pipeline = _Pipeline(SPRUCE_HITS)
-    retrieve_one(_turn(), "", pipeline, cfg.replace(fusion_query=False))
+    retrieve_one(_turn(), "", pipeline, cfg.replace(image_score_floor=0.85, fusion_query=False))
     assert pipeline.text_queries == ["who designed this building?"]

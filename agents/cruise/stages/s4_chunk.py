@@ -223,11 +223,26 @@ def clean_snippet(snippet: str) -> str:
     return re.sub(r"<[^<>]{0,200}>", " ", text)  # stray tags
 
 
+def page_title(page_name: str) -> str:
+    """"Title - Site" / "Title | Site" -> "Title" (the site says nothing about the subject)."""
+    name = " ".join(clean_snippet(page_name).split())
+    for separator in (" | ", " - ", " – ", " — "):
+        head, sep, _ = name.rpartition(separator)
+        if sep and head:
+            return head
+    return name
+
+
 def chunks_from_web_hit(hit: dict, cfg) -> list[str]:
     snippet = hit.get("page_snippet") or ""
     if cfg.chunker == "paper_fields":
         return paragraphs(snippet, cfg.max_chunk_chars)
-    return pack(dedupe_sentences(clean_snippet(snippet)), cfg.max_chunk_chars)
+    title = page_title(hit.get("page_name") or "") if cfg.web_title_prefix else ""
+    prefix = f"{title}: " if title else ""
+    # Each paragraph names its page, as KG chunks name their entity: a later passage of
+    # the page often refers to its subject only as "it".
+    body = pack(dedupe_sentences(clean_snippet(snippet)), max(100, cfg.max_chunk_chars - len(prefix)))
+    return [prefix + paragraph for paragraph in body]
 
 
 def dedupe(chunks: list[str], sources: list[str]) -> tuple[list[str], list[str]]:
