@@ -12,8 +12,13 @@ import pytest
 
 from agents.config import load_config
 from agents.cruise.stages.s3_retrieve import retrieve_one
-from agents.cruise.stages.s4_chunk import (chunks_from_image_hit, chunks_from_web_hit, dedupe_sentences,
-                                           entity_chunks, is_layout_field)
+from agents.cruise.stages.s4_chunk import (
+    chunks_from_image_hit,
+    chunks_from_web_hit,
+    dedupe_sentences,
+    entity_chunks,
+    is_layout_field,
+)
 from agents.cruise.types import Turn
 from agents.cruise.wikitext import clean_wikitext
 
@@ -135,6 +140,10 @@ def test_the_old_chunker_finds_nothing_in_an_infobox(cfg):
     ("''[[Felis catus]]''", "Felis catus"),
     ("[https://example.org Example site]", "Example site"),
     ("{{some unknown template|alpha|beta|key=value}}", "alpha beta"),
+    ("{{convert|57.91|e6km|e6mi|abbr=on}}", "57.91 million km"),
+    ("{{abbr|MEP|mechanical, electrical and plumbing}}", "MEP"),
+    ("{{US$|69.75 million|long=no}}", "US$69.75 million"),
+    ("{{nbsp}}76{{snd}}77<!-- hidden note -->", "76 – 77"),
 ])
 def test_each_markup_kind(raw, clean):
     assert clean_wikitext(raw) == clean
@@ -210,7 +219,7 @@ def test_names_of_confident_hits_become_chunks_and_join_the_web_query(cfg):
     cfg = cfg.replace(image_score_floor=0.85)  # the official CLIP's scale: both hits are confident
     found = retrieve_one(_turn(), "A tall steel tower.", pipeline, cfg)
     assert "The photo may show: 8 Spruce Street" in found.chunks
-    assert found.chunks.count("8 Spruce Street: architect: Frank Gehry") == 1  # two hits, one entity
+    assert sum("architect: Frank Gehry" in c for c in found.chunks) == 1  # two hits, one entity
     assert pipeline.text_queries == ["who designed this building? A tall steel tower. 8 Spruce Street"]
     assert found.query == "who designed this building? A tall steel tower."  # the reranker's q'
 
@@ -221,7 +230,7 @@ def test_fusion_and_name_chunks_follow_the_floor_and_the_switch(cfg):
     found = retrieve_one(_turn(), "", pipeline, cfg.replace(image_score_floor=0.5))
     assert not any(c.startswith("The photo may show") for c in found.chunks)
     assert pipeline.text_queries == ["who designed this building?"]
-    assert "8 Spruce Street: architect: Frank Gehry" in found.chunks  # attributes of every hit are reranked
+    assert any("architect: Frank Gehry" in c for c in found.chunks)  # attributes of every hit are reranked
     pipeline = _Pipeline(SPRUCE_HITS)
     retrieve_one(_turn(), "", pipeline, cfg.replace(image_score_floor=0.85, fusion_query=False))
     assert pipeline.text_queries == ["who designed this building?"]

@@ -41,7 +41,7 @@ _UNITS = {"sqft": "sq ft", "sqmi": "sq mi", "sqkm": "km2", "m2": "m2", "km2": "k
           "acre": "acres", "ft": "ft", "m": "m", "km": "km", "mi": "mi", "in": "in", "cm": "cm",
           "mm": "mm", "lb": "lb", "kg": "kg", "t": "t", "ST": "short tons", "LT": "long tons",
           "mph": "mph", "km/h": "km/h", "kn": "kn", "C": "°C", "F": "°F", "m3": "m3", "L": "L",
-          "hp": "hp", "kW": "kW", "ftin": "ft"}
+          "hp": "hp", "kW": "kW"}
 _RANGE_WORDS = {"-", "–", "to", "and", "or", "by", "x", "×", "+/-", "±", "to(-)"}
 
 # Template names (lower case, "_" -> " ") grouped by what they become.
@@ -60,9 +60,9 @@ _DATES = {"start date", "end date", "birth date", "death date", "start date and 
           "start date and years ago", "bda", "dda", "dts", "death year and age", "birth year and age"}
 _URLS = {"url", "official url", "official website", "official site", "website", "webarchive url"}
 _CONVERTS = {"convert", "cvt", "convinfobox"}
-_SECOND_PARAM = {"lang", "transl", "transliteration", "nihongo2", "iast", "abbr", "abbrlink"}
+_SECOND_PARAM = {"lang", "transl", "transliteration", "iast"}
 _FIRST_PARAM = {"nowrap", "nobr", "small", "smaller", "big", "larger", "resize", "nobold", "noitalic",
-                "sc", "smallcaps", "lower", "upper", "uc", "lc", "ucfirst", "lcfirst", "flag", "flagcountry",
+                "abbr", "abbrlink", "sc", "smallcaps", "lower", "upper", "uc", "lc", "ucfirst", "lcfirst", "flag", "flagcountry",
                 "flagu", "flag country", "nowrap begin", "tooltip", "keypress", "sic", "not a typo",
                 "proper name", "visible anchor", "anchor", "ill", "interlanguage link", "lang-zh",
                 "zh", "nihongo", "ruby", "abbr2", "math", "mvar", "var", "nbsp2", "linktext",
@@ -113,8 +113,9 @@ def _convert(positional: list[str]) -> str:
         unit = positional[3]
     else:
         value, unit = _number(positional[0]), positional[1] if len(positional) > 1 else ""
-    if unit == "ftin" and len(positional) >= 3 and positional[1] != "ftin":
-        return value
+    scale = re.match(r"e(3|6|9)(.+)$", unit)  # {{convert|57.91|e6km|...}}: millions of km
+    if scale:
+        unit = {"3": "thousand", "6": "million", "9": "billion"}[scale.group(1)] + " " + _UNITS.get(scale.group(2), scale.group(2))
     return f"{value} {_UNITS.get(unit, unit)}".strip()
 
 
@@ -157,10 +158,12 @@ def render_template(body: str) -> str:
         return _date(positional)
     if name in _LISTS:
         return ", ".join(_list_items(positional))
+    if name in ("us$", "usd", "us dollar"):
+        return f"US${positional[0]}" if positional else ""
     if name in ("circa", "c.", "ca", "c"):
         return f"c. {positional[0]}" if positional else "c."
     if name in _SECOND_PARAM or name.startswith(("lang-", "lang ")):
-        if name.startswith("lang-") or name in ("nihongo2",):
+        if name.startswith("lang-"):
             return positional[0] if positional else ""
         return positional[1] if len(positional) > 1 else (positional[0] if positional else "")
     if name in _FIRST_PARAM:

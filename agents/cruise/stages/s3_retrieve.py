@@ -10,8 +10,14 @@ from __future__ import annotations
 import os
 
 from agents.config import CruiseConfig
-from agents.cruise.stages.s4_chunk import (chunks_from_image_hit, chunks_from_web_hit, confident_names, dedupe,
-                                           hit_entity_names, name_chunk)
+from agents.cruise.stages.s4_chunk import (
+    chunks_from_image_hit,
+    chunks_from_web_hit,
+    confident_names,
+    dedupe,
+    hit_entity_names,
+    name_chunk,
+)
 from agents.cruise.types import Retrieval, Route, Turn
 
 
