@@ -21,6 +21,7 @@ from agents.cruise.stages.s4_chunk import (
 )
 from agents.cruise.types import Turn
 from agents.cruise.wikitext import clean_wikitext
+from tests.fakes import FakePipeline, FunctionReranker, echo_engine
 
 SPRUCE_ATTRIBUTES = {
     "name": "8 Spruce Street<br />(New York by Gehry)",
@@ -191,21 +192,8 @@ def test_long_snippets_become_paragraphs_within_the_reranker_input(cfg):
     assert dedupe_sentences(" ".join(sentences)) == sentences
 
 
-class _Pipeline:
-    """Stands in for the search pipeline: image hits for a photo, web hits for text (records
-    the text queries it was asked)."""
-
-    web_search = True
-
-    def __init__(self, image_hits):
-        self.image_hits, self.text_queries = image_hits, []
-
-    def __call__(self, query, k=10):
-        if isinstance(query, str):
-            self.text_queries.append(query)
-            return [{"index": "https://x.example/p_chunk_0", "score": 0.6, "page_name": "Page - Site",
-                     "page_snippet": "Frank Gehry designed it.", "page_url": "https://x.example/p"}]
-        return self.image_hits[:k]
+WEB_HITS = [{"index": "https://x.example/p_chunk_0", "score": 0.6, "page_name": "Page - Site",
+             "page_snippet": "Frank Gehry designed it.", "page_url": "https://x.example/p"}]
 
 
 def _turn():
@@ -215,7 +203,7 @@ def _turn():
 
 
 def test_names_of_confident_hits_become_chunks_and_join_the_web_query(cfg):
-    pipeline = _Pipeline(SPRUCE_HITS)
+    pipeline = FakePipeline(SPRUCE_HITS, WEB_HITS)
     cfg = cfg.replace(image_score_floor=0.85)  # the official CLIP's scale: both hits are confident
     found = retrieve_one(_turn(), "A tall steel tower.", pipeline, cfg)
     assert "The photo may show: 8 Spruce Street" in found.chunks
@@ -226,11 +214,30 @@ def test_names_of_confident_hits_become_chunks_and_join_the_web_query(cfg):
 
 def test_fusion_and_name_chunks_follow_the_floor_and_the_switch(cfg):
     low = [dict(h, score=0.2) for h in SPRUCE_HITS]
-    pipeline = _Pipeline(low)
+    pipeline = FakePipeline(low, WEB_HITS)
     found = retrieve_one(_turn(), "", pipeline, cfg.replace(image_score_floor=0.5))
     assert not any(c.startswith("The photo may show") for c in found.chunks)
     assert pipeline.text_queries == ["who designed this building?"]
     assert any("architect: Frank Gehry" in c for c in found.chunks)  # attributes of every hit are reranked
-    pipeline = _Pipeline(SPRUCE_HITS)
+    pipeline = FakePipeline(SPRUCE_HITS, WEB_HITS)
     retrieve_one(_turn(), "", pipeline, cfg.replace(image_score_floor=0.85, fusion_query=False))
     assert pipeline.text_queries == ["who designed this building?"]
+
+
+def test_the_agent_traces_infobox_chunks_under_the_public_names():
+    from PIL import Image
+
+    from agents.cruise_agent import CruiseAgent
+    from agents.engines.base import Engines
+
+    engine = echo_engine()
+    reranker = FunctionReranker(lambda q, c: 0.95 if "Gehry" in c else 0.3)
+    agent = CruiseAgent(FakePipeline(SPRUCE_HITS, WEB_HITS), engines=Engines(router=engine, vlm=engine, reranker=reranker),
+                        profile="cpu", preset="full", image_score_floor=0.85)
+    agent.batch_generate_response(["who designed this building?"], [Image.new("RGB", (32, 32))], [[]])
+    trace = agent.last_batch_report["traces"][0]
+    texts = [c["text"] for c in trace["chunks"]]
+    assert "The photo may show: 8 Spruce Street" in texts
+    assert all(t.startswith(("8 Spruce Street: ", "The photo may show: ", "Page: ")) for t in texts)
+    assert any("architect: Frank Gehry" in t for t in trace["kept_chunks"])
+    assert trace["web_query"].endswith("8 Spruce Street")
