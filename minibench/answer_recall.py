@@ -68,7 +68,7 @@ def measure(pipeline, reranker, cfg, turns: list[RecallTurn] | None = None) -> d
 
 
 def main() -> None:
-    from agents.config import load_config
+    from agents.config import load_config, settings_to_env
     from agents.engines.reranker import MiniLMReranker
     from evaluation.search import build_search_pipeline, search_config
     from minibench.build_indices import prepare_indices
@@ -78,16 +78,13 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     parser.add_argument("--misses", action="store_true", help="also print the turns whose answer was not kept")
     args = parser.parse_args()
-    overrides = {}
-    for setting in args.set:
-        key, _, value = setting.partition("=")
-        overrides[key] = json.loads(value) if value[:1] in "0123456789-[{tf" and value not in ("") else value
+    settings_to_env("cpu", "full", args.set)  # checked and typed like local_evaluation.py --set
     search = search_config("cpu")
     prepare_indices(search)
     pipeline = build_search_pipeline(search, web=True)
     reranker = MiniLMReranker()
     for chunker in args.chunker:
-        cfg = load_config("cpu", "full", chunker=chunker, **overrides)
+        cfg = load_config("cpu", "full", chunker=chunker)
         result = measure(pipeline, reranker, cfg)
         misses = result.pop("misses")
         print(json.dumps(result))
