@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agents.cruise.trace import parse_failure_counts
+from evaluation.coverage import evidence_coverage
 from evaluation.judge import Judge, JudgeItem
 from evaluation.rules import RuleSet, rule_set
 from evaluation.runner import (
@@ -222,6 +223,7 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         **batch_summary(batches),
         "scores": scores,
         "breakdowns": {c: breakdown(counted_all, c) for c in BREAKDOWN_COLUMNS},
+        "evidence_coverage": evidence_coverage(traces, records, run_config.get("dataset")),
         "notices": notices,
     }
     (output_dir / "run_summary.json").write_text(json.dumps(summary, indent=2, default=str))

@@ -62,12 +62,37 @@ def examples_table(rows: list[dict], count: int) -> Table:
     return table
 
 
+COVERAGE_LABELS = [
+    ("retrieved_share", "Turns that retrieved something", "{:.2%}"),
+    ("context_share", "Turns with context after the MAD filter", "{:.2%}"),
+    ("mean_chunks", "Chunks reranked per turn", "{:.1f}"),
+    ("mean_kept_chunks", "Chunks kept per turn", "{:.2f}"),
+    ("answer_recall_kg", "Answer in kept context: KG turns", "{:.2%}"),
+    ("answer_recall_web", "Answer in kept context: web turns", "{:.2%}"),
+    ("answer_recall_kg_web", "Answer in kept context: KG + web turns", "{:.2%}"),
+]
+
+
+def coverage_table(coverage: dict) -> Table:
+    table = Table(title=f"Evidence coverage ({coverage.get('turns', 0)} turns)")
+    table.add_column("Measure")
+    table.add_column("Value", justify="right")
+    for key, label, fmt in COVERAGE_LABELS:
+        if key in coverage:
+            turns = coverage.get(key.replace("answer_recall_", "") + "_turns")
+            suffix = f" ({turns} turns)" if isinstance(turns, int) else ""
+            table.add_row(label + suffix, fmt.format(coverage[key]))
+    return table
+
+
 def print_report(console: Console, results: Results, display_conversations: int) -> None:
     s = results.summary
     console.print(scores_table(results.scores))
     if results.rows_all:
         for column in BREAKDOWN_COLUMNS:
             console.print(breakdown_table(results.rows_all, column))
+    if s.get("evidence_coverage"):
+        console.print(coverage_table(s["evidence_coverage"]))
     if display_conversations > 0 and results.rows_all:
         console.print(examples_table(results.rows_all, display_conversations))
     console.print(Text(

@@ -4,7 +4,7 @@
 
 Rows follow the CRAG-MM schema exactly (session_id, image, image_url, image_quality, turns,
 answers); where each answer lives (image / kg / web / none) goes to provenance.json so the
-rows stay schema-identical. Ids are uuid5 values of fixed names and the images are
+rows stay schema-identical; KG and web turns also carry their answer keys (content.ANSWER_KEYS). Ids are uuid5 values of fixed names and the images are
 deterministic JPEGs, so two builds write the same bytes.
 """
 from __future__ import annotations
@@ -37,7 +37,10 @@ def _session(kind: str, number: int, picture: str, turns: list[tuple]) -> tuple[
         row_turns.append(dict(interaction_id=interaction_id, domain=domain, query_category=category,
                               dynamism=dynamism, query=query))
         row_answers.append(dict(interaction_id=interaction_id, ans_full=answer))
-        where.append(dict(interaction_id=interaction_id, answer_source=source))
+        note = dict(interaction_id=interaction_id, answer_source=source)
+        if source in ("kg", "web"):  # every KG / web question must say how to spot its answer
+            note["answer_keys"] = content.ANSWER_KEYS[query]
+        where.append(note)
     row = dict(session_id=session_id,
                image={"bytes": picture_bytes(picture), "path": f"{picture}.jpg"},
                image_url=spec["url"], image_quality=spec["quality"],

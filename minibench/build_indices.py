@@ -11,7 +11,7 @@ exactly that under `cache_dir()/"hf"`, with the official collection names, ids a
 - `image_embeddings` (cosine): ids "0".."n-1" (the package reads metadatas by position),
   metadata `image_url`, `entities` (JSON list of names), `info` (JSON name -> attributes).
 - `web_search_embeddings` (cosine): ids `<url>_chunk_<i>`, chunk 0 = "page_name page_snippet",
-  then 512-word chunks of the page text; metadata `page_name`, `page_snippet`, `page_url`.
+  then 64-word chunks of the page text; metadata `page_name`, `page_snippet`, `page_url`.
 
 Embeddings come from the package's own feature extractors with the models the pipeline will
 load (MINI_IMAGE_MODEL / MINI_TEXT_MODEL, resolved to local directories), so a
@@ -42,7 +42,7 @@ MINI_IMAGE_MODEL = "tiny-clip"  # official: openai/clip-vit-large-patch14-336
 MINI_TEXT_MODEL = "minilm"  # official: BAAI/bge-large-en-v1.5
 IMAGE_COLLECTION = "image_embeddings"
 WEB_COLLECTION = "web_search_embeddings"
-WORDS_PER_CHUNK = 512
+WORDS_PER_CHUNK = 64  # small enough that most pages have several chunks, as official pages do
 MAX_CHUNKS = 50
 KG_URL = "https://kg.crag-mm-mini.example/images/"
 
@@ -71,8 +71,9 @@ def kg_records() -> list[tuple[bytes, dict]]:
         else:
             spec = content.PICTURES.get(picture, dict(source=picture))
             source, transform, name = spec["source"], spec.get("transform"), picture
+        # `info` keeps each infobox's field order, as the official KG does
         meta = dict(image_url=KG_URL + name + ".jpg", entities=json.dumps(sorted(entities)),
-                    info=json.dumps(entities, sort_keys=True))
+                    info=json.dumps(entities, ensure_ascii=False))
         records.append((image_bytes(source, transform), meta))
     return records
 

@@ -6,11 +6,17 @@ Conventions:
   image_quality label.
 - A turn is (domain, query_category, dynamism, query, answer, where), `where` naming the
   source that holds the answer: "image" (visible in the picture), "kg" (image-search KG),
-  "web" (web-search pages) or "none" (no source we ship holds it).
+  "web" (web-search pages) or "none" (no source we ship holds it). `ANSWER_KEYS` says, for
+  each KG / web question, which short strings show that a text holds its answer.
+- The image KG and the web pages follow the official record shapes: infobox fields in wiki
+  markup with layout fields, and snippets with HTML entities and repeated runs.
 - Domains and categories follow CRAG-MM's published taxonomy (13 domains; simple recognition,
   simple knowledge, multi-hop, comparison, aggregation, reasoning).
 """
 from __future__ import annotations
+
+import html
+import re
 
 URL = "https://images.crag-mm-mini.example/"  # .example is reserved: these URLs never resolve
 
@@ -169,144 +175,392 @@ MULTI_TURN: list[tuple[str, list[tuple]]] = [
 ]
 
 
-def _p(*paragraphs: str) -> str:
-    return "\n".join(paragraphs)
-
+# --- answer keys ----------------------------------------------------------------------------
+# For every KG- or web-answerable question: short strings that all occur in any context that
+# holds its gold answer ("a|b": either). The evaluator's answer recall at K_rerank
+# (evaluation/coverage.py) and the provenance tests use them; provenance.json carries them.
+ANSWER_KEYS: dict[str, list[str]] = {
+ "what kind of coffee drink is in this cup?": ["espresso"],
+ "how much caffeine is in a single shot of this drink?": ["63 mg|63 milligrams"],
+ "what is the letter-shaped marking on the forehead of cats with this coat pattern?": ['"M"'],
+ "how many hours a day does an adult cat like this usually sleep?": ["12 to 16"],
+ "who is the astronaut in this portrait?": ["Eileen Collins"],
+ "what observatory did the first shuttle mission commanded by this person deploy?": ["Chandra"],
+ "what rocket is this?": ["Falcon 9"],
+ "which spacecraft did this launch put into space?": ["DSCOVR|Deep Space Climate Observatory"],
+ "what are these objects?": ["coins"],
+ "in what year was the city where these coins were found buried by a volcano?": ["79"],
+ "what is this image of?": ["eXtreme Deep Field"],
+ "when was the telescope that took this image launched?": ["1990"],
+ "which celestial body's surface is shown here?": ["Moon"],
+ "what is the average distance from earth to this body?": ["384,400"],
+ "how long is the pregnancy of this animal?": ["11 months"],
+ "what is the name of this building?": ["Tower of Buddhist Incense"],
+ "in which year was the palace complex containing this tower listed as a unesco world heritage site?": ["1998"],
+ "which is taller, this tower or the hall of prayer for good harvests at the temple of heaven?": ["41 m", "38 m"],
+ "what flower is this?": ["dahlia"],
+ "what should i do with the tubers of this plant before winter in a cold climate?": ["first frost"],
+ "in what year was this novel first published?": ["1813"],
+ "what is the name of the ship in this novel?": ["Pequod"],
+ "was this novel published before or after pride and prejudice, and by how many years?": ["1851", "1813"],
+ "on which whaling ship did the author of this book sail in 1841?": ["Acushnet"],
+ "why do garments of this fabric shrink in hot water?": ["relax"],
+ "in the game played on this board, which piece may only move diagonally?": ["bishop"],
+ # multi-turn
+ "who is this?": ["Eileen Collins"],
+ "which shuttle mission did she first command?": ["STS-93"],
+ "what did that mission deploy?": ["Chandra"],
+ "when did she retire from nasa?": ["2006"],
+ "what is this tower?": ["Tower of Buddhist Incense"],
+ "how tall is it?": ["41 m"],
+ "what is the lake at the foot of the hill called?": ["Kunming Lake"],
+ "when did the whole palace become a world heritage site?": ["1998"],
+ "what's this drink?": ["espresso"],
+ "which country does it come from?": ["Italy"],
+ "about how much caffeine does one shot have?": ["63 mg|63 milligrams"],
+ "when was it published?": ["1813"],
+ "how old was the author then?": ["1775"],
+ "who is the heroine?": ["Elizabeth Bennet"],
+ "what rocket is on the pad?": ["Falcon 9"],
+ "what was it carrying on this launch?": ["DSCOVR|Deep Space Climate Observatory"],
+ "where does that spacecraft sit in space?": ["L1"],
+ "it's the national flower of which country?": ["Mexico"],
+ "how do i keep it through the winter?": ["first frost"],
+ "what is the name for its striped coat pattern?": ["tabby"],
+ "how much does a cat like this sleep each day?": ["12 to 16"],
+ "what am i looking at?": ["eXtreme Deep Field"],
+ "about how many galaxies are in it?": ["5,500"],
+ "when was the telescope launched?": ["1990"],
+ "does it show more galaxies than the 2004 ultra deep field?": ["5,500", "10,000"],
+}
 
 # --- image KG -----------------------------------------------------------------------------
 # Each entry: (picture, entities). A picture is a PICTURES key (the benchmark image itself) or
-# (source, transform) for a look-alike copy that serves as a hard negative.
+# (source, transform) for a look-alike copy that serves as a hard negative. Entities map a name
+# to its attributes in the official shape (../shared/FORMATS.md): the fields of a Wikipedia
+# infobox, values as raw wiki text (links, templates, <br />, <ref>s, HTML entities), with the
+# layout fields (image, image_size, alt, mapframe, coordinates) that real infoboxes carry and
+# no description / summary. An entity that occurs under several images carries the same
+# attributes everywhere (the official KG is keyed by entity name).
+
+_ESPRESSO = dict(
+    name="Espresso", image="Tazzina di caffè a Genova.jpg", image_size="250px",
+    caption="A cup of espresso with [[crema]] on a saucer",
+    alt="Small white cup of dark coffee", type="[[Coffee]] [[drink]]", course="[[Beverage]]",
+    country="[[Italy]]", region="[[Turin]], [[Milan]]",
+    creator="[[Angelo Moriondo]] (machine, 1884)<br />[[Luigi Bezzera]] and [[Desiderio Pavoni]] (1901&ndash;1906)",
+    year_created="{{Start date|1884}}", serving_temperature="Hot",
+    main_ingredient="Finely ground [[coffee bean]]s, hot water",
+    variations="{{hlist|[[Ristretto]]|[[Lungo]]|[[Doppio]]|[[Caffè macchiato|Macchiato]]}}",
+    serving_size="{{convert|30|ml|USfloz|abbr=on}} per single shot",
+    brewing_pressure="{{convert|9|bar|psi|abbr|=|on}}", other="Served in a [[demitasse]]",
+)
+_RISTRETTO = dict(
+    name="Ristretto", image="Ristretto coffee.jpg", image_size="220px", alt="A short coffee in a red cup",
+    caption="A ristretto in a red cup", type="[[Coffee]] drink", country="[[Italy]]",
+    main_ingredient="Finely ground coffee, about half the water of an [[espresso]]",
+    serving_size="{{convert|15|-|20|ml|USfloz|abbr=on}}", taste="Sweeter and more concentrated than espresso",
+    served="Hot", variations="[[Caffè corto]]",
+)
+_TABBY = dict(
+    name="Tabby cat", image="Cat November 2010-1a.jpg", image_size="220px",
+    caption="A tabby with the typical &quot;M&quot; on its forehead", alt="Striped grey cat",
+    type="[[Coat (animal)|Coat pattern]] of the [[domestic cat]]",
+    species="''[[Felis catus]]''", patterns="{{ubl|Mackerel|Classic (blotched)|Spotted|Ticked}}",
+    forehead_marking='A distinctive "M" shape<ref>{{cite book|title=The Cat Fanciers Handbook|year=2004}}</ref>',
+    genetics="[[Agouti gene]] (dominant allele ''A'')", breed_status="Not a [[cat breed|breed]]; occurs in many breeds",
+    lifespan="12&ndash;18 years", colours="{{hlist|brown|silver|red|cream}}",
+)
+_ABYSSINIAN = dict(
+    name="Abyssinian", image="Gustav chocolate.jpg", image_size="200px", alt="Ruddy short-haired cat",
+    caption="A ruddy Abyssinian", country="[[Ethiopia]] (disputed); developed in [[Great Britain]]",
+    coat="Short, [[Cat coat genetics#Ticked|ticked]]", colour="{{ubl|Ruddy|Red (sorrel)|Blue|Fawn}}",
+    recognition="{{Start date|1896}} ([[Governing Council of the Cat Fancy|GCCF]])",
+    weight="{{convert|3|-|5|kg|lb|abbr=on}}", lifespan="9&ndash;15 years",
+    note="Each hair has bands of colour, so the coat looks flecked, not striped",
+)
+_COLLINS = dict(
+    name="Eileen Collins", image="Eileen Collins.jpg", image_size="200px",
+    caption="Official NASA portrait, 1997", alt="Woman in an orange suit in front of a flag",
+    type="[[NASA]] [[Astronaut]]", nationality="American",
+    birth_name="Eileen Marie Collins",
+    birth_date="{{birth date and age|1956|11|19}}",
+    birth_place="[[Elmira, New York]], U.S.",
+    occupation="{{hlist|[[Test pilot]]|[[Flight instructor]]}}",
+    alma_mater="{{ubl|[[Syracuse University]] ([[Bachelor of Arts|BA]])|[[Stanford University]] ([[Master of Science|MS]])|[[Webster University]] ([[Master of Arts|MA]])}}",
+    rank="[[Colonel (United States)|Colonel]], [[United States Air Force|USAF]]",
+    selection="[[NASA Astronaut Group 13|NASA Group 13]] (1990)",
+    time="38d 8h 10m", missions="{{ubl|[[STS-63]] (pilot)|[[STS-84]] (pilot)|[[STS-93]] (commander)|[[STS-114]] (commander)}}",
+    first_command="[[STS-93]], July 1999 &ndash; first woman to command a [[Space Shuttle]]",
+    retirement="{{End date|2006|5|1}}",
+    insignia="[[File:Sts-93-patch.png|40px]] [[File:STS-114 patch.svg|40px]]",
+    awards="{{hlist|[[Distinguished Flying Cross (United States)|Distinguished Flying Cross]]|[[NASA Distinguished Service Medal]]}}",
+)
+_SHUTTLE_MODEL = dict(
+    name="Space Shuttle orbiter model", image="Shuttle desk model.jpg", image_size="180px",
+    alt="White model of a winged spacecraft", type="[[Scale model]]", scale="1:200",
+    material="[[Resin]]", subject="[[Space Shuttle orbiter]]", use="Desk display in official portraits",
+    manufacturer="Various", length="{{convert|19|cm|in|abbr=on}}",
+)
+_FALCON9 = dict(
+    name="Falcon 9", image="Falcon 9 Demo-2 Launch (NHQ202005300044).jpg", image_size="150px",
+    caption="A Falcon 9 on the pad at [[Cape Canaveral Space Force Station|Cape Canaveral]]",
+    alt="A tall white rocket between towers",
+    function="[[Medium-lift launch vehicle|Medium-lift]] orbital launch vehicle",
+    manufacturer="[[SpaceX]]", country_origin="United States",
+    cost="{{US$|69.75 million|long=no}} (2024)<ref>{{cite web|url=https://www.spacex.com/|title=Capabilities}}</ref>",
+    height="{{convert|70|m|ft|abbr|=|on}}", diameter="{{convert|3.7|m|ft|abbr=on}}",
+    mass="{{convert|549054|kg|lb|abbr=on}}", stages="2",
+    capacities="{{ubl|LEO: {{convert|22800|kg|lb|abbr=on}}|GTO: {{convert|8300|kg|lb|abbr=on}}}}",
+    status="Active", sites="{{ubl|[[Cape Canaveral Space Launch Complex 40|SLC-40]]|[[Kennedy Space Center Launch Complex 39A|LC-39A]]|[[Vandenberg Space Launch Complex 4|SLC-4E]]}}",
+    first="{{Start date|2010|6|4}}",
+    reusable="First stage; first landing {{Start date|2015|12|22}}",
+)
+_ATLAS = dict(
+    name="Atlas V", image="Atlas V 551 launches New Horizons.jpg", image_size="150px",
+    caption="An Atlas V on the pad at night", alt="Rocket lit at night",
+    function="[[Medium-lift launch vehicle|Medium]] to [[heavy-lift launch vehicle|heavy-lift]] launch vehicle",
+    manufacturer="[[United Launch Alliance]]", designer="[[Lockheed Martin]]", country_origin="United States",
+    height="{{convert|58.3|m|ft|abbr=on}}", diameter="{{convert|3.81|m|ft|abbr=on}}", stages="2",
+    status="Active", first="{{Start date|2002|8|21}}", sites="{{ubl|[[Cape Canaveral Space Launch Complex 41|SLC-41]]|[[Vandenberg Space Launch Complex 3|SLC-3E]]}}",
+    reusable="No ([[expendable launch system|expendable]])",
+)
+_GREEK_COINS = dict(
+    name="Greek coins from Pompeii", image="Brooklyn Museum coins.jpg", image_size="250px",
+    caption="Ancient coins photographed for the [[Brooklyn Museum]]", alt="Rows of coins on grey",
+    type="[[Ancient Greek coinage|Ancient Greek coins]]", material="{{hlist|[[Silver]]|[[Bronze]]}}",
+    found="[[Pompeii]], [[Campania]], Italy", period="[[Hellenistic period]]",
+    present_location="[[Brooklyn Museum]], [[New York City]]", accession="Brooklyn Museum collection",
+    count="A group of coins in rows", culture="[[Ancient Greece|Greek]]",
+)
+_POMPEII = dict(
+    name="Pompeii", native_name="''Pompei''", native_name_lang="it", image="Pompeii Forum.jpg",
+    image_size="250px", alt="Ruined columns of the forum", caption="The Forum with [[Mount Vesuvius]] behind",
+    map_type="Italy", map_alt="Map of Italy", relief="yes",
+    coordinates="{{coord|40|45|04|N|14|29|13|E|display=inline,title}}",
+    location="[[Pompei]], [[Province of Naples]], [[Campania]], Italy", region="[[Campania]]",
+    type="Settlement", area="{{convert|170|acre|ha|abbr=on}}",
+    founded="7th&ndash;6th century BC", abandoned="[[AD 79]], buried by the [[Eruption of Mount Vesuvius in 79 AD|eruption of Mount Vesuvius]]",
+    cultures="{{hlist|[[Oscans|Oscan]]|[[Samnites|Samnite]]|[[Ancient Rome|Roman]]}}",
+    excavations="Since {{Start date|1748}}", condition="Ruins", public_access="Yes",
+    website="{{URL|http://pompeiisites.org/}}",
+)
+_DENARII = dict(
+    name="Denarius", image="Denarius of Augustus.jpg", image_size="200px", alt="A small silver coin",
+    caption="A tray of Roman silver denarii", type="[[Coin]]", country="[[Roman Republic]], [[Roman Empire]]",
+    material="[[Silver]]", value="10 [[As (Roman coin)|asses]], later 16",
+    years_of_minting="c. {{circa|211 BC}} &ndash; 3rd century AD",
+    mass="{{convert|4.5|g|oz|abbr=on}} (early)", successor="[[Antoninianus]]",
+)
+_XDF = dict(
+    name="Hubble eXtreme Deep Field", image="Hubble Extreme Deep Field (full resolution).png",
+    image_size="260px", alt="Thousands of faint galaxies on black",
+    caption="The XDF, released {{Start date|2012|9|25}}",
+    type="[[Deep field]] image", telescope="[[Hubble Space Telescope]]",
+    constellation="[[Fornax]]", ra="{{RA|3|32|38.5}}", dec="{{DEC|-27|47|0}}",
+    exposure="About 2 million seconds (over 10 years, 2002&ndash;2012)",
+    instruments="{{ubl|[[Advanced Camera for Surveys|ACS]]|[[Wide Field Camera 3|WFC3]]}}",
+    galaxies="About 5,500", oldest="About 13.2 billion years ago",
+    released="{{Start date|2012|9|25}}", area="2.3 by 2 arcminutes",
+    related="Part of the [[Hubble Ultra-Deep Field|Hubble Ultra Deep Field]]",
+)
+_UDF = dict(
+    name="Hubble Ultra Deep Field", image="Hubble ultra deep field.jpg", image_size="260px",
+    alt="A field of galaxies", caption="The HUDF (2004)", type="[[Deep field]] image",
+    telescope="[[Hubble Space Telescope]]", constellation="[[Fornax]]",
+    galaxies="An estimated 10,000", released="{{Start date|2004|3|9}}",
+    exposure="About 1 million seconds", area="2.4 arcminutes square",
+    instruments="{{ubl|[[Advanced Camera for Surveys|ACS]]|[[NICMOS]]}}",
+)
+_MOON = dict(
+    name="Moon", image="FullMoon2010.jpg", image_size="220px", alt="The full Moon",
+    caption="Grey cratered lunar surface", adjectives="{{hlist|Lunar|Selenic}}",
+    satellite_of="[[Earth]]", mean_distance="{{convert|384400|km|mi|abbr=on}} (mean distance from Earth)",
+    perigee="{{convert|362600|km|mi|abbr=on}}", apogee="{{convert|405400|km|mi|abbr=on}}",
+    period="27.322 days ([[sidereal month]])", mean_radius="{{convert|1737.4|km|mi|abbr=on}}",
+    diameter="{{convert|3474.8|km|mi|abbr=on}}", surface_grav="1.622 m/s<sup>2</sup> (0.1654 [[g-force|''g'']])",
+    albedo="0.12", temperatures="{{convert|-173|C|F}} to {{convert|127|C|F}}",
+    surface="[[Impact crater|Craters]] and dark basaltic plains ([[lunar mare|maria]])",
+)
+_MERCURY = dict(
+    name="Mercury (planet)", image="Mercury in true color.jpg", image_size="220px",
+    alt="A grey cratered planet", caption="Cratered surface of Mercury",
+    adjectives="Mercurian", semimajor="{{convert|57.91|e6km|e6mi|abbr=on}} from the [[Sun]]",
+    period="87.97 days", mean_radius="{{convert|2439.7|km|mi|abbr=on}}",
+    diameter="{{convert|4879|km|mi|abbr=on}}", satellites="None",
+    surface="Heavily cratered, much like the Moon",
+)
+_HORSE = dict(
+    name="Horse", image="Nokota Horses cropped.jpg", image_size="250px", alt="Two horses",
+    caption="Black silhouette of a horse in profile", status="Domesticated",
+    species="''[[Equus ferus caballus]]''", kingdom="[[Animal]]ia", order="[[Odd-toed ungulate|Perissodactyla]]",
+    family="[[Equidae]]", domestication="About 5,500 years ago, on the [[Eurasian Steppe|steppe]]",
+    gestation_period="About 11 months (approx.&nbsp;340&nbsp;days)",
+    lifespan="25&ndash;30 years", height="{{convert|1.4|-|1.8|m|ft|abbr=on}} at the [[withers]]",
+    weight="{{convert|380|-|1000|kg|lb|abbr=on}}", young="[[Foal]]",
+)
+_TOWER = dict(
+    name="Tower of Buddhist Incense", native_name="{{lang|zh|佛香閣}}", image="Foxiangge.jpg",
+    image_size="250px", alt="An octagonal tower with yellow roofs above trees",
+    caption="The tower on [[Longevity Hill]] seen from [[Kunming Lake]]",
+    mapframe="yes", mapframe_zoom="14", coordinates="{{coord|39|59|59|N|116|16|16|E|type:landmark|display|=|inline}}",
+    other_name="Foxiang Ge", location="[[Longevity Hill]], [[Summer Palace]], [[Beijing]], China",
+    type="[[Chinese pagoda|Octagonal tower]]", style="[[Chinese architecture|Chinese imperial]]",
+    height="{{convert|41|m|ft|0|abbr=on}}", floors="3 (four-tiered eaves)",
+    built="{{Start date|1750}} under the [[Qianlong Emperor]]",
+    destroyed="1860 ([[Second Opium War]])", rebuilt="1890s",
+    nearby_lake="[[Kunming Lake]]", part_of="[[Summer Palace]]",
+)
+_SUMMER_PALACE = dict(
+    name="Summer Palace", native_name="{{lang|zh|頤和園}}", image="Summer Palace at Beijing.jpg",
+    image_size="250px", alt="Palace buildings on a hill above a lake", mapframe="yes",
+    coordinates="{{coord|39|59|58|N|116|16|2|E|display=title}}",
+    type="[[Chinese garden|Imperial garden]]", location="[[Haidian District]], [[Beijing]], China",
+    area="{{convert|2.9|km2|sqmi|abbr=on}}", created="{{Start date|1750}}",
+    founder="[[Qianlong Emperor]]", rebuilt="1880s by [[Empress Dowager Cixi]]",
+    lake="[[Kunming Lake]] (about three quarters of the grounds)", hill="[[Longevity Hill]], about 60&nbsp;m",
+    operated_by="Beijing Municipal Administration of Parks", public_transit="[[Beijing Subway]] [[Line 4, Beijing Subway|Line 4]]",
+)
+_HALL = dict(
+    name="Hall of Prayer for Good Harvests", native_name="{{lang|zh|祈年殿}}", image="Temple of Heaven.jpg",
+    image_size="220px", alt="A round hall with three blue roofs", caption="The hall in the [[Temple of Heaven]]",
+    coordinates="{{coord|39|52|56|N|116|24|25|E}}", location="[[Temple of Heaven]], [[Beijing]], China",
+    type="Round sacrificial hall", height="{{convert|38|m|ft|abbr=on}}",
+    diameter="{{convert|32|m|ft|abbr=on}}", built="{{Start date|1420}}", rebuilt="1889&ndash;1896 after a fire",
+    roof="Triple-gabled, blue glazed tiles", material="Wood, no nails",
+)
+_DAHLIA = dict(
+    name="Dahlia", image="Dahlia x hybrida.jpg", image_size="240px", alt="An orange many-petalled flower",
+    caption="An orange garden dahlia", regnum="[[Plantae]]", familia="[[Asteraceae]]",
+    tribus="[[Coreopsideae]]", genus="''Dahlia''", genus_authority="[[Antonio José Cavanilles|Cav.]]",
+    native_range="[[Mexico]] and [[Central America]]", type="Tuberous [[perennial]]",
+    national_flower_of="[[Mexico]] (declared {{Start date|1963}})",
+    hardiness="Tubers are not frost-hardy", species_count="About 42",
+    flowering="Midsummer to autumn",
+)
+_MARIGOLD = dict(
+    name="Tagetes erecta", image="Tagetes erecta.jpg", image_size="220px", alt="A large orange flower",
+    caption="African marigold", common_names="{{ubl|African marigold|Aztec marigold|Mexican marigold}}",
+    familia="[[Asteraceae]]", genus="''[[Tagetes]]''", species="''T. erecta''",
+    native_range="[[Mexico]] and [[Central America]]", life_cycle="[[Annual plant|Annual]]",
+    flowers="Large orange or yellow pompons", uses="{{hlist|Ornamental|[[Día de Muertos]] offerings|Dye}}",
+)
+_PRIDE = dict(
+    name="Pride and Prejudice", image="PrideAndPrejudiceTitlePage.jpg", image_size="200px",
+    caption="Title page of the first edition", alt="Book cover",
+    author="[[Jane Austen]]", country="United Kingdom", language="English", genre="[[Novel of manners]]",
+    set_in="[[Hertfordshire]] and [[Derbyshire]], England", publisher="[[Thomas Egerton (publisher)|Thomas Egerton]]",
+    release_date="{{Start date|1813|1|28}}", media_type="Print (hardback, three volumes)",
+    pages="279", preceded_by="''[[Sense and Sensibility]]''", followed_by="''[[Mansfield Park]]''",
+    protagonist="[[Elizabeth Bennet]]", characters="{{ubl|[[Elizabeth Bennet]]|[[Mr. Darcy|Fitzwilliam Darcy]]|[[Jane Bennet]]}}",
+    author_birth="{{birth date|1775|12|16|df=y}}, [[Steventon, Hampshire]]",
+    author_death="{{death date|1817|7|18|df=y}}, [[Winchester]]",
+    wikisource="Pride and Prejudice",
+)
+_SENSE = dict(
+    name="Sense and Sensibility", image="SenseAndSensibilityTitlePage.jpg", image_size="200px",
+    caption="Title page of the first edition", alt="Book cover", author="[[Jane Austen]]",
+    country="United Kingdom", language="English", genre="[[Romance novel]]",
+    publisher="[[Thomas Egerton (publisher)|Thomas Egerton]]", release_date="{{Start date|1811}}",
+    protagonist="Elinor and Marianne Dashwood", followed_by="''[[Pride and Prejudice]]''",
+)
+_MOBY = dict(
+    name="Moby-Dick", image="Moby-Dick FE title page.jpg", image_size="220px", alt="Title page",
+    caption="Title page of the first American edition", author="[[Herman Melville]]",
+    title_orig="Moby-Dick; or, The Whale", country="United States", language="English",
+    genre="{{hlist|[[Adventure fiction]]|[[Epic (genre)|Epic]]|[[Sea story]]}}",
+    publisher="{{ubl|[[Richard Bentley (publisher)|Richard Bentley]] (London)|[[Harper &amp; Brothers]] (New York)}}",
+    release_date="{{Start date|1851|10|18}} (London)<br />{{Start date|1851|11|14}} (New York)",
+    media_type="Print", pages="635 (first US edition)", ship="''[[Pequod (Moby-Dick)|Pequod]]''",
+    narrator="[[Ishmael (Moby-Dick)|Ishmael]]", characters="{{ubl|[[Captain Ahab]]|[[Ishmael (Moby-Dick)|Ishmael]]|[[Queequeg]]|[[Starbuck (Moby-Dick)|Starbuck]]}}",
+    oclc="932550",
+)
+_BRICK = dict(
+    name="Running bond", image="Running bond brickwork.jpg", image_size="200px", alt="Grey brick wall",
+    caption="Grey brick wall in running bond", type="[[Brickwork]] bond",
+    other_names="{{hlist|Stretcher bond|Half bond}}", pattern="Each course offset by half a brick",
+    use="Cavity walls and [[veneer (masonry)|veneer]]", strength="Lower transverse strength than [[English bond]]",
+    bricks="Stretchers only", material="[[Brick]] and [[mortar (masonry)|mortar]]",
+)
+_GRAVEL = dict(
+    name="Pea gravel", image="Pea gravel.jpg", image_size="200px", alt="Small grey stones",
+    caption="Close-up of pea gravel", type="[[Gravel]]", size="{{convert|3|-|10|mm|in|abbr=on}}",
+    shape="Rounded", origin="River and glacial deposits", uses="{{hlist|Paths|Drainage|Playgrounds}}",
+    colour="Grey, tan and white",
+)
+_GRASS = dict(
+    name="Lawn", image="Lawn grass.jpg", image_size="200px", alt="Grass blades",
+    caption="Close-up of mown grass", type="Turf", grasses="{{ubl|''[[Poa pratensis]]'' (Kentucky bluegrass)|''[[Festuca]]'' (fescue)|''[[Lolium perenne]]'' (ryegrass)}}",
+    mowing_height="{{convert|5|-|8|cm|in|abbr=on}}", season="Cool-season", watering="About 25 mm a week",
+    uses="{{hlist|Gardens|Parks|Sports fields}}",
+)
+_COLOR_WHEEL = dict(
+    name="Color wheel", image="RGB color wheel.svg", image_size="200px", alt="A circular rainbow",
+    caption="An RGB hue wheel on black", type="[[Color theory|Colour diagram]]",
+    inventor="[[Isaac Newton]] (1704)", model="[[RGB color model|RGB]]",
+    primaries="{{hlist|Red|Green|Blue}}", centre="White", use="Choosing colour harmonies",
+)
+
 KG_ENTRIES: list[tuple[object, dict[str, dict]]] = [
-    ("coffee", {"espresso": dict(
-        description=_p("Espresso is a concentrated coffee made by forcing hot water at high pressure through finely ground coffee.",
-                       "It originated in Italy at the start of the 20th century and is served in small cups, often with a layer of crema on top."),
-        caption="A cup of espresso on a saucer with a spoon.",
-        summary="Concentrated Italian coffee served in a demitasse.",
-        origin="Italy", serving_size="about 30 ml (1 fl oz) per single shot", category="coffee drink")}),
-    (("coffee", "center crop"), {"ristretto": dict(
-        description="A ristretto is a 'restricted' espresso shot pulled with about half the water, giving a sweeter, more concentrated drink.",
-        caption="A short ristretto in a red cup.", summary="A half-volume espresso shot.",
-        origin="Italy", serving_size="about 15-20 ml", category="coffee drink")}),
-    ("chelsea", {"tabby cat": dict(
-        description=_p("A tabby is any domestic cat whose coat shows stripes, swirls or spots, usually with a distinctive 'M' marking on the forehead.",
-                       "Tabby is a coat pattern, not a breed; it occurs in many breeds and in mixed-breed cats."),
-        caption="Close-up of a tabby cat's face with green eyes.",
-        summary="Domestic cat with a striped tabby coat.",
-        species="Felis catus", forehead_marking="M", lifespan="12-18 years")}),
-    (("chelsea", "mirrored"), {"Abyssinian cat": dict(
-        description="The Abyssinian is a short-haired breed with a ticked coat: each hair has bands of colour, so the coat looks evenly flecked rather than striped.",
-        caption="An Abyssinian cat looking at the camera.", summary="Short-haired breed with a ticked ruddy coat.",
-        species="Felis catus", origin="Ethiopia region (disputed), developed in Britain", lifespan="9-15 years")}),
-    ("astronaut", {"Eileen Collins": dict(
-        description=_p("Eileen Marie Collins (born 19 November 1956 in Elmira, New York) is a retired NASA astronaut and US Air Force colonel.",
-                       "She was the first woman to pilot a Space Shuttle (STS-63, February 1995) and the first woman to command one (STS-93, July 1999).",
-                       "She retired from NASA in 2006 after 38 days in space."),
-        caption="Official NASA portrait of Eileen Collins in an orange launch and entry suit.",
-        summary="First woman to pilot and to command a Space Shuttle.",
-        born="1956-11-19", first_command="STS-93 (1999)", retired="2006", occupation="astronaut, test pilot")}),
-    (("astronaut", "center crop"), {"Space Shuttle Discovery model": dict(
-        description="A scale model of the Space Shuttle orbiter, often placed in official astronaut portraits.",
-        caption="Model of a Space Shuttle beside a flag.", summary="Desk model of the Space Shuttle orbiter.",
-        material="resin")}),
-    ("rocket", {"Falcon 9": dict(
-        description=_p("Falcon 9 is a two-stage, partially reusable orbital launch vehicle designed and built by SpaceX.",
-                       "It first flew in 2010; its first-stage booster first landed successfully in December 2015. The rocket stands about 70 m tall."),
-        caption="A Falcon 9 rocket on the launch pad at dusk, between lightning-protection towers.",
-        summary="SpaceX's partially reusable medium-lift rocket.",
-        manufacturer="SpaceX", first_flight="2010-06-04", height="about 70 m", stages="2")}),
-    (("rocket", "warm tint"), {"Atlas V": dict(
-        description="Atlas V is an expendable launch vehicle built by Lockheed Martin and operated by United Launch Alliance, in service since 2002.",
-        caption="An Atlas V rocket on the pad at night.", summary="ULA's expendable medium/heavy rocket.",
-        manufacturer="United Launch Alliance", first_flight="2002-08-21", height="58.3 m", stages="2")}),
-    ("coins", {"Greek coins from Pompeii": dict(
-        description=_p("A group of ancient Greek coins found at Pompeii, photographed for the Brooklyn Museum's collection.",
-                       "Pompeii was buried under volcanic ash in the eruption of Mount Vesuvius in AD 79, which preserved many everyday objects."),
-        caption="Rows of ancient silver and bronze coins on a grey background.",
-        summary="Ancient Greek coins recovered at Pompeii.",
-        found_at="Pompeii, Italy", city_destroyed="AD 79 (eruption of Mount Vesuvius)", collection="Brooklyn Museum")}),
-    (("coins", "mirrored"), {"Roman denarii": dict(
-        description="The denarius was the standard Roman silver coin from about 211 BC until the 3rd century AD.",
-        caption="A tray of Roman silver denarii.", summary="Roman silver coins.",
-        material="silver", period="211 BC - 3rd century AD")}),
-    ("hubble", {"Hubble eXtreme Deep Field": dict(
-        description=_p("The eXtreme Deep Field (XDF), released on 25 September 2012, combines ten years of Hubble Space Telescope exposures of a small patch of sky in the constellation Fornax.",
-                       "It shows about 5,500 galaxies, some seen as they were about 13.2 billion years ago. It covers part of the 2004 Hubble Ultra Deep Field."),
-        caption="Thousands of faint galaxies against a black sky.",
-        summary="Hubble's deepest view of the universe (2012).",
-        released="2012-09-25", galaxies="about 5,500", constellation="Fornax", telescope="Hubble Space Telescope")}),
-    (("hubble", "mirrored"), {"Hubble Ultra Deep Field": dict(
-        description="The Hubble Ultra Deep Field, released in 2004, is an image of a small region of space in Fornax containing an estimated 10,000 galaxies.",
-        caption="A deep-sky image crowded with galaxies.", summary="Hubble deep-sky image from 2004.",
-        released="2004-03-09", galaxies="about 10,000", constellation="Fornax", telescope="Hubble Space Telescope")}),
-    ("moon", {"Moon": dict(
-        description=_p("The Moon is Earth's only natural satellite, with a diameter of about 3,474 km.",
-                       "Its average distance from Earth is about 384,400 km; its surface is covered by craters and dark basaltic plains called maria."),
-        caption="Grey cratered lunar surface.", summary="Earth's natural satellite.",
-        average_distance_from_earth="384,400 km", diameter="3,474 km", orbital_period="27.3 days")}),
-    (("moon", "center crop"), {"Mercury": dict(
-        description="Mercury is the smallest planet of the Solar System and the closest to the Sun; its grey surface is heavily cratered, much like the Moon's.",
-        caption="Cratered surface of Mercury.", summary="Innermost planet of the Solar System.",
-        average_distance_from_sun="57.9 million km", diameter="4,879 km")}),
-    ("horse", {"horse": dict(
-        description=_p("The domestic horse (Equus ferus caballus) is a large odd-toed ungulate domesticated about 5,500 years ago.",
-                       "A mare carries a foal for about 11 months (roughly 340 days)."),
-        caption="Black silhouette of a horse standing in profile.", summary="Domesticated hoofed mammal.",
-        species="Equus ferus caballus", gestation="about 11 months (about 340 days)", lifespan="25-30 years")}),
-    ("china", {"Tower of Buddhist Incense": dict(
-        description=_p("The Tower of Buddhist Incense (Foxiang Ge) stands on Longevity Hill in the Summer Palace, Beijing. The octagonal tower is about 41 m tall.",
-                       "The first tower was built under the Qianlong Emperor in the 18th century; it was destroyed in 1860 and rebuilt in the 1890s.",
-                       "Below the hill lies Kunming Lake, which covers about three quarters of the palace grounds."),
-        caption="A tall octagonal Chinese tower with yellow and green roofs above trees and a lake.",
-        summary="Landmark tower on Longevity Hill, Summer Palace, Beijing.",
-        location="Summer Palace, Beijing, China", height="about 41 m", nearby_lake="Kunming Lake")}),
-    (("china", "warm tint"), {"Hall of Prayer for Good Harvests": dict(
-        description="The Hall of Prayer for Good Harvests is the round, triple-roofed hall at the Temple of Heaven in Beijing; it is about 38 m tall.",
-        caption="A round hall with three blue roofs.", summary="Main hall of Beijing's Temple of Heaven.",
-        location="Temple of Heaven, Beijing, China", height="about 38 m")}),
-    ("flower", {"dahlia": dict(
-        description=_p("Dahlias are tuberous perennials of the daisy family (Asteraceae), native to Mexico and Central America.",
-                       "The dahlia was declared the national flower of Mexico in 1963. Their tubers are not frost-hardy."),
-        caption="An orange, many-petalled dahlia bloom against dark green leaves.",
-        summary="Showy tuberous flower, national flower of Mexico.",
-        family="Asteraceae", native_to="Mexico and Central America", national_flower_of="Mexico")}),
-    (("flower", "warm tint"), {"African marigold": dict(
-        description="The African marigold (Tagetes erecta) is an annual with large orange or yellow pompon flowers, also native to Mexico.",
-        caption="A large orange marigold flower.", summary="Annual with orange pompon blooms.",
-        family="Asteraceae", species="Tagetes erecta", life_cycle="annual")}),
-    ("pride_cover", {"Pride and Prejudice": dict(
-        description=_p("Pride and Prejudice is a novel by Jane Austen, first published on 28 January 1813 by Thomas Egerton.",
-                       "It follows Elizabeth Bennet and her changing view of Fitzwilliam Darcy."),
-        caption="Book cover of Pride and Prejudice by Jane Austen.", summary="Jane Austen's 1813 novel of manners.",
-        author="Jane Austen", published="1813", protagonist="Elizabeth Bennet",
-        author_born="16 December 1775", author_died="18 July 1817")}),
-    ("sense_cover", {"Sense and Sensibility": dict(
-        description="Sense and Sensibility is Jane Austen's first published novel (1811), following the Dashwood sisters Elinor and Marianne.",
-        caption="Book cover of Sense and Sensibility by Jane Austen.", summary="Jane Austen's 1811 debut novel.",
-        author="Jane Austen", published="1811", protagonist="Elinor Dashwood")}),
-    ("moby_cover", {"Moby-Dick": dict(
-        description=_p("Moby-Dick; or, The Whale is a novel by Herman Melville published in 1851.",
-                       "The sailor Ishmael narrates Captain Ahab's hunt for the white whale aboard the whaling ship Pequod."),
-        caption="Book cover of Moby-Dick by Herman Melville.", summary="Herman Melville's 1851 whaling novel.",
-        author="Herman Melville", published="1851", ship="Pequod", narrator="Ishmael")}),
-    ("brick", {"running bond brickwork": dict(
-        description="Running bond is a brick pattern in which each course is offset by half a brick, the most common bond for walls.",
-        caption="Grey brick wall in running bond.", summary="Common half-offset brick pattern.")}),
-    ("gravel", {"pea gravel": dict(
-        description="Pea gravel is small, rounded stone about 3-10 mm across, used for paths, drainage and playgrounds.",
-        caption="Close-up of small grey stones.", summary="Small rounded landscaping stone.")}),
-    ("grass", {"lawn grass": dict(
-        description="A lawn of cool-season turf grass such as Kentucky bluegrass, mown regularly to 5-8 cm.",
-        caption="Close-up of grass blades.", summary="Mown turf grass.")}),
-    ("color_wheel", {"RGB color wheel": dict(
-        description="A hue wheel arranging fully saturated colours around a circle, white at the centre.",
-        caption="A circular rainbow of colours on black.", summary="Colour wheel of hues.")}),
+    ("coffee", {"Espresso": _ESPRESSO}),
+    (("coffee", "center crop"), {"Ristretto": _RISTRETTO}),
+    ("chelsea", {"Tabby cat": _TABBY}),
+    (("chelsea", "mirrored"), {"Abyssinian cat": _ABYSSINIAN}),
+    ("astronaut", {"Eileen Collins": _COLLINS, "Space Shuttle orbiter model": _SHUTTLE_MODEL}),
+    (("astronaut", "center crop"), {"Space Shuttle orbiter model": _SHUTTLE_MODEL}),
+    ("rocket", {"Falcon 9": _FALCON9}),
+    (("rocket", "warm tint"), {"Atlas V": _ATLAS}),
+    ("coins", {"Greek coins from Pompeii": _GREEK_COINS, "Pompeii": _POMPEII}),
+    (("coins", "mirrored"), {"Denarius": _DENARII}),
+    ("hubble", {"Hubble eXtreme Deep Field": _XDF}),
+    (("hubble", "mirrored"), {"Hubble Ultra Deep Field": _UDF}),
+    ("moon", {"Moon": _MOON}),
+    (("moon", "center crop"), {"Mercury (planet)": _MERCURY}),
+    ("horse", {"Horse": _HORSE}),
+    ("china", {"Tower of Buddhist Incense": _TOWER, "Summer Palace": _SUMMER_PALACE}),
+    (("china", "mirrored"), {"Tower of Buddhist Incense": _TOWER}),  # two hits, same entity
+    (("china", "warm tint"), {"Hall of Prayer for Good Harvests": _HALL}),
+    ("flower", {"Dahlia": _DAHLIA}),
+    (("flower", "warm tint"), {"Tagetes erecta": _MARIGOLD}),
+    ("pride_cover", {"Pride and Prejudice": _PRIDE}),
+    ("sense_cover", {"Sense and Sensibility": _SENSE}),
+    ("moby_cover", {"Moby-Dick": _MOBY}),
+    ("brick", {"Running bond": _BRICK}),
+    ("gravel", {"Pea gravel": _GRAVEL}),
+    ("grass", {"Lawn": _GRASS}),
+    ("color_wheel", {"Color wheel": _COLOR_WHEEL}),
 ]
 
 
 # --- web pages ----------------------------------------------------------------------------
 
-def _page(name: str, url: str, snippet: str, *paragraphs: str) -> dict:
-    return dict(page_name=name, page_url=url, page_snippet=snippet, text="\n\n".join(paragraphs))
+# Site names for page_name suffixes ("Title - Site"), by the first label of the page's host.
+SITES = {"travel": "Wanderbook Travel", "space": "Orbit Notes", "food": "The Coffee Compendium",
+         "garden": "Garden Almanac", "pets": "PetCare Guide", "books": "Literary Lives",
+         "style": "Fabric & Care", "games": "Board Game Rules"}
+SNIPPET_CHARS = 1900  # official snippets run up to ~2,000 characters
+EXTRACT_WORDS = 16  # the search-engine extract at the head of an official snippet
+
+
+def _snippet(lead: str, paragraphs: tuple[str, ...]) -> str:
+    """The official snippet shape: a short extract ending in "...", the same sentences again in
+    full, then further passages of the page, with HTML entities (&#x27; &quot; &amp;)."""
+    words = lead.split()
+    extract = " ".join(words[:min(EXTRACT_WORDS, max(1, len(words) - 2))]) + " ..."
+    parts = [extract, lead]
+    size = len(extract) + 1 + len(lead)
+    for sentence in re.split(r"(?<=[.!?])\s+", " ".join(paragraphs)):
+        if not sentence or size + 1 + len(sentence) > SNIPPET_CHARS:
+            break
+        parts.append(sentence)
+        size += 1 + len(sentence)
+    return html.escape(" ".join(parts), quote=True)
+
+
+def _page(title: str, url: str, lead: str, *paragraphs: str) -> dict:
+    site = SITES[url.split("//", 1)[1].split(".", 1)[0]]
+    return dict(page_name=f"{title} - {site}", page_url=url, page_snippet=_snippet(lead, paragraphs),
+                text="\n\n".join((lead, *paragraphs)))
 
 
 _SUMMER_PALACE_LONG = [
@@ -367,13 +621,13 @@ _DSCOVR_LONG = [
 
 WEB_PAGES: list[dict] = [
     _page("Summer Palace, Beijing - history, sights and visitor guide", "https://travel.crag-mm-mini.example/beijing/summer-palace",
-          "The Summer Palace is a vast ensemble of lakes, gardens and palaces in Beijing, on the UNESCO World Heritage List.",
+          "The Summer Palace is a vast ensemble of lakes, gardens and palaces in Beijing; it was inscribed on the UNESCO World Heritage List in 1998.",
           *_SUMMER_PALACE_LONG),
     _page("DSCOVR, the spacecraft a SpaceX Falcon 9 launched in February 2015: mission overview", "https://space.crag-mm-mini.example/missions/dscovr",
           "DSCOVR launched on a SpaceX Falcon 9 on 11 February 2015 and watches the solar wind from the L1 point.",
           *_DSCOVR_LONG),
     _page("How much caffeine is in espresso?", "https://food.crag-mm-mini.example/coffee/espresso-caffeine",
-          "A single shot of espresso contains about 63 mg of caffeine.",
+          "A single shot of espresso contains about 63 mg of caffeine; that's less than a mug of drip coffee.",
           "A single shot of espresso, about one fluid ounce (30 ml), contains roughly 63 milligrams of caffeine according to USDA nutrient data. "
           "A double shot therefore has about 126 mg. Per millilitre espresso is far stronger than drip coffee, but a typical 8-ounce mug of drip "
           "coffee still contains more caffeine in total, about 95 mg.",
@@ -383,7 +637,7 @@ WEB_PAGES: list[dict] = [
           "Decaffeination takes place before roasting. Green beans are soaked and the caffeine is extracted with water, solvents such as ethyl "
           "acetate, or supercritical carbon dioxide. A cup of decaf still contains about 2 to 15 mg of caffeine."),
     _page("STS-93: Space Shuttle Columbia deploys the Chandra X-ray Observatory", "https://space.crag-mm-mini.example/missions/sts-93",
-          "STS-93, commanded by Eileen Collins in July 1999, deployed the Chandra X-ray Observatory.",
+          "STS-93, commanded by Eileen Collins in July 1999, deployed NASA's Chandra X-ray Observatory.",
           "STS-93 launched aboard Space Shuttle Columbia on 23 July 1999 and landed on 27 July. Its commander, Eileen Collins, was the first woman to "
           "command a Space Shuttle mission.",
           "The main goal of the five-day mission was to deploy the Chandra X-ray Observatory, at the time the heaviest payload ever carried by the "
@@ -393,7 +647,7 @@ WEB_PAGES: list[dict] = [
           "Sally Ride (1951-2012) was a physicist and NASA astronaut. She flew on Space Shuttle Challenger on STS-7 in 1983 and on STS-41-G in 1984, "
           "and later served on the panels that investigated the Challenger and Columbia accidents."),
     _page("Hubble Space Telescope: launch and servicing history", "https://space.crag-mm-mini.example/telescopes/hubble-history",
-          "Hubble was launched on 24 April 1990 aboard Space Shuttle Discovery on mission STS-31.",
+          "Hubble was launched on 24 April 1990 aboard Space Shuttle Discovery on mission STS-31, NASA's first \"great observatory\" flight.",
           "The Hubble Space Telescope was launched on 24 April 1990 aboard Space Shuttle Discovery (STS-31) and released into orbit the next day. "
           "Its 2.4-metre primary mirror turned out to have a flaw, which the first servicing mission corrected with new optics in December 1993.",
           "Five shuttle servicing missions between 1993 and 2009 repaired and upgraded the telescope. Hubble orbits Earth at about 540 km."),
@@ -412,14 +666,14 @@ WEB_PAGES: list[dict] = [
           "Marigolds (Tagetes) are annuals that flower from early summer until frost. Sow seeds outdoors after the last frost or indoors six weeks "
           "earlier. They need full sun and well-drained soil, and deadheading keeps them blooming."),
     _page("How much do cats sleep?", "https://pets.crag-mm-mini.example/cats/sleep",
-          "Adult cats sleep about 12 to 16 hours a day; kittens and seniors sleep even more.",
+          "Adult cats sleep about 12 to 16 hours a day; kittens and seniors sleep even more, and a cat's sleep is mostly light dozing.",
           "Adult domestic cats sleep on average 12 to 16 hours a day, and kittens and older cats can sleep up to 20 hours. Cats are crepuscular: "
           "they are most active at dawn and dusk, a habit inherited from their hunting ancestors."),
     _page("Dog sleep: what is normal?", "https://pets.crag-mm-mini.example/dogs/sleep",
           "Adult dogs sleep around 12 to 14 hours a day.",
           "Most adult dogs sleep 12 to 14 hours in a 24-hour day, puppies and large breeds more. Sudden changes in sleep can signal illness."),
     _page("Herman Melville biography", "https://books.crag-mm-mini.example/authors/herman-melville",
-          "Herman Melville (1819-1891) sailed on the whaler Acushnet in 1841 before writing Moby-Dick.",
+          "Herman Melville (1819-1891) sailed on the whaler Acushnet in 1841 before writing \"Moby-Dick\".",
           "Herman Melville was born in New York City on 1 August 1819. In January 1841 he sailed from Fairhaven, Massachusetts, on the whaling ship "
           "Acushnet, bound for the Pacific. He deserted in the Marquesas Islands in 1842, an episode he turned into his first book, Typee (1846).",
           "His experiences at sea fed Moby-Dick (1851), which sold poorly in his lifetime. He worked as a customs inspector in New York and died in 1891."),
@@ -433,7 +687,7 @@ WEB_PAGES: list[dict] = [
           "Hand-wash wool in cool water with a wool detergent and dry it flat.",
           "Wool felts when heat, water and agitation make its scaly fibres lock together. Hand-wash in cool water, do not wring, and dry flat away from heat."),
     _page("Chess rules: how the pieces move", "https://games.crag-mm-mini.example/chess/how-pieces-move",
-          "In chess the bishop moves only diagonally, the rook only along ranks and files.",
+          "In chess the bishop moves only diagonally, the rook only along ranks and files; the knight's move is an L.",
           "Chess is played on a board of 64 squares in eight rows and eight columns. The king moves one square in any direction; the queen any number "
           "of squares in any direction; the rook along ranks and files; the bishop only diagonally, so it always stays on squares of one colour; the "
           "knight in an L shape, jumping over other pieces; and the pawn forward, capturing diagonally."),

@@ -56,10 +56,12 @@ class FakePipeline:
         self.web_hits = web_hits
         self.web_search = web_hits is not None
         self.calls: list[str] = []
+        self.text_queries: list[str] = []  # what web search was asked
 
     def __call__(self, query, k=5):
         if isinstance(query, str):
             self.calls.append("text")
+            self.text_queries.append(query)
             if self.web_hits is None:
                 raise ValueError("Text input is not supported as web search is not enabled.")
             return self.web_hits[:k]

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 
@@ -97,3 +98,93 @@ def test_build_is_deterministic_and_matches_the_shipped_files(tmp_path):
 def test_dataset_is_small():
     total = sum(p.stat().st_size for p in DATA.rglob("*") if p.is_file())
     assert total < 2_000_000
+
+
+# --- the image KG and web pages in the official shapes (../shared/FORMATS.md) --------------
+
+def _turns_with_sources():
+    from minibench import content
+
+    for picture, turn in content.SINGLE_TURN:
+        yield picture, turn
+    for picture, conversation in content.MULTI_TURN:
+        for turn in conversation:
+            yield picture, turn
+
+
+def _picture_entities(picture):
+    from minibench import content
+
+    return [{"entity_name": name, "entity_attributes": attrs}
+            for pic, entities in content.KG_ENTRIES if pic == picture for name, attrs in entities.items()]
+
+
+def test_kg_entities_are_infoboxes_in_wiki_markup():
+    from minibench import content
+
+    entities = [(name, attrs) for _, found in content.KG_ENTRIES for name, attrs in found.items()]
+    assert all(8 <= len(attrs) <= 30 for _, attrs in entities)
+    assert not any({"description", "summary"} & set(attrs) for _, attrs in entities)
+    values = " ".join(str(v) for _, attrs in entities for v in attrs.values())
+    for markup in ("[[", "|", "{{convert|", "{{URL|", "{{Start date|", "{{ubl|", "{{hlist|", "{{coord|", "<br />",
+                   "<ref>", "&ndash;", "&quot;", "abbr|=|on"):
+        assert markup in values, markup
+    assert re.search(r"\{\{[^{}]*\{\{", values)  # templates inside templates
+    assert re.search(r"\{\{[^{}]*\[\[", values)  # links inside templates
+    for layout in ("image", "image_size", "alt", "coordinates", "mapframe"):
+        assert any(layout in attrs for _, attrs in entities), layout
+    assert any(len(found) == 2 for _, found in content.KG_ENTRIES)  # hits with two entities
+    assert sum(isinstance(pic, tuple) for pic, _ in content.KG_ENTRIES) >= 8  # look-alike negatives
+    # The official KG is keyed by entity name: one name, one set of attributes.
+    by_name = {}
+    for name, attrs in entities:
+        assert by_name.setdefault(name, attrs) == attrs
+
+
+def test_web_pages_look_like_official_hits():
+    import html as html_lib
+
+    from minibench import content
+    from minibench.build_indices import web_records
+
+    for page in content.WEB_PAGES:
+        snippet = page["page_snippet"]
+        assert " - " in page["page_name"] and page["page_name"].rsplit(" - ", 1)[1] in content.SITES.values()
+        assert len(snippet) <= 2100 and "..." in snippet
+        plain = html_lib.unescape(snippet)
+        extract = plain.split(" ...", 1)[0]
+        assert plain.count(extract) >= 2  # the extract's sentences come again in full
+    assert sum("&#x27;" in p["page_snippet"] or "&quot;" in p["page_snippet"] for p in content.WEB_PAGES) >= 5
+    chunks = {}
+    for chunk_id, _, meta in web_records():
+        chunks[meta["page_url"]] = chunks.get(meta["page_url"], 0) + 1
+    assert all(n >= 2 for n in chunks.values())
+
+
+def test_answers_are_reachable_where_the_provenance_says():
+    """A KG answer is in the chunks of its picture's KG entities; a web answer is in some page's
+    snippet and not in the picture's KG; a "none" answer is in neither (checked on the same
+    chunks the agent reranks)."""
+    from agents.config import load_config
+    from agents.cruise.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit
+    from evaluation.coverage import answer_in_context
+    from minibench import content
+
+    cfg = load_config("cpu", "full")
+    web_text = "\n".join(c for p in content.WEB_PAGES for c in chunks_from_web_hit(p, cfg))
+    whole_kg = "\n".join(c for _, found in content.KG_ENTRIES for c in chunks_from_image_hit(
+        {"entities": [{"entity_name": n, "entity_attributes": a} for n, a in found.items()]}, cfg))
+    checked = {"kg": 0, "web": 0}
+    for picture, (_, _, _, query, answer, where) in _turns_with_sources():
+        kg_text = "\n".join(chunks_from_image_hit({"entities": _picture_entities(picture)}, cfg))
+        keys = content.ANSWER_KEYS.get(query)
+        if where == "kg":  # a comparison may need a look-alike's entity too, but starts from the picture's
+            assert answer_in_context(keys, whole_kg) and answer_in_context(keys[:1], kg_text), query
+            checked["kg"] += 1
+        elif where == "web":
+            assert answer_in_context(keys, web_text), query
+            assert not answer_in_context(keys, kg_text), query
+            checked["web"] += 1
+        else:
+            assert query not in content.ANSWER_KEYS, query
+    assert checked["kg"] >= 30 and checked["web"] >= 15

@@ -79,6 +79,9 @@ def make_agent(preset="full", sleep_s=None, fail=None, web_hits=None, **override
         vlm=ScriptedEngine(VLM_SCRIPT, sleep_s=sleep_s, fail=fail),
         reranker=FunctionReranker(rerank_score),
     )
+    # The fake hits are in the paper's KG shape (description / caption / summary); the chunks
+    # the chain sees of the official infobox shape are tested in test_chunking.py.
+    overrides.setdefault("chunker", "paper_fields")
     return CruiseAgent(FakePipeline(IMAGE_HITS, web_hits), engines=engines, profile="cpu", preset=preset, **overrides)
 
 

@@ -144,10 +144,12 @@ def test_normalize_answer(text, expected):
 def test_chunks_from_hits_take_only_the_configured_fields():
     hit = {"entities": [{"entity_name": "X", "entity_attributes": {
         "Description": "First para.\n\n  Second   para. ", "caption": "Cap.", "height": "300 m"}}]}
-    assert chunks_from_image_hit(hit, ("description", "caption", "summary"), 100) == ["First para.", "Second para.", "Cap."]
-    assert chunks_from_image_hit(hit, ("caption",), 100) == ["Cap."]
-    assert chunks_from_image_hit({"entities": [{"entity_attributes": '{"summary": "S."}'}]}, ("summary",), 100) == ["S."]
-    assert chunks_from_web_hit({"page_snippet": "a\nb"}, 100) == ["a", "b"]
+    paper = load_config("cpu", chunker="paper_fields", max_chunk_chars=100)
+    assert chunks_from_image_hit(hit, paper) == ["First para.", "Second para.", "Cap."]
+    assert chunks_from_image_hit(hit, paper.replace(chunk_fields=("caption",))) == ["Cap."]
+    assert chunks_from_image_hit({"entities": [{"entity_attributes": '{"summary": "S."}'}]},
+                                 paper.replace(chunk_fields=("summary",))) == ["S."]
+    assert chunks_from_web_hit({"page_snippet": "a\nb"}, paper) == ["a", "b"]
 
 
 def test_safe_text_query_never_looks_like_a_url_or_a_path(tmp_path):

@@ -17,7 +17,7 @@ pytestmark = pytest.mark.slow  # real SmolLM2, MiniLM and the mini benchmark's i
 REPO = Path(__file__).resolve().parent.parent
 TRACE_FIELDS = {
     "preset", "needs_external", "is_real_time", "router_raw", "summary", "retrieval_query", "retrieved",
-    "chunks", "theta", "kept_chunks", "context", "retrieval_score", "rag_answer", "direct_answer",
+    "web_query", "chunks", "theta", "kept_chunks", "context", "retrieval_score", "rag_answer", "direct_answer",
     "consistent", "consistency_raw", "cov_confidence", "cov_raw", "branch", "final_answer", "stage_ms",
     "deadline_cut", "errors",
 }
@@ -49,3 +49,11 @@ def test_cpu_profile_runs_the_full_chain(tmp_path, dataset_type, conversations):
     assert any(item["source"] == "image" for t in traces.values() for item in t["retrieved"])
     summary = json.loads((out / "run_summary.json").read_text())
     assert summary["engine_calls_per_batch"] and max(summary["engine_calls_per_batch"]) <= 6
+    # Evidence coverage, recomputed here from the traces; the shipped benchmark adds answer recall.
+    coverage = summary["evidence_coverage"]
+    assert coverage["turns"] == len(answers)
+    assert coverage["retrieved_share"] == round(sum(bool(t["retrieved"]) for t in traces.values()) / len(answers), 4)
+    assert coverage["context_share"] == round(sum(bool(t["kept_chunks"]) for t in traces.values()) / len(answers), 4)
+    assert coverage["mean_kept_chunks"] <= 3
+    assert {"answer_recall_kg", "answer_recall_web", "answer_recall_kg_web"} <= set(coverage)
+    assert "Evidence coverage" in proc.stdout

@@ -52,7 +52,7 @@ def test_image_search_returns_the_benchmark_entity_first(pipeline):
         top = results[0]
         assert top["index"] == index, picture
         assert [e["entity_name"] for e in top["entities"]] == sorted(entities)
-        assert top["entities"][0]["entity_attributes"] == next(iter(entities.values()))
+        assert {e["entity_name"]: e["entity_attributes"] for e in top["entities"]} == entities
         assert top["score"] > results[1]["score"]
         checked += 1
     assert checked >= 10
@@ -60,7 +60,7 @@ def test_image_search_returns_the_benchmark_entity_first(pipeline):
 
 def test_hard_negative_is_close_but_ranked_below(pipeline):
     results = pipeline(_picture("chelsea"), k=2)
-    assert [e["entity_name"] for r in results for e in r["entities"]] == ["tabby cat", "Abyssinian cat"]
+    assert [e["entity_name"] for r in results for e in r["entities"]] == ["Tabby cat", "Abyssinian cat"]
 
 
 @pytest.mark.parametrize("query, url", [
@@ -83,7 +83,7 @@ def test_task1_pipeline_refuses_text_but_searches_images(search_cache):
     task1 = search.build_search_pipeline(search_cache[0], web=False)
     with pytest.raises(ValueError):
         task1("what is this?")
-    assert task1(_picture("coffee"), k=1)[0]["entities"][0]["entity_name"] == "espresso"
+    assert task1(_picture("coffee"), k=1)[0]["entities"][0]["entity_name"] == "Espresso"
 
 
 def test_index_layout_matches_the_official_one(search_cache):
@@ -103,7 +103,11 @@ def test_index_layout_matches_the_official_one(search_cache):
     web = chromadb.PersistentClient(path=info["web_snapshot"]).get_collection("web_search_embeddings")
     ids = web.get()["ids"]
     assert all("_chunk_" in i for i in ids)
-    assert any(i.endswith("_chunk_2") for i in ids)  # at least one page spans several text chunks
+    pages = {}
+    for i in ids:
+        pages.setdefault(i.rsplit("_chunk_", 1)[0], []).append(i)
+    assert all(len(chunks) >= 2 for chunks in pages.values())  # every page has several chunks
+    assert sum(len(chunks) >= 3 for chunks in pages.values()) >= len(pages) // 2
 
 
 def test_prepare_indices_is_idempotent(search_cache):
@@ -130,3 +134,36 @@ def test_official_ids_pass_through_untouched(monkeypatch):
         ("openai/clip-vit-large-patch14-336", "crag-mm-2025/image-search-index-validation",
          "BAAI/bge-large-en-v1.5", "crag-mm-2025/web-search-index-validation"),
     ]
+
+
+def test_search_returns_infobox_entities_in_the_official_shape(pipeline):
+    hits = pipeline(_picture("china"), k=3)
+    top = hits[0]
+    assert set(top) == {"index", "score", "url", "entities"}
+    names = [e["entity_name"] for e in top["entities"]]
+    assert names == ["Summer Palace", "Tower of Buddhist Incense"]  # a hit with two entities
+    tower = top["entities"][1]["entity_attributes"]
+    assert tower["height"] == "{{convert|41|m|ft|0|abbr=on}}" and "description" not in tower
+    assert list(tower)[:3] == ["name", "native_name", "image"]  # infobox field order is kept
+
+
+# Answer recall at K_rerank of stages 3-5 (MiniLM reranker, q' = the question alone), measured
+# with `python -m minibench.answer_recall` on the rebuilt benchmark: infobox chunker KG 0.8235
+# (28/34), web 0.8333 (15/18); the paper's three fields KG 0.2941 (10/34), web 0.8333. The
+# margin allows two turns of drift (a near-tie broken differently by another torch build).
+MEASURED_KG_RECALL, MEASURED_WEB_RECALL, MARGIN_TURNS = 28 / 34, 15 / 18, 2
+
+
+@pytest.mark.slow  # MiniLM reranks ~70 chunks for each of 52 turns
+def test_answer_recall_at_k_rerank_on_the_rebuilt_benchmark(pipeline):
+    from agents.config import load_config
+    from agents.engines.reranker import MiniLMReranker
+    from minibench.answer_recall import measure
+
+    cfg = load_config("cpu", "full")
+    got = measure(pipeline, MiniLMReranker(), cfg)
+    print({k: v for k, v in got.items() if k != "misses"})
+    assert got["kg_turns"] == 34 and got["web_turns"] == 18
+    assert got["answer_recall_kg"] >= MEASURED_KG_RECALL - MARGIN_TURNS / got["kg_turns"]
+    assert got["answer_recall_web"] >= MEASURED_WEB_RECALL - MARGIN_TURNS / got["web_turns"]
+    assert got["answer_recall_kg"] > 0.5  # "most KG-answerable turns"

@@ -52,6 +52,7 @@ def turn_trace(
         "summary": retrieval.summary,
         "summary_raw": summary.raw,
         "retrieval_query": retrieval.query,
+        "web_query": retrieval.web_query,
         "retrieved": retrieval.items,
         "chunks": [
             {"text": text, "source": source, "score": score}

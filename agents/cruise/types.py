@@ -35,7 +35,8 @@ class Summary:
 @dataclass
 class Retrieval:
     summary: str = ""
-    query: str = ""  # q' = question + summary
+    query: str = ""  # q' = question + summary (what the reranker scores chunks against)
+    web_query: str = ""  # what web search was asked: q' + confident image entity names (fusion)
     items: list[dict] = field(default_factory=list)  # {"source", "id", "score", "name"} per search hit
     chunks: list[str] = field(default_factory=list)  # paragraph chunks to rerank
     chunk_sources: list[str] = field(default_factory=list)  # id of the hit each chunk came from

@@ -1,14 +1,23 @@
 """Stage 3: recall through the official search pipeline (K_recall hits per source).
 
-Image search uses the photo; web search (Tasks 2-3) uses q' = question + summary. A pipeline
-error costs only that turn its context; the batch goes on.
+Image search uses the photo; web search (Tasks 2-3) uses q' = question + summary, plus the
+names of the confident image-search entities (QA-Dragon's fusion search, `fusion_query`): a
+vague "what year was this built?" becomes a query that names the building. The reranker still
+scores chunks against q'. A pipeline error costs only that turn its context; the batch goes on.
 """
 from __future__ import annotations
 
 import os
 
 from agents.config import CruiseConfig
-from agents.cruise.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit, dedupe
+from agents.cruise.stages.s4_chunk import (
+    chunks_from_image_hit,
+    chunks_from_web_hit,
+    confident_names,
+    dedupe,
+    hit_entity_names,
+    name_chunk,
+)
 from agents.cruise.types import Retrieval, Route, Turn
 
 
@@ -26,27 +35,41 @@ def web_search_enabled(pipeline) -> bool:
     return bool(getattr(pipeline, "web_search", True))
 
 
+def fusion_query(query: str, names: list[str]) -> str:
+    """q' followed by the entity names it does not already contain."""
+    extra = [n for n in names if n.lower() not in query.lower()]
+    return " ".join([query, *extra]).strip()
+
+
 def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig) -> Retrieval:
     query = f"{turn.query} {summary}".strip() if summary else turn.query
-    found = Retrieval(summary=summary, query=query)
+    found = Retrieval(summary=summary, query=query, web_query=query)
     chunks, sources = [], []
     if turn.image is not None:
         try:
-            for rank, hit in enumerate(pipeline(turn.image, k=cfg.k_recall) or []):
-                hit_id = f"image:{hit.get('index', rank)}"
-                names = [e.get("entity_name", "") for e in hit.get("entities") or [] if isinstance(e, dict)]
-                found.items.append({"source": "image", "id": hit_id, "score": hit.get("score"), "name": ", ".join(names)})
-                new = chunks_from_image_hit(hit, cfg.chunk_fields, cfg.max_chunk_chars)
+            image_hits = [h for h in (pipeline(turn.image, k=cfg.k_recall) or []) if isinstance(h, dict)]
+            hit_ids = [f"image:{hit.get('index', rank)}" for rank, hit in enumerate(image_hits)]
+            names = confident_names(image_hits, cfg.image_score_floor) if cfg.chunker != "paper_fields" else []
+            for name in names:
+                chunks.append(name_chunk(name))
+                sources.append(next(i for i, h in zip(hit_ids, image_hits) if name in hit_entity_names(h)))
+            for hit_id, hit in zip(hit_ids, image_hits):
+                found.items.append({"source": "image", "id": hit_id, "score": hit.get("score"),
+                                    "name": ", ".join(hit_entity_names(hit))})
+                new = chunks_from_image_hit(hit, cfg)
                 chunks += new
                 sources += [hit_id] * len(new)
+            if cfg.fusion_query:
+                fused = confident_names(image_hits, cfg.image_score_floor, cfg.fusion_max_names)
+                found.web_query = fusion_query(query, fused)
         except Exception as exc:  # noqa: BLE001 - any pipeline fault only empties this turn
             found.errors.append(f"image search: {type(exc).__name__}: {exc}")
     if cfg.use_web_search and cfg.include_web_snippets and web_search_enabled(pipeline):
         try:
-            for rank, hit in enumerate(pipeline(safe_text_query(query), k=cfg.k_recall) or []):
+            for rank, hit in enumerate(pipeline(safe_text_query(found.web_query), k=cfg.k_recall) or []):
                 hit_id = f"web:{hit.get('page_url') or hit.get('index', rank)}"
                 found.items.append({"source": "web", "id": hit_id, "score": hit.get("score"), "name": hit.get("page_name", "")})
-                new = chunks_from_web_hit(hit, cfg.max_chunk_chars)
+                new = chunks_from_web_hit(hit, cfg)
                 chunks += new
                 sources += [hit_id] * len(new)
         except Exception as exc:  # noqa: BLE001
@@ -61,7 +84,7 @@ def retrieve_batch(
     out = []
     for turn, route, summary in zip(turns, routes, summaries):
         if pipeline is None or not (cfg.use_retrieval and route.needs_external):
-            out.append(Retrieval(summary=summary, query=turn.query))
+            out.append(Retrieval(summary=summary, query=turn.query, web_query=turn.query))
         else:
             out.append(retrieve_one(turn, summary, pipeline, cfg))
     return out

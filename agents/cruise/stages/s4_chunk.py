@@ -1,23 +1,101 @@
 """Stage 4: turn search hits into paragraph chunks for the reranker.
 
 Paper: the description / caption / summary fields of KG entities and the web snippets, split
-into paragraphs on newlines. Long fields would overflow the reranker's input, hence paragraphs.
+into paragraphs. The official image KG holds Wikipedia infobox fields in wiki markup instead
+(mostly no description at all), so with `chunker="infobox"` (default) every entity becomes
+chunks that carry its name:
+
+- description / caption / summary, where present, are kept as the paper says, one chunk per
+  paragraph (prefixed with the entity name when the paragraph does not say it);
+- every other informative field is cleaned of wiki markup (`agents.cruise.wikitext`) and
+  written "Name: field: value"; `infobox_fields_per_chunk` fields share one chunk;
+- layout fields (image, image_size, alt, mapframe*, coordinates, ...) and values with nothing
+  readable left are dropped;
+- for each image hit scoring at least `image_score_floor`, the entity name alone is a chunk
+  ("The photo may show: X"), so "what is this?" has context.
+
+Web snippets: HTML entities unescaped, the repeated runs of the official snippets (a search
+extract ending in "...", then the same sentences in full) removed, then packed into
+paragraphs of at most `max_chunk_chars` characters on sentence boundaries.
+
+`chunker="paper_fields"` is the paper's chunker as it was (only the three fields, raw text),
+kept to measure against.
 """
 from __future__ import annotations
 
+import html
 import json
+import re
 
+from agents.cruise.wikitext import clean_wikitext
+
+PAPER_FIELDS = ("description", "caption", "summary")
+
+# Infobox fields that only lay the box out; none says anything about the entity.
+LAYOUT_FIELDS = {
+    "image", "image_size", "imagesize", "image_upright", "upright", "alt", "image_alt", "img",
+    "photo", "logo", "logo_size", "logo_alt", "logo_upright", "signature", "signature_alt",
+    "signature_size", "seal", "seal_size", "coordinates", "coordinates_footnotes", "coords",
+    "coord", "coor", "map", "map_type", "map_size", "map_alt", "map_relief", "map_dot_label",
+    "map_image", "map_width", "pushpin_map", "pushpin_map_alt", "pushpin_map_caption",
+    "pushpin_relief", "pushpin_label", "pushpin_label_position", "pushpin_mapsize",
+    "label_position", "position", "embed", "module", "child", "bodystyle", "float", "width",
+    "onlysourced", "footnotes", "dot_label", "image_map", "image_map_size", "image_map_alt",
+    "image_skyline", "imagealt", "image_caption_align", "qid", "wikidata",
+}
+LAYOUT_PREFIXES = ("mapframe", "pushpin_", "image_", "map_", "logo_", "signature_", "coordinates_")
+LAYOUT_SUFFIXES = ("_size", "_alt", "_upright", "_width", "_px", "_image")
+_IMAGE_FILE = re.compile(r"^[^|]*\.(?:jpe?g|png|svg|gif|tiff?|webp)$", re.I)
+_SENTENCE_END = re.compile(r"(?<=[.!?…])[\"')\]]*\s+(?=[\"'(\[]?[A-Z0-9])")
+_ELLIPSIS = re.compile(r"(?:\.\.\.|…)\s*$")
+_WORD = re.compile(r"[a-z0-9]+")
+
+
+# --- generic paragraph helpers -----------------------------------------------------------------
 
 def paragraphs(text: str, max_chars: int) -> list[str]:
+    """The paper's split: one paragraph per line, white space folded, cut at max_chars."""
     out = []
     for line in str(text).splitlines():
-        line = " ".join(line.split())  # fold runs of white space
+        line = " ".join(line.split())
         if line:
             out.append(line[:max_chars])
     return out
 
 
-def _attributes(entity: dict) -> dict:
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in _SENTENCE_END.split(" ".join(text.split())) if s.strip()]
+
+
+def pack(parts: list[str], max_chars: int, joiner: str = " ") -> list[str]:
+    """Greedily join consecutive parts into paragraphs of at most max_chars; a single part that
+    is longer is cut at a word boundary."""
+    out, current = [], ""
+    for part in parts:
+        while len(part) > max_chars:
+            cut = part.rfind(" ", 0, max_chars)
+            cut = cut if cut > max_chars // 2 else max_chars
+            if current:
+                out.append(current)
+                current = ""
+            out.append(part[:cut].rstrip())
+            part = part[cut:].lstrip()
+        if not part:
+            continue
+        if current and len(current) + len(joiner) + len(part) <= max_chars:
+            current += joiner + part
+        else:
+            if current:
+                out.append(current)
+            current = part
+    if current:
+        out.append(current)
+    return out
+
+
+# --- image KG ----------------------------------------------------------------------------------
+
+def entity_attributes(entity: dict) -> dict:
     attrs = entity.get("entity_attributes") or {}
     if isinstance(attrs, str):  # some index builds store the attributes as JSON text
         try:
@@ -27,20 +105,144 @@ def _attributes(entity: dict) -> dict:
     return attrs if isinstance(attrs, dict) else {}
 
 
-def chunks_from_image_hit(hit: dict, fields: tuple[str, ...], max_chars: int) -> list[str]:
-    wanted = {f.lower() for f in fields}
+def is_layout_field(key: str) -> bool:
+    key = str(key).strip().lower().replace(" ", "_")
+    if key in ("caption", "image_caption"):  # the paper keeps captions: they describe the photo
+        return False
+    return key in LAYOUT_FIELDS or key.startswith(LAYOUT_PREFIXES) or key.endswith(LAYOUT_SUFFIXES)
+
+
+def field_label(key: str) -> str:
+    return " ".join(str(key).replace("_", " ").split())
+
+
+def _names_match(a: str, b: str) -> bool:
+    return _WORD.findall(a.lower()) == _WORD.findall(b.lower())
+
+
+def entity_chunks(entity: dict, max_chars: int, fields_per_chunk: int = 1,
+                  paper_fields: tuple[str, ...] = PAPER_FIELDS) -> list[str]:
+    """Name-bearing chunks of one entity (see the module docstring)."""
+    paper_fields = tuple(f.lower() for f in paper_fields)
+    name = " ".join(str(entity.get("entity_name") or "").split())
+    chunks, facts = [], []
+    for key, raw in entity_attributes(entity).items():
+        key_l = str(key).strip().lower()
+        if key_l not in paper_fields and is_layout_field(key_l):
+            continue
+        if isinstance(raw, str) and _IMAGE_FILE.match(raw.strip()):
+            continue  # an image file name under a field we do not know as layout
+        value = clean_wikitext(raw)
+        if not value:
+            continue
+        if key_l in paper_fields:
+            for paragraph in paragraphs(html.unescape(str(raw)), max_chars):
+                paragraph = clean_wikitext(paragraph) or paragraph
+                if name and name.lower() not in paragraph.lower():
+                    paragraph = f"{name}: {paragraph}"
+                chunks.extend(pack([paragraph], max_chars))
+            continue
+        if key_l == "name" and _names_match(value, name):
+            continue  # says nothing the chunk prefix does not
+        facts.append(f"{field_label(key)}: {value}")
+    prefix = f"{name}: " if name else ""
+    step = max(1, int(fields_per_chunk))
+    for i in range(0, len(facts), step):
+        text = prefix + "; ".join(facts[i:i + step])
+        chunks.extend(pack([text], max_chars))
+    return chunks
+
+
+def chunks_from_image_hit(hit: dict, cfg) -> list[str]:
     chunks = []
     for entity in hit.get("entities") or []:
         if not isinstance(entity, dict):
             continue
-        for key, value in _attributes(entity).items():
-            if str(key).lower() in wanted and value:
-                chunks.extend(paragraphs(value, max_chars))
+        if cfg.chunker == "paper_fields":
+            wanted = {f.lower() for f in cfg.chunk_fields}
+            for key, value in entity_attributes(entity).items():
+                if str(key).lower() in wanted and value:
+                    chunks.extend(paragraphs(value, cfg.max_chunk_chars))
+        else:
+            chunks.extend(entity_chunks(entity, cfg.max_chunk_chars, cfg.infobox_fields_per_chunk,
+                                        cfg.chunk_fields))
     return chunks
 
 
-def chunks_from_web_hit(hit: dict, max_chars: int) -> list[str]:
-    return paragraphs(hit.get("page_snippet") or "", max_chars)
+def hit_entity_names(hit: dict) -> list[str]:
+    return [" ".join(str(e.get("entity_name") or "").split())
+            for e in hit.get("entities") or [] if isinstance(e, dict) and e.get("entity_name")]
+
+
+def confident_names(hits: list[dict], floor: float, limit: int | None = None) -> list[str]:
+    """Distinct entity names of the image hits scoring at least `floor`, best hit first."""
+    names: list[str] = []
+    for hit in hits:
+        try:
+            score = float(hit.get("score"))
+        except (TypeError, ValueError):
+            continue
+        if score < floor:
+            continue
+        for name in hit_entity_names(hit):
+            if name and name not in names:
+                names.append(name)
+    return names[:limit] if limit is not None else names
+
+
+def name_chunk(name: str) -> str:
+    return f"The photo may show: {name}"
+
+
+# --- web snippets ------------------------------------------------------------------------------
+
+def _words(text: str) -> str:
+    return " ".join(_WORD.findall(text.lower()))
+
+
+def dedupe_sentences(text: str) -> list[str]:
+    """Sentences of a snippet without its repeats: a sentence seen before is dropped, and so
+    is a search-engine extract (ending in "..." or "…") whose words reappear in the snippet."""
+    found = sentences(text)
+    kept, seen = [], set()
+    for i, sentence in enumerate(found):
+        key = _words(sentence)
+        if not key or key in seen:
+            continue
+        if _ELLIPSIS.search(sentence):
+            stem = _words(_ELLIPSIS.sub("", sentence))
+            if stem and (" " + stem) in " " + _words(" ".join(found[i + 1:])):
+                continue  # the extract's text comes again in full further on
+        seen.add(key)
+        kept.append(sentence)
+    return kept
+
+
+def clean_snippet(snippet: str) -> str:
+    text = html.unescape(html.unescape(str(snippet)))  # some snippets are escaped twice
+    return re.sub(r"<[^<>]{0,200}>", " ", text)  # stray tags
+
+
+def page_title(page_name: str) -> str:
+    """"Title - Site" / "Title | Site" -> "Title" (the site says nothing about the subject)."""
+    name = " ".join(clean_snippet(page_name).split())
+    for separator in (" | ", " - ", " – ", " — "):
+        head, sep, _ = name.rpartition(separator)
+        if sep and head:
+            return head
+    return name
+
+
+def chunks_from_web_hit(hit: dict, cfg) -> list[str]:
+    snippet = hit.get("page_snippet") or ""
+    if cfg.chunker == "paper_fields":
+        return paragraphs(snippet, cfg.max_chunk_chars)
+    title = page_title(hit.get("page_name") or "") if cfg.web_title_prefix else ""
+    prefix = f"{title}: " if title else ""
+    # Each paragraph names its page, as KG chunks name their entity: a later passage of
+    # the page often refers to its subject only as "it".
+    body = pack(dedupe_sentences(clean_snippet(snippet)), max(100, cfg.max_chunk_chars - len(prefix)))
+    return [prefix + paragraph for paragraph in body]
 
 
 def dedupe(chunks: list[str], sources: list[str]) -> tuple[list[str], list[str]]:
