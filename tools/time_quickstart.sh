@@ -6,7 +6,8 @@
 #
 #   bash tools/time_quickstart.sh [REPO] [-- QUICKSTART_ARGS...]
 #
-# REPO defaults to this repository (its committed HEAD is cloned, not the work tree). The clone,
+# REPO defaults to this repository (its checked-out branch is cloned as committed, without
+# uncommitted changes). The clone,
 # its log and the empty pip cache stay in the printed folder; delete it when done.
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
@@ -22,7 +23,8 @@ unset CRUISE_CACHE VIRTUAL_ENV
 
 echo "machine: $(nproc) cores, $(free -g | awk '/Mem:/ {print $2}') GiB; load before: $(uptime | sed 's/.*load average: //')"
 start=$(date +%s.%N)
-git clone --quiet "$repo" "$work/repo"
+# the branch checked out in REPO (a worktree's branch too), as committed
+git clone --quiet --branch "$(git -C "$repo" rev-parse --abbrev-ref HEAD)" "$repo" "$work/repo"
 echo "==> git clone" > "$log.marks"
 printf '%s\t%s\n' "$start" "git clone" > "$log.times"
 cd "$work/repo"
