@@ -125,9 +125,19 @@ def test_the_command_line_builds_the_same_report_and_a_comparison(runs, tmp_path
     copy = tmp_path / "again"
     shutil.copytree(runs["full"], copy)
     (copy / "report.html").unlink()
+    # figures other helpers add to run_summary.json and to the traces show up without template changes
+    summary = json.loads((copy / "run_summary.json").read_text())
+    summary.update(evidence_coverage={"answerable_turns": 6, "gold_in_context": 4}, parse_failures=3)
+    (copy / "run_summary.json").write_text(json.dumps(summary))
+    traces = [{**json.loads(line), "verifier_note": f"note for {json.loads(line)['interaction_id']}"}
+              for line in (copy / "traces.jsonl").read_text().splitlines()]
+    (copy / "traces.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces))
     proc = run_cli([str(copy)], tmp_path, module="evaluation.report")
     assert str(copy / "report.html") in proc.stdout
-    assert (copy / "report.html").read_text().count('<details class="turn"') == 8
+    page = (copy / "report.html").read_text()
+    assert page.count('<details class="turn"') == 8
+    assert "evidence_coverage" in page and "gold_in_context" in page and "<th>parse_failures</th><td>3</td>" in page
+    assert "note for c6-0" in page and "<th>verifier_note</th>" in page
     compare = tmp_path / "compare.html"
     run_cli([str(runs["full"]), str(runs["rag_baseline"]), "--out", str(compare)], tmp_path, module="evaluation.report")
     page = compare.read_text()
