@@ -151,6 +151,12 @@ def finish(args, output_dir: Path, judge: Judge | None, console: Console, notice
     results = finalize(output_dir, judge, rules=rules, progress=not args.no_progress, notices=notices)
     print_report(console, results, args.display_conversations)
     console.print(f"[bold green]outputs written to {escape(str(output_dir))}[/bold green]")
+    try:  # the scores are already written: a report that cannot be built must not fail the run
+        from evaluation.report_html import build_report
+
+        console.print(f"[bold green]report: {escape(str(build_report(output_dir)))}[/bold green]")
+    except Exception as exc:  # noqa: BLE001
+        console.print(f"[yellow]report.html not written: {escape(f'{type(exc).__name__}: {exc}')}[/yellow]")
 
 
 def run_evaluation(args) -> None:

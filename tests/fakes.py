@@ -3,6 +3,7 @@ pipeline that returns fixed hits, a reranker that scores with a function, and th
 CruiseAgent wired to them for runs through local_evaluation.py. The chain itself is real."""
 from __future__ import annotations
 
+import re
 import time
 
 from agents.cruise_agent import CruiseAgent
@@ -90,3 +91,44 @@ class ScriptedCruiseAgent(CruiseAgent):
     def __init__(self, search_pipeline=None):
         engine = echo_engine()
         super().__init__(search_pipeline, engines=Engines(engine, engine, FunctionReranker(lambda q, c: 0.9)))
+
+
+DIRECTIVE = re.compile(r"#(\w+)=(\S+)")
+STEERED_HITS = [{"index": 0, "score": 0.88, "entities": [{"entity_name": "Scripted landmark", "entity_attributes": {
+    "description": "Relevant: the landmark in the photo.\n\nRelevant: it opened long ago.\n\nUnrelated filler text."}}]}]
+
+
+def directives(request) -> dict[str, str]:
+    """The `#key=value` words of the question quoted in a prompt (underscores stand for spaces)."""
+    return {k: v.replace("_", " ") for k, v in DIRECTIVE.findall(last_user_text(request))}
+
+
+def steered_engine():
+    """A router and VLM whose every answer is set by words in the question: `#say=Big_Ben` (the
+    answer of both paths, else "I don't know"), `#conf=0.3` (the CoV confidence, default 0.95),
+    `#sc=no` (inconsistent), `#ext=no` (no external information needed), `#rt=yes` (real-time)."""
+    return ScriptedEngine({
+        "route": lambda r: f"Needs External Info: {directives(r).get('ext', 'yes')}\n"
+                           f"Is Real-Time: {directives(r).get('rt', 'no')}",
+        "summarize": lambda r: "A scripted photo summary.",
+        "answer": lambda r: directives(r).get("say", "I don't know"),
+        "consistency": lambda r: "No" if directives(r).get("sc") == "no" else "Yes",
+        "verify": lambda r: f"CONFIDENCE: {directives(r).get('conf', '0.95')}\nREASONING: scripted",
+    })
+
+
+def steered_score(query: str, chunk: str) -> float:
+    """`#weak=1` in the question: every chunk scores 0.2; else "Relevant" paragraphs 0.85, others 0.05."""
+    if "#weak=" in query:
+        return 0.2
+    return 0.85 if chunk.startswith("Relevant") else 0.05
+
+
+class SteeredCruiseAgent(CruiseAgent):
+    """The real CruiseAgent chain over `steered_engine`, for runs through local_evaluation.py in
+    which each question picks its own outcome and Algorithm 1 branch. Image search returns one
+    hit with two relevant paragraphs and one filler paragraph."""
+
+    def __init__(self, search_pipeline=None):
+        engine = steered_engine()
+        super().__init__(FakePipeline(STEERED_HITS), engines=Engines(engine, engine, FunctionReranker(steered_score)))

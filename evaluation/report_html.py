@@ -1,0 +1,310 @@
+"""report.html (one run) and compare.html (several runs): self-contained pages built from an
+output folder with Jinja2 templates (evaluation/templates/) and matplotlib SVG charts.
+
+Everything is read back from the files a run leaves (turn CSV, scores_dictionary.json,
+run_summary.json, traces.jsonl, answers.jsonl, run_config.json), so a report can be built for
+any finished, resumed, rejudged or merged run. Images are embedded as small base64 thumbnails;
+the page fetches nothing.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from agents.base_agent import IDK_ANSWER
+from evaluation import report_charts as charts
+from evaluation.outputs import BREAKDOWN_COLUMNS
+from evaluation.runner import ANSWERS, RUN_CONFIG, TRACES, read_jsonl
+from evaluation.scoring import breakdown, is_miss
+
+TEMPLATES = Path(__file__).resolve().parent / "templates"
+REPORT_NAME = "report.html"
+OFFICIAL_CSV = "turn_evaluation_results_all.csv"
+EXTENDED_CSV = "turn_evaluation_results_all_extended.csv"
+BOOL_COLUMNS = ("is_ego", "is_exact_match", "is_correct", "is_miss", "is_semantically_correct", "is_hallucination")
+OUTCOMES = ("correct", "missed", "hallucinated")
+THUMBNAIL_PX = 160
+
+# Trace keys the turn details lay out by hand; any other key is shown as it is under "more".
+SHOWN_TRACE_KEYS = {
+    "interaction_id", "session_id", "turn_idx", "preset", "needs_external", "is_real_time", "router_parsed",
+    "router_raw", "summary", "retrieval_query", "retrieved", "chunks", "theta", "kept_chunks", "context",
+    "retrieval_score", "rag_answer", "rag_raw", "direct_answer", "direct_raw", "consistent", "consistency_raw",
+    "cov_confidence", "cov_raw", "branch", "final_answer", "stage_ms", "deadline_cut", "deadline_cut_before",
+    "errors",
+}
+# run_summary.json keys with a section of their own; the others are listed generically.
+SHOWN_SUMMARY_KEYS = {
+    "run_config", "dataset", "dataset_type", "revision", "split", "agent", "profile", "preset", "shard",
+    "merged_from", "tokenizer", "judge", "turns_expected", "turns_answered", "complete", "scores", "breakdowns",
+    "per_batch", "engine_calls_per_batch", "stage_ms_per_batch", "notices", "budget_rule",
+}
+
+
+def as_bool(value) -> bool:
+    if isinstance(value, str):
+        return value.strip().lower() in ("true", "1", "yes")
+    return bool(value)
+
+
+def load_turn_rows(run_dir: Path) -> list[dict]:
+    """The run's scored turn rows: the extended CSV when the run wrote one, else the official
+    CSV (is_hallucination derived when absent: neither correct nor a miss)."""
+    import pandas as pd
+
+    path = run_dir / EXTENDED_CSV
+    if not path.exists():
+        path = run_dir / OFFICIAL_CSV
+    if not path.exists():
+        raise FileNotFoundError(f"{run_dir} has neither {EXTENDED_CSV} nor {OFFICIAL_CSV}: not a finished run")
+    rows = pd.read_csv(path, dtype=str, keep_default_na=False).to_dict("records")
+    for row in rows:
+        for column in BOOL_COLUMNS:
+            if column in row:
+                row[column] = as_bool(row[column])
+        if "is_hallucination" not in row:
+            row["is_hallucination"] = not row["is_correct"] and not row["is_miss"]
+        row["turn_idx"] = int(row.get("turn_idx") or 0)
+    return rows
+
+
+def outcome_of(row: dict) -> str:
+    if row["is_correct"]:
+        return "correct"
+    return "missed" if row["is_miss"] else "hallucinated"
+
+
+def read_json(path: Path) -> dict:
+    return json.loads(path.read_text()) if path.exists() else {}
+
+
+# --------------------------------------------------------------------------- thresholds
+def run_thresholds(summary: dict, run_config: dict) -> dict:
+    """tau_low, tau_high and the preset's switches as the agent ran them: the profile and preset
+    from the run, with the run's --set overrides. Missing pieces fall back to the defaults."""
+    from agents.config import PRESETS, PROFILES, load_config
+
+    profile = summary.get("profile") or run_config.get("profile") or "cpu"
+    preset = summary.get("preset") or run_config.get("preset") or "full"
+    settings = (summary.get("run_config") or run_config.get("args") or {}).get("set") or []
+    try:
+        cfg = load_config(profile if profile in PROFILES else "cpu",
+                          preset if preset in PRESETS else "full")
+        overrides = {}
+        for setting in settings:
+            key, _, value = str(setting).partition("=")
+            key = key.strip().lower()
+            if key in ("tau_low", "tau_high", "tau_ret"):
+                overrides[key] = float(value)
+        cfg = cfg.replace(**overrides)
+    except ValueError:  # a malformed setting: show the defaults
+        from agents.config import CruiseConfig
+
+        cfg = CruiseConfig()
+    return {"tau_low": cfg.tau_low, "tau_high": cfg.tau_high, "tau_ret": cfg.tau_ret,
+            "use_self_consistency": cfg.use_self_consistency, "use_cov": cfg.use_cov}
+
+
+# --------------------------------------------------------------------------- the funnel
+def funnel_steps(turns: list[dict], thresholds: dict) -> list[dict]:
+    """Counts at each step of the chain: turns passing the check alone, and passing it together
+    with every earlier check. A turn without a trace (agent error, unreadable image) passes none."""
+    def rag_not_idk(t):
+        return bool(t.get("rag_answer")) and not is_miss(str(t["rag_answer"]))
+
+    def cov_passes(t):
+        if not thresholds["use_cov"]:
+            return True
+        threshold = thresholds["tau_low"] if t.get("context") else thresholds["tau_high"]
+        return t.get("cov_confidence") is not None and float(t["cov_confidence"]) >= threshold
+
+    checks = [
+        ("routed to retrieval", lambda t, row: t.get("needs_external") is True),
+        ("retrieved", lambda t, row: bool(t.get("retrieved"))),
+        ("non-empty context", lambda t, row: bool(t.get("context"))),
+        ("RAG answer not IDK", lambda t, row: rag_not_idk(t)),
+        ("consistent", lambda t, row: t.get("consistent") is True or not thresholds["use_self_consistency"]),
+        (f"CoV >= threshold ({thresholds['tau_low']:g} / {thresholds['tau_high']:g})", lambda t, row: cov_passes(t)),
+        ("answered", lambda t, row: bool(t.get("final_answer")) and not is_miss(str(t["final_answer"]))),
+        ("correct", lambda t, row: row["is_correct"]),
+    ]
+    steps = [{"label": "all turns", "count": len(turns), "chained": len(turns)}]
+    passing = [t for t in turns if t["trace"] is not None]
+    for label, check in checks:
+        count = sum(1 for t in turns if t["trace"] is not None and check(t["trace"], t["row"]))
+        passing = [t for t in passing if check(t["trace"], t["row"])]
+        steps.append({"label": label, "count": count, "chained": len(passing)})
+    return steps
+
+
+# --------------------------------------------------------------------------- images
+def thumbnails(run_config: dict, session_ids: set[str]) -> tuple[dict[str, str], str | None]:
+    """session_id -> data: URI of a small JPEG of the conversation's image, and a notice when
+    the images could not be read. URL images are used only when already in the local cache."""
+    if not session_ids or not run_config.get("dataset"):
+        return {}, None
+    try:
+        from evaluation.dataset import load_split
+
+        ds, _, _ = load_split(run_config["dataset"], run_config.get("revision"), run_config.get("split") or "validation")
+        ids = ds["session_id"]
+        wanted = [i for i, sid in enumerate(ids) if sid in session_ids]
+        out = {}
+        for i in wanted:
+            row = ds[i]
+            image = row.get("image") or cached_url_image(row.get("image_url"))
+            if image is not None:
+                out[str(row["session_id"])] = thumbnail_uri(image)
+        return out, None
+    except Exception as exc:  # noqa: BLE001 - the report is still useful without pictures
+        return {}, f"images not shown: {type(exc).__name__}: {exc}"
+
+
+def cached_url_image(url: str | None):
+    import hashlib
+
+    from PIL import Image
+
+    from agents.config import cache_dir
+
+    if not url:
+        return None
+    path = cache_dir() / "images" / hashlib.sha256(url.encode()).hexdigest()
+    return Image.open(path) if path.exists() else None
+
+
+def thumbnail_uri(image) -> str:
+    small = image.convert("RGB")
+    small.thumbnail((THUMBNAIL_PX, THUMBNAIL_PX))
+    buffer = io.BytesIO()
+    small.save(buffer, format="JPEG", quality=70)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+# --------------------------------------------------------------------------- one run
+@dataclass
+class RunData:
+    run_dir: Path
+    label: str
+    rows: list[dict]
+    scores: dict
+    summary: dict
+    run_config: dict
+    turns: list[dict] = field(default_factory=list)  # row + trace + answer record + outcome
+
+
+def load_run(run_dir: Path) -> RunData:
+    run_dir = Path(run_dir)
+    rows = load_turn_rows(run_dir)
+    scores = read_json(run_dir / "scores_dictionary.json")
+    summary = read_json(run_dir / "run_summary.json")
+    run_config = read_json(run_dir / RUN_CONFIG)
+    traces = {t["interaction_id"]: t for t in read_jsonl(run_dir / TRACES) if "interaction_id" in t}
+    answers = {a["interaction_id"]: a for a in read_jsonl(run_dir / ANSWERS) if "interaction_id" in a}
+    preset = summary.get("preset") or run_config.get("preset") or "?"
+    turns = []
+    for row in rows:
+        iid = row["interaction_id"]
+        trace = traces.get(iid)
+        turns.append({"row": row, "trace": trace, "answer": answers.get(iid, {}), "outcome": outcome_of(row),
+                      "branch": (trace or {}).get("branch") or "no trace"})
+    return RunData(run_dir, f"{preset} ({run_dir.name})", rows, scores, summary, run_config, turns)
+
+
+def outcome_counts(rows: list[dict]) -> dict:
+    counts = Counter(outcome_of(r) for r in rows)
+    return {"count": len(rows), **{o: counts.get(o, 0) for o in OUTCOMES}}
+
+
+def breakdown_sections(rows: list[dict]) -> list[dict]:
+    sections = []
+    for column in BREAKDOWN_COLUMNS:
+        table = breakdown(rows, column)
+        groups = [outcome_counts([r for r in rows if str(r.get(column)) == entry[column]]) for entry in table]
+        sections.append({"column": column, "table": table,
+                         "chart": charts.outcome_bars([entry[column] for entry in table], groups) if table else ""})
+    return sections
+
+
+def timing_section(summary: dict) -> dict:
+    batches = []
+    stage_ms = summary.get("stage_ms_per_batch") or []
+    calls = summary.get("engine_calls_per_batch") or []
+    for i, batch in enumerate(summary.get("per_batch") or []):
+        batches.append({**batch, "stage_ms": stage_ms[i] if i < len(stage_ms) else {},
+                        "engine_calls": calls[i] if i < len(calls) else None})
+    stages = []
+    for batch in batches:
+        for stage in batch["stage_ms"] or {}:
+            if stage not in stages:
+                stages.append(stage)
+    totals = [{"stage": s, "total_s": sum((b["stage_ms"] or {}).get(s, 0.0) for b in batches) / 1000.0,
+               "batches": sum(1 for b in batches if s in (b["stage_ms"] or {}))} for s in stages]
+    return {"batches": batches, "stages": totals,
+            "chart": charts.batch_time_chart(batches, stages) if batches else "",
+            "wall_total_s": sum(b["wall_ms"] for b in batches) / 1000.0}
+
+
+def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True) -> Path:
+    """Write the run's report.html (into the run folder unless `out` is given); returns its path."""
+    run = load_run(run_dir)
+    thresholds = run_thresholds(run.summary, run.run_config)
+    session_ids = {t["row"]["session_id"] for t in run.turns}
+    thumbs, image_notice = thumbnails(run.run_config, session_ids) if images else ({}, None)
+    for turn in run.turns:
+        turn["thumbnail"] = thumbs.get(turn["row"]["session_id"])
+        trace = turn["trace"] or {}
+        kept = set(trace.get("kept_chunks") or [])
+        turn["chunks"] = sorted(({**c, "kept": c.get("text") in kept} for c in trace.get("chunks") or []),
+                                key=lambda c: -(c.get("score") or 0.0))
+        turn["extra"] = {k: v for k, v in trace.items() if k not in SHOWN_TRACE_KEYS}
+    steps = funnel_steps(run.turns, thresholds)
+    extra_summary = {k: v for k, v in run.summary.items() if k not in SHOWN_SUMMARY_KEYS}
+    notices = list(run.summary.get("notices") or []) + ([image_notice] if image_notice else [])
+    page = render("report.html.j2", run=run, scores=run.scores, thresholds=thresholds, notices=notices,
+                  scores_chart=charts.scores_chart(run.scores) if run.scores else "",
+                  breakdowns=breakdown_sections(run.rows), funnel=steps, funnel_chart=charts.funnel_chart(steps),
+                  timing=timing_section(run.summary), extra_summary=extra_summary,
+                  outcomes=OUTCOMES, branches=sorted({t["branch"] for t in run.turns}),
+                  outcome_totals=outcome_counts(run.rows), idk=IDK_ANSWER)
+    path = Path(out) if out else run.run_dir / REPORT_NAME
+    path.write_text(page, encoding="utf-8")
+    return path
+
+
+# --------------------------------------------------------------------------- several runs
+def build_comparison(run_dirs: list[Path], out: Path) -> Path:
+    """compare.html: the paper's Table 1 over the runs, and the turns on which they differ."""
+    runs = [load_run(Path(d)) for d in run_dirs]
+    labels = [r.label for r in runs]
+    by_turn: dict[str, list] = {}
+    for index, run in enumerate(runs):
+        for turn in run.turns:
+            by_turn.setdefault(turn["row"]["interaction_id"], [None] * len(runs))[index] = turn
+    differences = []
+    for iid, entries in by_turn.items():
+        outcomes = {e["outcome"] for e in entries if e is not None}
+        if "correct" in outcomes and len(outcomes) > 1:
+            first = next(e for e in entries if e is not None)
+            differences.append({"interaction_id": iid, "row": first["row"], "entries": entries})
+    differences.sort(key=lambda d: (d["row"]["session_id"], d["row"]["turn_idx"]))
+    shared = sum(1 for entries in by_turn.values() if all(e is not None for e in entries))
+    page = render("compare.html.j2", runs=runs, labels=labels, differences=differences, shared_turns=shared,
+                  chart=charts.truthfulness_chart(labels, [r.scores for r in runs]))
+    out = Path(out)
+    out.write_text(page, encoding="utf-8")
+    return out
+
+
+def render(template: str, **context) -> str:
+    from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+
+    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
+                      undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
+    env.filters["pretty"] = lambda value: json.dumps(value, indent=1, ensure_ascii=False, default=str)
+    env.filters["pct"] = lambda value: f"{value:.1%}"
+    return env.get_template(template).render(**context)

@@ -1,0 +1,211 @@
+"""report.html and compare.html, built on runs that local_evaluation.py makes with the real chain
+(scripted engines: tests.fakes.SteeredCruiseAgent), checked as data and in headless Chromium.
+
+Each question steers its own turn (see tests.fakes.steered_engine), so every outcome, branch and
+funnel count below is known by hand.
+"""
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from agents.config import REPO_ROOT
+from evaluation.report_html import EXTENDED_CSV, OFFICIAL_CSV, load_turn_rows
+from tests.browser import HeadlessChromium, find_chromium
+from tests.scripted_agent import build_dataset
+
+# session, ego?, [(interaction_id, question with directives, gold)]; outcome / branch of the full preset
+CONVERSATIONS = [
+    ("c1", True, [("c1-0", "Which landmark is this? #say=Big_Ben", "Big Ben")]),             # correct, context_verified
+    ("c2", False, [("c2-0", "When did it open? #say=1850", "1859")]),                         # hallucinated, context_verified
+    ("c3", True, [("c3-0", "Who built it? #say=Someone #conf=0.3", "Charles Barry")]),       # missed, not_verified
+    ("c4", False, [("c4-0", "What colour is the sky here? #say=Blue #ext=no #conf=1.0", "blue")]),  # correct, no_context_verified
+    ("c5", True, [("c5-0", "Is it open right now? #say=Yes #rt=yes #weak=1", "Yes")]),      # missed, real_time_weak_retrieval
+    ("c6", False, [("c6-0", "What is the tower called? #say=Elizabeth_Tower #sc=no", "Elizabeth Tower")]),  # missed, inconsistent
+    ("c7", True, [("c7-0", "What colour is the bus? #say=Red", "red"),                        # correct
+                  ("c7-1", "And the door? #say=Green", "blue")]),                             # hallucinated
+]
+OUTCOMES = {"c1-0": "correct", "c2-0": "hallucinated", "c3-0": "missed", "c4-0": "correct", "c5-0": "missed",
+            "c6-0": "missed", "c7-0": "correct", "c7-1": "hallucinated"}
+BRANCHES = {"c1-0": "context_verified", "c2-0": "context_verified", "c3-0": "not_verified",
+            "c4-0": "no_context_verified", "c5-0": "real_time_weak_retrieval", "c6-0": "context_inconsistent",
+            "c7-0": "context_verified", "c7-1": "context_verified"}
+# (label, passes alone, passes with every step above) for the full preset, by hand:
+# routed: all but c4 (7). retrieved: the same 7. context: the same 7 (c5's chunks score 0.2, above tau
+# 0.1, so they are kept). RAG answer not IDK: all 8. consistent: all but c6 (7); chained 6 (c4 is out).
+# CoV >= threshold: c3 fails (0.3), c6 is not asked (inconsistent); c4 has no context and reaches
+# tau_high with 1.0 -> 6 alone; chained 5.
+# answered: c1 c2 c4 c7-0 c7-1 (5); chained (c4 left out at "routed") 4. correct: c1 c4 c7-0 (3); chained 2.
+FUNNEL = [("all turns", 8, 8), ("routed to retrieval", 7, 7), ("retrieved", 7, 7), ("non-empty context", 7, 7),
+          ("RAG answer not IDK", 8, 7), ("consistent", 7, 6), ("CoV >= threshold (0.9 / 1)", 6, 5),
+          ("answered", 5, 4), ("correct", 3, 2)]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("reportworld")
+    colours = ["red", "green", "blue", "orange", "purple", "teal", "gold"]
+    convs = [dict(session_id=session, image=Image.new("RGB", (96, 64), colour),
+                  image_url=None if ego else f"http://127.0.0.1:9/{session}.png",  # embedded: never fetched
+                  image_quality="normal" if i % 2 else "low",
+                  turns=[(iid, q, gold, "landmark" if i < 4 else "vehicle", "simple" if i % 3 else "reasoning",
+                          "static" if i % 2 else "real-time") for iid, q, gold in turns])
+             for i, ((session, ego, turns), colour) in enumerate(zip(CONVERSATIONS, colours))]
+    dataset = build_dataset(root / "dataset", convs, form="list")
+    out = {}
+    for preset in ("full", "rag_baseline"):
+        out[preset] = root / preset
+        run_cli(["--dataset", str(dataset), "--dataset-type", "multi-turn", "--profile", "cpu", "--preset", preset,
+                 "--agent", "tests.fakes:SteeredCruiseAgent", "--search", "none", "--eval-model", "None",
+                 "--output-dir", str(out[preset]), "--no_progress"], root)
+    return out
+
+
+def run_cli(args: list[str], root: Path, module: str = "local_evaluation.py") -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
+    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_DATASETS_CACHE=str(root / "hf-datasets"),
+               CRUISE_CACHE=str(root / "cache"))
+    command = [sys.executable, module, *args] if module.endswith(".py") else [sys.executable, "-m", module, *args]
+    proc = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def scores(run: Path) -> dict:
+    return json.loads((run / "scores_dictionary.json").read_text())
+
+
+def test_the_scripted_runs_have_the_hand_worked_outcomes(runs):
+    traces = {json.loads(line)["interaction_id"]: json.loads(line)
+              for line in (runs["full"] / "traces.jsonl").read_text().splitlines()}
+    assert {iid: t["branch"] for iid, t in traces.items()} == BRANCHES
+    rows = {r["interaction_id"]: r for r in load_turn_rows(runs["full"])}
+    assert {iid: "correct" if r["is_correct"] else "missed" if r["is_miss"] else "hallucinated"
+            for iid, r in rows.items()} == OUTCOMES
+    assert (scores(runs["full"])["all"]["correct"], scores(runs["full"])["all"]["hallucination"]) == (3.0, 2.0)
+
+
+def test_turn_rows_prefer_the_extended_csv_and_derive_hallucination_from_the_official_one(runs, tmp_path):
+    import pandas as pd
+
+    official = pd.read_csv(runs["full"] / OFFICIAL_CSV)
+    trimmed = tmp_path / "trimmed"
+    trimmed.mkdir()
+    official.drop(columns=["is_hallucination"]).to_csv(trimmed / OFFICIAL_CSV, index=False)
+    rows = load_turn_rows(trimmed)
+    assert sorted(r["interaction_id"] for r in rows if r["is_hallucination"]) == ["c2-0", "c7-1"]
+    extended = official.assign(note=[f"extra-{i}" for i in range(len(official))])
+    extended.to_csv(trimmed / EXTENDED_CSV, index=False)
+    assert {r["note"] for r in load_turn_rows(trimmed)} == {f"extra-{i}" for i in range(len(official))}
+
+
+def test_every_run_folder_gets_a_self_contained_report(runs):
+    for run in runs.values():
+        page = (run / "report.html").read_text()
+        links = re.findall(r'(?:src|href)="([^"]*)"', page) + re.findall(r"url\(([^)]*)\)", page)
+        assert all(link.startswith(("data:", "#")) for link in links), [x for x in links if x[:1] != "#"][:5]
+        assert "<link" not in page
+        assert page.count('<details class="turn"') == 8
+        assert page.count("data:image/jpeg;base64,") == 8  # one thumbnail per turn
+        assert "<svg" in page
+    page = (runs["full"] / "report.html").read_text()
+    for label, alone, chained in FUNNEL:
+        assert f"<td>{label.replace('>', '&gt;')}</td><td class=\"num\">{alone}</td><td class=\"num\">{chained}</td>" in page, label
+
+
+def test_the_command_line_builds_the_same_report_and_a_comparison(runs, tmp_path):
+    copy = tmp_path / "again"
+    shutil.copytree(runs["full"], copy)
+    (copy / "report.html").unlink()
+    # figures other helpers add to run_summary.json and to the traces show up without template changes
+    summary = json.loads((copy / "run_summary.json").read_text())
+    summary.update(evidence_coverage={"answerable_turns": 6, "gold_in_context": 4}, parse_failures=3)
+    (copy / "run_summary.json").write_text(json.dumps(summary))
+    traces = [{**json.loads(line), "verifier_note": f"note for {json.loads(line)['interaction_id']}"}
+              for line in (copy / "traces.jsonl").read_text().splitlines()]
+    (copy / "traces.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces))
+    proc = run_cli([str(copy)], tmp_path, module="evaluation.report")
+    assert str(copy / "report.html") in proc.stdout
+    page = (copy / "report.html").read_text()
+    assert page.count('<details class="turn"') == 8
+    assert "evidence_coverage" in page and "gold_in_context" in page and "<th>parse_failures</th><td>3</td>" in page
+    assert "note for c6-0" in page and "<th>verifier_note</th>" in page
+    compare = tmp_path / "compare.html"
+    run_cli([str(runs["full"]), str(runs["rag_baseline"]), "--out", str(compare)], tmp_path, module="evaluation.report")
+    page = compare.read_text()
+    assert "full (full)" in page and "rag_baseline (rag_baseline)" in page
+    # rag_baseline returns every answer unverified: c5 (Yes) and c6 (Elizabeth Tower) become correct,
+    # c3 (Someone) a hallucination; the full preset missed all three.
+    baseline = scores(runs["rag_baseline"])["all"]
+    assert (baseline["correct"], baseline["hallucination"]) == (5.0, 3.0)
+    assert f"{baseline['truthfulness_score']:.4f}" in page
+    differing = page.split('id="differences-table"')[1]
+    assert differing.count("<tr>") == 3  # header + c5-0 + c6-0
+    assert "Is it open right now?" in differing and "What is the tower called?" in differing
+
+
+@pytest.fixture(scope="module")
+def browser():
+    if not find_chromium():
+        pytest.skip("chromium is not installed: scripts/test.sh installs it (apt-get install chromium); "
+                    "the browser checks of report.html did not run")
+    with HeadlessChromium() as chromium:
+        yield chromium
+
+
+def test_report_in_chromium(runs, browser, tmp_path):
+    report = runs["full"] / "report.html"
+    page = browser.open(report.as_uri())
+    shot = page.screenshot(Path(os.environ.get("REPORT_SCREENSHOT", tmp_path / "report.png")))
+    assert shot.stat().st_size > 10_000
+    assert page.console_errors == []
+    assert all(url.startswith(("file:", "data:")) for url in page.requested_urls), page.requested_urls
+    truth = scores(runs["full"])["all"]["truthfulness_score"]
+    shown = page.evaluate("document.querySelector('#scores-table tr[data-metric=truthfulness_score] "
+                          "td[data-subset=all]').innerText")
+    assert shown == f"{truth:.4f}"
+    visible = "[...document.querySelectorAll('#turn-list > details.turn')].filter(d => d.offsetParent !== null).length"
+    assert page.evaluate(visible) == 8
+
+    def pick(select_id: str, value: str) -> None:
+        page.evaluate(f"(() => {{ const s = document.getElementById('{select_id}'); s.value = '{value}'; "
+                      "s.dispatchEvent(new Event('change')); })()")
+
+    pick("filter-outcome", "hallucinated")
+    hallucinated = scores(runs["full"])["all"]["hallucination"]
+    assert page.evaluate(visible) == hallucinated == 2
+    assert page.evaluate("document.getElementById('shown-count').innerText") == "2"
+    pick("filter-branch", "context_verified")
+    assert page.evaluate(visible) == 2
+    pick("filter-outcome", "")
+    assert page.evaluate(visible) == 4
+    pick("filter-branch", "context_inconsistent")
+    assert page.evaluate(visible) == 1
+    # a row opens to show the chunks with their scores, the kept ones marked, and the CoV output
+    page.evaluate("document.getElementById('turn-c6-0').open = true")
+    opened = page.evaluate("document.getElementById('turn-c6-0').innerText")
+    assert "Relevant: the landmark in the photo." in opened and "0.850" in opened and "kept" in opened
+    assert "Unrelated filler text." in opened and "0.050" in opened
+    assert "inconsistent" in opened and "What is the tower called?" in opened
+    assert page.evaluate("document.getElementById('turn-c6-0').querySelector('img').naturalWidth") > 0
+    page.evaluate("document.getElementById('turn-c6-0').scrollIntoView()")
+    page.screenshot(Path(str(shot).replace(".png", "-open.png")))
+    assert page.console_errors == []
+
+
+def test_comparison_in_chromium(runs, browser, tmp_path):
+    compare = tmp_path / "compare.html"
+    run_cli([str(runs["full"]), str(runs["rag_baseline"]), "--out", str(compare)], tmp_path, module="evaluation.report")
+    page = browser.open(compare.as_uri())
+    page.screenshot(tmp_path / "compare.png")
+    assert page.console_errors == []
+    assert page.evaluate("document.querySelectorAll('#compare-table tr[data-run]').length") == 2
+    assert page.evaluate("document.querySelectorAll('#differences-table tr').length") == 3
