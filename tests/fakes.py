@@ -103,25 +103,35 @@ def directives(request) -> dict[str, str]:
     return {k: v.replace("_", " ") for k, v in DIRECTIVE.findall(last_user_text(request))}
 
 
+def steered_answer(request) -> str:
+    """`#say=X` for both paths; with `#sc=no` the answer without notes differs, so that the
+    consistency check has two different answers to compare (identical ones skip the VLM)."""
+    wanted = directives(request)
+    if wanted.get("sc") == "no" and "<<<NOTES" not in last_user_text(request):
+        return "Something else entirely"
+    return wanted.get("say", "I don't know")
+
+
 def steered_engine():
     """A router and VLM whose every answer is set by words in the question: `#say=Big_Ben` (the
     answer of both paths, else "I don't know"), `#conf=0.3` (the CoV confidence, default 0.95),
-    `#sc=no` (inconsistent), `#ext=no` (no external information needed), `#rt=yes` (real-time)."""
+    `#sc=no` (the paths differ and the VLM calls them inconsistent), `#ext=no` (no external information needed), `#rt=yes` (real-time)."""
     return ScriptedEngine({
         "route": lambda r: f"Needs External Info: {directives(r).get('ext', 'yes')}\n"
                            f"Is Real-Time: {directives(r).get('rt', 'no')}",
         "summarize": lambda r: "A scripted photo summary.",
-        "answer": lambda r: directives(r).get("say", "I don't know"),
+        "answer": steered_answer,
         "consistency": lambda r: "No" if directives(r).get("sc") == "no" else "Yes",
         "verify": lambda r: f"CONFIDENCE: {directives(r).get('conf', '0.95')}\nREASONING: scripted",
     })
 
 
 def steered_score(query: str, chunk: str) -> float:
-    """`#weak=1` in the question: every chunk scores 0.2; else "Relevant" paragraphs 0.85, others 0.05."""
+    """`#weak=1` in the question: every chunk scores 0.2; else "Relevant" paragraphs 0.85, others 0.05.
+    (The chunker puts the entity's name in front of a description paragraph, so look inside.)"""
     if "#weak=" in query:
         return 0.2
-    return 0.85 if chunk.startswith("Relevant") else 0.05
+    return 0.85 if "Relevant:" in chunk else 0.05
 
 
 class SteeredCruiseAgent(CruiseAgent):

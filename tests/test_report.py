@@ -99,7 +99,8 @@ def test_turn_rows_prefer_the_extended_csv_and_derive_hallucination_from_the_off
     official = pd.read_csv(runs["full"] / OFFICIAL_CSV)
     trimmed = tmp_path / "trimmed"
     trimmed.mkdir()
-    official.drop(columns=["is_hallucination"]).to_csv(trimmed / OFFICIAL_CSV, index=False)
+    assert "is_hallucination" not in official.columns  # the official 18 columns do not hold it
+    official.to_csv(trimmed / OFFICIAL_CSV, index=False)
     rows = load_turn_rows(trimmed)
     assert sorted(r["interaction_id"] for r in rows if r["is_hallucination"]) == ["c2-0", "c7-1"]
     extended = official.assign(note=[f"extra-{i}" for i in range(len(official))])
