@@ -195,7 +195,9 @@ PROFILES: dict[str, dict] = {
     # engine table), and every stage is one call per batch, so the benchmark needs half the calls.
     # The cpu search image model is a tiny random-weight CLIP: every photo scores >= 0.92
     # against every KG image and only an identical image scores ~1.0, hence its floor.
-    "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=800, image_score_floor=0.999),
+    # answer_max_tokens 32: the answer stage (2 requests per turn) is most of a CPU batch's time;
+    # answers are one short sentence, and the judge reads at most 75 tokens anyway.
+    "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=800, image_score_floor=0.999, answer_max_tokens=32),
 }
 
 CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
