@@ -196,8 +196,10 @@ PROFILES: dict[str, dict] = {
     # The cpu search image model is a tiny random-weight CLIP: every photo scores >= 0.92
     # against every KG image and only an identical image scores ~1.0, hence its floor.
     # answer_max_tokens 32: the answer stage (2 requests per turn) is most of a CPU batch's time;
-    # answers are one short sentence, and the judge reads at most 75 tokens anyway.
-    "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=800, image_score_floor=0.999, answer_max_tokens=32),
+    # answers are one short sentence, and the judge reads at most 75 tokens anyway. 16 router
+    # tokens hold both labels ("Needs External Info: yes\nIs Real-Time: no" is 15 SmolLM2 tokens).
+    "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=800, image_score_floor=0.999, answer_max_tokens=32,
+                router_max_tokens=16),
 }
 
 CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
