@@ -197,7 +197,7 @@ PROFILES: dict[str, dict] = {
     # against every KG image and only an identical image scores ~1.0, hence its floor.
     # answer_max_tokens 32: the answer stage (2 requests per turn) is most of a CPU batch's time;
     # answers are one short sentence, and the judge reads at most 75 tokens anyway. 16 router
-    # tokens hold both labels ("Needs External Info: yes\nIs Real-Time: no" is 15 SmolLM2 tokens).
+    # tokens hold both labels ("Needs External Info: yes\nIs Real-Time: no" is 14 SmolLM2 tokens).
     "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=800, image_score_floor=0.999, answer_max_tokens=32,
                 router_max_tokens=16),
 }
