@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from agents.config import REPO_ROOT
-from evaluation.report_html import EXTENDED_CSV, OFFICIAL_CSV, load_turn_rows
+from evaluation.report.html import EXTENDED_CSV, OFFICIAL_CSV, load_turn_rows
 from tests.browser import HeadlessChromium, find_chromium
 from tests.scripted_agent import build_dataset
 

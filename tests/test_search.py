@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from evaluation import search
+from evaluation.harness import search
 from minibench import content
 from minibench.build_benchmark import picture_bytes
 from minibench.build_indices import kg_records, prepare_indices, repo_folder

@@ -6,8 +6,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from evaluation.outputs import BREAKDOWN_COLUMNS, Results
-from evaluation.scoring import breakdown
+from evaluation.harness.outputs import BREAKDOWN_COLUMNS, Results
+from evaluation.scoring.scores import breakdown
 
 SCORE_LABELS = [
     ("total", "Total turns", "{:.0f}"),
@@ -112,31 +112,3 @@ def print_report(console: Console, results: Results, display_conversations: int)
     for notice in s["notices"]:
         console.print(Text(f"notice: {notice}", style="yellow"))
 
-
-def main(argv: list[str] | None = None) -> None:
-    """python -m evaluation.report RUN_DIR            -> RUN_DIR/report.html
-       python -m evaluation.report RUN_A RUN_B ...  -> compare.html (or --out)"""
-    import argparse
-    from pathlib import Path
-
-    from evaluation.report_html import build_comparison, build_report
-
-    parser = argparse.ArgumentParser(prog="python -m evaluation.report",
-                                     description="Build report.html for one run folder, or compare.html for several.")
-    parser.add_argument("runs", nargs="+", help="evaluation output folders")
-    parser.add_argument("--out", default=None,
-                        help="where to write (default: RUN_DIR/report.html for one run, compare.html for several)")
-    parser.add_argument("--no-images", action="store_true", help="leave the image thumbnails out")
-    args = parser.parse_args(argv)
-    try:
-        if len(args.runs) == 1:
-            path = build_report(Path(args.runs[0]), Path(args.out) if args.out else None, images=not args.no_images)
-        else:
-            path = build_comparison([Path(r) for r in args.runs], Path(args.out or "compare.html"))
-    except FileNotFoundError as exc:
-        raise SystemExit(str(exc)) from None
-    print(path.resolve())
-
-
-if __name__ == "__main__":
-    main()

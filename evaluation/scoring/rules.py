@@ -12,7 +12,7 @@ crag-mm: the published benchmark's evaluator (facebookresearch/CRAG-MM, `evaluat
   "i do not know"; the counts and rates use the flags BEFORE the multi-turn cut, which only
   feeds the conversation score; one single-turn session gets a replacement image_url.
 
-Both skip the same two validation sessions (evaluation.batching.SKIPPED_SESSIONS) and give a
+Both skip the same two validation sessions (evaluation.harness.batching.SKIPPED_SESSIONS) and give a
 truthfulness of 0.0 to a table of at most one turn.
 """
 from __future__ import annotations

@@ -21,10 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agents.cruise.trace import parse_failure_counts
-from evaluation.coverage import evidence_coverage
-from evaluation.judge import Judge, JudgeItem
-from evaluation.rules import RuleSet, rule_set
-from evaluation.runner import (
+from evaluation.harness.runner import (
     ANSWERS,
     BATCHES,
     JUDGMENTS,
@@ -35,7 +32,10 @@ from evaluation.runner import (
     read_jsonl,
     saved_answers,
 )
-from evaluation.scoring import (
+from evaluation.scoring.coverage import evidence_coverage
+from evaluation.scoring.judge import Judge, JudgeItem
+from evaluation.scoring.rules import RuleSet, rule_set
+from evaluation.scoring.scores import (
     BASE_COLUMNS,
     EXTENDED_TURN_COLUMNS,
     OFFICIAL_TURN_COLUMNS,

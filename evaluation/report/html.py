@@ -1,5 +1,5 @@
 """report.html (one run) and compare.html (several runs): self-contained pages built from an
-output folder with Jinja2 templates (evaluation/templates/) and matplotlib SVG charts.
+output folder with Jinja2 templates (evaluation/report/templates/) and matplotlib SVG charts.
 
 Everything is read back from the files a run leaves (turn CSV, scores_dictionary.json,
 run_summary.json, traces.jsonl, answers.jsonl, run_config.json), so a report can be built for
@@ -16,10 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER
-from evaluation import report_charts as charts
-from evaluation.outputs import BREAKDOWN_COLUMNS
-from evaluation.runner import ANSWERS, RUN_CONFIG, TRACES, read_jsonl
-from evaluation.scoring import breakdown, is_miss
+from evaluation.harness.outputs import BREAKDOWN_COLUMNS
+from evaluation.harness.runner import ANSWERS, RUN_CONFIG, TRACES, read_jsonl
+from evaluation.report import charts
+from evaluation.scoring.scores import breakdown, is_miss
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 REPORT_NAME = "report.html"
@@ -148,7 +148,7 @@ def thumbnails(run_config: dict, session_ids: set[str]) -> tuple[dict[str, str],
     if not session_ids or not run_config.get("dataset"):
         return {}, None
     try:
-        from evaluation.dataset import load_split
+        from evaluation.harness.dataset import load_split
 
         ds, _, _ = load_split(run_config["dataset"], run_config.get("revision"), run_config.get("split") or "validation")
         ids = ds["session_id"]
