@@ -1,6 +1,6 @@
 """Answer recall at K_rerank of the retrieval stages alone, on the mini benchmark.
 
-    python -m minibench.answer_recall [--chunker infobox paper_fields] [--set FIELD=VALUE ...]
+    python -m evaluation.answer_recall [--chunker infobox paper_fields] [--set FIELD=VALUE ...]
 
 For every KG- and web-answerable turn, runs stages 3-5 of the chain (search with the real
 pipeline over the offline indices, chunking, the profile's reranker and the MAD filter) with
