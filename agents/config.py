@@ -9,12 +9,12 @@ overrides (`CRUISE_<FIELD>=value`), then keyword overrides. The paper's paramete
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.base_agent import TURN_BUDGET_S
+from agents.calibration import load_calibration
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -270,9 +270,6 @@ def settings_to_env(profile: str | None, preset: str | None, settings: list[str]
         os.environ[f"CRUISE_{key.upper()}"] = value
 
 
-# The thresholds evaluation/calibrate.py tunes; a calibration file may set these and nothing else.
-CALIBRATED_FIELDS = ("tau_ret", "tau_low", "tau_high", "min_token_prob", "mad_lambda")
-
 # (check, what it needs): a check switched on while what it reads or what reads it is switched off.
 REQUIRED_SWITCHES = (
     ("use_self_consistency", "use_dual_path", "self-consistency compares the RAG answer with the non-RAG answer"),
@@ -297,18 +294,6 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
     if cfg.chunker not in CHUNKERS:
         raise ValueError(f"unknown chunker {cfg.chunker!r}; choose one of {CHUNKERS}")
     return cfg
-
-
-def load_calibration(path: str | Path) -> dict:
-    """The "settings" of a calibration.json written by `python -m evaluation.calibrate`."""
-    try:
-        settings = json.loads(Path(path).read_text())["settings"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"cannot read calibration file {path}: {type(exc).__name__}: {exc}") from None
-    unknown = set(settings) - set(CALIBRATED_FIELDS)
-    if not isinstance(settings, dict) or unknown:
-        raise ValueError(f"calibration file {path}: settings may only hold {CALIBRATED_FIELDS}, got {sorted(unknown)}")
-    return {name: float(value) for name, value in settings.items()}
 
 
 def settings_to_overrides(profile: str, settings: list[str]) -> dict:

@@ -31,7 +31,8 @@ import statistics
 from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import CALIBRATED_FIELDS, PRESETS, CruiseConfig, load_config, settings_to_overrides
+from agents.calibration import CALIBRATED_FIELDS
+from agents.config import PRESETS, CruiseConfig, load_config, settings_to_overrides
 from agents.cruise.stages.s5_rerank import select_chunks
 from agents.cruise.stages.s9_finalize import decide_from_trace
 from evaluation.harness.runner import RUN_CONFIG, read_jsonl

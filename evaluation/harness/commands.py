@@ -10,7 +10,8 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from agents.config import REPO_ROOT, detect_profile, load_calibration, load_config, settings_to_env
+from agents.calibration import load_calibration
+from agents.config import REPO_ROOT, detect_profile, load_config, settings_to_env
 from evaluation.harness.batching import clip_batch_size, planned_batches
 from evaluation.harness.dataset import apply_image_url_updates, load_split, read_conversations
 from evaluation.harness.fingerprint import differences, system_fingerprint
