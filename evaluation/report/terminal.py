@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from evaluation.harness.outputs import BREAKDOWN_COLUMNS, Results
+from evaluation.scoring.coverage import coverage_figures
 from evaluation.scoring.scores import breakdown
 
 SCORE_LABELS = [
@@ -62,26 +63,12 @@ def examples_table(rows: list[dict], count: int) -> Table:
     return table
 
 
-COVERAGE_LABELS = [
-    ("retrieved_share", "Turns that retrieved something", "{:.2%}"),
-    ("context_share", "Turns with context after the MAD filter", "{:.2%}"),
-    ("mean_chunks", "Chunks reranked per turn", "{:.1f}"),
-    ("mean_kept_chunks", "Chunks kept per turn", "{:.2f}"),
-    ("answer_recall_kg", "Answer in kept context: KG turns", "{:.2%}"),
-    ("answer_recall_web", "Answer in kept context: web turns", "{:.2%}"),
-    ("answer_recall_kg_web", "Answer in kept context: KG + web turns", "{:.2%}"),
-]
-
-
 def coverage_table(coverage: dict) -> Table:
     table = Table(title=f"Evidence coverage ({coverage.get('turns', 0)} turns)")
     table.add_column("Measure")
     table.add_column("Value", justify="right")
-    for key, label, fmt in COVERAGE_LABELS:
-        if key in coverage:
-            turns = coverage.get(key.replace("answer_recall_", "") + "_turns")
-            suffix = f" ({turns} turns)" if isinstance(turns, int) else ""
-            table.add_row(label + suffix, fmt.format(coverage[key]))
+    for label, value in coverage_figures(coverage):
+        table.add_row(label, value)
     return table
 
 
