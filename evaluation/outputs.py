@@ -38,6 +38,8 @@ from evaluation.runner import (
 from evaluation.scoring import (
     BASE_COLUMNS,
     EXTENDED_TURN_COLUMNS,
+    LABEL_COLUMNS,
+    LABEL_NAME_COLUMNS,
     OFFICIAL_TURN_COLUMNS,
     breakdown,
     needs_judge,
@@ -45,7 +47,7 @@ from evaluation.scoring import (
     verdict_fields,
 )
 
-BREAKDOWN_COLUMNS = ("domain", "query_category", "dynamism", "image_quality")
+BREAKDOWN_COLUMNS = LABEL_COLUMNS
 OFFICIAL_FILES = ("turn_evaluation_results_all.csv", "turn_evaluation_results_ego.csv", "scores_dictionary.json")
 EXTENDED_FILES = ("turn_evaluation_results_all_extended.csv", "turn_evaluation_results_ego_extended.csv")
 
@@ -114,8 +116,8 @@ def judge_turns(records: list[dict], output_dir: Path, judge: Judge | None, prog
 
 def build_rows(records: list[dict], verdicts: dict, replies: dict, rules: RuleSet) -> list[dict]:
     """One row per turn, sorted by (session_id, turn_idx) as the official files are: the 18
-    official columns with the flags before the multi-turn cut, plus raw_answer, judge_reply and
-    error for the extended files."""
+    official columns with the flags before the multi-turn cut, plus raw_answer, judge_reply,
+    error and the label names for the extended files."""
     rows = []
     for record in sorted(records, key=lambda r: (r["session_id"], r["turn_idx"])):
         iid = record["interaction_id"]
@@ -123,6 +125,7 @@ def build_rows(records: list[dict], verdicts: dict, replies: dict, rules: RuleSe
         row.update(verdict_fields(record["agent_response"], record["ground_truth"], verdicts.get(iid),
                                   rules, replies.get(iid)))
         row.update(raw_answer=record.get("raw_answer"), judge_reply=replies.get(iid), error=record.get("error"))
+        row.update({c: record.get(c) for c in LABEL_NAME_COLUMNS})  # absent in runs from before them
         rows.append(row)
     return rows
 
