@@ -7,7 +7,8 @@ NaN rates for an empty subset). Everything else goes to files of our own:
 turn_evaluation_results_all_extended.csv / _ego_extended.csv (the official columns holding the
 flags the scores count, then is_hallucination, multi_turn_conversation_score, after_two_wrong,
 raw_answer, judge_reply, error) and run_summary.json (rule set, tokenizer, judge, timings,
-breakdowns, notices), plus traces.jsonl.
+breakdowns, notices), plus traces.jsonl. Under `--rules crag-mm` also response.jsonl, the
+generated turns as that harness writes them (the official CSVs' first 13 columns).
 
 Works only from the output folder (answers.jsonl, judgments.jsonl, batches.jsonl, traces.jsonl,
 run_config.json), so the same code finishes a normal run, a resumed one, `--rejudge` (no agent,
@@ -183,6 +184,10 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     (output_dir / OFFICIAL_FILES[2]).write_text(json.dumps(scores, indent=2))
     write_csv(counted_all, output_dir / EXTENDED_FILES[0], EXTENDED_TURN_COLUMNS)
     write_csv(counted_ego, output_dir / EXTENDED_FILES[1], EXTENDED_TURN_COLUMNS)
+    if rules.turn_data_file:  # the rule set's harness also writes its generated turns
+        path = output_dir / rules.turn_data_file
+        path.unlink(missing_ok=True)
+        append_jsonl(path, [{c: row[c] for c in BASE_COLUMNS} for row in rows])
 
     notices = list(notices or [])
     if not ego:

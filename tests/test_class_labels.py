@@ -85,7 +85,7 @@ def test_label_name_edge_cases():
     assert label_name("food", ["a"]) == "food" and label_name(3, None) == "3"
 
 
-def run_evaluation(root: Path, dataset: Path, name: str) -> tuple[Path, str]:
+def run_evaluation(root: Path, dataset: Path, name: str, *extra: str) -> tuple[Path, str]:
     """local_evaluation.py with the scripted agent (no models, no judge): it answers the gold
     answer on every third turn, a wrong one on the next, "I don't know" otherwise."""
     original, _, _ = load_split(str(MINI_SINGLE), None, "validation")
@@ -102,7 +102,7 @@ def run_evaluation(root: Path, dataset: Path, name: str) -> tuple[Path, str]:
                SCRIPTED_AGENT_SCRIPT=str(script))
     cmd = [sys.executable, "local_evaluation.py", "--dataset", str(dataset), "--profile", "cpu",
            "--agent", "tests.scripted_agent:ScriptedAgent", "--search", "none", "--output-dir", str(out),
-           "--no_progress", "--display-conversations", "0"]
+           "--no_progress", "--display-conversations", "0", *extra]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out, proc.stdout
@@ -136,3 +136,20 @@ def test_the_class_label_benchmark_scores_the_same_with_named_breakdowns(copies,
     assert official["domain"].dtype.kind == "i" and official["image_quality"].isna().all()
     extended = pd.read_csv(out / "turn_evaluation_results_all_extended.csv")
     assert set(extended["domain_name"]) == domains
+
+
+def test_crag_mm_rules_write_its_response_jsonl_with_its_labels(copies, base_out):
+    """facebookresearch/CRAG-MM writes its generated turns to response.jsonl: 13 keys, the label
+    columns as the dataset holds them (integers here; image_quality empty, read from the row)."""
+    import pandas as pd
+
+    root, paths = copies
+    out, _ = run_evaluation(root, paths["dict"], "cragmm", "--rules", "crag-mm")
+    lines = [json.loads(line) for line in (out / "response.jsonl").read_text().splitlines()]
+    official = pd.read_csv(out / "turn_evaluation_results_all.csv")
+    assert len(lines) == len(official) == 55
+    assert list(lines[0]) == list(official.columns[:13])
+    assert [r["interaction_id"] for r in lines] == list(official["interaction_id"])
+    assert all(isinstance(r["domain"], int) and r["image_quality"] is None for r in lines)
+    assert [r["agent_response"] for r in lines] == list(official["agent_response"].fillna(""))
+    assert not (base_out / "response.jsonl").exists()  # the kit's rules write no such file
