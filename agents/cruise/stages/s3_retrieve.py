@@ -46,8 +46,13 @@ def fusion_query(query: str, names: list[str]) -> str:
     return " ".join([query, *extra]).strip()
 
 
+def expanded_query(turn: Turn, summary: str) -> str:
+    """q' = question + summary (paper, eq. 2): what the reranker scores chunks against."""
+    return f"{turn.query} {summary}".strip() if summary else turn.query
+
+
 def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig) -> Retrieval:
-    query = f"{turn.query} {summary}".strip() if summary else turn.query
+    query = expanded_query(turn, summary)
     found = Retrieval(summary=summary, query=query, web_query=query)
     chunks, sources = [], []
     if turn.image is not None:
@@ -114,7 +119,7 @@ def retrieve_batch(
         if own:
             found = retrieve_one(turn, summary, pipeline, cfg)
         elif handed is not None:
-            query = f"{turn.query} {summary}".strip() if summary else turn.query
+            query = expanded_query(turn, summary)
             found = Retrieval(summary=summary, query=query, web_query=query)
         else:
             found = Retrieval(summary=summary, query=turn.query, web_query=turn.query)
