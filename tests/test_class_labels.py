@@ -79,6 +79,15 @@ def test_labels_are_read_by_name_in_both_shapes(copies):
     assert {labels["domain"] for _, labels in names["strings"]} >= {"food"}
 
 
+def test_a_row_level_class_label_and_string_columns():
+    from datasets import ClassLabel, Features, List, Value
+
+    features = Features({"image_quality": ClassLabel(names=["normal", "low light"]),
+                         "turns": List({"domain": Value("string"), "dynamism": ClassLabel(names=["static"])})})
+    assert label_vocabularies(features) == {"dynamism": ["static"], "image_quality": ["normal", "low light"]}
+    assert label_vocabularies(None) == {}
+
+
 def test_label_name_edge_cases():
     assert label_name(2, ["a", "b", "c"]) == "c"
     assert label_name(-1, ["a"]) is None and label_name(None, ["a"]) is None and label_name("", None) is None

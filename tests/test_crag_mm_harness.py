@@ -74,3 +74,18 @@ def test_without_a_pipeline_it_builds_its_own(shadowed_evaluation):
     assert pipeline is not None and type(pipeline).__name__ == "UnifiedSearchPipeline"
     hits = pipeline(Image.new("RGB", (64, 64), "white"), k=3)
     assert len(hits) == 3 and all("entities" in h for h in hits)
+
+
+def test_a_search_that_cannot_be_built_leaves_the_harness_retrieval(monkeypatch):
+    import agents.crag_mm_harness as entry
+
+    def refuse(profile, web):
+        raise OSError("index not in the cache")
+
+    monkeypatch.setattr(entry, "build_own_pipeline", refuse)
+    agent = CragMMHarnessAgent(model_name="cruise-cpu", engines=scripted_engines())
+    assert agent.search_pipeline is None and "index not in the cache" in agent.search_error
+    answers = agent.batch_generate_response(["What is this?"], [Image.new("RGB", (32, 32))], [[]],
+                                            rag_context_list=["It is the Eiffel Tower in Paris."], domains=["Sightseeing"])
+    assert answers == ["A short answer."]
+    assert [c["source"] for c in agent.last_batch_report["traces"][0]["chunks"]] == ["harness:0"]
