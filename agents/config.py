@@ -60,6 +60,11 @@ class CruiseConfig:
     # paper's Table 1 (README, "Presets").
     disabled_check_fails: bool = False
     use_web_search: bool = True  # only when the pipeline has a web index (Tasks 2-3)
+    # What to do with retrieval a harness hands over (`rag_context_list`, facebookresearch/CRAG-MM):
+    # "merge": its passages join our own pipeline's chunks (when a pipeline is present) before
+    # reranking; "only": its passages replace our retrieval on the turns it handed any over;
+    # "ignore": only our pipeline. Either way they are chunked, reranked and MAD-filtered as ours.
+    harness_context: str = "merge"
 
     # --- retrieval and reranking (paper, section 3.2) --------------------------------------
     k_recall: int = 10  # paper: K_recall
@@ -203,6 +208,7 @@ PROFILES: dict[str, dict] = {
 }
 
 CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
+HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
 
 # The rows of the paper's Table 1, as switch settings.
 PRESETS: dict[str, dict] = {
@@ -293,6 +299,8 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         raise ValueError(f"direct_temperature={cfg.direct_temperature} must be >= 0")
     if cfg.chunker not in CHUNKERS:
         raise ValueError(f"unknown chunker {cfg.chunker!r}; choose one of {CHUNKERS}")
+    if cfg.harness_context not in HARNESS_CONTEXT_MODES:
+        raise ValueError(f"unknown harness_context {cfg.harness_context!r}; choose one of {HARNESS_CONTEXT_MODES}")
     return cfg
 
 

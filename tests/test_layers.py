@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
-ENTRY_POINTS = {"local_evaluation"}
+ENTRY_POINTS = {"local_evaluation", "crag_mm_harness"}
 TOP = {"tools", "tests", *ENTRY_POINTS}
 
 # package (dotted prefix) -> the top-level names it may not import

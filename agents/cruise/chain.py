@@ -115,7 +115,7 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
         final.append(decision.answer)
         traces.append(
             turn_trace(
-                preset=cfg.preset, route=routes[i], summary=summaries[i], retrieval=retrievals[i],
+                preset=cfg.preset, turn=turns[i], route=routes[i], summary=summaries[i], retrieval=retrievals[i],
                 evidence=evidence[i], answers=answers[i], check=check, decision=decision,
                 stage_ms=dict(run.stage_ms), deadline_cut=run.cut_before, errors=run.errors[i],
             )

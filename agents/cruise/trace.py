@@ -3,7 +3,7 @@ MAD filter can be re-decided offline with other thresholds without running a mod
 from __future__ import annotations
 
 from agents.cruise.stages.s9_finalize import decision_inputs
-from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Verification
+from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Turn, Verification
 
 # The stages whose model output a parser reads, in chain order.
 PARSED_STAGES = ("route", "summarize", "answer", "consistency", "verify")
@@ -32,6 +32,7 @@ def parse_failure_counts(traces: list[dict]) -> dict:
 def turn_trace(
     *,
     preset: str,
+    turn: Turn,
     route: Route,
     summary: Summary,
     retrieval: Retrieval,
@@ -46,6 +47,10 @@ def turn_trace(
     parsed = parse_outcomes(route, summary, answers, check)
     return {
         "preset": preset,
+        # what the harness passed besides the question: its domain name (steers nothing yet) and
+        # how many passages of its own retrieval (None: it handed none over)
+        "harness_domain": turn.domain,
+        "harness_passages": None if turn.passages is None else len(turn.passages),
         "needs_external": route.needs_external,
         "router_parsed": route.parsed,
         "router_raw": route.raw,

@@ -221,7 +221,8 @@ def _run_batch(agent, conversations, pending, number, batch_size, images, answer
         row = base_row(conv, t, answer)
         answers[row["interaction_id"]] = answer
         turn_error = error if i in asked else "image could not be loaded; answered without asking the agent"
-        answer_records.append({**row, "raw_answer": raw_answer, "batch": number, "shard": shard,
+        names = {f"{field}_name": name for field, name in conv.turns[t].labels.items()}
+        answer_records.append({**row, **names, "raw_answer": raw_answer, "batch": number, "shard": shard,
                                "batch_wall_ms": round(wall_ms, 3), "error": turn_error})
         if trace is not None:
             trace_records.append({"interaction_id": row["interaction_id"], "session_id": conv.session_id,

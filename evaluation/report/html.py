@@ -20,7 +20,7 @@ from evaluation.harness.outputs import BREAKDOWN_COLUMNS
 from evaluation.harness.runner import ANSWERS, RUN_CONFIG, TRACES, read_jsonl
 from evaluation.report import charts
 from evaluation.scoring.coverage import ANSWER_SOURCES, COVERAGE_LABELS, coverage_figures
-from evaluation.scoring.scores import breakdown, is_miss
+from evaluation.scoring.scores import breakdown, is_miss, label_of
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 REPORT_NAME = "report.html"
@@ -226,7 +226,7 @@ def breakdown_sections(rows: list[dict]) -> list[dict]:
     sections = []
     for column in BREAKDOWN_COLUMNS:
         table = breakdown(rows, column)
-        groups = [outcome_counts([r for r in rows if str(r.get(column)) == entry[column]]) for entry in table]
+        groups = [outcome_counts([r for r in rows if label_of(r, column) == entry[column]]) for entry in table]
         sections.append({"column": column, "table": table,
                          "chart": charts.outcome_bars([entry[column] for entry in table], groups) if table else ""})
     return sections
