@@ -27,7 +27,7 @@ from agents.engines.base import (
     accepts_system_beside_image,
     template_messages,
 )
-from agents.engines.local_models import resolve_model
+from agents.engines.local_models import dtype_argument, resolve_model
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -65,13 +65,13 @@ class TransformersEngine(ChatEngine):
 
             self.processor = AutoProcessor.from_pretrained(self.path)
             self.tokenizer = self.processor.tokenizer
-            self.net = AutoModelForImageTextToText.from_pretrained(self.path, dtype=torch_dtype)
+            self.net = AutoModelForImageTextToText.from_pretrained(self.path, **dtype_argument(torch_dtype))
         else:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             self.processor = None
             self.tokenizer = AutoTokenizer.from_pretrained(self.path)
-            self.net = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch_dtype)
+            self.net = AutoModelForCausalLM.from_pretrained(self.path, **dtype_argument(torch_dtype))
         self.net.to(self.device).eval()
         self.tokenizer.padding_side = "left"  # not always saved with the tokenizer
         if self.tokenizer.pad_token is None:
