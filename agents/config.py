@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.base_agent import TURN_BUDGET_S
+from agents.cruise.cost_priors import l40s_stage_cost_priors
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -133,46 +134,6 @@ class CruiseConfig:
 
     def replace(self, **changes) -> "CruiseConfig":
         return dataclasses.replace(self, **changes)
-
-
-def l40s_stage_cost_priors(cfg: CruiseConfig | None = None) -> dict[str, float]:
-    """Seconds per turn for each stage of a batch on one L40S, worked out on paper: an ESTIMATE
-    (nobody has timed this chain on an L40S), deliberately on the slow side, so that a cold first
-    batch does not start a stage it cannot finish.
-
-    Decoding reads every weight once per step: 11B in bf16 is 21.3 GB, plus each running image
-    request's cross-attention KV (8 layers x 6,404 tokens x 2 x 1,024 x 2 bytes = 0.21 GB); at
-    half of the L40S's 864 GB/s (eager mode, small batches) plus ~6 ms of scheduling per step,
-    a step of 8 image requests takes 59 ms; the 1B router's step 12 ms. Prefill is compute: the
-    vision encoder runs ~19 TFLOP per 4-tile image (0.10 s at half of the 362 TFLOPS of dense
-    bf16), the text model 2 x 9.8 GFLOP per prompt token. vLLM runs max_num_seqs requests at
-    once, so the answer stage's 2 requests per turn take two rounds for a batch of 8."""
-    cfg = cfg or CruiseConfig()
-    bandwidth, flops = 864e9 * 0.5, 362e12 * 0.5  # bytes/s and FLOP/s we plan with (half of peak)
-    step_overhead_s = 0.006
-    turns, parallel = cfg.batch_size, cfg.max_num_seqs
-    vlm_step = (21.3e9 + parallel * 0.21e9) / bandwidth + step_overhead_s
-    router_step = 2.47e9 / bandwidth + step_overhead_s
-    image_s = 19e12 / flops
-
-    def vlm_stage(requests: int, prompt_tokens: int, new_tokens: int) -> float:
-        rounds = -(-requests // parallel)
-        prefill = requests * (image_s + prompt_tokens * 2 * 9.8e9 / flops)
-        return (prefill + rounds * new_tokens * vlm_step) / turns
-
-    cov_tokens = cfg.cov_full_max_tokens if cfg.cov_full_output else cfg.cov_max_tokens
-    return {
-        "route": (turns * 400 * 2 * 1.24e9 / flops + cfg.router_max_tokens * router_step) / turns,
-        "summarize": vlm_stage(turns, 300, cfg.summary_max_tokens),
-        # CLIP-L and bge-large (fp32) embed one image and one query per turn, then two
-        # vector-index lookups: the search package's own code, one turn at a time.
-        "retrieve": 0.25,
-        # bge-reranker-v2-m3 (0.57 B, fp16) over up to 40 chunks of <= 512 tokens per turn.
-        "rerank": 40 * 512 * 2 * 0.568e9 / flops,
-        "answer": vlm_stage(2 * turns, 1000, cfg.answer_max_tokens),
-        "consistency": vlm_stage(turns, 1000, cfg.consistency_max_tokens),
-        "verify": vlm_stage(turns, 1200, cov_tokens),
-    }
 
 
 PROFILES: dict[str, dict] = {
