@@ -24,7 +24,7 @@ def test_a_prior_stands_in_until_the_stage_is_timed():
     assert costs.expect("answer", 8) == 16.0 and costs.expect("verify", 8) == 0.0
     costs.observe("answer", 8, 4.0)  # faster than the prior: the measurement wins
     assert costs.expect("answer", 8) == 4.0
-    costs.observe("answer", 4, 4.0)  # then the slowest time seen, as before
+    costs.observe("answer", 4, 4.0)  # then a high quantile of what was measured (tests/test_deadline.py)
     assert costs.expect("answer", 8) == 8.0
 
 
