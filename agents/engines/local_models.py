@@ -42,10 +42,12 @@ def dtype_argument(dtype) -> dict:
     `torch_dtype` and hands an unknown `dtype` on to the config, which then fails to serialise
     ("Object of type dtype is not JSON serializable"). The call takes **kwargs, so its signature
     cannot tell; the version can. tests/test_transformers_pin.py loads our models on 4.55.4."""
-    import transformers
-    from packaging.version import Version
+    import re
 
-    new_name = Version(transformers.__version__).release >= (4, 56)
+    import transformers
+
+    major, minor = (int(n) for n in re.findall(r"\d+", transformers.__version__)[:2])
+    new_name = (major, minor) >= (4, 56)
     return {"dtype" if new_name else "torch_dtype": dtype}
 
 
