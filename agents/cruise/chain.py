@@ -29,7 +29,6 @@ from agents.cruise.trace import turn_trace
 from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Turn, Verification
 from agents.engines.base import Engines, Ledger
 
-
 STAGES_WITHOUT_ENGINE = ("retrieve",)
 
 
