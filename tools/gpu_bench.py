@@ -92,7 +92,6 @@ def ceilings(device: str) -> dict:
     src = torch.empty(size, dtype=torch.uint8, device=device)
     dst = torch.empty_like(src)
     copy_s = _timed(lambda: dst.copy_(src), 10 if cuda else 3, sync)
-    del a, b, src, dst
     return {"matmul_dtype": str(dtype).replace("torch.", ""), "matmul_n": n,
             "matmul_tflops": 2 * n ** 3 / matmul_s / 1e12, "copy_bytes": size,
             "copy_gbps": 2 * size / copy_s / 1e9}
