@@ -134,8 +134,8 @@ class CruiseConfig:
     warmup_at_load: bool = False
     # ours: the transformers engine on CUDA switches PyTorch's cuDNN attention off (the
     # mem-efficient kernel instead): cuDNN builds a plan per new shape, measured on the H100 at
-    # 107 ms/step on a new shape against 54 with it off, and the chain at batch 8 ran 24-26 s
-    # against 25-45 s (README "Attention backend"). Process-wide, so it also affects the reranker.
+    # 107 ms/step on a new shape against 54 with it off, and the chain at batch 8 ran 21.7-25.5 s
+    # a batch against 24.7-44.9 s (README "The GPU path"). Process-wide: the reranker too.
     cudnn_attention: bool = False
     # Seconds per turn each stage is expected to take before the agent has timed it (the deadline
     # learns real costs from the first batch on; agents/cruise/deadline.py). Empty: no prior.
