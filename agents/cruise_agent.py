@@ -34,6 +34,12 @@ class CruiseAgent(BaseAgent):
         self.engines = engines
         self.costs = StageCosts(priors=dict(self.config.stage_cost_priors_s))
         self.last_batch_report: dict | None = None
+        self.warmup_s: dict[str, float] | None = None  # seconds per stage of the warm-up batch
+        if self.config.warmup_at_load:
+            from agents.cruise.warmup import warm_up
+
+            self.warmup_s = warm_up(self.engines, self.search_pipeline, self.config)
+            self.ledger.drain()  # its engine calls are no scored batch's
 
     def get_batch_size(self) -> int:
         return self.config.batch_size
