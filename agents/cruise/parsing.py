@@ -90,3 +90,12 @@ def labelled_value(text: str, label: str) -> str | None:
             value = lines[i + 1].strip()
         return value.strip("\"'“”[]()") or None
     return None
+
+
+def labelled_choice(text: str, label: str, choices) -> str | None:
+    """The first of `choices` ((value, compiled pattern), in order of trust) whose pattern finds
+    the labelled value (`labelled_value`); None when the label is missing or nothing fits."""
+    value = labelled_value(text, label)
+    if not value:
+        return None
+    return next((choice for choice, pattern in choices if pattern.search(value)), None)

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import labelled_value
+from agents.cruise.parsing import labelled_choice
 from agents.cruise.types import Route
 
 SEARCH_ROUTES = ("image", "web", "both", "none")
@@ -29,13 +29,7 @@ _ROUTE_WORDS = (
 
 def read_search_route(text: str) -> str | None:
     """"Search: image" -> "image"; None when there is no readable Search line."""
-    value = labelled_value(text, r"search(?:[\s_-]*(?:tool|type|route))?|tool")
-    if not value:
-        return None
-    for route, pattern in _ROUTE_WORDS:
-        if pattern.search(value):
-            return route
-    return None
+    return labelled_choice(text, r"search(?:[\s_-]*(?:tool|type|route))?|tool", _ROUTE_WORDS)
 
 
 def searches_allowed(route: Route, cfg: CruiseConfig) -> tuple[bool, bool]:

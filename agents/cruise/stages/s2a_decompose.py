@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import content_lines, labelled_value
+from agents.cruise.parsing import content_lines, labelled_choice
 from agents.cruise.prompts import ask_vlm
 from agents.cruise.stages.s1a_tool_route import searches_allowed
 from agents.cruise.types import Route, SubQueries, Summary, Turn
@@ -30,13 +30,7 @@ _MAX_QUERY_CHARS = 200
 
 
 def read_question_type(text: str) -> str | None:
-    value = labelled_value(text, r"question[\s_-]*type|type")
-    if not value:
-        return None
-    for kind, pattern in _TYPE_WORDS:
-        if pattern.search(value):
-            return kind
-    return None
+    return labelled_choice(text, r"question[\s_-]*type|type", _TYPE_WORDS)
 
 
 def read_sub_queries(text: str, question: str, limit: int) -> SubQueries:
