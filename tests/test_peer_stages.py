@@ -389,3 +389,25 @@ def test_extended_runs_on_the_cpu_profile_with_smollm2(tmp_path):
     assert summary["peer_stages"]["entities_checked"] == sum(len(t["entity_verdicts"]) for t in traces)
     report = (out / "report.html").read_text()
     assert "What the added stages did" in report
+
+
+def test_the_reports_funnel_and_table_show_the_peer_stages():
+    from evaluation.report_html import funnel_steps, peer_rows
+
+    agent, _ = make_agent(capable_route, capable_vlm(), crop_mode="box")
+    none_router = ask(agent, [WHAT, RIVAL, PRICE])["traces"]
+    none_router[2] = {**none_router[2], "route_search": "none", "retrieved": [], "chunks": [], "context": "",
+                      "kept_chunks": []}
+    turns = [{"trace": t, "row": {"is_correct": False}} for t in none_router]
+    thresholds = {"tau_low": 0.9, "tau_high": 1.0, "tau_ret": 0.5, "use_self_consistency": True, "use_cov": True}
+    steps = {s["label"]: s["count"] for s in funnel_steps(turns, thresholds)}
+    assert steps["tool router chose a search"] == 2
+    assert steps["chunks left after the entity check"] == 2
+    assert steps["context after the MAD filter"] == 2
+    plain = funnel_steps([{"trace": {**t, "route_search": None, "entity_verdicts": {}, "relevance": []},
+                           "row": {"is_correct": False}} for t in none_router], thresholds)
+    assert not any("tool router" in s["label"] or "entity check" in s["label"] for s in plain)
+    rows = dict(peer_rows({"peer_stages": peer_stage_counts(none_router)}))
+    assert rows["turns cropped / crops searched"] == "2 / 2"
+    assert rows["entities checked / rejected"] == "4 / 2"
+    assert peer_rows({"peer_stages": peer_stage_counts([])}) == []
