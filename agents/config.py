@@ -67,6 +67,29 @@ class CruiseConfig:
     # "ignore": only our pipeline. Either way they are chunked, reranked and MAD-filtered as ours.
     harness_context: str = "merge"
 
+    # --- the peers' stages (QA-Dragon, SAM-RAG; README "Stages from the peer systems") --------
+    # All off: the paper's CRUISE. Preset `extended` turns all six on.
+    use_tool_route: bool = False  # the router also picks image / web / both / no search (s1a)
+    use_domain_route: bool = False  # the router names the domain; its notes join the answer prompt (s1b)
+    use_decompose: bool = False  # multi-hop / comparison questions get <= 3 web sub-queries (s2a)
+    use_crop_search: bool = False  # image search also on crops of the asked-about object (s2b)
+    use_entity_check: bool = False  # the VLM confirms each image entity is in the photo (s3a)
+    use_relevance_filter: bool = False  # the VLM marks each MAD-kept chunk relevant or not (s5a)
+    # "box": the VLM names the object and boxes it (one engine call); "tiles": a fixed centre
+    # crop and four quadrant tiles, no model (for a model that cannot ground); "box_or_tiles":
+    # the box, and the tiles where the box is unreadable.
+    crop_mode: str = "box"
+    crop_min_side: float = 0.1  # a box narrower or shorter than this share of the photo is unreadable
+    crop_k: int = 5  # hits per crop search (the whole image keeps k_recall)
+    decompose_max_queries: int = 3
+    decompose_k: int = 5  # web hits per sub-query
+    entity_check_max: int = 3  # image entities checked per turn, best first; the rest are kept unchecked
+    router_extended_max_tokens: int = 40  # the extended router writes five labels
+    crop_max_tokens: int = 40
+    decompose_max_tokens: int = 80
+    entity_check_max_tokens: int = 4
+    relevance_max_tokens: int = 24
+
     # --- retrieval and reranking (paper, section 3.2) --------------------------------------
     k_recall: int = 10  # paper: K_recall
     chunk_fields: tuple[str, ...] = ("description", "caption", "summary")  # paper
@@ -174,12 +197,16 @@ PROFILES: dict[str, dict] = {
     # answer_max_tokens 32: the answer stage (2 requests per turn) is most of a CPU batch's time;
     # answers are one short sentence, and the judge reads at most 75 tokens anyway. 16 router
     # tokens hold both labels ("Needs External Info: yes\nIs Real-Time: no" is 14 SmolLM2 tokens).
+    # crop_mode "tiles": the text-only SmolLM2 cannot see the photo, let alone box an object.
     "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=800, image_score_floor=0.999, answer_max_tokens=32,
-                router_max_tokens=16),
+                router_max_tokens=16, crop_mode="tiles"),
 }
 
 CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
 HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
+CROP_MODES = ("box", "tiles", "box_or_tiles")  # agents/cruise/stages/s2b_crop.py
+PEER_SWITCHES = ("use_tool_route", "use_domain_route", "use_decompose", "use_crop_search", "use_entity_check",
+                 "use_relevance_filter")
 
 # The rows of the paper's Table 1, as switch settings.
 PRESETS: dict[str, dict] = {
@@ -194,6 +221,8 @@ PRESETS: dict[str, dict] = {
     "no_cov_no_sc": dict(use_self_consistency=False, use_cov=False),
     "no_cov": dict(use_cov=False),
     "full": dict(),
+    # full + the six peer stages (not a row of the paper's table)
+    "extended": dict.fromkeys(PEER_SWITCHES, True),
 }
 
 
@@ -253,6 +282,8 @@ REQUIRED_SWITCHES = (
     ("use_self_consistency", "use_finalizer", "only the finalizer reads the consistency verdict"),
     ("use_cov", "use_finalizer", "only the finalizer reads the CoV confidence"),
     ("min_token_prob", "use_finalizer", "only the finalizer applies the token-probability gate"),
+    ("use_tool_route", "use_router", "the router picks the search"),
+    ("use_decompose", "use_router", "the router marks the multi-hop and comparison questions"),
 )
 
 
@@ -272,6 +303,8 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         raise ValueError(f"unknown chunker {cfg.chunker!r}; choose one of {CHUNKERS}")
     if cfg.harness_context not in HARNESS_CONTEXT_MODES:
         raise ValueError(f"unknown harness_context {cfg.harness_context!r}; choose one of {HARNESS_CONTEXT_MODES}")
+    if cfg.crop_mode not in CROP_MODES:
+        raise ValueError(f"unknown crop_mode {cfg.crop_mode!r}; choose one of {CROP_MODES}")
     return cfg
 
 

@@ -225,7 +225,7 @@ def test_every_prompt_loads_and_fills(name):
 
 
 def test_presets_and_overrides(monkeypatch):
-    assert set(PRESETS) == {"vision_only", "rag_baseline", "no_cov_no_sc", "no_cov", "full"}
+    assert set(PRESETS) == {"vision_only", "rag_baseline", "no_cov_no_sc", "no_cov", "full", "extended"}
     cfg = load_config("cpu", "no_cov", tau_ret=0.3)
     assert (cfg.use_cov, cfg.use_self_consistency, cfg.tau_ret) == (False, True, 0.3)
     monkeypatch.setenv("CRUISE_TAU_LOW", "0.8")

@@ -3,6 +3,12 @@
     turn -> route -> summarize -> retrieve + chunk -> rerank -> answer twice -> consistency
          -> verify (CoV) -> finalize (Algorithm 1)
 
+The peers' optional stages (README "Stages from the peer systems", all off in the paper's
+presets) slot in as `sNx` files that run right after stage N: decompose (s2a) and crop (s2b)
+before retrieval, the entity check (s3a) before reranking, the relevance filter (s5a) after it;
+tool and domain routing (s1a, s1b) are read from the router's reply. A stage that is off makes
+no engine call and passes its input on unchanged.
+
 Each model stage is one batched engine call for all the turns that need it. `BatchRun.stage`
 wraps every stage with the same three guards: the deadline (a stage that would overrun is not
 started, and nothing after it), faults (a stage that raises is retried once on each half of its
@@ -18,15 +24,31 @@ from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
 from agents.cruise.deadline import Deadline, StageCosts
 from agents.cruise.stages.s1_route import route_batch
+from agents.cruise.stages.s1b_domain_route import domain_notes
 from agents.cruise.stages.s2_summarize import summarize_batch
-from agents.cruise.stages.s3_retrieve import retrieve_batch
+from agents.cruise.stages.s2a_decompose import decompose_batch
+from agents.cruise.stages.s2b_crop import crop_batch
+from agents.cruise.stages.s3_retrieve import retrieve_batch, web_search_enabled
+from agents.cruise.stages.s3a_entity_check import entity_check_batch
 from agents.cruise.stages.s5_rerank import rerank_batch
+from agents.cruise.stages.s5a_relevance import relevance_batch
 from agents.cruise.stages.s6_answer import answer_batch
 from agents.cruise.stages.s7_consistency import consistency_batch
 from agents.cruise.stages.s8_verify import verify_batch
 from agents.cruise.stages.s9_finalize import decide_from_trace, decision_inputs
 from agents.cruise.trace import turn_trace
-from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Turn, Verification
+from agents.cruise.types import (
+    Answers,
+    CropPlan,
+    Decision,
+    Evidence,
+    Retrieval,
+    Route,
+    SubQueries,
+    Summary,
+    Turn,
+    Verification,
+)
 from agents.engines.base import Engines, Ledger
 
 STAGES_WITHOUT_ENGINE = ("retrieve",)
@@ -94,23 +116,66 @@ class BatchRun:
                         self.fail(i, message)
 
 
-def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts) -> tuple[list[str], list[dict]]:
-    """Answers and traces for one batch of turns."""
+@dataclass
+class Gathered:
+    """Stages 1-5 of one batch (with the peer stages that are on): one entry per turn each."""
+
+    routes: list[Route]
+    summaries: list[Summary]
+    sub_queries: list[SubQueries]
+    crops: list[CropPlan]
+    retrievals: list[Retrieval]
+    evidence: list[Evidence]
+    notes: list[str]  # the domain's lines for the answer prompt ("" for none)
+
+
+def start_batch(turns: list[Turn], cfg: CruiseConfig, costs: StageCosts, ledger: Ledger | None = None) -> BatchRun:
+    """The batch's deadline and guards; `ledger` (the engines') lets the deadline count each stage's requests."""
     n = len(turns)
     budget = cfg.turn_budget_s * max(n, 1) - cfg.safety_margin_s
     costs.new_batch()
-    run = BatchRun(n, Deadline(budget), costs, ledger=engines.vlm.ledger)
+    run = BatchRun(n, Deadline(budget), costs, ledger=ledger)
     for i, turn in enumerate(turns):
         if not turn.query:
             run.fail(i, "empty question")
+    return run
 
+
+def gather_evidence(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, run: BatchRun) -> Gathered:
+    """Route, summarize, retrieve and rerank (and the peer stages that are on) under `run`'s guards:
+    the context each turn's answer will see. evaluation.peer_stages measures this part alone."""
     routes = run.stage("route", route_batch, [turns], (engines.router, cfg),
                        lambda: Route(needs_external=True, is_real_time=False, parsed=None))
     summaries = run.stage("summarize", summarize_batch, [turns, routes], (engines.vlm, cfg), Summary)
-    retrievals = run.stage("retrieve", retrieve_batch, [turns, routes, [s.text for s in summaries]], (pipeline, cfg),
-                           Retrieval)
+    sub_queries = [SubQueries() for _ in turns]
+    if cfg.use_decompose:
+        web = pipeline is not None and web_search_enabled(pipeline)
+        sub_queries = run.stage("decompose", decompose_batch, [turns, routes, summaries], (engines.vlm, cfg, web),
+                                SubQueries)
+    crops = [CropPlan() for _ in turns]
+    if cfg.use_crop_search:
+        crops = run.stage("crop", crop_batch, [turns, routes], (engines.vlm, cfg), CropPlan)
+    retrievals = run.stage("retrieve", _retrieve, [turns, routes, [s.text for s in summaries], crops, sub_queries],
+                           (pipeline, cfg), Retrieval)
+    if cfg.use_entity_check:
+        checked = run.stage("entity_check", entity_check_batch, [turns, retrievals], (engines.vlm, cfg), lambda: None)
+        # A turn the check did not reach (deadline, fault) keeps its unchecked retrieval.
+        retrievals = [c if c is not None else r for c, r in zip(checked, retrievals)]
     evidence = run.stage("rerank", rerank_batch, [retrievals], (engines.reranker, cfg), Evidence)
-    answers = run.stage("answer", answer_batch, [turns, evidence], (engines.vlm, cfg), lambda: Answers(rag=IDK_ANSWER))
+    if cfg.use_relevance_filter:
+        filtered = run.stage("relevance", relevance_batch, [turns, evidence], (engines.vlm, cfg), lambda: None)
+        evidence = [f if f is not None else e for f, e in zip(filtered, evidence)]
+    notes = [domain_notes(r, cfg) for r in routes]
+    return Gathered(routes, summaries, sub_queries, crops, retrievals, evidence, notes)
+
+
+def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts) -> tuple[list[str], list[dict]]:
+    """Answers and traces for one batch of turns."""
+    n = len(turns)
+    run = start_batch(turns, cfg, costs, ledger=engines.vlm.ledger)
+    got = gather_evidence(turns, engines, pipeline, cfg, run)
+    routes, summaries, retrievals, evidence, notes = got.routes, got.summaries, got.retrievals, got.evidence, got.notes
+    answers = run.stage("answer", _answer, [turns, evidence, notes], (engines.vlm, cfg), lambda: Answers(rag=IDK_ANSWER))
     checks = run.stage("consistency", consistency_batch, [turns, evidence, answers], (engines.vlm, cfg), Verification)
     verified = run.stage("verify", verify_batch, [turns, evidence, answers, checks], (engines.vlm, cfg), lambda: None)
     # A turn the verify stage did not reach keeps its consistency result.
@@ -128,7 +193,16 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
             turn_trace(
                 preset=cfg.preset, turn=turns[i], route=routes[i], summary=summaries[i], retrieval=retrievals[i],
                 evidence=evidence[i], answers=answers[i], check=check, decision=decision,
+                sub_queries=got.sub_queries[i], crops=got.crops[i], domain_notes=bool(notes[i]),
                 stage_ms=dict(run.stage_ms), deadline_cut=run.cut_before, errors=run.errors[i],
             )
         )
     return final, traces
+
+
+def _retrieve(turns, routes, summaries, crops, sub_queries, pipeline, cfg):
+    return retrieve_batch(turns, routes, summaries, pipeline, cfg, crops, sub_queries)
+
+
+def _answer(turns, evidence, notes, engine, cfg):
+    return answer_batch(turns, evidence, engine, cfg, notes)

@@ -72,3 +72,30 @@ NUMBER = r"(?<![\d.,])(\d+(?:[.,]\d+)?|[.,]\d+)(?![\d%]|[.,]\d)"
 
 def to_float(text: str) -> float:
     return float(text.replace(",", "."))
+
+
+def labelled_value(text: str, label: str) -> str | None:
+    """The text after `label` and ":" / "=" / " - " (the next line when the label stands alone),
+    through markdown and in any case; None when the label is missing or has no value.
+    `label` is a regular expression ("search(?:\\s+tool)?")."""
+    pattern = re.compile(rf"^[^\S\n]*(?:\d+[.)]\s*|[-*•][^\S\n]*)?(?:{label})[^\S\n]*(?:[:=]|-(?=\s))[^\S\n]*(.*)$",
+                         re.IGNORECASE | re.MULTILINE)
+    lines = strip_markdown(text).splitlines()
+    for i, line in enumerate(lines):
+        match = pattern.match(line)
+        if not match:
+            continue
+        value = match.group(1).strip()
+        if not value and i + 1 < len(lines):
+            value = lines[i + 1].strip()
+        return value.strip("\"'“”[]()") or None
+    return None
+
+
+def labelled_choice(text: str, label: str, choices) -> str | None:
+    """The first of `choices` ((value, compiled pattern), in order of trust) whose pattern finds
+    the labelled value (`labelled_value`); None when the label is missing or nothing fits."""
+    value = labelled_value(text, label)
+    if not value:
+        return None
+    return next((choice for choice, pattern in choices if pattern.search(value)), None)

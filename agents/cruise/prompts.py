@@ -81,3 +81,10 @@ def ask_vlm(
         for i in wanted
     ]
     return [r.text for r in engine.generate(requests, sampling, stage=stage)]
+
+
+def load_prompt_lines(name: str) -> str:
+    """A plain-text prompt fragment (prompts/<name>.txt, no [system]/[user] parts), "" when the
+    file does not exist: e.g. a domain's extra lines for the answer prompt."""
+    path = prompts_dir() / f"{name}.txt"
+    return path.read_text(encoding="utf-8").strip() if path.is_file() else ""

@@ -3,22 +3,43 @@ MAD filter can be re-decided offline with other thresholds without running a mod
 from __future__ import annotations
 
 from agents.cruise.stages.s9_finalize import decision_inputs
-from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Turn, Verification
+from agents.cruise.types import (
+    Answers,
+    CropPlan,
+    Decision,
+    Evidence,
+    Retrieval,
+    Route,
+    SubQueries,
+    Summary,
+    Turn,
+    Verification,
+)
 
 # The stages whose model output a parser reads, in chain order.
 PARSED_STAGES = ("route", "summarize", "answer", "consistency", "verify")
+# The peer stages' (issue #20) outputs read by a parser; counted only in runs where they ran.
+PEER_PARSED_STAGES = ("route_extras", "decompose", "crop", "entity_check", "relevance")
+ALL_PARSED_STAGES = ("route", "route_extras", "summarize", "decompose", "crop", "entity_check", "relevance",
+                     "answer", "consistency", "verify")
 
 
-def parse_outcomes(route: Route, summary: Summary, answers: Answers, check: Verification) -> dict[str, bool]:
+def parse_outcomes(route: Route, summary: Summary, answers: Answers, check: Verification,
+                   sub_queries: SubQueries | None = None, crops: CropPlan | None = None,
+                   retrieval: Retrieval | None = None, evidence: Evidence | None = None) -> dict[str, bool]:
     """stage -> was its output read, for the stages that produced an output for this turn."""
-    parsed = {"route": route.parsed, "summarize": summary.parsed, "answer": answers.rag_parsed,
-              "consistency": check.consistency_parsed, "verify": check.cov_parsed}
+    parsed = {"route": route.parsed, "route_extras": route.extras_parsed, "summarize": summary.parsed,
+              "decompose": sub_queries.parsed if sub_queries else None, "crop": crops.parsed if crops else None,
+              "entity_check": retrieval.entity_check_parsed if retrieval else None,
+              "relevance": evidence.relevance_parsed if evidence else None,
+              "answer": answers.rag_parsed, "consistency": check.consistency_parsed, "verify": check.cov_parsed}
     return {stage: ok for stage, ok in parsed.items() if ok is not None}
 
 
 def parse_failure_counts(traces: list[dict]) -> dict:
     """run_summary.json's `parse_failures` (stage -> unreadable outputs) and `parsed_outputs`
-    (stage -> outputs a parser read or tried to read): a silent default becomes a visible rate."""
+    (stage -> outputs a parser read or tried to read): a silent default becomes a visible rate.
+    The peer stages appear only in runs where they produced an output."""
     failures = dict.fromkeys(PARSED_STAGES, 0)
     outputs = dict.fromkeys(PARSED_STAGES, 0)
     for trace in traces:
@@ -26,7 +47,45 @@ def parse_failure_counts(traces: list[dict]) -> dict:
             outputs[stage] = outputs.get(stage, 0) + 1
         for stage in trace.get("parse_failures") or []:
             failures[stage] = failures.get(stage, 0) + 1
+    for stage in PEER_PARSED_STAGES:
+        if outputs.get(stage):
+            failures.setdefault(stage, 0)
     return {"parse_failures": failures, "parsed_outputs": outputs}
+
+
+def peer_stage_counts(traces: list[dict]) -> dict:
+    """run_summary.json's `peer_stages`: what the peers' stages did over the run (zeros and an
+    empty route tally when they were off)."""
+    def total(key):
+        return sum(len(t.get(key) or []) if isinstance(t.get(key), (list, dict)) else int(t.get(key) or 0)
+                   for t in traces)
+
+    searches: dict[str, int] = {}
+    domains: dict[str, int] = {}
+    types: dict[str, int] = {}
+    for t in traces:
+        if t.get("router_extras_parsed") is not None:
+            searches[str(t.get("route_search") or "unread")] = searches.get(str(t.get("route_search") or "unread"), 0) + 1
+            kind = str(t.get("question_type") or "unread")
+            types[kind] = types.get(kind, 0) + 1
+        if t.get("domain"):
+            domains[str(t["domain"])] = domains.get(str(t["domain"]), 0) + 1
+    return {
+        "route_search": searches,
+        "question_type": types,
+        "domain": domains,
+        "turns_with_domain_notes": sum(1 for t in traces if t.get("domain_notes")),
+        "turns_decomposed": sum(1 for t in traces if t.get("sub_queries")),
+        "sub_queries": total("sub_queries"),
+        "turns_cropped": sum(1 for t in traces if t.get("crops_searched")),
+        "crops_searched": total("crops_searched"),
+        "entities_checked": total("entity_verdicts"),
+        "entities_rejected": total("entities_rejected"),
+        "chunks_dropped_entity": total("chunks_dropped_entity"),
+        "chunks_judged_relevance": total("relevance"),
+        "chunks_dropped_irrelevant": total("chunks_dropped_irrelevant"),
+        "turns_context_emptied_by_relevance": sum(1 for t in traces if t.get("relevance") and not t.get("context")),
+    }
 
 
 def turn_trace(
@@ -43,8 +102,11 @@ def turn_trace(
     stage_ms: dict[str, float],
     deadline_cut: str | None,
     errors: list[str],
+    sub_queries: SubQueries | None = None,
+    crops: CropPlan | None = None,
+    domain_notes: bool = False,
 ) -> dict:
-    parsed = parse_outcomes(route, summary, answers, check)
+    parsed = parse_outcomes(route, summary, answers, check, sub_queries, crops, retrieval, evidence)
     return {
         "preset": preset,
         # what the harness passed besides the question: its domain name (steers nothing yet) and
@@ -75,12 +137,41 @@ def turn_trace(
         "consistency_rule": check.consistency_rule,
         "consistency_raw": check.consistency_raw,
         "cov_raw": check.cov_raw,
-        "parsed_stages": sorted(parsed, key=PARSED_STAGES.index),
-        "parse_failures": [stage for stage in PARSED_STAGES if parsed.get(stage) is False],
+        "parsed_stages": sorted(parsed, key=ALL_PARSED_STAGES.index),
+        "parse_failures": [stage for stage in ALL_PARSED_STAGES if parsed.get(stage) is False],
         "branch": decision.branch,
         "final_answer": decision.answer,
         "stage_ms": stage_ms,
         "deadline_cut": deadline_cut is not None,
         "deadline_cut_before": deadline_cut,
         "errors": errors + retrieval.errors,
+        **peer_trace(route, retrieval, evidence, sub_queries, crops, domain_notes),
+    }
+
+
+def peer_trace(route: Route, retrieval: Retrieval, evidence: Evidence, sub_queries: SubQueries | None,
+               crops: CropPlan | None, domain_notes: bool) -> dict:
+    """The peer stages' trace keys (README "Stages from the peer systems"): present on every
+    trace, empty or None where a stage was off."""
+    return {
+        "route_search": route.search,
+        "question_type": route.question_type,
+        "domain": route.domain,
+        "domain_source": route.domain_source,
+        "domain_notes": domain_notes,
+        "router_extras_parsed": route.extras_parsed,
+        "searches_run": retrieval.searches,
+        "crop_object": crops.object_name if crops else "",
+        "crop_boxes": crops.crops if crops else [],
+        "crop_raw": crops.raw if crops else "",
+        "crops_searched": retrieval.crops_searched,
+        "sub_queries": retrieval.sub_queries,
+        "decompose_raw": sub_queries.raw if sub_queries else "",
+        "entity_verdicts": retrieval.entity_verdicts,
+        "entities_rejected": [name for name, shown in retrieval.entity_verdicts.items() if shown is False],
+        "entity_check_raw": retrieval.entity_check_raw,
+        "chunks_dropped_entity": retrieval.chunks_dropped_entity,
+        "relevance": evidence.relevance,
+        "chunks_dropped_irrelevant": evidence.dropped_irrelevant,
+        "relevance_raw": evidence.relevance_raw,
     }

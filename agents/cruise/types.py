@@ -1,6 +1,11 @@
 """The plain records that flow one way through the chain, one per turn of the batch:
 
 Turn -> Route -> Retrieval -> Evidence -> Answers -> Verification -> Decision
+
+The optional peer stages (issue #20, all off in the paper's presets) add their own records:
+`SubQueries` (s2a_decompose) and `CropPlan` (s2b_crop) feed the retrieval; the entity check
+(s3a) and the relevance filter (s5a) return a narrowed `Retrieval` / `Evidence` that says what
+they removed.
 """
 from __future__ import annotations
 
@@ -27,6 +32,14 @@ class Route:
     raw: str = ""
     parsed: bool | None = True  # False: the router's text could not be read (we then assume external
     # info); None: no router was asked
+    # Tool routing (s1a): "image" | "web" | "both" | "none"; None: not asked or unreadable, and
+    # retrieval then runs every search it can, as without the switch.
+    search: str | None = None
+    # Decomposition's label (s2a): "simple" | "multi-hop" | "comparison"; None: not asked or unreadable.
+    question_type: str | None = None
+    domain: str | None = None  # domain routing (s1b): one of DOMAINS, or the harness's label
+    domain_source: str | None = None  # "harness" | "router" | None (no domain known)
+    extras_parsed: bool | None = None  # the extended router labels: None not asked; False one unreadable
 
 
 @dataclass
@@ -34,6 +47,25 @@ class Summary:
     text: str = ""  # one sentence; "" when none was asked for or none could be read
     raw: str = ""
     parsed: bool | None = None  # None: not asked; False: the reply held no sentence
+
+
+@dataclass
+class SubQueries:
+    """Decomposition (s2a): up to `decompose_max_queries` web queries for a multi-hop question."""
+
+    queries: list[str] = field(default_factory=list)
+    raw: str = ""
+    parsed: bool | None = None  # None: not asked; False: the reply held no usable query
+
+
+@dataclass
+class CropPlan:
+    """Crop-then-search (s2b): the regions of the photo searched besides the whole image."""
+
+    object_name: str = ""  # what the VLM says the question is about ("" when not asked or unread)
+    crops: list[dict] = field(default_factory=list)  # {"view": "box"|"centre"|"tile_NW"..., "box": [x0, y0, x1, y1] px}
+    raw: str = ""
+    parsed: bool | None = None  # None: no model asked (off, no image, or fixed tiles); False: box unreadable
 
 
 @dataclass
@@ -45,6 +77,15 @@ class Retrieval:
     chunks: list[str] = field(default_factory=list)  # paragraph chunks to rerank
     chunk_sources: list[str] = field(default_factory=list)  # id of the hit each chunk came from
     errors: list[str] = field(default_factory=list)
+    # What the peer stages did (issue #20); empty when they are off.
+    chunk_entities: list[str] = field(default_factory=list)  # aligned with chunks: image entity name, "" for web
+    searches: list[str] = field(default_factory=list)  # the searches that ran: "image", "web"
+    crops_searched: list[str] = field(default_factory=list)  # views searched besides the whole image
+    sub_queries: list[str] = field(default_factory=list)  # decomposition's web queries that ran
+    entity_verdicts: dict[str, bool | None] = field(default_factory=dict)  # name -> shown? (None: unreadable)
+    entity_check_raw: list[str] = field(default_factory=list)
+    entity_check_parsed: bool | None = None  # None: not asked; False: a verdict was unreadable (entity kept)
+    chunks_dropped_entity: int = 0  # chunks removed because their entity was rejected
 
 
 @dataclass
@@ -54,6 +95,11 @@ class Evidence:
     kept: list[str] = field(default_factory=list)
     context: str = ""  # "[Info m] chunk" lines; empty means no context
     retrieval_score: float = 0.0  # S_ret: the highest reranker score, 0 when nothing was retrieved
+    # Relevance filter (s5a, SAM-RAG's isRel) over the chunks the MAD filter kept.
+    relevance: list[bool | None] = field(default_factory=list)  # per MAD-kept chunk; None: verdict unreadable (kept)
+    dropped_irrelevant: list[str] = field(default_factory=list)
+    relevance_raw: str = ""
+    relevance_parsed: bool | None = None  # None: not asked
 
 
 @dataclass

@@ -35,7 +35,9 @@ def prompt_hashes(folder: Path | None = None) -> dict[str, str]:
     """prompts/*.txt file name -> sha256 of its bytes (the folder the agent reads). The judge's
     prompts (judge_*.txt) decide verdicts, not answers: --rejudge is for those."""
     folder = Path(folder or prompts_dir())
-    return {p.name: file_sha256(p) for p in sorted(folder.glob("*.txt")) if not p.name.startswith("judge_")}
+    # rglob: the domain notes (prompts/domains/*.txt) change answers too
+    return {p.relative_to(folder).as_posix(): file_sha256(p) for p in sorted(folder.rglob("*.txt"))
+            if not p.name.startswith("judge_")}
 
 
 def config_settings() -> dict[str, str]:

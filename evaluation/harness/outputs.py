@@ -21,7 +21,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.cruise.trace import parse_failure_counts
+from agents.cruise.trace import parse_failure_counts, peer_stage_counts
 from evaluation.harness.runner import (
     ANSWERS,
     BATCHES,
@@ -232,6 +232,7 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "scores": scores,
         "breakdowns": {c: breakdown(counted_all, c) for c in BREAKDOWN_COLUMNS},
         "evidence_coverage": evidence_coverage(traces, records, run_config.get("dataset")),
+        "peer_stages": peer_stage_counts(traces),  # what the peers' stages did (zeros when off)
         "notices": notices,
     }
     (output_dir / "run_summary.json").write_text(json.dumps(summary, indent=2, default=str))

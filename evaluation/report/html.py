@@ -37,6 +37,11 @@ SHOWN_TRACE_KEYS = {
     "retrieval_score", "rag_answer", "rag_raw", "direct_answer", "direct_raw", "consistent", "consistency_raw",
     "cov_confidence", "cov_raw", "branch", "final_answer", "stage_ms", "deadline_cut", "deadline_cut_before",
     "errors",
+    # the peer stages (shown in their own rows)
+    "route_search", "question_type", "domain", "domain_source", "domain_notes", "router_extras_parsed",
+    "searches_run", "crop_object", "crop_boxes", "crop_raw", "crops_searched", "sub_queries", "decompose_raw",
+    "entity_verdicts", "entities_rejected", "entity_check_raw", "chunks_dropped_entity", "relevance",
+    "chunks_dropped_irrelevant", "relevance_raw",
 }
 # run_summary.json's judge figures (outputs.judge_rows), in the order a reader asks about them.
 JUDGE_FIGURES = [
@@ -124,9 +129,14 @@ def funnel_steps(turns: list[dict], thresholds: dict) -> list[dict]:
         threshold = thresholds["tau_low"] if t.get("context") else thresholds["tau_high"]
         return t.get("cov_confidence") is not None and float(t["cov_confidence"]) >= threshold
 
+    ran = peer_stages_that_ran([t["trace"] for t in turns if t["trace"] is not None])
     checks = [
         ("routed to retrieval", lambda t, row: t.get("needs_external") is True),
+        *([("tool router chose a search", lambda t, row: t.get("route_search") != "none")] if "tool route" in ran else []),
         ("retrieved", lambda t, row: bool(t.get("retrieved"))),
+        *([("chunks left after the entity check", lambda t, row: bool(t.get("chunks")))] if "entity check" in ran else []),
+        *([("context after the MAD filter", lambda t, row: bool(t.get("context") or t.get("chunks_dropped_irrelevant")))]
+          if "relevance filter" in ran else []),
         ("non-empty context", lambda t, row: bool(t.get("context"))),
         ("RAG answer not IDK", lambda t, row: rag_not_idk(t)),
         ("consistent", lambda t, row: t.get("consistent") is True or not thresholds["use_self_consistency"]),
@@ -141,6 +151,37 @@ def funnel_steps(turns: list[dict], thresholds: dict) -> list[dict]:
         passing = [t for t in passing if check(t["trace"], t["row"])]
         steps.append({"label": label, "count": count, "chained": len(passing)})
     return steps
+
+
+def peer_stages_that_ran(traces: list[dict]) -> set[str]:
+    """The peer stages (issue #20) that left a mark on some turn of the run."""
+    marks = {"tool route": "route_search", "domain route": "domain", "decomposition": "sub_queries",
+             "crop search": "crops_searched", "entity check": "entity_verdicts", "relevance filter": "relevance"}
+    return {stage for stage, key in marks.items() if any(t.get(key) for t in traces)}
+
+
+def peer_rows(summary: dict) -> list[tuple[str, str]]:
+    """The report's "added stages" table: (what, how many) from run_summary.json's peer_stages."""
+    counts = summary.get("peer_stages") or {}
+    if not any(v for v in counts.values()):
+        return []
+
+    def tally(name):
+        return ", ".join(f"{k} {v}" for k, v in sorted((counts.get(name) or {}).items(), key=lambda kv: -kv[1])) or "-"
+
+    return [
+        ("search chosen by the tool router", tally("route_search")),
+        ("question type (decomposition)", tally("question_type")),
+        ("domain", tally("domain")),
+        ("turns whose answer prompt got domain notes", str(counts.get("turns_with_domain_notes", 0))),
+        ("turns decomposed / sub-queries searched", f"{counts.get('turns_decomposed', 0)} / {counts.get('sub_queries', 0)}"),
+        ("turns cropped / crops searched", f"{counts.get('turns_cropped', 0)} / {counts.get('crops_searched', 0)}"),
+        ("entities checked / rejected", f"{counts.get('entities_checked', 0)} / {counts.get('entities_rejected', 0)}"),
+        ("chunks dropped with rejected entities", str(counts.get("chunks_dropped_entity", 0))),
+        ("chunks judged / dropped as irrelevant", f"{counts.get('chunks_judged_relevance', 0)} / "
+                                                  f"{counts.get('chunks_dropped_irrelevant', 0)}"),
+        ("turns whose context the relevance filter emptied", str(counts.get("turns_context_emptied_by_relevance", 0))),
+    ]
 
 
 # --------------------------------------------------------------------------- images
@@ -297,6 +338,7 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
     page = render("report.html.j2", run=run, scores=run.scores, thresholds=thresholds, notices=notices,
                   scores_chart=charts.scores_chart(run.scores) if run.scores else "",
                   breakdowns=breakdown_sections(run.rows), funnel=steps, funnel_chart=charts.funnel_chart(steps),
+                  peer_rows=peer_rows(run.summary),
                   timing=timing_section(run.summary), health=run_health(run.summary),
                   outcomes=OUTCOMES, branches=sorted({t["branch"] for t in run.turns}),
                   outcome_totals=outcome_counts(run.rows), idk=IDK_ANSWER)

@@ -8,12 +8,18 @@ scores chunks against q'. A pipeline error costs only that turn its context; the
 Passages a harness handed over (`Turn.passages`) are chunked like our hits and, by
 `harness_context`, join our pipeline's chunks ("merge"), replace them on the turns that have any
 ("only"), or are left out ("ignore"). The router's gate applies to them as to our search.
+
+The peer stages (README "Stages from the peer systems") steer it when they are on: the tool
+router's choice rules image or web search out, crops of the photo (s2b) are searched too and
+fused by best score per entity, and decomposition's sub-queries (s2a) each run a web search.
 """
 from __future__ import annotations
 
 import os
 
 from agents.config import CruiseConfig
+from agents.cruise.stages.s1a_tool_route import searches_allowed
+from agents.cruise.stages.s2b_crop import cropped_images
 from agents.cruise.stages.s4_chunk import (
     chunks_from_image_hit,
     chunks_from_passage,
@@ -23,7 +29,7 @@ from agents.cruise.stages.s4_chunk import (
     hit_entity_names,
     name_chunk,
 )
-from agents.cruise.types import Retrieval, Route, Turn
+from agents.cruise.types import CropPlan, Retrieval, Route, SubQueries, Turn
 
 
 def safe_text_query(text: str) -> str:
@@ -51,47 +57,101 @@ def expanded_query(turn: Turn, summary: str) -> str:
     return f"{turn.query} {summary}".strip() if summary else turn.query
 
 
-def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig) -> Retrieval:
+def fuse_image_hits(views: list[tuple[str, list[dict]]], k: int) -> list[dict]:
+    """Hits of several searches (the whole image and its crops) fused by entity: each entity keeps
+    the hit where it scored best, which view found it is noted under "view"; best first, at most k
+    (FORMATS.md's hit shape, one entity per fused hit). Hits without entities keep their own row."""
+    best: dict[str, dict] = {}
+    for view, hits in views:
+        for rank, hit in enumerate(hits):
+            try:
+                score = float(hit.get("score"))
+            except (TypeError, ValueError):
+                score = 0.0
+            entities = [e for e in hit.get("entities") or [] if isinstance(e, dict)] or [None]
+            for entity in entities:
+                name = " ".join(str((entity or {}).get("entity_name") or "").split())
+                key = name.lower() or f"{view}:{hit.get('index', rank)}"
+                if key not in best or score > best[key]["score"]:
+                    best[key] = {"index": hit.get("index", rank), "score": score, "url": hit.get("url"),
+                                 "entities": [entity] if entity else [], "view": view}
+    return sorted(best.values(), key=lambda h: -h["score"])[:k]
+
+
+def image_search(turn: Turn, pipeline, cfg: CruiseConfig, crops: CropPlan | None) -> tuple[list[dict], list[str]]:
+    """Image hits of the whole photo, fused with those of its crops when there are any."""
+    whole = [h for h in (pipeline(turn.image, k=cfg.k_recall) or []) if isinstance(h, dict)]
+    if not crops or not crops.crops:
+        return whole, []
+    views = [("whole", whole)]
+    for view, image in cropped_images(turn.image, crops):
+        views.append((view, [h for h in (pipeline(image, k=cfg.crop_k) or []) if isinstance(h, dict)]))
+    return fuse_image_hits(views, cfg.k_recall), [view for view, _ in views[1:]]
+
+
+def add_image_hits(found: Retrieval, image_hits: list[dict], query: str, cfg: CruiseConfig) -> list[tuple]:
+    """Items and (chunk, source, entity) triples of the image hits; sets the fused web query."""
+    hit_ids = [f"image:{hit.get('index', rank)}" for rank, hit in enumerate(image_hits)]
+    out = []
+    names = confident_names(image_hits, cfg.image_score_floor) if cfg.chunker != "paper_fields" else []
+    for name in names:
+        out.append((name_chunk(name), next(i for i, h in zip(hit_ids, image_hits) if name in hit_entity_names(h)), name))
+    for hit_id, hit in zip(hit_ids, image_hits):
+        item = {"source": "image", "id": hit_id, "score": hit.get("score"), "name": ", ".join(hit_entity_names(hit))}
+        if "view" in hit:
+            item["view"] = hit["view"]
+        found.items.append(item)
+        for entity in hit.get("entities") or []:
+            if isinstance(entity, dict):  # one entity at a time, so each chunk knows its entity
+                name = " ".join(str(entity.get("entity_name") or "").split())
+                out += [(chunk, hit_id, name) for chunk in chunks_from_image_hit({"entities": [entity]}, cfg)]
+    if cfg.fusion_query:
+        fused = confident_names(image_hits, cfg.image_score_floor, cfg.fusion_max_names)
+        found.web_query = fusion_query(query, fused)
+    return out
+
+
+def add_web_hits(found: Retrieval, web_query: str, k: int, pipeline, cfg: CruiseConfig) -> list[tuple]:
+    out = []
+    for rank, hit in enumerate(pipeline(safe_text_query(web_query), k=k) or []):
+        hit_id = f"web:{hit.get('page_url') or hit.get('index', rank)}"
+        found.items.append({"source": "web", "id": hit_id, "score": hit.get("score"), "name": hit.get("page_name", "")})
+        out += [(chunk, hit_id, "") for chunk in chunks_from_web_hit(hit, cfg)]
+    return out
+
+
+def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig, *, route: Route | None = None,
+                 crops: CropPlan | None = None, sub_queries: SubQueries | None = None) -> Retrieval:
+    """One turn's hits and chunks. `route` (tool routing) may rule a search out; `crops` add
+    image searches; `sub_queries` add web searches (the peer stages; None: as without them)."""
     query = expanded_query(turn, summary)
     found = Retrieval(summary=summary, query=query, web_query=query)
-    chunks, sources = [], []
-    if turn.image is not None:
+    use_image, use_web = searches_allowed(route, cfg) if route is not None else (True, True)
+    pool: list[tuple] = []  # (chunk, source id, image entity name or "")
+    if turn.image is not None and use_image:
         try:
-            image_hits = [h for h in (pipeline(turn.image, k=cfg.k_recall) or []) if isinstance(h, dict)]
-            hit_ids = [f"image:{hit.get('index', rank)}" for rank, hit in enumerate(image_hits)]
-            names = confident_names(image_hits, cfg.image_score_floor) if cfg.chunker != "paper_fields" else []
-            for name in names:
-                chunks.append(name_chunk(name))
-                sources.append(next(i for i, h in zip(hit_ids, image_hits) if name in hit_entity_names(h)))
-            for hit_id, hit in zip(hit_ids, image_hits):
-                found.items.append({"source": "image", "id": hit_id, "score": hit.get("score"),
-                                    "name": ", ".join(hit_entity_names(hit))})
-                new = chunks_from_image_hit(hit, cfg)
-                chunks += new
-                sources += [hit_id] * len(new)
-            if cfg.fusion_query:
-                fused = confident_names(image_hits, cfg.image_score_floor, cfg.fusion_max_names)
-                found.web_query = fusion_query(query, fused)
+            image_hits, found.crops_searched = image_search(turn, pipeline, cfg, crops)
+            found.searches.append("image")
+            pool += add_image_hits(found, image_hits, query, cfg)
         except Exception as exc:  # noqa: BLE001 - any pipeline fault only empties this turn
             found.errors.append(f"image search: {type(exc).__name__}: {exc}")
-    if cfg.use_web_search and cfg.include_web_snippets and web_search_enabled(pipeline):
+    if use_web and cfg.use_web_search and cfg.include_web_snippets and web_search_enabled(pipeline):
         try:
-            for rank, hit in enumerate(pipeline(safe_text_query(found.web_query), k=cfg.k_recall) or []):
-                hit_id = f"web:{hit.get('page_url') or hit.get('index', rank)}"
-                found.items.append({"source": "web", "id": hit_id, "score": hit.get("score"), "name": hit.get("page_name", "")})
-                new = chunks_from_web_hit(hit, cfg)
-                chunks += new
-                sources += [hit_id] * len(new)
+            pool += add_web_hits(found, found.web_query, cfg.k_recall, pipeline, cfg)
+            found.searches.append("web")
+            for sub_query in (sub_queries.queries if sub_queries else []):
+                pool += add_web_hits(found, sub_query, cfg.decompose_k, pipeline, cfg)
+                found.sub_queries.append(sub_query)
         except Exception as exc:  # noqa: BLE001
             found.errors.append(f"web search: {type(exc).__name__}: {exc}")
-    found.chunks, found.chunk_sources = dedupe(chunks, sources)
+    found.chunks, found.chunk_sources, found.chunk_entities = dedupe_pool(pool)
     return found
 
 
 def add_passages(found: Retrieval, passages: list[str], cfg: CruiseConfig) -> Retrieval:
     """`found` with the chunks of the handed-over passages after its own (duplicates dropped);
     the passages' entity-name chunks come before their other chunks, as in retrieve_one."""
-    names, rest = [], []  # (chunk, source) pairs
+    names, rest = [], []  # (chunk, source, image entity name) triples, as in retrieve_one's pool
     for number, text in enumerate(passages):
         try:
             lead, chunks = chunks_from_passage(text, cfg)
@@ -100,24 +160,35 @@ def add_passages(found: Retrieval, passages: list[str], cfg: CruiseConfig) -> Re
             continue
         source = f"harness:{number}"
         found.items.append({"source": "harness", "id": source, "score": None, "name": f"{len(text)} characters"})
-        names += [(c, source) for c in lead]
-        rest += [(c, source) for c in chunks]
-    handed = names + rest
-    found.chunks, found.chunk_sources = dedupe(found.chunks + [c for c, _ in handed],
-                                               found.chunk_sources + [s for _, s in handed])
+        names += [(c, source, "") for c in lead]
+        rest += [(c, source, "") for c in chunks]
+    entities = found.chunk_entities or [""] * len(found.chunks)
+    pool = list(zip(found.chunks, found.chunk_sources, entities)) + names + rest
+    found.chunks, found.chunk_sources, found.chunk_entities = dedupe_pool(pool)
     return found
 
 
+def dedupe_pool(pool: list[tuple]) -> tuple[list[str], list[str], list[str]]:
+    """The pool's distinct chunks (first occurrence wins), with their sources and entities."""
+    chunks, sources = dedupe([c for c, _, _ in pool], [f"{i}" for i in range(len(pool))])
+    picked = [pool[int(i)] for i in sources]
+    return chunks, [p[1] for p in picked], [p[2] for p in picked]
+
+
 def retrieve_batch(
-    turns: list[Turn], routes: list[Route], summaries: list[str], pipeline, cfg: CruiseConfig
+    turns: list[Turn], routes: list[Route], summaries: list[str], pipeline, cfg: CruiseConfig,
+    crops: list[CropPlan] | None = None, sub_queries: list[SubQueries] | None = None,
 ) -> list[Retrieval]:
     out = []
-    for turn, route, summary in zip(turns, routes, summaries):
+    for i, (turn, route, summary) in enumerate(zip(turns, routes, summaries)):
+        use_image, use_web = searches_allowed(route, cfg)
         wanted = cfg.use_retrieval and route.needs_external
         handed = turn.passages if wanted and cfg.harness_context != "ignore" else None
-        own = wanted and pipeline is not None and not (handed is not None and cfg.harness_context == "only")
+        own = (wanted and pipeline is not None and (use_image or use_web)
+               and not (handed is not None and cfg.harness_context == "only"))
         if own:
-            found = retrieve_one(turn, summary, pipeline, cfg)
+            found = retrieve_one(turn, summary, pipeline, cfg, route=route, crops=crops[i] if crops else None,
+                                 sub_queries=sub_queries[i] if sub_queries else None)
         elif handed is not None:
             query = expanded_query(turn, summary)
             found = Retrieval(summary=summary, query=query, web_query=query)

@@ -31,9 +31,14 @@ def select_chunks(chunks: list[str], scores: list[float], cfg: CruiseConfig) -> 
         chunk_scores=list(scores),
         theta=theta if chunks else None,
         kept=kept,
-        context="\n".join(f"[Info {m}] {chunk}" for m, chunk in enumerate(kept, start=1)),
+        context=context_block(kept),
         retrieval_score=max(scores, default=0.0),
     )
+
+
+def context_block(kept: list[str]) -> str:
+    """C: the kept chunks as "[Info m] chunk" lines; empty means no context."""
+    return "\n".join(f"[Info {m}] {chunk}" for m, chunk in enumerate(kept, start=1))
 
 
 def rerank_batch(retrievals: list[Retrieval], reranker: Reranker, cfg: CruiseConfig) -> list[Evidence]:

@@ -55,27 +55,34 @@ def token_probabilities(result: ChatResult) -> tuple[float | None, float | None]
     return min(probs), sum(probs) / len(probs)
 
 
-def answer_request(turn: Turn, context: str, sampling: Sampling | None = None) -> ChatRequest:
+def answer_request(turn: Turn, context: str, sampling: Sampling | None = None, notes: str = "") -> ChatRequest:
+    """`notes`: the domain's own lines (domain routing, s1b), added at the end of the question."""
     if context:
         messages = load_prompt("answer_with_context").messages(
             turn.history, query=turn.query, context=quote_notes(context)
         )
     else:
         messages = load_prompt("answer_without_context").messages(turn.history, query=turn.query)
+    if notes:
+        messages[-1] = {**messages[-1], "content": messages[-1]["content"] + "\n\n" + notes}
     return ChatRequest(messages, image=turn.image, sampling=sampling)
 
 
 def answer_batch(
-    turns: list[Turn], evidence: list[Evidence], engine: ChatEngine, cfg: CruiseConfig
+    turns: list[Turn], evidence: list[Evidence], engine: ChatEngine, cfg: CruiseConfig,
+    domain_notes: list[str] | None = None,
 ) -> list[Answers]:
+    """`domain_notes`: per turn, the lines domain routing adds to both answer prompts ("" none)."""
+    notes = domain_notes or [""] * len(turns)
     greedy = Sampling(max_tokens=cfg.answer_max_tokens, seed=cfg.seed, logprobs=True)
     sampled = Sampling(max_tokens=cfg.answer_max_tokens, temperature=cfg.direct_temperature, seed=cfg.seed)
-    rag_requests = [answer_request(t, e.context) for t, e in zip(turns, evidence)]
+    rag_requests = [answer_request(t, e.context, notes=n) for t, e, n in zip(turns, evidence, notes)]
     # The non-RAG answer: greedy where there is context (another prompt), sampled where there is
     # none (the same prompt); with direct_temperature 0 and no context it is a copy of a'.
     direct_for = [i for i, e in enumerate(evidence)
                   if cfg.use_dual_path and (e.context or cfg.direct_temperature > 0)]
-    direct_requests = [answer_request(turns[i], "", None if evidence[i].context else sampled) for i in direct_for]
+    direct_requests = [answer_request(turns[i], "", None if evidence[i].context else sampled, notes[i])
+                       for i in direct_for]
     results = engine.generate(rag_requests + direct_requests, greedy, stage="answer")
     answers = []
     for r in results[: len(turns)]:

@@ -1,0 +1,67 @@
+"""Stage 3a (QA-Dragon's entity selection, `use_entity_check`): before the chunks of an image-search
+entity are used, the VLM answers whether the photo shows that entity (one engine call for the
+batch: one request per entity, at most `entity_check_max` entities per turn, best hit first).
+The chunks of a rejected entity leave the pool; entities beyond the limit and unreadable
+verdicts are kept (the check cannot vouch against them), the latter counted as parse failures.
+
+Image search returns look-alikes; a wrong entity's infobox is the surest way to a confident wrong
+answer, and on the real index most photos match several entities of the same kind.
+"""
+from __future__ import annotations
+
+import dataclasses
+
+from agents.config import CruiseConfig
+from agents.cruise.prompts import load_prompt
+from agents.cruise.stages.s7_consistency import read_verdict
+from agents.cruise.types import Retrieval, Turn
+from agents.engines.base import ChatEngine, ChatRequest, Sampling
+
+
+def entities_to_check(retrieval: Retrieval, limit: int) -> list[str]:
+    """Distinct entity names of the turn's image chunks, in the order the chunks came (best hit first)."""
+    names: list[str] = []
+    for name in retrieval.chunk_entities:
+        if name and name not in names:
+            names.append(name)
+    return names[:limit]
+
+
+def drop_rejected(retrieval: Retrieval, verdicts: dict[str, bool], raws: list[str], parsed: bool) -> Retrieval:
+    rejected = {name for name, shown in verdicts.items() if shown is False}
+    keep = [i for i, name in enumerate(retrieval.chunk_entities) if name not in rejected]
+    return dataclasses.replace(
+        retrieval,
+        chunks=[retrieval.chunks[i] for i in keep],
+        chunk_sources=[retrieval.chunk_sources[i] for i in keep],
+        chunk_entities=[retrieval.chunk_entities[i] for i in keep],
+        entity_verdicts=verdicts, entity_check_raw=raws, entity_check_parsed=parsed,
+        chunks_dropped_entity=len(retrieval.chunks) - len(keep),
+    )
+
+
+def entity_check_batch(
+    turns: list[Turn], retrievals: list[Retrieval], engine: ChatEngine, cfg: CruiseConfig
+) -> list[Retrieval]:
+    if not cfg.use_entity_check:
+        return list(retrievals)
+    asks = [(i, name) for i, (t, r) in enumerate(zip(turns, retrievals)) if t.image is not None
+            for name in entities_to_check(r, cfg.entity_check_max)]
+    prompt = load_prompt("entity_check")
+    requests = [ChatRequest(prompt.messages(None, entity=name.replace('"', "'"), query=turns[i].query),
+                            image=turns[i].image) for i, name in asks]
+    sampling = Sampling(max_tokens=cfg.entity_check_max_tokens, seed=cfg.seed)
+    replies = [r.text for r in engine.generate(requests, sampling, stage="entity_check")] if requests else []
+    out = list(retrievals)
+    per_turn: dict[int, list[tuple[str, str]]] = {}
+    for (i, name), text in zip(asks, replies):
+        per_turn.setdefault(i, []).append((name, text))
+    for i, answers in per_turn.items():
+        verdicts, parsed_all = {}, True
+        for name, text in answers:
+            shown, parsed = read_verdict(text)
+            verdicts[name] = shown if parsed else None
+            parsed_all = parsed_all and parsed
+        out[i] = drop_rejected(retrievals[i], verdicts, [text for _, text in answers], parsed_all)
+    return out
+
