@@ -31,9 +31,10 @@ def test_a_prior_stands_in_until_the_stage_is_timed():
 def test_l40s_priors_cover_every_stage_and_a_batch_of_8_fits_its_budget():
     cfg = load_config("l40s")
     priors = cfg.stage_cost_priors_s
-    assert list(priors) == CHAIN_STAGES and all(v > 0 for v in priors.values())
+    assert list(priors) == CHAIN_STAGES + list(cost_priors.PEER_STAGE_ANALOGUE)
+    assert all(v > 0 for v in priors.values())
     budget = cfg.turn_budget_s * cfg.batch_size - cfg.safety_margin_s
-    assert sum(priors.values()) * cfg.batch_size < budget
+    assert sum(priors[s] for s in CHAIN_STAGES) * cfg.batch_size < budget
     # Decoding dominates: the answer stage (2 requests per turn, 64 tokens) costs the most.
     assert max(priors, key=priors.get) == "answer"
     assert load_config("cpu").stage_cost_priors_s == {}
@@ -44,6 +45,10 @@ def test_l40s_priors_follow_the_generation_lengths():
     longer = l40s_stage_cost_priors(CruiseConfig(answer_max_tokens=128, cov_full_output=True))
     assert longer["answer"] > base["answer"] and longer["verify"] > base["verify"]
     assert longer["route"] == base["route"]
+    # A peer stage follows its own length and requests: three entity checks a turn cost three.
+    one = l40s_stage_cost_priors(CruiseConfig(entity_check_max=1))["entity_check"]
+    assert base["entity_check"] == pytest.approx(3 * one, abs=2e-4)
+    assert l40s_stage_cost_priors(CruiseConfig(decompose_max_tokens=160))["decompose"] > base["decompose"]
 
 
 def test_readme_table_says_what_the_code_computes():
@@ -54,7 +59,7 @@ def test_readme_table_says_what_the_code_computes():
     assert set(rows) == set(priors) | {"total"}
     for stage, seconds in priors.items():
         assert float(rows[stage]) == pytest.approx(seconds, abs=0.0051), stage
-    assert float(rows["total"]) == pytest.approx(sum(priors.values()), abs=0.0051)
+    assert float(rows["total"]) == pytest.approx(sum(priors[s] for s in CHAIN_STAGES), abs=0.0051)
     assert cost_priors.priors_table() in section
 
 

@@ -49,10 +49,32 @@ IMAGES_PER_TURN = {"route": 0, "summarize": 1, "rerank": 0, "answer": 2, "consis
 RETRIEVE_S_PER_TURN = 0.25
 
 
+# The peer stages (README "Stages from the peer systems") were not in the H100 run. Each is priced
+# as the measured stage of the same shape (an image request with a short prompt), at its own
+# max_tokens and requests per turn: crop and decompose like the summary (one image request that
+# writes a line or a few), the entity check and the relevance filter like the consistency check
+# (one image request reading a few lines, answering yes/no). The entity check asks up to
+# entity_check_max requests per turn. Estimates by analogy, replaced by measurement from the first
+# batch on like every prior.
+PEER_STAGE_ANALOGUE = {"crop": "summarize", "decompose": "summarize", "entity_check": "consistency",
+                       "relevance": "consistency"}
+CHAIN_STAGES = ("route", "summarize", "retrieve", "rerank", "answer", "consistency", "verify")
+
+
 def stage_max_tokens(cfg) -> dict[str, int]:
     cov = cfg.cov_full_max_tokens if cfg.cov_full_output else cfg.cov_max_tokens
     return {"route": cfg.router_max_tokens, "summarize": cfg.summary_max_tokens, "answer": cfg.answer_max_tokens,
-            "consistency": cfg.consistency_max_tokens, "verify": cov}
+            "consistency": cfg.consistency_max_tokens, "verify": cov, "crop": cfg.crop_max_tokens,
+            "decompose": cfg.decompose_max_tokens, "entity_check": cfg.entity_check_max_tokens,
+            "relevance": cfg.relevance_max_tokens}
+
+
+def peer_stage_s(stage: str, cfg) -> float:
+    """Seconds per turn of a peer stage on the L40S: its analogue's projection at this stage's
+    max_tokens, times its requests per turn."""
+    compute, decode = projected_stage_s(PEER_STAGE_ANALOGUE[stage], stage_max_tokens(cfg)[stage])
+    requests = cfg.entity_check_max if stage == "entity_check" else 1
+    return round(requests * (compute + decode) / H100_BATCH, 4)
 
 
 def projected_stage_s(stage: str, max_tokens: int | None) -> tuple[float, float]:
@@ -78,12 +100,16 @@ def l40s_stage_cost_priors(cfg=None) -> dict[str, float]:
         cfg = CruiseConfig()
     tokens = stage_max_tokens(cfg)
     priors = {}
-    for stage in ("route", "summarize", "retrieve", "rerank", "answer", "consistency", "verify"):
+    for stage in CHAIN_STAGES:
         if stage == "retrieve":
             priors[stage] = RETRIEVE_S_PER_TURN
         else:
             compute, decode = projected_stage_s(stage, tokens.get(stage))
             priors[stage] = round((compute + decode) / H100_BATCH, 4)
+    # The peer stages, priced always: the priors are set with the profile, before a preset such
+    # as `extended` switches them on; a stage that does not run never reads its prior.
+    for stage in PEER_STAGE_ANALOGUE:
+        priors[stage] = peer_stage_s(stage, cfg)
     return priors
 
 
@@ -91,10 +117,12 @@ def priors_table(cfg=None) -> str:
     """README's table of the priors (tests/test_stage_cost_priors.py checks README against it)."""
     priors = l40s_stage_cost_priors(cfg)
     lines = ["| stage | s per turn | s per batch of 8 |", "|---|---|---|"]
-    for stage, seconds in priors.items():
-        lines.append(f"| {stage} | {seconds:.2f} | {seconds * H100_BATCH:.1f} |")
-    total = sum(priors.values())
+    for stage in CHAIN_STAGES:
+        lines.append(f"| {stage} | {priors[stage]:.2f} | {priors[stage] * H100_BATCH:.1f} |")
+    total = sum(priors[stage] for stage in CHAIN_STAGES)
     lines.append(f"| total | {total:.2f} | {total * H100_BATCH:.1f} |")
+    for stage in PEER_STAGE_ANALOGUE:  # off in the paper's chain: not in the total
+        lines.append(f"| {stage} | {priors[stage]:.2f} | {priors[stage] * H100_BATCH:.1f} |")
     return "\n".join(lines)
 
 
