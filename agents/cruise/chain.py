@@ -27,7 +27,7 @@ from agents.cruise.stages.s8_verify import verify_batch
 from agents.cruise.stages.s9_finalize import decide_from_trace, decision_inputs
 from agents.cruise.trace import turn_trace
 from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Turn, Verification
-from agents.engines.base import Engines
+from agents.engines.base import Engines, time_limit
 
 
 @dataclass
@@ -57,9 +57,10 @@ class BatchRun:
             self.cut_before = name
             return out
         start = time.perf_counter()
-        for group, results in self._attempt(name, fn, lists, fixed, alive):
-            for i, result in zip(group, results):
-                out[i] = result
+        with time_limit(self.deadline.remaining):  # served engines bound their requests by it
+            for group, results in self._attempt(name, fn, lists, fixed, alive):
+                for i, result in zip(group, results):
+                    out[i] = result
         seconds = time.perf_counter() - start
         self.stage_ms[name] = round(seconds * 1000.0, 1)
         self.costs.observe(name, len(alive), seconds)
