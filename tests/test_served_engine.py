@@ -1,6 +1,6 @@
 """The served engines (`engine = "openai"`, `reranker_backend = "server"`) and the pre-run server check.
 
-- Against a REAL OpenAI-compatible server (slow tier; tests/served_models.py): `transformers
+- Against a REAL OpenAI-compatible server (slow tier; tools/transformers_serve.py): `transformers
   serve` serving the cpu profile's SmolLM2 on a free loopback port. The chain through it answers
   as the in-process transformers engine does; stop strings are honoured (cut here: that server
   fails on `stop`); a server that hangs costs the batch's deadline, not more; a server killed in
@@ -27,7 +27,7 @@ from agents.config import load_config
 from agents.engines.base import ChatRequest, Sampling, time_limit
 from agents.engines.openai_engine import OpenAIChatEngine, read_completion, request_messages
 from agents.engines.reranker import ServerReranker
-from tests.served_models import SERVED_NAME, ServedModel, free_port, serving_copy
+from tools.transformers_serve import SERVED_NAME, ServedModel, evaluation_settings, free_port, serving_copy
 
 REPO = Path(__file__).resolve().parent.parent
 OFFLINE = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
@@ -295,18 +295,13 @@ def evaluate(out: Path, *settings: str, turns: int = 16, env_extra: dict | None 
     return subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
-def served_settings(server) -> list[str]:
-    return ["engine=openai", f"vlm_base_url={server.base_url}", f"vlm_served_name={SERVED_NAME}",
-            "served_stop_strings=client", "served_require_listed=false"]
-
-
 def answers(out: Path) -> dict[str, str]:
     return {r["interaction_id"]: r["raw_answer"] for r in map(json.loads, (out / "answers.jsonl").read_text().splitlines())}
 
 
 @pytest.mark.slow
 def test_the_chain_through_the_server_answers_as_in_process_on_16_turns(served, tmp_path):
-    served_run = evaluate(tmp_path / "served", *served_settings(served))
+    served_run = evaluate(tmp_path / "served", *evaluation_settings(served))
     log = served_run.communicate(timeout=1200)[0]
     assert served_run.returncode == 0, log[-3000:]
     local_run = evaluate(tmp_path / "local")
@@ -325,10 +320,12 @@ def test_a_server_killed_mid_run_costs_only_its_turns(smollm2_dir, tmp_path):
     server = ServedModel(serving_copy(smollm2_dir, tmp_path / "model"), tmp_path / "server.log")
     out = tmp_path / "out"
     try:
-        run = evaluate(out, *served_settings(server), env_extra={"CRUISE_ENGINE_API_KEY": "sk-never-written"})
+        # 8 turns in 2 batches of 4; the server is killed once the first batch is answered
+        run = evaluate(out, *evaluation_settings(server), "batch_size=4", turns=8,
+                       env_extra={"CRUISE_ENGINE_API_KEY": "sk-never-written"})
         end = time.monotonic() + 900
-        while time.monotonic() < end and run.poll() is None:  # kill the server once the first batch is in
-            if (out / "answers.jsonl").exists() and (out / "answers.jsonl").read_text().count("\n") >= 8:
+        while time.monotonic() < end and run.poll() is None:
+            if (out / "answers.jsonl").exists() and (out / "answers.jsonl").read_text().count("\n") >= 4:
                 break
             time.sleep(0.5)
     finally:
@@ -336,12 +333,13 @@ def test_a_server_killed_mid_run_costs_only_its_turns(smollm2_dir, tmp_path):
     log = run.communicate(timeout=900)[0]
     assert run.returncode == 0, log[-3000:]
     summary = json.loads((out / "run_summary.json").read_text())
-    assert summary["complete"] and summary["turns_answered"] == 16
-    assert summary["stage_fault_turns"] == 8 and summary["agent_error_turns"] == 0
-    assert any("ConnectError" in e for e in summary["stage_faults"])
+    assert summary["complete"] and summary["turns_answered"] == 8
+    assert summary["stage_fault_turns"] == 4 and summary["agent_error_turns"] == 0
+    assert summary["stage_faults"] and all("Error" in e for e in summary["stage_faults"])
     traces = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
     failed = [t for t in traces if t["branch"] == "error"]
-    assert len(failed) == 8 and all(t["final_answer"] == "I don't know" for t in failed)
-    assert "stage-fault turns 8" in log
+    assert len(failed) == 4 and all(t["final_answer"] == "I don't know" for t in failed)
+    assert all(t["branch"] != "error" for t in traces[:4])  # the first batch, before the kill
+    assert "stage-fault turns 4" in log
     for path in out.iterdir():
         assert "sk-never-written" not in path.read_text(errors="ignore"), path

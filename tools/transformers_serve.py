@@ -1,5 +1,7 @@
-"""A real OpenAI-compatible server for the tests: `transformers serve` (transformers 4.57.6, with
-fastapi and uvicorn) serving the cpu profile's SmolLM2 on a free loopback port.
+"""A real OpenAI-compatible server on this machine: `transformers serve` (transformers 4.57.6,
+with fastapi and uvicorn) serving the cpu profile's SmolLM2 on a free loopback port. The served
+engine's tests (tests/test_served_engine.py) and benchmark (tools/bench_served.py) start it;
+`python -m tools.transformers_serve` starts one and prints the settings that point a run at it.
 
 Two of its limits are worked around here, in a serving copy of the converted model (links to
 its files, one edited file), never in the model the in-process engine loads:
@@ -83,3 +85,24 @@ class ServedModel:
             self.process.kill()
             self.process.wait(timeout=30)
         self.log.close()
+
+
+def evaluation_settings(server: ServedModel) -> list[str]:
+    """The --set values that point the cpu profile's chain at this server."""
+    return ["engine=openai", f"vlm_base_url={server.base_url}", f"vlm_served_name={SERVED_NAME}",
+            "served_stop_strings=client", "served_require_listed=false"]
+
+
+if __name__ == "__main__":
+    import tempfile
+
+    from agents.engines.local_models import resolve_model
+
+    folder = Path(tempfile.mkdtemp(prefix="transformers-serve-"))
+    served = ServedModel(serving_copy(resolve_model("smollm2"), folder / "model"), folder / "server.log")
+    print("serving; point the evaluator at it with:")
+    print("  python local_evaluation.py --profile cpu " + " ".join(f"--set {s}" for s in evaluation_settings(served)))
+    try:
+        served.process.wait()
+    except KeyboardInterrupt:
+        served.stop()
