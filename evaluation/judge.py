@@ -16,7 +16,8 @@ hash of (protocol, model, endpoint, question, ground truth, prediction), so a re
 twice. The API key is read from the
 environment or a `.env` file and is never printed or written.
 
-Rate limits: an HTTP 429 or 5xx answer is waited out (`TransientWaits`) and asked again without
+Rate limits: an HTTP 429 or 5xx answer is waited out (`TransientWaits`, agents/transient_waits.py,
+shared with the served engines) and asked again without
 using up an attempt: we wait what `retry-after-ms` or `Retry-After` (seconds or an HTTP date)
 asks, a little more so that threads told the same second do not come back together, else a
 jittered exponential back-off (from `backoff_s`, at most 8 s as in the SDK). A turn waits this
