@@ -195,15 +195,18 @@ def l40s_stage_cost_priors(cfg: CruiseConfig | None = None) -> dict[str, float]:
     }
 
 
+# The paper's models (section 3), in-process (l40s) or served (served).
+PAPER_MODELS = dict(router_model="meta-llama/Llama-3.2-1B-Instruct",
+                    vlm_model="meta-llama/Llama-3.2-11B-Vision-Instruct",
+                    reranker_model="BAAI/bge-reranker-v2-m3")
+
 PROFILES: dict[str, dict] = {
     # The competition machine: one NVIDIA L40S (48 GB), vLLM, the paper's models.
     "l40s": dict(
         profile="l40s",
         engine="vllm",
-        router_model="meta-llama/Llama-3.2-1B-Instruct",
-        vlm_model="meta-llama/Llama-3.2-11B-Vision-Instruct",
+        **PAPER_MODELS,
         reranker_backend="flag",
-        reranker_model="BAAI/bge-reranker-v2-m3",
         dtype="bfloat16",
         batch_size=8,
         stage_cost_priors_s=l40s_stage_cost_priors(),
@@ -227,10 +230,8 @@ PROFILES: dict[str, dict] = {
     "served": dict(
         profile="served",
         engine="openai",
-        router_model="meta-llama/Llama-3.2-1B-Instruct",
-        vlm_model="meta-llama/Llama-3.2-11B-Vision-Instruct",
+        **PAPER_MODELS,
         reranker_backend="server",
-        reranker_model="BAAI/bge-reranker-v2-m3",
         vlm_base_url="http://localhost:8000/v1",
         router_base_url="http://localhost:8001/v1",
         reranker_base_url="http://localhost:8002/v1",

@@ -158,9 +158,12 @@ class OpenAIChatEngine(ChatEngine):
         # One end for the whole call, read here (the context does not follow into the worker
         # threads): a request that waits for a free slot gets only what is left of it.
         end = time.monotonic() + self.endpoint.budget_s(seconds_left())
-        with ThreadPoolExecutor(max_workers=min(self.max_in_flight, len(requests))) as pool:
+        pool = ThreadPoolExecutor(max_workers=min(self.max_in_flight, len(requests)))
+        try:
             futures = [pool.submit(self._one, r, r.sampling_or(sampling), end) for r in requests]
             return [f.result() for f in futures]
+        finally:  # after a failure, requests not yet sent are not sent: the call has failed
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _one(self, request: ChatRequest, sampling: Sampling, end: float) -> ChatResult:
         with_image = self.supports_images and request.image is not None

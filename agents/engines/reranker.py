@@ -11,7 +11,7 @@
   `RerankResponse`; serving_score.py): request {"model", "query", "documents": [str]}; answer
   {"results": [{"index", "document": {"text"}, "relevance_score"}]}, sorted by score, so each
   score is placed by its "index". vLLM's score for a one-label classifier is the sigmoid of the
-  logit, as FlagReranker's normalize=True. One request per distinct query, all at once.
+  logit (model_executor/layers/pooler.py, `PoolerClassify`), as FlagReranker's normalize=True. One request per distinct query, all at once.
 """
 from __future__ import annotations
 
