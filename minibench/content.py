@@ -178,7 +178,7 @@ MULTI_TURN: list[tuple[str, list[tuple]]] = [
 # --- answer keys ----------------------------------------------------------------------------
 # For every KG- or web-answerable question: short strings that all occur in any context that
 # holds its gold answer ("a|b": either). The evaluator's answer recall at K_rerank
-# (evaluation/coverage.py) and the provenance tests use them; provenance.json carries them.
+# (evaluation/scoring/coverage.py) and the provenance tests use them; provenance.json carries them.
 ANSWER_KEYS: dict[str, list[str]] = {
  "what kind of coffee drink is in this cup?": ["espresso"],
  "how much caffeine is in a single shot of this drink?": ["63 mg|63 milligrams"],

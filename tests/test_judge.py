@@ -4,8 +4,15 @@ from types import SimpleNamespace
 
 import pytest
 
-from evaluation.judge import MAX_ATTEMPTS, Judge, JudgeItem, parse_result_line, parse_verdict_text, retry_after_s
-from evaluation.rules import RULE_SETS
+from evaluation.scoring.judge import (
+    MAX_ATTEMPTS,
+    Judge,
+    JudgeItem,
+    parse_result_line,
+    parse_verdict_text,
+    retry_after_s,
+)
+from evaluation.scoring.rules import RULE_SETS
 from tests.scripted_agent import FakeOpenAIServer
 
 

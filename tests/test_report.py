@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from agents.config import REPO_ROOT
-from evaluation.report_html import EXTENDED_CSV, OFFICIAL_CSV, load_turn_rows
+from evaluation.report.html import EXTENDED_CSV, OFFICIAL_CSV, load_turn_rows
 from tests.browser import HeadlessChromium, find_chromium
 from tests.scripted_agent import build_dataset
 
@@ -126,7 +126,8 @@ def test_the_command_line_builds_the_same_report_and_a_comparison(runs, tmp_path
     copy = tmp_path / "again"
     shutil.copytree(runs["full"], copy)
     (copy / "report.html").unlink()
-    # figures other helpers add to run_summary.json and to the traces show up without template changes
+    # figures other changes add to the traces and to evidence coverage show up without template
+    # changes; a figure of an unexpected shape does not stop the report
     summary = json.loads((copy / "run_summary.json").read_text())
     summary.update(evidence_coverage={"answerable_turns": 6, "gold_in_context": 4}, parse_failures=3)
     (copy / "run_summary.json").write_text(json.dumps(summary))
@@ -137,7 +138,9 @@ def test_the_command_line_builds_the_same_report_and_a_comparison(runs, tmp_path
     assert str(copy / "report.html") in proc.stdout
     page = (copy / "report.html").read_text()
     assert page.count('<details class="turn"') == 8
-    assert "evidence_coverage" in page and "gold_in_context" in page and "<th>parse_failures</th><td>3</td>" in page
+    coverage = page.split('id="coverage-table"')[1].split("</table>")[0]
+    assert "<td>gold_in_context</td><td class=\"num\">4</td>" in coverage
+    assert "no parser figures in run_summary.json" in page
     assert "note for c6-0" in page and "<th>verifier_note</th>" in page
     compare = tmp_path / "compare.html"
     run_cli([str(runs["full"]), str(runs["rag_baseline"]), "--out", str(compare)], tmp_path, module="evaluation.report")
@@ -210,3 +213,27 @@ def test_comparison_in_chromium(runs, browser, tmp_path):
     assert page.console_errors == []
     assert page.evaluate("document.querySelectorAll('#compare-table tr[data-run]').length") == 2
     assert page.evaluate("document.querySelectorAll('#differences-table tr').length") == 3
+
+
+def test_the_summary_figures_have_their_own_tables(runs):
+    """Judge, parse failures per stage, evidence coverage and errors: each figure of
+    run_summary.json under a label, none dumped as raw JSON."""
+    summary = json.loads((runs["full"] / "run_summary.json").read_text())
+    page = (runs["full"] / "report.html").read_text()
+    assert "More figures" not in page and "<pre>" not in page.split('id="health"')[1].split('id="turns"')[0]
+
+    def table(table_id: str) -> str:
+        return page.split(f'id="{table_id}"')[1].split("</table>")[0]
+
+    assert f"<td>asked</td><td class=\"num\">{summary['judge_asked']}</td>" in table("judge-table")
+    assert f"<td>left unjudged</td><td class=\"num\">{summary['unjudged_turns']}</td>" in table("judge-table")
+    parsing = table("parse-table")
+    assert summary["parse_failures"] and summary["parsed_outputs"]["route"] > 0
+    for stage, count in summary["parse_failures"].items():
+        read = summary["parsed_outputs"].get(stage, 0)
+        assert f"<td>{stage}</td><td class=\"num\">{count}</td><td class=\"num\">{read}</td>" in parsing, stage
+    coverage = summary["evidence_coverage"]
+    assert f"({coverage['turns']} turns)" in table("coverage-table")
+    assert f"<td>Turns with context after the MAD filter</td><td class=\"num\">{coverage['context_share']:.2%}</td>" \
+        in table("coverage-table")
+    assert f"<td>agent-error turns</td><td class=\"num\">{summary['agent_error_turns']}</td>" in table("errors-table")

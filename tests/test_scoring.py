@@ -6,10 +6,10 @@ import math
 import pandas as pd
 import pytest
 
-from evaluation.judge import Judge
-from evaluation.outputs import finalize
-from evaluation.rules import RULE_SETS
-from evaluation.scoring import (
+from evaluation.harness.outputs import finalize
+from evaluation.scoring.judge import Judge
+from evaluation.scoring.rules import RULE_SETS
+from evaluation.scoring.scores import (
     OFFICIAL_TURN_COLUMNS,
     SCORE_KEYS,
     apply_conversation_rules,

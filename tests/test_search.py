@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from evaluation import search
+from evaluation.harness import search
 from minibench import content
 from minibench.build_benchmark import picture_bytes
 from minibench.build_indices import kg_records, prepare_indices, repo_folder
@@ -148,7 +148,7 @@ def test_search_returns_infobox_entities_in_the_official_shape(pipeline):
 
 
 # Answer recall at K_rerank of stages 3-5 (MiniLM reranker, q' = the question alone), measured
-# with `python -m minibench.answer_recall` on the rebuilt benchmark: infobox chunker KG 0.8235
+# with `python -m evaluation.answer_recall` on the rebuilt benchmark: infobox chunker KG 0.8235
 # (28/34), web 0.8333 (15/18); the paper's three fields KG 0.2941 (10/34), web 0.8333. The
 # margin allows two turns of drift (a near-tie broken differently by another torch build).
 MEASURED_KG_RECALL, MEASURED_WEB_RECALL, MARGIN_TURNS = 28 / 34, 15 / 18, 2
@@ -158,7 +158,7 @@ MEASURED_KG_RECALL, MEASURED_WEB_RECALL, MARGIN_TURNS = 28 / 34, 15 / 18, 2
 def test_answer_recall_at_k_rerank_on_the_rebuilt_benchmark(pipeline):
     from agents.config import load_config
     from agents.engines.reranker import MiniLMReranker
-    from minibench.answer_recall import measure
+    from evaluation.answer_recall import measure
 
     cfg = load_config("cpu", "full")
     got = measure(pipeline, MiniLMReranker(), cfg)

@@ -192,7 +192,7 @@ def models_answer(ids):
 
 
 def test_the_served_profile_checks_each_server_and_names_what_it_serves(loopback, monkeypatch):
-    from evaluation.models import loaded_models, served_problem
+    from evaluation.harness.models import loaded_models, served_problem
 
     vlm = loopback(models_answer(["meta-llama/Llama-3.2-11B-Vision-Instruct"]))
     router = loopback(models_answer(["some/other-model"]))

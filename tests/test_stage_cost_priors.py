@@ -1,13 +1,18 @@
 """Stage cost priors: what the deadline expects of a stage before it has timed it.
 
-The l40s profile's priors are worked out on paper (agents/config.py); a cold first batch uses
-them, and a stage that the prior says cannot finish is not started.
+The l40s profile's priors are an H100 measurement projected to the L40S
+(agents/cruise/cost_priors.py); a cold first batch uses them, and a stage that the prior says
+cannot finish is not started. README's table must say what the code computes.
 """
 from __future__ import annotations
+
+import re
+from pathlib import Path
 
 import pytest
 
 from agents.config import CruiseConfig, l40s_stage_cost_priors, load_config
+from agents.cruise import cost_priors
 from agents.cruise.deadline import StageCosts
 from tests.test_cruise_chain import WHERE, batch, make_agent, stages_called
 
@@ -19,7 +24,7 @@ def test_a_prior_stands_in_until_the_stage_is_timed():
     assert costs.expect("answer", 8) == 16.0 and costs.expect("verify", 8) == 0.0
     costs.observe("answer", 8, 4.0)  # faster than the prior: the measurement wins
     assert costs.expect("answer", 8) == 4.0
-    costs.observe("answer", 4, 4.0)  # then the slowest time seen, as before
+    costs.observe("answer", 4, 4.0)  # then a high quantile of what was measured (tests/test_deadline.py)
     assert costs.expect("answer", 8) == 8.0
 
 
@@ -39,6 +44,29 @@ def test_l40s_priors_follow_the_generation_lengths():
     longer = l40s_stage_cost_priors(CruiseConfig(answer_max_tokens=128, cov_full_output=True))
     assert longer["answer"] > base["answer"] and longer["verify"] > base["verify"]
     assert longer["route"] == base["route"]
+
+
+def test_readme_table_says_what_the_code_computes():
+    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Stage cost priors", 1)[1].split("\n### ", 1)[0]
+    rows = dict(re.findall(r"^\| (\w+) \| ([0-9.]+) \| [0-9.]+ \|$", section, flags=re.M))
+    priors = load_config("l40s").stage_cost_priors_s
+    assert set(rows) == set(priors) | {"total"}
+    for stage, seconds in priors.items():
+        assert float(rows[stage]) == pytest.approx(seconds, abs=0.0051), stage
+    assert float(rows["total"]) == pytest.approx(sum(priors.values()), abs=0.0051)
+    assert cost_priors.priors_table() in section
+
+
+def test_priors_project_the_h100_parts_by_the_ratio_of_ceilings():
+    # The answer stage: 16 images and the rest of its H100 time are compute, 64 steps decode.
+    images = 16 * cost_priors.H100_IMAGE_ENCODE_S
+    decode = 64 * cost_priors.H100_DECODE_STEP_S
+    rest = cost_priors.H100_STAGE_MEDIAN_S["answer"] - images - decode
+    expected = ((images + rest) * 800 / 362 + decode * 3020 / 864) / 8
+    assert l40s_stage_cost_priors(CruiseConfig())["answer"] == pytest.approx(expected, abs=1e-4)
+    # A batch of 8 with photos encodes 40 images.
+    assert sum(cost_priors.IMAGES_PER_TURN.values()) * 8 == 40
 
 
 def test_the_chain_visits_the_stages_the_priors_name():

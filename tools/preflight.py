@@ -48,8 +48,8 @@ class Check:
 
 def submission_models() -> list[dict]:
     """Every hub model the l40s process loads, the search pipeline's included: AIcrowd bakes only
-    these into the offline container (evaluation.models.loaded_models is the one list)."""
-    from evaluation.models import loaded_models
+    these into the offline container (evaluation.harness.models.loaded_models is the one list)."""
+    from evaluation.harness.models import loaded_models
 
     return [{"repo_id": m, "revision": "main"} for m in loaded_models("l40s")]
 
@@ -141,7 +141,7 @@ class _NoNetwork:
 
 
 def import_agent(spec: str):
-    from evaluation.commands import import_object
+    from evaluation.harness.commands import import_object
 
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -163,7 +163,7 @@ def check_batch_size(agent) -> tuple[int, Check]:
 
 def sample_batch(dataset: str, size: int):
     """The first turns of the first `size` conversations, as the evaluator would pass them."""
-    from evaluation.dataset import image_for_agent, load_split, read_conversations
+    from evaluation.harness.dataset import image_for_agent, load_split, read_conversations
 
     ds, _, _ = load_split(dataset, None, "validation")
     conversations = read_conversations(ds, size)
@@ -173,7 +173,7 @@ def sample_batch(dataset: str, size: int):
 
 
 def check_dry_run(agent, batch, turn_budget_s: float) -> Check:
-    from evaluation.runner import check_answers
+    from evaluation.harness.runner import check_answers
 
     queries, images, histories = batch
     budget = turn_budget_s * len(queries)
@@ -217,7 +217,7 @@ def run(args) -> list[Check]:
     checks.insert(0, imported)
     if agent_cls is None:
         return checks
-    from evaluation.search import build_search_pipeline, search_config
+    from evaluation.harness.search import build_search_pipeline, search_config
 
     pipeline = build_search_pipeline(search_config(profile), web=not args.suppress_web_search_api)
     agent = agent_cls(search_pipeline=pipeline)

@@ -27,7 +27,9 @@ from agents.cruise.stages.s8_verify import verify_batch
 from agents.cruise.stages.s9_finalize import decide_from_trace, decision_inputs
 from agents.cruise.trace import turn_trace
 from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Turn, Verification
-from agents.engines.base import Engines, time_limit
+from agents.engines.base import Engines, Ledger, time_limit
+
+STAGES_WITHOUT_ENGINE = ("retrieve",)
 
 
 @dataclass
@@ -35,6 +37,7 @@ class BatchRun:
     size: int
     deadline: Deadline
     costs: StageCosts
+    ledger: Ledger | None = None  # the engines' call records: how many requests a stage sent
     errors: list[list[str]] = field(default_factory=list)
     failed: set[int] = field(default_factory=set)
     stage_ms: dict[str, float] = field(default_factory=dict)
@@ -57,13 +60,20 @@ class BatchRun:
             self.cut_before = name
             return out
         start = time.perf_counter()
+        calls_before = len(self.ledger.records) if self.ledger is not None else 0
         with time_limit(self.deadline.remaining):  # served engines bound their requests by it
             for group, results in self._attempt(name, fn, lists, fixed, alive):
                 for i, result in zip(group, results):
                     out[i] = result
         seconds = time.perf_counter() - start
         self.stage_ms[name] = round(seconds * 1000.0, 1)
-        self.costs.observe(name, len(alive), seconds)
+        # The deadline learns seconds per engine request; a stage that calls no engine (search)
+        # counts one per turn (requests=None), and a model stage that sent none (every turn
+        # skipped it) teaches nothing about a request's cost.
+        requests = None
+        if self.ledger is not None and name not in STAGES_WITHOUT_ENGINE:
+            requests = sum(c.requests for c in self.ledger.records[calls_before:])
+        self.costs.observe(name, len(alive), seconds, requests)
         return out
 
     def _attempt(self, name, fn, lists, fixed, alive):
@@ -89,7 +99,8 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
     """Answers and traces for one batch of turns."""
     n = len(turns)
     budget = cfg.turn_budget_s * max(n, 1) - cfg.safety_margin_s
-    run = BatchRun(n, Deadline(budget), costs)
+    costs.new_batch()
+    run = BatchRun(n, Deadline(budget), costs, ledger=engines.vlm.ledger)
     for i, turn in enumerate(turns):
         if not turn.query:
             run.fail(i, "empty question")
@@ -116,7 +127,7 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
         final.append(decision.answer)
         traces.append(
             turn_trace(
-                preset=cfg.preset, route=routes[i], summary=summaries[i], retrieval=retrievals[i],
+                preset=cfg.preset, turn=turns[i], route=routes[i], summary=summaries[i], retrieval=retrievals[i],
                 evidence=evidence[i], answers=answers[i], check=check, decision=decision,
                 stage_ms=dict(run.stage_ms), deadline_cut=run.cut_before, errors=run.errors[i],
             )

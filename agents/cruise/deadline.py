@@ -1,10 +1,26 @@
 """The per-call time budget: 10 s x batch size on the competition machine, less a safety margin.
 
 Before each stage the agent asks whether the stage's expected cost still fits in what is left.
-The expected cost is learned from earlier batches (the slowest per-turn time seen, times the
-number of turns). Before a stage has been timed, its prior (the config's `stage_cost_priors_s`;
-for the l40s profile worked out on paper, agents/config.py) stands in, so that a cold first batch
-does not start a stage it cannot finish; without a prior, the first batch runs every stage.
+The expected cost is learned from earlier batches, the way a scheduler learns task times: per
+stage, a decaying high quantile (`quantile`, 0.9 by default) of the seconds per request it took,
+times the requests per turn it sends (the most seen: 1 for most stages, 2 for the answer stage,
+the passages per turn for the reranker), times the turns it is asked to serve. Requests are the
+engine requests (reranker pairs) the ledger recorded during the stage; a stage that calls no
+engine (retrieve) counts one per turn.
+
+Why a decaying quantile and not the slowest time ever seen (the rule before issue #19): one slow
+batch (the first after load, a busy machine) then set the estimate for good, and every later
+batch cut the stages it had measured slow. Here a sample weighs `decay` ** (its age in batches):
+a slower machine shows at once (a new sample that is the largest is the estimate), a slow batch
+followed by normal ones stops counting after four of them (at decay 0.7, q 0.9), and a sample older
+than 7 batches is forgotten, so a stage the estimate keeps cutting (and hence never measures
+again) falls back to its prior and is tried again. Per request rather than per turn, so a batch
+where a stage sends few requests (identical answers skip the consistency check) does not make the
+next one look cheap.
+
+Before a stage has been timed, its prior (the config's `stage_cost_priors_s`; for the l40s
+profile agents/cruise/cost_priors.py) stands in, so that a cold first batch does not start a
+stage it cannot finish; without a prior, the first batch runs every stage.
 """
 from __future__ import annotations
 
@@ -14,18 +30,52 @@ from dataclasses import dataclass, field
 
 @dataclass
 class StageCosts:
-    """Seconds per turn for each stage: the worst seen, else the prior."""
+    """Expected seconds of each stage: learned (decaying high quantile), else the prior."""
 
-    priors: dict[str, float] = field(default_factory=dict)
-    per_turn_s: dict[str, float] = field(default_factory=dict)
+    priors: dict[str, float] = field(default_factory=dict)  # seconds per turn
+    quantile: float = 0.9
+    decay: float = 0.7  # weight kept per batch of age
+    min_weight: float = 0.1  # older samples are forgotten (0.7 ** 7 < 0.1: after 7 batches)
+    batch: int = 0  # batches begun (`new_batch`)
+    # stage -> [(seconds per request, batch it was measured in)], oldest first
+    samples: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
+    requests_per_turn: dict[str, float] = field(default_factory=dict)
+
+    def new_batch(self) -> None:
+        """Age every sample by one batch; forget those whose weight fell below `min_weight`."""
+        self.batch += 1
+        for stage, samples in self.samples.items():
+            self.samples[stage] = [(v, b) for v, b in samples if self.decay ** (self.batch - b) >= self.min_weight]
+
+    def per_request_s(self, stage: str) -> float | None:
+        """The weighted `quantile` of the stage's seconds per request (None: nothing measured
+        lately)."""
+        weighted = sorted((v, self.decay ** (self.batch - b)) for v, b in self.samples.get(stage, []))
+        if not weighted:
+            return None
+        reach, cum = self.quantile * sum(w for _, w in weighted), 0.0
+        for value, weight in weighted:
+            cum += weight
+            if cum >= reach - 1e-12:
+                return value
+        return weighted[-1][0]
 
     def expect(self, stage: str, turns: int) -> float:
-        return self.per_turn_s.get(stage, self.priors.get(stage, 0.0)) * turns
+        per_request = self.per_request_s(stage)
+        if per_request is None:
+            return self.priors.get(stage, 0.0) * turns
+        return per_request * self.requests_per_turn.get(stage, 1.0) * turns
 
-    def observe(self, stage: str, turns: int, seconds: float) -> None:
-        # A measurement replaces the prior: the machine's real speed beats our paper estimate.
-        if turns > 0:
-            self.per_turn_s[stage] = max(self.per_turn_s.get(stage, 0.0), seconds / turns)
+    def observe(self, stage: str, turns: int, seconds: float, requests: int | None = None) -> None:
+        """One run of a stage: `turns` served in `seconds` with `requests` engine requests
+        (None: a stage that calls no engine, one per turn). A run that sent no request (every
+        turn skipped it) tells nothing about a request's cost and is not kept."""
+        requests = turns if requests is None else requests
+        if turns <= 0 or requests <= 0:
+            return
+        # A measurement replaces the prior: the machine's real speed beats our estimate.
+        self.samples.setdefault(stage, []).append((seconds / requests, self.batch))
+        self.requests_per_turn[stage] = max(self.requests_per_turn.get(stage, 0.0), requests / turns)
 
 
 class Deadline:

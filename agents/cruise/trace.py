@@ -2,7 +2,8 @@
 MAD filter can be re-decided offline with other thresholds without running a model again."""
 from __future__ import annotations
 
-from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Verification
+from agents.cruise.stages.s9_finalize import decision_inputs
+from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Turn, Verification
 
 # The stages whose model output a parser reads, in chain order.
 PARSED_STAGES = ("route", "summarize", "answer", "consistency", "verify")
@@ -31,6 +32,7 @@ def parse_failure_counts(traces: list[dict]) -> dict:
 def turn_trace(
     *,
     preset: str,
+    turn: Turn,
     route: Route,
     summary: Summary,
     retrieval: Retrieval,
@@ -45,8 +47,11 @@ def turn_trace(
     parsed = parse_outcomes(route, summary, answers, check)
     return {
         "preset": preset,
+        # what the harness passed besides the question: its domain name (steers nothing yet) and
+        # how many passages of its own retrieval (None: it handed none over)
+        "harness_domain": turn.domain,
+        "harness_passages": None if turn.passages is None else len(turn.passages),
         "needs_external": route.needs_external,
-        "is_real_time": route.is_real_time,
         "router_parsed": route.parsed,
         "router_raw": route.raw,
         "summary": retrieval.summary,
@@ -60,19 +65,15 @@ def turn_trace(
         ],
         "theta": evidence.theta,
         "kept_chunks": evidence.kept,
-        "context": evidence.context,
-        "retrieval_score": evidence.retrieval_score,
-        "rag_answer": answers.rag,
+        # Algorithm 1's inputs, under the names decide_from_trace reads back (calibration re-decides from them).
+        **decision_inputs(route, evidence, answers, check),
         "rag_raw": answers.rag_raw,
         "direct_answer": answers.direct,
         "direct_raw": answers.direct_raw,
         "direct_sampled": answers.direct_sampled,
-        "rag_min_token_prob": answers.rag_min_token_prob,
         "rag_mean_token_prob": answers.rag_mean_token_prob,
-        "consistent": check.consistent,
         "consistency_rule": check.consistency_rule,
         "consistency_raw": check.consistency_raw,
-        "cov_confidence": check.cov_confidence,
         "cov_raw": check.cov_raw,
         "parsed_stages": sorted(parsed, key=PARSED_STAGES.index),
         "parse_failures": [stage for stage in PARSED_STAGES if parsed.get(stage) is False],

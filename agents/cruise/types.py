@@ -14,6 +14,10 @@ class Turn:
     query: str
     image: Image.Image | None
     history: list[dict]  # earlier {"role", "content"} messages of this conversation
+    domain: str | None = None  # the harness's domain label, when it passes one
+    # Retrieval the harness handed over (facebookresearch/CRAG-MM's rag_context_list), as text
+    # passages; None when it handed nothing over (the 2025 starter kit's call)
+    passages: list[str] | None = None
 
 
 @dataclass

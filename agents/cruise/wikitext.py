@@ -2,35 +2,38 @@
 
 The official image KG stores each entity's Wikipedia infobox fields as raw wiki text, e.g.
 `{{convert|870|ft|m|0|abbr|=|on}}` or `[[WSP Group|WSP Cantor Seinuk]]`. `clean_wikitext` turns
-such a value into "870 ft" / "WSP Cantor Seinuk":
+such a value into "870 ft" / "WSP Cantor Seinuk".
 
-- comments, `<ref>...</ref>` and `<ref .../>` are removed first (they hold citation templates);
-- links and templates are resolved innermost first, so links inside templates and templates
-  inside templates (or inside link labels) come out right: `[[target|label]]` -> label,
-  `[[target]]` -> target, `[[File:...]]` / `[[Category:...]]` -> nothing, `[url label]` -> label;
+mwparserfromhell parses the markup (templates, links, tags, comments, entities, nested in any
+order); this module walks its tree and decides what each node becomes, which the library cannot
+know, since templates are defined on the wiki, not in the markup:
+
 - templates with a meaning a reader needs are rendered (convert, URL, dates, lists, lang,
   nowrap, ...); templates with none (coord, citations, flag icons, footnotes) are dropped; any
   other template becomes its positional parameters;
-- `<br />` becomes "; ", other HTML tags are stripped (their text kept), bold/italic quotes are
-  removed, HTML entities are unescaped and white space is folded.
-
-Named template parameters arrive both as `abbr=on` and split into `abbr|=|on` (both occur in
-the official dump); the two forms are read alike.
+- `[[target|label]]` -> label, `[[target]]` -> target, `[[File:...]]` / `[[Category:...]]` ->
+  nothing, the pipe trick `[[Foo (bar)|]]` -> Foo, `[url label]` -> label;
+- comments and `<ref>`s are dropped, `<br />` becomes "; ", other tags keep their text, bold and
+  italic quotes are removed, entities are decoded, list markers become ", ", white space is folded;
+- named parameters arrive both as `abbr=on` and split into `abbr|=|on` (both occur in the
+  official dump; the parser reads the split form as three parameters): the two are read alike;
+- markup the parser leaves as text because it is not closed (a `{{`, `]]`, `<!--` or `<ref>`
+  with no end) is removed rather than shown.
 """
 from __future__ import annotations
 
-import html
 import re
+
+import mwparserfromhell
+from mwparserfromhell.nodes import Argument, Comment, ExternalLink, Heading, HTMLEntity, Tag, Template, Text, Wikilink
+from mwparserfromhell.parser import ParserError
 
 SEPARATOR = "; "  # what a <br /> or a list break becomes inside one value
 
-_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
-_REF = re.compile(r"<ref\b[^>/]*/>|<ref\b[^>]*>.*?(?:</ref\s*>|$)", re.S | re.I)
-_BR = re.compile(r"<br\s*/?\s*>|</br\s*>", re.I)
-_TAG = re.compile(r"</?[a-zA-Z][^<>]*>")
-_INNER_LINK = re.compile(r"\[\[([^\[\]{}]*)\]\]")
-_INNER_TEMPLATE = re.compile(r"\{\{([^{}\[\]]*)\}\}")
-_EXTERNAL_LINK = re.compile(r"\[(?:https?:)?//([^\s\[\]]+)(?:\s+([^\[\]]*))?\]")
+# A comment or <ref> that never closes hides the rest of the value (as on the wiki).
+_UNCLOSED = re.compile(r"<!--(?!.*?-->).*|<ref\b[^>/]*>(?!.*?</ref\s*>).*", re.S | re.I)
+_LEFTOVER = re.compile(r"\{\{|\}\}|\[\[|\]\]")
+_BR = "\x00"  # protected until the end: white space folding must not eat the break
 _QUOTES = re.compile(r"'{2,}")
 _BULLET = re.compile(r"(?:^|\n)\s*[*#:;]+\s*")
 _NAMED_KEY = re.compile(r"^\s*[A-Za-z_][\w \-]*\s*$")
@@ -72,30 +75,32 @@ _LITERAL = {"nbsp": " ", "ndash": " – ", "mdash": " — ", "snd": " – ", "sp
             "pipe": "|", "clear": "", "break": SEPARATOR, "br": SEPARATOR, "-?": ""}
 
 
-def _split_params(body: str) -> tuple[str, list[str], dict[str, str]]:
-    """Template body -> (name, positional parameters, named parameters)."""
-    parts = [p.strip() for p in body.split("|")]
-    name = " ".join(parts[0].replace("_", " ").split()).lower()
-    # The dump's split form: `abbr|=|on` is the named parameter abbr=on.
-    merged: list[str] = []
-    rest = parts[1:]
-    i = 0
-    while i < len(rest):
-        if i + 1 < len(rest) and rest[i + 1] == "=":
-            value = rest[i + 2] if i + 2 < len(rest) else ""
-            merged.append(f"{rest[i]}={value}")
-            i += 3
-        else:
-            merged.append(rest[i])
-            i += 1
+def _is_split_equals(param) -> bool:
+    """The middle of the dump's split form `abbr|=|on`: a parameter that is a bare "="."""
+    return param.showkey and not str(param.name).strip() and not str(param.value).strip()
+
+
+def _template_params(template: Template) -> tuple[list[str], dict[str, str]]:
+    """A parsed template's (positional parameters, named parameters), each rendered to text."""
+    params = list(template.params)
     positional, named = [], {}
-    for part in merged:
-        key, sep, value = part.partition("=")
-        if sep and _NAMED_KEY.match(key):
-            named[key.strip().lower()] = value.strip()
+    i = 0
+    while i < len(params):
+        param = params[i]
+        value = _render(param.value).strip()
+        if not param.showkey and i + 1 < len(params) and _is_split_equals(params[i + 1]):
+            named[value.lower()] = _render(params[i + 2].value).strip() if i + 2 < len(params) else ""
+            i += 3
+            continue
+        key = _render(param.name).strip() if param.showkey else ""
+        if key and _NAMED_KEY.match(key):
+            named[key.lower()] = value
+        elif param.showkey:  # `a=b` with a key that is no name (a URL's query): one positional value
+            positional.append(f"{key}={value}")
         else:
-            positional.append(part)
-    return name, positional, named
+            positional.append(value)
+        i += 1
+    return positional, named
 
 
 def _number(text: str) -> str:
@@ -143,9 +148,9 @@ def _list_items(positional: list[str]) -> list[str]:
     return items
 
 
-def render_template(body: str) -> str:
-    """One template with no templates or links left inside it -> its text."""
-    name, positional, named = _split_params(body)
+def render_template(name: str, positional: list[str], named: dict[str, str]) -> str:
+    """One template, its parameters already rendered -> its text."""
+    name = " ".join(name.replace("_", " ").split()).lower()
     if name in _LITERAL:
         return _LITERAL[name]
     if name in _DROPPED or name.startswith(("cite ", "cite", "coord", "infobox", "navbox", "reflist", "sfn")):
@@ -179,13 +184,12 @@ def render_template(body: str) -> str:
     return " ".join(p for p in positional if p)
 
 
-def _render_link(body: str) -> str:
-    target, sep, label = body.partition("|")
+def _render_link(target: str, label: str | None) -> str:
     target = target.strip()
     namespace = target.split(":", 1)[0].strip().lower() if ":" in target else ""
     if namespace in ("file", "image", "category", "media"):
         return ""
-    if sep:
+    if label is not None:
         label = label.split("|")[-1].strip()
         if label:
             return label
@@ -195,30 +199,64 @@ def _render_link(body: str) -> str:
     return target.lstrip(":").split("#")[0]
 
 
+def _render_tag(tag: Tag) -> str:
+    name = str(tag.tag).strip().lower()
+    if name == "ref":
+        return ""
+    if name == "br":
+        return _BR
+    if tag.wiki_markup:  # a list item's "*", "#", ":" or ";": the list splitter reads it
+        return str(tag.wiki_markup)
+    return "" if tag.self_closing or tag.contents is None else _render(tag.contents)
+
+
+def _render(code) -> str:
+    """A parsed piece of wiki text -> its text, node by node (nested nodes recursively)."""
+    out = []
+    for node in code.nodes:
+        if isinstance(node, Text):
+            out.append(str(node.value))
+        elif isinstance(node, Template):
+            positional, named = _template_params(node)
+            out.append(render_template(_render(node.name), positional, named))
+        elif isinstance(node, Wikilink):
+            out.append(_render_link(_render(node.title), None if node.text is None else _render(node.text)))
+        elif isinstance(node, ExternalLink):
+            if not node.brackets:  # a bare URL is its own text
+                out.append(str(node.url))
+            else:
+                out.append(_render(node.title).strip() if node.title else str(node.url).split("//", 1)[-1])
+        elif isinstance(node, Tag):
+            out.append(_render_tag(node))
+        elif isinstance(node, HTMLEntity):
+            out.append(node.normalize())
+        elif isinstance(node, Heading):
+            out.append(_render(node.title))
+        elif isinstance(node, Argument):  # {{{1|default}}}: the default, if any
+            out.append(_render(node.default) if node.default is not None else "")
+        elif not isinstance(node, Comment):
+            out.append(str(node))
+    return "".join(out)
+
+
 def clean_wikitext(value) -> str:
     """A raw infobox value (wiki text) -> plain text; "" when nothing readable is left."""
     if value is None:
         return ""
     if isinstance(value, (list, tuple)):
         return ", ".join(filter(None, (clean_wikitext(v) for v in value)))
-    text = str(value)
-    text = _COMMENT.sub("", text)
-    text = _REF.sub("", text)
-    text = _BR.sub("\x00", text)  # protected until the end: templates may split on nothing else
-    for _ in range(50):  # innermost first; 50 levels is far beyond any real infobox
-        resolved = _INNER_LINK.sub(lambda m: _render_link(m.group(1)), text)
-        resolved = _INNER_TEMPLATE.sub(lambda m: render_template(m.group(1)), resolved)
-        if resolved == text:
-            break
-        text = resolved
-    text = text.replace("{{", "").replace("}}", "").replace("[[", "").replace("]]", "")  # unbalanced leftovers
-    text = _EXTERNAL_LINK.sub(lambda m: (m.group(2) or m.group(1)).strip(), text)
-    text = _TAG.sub("", text)
+    text = _UNCLOSED.sub("", str(value))
+    try:
+        # Bold/italic quotes stay text (removed below): the style parser reads a lone
+        # apostrophe pair in a name as the start of italics.
+        text = _render(mwparserfromhell.parse(text, skip_style_tags=True))
+    except ParserError:  # the value as written, rather than a failed turn
+        pass
+    text = _LEFTOVER.sub("", text)
     text = _QUOTES.sub("", text)
     if _BULLET.search(text) and text.lstrip()[:1] in "*#":
         text = ", ".join(i for i in (s.strip() for s in _BULLET.split(text)) if i)
-    text = html.unescape(text)
-    pieces = [" ".join(p.split()) for p in text.split("\x00")]
+    pieces = [" ".join(p.split()) for p in text.split(_BR)]
     out = ""
     for piece in pieces:
         piece = piece.strip(" ,;")

@@ -56,7 +56,7 @@ def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEn
     if config.engine == "transformers":
         from agents.engines.transformers_engine import TransformersEngine
 
-        return TransformersEngine(model, ledger, dtype=config.dtype, **extra)
+        return TransformersEngine(model, ledger, dtype=config.dtype, cudnn_attention=config.cudnn_attention, **extra)
     raise ValueError(f"unknown engine {config.engine!r}; choose 'vllm', 'transformers' or 'openai'")
 
 

@@ -35,6 +35,22 @@ def minilm_dir() -> str:
     return str(path)
 
 
+def dtype_argument(dtype) -> dict:
+    """The keyword that sets a model's dtype in `from_pretrained` / `from_config`, for the
+    installed transformers. 4.56 renamed `torch_dtype` to `dtype` (the old name still works there
+    with a deprecation warning); 4.55.x, the GPU set's pin (requirements.txt), knows only
+    `torch_dtype` and hands an unknown `dtype` on to the config, which then fails to serialise
+    ("Object of type dtype is not JSON serializable"). The call takes **kwargs, so its signature
+    cannot tell; the version can. tests/test_transformers_pin.py loads our models on 4.55.4."""
+    import re
+
+    import transformers
+
+    major, minor = (int(n) for n in re.findall(r"\d+", transformers.__version__)[:2])
+    new_name = (major, minor) >= (4, 56)
+    return {"dtype" if new_name else "torch_dtype": dtype}
+
+
 def publish(tmp: Path, final: Path) -> None:
     """Move a freshly built directory into place; a concurrent builder may have won the race."""
     try:
@@ -70,12 +86,13 @@ def build_smollm2(path: Path | None = None) -> str:
 
     source = _smollm2_package_dir()
     tokenizer = AutoTokenizer.from_pretrained(source, gguf_file=SMOLLM2_GGUF)
-    gguf_model = AutoModelForCausalLM.from_pretrained(source, gguf_file=SMOLLM2_GGUF, dtype=torch.float32)
+    gguf_model = AutoModelForCausalLM.from_pretrained(source, gguf_file=SMOLLM2_GGUF,
+                                                      **dtype_argument(torch.float32))
     # save_pretrained refuses a GGUF-loaded model, so copy its (dequantized) weights into a
     # fresh model whose config carries no quantization config.
     config = AutoConfig.for_model(**{k: v for k, v in gguf_model.config.to_dict().items()
                                      if k not in ("quantization_config", "_name_or_path", "_model_name_or_path")})
-    model = AutoModelForCausalLM.from_config(config, dtype=torch.float32)
+    model = AutoModelForCausalLM.from_config(config, **dtype_argument(torch.float32))
     model.load_state_dict(gguf_model.state_dict())
     model.generation_config = gguf_model.generation_config
     # Saved as a generic fast tokenizer: under the GGUF-derived class name (LlamaTokenizer)

@@ -28,7 +28,7 @@ from agents.engines.base import (
     cut_at_stop,
     template_messages,
 )
-from agents.engines.local_models import resolve_model
+from agents.engines.local_models import dtype_argument, resolve_model
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -42,8 +42,45 @@ def _set_cpu_threads() -> None:
     torch.set_num_threads(threads)
 
 
+class StopOnText:
+    """generate()'s stopping criterion for stop strings: a row is done once the text it has
+    generated contains one of them.
+
+    Why not transformers' own `stop_strings=`: its StopStringCriteria precomputes, for every
+    token of the vocabulary, where it could end each stop string, and caches that on the
+    vocabulary's order, which changes between calls, so it was rebuilt on every call: 5-8 s of
+    CPU per verify call with the 128k Llama vocabulary on the H100 (issue #19). Here each step
+    decodes only the last few generated tokens of each row (a window wide enough to hold the
+    longest stop string, so a stop string is seen on the step that completes it) and searches
+    them. The text we return is cut at the earliest stop string afterwards (`cut_at_stop`) either
+    way, so where a row stops changes only how long the batch runs, never its text.
+    """
+
+    def __init__(self, tokenizer, stops, prompt_len: int):
+        self.tokenizer = tokenizer
+        self.stops = [s for s in stops if s]
+        self.prompt_len = prompt_len
+        # A token decodes to at least one character (a byte-level piece of a multi-byte
+        # character decodes to one replacement character), so L characters span <= L tokens;
+        # the margin covers a partial character at the window's start.
+        self.window = max((len(s) for s in self.stops), default=0) + 4
+        self.done: list[bool] | None = None
+
+    def __call__(self, input_ids: torch.LongTensor, scores=None, **kwargs) -> torch.BoolTensor:
+        if self.done is None:
+            self.done = [False] * input_ids.shape[0]
+        start = max(self.prompt_len, input_ids.shape[1] - self.window)
+        tails = input_ids[:, start:].tolist()
+        for row, tail in enumerate(tails):
+            if not self.done[row]:
+                text = self.tokenizer.decode(tail, skip_special_tokens=True)
+                self.done[row] = any(s in text for s in self.stops)
+        return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)
+
+
 class TransformersEngine(ChatEngine):
-    def __init__(self, model: str, ledger=None, *, dtype: str = "float32", device: str | None = None):
+    def __init__(self, model: str, ledger=None, *, dtype: str = "float32", device: str | None = None,
+                 cudnn_attention: bool = True):
         super().__init__(model, ledger)
         from transformers import AutoConfig
 
@@ -52,6 +89,10 @@ class TransformersEngine(ChatEngine):
         if self.device == "cpu":
             _set_cpu_threads()
             dtype = "float32"  # bf16 matmuls are slower than fp32 on most CPUs
+        elif not cudnn_attention:
+            # cuDNN attention builds a plan per new shape (a first call at a new shape ran at twice
+            # the steady step time on the H100); the mem-efficient kernel does not. Process-wide.
+            torch.backends.cuda.enable_cudnn_sdp(False)
         torch_dtype = _DTYPES[dtype]
         config = AutoConfig.from_pretrained(self.path)
         self.supports_images = hasattr(config, "vision_config")
@@ -60,13 +101,13 @@ class TransformersEngine(ChatEngine):
 
             self.processor = AutoProcessor.from_pretrained(self.path)
             self.tokenizer = self.processor.tokenizer
-            self.net = AutoModelForImageTextToText.from_pretrained(self.path, dtype=torch_dtype)
+            self.net = AutoModelForImageTextToText.from_pretrained(self.path, **dtype_argument(torch_dtype))
         else:
             from transformers import AutoModelForCausalLM, AutoTokenizer
 
             self.processor = None
             self.tokenizer = AutoTokenizer.from_pretrained(self.path)
-            self.net = AutoModelForCausalLM.from_pretrained(self.path, dtype=torch_dtype)
+            self.net = AutoModelForCausalLM.from_pretrained(self.path, **dtype_argument(torch_dtype))
         self.net.to(self.device).eval()
         self.tokenizer.padding_side = "left"  # not always saved with the tokenizer
         if self.tokenizer.pad_token is None:
@@ -128,8 +169,7 @@ class TransformersEngine(ChatEngine):
         else:
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if sampling.stop:
-            # generate() ends each row once its text contains a stop string; we cut the text below.
-            kwargs.update(stop_strings=list(sampling.stop), tokenizer=self.tokenizer)
+            kwargs.update(self._stop_kwargs(sampling.stop, prompt_len))
         out = self.net.generate(**batch, **kwargs)
         new_ids = out.sequences[:, prompt_len:].tolist()
         logprobs = None
@@ -143,6 +183,13 @@ class TransformersEngine(ChatEngine):
         prompt_counts = batch["attention_mask"].sum(dim=1).tolist()
         return [self._result(ids, None if logprobs is None else logprobs[row], int(prompt_counts[row]), sampling)
                 for row, ids in enumerate(new_ids)]
+
+    def _stop_kwargs(self, stops, prompt_len: int) -> dict:
+        """generate() arguments that end each row once its text holds a stop string (the text is
+        cut in `_result`)."""
+        from transformers import StoppingCriteriaList
+
+        return {"stopping_criteria": StoppingCriteriaList([StopOnText(self.tokenizer, stops, prompt_len)])}
 
     def _result(self, ids: list[int], logprobs, prompt_tokens: int, sampling: Sampling) -> ChatResult:
         end = next((k for k, t in enumerate(ids) if t in self.end_ids or t == self.pad_id), len(ids))

@@ -3,9 +3,15 @@
 Whatever arrives (odd image modes, huge photos, control characters, endless histories), each
 turn leaves here with an RGB image of bounded size or None, a bounded question, and a history
 trimmed from the oldest turn (the current question is never cut away).
+
+facebookresearch/CRAG-MM's harness also hands over its own retrieval (`rag_context_list`: one
+string per turn, "" when it searched nothing) and the turn's domain name (`domains`). Any element
+shape is accepted (a string, a list of strings, search-hit dicts, None, other scalars); each
+becomes a list of text passages, chunked later like our own hits (s4_chunk.chunks_from_passage).
 """
 from __future__ import annotations
 
+import json
 import logging
 import unicodedata
 
@@ -59,12 +65,57 @@ def trim_history(history, max_chars: int, max_message_chars: int) -> list[dict]:
     return kept
 
 
-def prepare_turns(queries, images, histories, cfg) -> list[Turn]:
+# Keys under which a dict handed over as a passage may hold its text.
+_PASSAGE_TEXT_KEYS = ("text", "content", "passage", "snippet", "context")
+
+
+def passage_text(item) -> str:
+    """One handed-over element as text. A search-pipeline hit (with `entities` or `page_snippet`)
+    stays JSON, so that the chunker reads it as that hit."""
+    if item is None:
+        return ""
+    if isinstance(item, str):
+        return item
+    if isinstance(item, (bytes, bytearray)):
+        return bytes(item).decode("utf-8", errors="replace")
+    if isinstance(item, dict):
+        if "entities" in item or "page_snippet" in item:
+            return json.dumps(item, ensure_ascii=False, default=str)
+        for key in _PASSAGE_TEXT_KEYS:
+            if isinstance(item.get(key), str):
+                return item[key]
+        return json.dumps(item, ensure_ascii=False, default=str)
+    return str(item)
+
+
+def harness_passages(value) -> list[str] | None:
+    """A harness's retrieval for one turn as passages: None when it handed nothing over, else
+    its non-blank texts (an empty list: it searched and found nothing)."""
+    if value is None:
+        return None
+    items = value if isinstance(value, (list, tuple)) else [value]
+    texts = (passage_text(item) for item in items)
+    return [text for text in texts if text.strip()]
+
+
+def domain_name(value) -> str | None:
+    if value is None:
+        return None
+    name = clean_text(value, 200)
+    return name or None
+
+
+def prepare_turns(queries, images, histories, cfg, rag_context_list=None, domains=None) -> list[Turn]:
+    n = len(queries)
+    contexts = list(rag_context_list) if rag_context_list is not None else [None] * n
+    names = list(domains) if domains is not None else [None] * n
     return [
         Turn(
             query=clean_text(q, cfg.max_query_chars),
             image=prepare_image(img, cfg.image_max_side),
             history=trim_history(h, cfg.history_max_chars, cfg.max_query_chars),
+            domain=domain_name(d),
+            passages=harness_passages(c),
         )
-        for q, img, h in zip(queries, images, histories)
+        for q, img, h, c, d in zip(queries, images, histories, contexts, names)
     ]

@@ -4,6 +4,10 @@ Image search uses the photo; web search (Tasks 2-3) uses q' = question + summary
 names of the confident image-search entities (QA-Dragon's fusion search, `fusion_query`): a
 vague "what year was this built?" becomes a query that names the building. The reranker still
 scores chunks against q'. A pipeline error costs only that turn its context; the batch goes on.
+
+Passages a harness handed over (`Turn.passages`) are chunked like our hits and, by
+`harness_context`, join our pipeline's chunks ("merge"), replace them on the turns that have any
+("only"), or are left out ("ignore"). The router's gate applies to them as to our search.
 """
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import os
 from agents.config import CruiseConfig
 from agents.cruise.stages.s4_chunk import (
     chunks_from_image_hit,
+    chunks_from_passage,
     chunks_from_web_hit,
     confident_names,
     dedupe,
@@ -41,8 +46,13 @@ def fusion_query(query: str, names: list[str]) -> str:
     return " ".join([query, *extra]).strip()
 
 
+def expanded_query(turn: Turn, summary: str) -> str:
+    """q' = question + summary (paper, eq. 2): what the reranker scores chunks against."""
+    return f"{turn.query} {summary}".strip() if summary else turn.query
+
+
 def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig) -> Retrieval:
-    query = f"{turn.query} {summary}".strip() if summary else turn.query
+    query = expanded_query(turn, summary)
     found = Retrieval(summary=summary, query=query, web_query=query)
     chunks, sources = [], []
     if turn.image is not None:
@@ -78,13 +88,40 @@ def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig) -> Retri
     return found
 
 
+def add_passages(found: Retrieval, passages: list[str], cfg: CruiseConfig) -> Retrieval:
+    """`found` with the chunks of the handed-over passages after its own (duplicates dropped);
+    the passages' entity-name chunks come before their other chunks, as in retrieve_one."""
+    names, rest = [], []  # (chunk, source) pairs
+    for number, text in enumerate(passages):
+        try:
+            lead, chunks = chunks_from_passage(text, cfg)
+        except Exception as exc:  # noqa: BLE001 - a passage we cannot read costs only itself
+            found.errors.append(f"harness passage {number}: {type(exc).__name__}: {exc}")
+            continue
+        source = f"harness:{number}"
+        found.items.append({"source": "harness", "id": source, "score": None, "name": f"{len(text)} characters"})
+        names += [(c, source) for c in lead]
+        rest += [(c, source) for c in chunks]
+    handed = names + rest
+    found.chunks, found.chunk_sources = dedupe(found.chunks + [c for c, _ in handed],
+                                               found.chunk_sources + [s for _, s in handed])
+    return found
+
+
 def retrieve_batch(
     turns: list[Turn], routes: list[Route], summaries: list[str], pipeline, cfg: CruiseConfig
 ) -> list[Retrieval]:
     out = []
     for turn, route, summary in zip(turns, routes, summaries):
-        if pipeline is None or not (cfg.use_retrieval and route.needs_external):
-            out.append(Retrieval(summary=summary, query=turn.query, web_query=turn.query))
+        wanted = cfg.use_retrieval and route.needs_external
+        handed = turn.passages if wanted and cfg.harness_context != "ignore" else None
+        own = wanted and pipeline is not None and not (handed is not None and cfg.harness_context == "only")
+        if own:
+            found = retrieve_one(turn, summary, pipeline, cfg)
+        elif handed is not None:
+            query = expanded_query(turn, summary)
+            found = Retrieval(summary=summary, query=query, web_query=query)
         else:
-            out.append(retrieve_one(turn, summary, pipeline, cfg))
+            found = Retrieval(summary=summary, query=turn.query, web_query=turn.query)
+        out.append(add_passages(found, handed, cfg) if handed else found)
     return out

@@ -20,6 +20,12 @@ paragraphs of at most `max_chunk_chars` characters on sentence boundaries.
 
 `chunker="paper_fields"` is the paper's chunker as it was (only the three fields, raw text),
 kept to measure against.
+
+Passages a harness hands over (`chunks_from_passage`) go through the same chunkers: a search hit
+given as JSON is chunked as that hit; facebookresearch/CRAG-MM's context block (its entity
+names, "Entity N: name" + JSON attributes, and <DOC> web snippets, wrapped in its instructions)
+is read back into entities and web hits and chunked as ours, its instruction prose dropped; any
+other text is packed like a web snippet. Every passage chunk is at most `max_chunk_chars` long.
 """
 from __future__ import annotations
 
@@ -254,3 +260,92 @@ def dedupe(chunks: list[str], sources: list[str]) -> tuple[list[str], list[str]]
             kept.append(chunk)
             kept_sources.append(source)
     return kept, kept_sources
+
+
+# --- passages a harness hands over -------------------------------------------------------------
+
+# The layout of facebookresearch/CRAG-MM's context block (utils/retriever.py there).
+_HARNESS_ENTITY = re.compile(r"^Entity \d+: (?P<name>[^\n]*)\nEntity attributes: ", re.M)
+_HARNESS_DOC = re.compile(
+    r"<DOC>\s*(?:Webpage ID: \[\d+\]\s*)?Title: (?P<title>[^\n]*)\nWeb content snippet: (?P<snippet>.*?)\n</DOC>",
+    re.S,
+)
+_HARNESS_NAMES = re.compile(r"entity names retrieved[^:\n]*:[ \t]*(?P<names>[^\n]*)", re.I)
+_HARNESS_MARKERS = ("<search results>", "<DOC>", "\nEntity attributes: ")
+
+
+def bounded(chunks: list[str], max_chars: int) -> list[str]:
+    """Chunks of at most max_chars (a longer one, e.g. under a huge title or name, is re-packed)."""
+    out = []
+    for chunk in chunks:
+        out.extend(pack([chunk], max_chars) if len(chunk) > max_chars else [chunk])
+    return out
+
+
+def _listed_names(line: str, known: list[str]) -> list[str]:
+    """The names of the harness's ", "-joined name list: the entity names it also gave attributes
+    for first (they may hold commas themselves), the rest split on ", "."""
+    line = line.strip().rstrip(".")
+    found = []
+    for name in known:
+        if name and name in line and name not in found:
+            found.append(name)
+            line = line.replace(name, "")
+    found += [n.strip() for n in line.split(", ") if n.strip() and n.strip() not in found]
+    return found
+
+
+def harness_block_hits(text: str) -> tuple[list[str], list[dict], list[dict]]:
+    """(entity names, image hits, web hits) read back from a CRAG-MM context block."""
+    decoder = json.JSONDecoder()
+    entities = []
+    for match in _HARNESS_ENTITY.finditer(text):
+        start = match.end()
+        try:
+            attributes, _ = decoder.raw_decode(text, start)
+        except ValueError:  # its fallback writes str(attributes): keep that text as a description
+            attributes = text[start:text.find("\n\n", start) if "\n\n" in text[start:] else len(text)]
+        entities.append({"entity_name": match.group("name").strip(), "entity_attributes": attributes})
+    known = [e["entity_name"] for e in entities]
+    listed = _HARNESS_NAMES.search(text)
+    names = _listed_names(listed.group("names"), known) if listed else known
+    web = [{"page_name": m.group("title"), "page_snippet": m.group("snippet")} for m in _HARNESS_DOC.finditer(text)]
+    return names, [{"entities": entities}] if entities else [], web
+
+
+def _json_hit(text: str) -> dict | None:
+    if not text.lstrip().startswith("{"):
+        return None
+    try:
+        hit = json.loads(text)
+    except ValueError:
+        return None
+    return hit if isinstance(hit, dict) and ("entities" in hit or "page_snippet" in hit) else None
+
+
+def chunks_from_passage(text: str, cfg) -> tuple[list[str], list[str]]:
+    """(name chunks, other chunks) of one handed-over passage, as our own retrieval cuts the same
+    content (the caller puts every passage's name chunks first, as s3 does with its hits')."""
+    text = str(text)
+    names: list[str] = []
+    image_hits: list[dict] = []
+    web_hits: list[dict] = []
+    hit = _json_hit(text)
+    if hit is not None:
+        if "entities" in hit:
+            image_hits = [hit]
+            names = confident_names([hit], cfg.image_score_floor)
+        else:
+            web_hits = [hit]
+    elif any(marker in text for marker in _HARNESS_MARKERS):
+        names, image_hits, web_hits = harness_block_hits(text)
+    if hit is None and not (names or image_hits or web_hits):  # plain text, or a block we cannot read
+        web_hits = [{"page_snippet": text}]
+    lead = [name_chunk(name) for name in names] if cfg.chunker != "paper_fields" else []
+    chunks = []
+    for image_hit in image_hits:
+        chunks += chunks_from_image_hit(image_hit, cfg)
+    for web_hit in web_hits:
+        chunks += chunks_from_web_hit(web_hit, cfg)
+    return (bounded([c for c in lead if c.strip()], cfg.max_chunk_chars),
+            bounded([c for c in chunks if c.strip()], cfg.max_chunk_chars))

@@ -1,12 +1,12 @@
 """The LLM judge: is a prediction right, given the question and the ground truth?
 
-Any OpenAI-compatible endpoint works. Two protocols, one per rule set (evaluation.rules):
+Any OpenAI-compatible endpoint works. Two protocols, one per rule set (evaluation.scoring.rules):
 - structured (kddcup2025, the starter kit's): structured output `{"accuracy": bool}` through a
   pydantic model, no sampling parameters (as the kit; some models reject a temperature); an
   endpoint that rejects structured output gets `response_format={"type": "json_object"}` and
   we parse the JSON ourselves.
 - result-line (crag-mm, the published evaluator's): a free-text grading against written rules
-  (prompts/judge_crag_mm.txt, our wording of its rules) whose last line says "Result: CORRECT"
+  (evaluation/scoring/prompts/judge_crag_mm.txt, our wording of its rules) whose last line says "Result: CORRECT"
   or "Result: WRONG"; temperature 0, at most 1,024 tokens. A reply with neither is a failed
   attempt here (the published code would pass it on as a verdict of None).
 A protocol builds the messages and makes ONE request (`JudgeProtocol.ask`); the attempts,
@@ -33,6 +33,7 @@ leaves them on, so its 3 attempts are up to 9 requests: there too 429/5xx waits 
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -42,13 +43,14 @@ import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
+from string import Template
 from typing import Callable
 
 from pydantic import BaseModel
 
 from agents.config import REPO_ROOT, cache_dir
 from agents.transient_waits import TransientWaits, retry_after_s, waiting_helps  # noqa: F401 - re-exported
-from evaluation.rules import RULE_SETS, RuleSet, rule_set
+from evaluation.scoring.rules import RULE_SETS, RuleSet, rule_set
 
 DEFAULT_EVAL_MODEL = RULE_SETS["kddcup2025"].judge_model
 MAX_ATTEMPTS = 3
@@ -56,6 +58,7 @@ DUMMY_KEY = "not-needed"
 RESULT_LINE_TEMPERATURE = 0.0
 RESULT_LINE_MAX_TOKENS = 1024
 DEFAULT_MAX_WAIT_S = 120.0  # per turn, for 429/5xx waits (the SDK also honours Retry-After up to 120 s)
+JUDGE_PROMPTS = Path(__file__).resolve().parent / "prompts"
 
 SYSTEM_PROMPT = (
     "You grade answers given by a question-answering assistant.\n"
@@ -68,6 +71,18 @@ SYSTEM_PROMPT = (
     'Reply with a JSON object only: {"accuracy": true} or {"accuracy": false}.'
 )
 
+
+
+@functools.cache
+def judge_prompt(name: str) -> tuple[Template, Template]:
+    """(system, user) of evaluation/scoring/prompts/<name>.txt: a [system] part, then a [user] part,
+    `$name` placeholders. The judge's prompts belong to the evaluator, not to the agent's prompts/."""
+    text = (JUDGE_PROMPTS / f"{name}.txt").read_text(encoding="utf-8")
+    head, sep, rest = text.partition("[system]\n")
+    system, sep2, user = rest.partition("[user]\n")
+    if not sep or not sep2 or head.strip():
+        raise ValueError(f"judge prompt {name!r} must hold a [system] part followed by a [user] part")
+    return Template(system.strip()), Template(user.strip())
 
 class Verdict(BaseModel):
     accuracy: bool
@@ -201,10 +216,10 @@ class ResultLineProtocol(JudgeProtocol):
     name = "result-line"
 
     def messages(self, item: JudgeItem) -> list[dict]:
-        from agents.cruise.prompts import load_prompt
-
-        return load_prompt("judge_crag_mm").messages(
-            question=item.question, ground_truth=item.ground_truth, prediction=item.prediction)
+        system, user = judge_prompt("judge_crag_mm")
+        values = {"question": item.question, "ground_truth": item.ground_truth, "prediction": item.prediction}
+        return [{"role": "system", "content": system.substitute(values)},
+                {"role": "user", "content": user.substitute(values)}]
 
     def ask(self, client, model: str, messages: list[dict]) -> JudgeReply:
         completion = client.chat.completions.create(

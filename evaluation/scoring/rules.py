@@ -10,9 +10,11 @@ crag-mm: the published benchmark's evaluator (facebookresearch/CRAG-MM, `evaluat
   temperature 0, at most 1,024 judge tokens; a turn is a miss when its answer, lower-cased and
   stripped of everything but letters, digits and whitespace, contains "i dont know" or
   "i do not know"; the counts and rates use the flags BEFORE the multi-turn cut, which only
-  feeds the conversation score; one single-turn session gets a replacement image_url.
+  feeds the conversation score; one single-turn session gets a replacement image_url. Besides
+  the CSVs it writes response.jsonl (the generated turns; its `--mode evaluate --input-file`
+  scores such a file), and so do we under these rules.
 
-Both skip the same two validation sessions (evaluation.batching.SKIPPED_SESSIONS) and give a
+Both skip the same two validation sessions (evaluation.harness.batching.SKIPPED_SESSIONS) and give a
 truthfulness of 0.0 to a table of at most one turn.
 """
 from __future__ import annotations
@@ -31,6 +33,9 @@ class RuleSet:
     counts_after_cut: bool  # True: totals and rates over the flags after the multi-turn cut
     # dataset type -> {session_id: image_url}: rows whose broken image_url is replaced
     image_url_updates: dict[str, dict[str, str]] = field(default_factory=dict)
+    # The file of generated turns this harness writes besides its CSVs (its 13 turn columns, one
+    # JSON object a line, which its evaluate-only mode reads back), or None
+    turn_data_file: str | None = None
 
     def is_miss(self, answer: str) -> bool:
         if self.name == "crag-mm":
@@ -42,7 +47,7 @@ class RuleSet:
 RULE_SETS = {
     "kddcup2025": RuleSet("kddcup2025", "gpt-4o-mini", "structured", counts_after_cut=True),
     "crag-mm": RuleSet(
-        "crag-mm", "gpt-4o", "result-line", counts_after_cut=False,
+        "crag-mm", "gpt-4o", "result-line", counts_after_cut=False, turn_data_file="response.jsonl",
         image_url_updates={"single-turn": {
             "0df99a9a-6a5d-4ff4-b8e4-e3ee90209dfe":
                 "https://web.archive.org/web/20250521025904/https://upload.wikimedia.org/wikipedia/"

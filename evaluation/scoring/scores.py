@@ -1,7 +1,7 @@
 """Per-turn verdicts and the official scores, on plain lists of row dicts, under a rule set.
 
 A turn is a miss when its (truncated) answer says "I don't know" (each rule set words the test
-its own way, see evaluation.rules), an exact match when it equals the ground truth after strip
+its own way, see evaluation.scoring.rules), an exact match when it equals the ground truth after strip
 + lower-case; otherwise the LLM judge decides. A judge that fails every attempt leaves the turn
 incorrect, so it counts as a hallucination (official).
 
@@ -17,7 +17,7 @@ from collections import defaultdict
 
 import numpy as np
 
-from evaluation.rules import RuleSet, rule_set
+from evaluation.scoring.rules import RuleSet, rule_set
 
 # The official turn CSVs: these 18 columns, in this order, with the flags before the cut.
 OFFICIAL_TURN_COLUMNS = [
@@ -29,9 +29,13 @@ OFFICIAL_TURN_COLUMNS = [
 BASE_COLUMNS = OFFICIAL_TURN_COLUMNS[:13]  # what the generation loop records for a turn
 # Our extended CSVs: the official columns holding the flags the scores COUNT (so their sums give
 # the scores dictionary under either rule set), then what the official files leave out.
+# The label columns breakdowns group by. Where the dataset holds them as class labels, the
+# official columns keep the integers (as both harnesses write them) and `<column>_name` the names.
+LABEL_COLUMNS = ("domain", "query_category", "dynamism", "image_quality")
+LABEL_NAME_COLUMNS = [f"{column}_name" for column in LABEL_COLUMNS]
 EXTENDED_TURN_COLUMNS = OFFICIAL_TURN_COLUMNS + [
     "is_hallucination", "multi_turn_conversation_score", "after_two_wrong", "raw_answer",
-    "judge_reply", "error",
+    "judge_reply", "error", *LABEL_NAME_COLUMNS,
 ]
 
 SCORE_KEYS = [
@@ -152,11 +156,18 @@ def score_rows(rows: list[dict], rules: RuleSet | None = None) -> tuple[list[dic
     return counted, {k: float(v) for k, v in scores.items()}
 
 
+def label_of(row: dict, column: str) -> str:
+    """What a breakdown shows for the row's `column`: the label's name where the run recorded one
+    (a class-label dataset), else the value as the dataset holds it."""
+    name = row.get(f"{column}_name")
+    return str(name) if name not in (None, "") else str(row.get(column))
+
+
 def breakdown(rows: list[dict], column: str) -> list[dict]:
-    """Count, accuracy, missing, hallucination and truthfulness per value of `column` (counted rows)."""
+    """Count, accuracy, missing, hallucination and truthfulness per label of `column` (counted rows)."""
     groups: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
-        groups[str(row.get(column))].append(row)
+        groups[label_of(row, column)].append(row)
     table = []
     for value in sorted(groups):
         group = groups[value]

@@ -5,6 +5,13 @@ Rows hold `session_id`, `image` (PIL or None), `image_url` (None marks an egocen
 `answers` come as a list of dicts or as a dict of lists; `normalise_records` turns both into a
 list of dicts. Images are decoded lazily, one conversation at a time, because decoding every
 image of the validation split up front would take minutes and gigabytes.
+
+Labels: `domain`, `query_category`, `dynamism` and `image_quality` come as strings (the mini
+benchmark) or as integer class labels whose names the dataset's features carry (the public
+v0.1.2 data, read by facebookresearch/CRAG-MM through `features["turns"][name].feature.names`),
+and `image_quality` sits on the row or inside `turns`. The raw values are kept for the official
+CSVs (each harness writes them as the dataset holds them); `DatasetTurn.labels` holds the names
+that breakdowns and reports show.
 """
 from __future__ import annotations
 
@@ -28,6 +35,9 @@ IMAGE_TIMEOUT_S = 20.0
 IMAGE_MAX_BYTES = 25 * 1024 * 1024
 
 
+LABEL_FIELDS = ("domain", "query_category", "dynamism", "image_quality")
+
+
 @dataclass
 class DatasetTurn:
     interaction_id: str
@@ -36,6 +46,7 @@ class DatasetTurn:
     domain: object = None
     query_category: object = None
     dynamism: object = None
+    labels: dict = field(default_factory=dict)  # LABEL_FIELDS -> the value's name (str) or None
 
 
 @dataclass
@@ -65,7 +76,44 @@ def normalise_records(value) -> list[dict]:
     return [dict(item) for item in value]
 
 
-def conversation_from_row(index: int, row: dict) -> Conversation:
+def _class_names(feature) -> list[str] | None:
+    """The names of a ClassLabel, also inside a List / Sequence of them; None for anything else."""
+    for candidate in (feature, getattr(feature, "feature", None)):
+        names = getattr(candidate, "names", None)
+        if isinstance(names, list) and candidate.__class__.__name__ == "ClassLabel":
+            return names
+    return None
+
+
+def label_vocabularies(features) -> dict[str, list[str]]:
+    """field -> class names, for the LABEL_FIELDS that the dataset's features hold as class labels.
+    `turns` may be a dict of per-field lists (Sequence of a dict: the published data and
+    evaluator) or a List of dicts; `image_quality` may also be a column of the row."""
+    if features is None:
+        return {}
+    turns = features.get("turns") if hasattr(features, "get") else None
+    inner = turns if isinstance(turns, dict) else getattr(turns, "feature", None)
+    vocabularies = {}
+    for name in LABEL_FIELDS:
+        names = _class_names(inner.get(name)) if isinstance(inner, dict) else None
+        if names is None and name == "image_quality" and hasattr(features, "get"):
+            names = _class_names(features.get(name))
+        if names is not None:
+            vocabularies[name] = names
+    return vocabularies
+
+
+def label_name(value, names: list[str] | None) -> str | None:
+    """A label's name: a class index through its vocabulary, a string as it is, None when absent."""
+    if value is None or (isinstance(value, str) and not value.strip()):
+        return None
+    if names is not None and isinstance(value, int) and not isinstance(value, bool):
+        return names[value] if 0 <= value < len(names) else None  # -1: the label is missing
+    return str(value)
+
+
+def conversation_from_row(index: int, row: dict, vocabularies: dict[str, list[str]] | None = None) -> Conversation:
+    vocabularies = vocabularies or {}
     answers = {a["interaction_id"]: a.get("ans_full") for a in normalise_records(row.get("answers"))}
     turns = []
     for t in normalise_records(row.get("turns")):
@@ -73,8 +121,12 @@ def conversation_from_row(index: int, row: dict) -> Conversation:
         truth = answers.get(iid)
         if not truth:
             raise ValueError(f"session {row.get('session_id')}: no ground-truth answer for interaction {iid}")
+        raw = {name: t.get(name) for name in LABEL_FIELDS}
+        if row.get("image_quality") is not None:  # the row's own label, where it has one
+            raw["image_quality"] = row.get("image_quality")
+        labels = {name: label_name(raw[name], vocabularies.get(name)) for name in LABEL_FIELDS}
         turns.append(DatasetTurn(iid, t.get("query") or "", str(truth), t.get("domain"),
-                          t.get("query_category"), t.get("dynamism")))
+                          t.get("query_category"), t.get("dynamism"), labels))
     if not turns:
         raise ValueError(f"session {row.get('session_id')} has no turns")
     return Conversation(index, str(row["session_id"]), row.get("image_url"), row.get("image_quality"), turns)
@@ -106,11 +158,12 @@ def load_split(dataset: str, revision: str | None, split: str):
 def read_conversations(ds, limit: int | None = None) -> list[Conversation]:
     """Every conversation's text fields in dataset order, without decoding any image."""
     meta = ds.remove_columns([c for c in ("image",) if c in ds.column_names])
+    vocabularies = label_vocabularies(getattr(meta, "features", None))
     n = len(meta) if limit is None or limit < 0 else min(limit, len(meta))
     conversations, problems = [], []
     for i in range(n):
         try:
-            conversations.append(conversation_from_row(i, meta[i]))
+            conversations.append(conversation_from_row(i, meta[i], vocabularies))
         except (KeyError, TypeError, ValueError) as exc:
             problems.append(f"row {i}: {type(exc).__name__}: {exc}")
     if problems:  # the official evaluator stops on these too; we name every bad row at once

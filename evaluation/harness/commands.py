@@ -10,17 +10,18 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
-from agents.config import REPO_ROOT, detect_profile, load_calibration, load_config, settings_to_env
-from evaluation.batching import clip_batch_size, planned_batches
-from evaluation.dataset import apply_image_url_updates, load_split, read_conversations
-from evaluation.fingerprint import differences, system_fingerprint
-from evaluation.judge import Judge, find_api_key
-from evaluation.models import preload_problem
-from evaluation.outputs import finalize, merge_runs
-from evaluation.report import loud_notice, print_report
-from evaluation.rules import RuleSet, rule_set
-from evaluation.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
-from evaluation.truncate import load_truncator
+from agents.calibration import load_calibration
+from agents.config import REPO_ROOT, detect_profile, load_config, settings_to_env
+from evaluation.harness.batching import clip_batch_size, planned_batches
+from evaluation.harness.dataset import apply_image_url_updates, load_split, read_conversations
+from evaluation.harness.fingerprint import differences, system_fingerprint
+from evaluation.harness.models import preload_problem
+from evaluation.harness.outputs import finalize, merge_runs
+from evaluation.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
+from evaluation.report.terminal import loud_notice, print_report
+from evaluation.scoring.judge import Judge, find_api_key
+from evaluation.scoring.rules import RuleSet, rule_set
+from evaluation.scoring.truncate import load_truncator
 
 # run_config.json fields a resumed run must share with the run it continues
 RESUME_KEYS = ("dataset", "dataset_type", "split", "revision", "num_conversations", "exact_conversations",
@@ -92,7 +93,7 @@ def default_dataset(profile: str, dataset_type: str) -> str:
 def build_search(args, profile: str):
     if args.search == "none":
         return None
-    from evaluation.search import build_search_pipeline, search_config  # loads cragmm_search
+    from evaluation.harness.search import build_search_pipeline, search_config  # loads cragmm_search
 
     search = search_config(profile)
     web = not args.suppress_web_search_api
@@ -152,7 +153,7 @@ def finish(args, output_dir: Path, judge: Judge | None, console: Console, notice
     print_report(console, results, args.display_conversations)
     console.print(f"[bold green]outputs written to {escape(str(output_dir))}[/bold green]")
     try:  # the scores are already written: a report that cannot be built must not fail the run
-        from evaluation.report_html import build_report
+        from evaluation.report.html import build_report
 
         console.print(f"[bold green]report: {escape(str(build_report(output_dir)))}[/bold green]")
     except Exception as exc:  # noqa: BLE001

@@ -6,8 +6,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from evaluation.outputs import BREAKDOWN_COLUMNS, Results
-from evaluation.scoring import breakdown
+from evaluation.harness.outputs import BREAKDOWN_COLUMNS, Results
+from evaluation.scoring.coverage import coverage_figures
+from evaluation.scoring.scores import breakdown
 
 SCORE_LABELS = [
     ("total", "Total turns", "{:.0f}"),
@@ -62,26 +63,12 @@ def examples_table(rows: list[dict], count: int) -> Table:
     return table
 
 
-COVERAGE_LABELS = [
-    ("retrieved_share", "Turns that retrieved something", "{:.2%}"),
-    ("context_share", "Turns with context after the MAD filter", "{:.2%}"),
-    ("mean_chunks", "Chunks reranked per turn", "{:.1f}"),
-    ("mean_kept_chunks", "Chunks kept per turn", "{:.2f}"),
-    ("answer_recall_kg", "Answer in kept context: KG turns", "{:.2%}"),
-    ("answer_recall_web", "Answer in kept context: web turns", "{:.2%}"),
-    ("answer_recall_kg_web", "Answer in kept context: KG + web turns", "{:.2%}"),
-]
-
-
 def coverage_table(coverage: dict) -> Table:
     table = Table(title=f"Evidence coverage ({coverage.get('turns', 0)} turns)")
     table.add_column("Measure")
     table.add_column("Value", justify="right")
-    for key, label, fmt in COVERAGE_LABELS:
-        if key in coverage:
-            turns = coverage.get(key.replace("answer_recall_", "") + "_turns")
-            suffix = f" ({turns} turns)" if isinstance(turns, int) else ""
-            table.add_row(label + suffix, fmt.format(coverage[key]))
+    for label, value in coverage_figures(coverage):
+        table.add_row(label, value)
     return table
 
 
@@ -113,31 +100,3 @@ def print_report(console: Console, results: Results, display_conversations: int)
     for notice in s["notices"]:
         console.print(Text(f"notice: {notice}", style="yellow"))
 
-
-def main(argv: list[str] | None = None) -> None:
-    """python -m evaluation.report RUN_DIR            -> RUN_DIR/report.html
-       python -m evaluation.report RUN_A RUN_B ...  -> compare.html (or --out)"""
-    import argparse
-    from pathlib import Path
-
-    from evaluation.report_html import build_comparison, build_report
-
-    parser = argparse.ArgumentParser(prog="python -m evaluation.report",
-                                     description="Build report.html for one run folder, or compare.html for several.")
-    parser.add_argument("runs", nargs="+", help="evaluation output folders")
-    parser.add_argument("--out", default=None,
-                        help="where to write (default: RUN_DIR/report.html for one run, compare.html for several)")
-    parser.add_argument("--no-images", action="store_true", help="leave the image thumbnails out")
-    args = parser.parse_args(argv)
-    try:
-        if len(args.runs) == 1:
-            path = build_report(Path(args.runs[0]), Path(args.out) if args.out else None, images=not args.no_images)
-        else:
-            path = build_comparison([Path(r) for r in args.runs], Path(args.out or "compare.html"))
-    except FileNotFoundError as exc:
-        raise SystemExit(str(exc)) from None
-    print(path.resolve())
-
-
-if __name__ == "__main__":
-    main()

@@ -95,3 +95,26 @@ def evidence_coverage(traces: list[dict], records: list[dict], dataset: str | No
         out[f"answer_recall_{source}"] = _mean(hits[source])
     out["answer_recall_kg_web"] = _mean(hits["kg"] + hits["web"])
     return out
+
+
+# (key, label, format): how a report shows evidence_coverage (terminal and report.html alike).
+COVERAGE_LABELS = [
+    ("retrieved_share", "Turns that retrieved something", "{:.2%}"),
+    ("context_share", "Turns with context after the MAD filter", "{:.2%}"),
+    ("mean_chunks", "Chunks reranked per turn", "{:.1f}"),
+    ("mean_kept_chunks", "Chunks kept per turn", "{:.2f}"),
+    ("answer_recall_kg", "Answer in kept context: KG turns", "{:.2%}"),
+    ("answer_recall_web", "Answer in kept context: web turns", "{:.2%}"),
+    ("answer_recall_kg_web", "Answer in kept context: KG + web turns", "{:.2%}"),
+]
+
+
+def coverage_figures(coverage: dict) -> list[tuple[str, str]]:
+    """evidence_coverage -> (label, formatted value) rows, answer recall with its turn count."""
+    rows = []
+    for key, label, fmt in COVERAGE_LABELS:
+        if key in coverage:
+            turns = coverage.get(key.replace("answer_recall_", "") + "_turns")
+            suffix = f" ({turns} turns)" if isinstance(turns, int) else ""
+            rows.append((label + suffix, fmt.format(coverage[key])))
+    return rows

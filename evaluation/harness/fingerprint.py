@@ -20,7 +20,7 @@ from pathlib import Path
 
 from agents.config import field_names, load_config
 from agents.cruise.prompts import prompts_dir
-from evaluation.models import agent_loads_profile_models
+from evaluation.harness.models import agent_loads_profile_models
 
 # Config fields that say where a served model runs and how it is reached, not which model it is:
 # shards pointed at different replicas of one model stay one system (`merge`), and a resumed run
@@ -62,7 +62,7 @@ def system_fingerprint(agent_spec: str, profile: str, preset: str | None, *, sea
                    "web_search": web, "prompts": prompt_hashes(),
                    "calibration": {"file": str(calibration), "sha256": file_sha256(calibration)} if calibration else None}
     if search == "default":
-        from evaluation.search import search_config
+        from evaluation.harness.search import search_config
 
         models = dataclasses.asdict(search_config(profile))
         fingerprint["search_models"] = {k: v for k, v in models.items() if k != "profile"}

@@ -7,7 +7,8 @@ NaN rates for an empty subset). Everything else goes to files of our own:
 turn_evaluation_results_all_extended.csv / _ego_extended.csv (the official columns holding the
 flags the scores count, then is_hallucination, multi_turn_conversation_score, after_two_wrong,
 raw_answer, judge_reply, error) and run_summary.json (rule set, tokenizer, judge, timings,
-breakdowns, notices), plus traces.jsonl.
+breakdowns, notices), plus traces.jsonl. Under `--rules crag-mm` also response.jsonl, the
+generated turns as that harness writes them (the official CSVs' first 13 columns).
 
 Works only from the output folder (answers.jsonl, judgments.jsonl, batches.jsonl, traces.jsonl,
 run_config.json), so the same code finishes a normal run, a resumed one, `--rejudge` (no agent,
@@ -21,10 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agents.cruise.trace import parse_failure_counts
-from evaluation.coverage import evidence_coverage
-from evaluation.judge import Judge, JudgeItem
-from evaluation.rules import RuleSet, rule_set
-from evaluation.runner import (
+from evaluation.harness.runner import (
     ANSWERS,
     BATCHES,
     JUDGMENTS,
@@ -35,9 +33,14 @@ from evaluation.runner import (
     read_jsonl,
     saved_answers,
 )
-from evaluation.scoring import (
+from evaluation.scoring.coverage import evidence_coverage
+from evaluation.scoring.judge import Judge, JudgeItem
+from evaluation.scoring.rules import RuleSet, rule_set
+from evaluation.scoring.scores import (
     BASE_COLUMNS,
     EXTENDED_TURN_COLUMNS,
+    LABEL_COLUMNS,
+    LABEL_NAME_COLUMNS,
     OFFICIAL_TURN_COLUMNS,
     breakdown,
     needs_judge,
@@ -45,7 +48,7 @@ from evaluation.scoring import (
     verdict_fields,
 )
 
-BREAKDOWN_COLUMNS = ("domain", "query_category", "dynamism", "image_quality")
+BREAKDOWN_COLUMNS = LABEL_COLUMNS
 OFFICIAL_FILES = ("turn_evaluation_results_all.csv", "turn_evaluation_results_ego.csv", "scores_dictionary.json")
 EXTENDED_FILES = ("turn_evaluation_results_all_extended.csv", "turn_evaluation_results_ego_extended.csv")
 
@@ -114,8 +117,8 @@ def judge_turns(records: list[dict], output_dir: Path, judge: Judge | None, prog
 
 def build_rows(records: list[dict], verdicts: dict, replies: dict, rules: RuleSet) -> list[dict]:
     """One row per turn, sorted by (session_id, turn_idx) as the official files are: the 18
-    official columns with the flags before the multi-turn cut, plus raw_answer, judge_reply and
-    error for the extended files."""
+    official columns with the flags before the multi-turn cut, plus raw_answer, judge_reply,
+    error and the label names for the extended files."""
     rows = []
     for record in sorted(records, key=lambda r: (r["session_id"], r["turn_idx"])):
         iid = record["interaction_id"]
@@ -123,6 +126,7 @@ def build_rows(records: list[dict], verdicts: dict, replies: dict, rules: RuleSe
         row.update(verdict_fields(record["agent_response"], record["ground_truth"], verdicts.get(iid),
                                   rules, replies.get(iid)))
         row.update(raw_answer=record.get("raw_answer"), judge_reply=replies.get(iid), error=record.get("error"))
+        row.update({c: record.get(c) for c in LABEL_NAME_COLUMNS})  # absent in runs from before them
         rows.append(row)
     return rows
 
@@ -180,6 +184,10 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     (output_dir / OFFICIAL_FILES[2]).write_text(json.dumps(scores, indent=2))
     write_csv(counted_all, output_dir / EXTENDED_FILES[0], EXTENDED_TURN_COLUMNS)
     write_csv(counted_ego, output_dir / EXTENDED_FILES[1], EXTENDED_TURN_COLUMNS)
+    if rules.turn_data_file:  # the rule set's harness also writes its generated turns
+        path = output_dir / rules.turn_data_file
+        path.unlink(missing_ok=True)
+        append_jsonl(path, [{c: row[c] for c in BASE_COLUMNS} for row in rows])
 
     notices = list(notices or [])
     if not ego:

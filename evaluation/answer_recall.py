@@ -1,12 +1,12 @@
 """Answer recall at K_rerank of the retrieval stages alone, on the mini benchmark.
 
-    python -m minibench.answer_recall [--chunker infobox paper_fields] [--set FIELD=VALUE ...]
+    python -m evaluation.answer_recall [--chunker infobox paper_fields] [--set FIELD=VALUE ...]
 
 For every KG- and web-answerable turn, runs stages 3-5 of the chain (search with the real
 pipeline over the offline indices, chunking, the profile's reranker and the MAD filter) with
 q' = the question alone (no summary: no language model runs here; the summary of a real run
 can only add words), and checks whether the kept context holds the gold answer (its answer
-keys, see evaluation/coverage.py). Prints one line per chunker; the end-to-end test holds the
+keys, see evaluation/scoring/coverage.py). Prints one line per chunker; the end-to-end test holds the
 infobox chunker to its measured figure.
 """
 from __future__ import annotations
@@ -41,7 +41,7 @@ def measure(pipeline, reranker, cfg, turns: list[RecallTurn] | None = None) -> d
     from agents.cruise.stages.s3_retrieve import retrieve_one
     from agents.cruise.stages.s5_rerank import rerank_batch
     from agents.cruise.types import Turn
-    from evaluation.coverage import answer_in_context
+    from evaluation.scoring.coverage import answer_in_context
     from minibench.build_benchmark import picture_bytes
 
     turns = answerable_turns() if turns is None else turns
@@ -70,7 +70,7 @@ def measure(pipeline, reranker, cfg, turns: list[RecallTurn] | None = None) -> d
 def main() -> None:
     from agents.config import load_config, settings_to_env
     from agents.engines.reranker import MiniLMReranker
-    from evaluation.search import build_search_pipeline, search_config
+    from evaluation.harness.search import build_search_pipeline, search_config
     from minibench.build_indices import prepare_indices
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

@@ -1,5 +1,5 @@
 """report.html (one run) and compare.html (several runs): self-contained pages built from an
-output folder with Jinja2 templates (evaluation/templates/) and matplotlib SVG charts.
+output folder with Jinja2 templates (evaluation/report/templates/) and matplotlib SVG charts.
 
 Everything is read back from the files a run leaves (turn CSV, scores_dictionary.json,
 run_summary.json, traces.jsonl, answers.jsonl, run_config.json), so a report can be built for
@@ -16,10 +16,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER
-from evaluation import report_charts as charts
-from evaluation.outputs import BREAKDOWN_COLUMNS
-from evaluation.runner import ANSWERS, RUN_CONFIG, TRACES, read_jsonl
-from evaluation.scoring import breakdown, is_miss
+from evaluation.harness.outputs import BREAKDOWN_COLUMNS
+from evaluation.harness.runner import ANSWERS, RUN_CONFIG, TRACES, read_jsonl
+from evaluation.report import charts
+from evaluation.scoring.coverage import ANSWER_SOURCES, COVERAGE_LABELS, coverage_figures
+from evaluation.scoring.scores import breakdown, is_miss, label_of
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 REPORT_NAME = "report.html"
@@ -37,12 +38,13 @@ SHOWN_TRACE_KEYS = {
     "cov_confidence", "cov_raw", "branch", "final_answer", "stage_ms", "deadline_cut", "deadline_cut_before",
     "errors",
 }
-# run_summary.json keys with a section of their own; the others are listed generically.
-SHOWN_SUMMARY_KEYS = {
-    "run_config", "dataset", "dataset_type", "revision", "split", "agent", "profile", "preset", "shard",
-    "merged_from", "tokenizer", "judge", "turns_expected", "turns_answered", "complete", "scores", "breakdowns",
-    "per_batch", "engine_calls_per_batch", "stage_ms_per_batch", "notices", "budget_rule",
-}
+# run_summary.json's judge figures (outputs.judge_rows), in the order a reader asks about them.
+JUDGE_FIGURES = [
+    ("needing_judge", "turns that needed the judge"), ("judge_asked", "asked"),
+    ("judge_cache_hits", "answered from the verdict cache"), ("judge_failures", "failed every attempt"),
+    ("unjudged_turns", "left unjudged"), ("judge_rate_limit_waits", "HTTP 429/5xx waited out"),
+    ("judge_waited_s_max_turn", "longest wait for one turn (s)"),
+]
 
 
 def as_bool(value) -> bool:
@@ -148,7 +150,7 @@ def thumbnails(run_config: dict, session_ids: set[str]) -> tuple[dict[str, str],
     if not session_ids or not run_config.get("dataset"):
         return {}, None
     try:
-        from evaluation.dataset import load_split
+        from evaluation.harness.dataset import load_split
 
         ds, _, _ = load_split(run_config["dataset"], run_config.get("revision"), run_config.get("split") or "validation")
         ids = ds["session_id"]
@@ -224,7 +226,7 @@ def breakdown_sections(rows: list[dict]) -> list[dict]:
     sections = []
     for column in BREAKDOWN_COLUMNS:
         table = breakdown(rows, column)
-        groups = [outcome_counts([r for r in rows if str(r.get(column)) == entry[column]]) for entry in table]
+        groups = [outcome_counts([r for r in rows if label_of(r, column) == entry[column]]) for entry in table]
         sections.append({"column": column, "table": table,
                          "chart": charts.outcome_bars([entry[column] for entry in table], groups) if table else ""})
     return sections
@@ -249,6 +251,34 @@ def timing_section(summary: dict) -> dict:
             "wall_total_s": sum(b["wall_ms"] for b in batches) / 1000.0}
 
 
+def run_health(summary: dict) -> dict:
+    """The run_summary.json figures besides scores and timing, as labelled rows: the judge, the
+    parsers' unreadable outputs per stage, evidence coverage and what went wrong in the run."""
+    read = summary.get("parsed_outputs") if isinstance(summary.get("parsed_outputs"), dict) else {}
+    failures = summary.get("parse_failures") if isinstance(summary.get("parse_failures"), dict) else {}
+    coverage = summary.get("evidence_coverage") if isinstance(summary.get("evidence_coverage"), dict) else {}
+    # a coverage figure without a label yet (one another change adds) is listed under its key
+    labelled = {key for key, _, _ in COVERAGE_LABELS} | {"turns", *(f"{s}_turns" for s in ANSWER_SOURCES)}
+    unlabelled = [(key, f"{value:.4g}" if isinstance(value, float) else str(value))
+                  for key, value in coverage.items() if key not in labelled]
+    errors = [("agent-error turns", summary.get("agent_error_turns", 0)),
+              ("deadline-cut turns", summary.get("deadline_cut_turns", 0)),
+              ("image load failures", len(summary.get("image_load_failures") or [])),
+              ("forced resumes", len(summary.get("forced_resumes") or [])),
+              ("image URL updates applied", len(summary.get("image_url_updates") or []))]
+    return {
+        "rules": summary.get("rules"),
+        "judge": [(label, summary[key]) for key, label in JUDGE_FIGURES if key in summary],
+        "parsing": [{"stage": stage, "unreadable": count, "read": read.get(stage, 0)}
+                    for stage, count in failures.items()],
+        "coverage": coverage_figures(coverage) + unlabelled,
+        "coverage_turns": coverage.get("turns"),
+        "errors": errors,
+        "agent_errors": summary.get("agent_errors") or [],
+        "image_load_failures": summary.get("image_load_failures") or [],
+    }
+
+
 def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True) -> Path:
     """Write the run's report.html (into the run folder unless `out` is given); returns its path."""
     run = load_run(run_dir)
@@ -263,12 +293,11 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
                                 key=lambda c: -(c.get("score") or 0.0))
         turn["extra"] = {k: v for k, v in trace.items() if k not in SHOWN_TRACE_KEYS}
     steps = funnel_steps(run.turns, thresholds)
-    extra_summary = {k: v for k, v in run.summary.items() if k not in SHOWN_SUMMARY_KEYS}
     notices = list(run.summary.get("notices") or []) + ([image_notice] if image_notice else [])
     page = render("report.html.j2", run=run, scores=run.scores, thresholds=thresholds, notices=notices,
                   scores_chart=charts.scores_chart(run.scores) if run.scores else "",
                   breakdowns=breakdown_sections(run.rows), funnel=steps, funnel_chart=charts.funnel_chart(steps),
-                  timing=timing_section(run.summary), extra_summary=extra_summary,
+                  timing=timing_section(run.summary), health=run_health(run.summary),
                   outcomes=OUTCOMES, branches=sorted({t["branch"] for t in run.turns}),
                   outcome_totals=outcome_counts(run.rows), idk=IDK_ANSWER)
     path = Path(out) if out else run.run_dir / REPORT_NAME

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER, TURN_BUDGET_S
-from evaluation.batching import planned_batches
-from evaluation.dataset import Conversation, image_for_agent
-from evaluation.truncate import Truncator
+from evaluation.harness.batching import planned_batches
+from evaluation.harness.dataset import Conversation, image_for_agent
+from evaluation.scoring.truncate import Truncator
 
 ANSWERS = "answers.jsonl"
 TRACES = "traces.jsonl"
@@ -221,7 +221,8 @@ def _run_batch(agent, conversations, pending, number, batch_size, images, answer
         row = base_row(conv, t, answer)
         answers[row["interaction_id"]] = answer
         turn_error = error if i in asked else "image could not be loaded; answered without asking the agent"
-        answer_records.append({**row, "raw_answer": raw_answer, "batch": number, "shard": shard,
+        names = {f"{field}_name": name for field, name in conv.turns[t].labels.items()}
+        answer_records.append({**row, **names, "raw_answer": raw_answer, "batch": number, "shard": shard,
                                "batch_wall_ms": round(wall_ms, 3), "error": turn_error})
         if trace is not None:
             trace_records.append({"interaction_id": row["interaction_id"], "session_id": conv.session_id,

@@ -1,0 +1,102 @@
+"""Stage cost priors: seconds per turn each stage is expected to take on one L40S before the
+deadline has timed it (agents/cruise/deadline.py), derived from a measurement.
+
+The measurement (issue #19): the chain on one H100 80 GB with the project's own transformers
+engine and reranker, random bf16 weights at the real sizes (so every generation ran to its
+max_tokens: the worst case), the l40s token limits, batch 8. Per stage, the median seconds of a
+batch, and at engine level: 65-71 ms to encode one 4-tile image, 31-38 ms a decode step at
+batch 8.
+
+Projection to the L40S, part by part:
+    L40S seconds = compute part x (H100 bf16 matmul / L40S bf16)    = x 800 / 362   (~2.21)
+                 + decode part  x (H100 copy / L40S memory bandwidth) = x 3020 / 864  (~3.50)
+The H100 ceilings are what the H100 run measured (~800 TFLOP/s bf16 matmul, ~3,020 GB/s device
+copy); the L40S's are its data sheet (362 TFLOP/s dense bf16, 864 GB/s). Of a stage's H100 time,
+the decode part is its decode steps x the measured step time (steps = that stage's max_tokens
+in the config, so the prior follows the generation lengths); the compute part is the rest
+(image encoding, prefill, host work), with image encoding counted per image: a batch of 8 with
+photos encodes 40 (summary 8, answer 16, consistency 8, verify 8). Both ratios overstate the
+L40S's time where the H100 run was held back by launch overhead rather than by the hardware
+(eager decode at batch 8 ran at ~4x the bandwidth floor), which is the side a prior should err
+on: a measured stage replaces it from the first batch on.
+"""
+from __future__ import annotations
+
+# --- the H100 measurement (issue #19) ---------------------------------------------------------
+H100_BATCH = 8
+H100_STAGE_MEDIAN_S = {  # seconds per batch of 8, median over the mini benchmark's batches
+    "route": 0.66, "summarize": 4.30, "rerank": 1.43, "answer": 8.80, "consistency": 1.67, "verify": 12.17,
+}
+# The verify median still held transformers' per-call StopStringCriteria rebuild, 5-8 s per call
+# with the 128k Llama vocabulary, gone since (StopOnText, agents/engines/transformers_engine.py);
+# the low end is taken off, keeping the prior on the slow side.
+H100_VERIFY_STOP_STRING_REBUILD_S = 5.0
+H100_IMAGE_ENCODE_S = 0.071  # one 4-tile image (65-71 ms measured; the slow end)
+H100_DECODE_STEP_S = 0.038  # one decode step of the 11B VLM at batch 8 (31-38 ms; the slow end)
+# The token limits of that run (the l40s profile's: CruiseConfig defaults).
+H100_MAX_TOKENS = {"route": 24, "summarize": 64, "answer": 64, "consistency": 8, "verify": 64}
+
+# --- the ceilings of the two machines ---------------------------------------------------------
+H100_BF16_FLOPS, L40S_BF16_FLOPS = 800e12, 362e12
+H100_COPY_BPS, L40S_COPY_BPS = 3020e9, 864e9
+COMPUTE_RATIO = H100_BF16_FLOPS / L40S_BF16_FLOPS
+BANDWIDTH_RATIO = H100_COPY_BPS / L40S_COPY_BPS
+
+# Images each stage encodes per turn with a photo (answer: the RAG and the non-RAG request).
+IMAGES_PER_TURN = {"route": 0, "summarize": 1, "rerank": 0, "answer": 2, "consistency": 1, "verify": 1}
+# Not measured on the H100 (the run used a fixed stand-in for search): CLIP-L and bge-large
+# embed one image and one query per turn, then two vector-index lookups, one turn at a time.
+RETRIEVE_S_PER_TURN = 0.25
+
+
+def stage_max_tokens(cfg) -> dict[str, int]:
+    cov = cfg.cov_full_max_tokens if cfg.cov_full_output else cfg.cov_max_tokens
+    return {"route": cfg.router_max_tokens, "summarize": cfg.summary_max_tokens, "answer": cfg.answer_max_tokens,
+            "consistency": cfg.consistency_max_tokens, "verify": cov}
+
+
+def projected_stage_s(stage: str, max_tokens: int | None) -> tuple[float, float]:
+    """(compute seconds, decode seconds) of one batch of 8 on the L40S."""
+    measured = H100_STAGE_MEDIAN_S[stage]
+    if stage == "verify":
+        measured -= H100_VERIFY_STOP_STRING_REBUILD_S
+    if stage == "rerank":
+        return measured * COMPUTE_RATIO, 0.0
+    if stage == "route":
+        # The 1B router's steps were not timed apart: all of it counts as decode, per token.
+        return 0.0, measured / H100_MAX_TOKENS["route"] * max_tokens * BANDWIDTH_RATIO
+    images = IMAGES_PER_TURN[stage] * H100_BATCH * H100_IMAGE_ENCODE_S
+    rest = max(0.0, measured - images - H100_MAX_TOKENS[stage] * H100_DECODE_STEP_S)
+    return (images + rest) * COMPUTE_RATIO, max_tokens * H100_DECODE_STEP_S * BANDWIDTH_RATIO
+
+
+def l40s_stage_cost_priors(cfg=None) -> dict[str, float]:
+    """Seconds per turn for each stage of a batch on one L40S (see the module's docstring)."""
+    if cfg is None:
+        from agents.config import CruiseConfig
+
+        cfg = CruiseConfig()
+    tokens = stage_max_tokens(cfg)
+    priors = {}
+    for stage in ("route", "summarize", "retrieve", "rerank", "answer", "consistency", "verify"):
+        if stage == "retrieve":
+            priors[stage] = RETRIEVE_S_PER_TURN
+        else:
+            compute, decode = projected_stage_s(stage, tokens.get(stage))
+            priors[stage] = round((compute + decode) / H100_BATCH, 4)
+    return priors
+
+
+def priors_table(cfg=None) -> str:
+    """README's table of the priors (tests/test_stage_cost_priors.py checks README against it)."""
+    priors = l40s_stage_cost_priors(cfg)
+    lines = ["| stage | s per turn | s per batch of 8 |", "|---|---|---|"]
+    for stage, seconds in priors.items():
+        lines.append(f"| {stage} | {seconds:.2f} | {seconds * H100_BATCH:.1f} |")
+    total = sum(priors.values())
+    lines.append(f"| total | {total:.2f} | {total * H100_BATCH:.1f} |")
+    return "\n".join(lines)
+
+
+if __name__ == "__main__":
+    print(priors_table())

@@ -1,0 +1,92 @@
+"""CruiseAgent as facebookresearch/CRAG-MM's published evaluator builds its agents.
+
+That harness picks an agent class by a keyword of `--model-name` (`MODEL_KEYWORD_TO_AGENT` in its
+`example_agents/user_config.py`, first keyword contained in the lower-cased name wins), builds it
+as `UserAgent(model_name=..., is_multi_turn=...)` with no search pipeline, runs its own retrieval
+and calls `batch_generate_response(queries, images, histories, rag_context_list=..., domains=...)`.
+Register ours there (first in the mapping) and pass e.g. `--model-name cruise-cpu`:
+
+    from crag_mm_harness import MODEL_KEYWORD, CragMMHarnessAgent
+    MODEL_KEYWORD_TO_AGENT = {MODEL_KEYWORD: CragMMHarnessAgent, ...}
+
+The model name chooses our profile: `cruise-<profile>` (`cruise-cpu`, `cruise-l40s`), or plain
+`cruise` for CRUISE_PROFILE / auto-detection. With no pipeline passed, the agent builds its own
+from the profile's search models and indices (the evaluator's `SEARCH_PROFILES`), so that
+`harness_context="merge"` reranks our retrieval together with the harness's; with
+`harness_context="only"` it builds none.
+"""
+from __future__ import annotations
+
+import importlib.util
+import logging
+import sys
+from pathlib import Path
+
+from agents.config import PROFILES, REPO_ROOT, load_config
+from agents.cruise_agent import CruiseAgent
+
+log = logging.getLogger(__name__)
+
+MODEL_KEYWORD = "cruise"
+
+
+def profile_from_model_name(model_name: str | None) -> str | None:
+    """"cruise-cpu" / "cruise/l40s" -> that profile; "cruise" (or no name) -> None: CRUISE_PROFILE
+    or auto-detection decides."""
+    name = (model_name or "").strip().lower()
+    if MODEL_KEYWORD in name:
+        name = name.split(MODEL_KEYWORD, 1)[1]
+    name = name.strip("-_/: ")
+    if not name:
+        return None
+    if name not in PROFILES:
+        raise ValueError(f"model name {model_name!r}: expected {MODEL_KEYWORD!r} or "
+                         f"{MODEL_KEYWORD}-<profile> with a profile of {sorted(PROFILES)}")
+    return name
+
+
+def own_module(dotted: str):
+    """A module of this repository by its dotted name, also when another project's package of the
+    same top-level name was imported first or comes first on sys.path (facebookresearch/CRAG-MM
+    has its own `evaluation` package, imported before the agent is built)."""
+    path = REPO_ROOT.joinpath(*dotted.split(".")).with_suffix(".py")
+    top_name = dotted.split(".")[0]
+    if top_name in sys.modules:
+        origin = getattr(sys.modules[top_name], "__file__", None)
+    else:
+        spec = importlib.util.find_spec(top_name)
+        origin = spec.origin if spec else None
+    if origin and Path(origin).resolve().parent == (REPO_ROOT / top_name).resolve():
+        return importlib.import_module(dotted)
+    alias = "cruiseagent_" + dotted.replace(".", "_")
+    if alias not in sys.modules:
+        loaded = importlib.util.spec_from_file_location(alias, path)
+        module = importlib.util.module_from_spec(loaded)
+        sys.modules[alias] = module
+        loaded.loader.exec_module(module)
+    return sys.modules[alias]
+
+
+def build_own_pipeline(profile: str, web: bool):
+    """The profile's search pipeline, as our evaluator builds it (evaluation/harness/search.py)."""
+    search = own_module("evaluation.harness.search")
+    return search.build_search_pipeline(search.search_config(profile), web=web)
+
+
+class CragMMHarnessAgent(CruiseAgent):
+    def __init__(self, model_name: str | None = None, is_multi_turn: bool = False, search_pipeline=None,
+                 **overrides):
+        profile = overrides.pop("profile", None) or profile_from_model_name(model_name)
+        cfg = load_config(profile, overrides.get("preset"),
+                          **{k: v for k, v in overrides.items() if k not in ("preset", "engines")})
+        self.model_name = model_name
+        self.is_multi_turn = is_multi_turn
+        self.search_error: str | None = None
+        if search_pipeline is None and cfg.harness_context != "only":
+            try:
+                search_pipeline = build_own_pipeline(cfg.profile, web=cfg.use_web_search)
+            except Exception as exc:  # noqa: BLE001 - the harness's own retrieval still reaches us
+                self.search_error = f"{type(exc).__name__}: {exc}"
+                log.warning("CruiseAgent could not build its own search pipeline (%s); answering from the "
+                            "harness's retrieval only", self.search_error)
+        super().__init__(search_pipeline, profile=cfg.profile, **overrides)

@@ -1,0 +1,91 @@
+"""The entry point for facebookresearch/CRAG-MM's harness: built from its constructor arguments,
+our profile from the model name, our own search pipeline when none is passed (also when that
+harness's `evaluation` package holds the name)."""
+from __future__ import annotations
+
+import sys
+import types
+
+import pytest
+from PIL import Image
+
+from agents.engines.base import Engines
+from crag_mm_harness import MODEL_KEYWORD, CragMMHarnessAgent, own_module, profile_from_model_name
+from tests.fakes import FunctionReranker, echo_engine
+
+# The keywords facebookresearch/CRAG-MM's user_config maps to its example agents.
+PUBLISHED_KEYWORDS = ("pixtral", "claude", "gpt", "gemini", "llama", "internvl", "qwen", "random")
+
+
+def scripted_engines():
+    engine = echo_engine()
+    return Engines(engine, engine, FunctionReranker(lambda q, c: 0.9))
+
+
+def test_the_model_name_picks_the_profile(monkeypatch):
+    monkeypatch.delenv("CRUISE_PROFILE", raising=False)
+    assert profile_from_model_name("cruise-cpu") == "cpu"
+    assert profile_from_model_name("Cruise/L40S") == "l40s"
+    assert profile_from_model_name("cruise") is None and profile_from_model_name(None) is None
+    with pytest.raises(ValueError, match="cruise-<profile>"):
+        profile_from_model_name("cruise-h100")
+    for name in ("cruise", "cruise-cpu", "cruise-l40s"):  # no published keyword steals our names
+        assert MODEL_KEYWORD in name and not any(k in name for k in PUBLISHED_KEYWORDS)
+
+
+def test_built_with_the_published_constructor_arguments_and_its_call_shape():
+    agent = CragMMHarnessAgent(model_name="cruise-cpu", is_multi_turn=True, engines=scripted_engines(),
+                               harness_context="only")
+    assert agent.config.profile == "cpu" and agent.is_multi_turn and agent.search_pipeline is None
+    assert 1 <= agent.get_batch_size() <= 16
+    answers = agent.batch_generate_response(
+        ["What is this?", "And this?"], [Image.new("RGB", (32, 32)), Image.new("RGB", (32, 32))], [[], []],
+        rag_context_list=["<search results>Nothing useful.</search results>", ""], domains=["Book", "Food"])
+    assert answers == ["A short answer.", "A short answer."]
+    assert [t["harness_domain"] for t in agent.last_batch_report["traces"]] == ["Book", "Food"]
+
+
+@pytest.fixture
+def shadowed_evaluation(monkeypatch, tmp_path):
+    """Another project's `evaluation` package in sys.modules, as under facebookresearch/CRAG-MM."""
+    (tmp_path / "evaluation").mkdir()
+    (tmp_path / "evaluation" / "__init__.py").write_text("")
+    other = types.ModuleType("evaluation")
+    other.__file__ = str(tmp_path / "evaluation" / "__init__.py")
+    other.__path__ = [str(tmp_path / "evaluation")]
+    for name in [m for m in sys.modules if m == "evaluation" or m.startswith("evaluation.")]:
+        monkeypatch.delitem(sys.modules, name)
+    monkeypatch.setitem(sys.modules, "evaluation", other)
+    monkeypatch.delitem(sys.modules, "cruiseagent_evaluation_harness_search", raising=False)
+    return other
+
+
+def test_our_search_module_loads_under_a_shadowing_evaluation_package(shadowed_evaluation):
+    with pytest.raises(ImportError):
+        __import__("evaluation.harness.search")
+    search = own_module("evaluation.harness.search")
+    assert search.__name__ == "cruiseagent_evaluation_harness_search" and "cpu" in search.SEARCH_PROFILES
+
+
+def test_without_a_pipeline_it_builds_its_own(shadowed_evaluation):
+    agent = CragMMHarnessAgent(model_name="cruise-cpu", is_multi_turn=False, engines=scripted_engines())
+    assert agent.search_error is None
+    pipeline = agent.search_pipeline
+    assert pipeline is not None and type(pipeline).__name__ == "UnifiedSearchPipeline"
+    hits = pipeline(Image.new("RGB", (64, 64), "white"), k=3)
+    assert len(hits) == 3 and all("entities" in h for h in hits)
+
+
+def test_a_search_that_cannot_be_built_leaves_the_harness_retrieval(monkeypatch):
+    import crag_mm_harness as entry
+
+    def refuse(profile, web):
+        raise OSError("index not in the cache")
+
+    monkeypatch.setattr(entry, "build_own_pipeline", refuse)
+    agent = CragMMHarnessAgent(model_name="cruise-cpu", engines=scripted_engines())
+    assert agent.search_pipeline is None and "index not in the cache" in agent.search_error
+    answers = agent.batch_generate_response(["What is this?"], [Image.new("RGB", (32, 32))], [[]],
+                                            rag_context_list=["It is the Eiffel Tower in Paris."], domains=["Sightseeing"])
+    assert answers == ["A short answer."]
+    assert [c["source"] for c in agent.last_batch_report["traces"][0]["chunks"]] == ["harness:0"]

@@ -1,0 +1,119 @@
+"""The deadline's cost estimate (agents/cruise/deadline.py): a decaying high quantile per stage,
+per engine request, against the rule before issue #19 (the slowest per-turn time ever seen).
+
+The chain runs for real over scripted engines; a fake clock stands in for time, so that a stage
+"takes" exactly the seconds the scenario says and the test is deterministic on a busy machine.
+"""
+from __future__ import annotations
+
+import functools
+
+import pytest
+
+from agents.cruise import chain
+from agents.cruise.deadline import Deadline, StageCosts
+from tests import fakes
+from tests.test_cruise_chain import WHERE, batch, make_agent
+
+
+class WorstSeenCosts(StageCosts):
+    """The rule before issue #19: the slowest per-turn time seen, else the prior."""
+
+    def expect(self, stage: str, turns: int) -> float:
+        worst = getattr(self, "worst", {})
+        return worst.get(stage, self.priors.get(stage, 0.0)) * turns
+
+    def observe(self, stage: str, turns: int, seconds: float, requests=None) -> None:
+        self.worst = getattr(self, "worst", {})
+        if turns > 0:
+            self.worst[stage] = max(self.worst.get(stage, 0.0), seconds / turns)
+
+
+class FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    perf_counter = monotonic = __call__
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    clock = FakeClock()
+    monkeypatch.setattr(fakes, "time", clock)  # ScriptedEngine's sleep advances the fake clock
+    monkeypatch.setattr(chain, "time", clock)
+    monkeypatch.setattr(chain, "Deadline", functools.partial(Deadline, clock=clock))
+    return clock
+
+
+NORMAL = {"route": 0.5, "summarize": 2.0, "answer": 4.0, "consistency": 1.0, "verify": 3.0}
+BUDGET_PER_TURN = 6.0  # a batch of 2: 12 s; a normal batch takes 10.5 s
+
+
+def run_batches(clock, costs: StageCosts, slow_batches: dict[int, dict], batches: int = 14):
+    """Per batch: (seconds taken, turns whose stages the deadline cut)."""
+    seconds = dict(NORMAL)
+    agent = make_agent("full", sleep_s=seconds, safety_margin_s=0.0, turn_budget_s=BUDGET_PER_TURN,
+                       consistency_skip_identical=False)
+    agent.costs = costs
+    out = []
+    for b in range(batches):
+        seconds.clear()
+        seconds.update({**NORMAL, **slow_batches.get(b, {})})
+        start = clock()
+        agent.batch_generate_response(*batch([WHERE, WHERE]))
+        cut = sum(1 for t in agent.last_batch_report["traces"] if t["deadline_cut"])
+        out.append((clock() - start, cut))
+    return out
+
+
+def test_after_one_slow_batch_fewer_turns_are_cut_than_with_the_worst_seen_rule(clock):
+    # Batch 3 meets a busy machine: its verify call takes 5.5 s (the batch overruns: nothing
+    # could foresee it). Every other batch is normal.
+    slow = {3: {"verify": 5.5}}
+    old = run_batches(clock, WorstSeenCosts(), slow)
+    new = run_batches(clock, StageCosts(), slow)
+    budget = 2 * BUDGET_PER_TURN
+    for runs in (old, new):
+        assert [s > budget for s, _ in runs].count(True) == 1 and runs[3][0] > budget
+        assert all(cut == 0 for _, cut in runs[:4])
+    # The old rule expects 5.5 s of verify for good: every later batch cuts it.
+    assert all(cut == 2 for _, cut in old[4:])
+    # The new one forgets the slow sample and verifies again; no later batch overruns.
+    old_cut, new_cut = sum(c for _, c in old[4:]), sum(c for _, c in new[4:])
+    assert new_cut < old_cut and all(cut == 0 for _, cut in new[-3:])
+    assert all(s <= budget for s, _ in new[4:])
+
+
+def test_a_slower_machine_shows_at_once():
+    costs = StageCosts()
+    for _ in range(5):
+        costs.new_batch()
+        costs.observe("verify", 8, 8 * 0.3, requests=8)
+    assert costs.expect("verify", 8) == pytest.approx(2.4)
+    costs.new_batch()
+    costs.observe("verify", 8, 8 * 0.9, requests=8)  # one slower batch: the estimate follows at once
+    assert costs.expect("verify", 8) == pytest.approx(7.2)
+    for _ in range(4):  # then normal ones: the slow sample stops counting after four
+        costs.new_batch()
+        costs.observe("verify", 8, 8 * 0.3, requests=8)
+    assert costs.expect("verify", 8) == pytest.approx(2.4)
+
+
+def test_the_estimate_is_per_request_and_scales_with_requests_per_turn():
+    costs = StageCosts(priors={"answer": 9.0})
+    costs.new_batch()
+    assert costs.expect("answer", 4) == 36.0  # the prior, per turn, until measured
+    costs.observe("answer", 4, 2.0, requests=8)  # two requests per turn, 0.25 s each
+    assert costs.expect("answer", 6) == pytest.approx(6 * 2 * 0.25)
+    # A run that sent no request (every turn skipped the check) is not a sample of a request's cost.
+    costs.observe("consistency", 8, 0.001, requests=0)
+    assert costs.per_request_s("consistency") is None
+    # A stage that calls no engine counts one request per turn.
+    costs.observe("retrieve", 4, 1.0)
+    assert costs.expect("retrieve", 8) == pytest.approx(2.0)

@@ -1,0 +1,87 @@
+"""The floors of the house: no module imports from a floor above its own.
+
+agents (the submission) <- minibench (the benchmark it is measured on) <- evaluation (the harness
+that runs both) <- tools and the entry points. Inside evaluation, scoring (rules, judge, metrics)
+sits below the harness and the report, which both read scores. Every import counts, including
+those inside functions (a lazy import still ties the floors together).
+"""
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+ENTRY_POINTS = {"local_evaluation", "crag_mm_harness"}
+TOP = {"tools", "tests", *ENTRY_POINTS}
+
+# package (dotted prefix) -> the top-level names it may not import
+FORBIDDEN = {
+    "agents": {"minibench", "evaluation", *TOP},
+    "minibench": {"evaluation", *TOP},
+    "evaluation": TOP,
+    "evaluation.scoring": {"evaluation.harness", "evaluation.report", "evaluation.calibrate",
+                           "evaluation.answer_recall"},
+}
+
+
+def module_name(root: Path, path: Path) -> str:
+    parts = list(path.relative_to(root).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def imported_names(path: Path, module: str) -> list[tuple[int, str]]:
+    """(line, dotted name) for every import statement in the file, relative ones resolved."""
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    package = module if path.name == "__init__.py" else module.rpartition(".")[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module or ""
+            if node.level:
+                anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                base = ".".join(anchor + ([base] if base else []))
+            # `from evaluation import harness` names the submodule, not just the package
+            found += [(node.lineno, f"{base}.{alias.name}" if alias.name != "*" else base) for alias in node.names]
+    return found
+
+
+def below(name: str, prefix: str) -> bool:
+    return name == prefix or name.startswith(prefix + ".")
+
+
+def layer_violations(root: Path) -> list[str]:
+    out = []
+    packages = sorted({package.partition(".")[0] for package in FORBIDDEN})
+    for path in sorted(p for package in packages for p in (root / package).rglob("*.py")):
+        module = module_name(root, path)
+        rules = [(package, banned) for package, banned in FORBIDDEN.items() if below(module, package)]
+        for line, name in imported_names(path, module):
+            for package, banned in rules:
+                for higher in banned:
+                    if below(name, higher):
+                        out.append(f"{path.relative_to(root)}:{line}: {module} ({package}) imports {name}")
+    return out
+
+
+def test_no_module_imports_from_a_higher_layer():
+    assert layer_violations(REPO_ROOT) == []
+
+
+def test_the_check_sees_an_import_that_runs_back_up(tmp_path):
+    (tmp_path / "agents" / "cruise").mkdir(parents=True)
+    (tmp_path / "minibench").mkdir()
+    (tmp_path / "evaluation" / "scoring").mkdir(parents=True)
+    (tmp_path / "agents" / "cruise" / "chain.py").write_text("def run():\n    from evaluation.harness import runner\n")
+    (tmp_path / "minibench" / "content.py").write_text("import tools.preflight\n")
+    (tmp_path / "evaluation" / "scoring" / "judge.py").write_text("from ..report import html\n")
+    (tmp_path / "evaluation" / "runner.py").write_text("from agents.cruise import chain\nfrom minibench import content\n")
+    got = layer_violations(tmp_path)
+    assert got == [
+        "agents/cruise/chain.py:2: agents.cruise.chain (agents) imports evaluation.harness.runner",
+        "evaluation/scoring/judge.py:1: evaluation.scoring.judge (evaluation.scoring) imports evaluation.report.html",
+        "minibench/content.py:1: minibench.content (minibench) imports tools.preflight",
+    ]

@@ -1,0 +1,61 @@
+"""CrossEncoderReranker scores as FlagEmbedding's FlagReranker.compute_score(normalize=True) does,
+on the tiny random XLM-R cross-encoder (bge-reranker-v2-m3's architecture and tokenizer family)."""
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from agents.engines.reranker import CrossEncoderReranker
+from tests.tiny_models import build_tiny_xlmr_reranker
+
+QUERIES = [
+    "What is the name of the brand shown on the label of this product?",
+    "Which year was the bridge in this picture built?",
+    "Mount Fuji " * 40,  # longer than 3/4 of a short max_length: the query is cut too
+]
+PASSAGES = [
+    "The Eiffel Tower is a wrought-iron lattice tower in Paris, France.",
+    "A golden retriever is a friendly dog breed that likes to swim.",
+    "This bottle of olive oil was made in Italy and costs nine euros. " * 12,  # cut to fit
+    "The museum opens at nine in the morning and closes at five.",
+    "",
+    "Mount Fuji is the highest mountain in Japan and an active volcano.",
+]
+
+
+def logits(scores) -> list[float]:
+    return [math.log(s / (1.0 - s)) for s in scores]
+
+
+def pairs() -> list[tuple[str, str]]:
+    return [(q, p) for q in QUERIES for p in PASSAGES]
+
+
+@pytest.fixture(scope="module")
+def model_dir():
+    return build_tiny_xlmr_reranker()
+
+
+@pytest.mark.parametrize("max_length, batch_size", [(512, 32), (48, 4), (20, 5)])
+def test_scores_equal_flag_reranker_normalized(model_dir, max_length, batch_size):
+    from FlagEmbedding import FlagReranker
+
+    flag = FlagReranker(model_dir, use_fp16=False, devices=["cpu"], batch_size=batch_size, max_length=max_length)
+    expected = flag.compute_score([list(p) for p in pairs()], normalize=True)
+    ours = CrossEncoderReranker(model_dir, batch_size=batch_size, max_length=max_length)
+    got = ours.score(pairs())
+    # The random tiny model's logits are all near 0 (scores ~0.5003, spread over ~6e-5 of logit):
+    # compare the logits, with a tolerance well below that spread (float32 rounding of a score
+    # near 0.5 is ~6e-8).
+    assert logits(got) == pytest.approx(logits(expected), abs=2e-6)
+    spread = max(logits(got)) - min(logits(got))
+    assert spread > 20 * 2e-6 and len(set(got)) >= 2 * len(QUERIES)  # varied scores, not a constant
+
+
+def test_pairs_are_cut_to_max_length(model_dir):
+    ours = CrossEncoderReranker(model_dir, max_length=40)
+    ids = ours.pair_ids(pairs())
+    assert max(len(i) for i in ids) == 40 and min(len(i) for i in ids) < 40
+    assert all(i[0] == ours.tokenizer.cls_token_id and i[-1] == ours.tokenizer.sep_token_id for i in ids)
+    assert ours.score([]) == []

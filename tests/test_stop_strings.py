@@ -1,0 +1,70 @@
+"""Stop strings in the transformers engine (`StopOnText`) give the text that transformers' own
+`stop_strings=` gave (the engine before issue #19, kept as `tools.bench_stop_strings.LegacyStopStrings`),
+on SmolLM2 and on the tiny Mllama with the real Llama 3.2 vocabulary (128k tokens)."""
+from __future__ import annotations
+
+import pytest
+import torch
+
+from agents.cruise.stages.s8_verify import COV_STOPS
+from agents.engines.base import Sampling
+from agents.engines.local_models import resolve_model
+from agents.engines.transformers_engine import StopOnText, TransformersEngine
+from tests.tiny_models import build_tiny_mllama
+from tools.bench_stop_strings import LegacyStopStrings, requests
+
+
+def stops_found_in(texts: list[str]) -> tuple[str, ...]:
+    """Stop strings that do occur: a piece from the middle of some rows' greedy output."""
+    stops = []
+    for text in texts[::3]:
+        words = text.split()
+        if len(words) >= 4:
+            stops.append(" " + words[len(words) // 2])
+        elif len(text) > 6:
+            stops.append(text[len(text) // 2: len(text) // 2 + 2])
+    return tuple(dict.fromkeys(stops))
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("which, tokens", [("smollm2", 24), ("mllama-llama-vocab", 16)])
+def test_stop_on_text_gives_the_text_transformers_stop_strings_gave(which, tokens):
+    path = resolve_model("smollm2") if which == "smollm2" else build_tiny_mllama(llama_vocab=True)
+    now, before = TransformersEngine(path), LegacyStopStrings(path)
+    batch = requests(8)
+    full = [r.text for r in now.generate(batch, Sampling(max_tokens=tokens))]
+    found = stops_found_in(full)
+    assert found, full
+    for sampling in (Sampling(max_tokens=tokens, stop=COV_STOPS), Sampling(max_tokens=tokens, stop=found + ("\n",)),
+                     Sampling(max_tokens=tokens, stop=found, temperature=0.7, seed=3)):
+        new = now.generate(batch, sampling)
+        old = before.generate(batch, sampling)
+        assert [(r.text, r.output_tokens) for r in new] == [(r.text, r.output_tokens) for r in old]
+    # The found stop strings really cut some rows (the comparison is not between uncut texts).
+    cut = now.generate(batch, Sampling(max_tokens=tokens, stop=found))
+    assert sum(c.text != f for c, f in zip(cut, full)) >= 1
+
+
+def test_stop_on_text_stops_a_row_on_the_step_that_completes_a_stop_string():
+    from transformers import PreTrainedTokenizerFast
+
+    from tests.tiny_models import build_word_tokenizer
+
+    tokenizer = build_word_tokenizer(PreTrainedTokenizerFast, vocab_size=400)
+    prompt = tokenizer("question answer\n", add_special_tokens=False)["input_ids"]
+    row_a = tokenizer(" the answer is red\nREASONING because", add_special_tokens=False)["input_ids"]
+    row_b = tokenizer(" blue blue blue blue blue blue", add_special_tokens=False)["input_ids"]
+    criterion = StopOnText(tokenizer, ("\nREASONING",), prompt_len=len(prompt))
+    steps = max(len(row_a), len(row_b))
+    first_done = None
+    for k in range(1, steps + 1):
+        ids = [prompt + row[:k] + [0] * max(0, k - len(row)) for row in (row_a, row_b)]
+        done = criterion(torch.tensor(ids)).tolist()
+        assert done[1] is False
+        if done[0] and first_done is None:
+            first_done = k
+    text_until = tokenizer.decode(row_a[:first_done])
+    assert text_until.endswith("REASONING") or "\nREASONING" in text_until
+    assert "\nREASONING" not in tokenizer.decode(row_a[: first_done - 1])
+    # A stop string in the prompt does not count: only generated text does.
+    assert StopOnText(tokenizer, ("answer",), prompt_len=len(prompt))(torch.tensor([prompt + row_b[:1]])).tolist() == [False]

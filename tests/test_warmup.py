@@ -1,0 +1,33 @@
+"""Warm-up at load (agents/cruise/warmup.py): one dummy batch through every stage when the agent
+is built, on by default on the GPU profile, kept out of the first scored batch's ledger and out of
+what the deadline learns."""
+from __future__ import annotations
+
+from agents.config import load_config
+from tests.test_cruise_chain import WHERE, batch, make_agent, stages_called
+
+MODEL_STAGES = ["route", "summarize", "rerank", "answer", "consistency", "verify"]
+
+
+def test_warm_up_runs_every_stage_once_at_load_with_the_batch_size():
+    agent = make_agent("full", warmup_at_load=True, batch_size=4)
+    vlm_calls = agent.engines.vlm.calls  # (stage, requests) of every call so far: the warm-up's
+    assert [s for s, _ in agent.engines.router.calls] == ["route"]
+    assert vlm_calls == [("summarize", 4), ("answer", 8), ("consistency", 4), ("verify", 4)]
+    assert set(agent.warmup_s) == set(MODEL_STAGES) | {"retrieve"}
+    # Nothing of it reaches the deadline's estimates or the first scored batch's report.
+    assert agent.costs.samples == {}
+    agent.batch_generate_response(*batch([WHERE]))
+    assert stages_called(agent) == ["route", "summarize", "rerank", "answer", "verify"]
+    assert all(len(v) == 1 for v in agent.costs.samples.values())
+
+
+def test_warm_up_is_on_for_the_gpu_profile_and_off_for_cpu():
+    assert load_config("l40s").warmup_at_load and not load_config("cpu").warmup_at_load
+    agent = make_agent("full")  # the cpu profile
+    assert agent.warmup_s is None and agent.engines.vlm.calls == []
+
+
+def test_a_failing_stage_does_not_stop_the_agent_loading():
+    agent = make_agent("full", warmup_at_load=True, fail={"answer": lambda request: True})
+    assert "answer" in agent.warmup_s and ("verify", 8) in agent.engines.vlm.calls

