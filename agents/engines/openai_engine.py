@@ -129,11 +129,13 @@ def sees_images(model: str) -> bool:
     config = path / "config.json" if path.is_dir() else None
     if config is None:
         try:
-            from huggingface_hub import try_to_load_from_cache
+            from transformers.utils import cached_file
 
-            cached = try_to_load_from_cache(model, "config.json")
+            cached = cached_file(model, "config.json", local_files_only=True,
+                                 _raise_exceptions_for_missing_entries=False,
+                                 _raise_exceptions_for_connection_errors=False)
             config = Path(cached) if isinstance(cached, str) else None
-        except Exception:  # noqa: BLE001 - not a hub id
+        except Exception:  # noqa: BLE001 - not a hub id, or not in the cache
             config = None
     if config is not None and config.exists():
         return "vision_config" in json.loads(config.read_text())
