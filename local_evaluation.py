@@ -79,8 +79,9 @@ def evaluation_parser() -> argparse.ArgumentParser:
                    help="hub id or local folder (default: data/crag-mm-mini/<type> on cpu, "
                         "crag-mm-2025/crag-mm-<type>-public on l40s)")
     p.add_argument("--agent", default="agents.user_config:UserAgent", help="MODULE:CLASS")
-    p.add_argument("--profile", default="auto", choices=["auto", "cpu", "l40s"],
-                   help="auto = l40s when CUDA is present, else cpu")
+    p.add_argument("--profile", default="auto", choices=["auto", "cpu", "l40s", "served"],
+                   help="auto = l40s when CUDA is present, else cpu; served = the l40s models behind "
+                        "OpenAI-compatible servers (README, 'Serve the models, scale out')")
     p.add_argument("--preset", default=None, help="ablation preset, passed as CRUISE_PRESET")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="config override, passed as CRUISE_<FIELD>; repeatable")

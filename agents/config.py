@@ -31,10 +31,11 @@ class CruiseConfig:
     preset: str = "full"
 
     # --- models -------------------------------------------------------------------------
-    engine: str = "transformers"  # "vllm" | "transformers"
+    engine: str = "transformers"  # "vllm" | "transformers" | "openai" (a served model: below)
     router_model: str = "smollm2"  # paper: meta-llama/Llama-3.2-1B-Instruct
     vlm_model: str = "smollm2"  # paper: meta-llama/Llama-3.2-11B-Vision-Instruct
-    reranker_backend: str = "minilm"  # "flag" (cross-encoder) | "minilm" (bi-encoder stand-in)
+    # "flag" (cross-encoder) | "minilm" (bi-encoder stand-in) | "server" (a /rerank endpoint: below)
+    reranker_backend: str = "minilm"
     reranker_model: str = "minilm"  # paper: BAAI/bge-reranker-v2-m3
     dtype: str = "float32"
     # vLLM only: how the 48 GB of one L40S are split between the two engines (README shows the sum)
@@ -47,6 +48,25 @@ class CruiseConfig:
     vlm_max_model_len: int = 8192  # >= one image's 6,404 encoder tokens, which vLLM checks against it
     router_max_model_len: int = 4096
     max_num_seqs: int = 8  # also the number of images vLLM's profiling run encodes at once
+    # engine "openai" and reranker_backend "server": where each model is served (OpenAI-style base
+    # URLs, ending in /v1) and under which name; "" = the VLM's URL (router) or the model id (names).
+    # The API key, if the servers want one, comes from CRUISE_ENGINE_API_KEY only.
+    vlm_base_url: str = "http://localhost:8000/v1"
+    router_base_url: str = ""
+    reranker_base_url: str = "http://localhost:8002/v1"
+    vlm_served_name: str = ""
+    router_served_name: str = ""
+    reranker_served_name: str = ""
+    served_max_in_flight: int = 32  # requests of one engine call open at once
+    served_timeout_s: float = 120.0  # per request outside a batch; inside, the batch deadline rules
+    # "server": send `stop`; "client": never send it, cut here (for servers that fail on it)
+    served_stop_strings: str = "server"
+    # the model's image token, sent as a text part right before the image part, for a vLLM server run
+    # with --chat-template-content-format string (agents/engines/openai_engine.py); "" = none
+    served_image_placeholder: str = ""
+    # the pre-run check insists that /v1/models lists the served name (False: only that the server
+    # answers; for servers whose list is a fixed catalogue, such as transformers serve)
+    served_require_listed: bool = True
 
     # --- the chain's switches (presets set these) ------------------------------------------
     use_router: bool = True
@@ -173,15 +193,18 @@ class CruiseConfig:
         return dataclasses.replace(self, **changes)
 
 
+# The paper's models (section 3), in-process (l40s) or served (served).
+PAPER_MODELS = dict(router_model="meta-llama/Llama-3.2-1B-Instruct",
+                    vlm_model="meta-llama/Llama-3.2-11B-Vision-Instruct",
+                    reranker_model="BAAI/bge-reranker-v2-m3")
+
 PROFILES: dict[str, dict] = {
     # The competition machine: one NVIDIA L40S (48 GB), vLLM, the paper's models.
     "l40s": dict(
         profile="l40s",
         engine="vllm",
-        router_model="meta-llama/Llama-3.2-1B-Instruct",
-        vlm_model="meta-llama/Llama-3.2-11B-Vision-Instruct",
+        **PAPER_MODELS,
         reranker_backend="flag",
-        reranker_model="BAAI/bge-reranker-v2-m3",
         dtype="bfloat16",
         batch_size=8,
         stage_cost_priors_s=l40s_stage_cost_priors(),
@@ -200,7 +223,25 @@ PROFILES: dict[str, dict] = {
     # crop_mode "tiles": the text-only SmolLM2 cannot see the photo, let alone box an object.
     "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=800, image_score_floor=0.999, answer_max_tokens=32,
                 router_max_tokens=16, crop_mode="tiles"),
+    # The paper's models, each behind its own OpenAI-compatible server (README, "Serve the models,
+    # scale out": the vllm serve lines). Every URL and name can be changed with --set. No stage
+    # cost priors: where the servers run, and how loaded they are, is not known here; the
+    # deadline learns the costs from the first batch.
+    "served": dict(
+        profile="served",
+        engine="openai",
+        **PAPER_MODELS,
+        reranker_backend="server",
+        vlm_base_url="http://localhost:8000/v1",
+        router_base_url="http://localhost:8001/v1",
+        reranker_base_url="http://localhost:8002/v1",
+        served_image_placeholder="<|image|>",
+        batch_size=8,
+    ),
 }
+
+ENGINES = ("vllm", "transformers", "openai")
+RERANKER_BACKENDS = ("flag", "minilm", "server")
 
 CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
 HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
@@ -301,6 +342,12 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         raise ValueError(f"direct_temperature={cfg.direct_temperature} must be >= 0")
     if cfg.chunker not in CHUNKERS:
         raise ValueError(f"unknown chunker {cfg.chunker!r}; choose one of {CHUNKERS}")
+    if cfg.engine not in ENGINES:
+        raise ValueError(f"unknown engine {cfg.engine!r}; choose one of {ENGINES}")
+    if cfg.reranker_backend not in RERANKER_BACKENDS:
+        raise ValueError(f"unknown reranker_backend {cfg.reranker_backend!r}; choose one of {RERANKER_BACKENDS}")
+    if cfg.served_stop_strings not in ("server", "client"):
+        raise ValueError(f"served_stop_strings={cfg.served_stop_strings!r}: choose 'server' or 'client'")
     if cfg.harness_context not in HARNESS_CONTEXT_MODES:
         raise ValueError(f"unknown harness_context {cfg.harness_context!r}; choose one of {HARNESS_CONTEXT_MODES}")
     if cfg.crop_mode not in CROP_MODES:

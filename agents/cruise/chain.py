@@ -49,7 +49,7 @@ from agents.cruise.types import (
     Turn,
     Verification,
 )
-from agents.engines.base import Engines, Ledger
+from agents.engines.base import Engines, Ledger, time_limit
 
 STAGES_WITHOUT_ENGINE = ("retrieve",)
 
@@ -83,9 +83,10 @@ class BatchRun:
             return out
         start = time.perf_counter()
         calls_before = len(self.ledger.records) if self.ledger is not None else 0
-        for group, results in self._attempt(name, fn, lists, fixed, alive):
-            for i, result in zip(group, results):
-                out[i] = result
+        with time_limit(self.deadline.remaining):  # served engines bound their requests by it
+            for group, results in self._attempt(name, fn, lists, fixed, alive):
+                for i, result in zip(group, results):
+                    out[i] = result
         seconds = time.perf_counter() - start
         self.stage_ms[name] = round(seconds * 1000.0, 1)
         # The deadline learns seconds per engine request; a stage that calls no engine (search)

@@ -11,8 +11,10 @@ import logging
 import threading
 import time
 from abc import ABC, abstractmethod
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
-from typing import Callable
+from typing import Callable, Iterator
 
 from PIL import Image
 
@@ -73,6 +75,28 @@ def accepts_system_beside_image(render: Callable[[list[dict]], str]) -> bool:
     return True
 
 
+# How many seconds the current engine call may still take: the chain sets it around each stage
+# from the batch's deadline (`time_limit`); an engine that can bound its own work (the served
+# engines' HTTP timeouts) reads it with `seconds_left()`. In-process engines ignore it.
+_SECONDS_LEFT: ContextVar[Callable[[], float] | None] = ContextVar("cruise_seconds_left", default=None)
+
+
+@contextmanager
+def time_limit(seconds_left: Callable[[], float]) -> Iterator[None]:
+    """Engine calls made inside this block may take at most `seconds_left()` seconds."""
+    token = _SECONDS_LEFT.set(seconds_left)
+    try:
+        yield
+    finally:
+        _SECONDS_LEFT.reset(token)
+
+
+def seconds_left() -> float | None:
+    """What is left of the enclosing `time_limit`, or None outside one."""
+    read = _SECONDS_LEFT.get()
+    return None if read is None else read()
+
+
 @dataclass(frozen=True)
 class Sampling:
     max_tokens: int = 64
@@ -81,6 +105,12 @@ class Sampling:
     stop: tuple[str, ...] = ()
     seed: int | None = 0
     logprobs: bool = False  # per output token: log-probability of the chosen token
+
+
+def cut_at_stop(text: str, stops) -> tuple[str, bool]:
+    """Text before the earliest stop string, and whether one was found."""
+    cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=-1)
+    return (text[:cut], True) if cut >= 0 else (text, False)
 
 
 @dataclass

@@ -12,11 +12,37 @@ from agents.config import CruiseConfig
 from agents.engines.base import ChatEngine, Engines, Ledger, Reranker
 from agents.engines.local_models import resolve_model
 
+SERVED_ROLES = ("vlm", "router", "reranker")
+
+
+def served_endpoint(config: CruiseConfig, role: str) -> tuple[str, str]:
+    """(base URL, served model name) of one role's server: the router defaults to the VLM's URL,
+    every name to the role's model id."""
+    if role not in SERVED_ROLES:
+        raise ValueError(f"unknown role {role!r}; choose one of {SERVED_ROLES}")
+    model = getattr(config, f"{role}_model")
+    url = getattr(config, f"{role}_base_url") or (config.vlm_base_url if role == "router" else "")
+    return url, getattr(config, f"{role}_served_name") or model
+
+
+def served_roles(config: CruiseConfig) -> list[str]:
+    """The roles whose models a run reaches over HTTP (the pre-run check asks each one's server)."""
+    roles = ["vlm", "router"] if config.engine == "openai" else []
+    return roles + (["reranker"] if config.reranker_backend == "server" else [])
+
 
 def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEngine:
     """The engine of one role ("vlm" or "router") with the arguments the config gives it."""
-    model = resolve_model(config.vlm_model if role == "vlm" else config.router_model)
     extra = dict(config.engine_overrides.get(role, {}))
+    if config.engine == "openai":  # nothing loads here: the model id only names it (and its config)
+        from agents.engines.openai_engine import OpenAIChatEngine
+
+        url, name = served_endpoint(config, role)
+        return OpenAIChatEngine(
+            config.vlm_model if role == "vlm" else config.router_model, ledger, base_url=url, served_name=name,
+            max_in_flight=config.served_max_in_flight, timeout_s=config.served_timeout_s,
+            stop_strings=config.served_stop_strings, image_placeholder=config.served_image_placeholder, **extra)
+    model = resolve_model(config.vlm_model if role == "vlm" else config.router_model)
     if config.engine == "vllm":
         from agents.engines.vllm_engine import VLLMEngine
 
@@ -31,22 +57,28 @@ def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEn
         from agents.engines.transformers_engine import TransformersEngine
 
         return TransformersEngine(model, ledger, dtype=config.dtype, cudnn_attention=config.cudnn_attention, **extra)
-    raise ValueError(f"unknown engine {config.engine!r}; choose 'vllm' or 'transformers'")
+    raise ValueError(f"unknown engine {config.engine!r}; choose 'vllm', 'transformers' or 'openai'")
 
 
 def _reranker(config: CruiseConfig, ledger: Ledger) -> Reranker:
-    from agents.engines.reranker import CrossEncoderReranker, MiniLMReranker
+    from agents.engines.reranker import CrossEncoderReranker, MiniLMReranker, ServerReranker
 
+    if config.reranker_backend == "server":
+        url, name = served_endpoint(config, "reranker")
+        return ServerReranker(config.reranker_model, ledger, base_url=url, served_name=name,
+                              max_in_flight=config.served_max_in_flight, timeout_s=config.served_timeout_s)
     if config.reranker_backend == "flag":
         return CrossEncoderReranker(config.reranker_model, ledger)
     if config.reranker_backend == "minilm":
         return MiniLMReranker(config.reranker_model, ledger)
-    raise ValueError(f"unknown reranker_backend {config.reranker_backend!r}; choose 'flag' or 'minilm'")
+    raise ValueError(f"unknown reranker_backend {config.reranker_backend!r}; choose 'flag', 'minilm' or 'server'")
 
 
 def build_engines(config: CruiseConfig, ledger: Ledger) -> Engines:
     # The VLM first: it is the larger model, and on a GPU it should claim its share first.
     vlm = build_chat_engine(config, "vlm", ledger)
     same = config.router_model == config.vlm_model and not config.engine_overrides.get("router")
+    if config.engine == "openai":
+        same = same and served_endpoint(config, "router") == served_endpoint(config, "vlm")
     router = vlm if same else build_chat_engine(config, "router", ledger)
     return Engines(router=router, vlm=vlm, reranker=_reranker(config, ledger))

@@ -6,10 +6,20 @@
 - `MiniLMReranker`: all-MiniLM-L6-v2 as a bi-encoder stand-in for the cpu profile, where a
   base-size cross-encoder takes ~18 s for 30 pairs. Cosine similarity is mapped to [0, 1] as
   (cos + 1) / 2, so the MAD threshold keeps its meaning of "a score in [0, 1]".
+- `ServerReranker` (`reranker_backend = "server"`): the cross-encoder behind a Cohere-style
+  `POST {base_url}/rerank`, as `vllm serve BAAI/bge-reranker-v2-m3 --task score` serves it (and
+  Infinity). Shapes read from vLLM 0.10.1.1 (entrypoints/openai/protocol.py `RerankRequest`,
+  `RerankResponse`; serving_score.py): request {"model", "query", "documents": [str]}; answer
+  {"results": [{"index", "document": {"text"}, "relevance_score"}]}, sorted by score, so each
+  score is placed by its "index". vLLM's score for a one-label classifier is the sigmoid of the
+  logit (model_executor/layers/pooler.py, `PoolerClassify`), as FlagReranker's normalize=True. One request per distinct query, all at once.
 """
 from __future__ import annotations
 
-from agents.engines.base import Ledger, Reranker
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+from agents.engines.base import Ledger, Reranker, seconds_left
 from agents.engines.local_models import minilm_dir, resolve_model
 
 
@@ -111,4 +121,43 @@ class MiniLMReranker(Reranker):
         for q, p in pairs:
             cos = float(vectors[index[q]] @ vectors[index[p]])
             out.append(min(1.0, max(0.0, (cos + 1.0) / 2.0)))
+        return out
+
+
+class ServerReranker(Reranker):
+    def __init__(self, model: str, ledger: Ledger | None = None, *, base_url: str, served_name: str | None = None,
+                 max_in_flight: int = 32, timeout_s: float = 120.0):
+        super().__init__(model, ledger)
+        from agents.engines.served import Endpoint
+
+        self.endpoint = Endpoint(base_url, max_in_flight=max_in_flight, timeout_s=timeout_s)
+        self.served_name = served_name or model
+        self.max_in_flight = max(1, int(max_in_flight))
+
+    def _score(self, pairs: list[tuple[str, str]]) -> list[float]:
+        by_query: dict[str, list[int]] = {}
+        for i, (query, _) in enumerate(pairs):
+            by_query.setdefault(query, []).append(i)
+        end = time.monotonic() + self.endpoint.budget_s(seconds_left())
+        scores = [0.0] * len(pairs)
+        with ThreadPoolExecutor(max_workers=min(self.max_in_flight, len(by_query))) as pool:
+            jobs = {pool.submit(self._rank, query, [pairs[i][1] for i in rows], end): rows
+                    for query, rows in by_query.items()}
+            for job, rows in jobs.items():
+                for row, score in zip(rows, job.result()):
+                    scores[row] = score
+        return scores
+
+    def _rank(self, query: str, documents: list[str], end: float) -> list[float]:
+        payload = {"model": self.served_name, "query": query, "documents": documents}
+        bodies = self.endpoint.post("/rerank", payload, end - time.monotonic())
+        body = bodies[0] if bodies else {}
+        out: list[float | None] = [None] * len(documents)
+        for result in body.get("results") or []:
+            index = result.get("index")
+            if isinstance(index, int) and 0 <= index < len(documents):
+                out[index] = float(result["relevance_score"])
+        if any(score is None for score in out):
+            raise RuntimeError(f"{self.endpoint}: /rerank scored {sum(s is not None for s in out)} "
+                               f"of {len(documents)} documents")
         return out

@@ -25,6 +25,7 @@ from agents.engines.base import (
     ChatResult,
     Sampling,
     accepts_system_beside_image,
+    cut_at_stop,
     template_messages,
 )
 from agents.engines.local_models import dtype_argument, resolve_model
@@ -39,12 +40,6 @@ def _set_cpu_threads() -> None:
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
     threads = int(os.environ.get("CRUISE_TORCH_THREADS", "0")) or max(1, cores - 1)
     torch.set_num_threads(threads)
-
-
-def cut_at_stop(text: str, stops) -> tuple[str, bool]:
-    """Text before the earliest stop string, and whether one was found."""
-    cut = min((i for i in (text.find(s) for s in stops if s) if i >= 0), default=-1)
-    return (text[:cut], True) if cut >= 0 else (text, False)
 
 
 class StopOnText:

@@ -22,6 +22,11 @@ from agents.config import field_names, load_config
 from agents.cruise.prompts import prompts_dir
 from evaluation.harness.models import agent_loads_profile_models
 
+# Config fields that say where a served model runs and how it is reached, not which model it is:
+# shards pointed at different replicas of one model stay one system (`merge`), and a resumed run
+# may reach its servers at new addresses.
+WHERE_NOT_WHAT = ("vlm_base_url", "router_base_url", "reranker_base_url", "served_max_in_flight", "served_timeout_s")
+
 # Fingerprint keys in the order differences are listed.
 KEYS = ("agent", "profile", "preset", "search", "web_search", "search_models", "config", "settings",
         "prompts", "calibration")
@@ -65,7 +70,7 @@ def system_fingerprint(agent_spec: str, profile: str, preset: str | None, *, sea
         fingerprint["search_models"] = {k: v for k, v in models.items() if k != "profile"}
     if agent_loads_profile_models(agent_spec):  # a CruiseAgent: its config is ours to compute
         config = dataclasses.asdict(load_config(profile, preset))
-        fingerprint["config"] = {k: v for k, v in config.items() if k not in ("profile", "preset")}
+        fingerprint["config"] = {k: v for k, v in config.items() if k not in ("profile", "preset", *WHERE_NOT_WHAT)}
     else:
         fingerprint["settings"] = config_settings()
     return _plain(fingerprint)

@@ -5,7 +5,10 @@ agent's (VLM, router, reranker: agents/config.py) and the search factory's (imag
 embedding models: evaluation/harness/search.py). `aicrowd.json` generation, preflight's aicrowd check
 and the evaluator's pre-load check all read it, so none of them can forget a model.
 
-`preload_problem(...)` is that pre-load check: without loading anything and without waiting on
+`served_problem(profile)` asks each model server a run will use (engine "openai", reranker
+backend "server") whether it is up and serves the named model.
+
+`preload_problem(...)` is that pre-load check (the served check included): without loading anything and without waiting on
 the network, it finds what would otherwise end deep inside a model load in a transformers
 `OSError` traceback, or in a dataset download's retry loop, and says it in one message.
 """
@@ -34,9 +37,48 @@ def loaded_models(profile: str, *, agent: bool = True, search: bool = True, web:
         sc = search_config(profile)
         ids += [sc.image_model] + ([sc.text_model] if web else [])
     if agent:
+        from agents.engines.factory import served_roles
+
         cfg = load_config(profile)
-        ids += [cfg.vlm_model, cfg.router_model, cfg.reranker_model]
+        served = served_roles(cfg)  # those models live behind servers: nothing loads them here
+        ids += [getattr(cfg, f"{role}_model") for role in ("vlm", "router", "reranker") if role not in served]
     return [m for m in dict.fromkeys(ids) if is_hub_id(m)]
+
+
+def served_problem(profile: str) -> str | None:
+    """For the models a run reaches over HTTP (engine "openai", reranker_backend "server"): one
+    `GET /models` per server, short timeout, no retries. None when each server answers and lists
+    its model's served name; otherwise one line per problem, naming the URL and what it serves."""
+    import httpx
+
+    from agents.config import load_config
+    from agents.engines.factory import served_endpoint, served_roles
+    from agents.engines.served import PROBE_TIMEOUT_S, Endpoint
+    from agents.transient_waits import HTTPStatusFailure
+
+    cfg = load_config(profile)
+    wanted: dict[str, list[tuple[str, str]]] = {}
+    for role in served_roles(cfg):
+        url, name = served_endpoint(cfg, role)
+        wanted.setdefault(url, []).append((role, name))
+    problems = []
+    for url, roles in wanted.items():
+        names = ", ".join(f"{role} {name}" for role, name in roles)
+        endpoint = Endpoint(url, max_in_flight=1)
+        try:
+            served = endpoint.model_ids(PROBE_TIMEOUT_S)
+        except (httpx.HTTPError, HTTPStatusFailure, ValueError, AttributeError) as exc:
+            problems.append(f"cannot start: no model server answers at {url} (for {names}): "
+                            f"{type(exc).__name__}: {str(exc)[:200]}")
+            continue
+        finally:
+            endpoint.close()
+        missing = [name for _, name in roles if name not in served]
+        if missing and cfg.served_require_listed:
+            problems.append(f"cannot start: the server at {url} does not serve {', '.join(missing)}; it serves: "
+                            f"{', '.join(served) or 'no model'} (set the served name with --set "
+                            f"<role>_served_name=NAME)")
+    return "\n".join(problems) or None
 
 
 def model_is_cached(repo_id: str) -> bool:
@@ -133,8 +175,9 @@ def preload_problem(profile: str, dataset: str, revision: str | None, *, agent_s
     from minibench.build_indices import is_local_index
 
     default_search = search_spec == "default"
-    models = loaded_models(profile, agent=agent_loads_profile_models(agent_spec), search=default_search, web=web)
-    problems = [missing_models_message(models, profile)]
+    agent = agent_loads_profile_models(agent_spec)
+    models = loaded_models(profile, agent=agent, search=default_search, web=web)
+    problems = [missing_models_message(models, profile), served_problem(profile) if agent else None]
     datasets = {dataset: revision}
     if default_search:
         sc = search_config(profile)

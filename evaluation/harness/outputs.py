@@ -226,6 +226,9 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "agent_error_turns": len(errors),
         "agent_errors": sorted({r["error"] for r in errors})[:20],
         "deadline_cut_turns": sum(1 for t in traces if t.get("deadline_cut") is True),
+        # turns a stage fault turned into "I don't know" (a model server gone, an engine error)
+        "stage_fault_turns": sum(1 for t in traces if t.get("branch") == "error"),
+        "stage_faults": sorted({e for t in traces if t.get("branch") == "error" for e in t.get("errors") or []})[:20],
         **parse_failure_counts(traces),
         "image_load_failures": [e for b in batches for e in (b.get("image_errors") or [])],
         **batch_summary(batches),

@@ -24,6 +24,7 @@ process keeps the user's own HF cache and online setting.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -58,6 +59,9 @@ SEARCH_PROFILES = {
     "cpu": SearchConfig("cpu", image_model=MINI_IMAGE_MODEL, text_model=MINI_TEXT_MODEL,
                         image_index=MINI_IMAGE_INDEX, web_index=MINI_WEB_INDEX),
 }
+# The served profile's chain models live behind servers; search runs in the evaluating process
+# as on the competition machine.
+SEARCH_PROFILES["served"] = dataclasses.replace(SEARCH_PROFILES["l40s"], profile="served")
 
 
 def search_config(profile: str) -> SearchConfig:

@@ -16,7 +16,8 @@ hash of (protocol, model, endpoint, question, ground truth, prediction), so a re
 twice. The API key is read from the
 environment or a `.env` file and is never printed or written.
 
-Rate limits: an HTTP 429 or 5xx answer is waited out (`TransientWaits`) and asked again without
+Rate limits: an HTTP 429 or 5xx answer is waited out (`TransientWaits`, agents/transient_waits.py,
+shared with the served engines) and asked again without
 using up an attempt: we wait what `retry-after-ms` or `Retry-After` (seconds or an HTTP date)
 asks, a little more so that threads told the same second do not come back together, else a
 jittered exponential back-off (from `backoff_s`, at most 8 s as in the SDK). A turn waits this
@@ -32,7 +33,6 @@ leaves them on, so its 3 attempts are up to 9 requests: there too 429/5xx waits 
 """
 from __future__ import annotations
 
-import email.utils
 import functools
 import hashlib
 import json
@@ -44,11 +44,12 @@ from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
-from typing import Callable, TypeVar
+from typing import Callable
 
 from pydantic import BaseModel
 
 from agents.config import REPO_ROOT, cache_dir
+from agents.transient_waits import TransientWaits, retry_after_s, waiting_helps  # noqa: F401 - re-exported
 from evaluation.scoring.rules import RULE_SETS, RuleSet, rule_set
 
 DEFAULT_EVAL_MODEL = RULE_SETS["kddcup2025"].judge_model
@@ -57,8 +58,6 @@ DUMMY_KEY = "not-needed"
 RESULT_LINE_TEMPERATURE = 0.0
 RESULT_LINE_MAX_TOKENS = 1024
 DEFAULT_MAX_WAIT_S = 120.0  # per turn, for 429/5xx waits (the SDK also honours Retry-After up to 120 s)
-MAX_BACKOFF_S = 8.0  # one back-off without Retry-After (openai's MAX_RETRY_DELAY)
-T = TypeVar("T")
 JUDGE_PROMPTS = Path(__file__).resolve().parent / "prompts"
 
 SYSTEM_PROMPT = (
@@ -235,75 +234,6 @@ class ResultLineProtocol(JudgeProtocol):
 
 def protocol_for(rules: RuleSet) -> JudgeProtocol:
     return ResultLineProtocol() if rules.judge_protocol == "result-line" else StructuredProtocol()
-
-
-def retry_after_s(exc: Exception, now: Callable[[], float] = time.time) -> float | None:
-    """Seconds an HTTP error answer asks us to wait: `retry-after-ms` (OpenAI sends it), else
-    `Retry-After` in seconds or as an HTTP date; None when absent or unreadable."""
-    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
-    try:
-        return float(headers["retry-after-ms"]) / 1000.0
-    except (KeyError, ValueError):
-        pass
-    value = headers.get("retry-after")
-    if value is None:
-        return None
-    try:
-        return float(value)
-    except ValueError:
-        pass
-    try:
-        return email.utils.parsedate_to_datetime(value).timestamp() - now()
-    except (TypeError, ValueError, OverflowError):
-        return None
-
-
-def waiting_helps(exc: Exception) -> bool:
-    """429 or 5xx, unless the server says a retry is pointless."""
-    status = getattr(exc, "status_code", None)
-    if not isinstance(status, int) or not (status == 429 or status >= 500):
-        return False
-    headers = getattr(getattr(exc, "response", None), "headers", None) or {}
-    return headers.get("x-should-retry") != "false" and getattr(exc, "code", None) != "insufficient_quota"
-
-
-class TransientWaits:
-    """One judged turn's allowance for waiting out 429 and 5xx answers (see the module notes).
-    `Judge.judge_one` sends each attempt's request through `send`, whatever the judging protocol."""
-
-    def __init__(self, max_wait_s: float, first_backoff_s: float, *, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None):
-        self.first_backoff_s = first_backoff_s
-        self.sleep, self.clock, self.rng = sleep, clock, rng or random.Random()
-        self.deadline = clock() + max_wait_s
-        self.waits = 0
-        self.waited_s = 0.0
-
-    def delay_for(self, exc: Exception) -> float | None:
-        """How long to wait before asking again, or None: not a waiting matter, or past the cap."""
-        if not waiting_helps(exc):
-            return None
-        asked = retry_after_s(exc)
-        if asked is not None and asked > 0:
-            delay = asked * (1.0 + 0.1 * self.rng.random())
-        else:
-            base = min(self.first_backoff_s * 2 ** self.waits, MAX_BACKOFF_S)
-            delay = base * (0.5 + 0.5 * self.rng.random())
-        return delay if self.clock() + delay <= self.deadline else None
-
-    def send(self, request: Callable[..., T], *args, **kwargs) -> T:
-        """`request(*args, **kwargs)` (one judge request), made again after each 429/5xx that the
-        allowance covers; any other failure, or one past the cap, is raised."""
-        while True:
-            try:
-                return request(*args, **kwargs)
-            except Exception as exc:
-                delay = self.delay_for(exc)
-                if delay is None:
-                    raise
-                self.sleep(delay)
-                self.waits += 1
-                self.waited_s += delay
 
 
 class VerdictCache:

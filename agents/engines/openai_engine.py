@@ -1,0 +1,175 @@
+"""The chain's models behind any OpenAI-compatible server (`engine = "openai"`): vLLM's
+`vllm serve`, SGLang, TGI, Ollama, llama.cpp's server, `transformers serve`.
+
+One engine call sends every request of the batch to `POST {base_url}/chat/completions` at
+once (at most `max_in_flight` open at a time) and returns the results in order: one call in
+the ledger, as with the in-process engines. Each request:
+- carries the messages in the layout the in-process engines render (`template_messages`:
+  plain-string contents; with an image, the system message, then a user message holding only
+  the image, then the history and the question). The image travels as a
+  `data:image/jpeg;base64,...` `image_url` part. `image_placeholder` (e.g. "<|image|>") adds the
+  model's image token as a text part right before it: for a vLLM server started with
+  `--chat-template-content-format string`, which then writes no placeholder of its own and the
+  prompt is the one `build_vllm_inputs` renders in-process (README, "Serve the models");
+- carries its own sampling (temperature, top_p, max_tokens, seed, stop) and asks for
+  `logprobs` when the stage wants them; a server that sends none gives `token_logprobs=None`,
+  as engines without them do;
+- may take at most what is left of the batch's deadline (`base.seconds_left()`, set by the
+  chain around each stage), and waits out 429/5xx answers within it (agents/transient_waits.py);
+- is read as JSON or as a server-sent event stream, whichever the server sends.
+
+`stop_strings = "client"` never sends `stop` (a server that fails on it: transformers serve
+4.57.6's generate thread dies without a tokenizer and the request hangs) and cuts the text at the
+first stop string here; with "server" the server cuts, and the text is cut here as well (harmless).
+
+A failed request fails the engine call: the chain's stage guard retries the stage's turns in
+halves, and turns that still fail answer "I don't know". A dead server costs those turns only.
+"""
+from __future__ import annotations
+
+import base64
+import io
+import json
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+from agents.engines.base import (
+    ChatEngine,
+    ChatRequest,
+    ChatResult,
+    Ledger,
+    Sampling,
+    cut_at_stop,
+    seconds_left,
+    template_messages,
+)
+from agents.engines.served import DEFAULT_TIMEOUT_S, Endpoint, ServerGaveUp
+
+STOP_MODES = ("server", "client")
+JPEG_QUALITY = 95
+
+
+def image_data_url(image) -> str:
+    buffer = io.BytesIO()
+    image.convert("RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
+    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+
+
+def request_messages(request: ChatRequest, with_image: bool, image_placeholder: str = "") -> list[dict]:
+    """`template_messages` with the image part written the OpenAI way (see the module notes)."""
+    messages = template_messages(request.messages, with_image)
+    if not with_image:
+        return messages
+    parts = [{"type": "image_url", "image_url": {"url": image_data_url(request.image)}}]
+    if image_placeholder:
+        parts.insert(0, {"type": "text", "text": image_placeholder})
+    return [dict(m, content=parts) if m["content"] == [{"type": "image"}] else m for m in messages]
+
+
+def request_payload(model: str, messages: list[dict], sampling: Sampling, send_stop: bool) -> dict:
+    payload = {"model": model, "messages": messages, "max_tokens": sampling.max_tokens,
+               "temperature": sampling.temperature, "top_p": sampling.top_p if sampling.temperature > 0 else 1.0,
+               "stream": False}
+    if sampling.seed is not None:
+        payload["seed"] = sampling.seed
+    if sampling.stop and send_stop:
+        payload["stop"] = list(sampling.stop)
+    if sampling.logprobs:
+        payload["logprobs"] = True  # the chosen token's log-probability; no alternatives asked
+    return payload
+
+
+def read_completion(bodies: list[dict]) -> tuple[str, list[tuple[str, float]] | None, dict]:
+    """(text, [(token, logprob)] or None, usage) from a JSON completion (one body) or from the
+    chunks of a streamed one."""
+    text, logprobs, usage, streamed = [], None, {}, False
+    for body in bodies:
+        usage = body.get("usage") or usage
+        for choice in body.get("choices") or []:
+            if choice.get("index", 0) != 0:
+                continue
+            part = choice.get("message") if "message" in choice else choice.get("delta")
+            streamed = streamed or "delta" in choice
+            if part and part.get("content"):
+                text.append(part["content"])
+            content = (choice.get("logprobs") or {}).get("content")
+            if content:
+                logprobs = (logprobs or []) + [(c.get("token", ""), float(c["logprob"])) for c in content]
+    if not bodies or (not streamed and not any("choices" in b for b in bodies)):
+        raise ServerGaveUp(f"no completion in the answer: {json.dumps(bodies)[:300]}")
+    return "".join(text), logprobs, usage
+
+
+def finish_result(text: str, logprobs: list[tuple[str, float]] | None, usage: dict, stop: tuple[str, ...]) -> ChatResult:
+    """The ChatResult of one completion, cut at the first stop string (and its tokens with it)."""
+    text, stopped = cut_at_stop(text, stop)
+    if stopped and logprobs:
+        # keep the tokens up to the one that completed the stop string, as vLLM counts them
+        seen, keep = "", len(logprobs)
+        for k, (token, _) in enumerate(logprobs, start=1):
+            seen += token
+            if cut_at_stop(seen, stop)[1]:
+                keep = k
+                break
+        logprobs = logprobs[:keep]
+    output_tokens = len(logprobs) if logprobs is not None else int(usage.get("completion_tokens") or 0)
+    return ChatResult(
+        text=text.strip(), prompt_tokens=int(usage.get("prompt_tokens") or 0), output_tokens=output_tokens,
+        token_logprobs=None if logprobs is None else [lp for _, lp in logprobs],
+        tokens=None if logprobs is None else [t for t, _ in logprobs])
+
+
+def sees_images(model: str) -> bool:
+    """Whether the model reads images, from its config.json when this machine has it (a folder,
+    an alias of agents/engines/local_models.py, or the Hugging Face cache); otherwise by its name."""
+    from agents.engines.local_models import resolve_model
+
+    path = Path(resolve_model(model))
+    config = path / "config.json" if path.is_dir() else None
+    if config is None:
+        try:
+            from transformers.utils import cached_file
+
+            cached = cached_file(model, "config.json", local_files_only=True,
+                                 _raise_exceptions_for_missing_entries=False,
+                                 _raise_exceptions_for_connection_errors=False)
+            config = Path(cached) if isinstance(cached, str) else None
+        except Exception:  # noqa: BLE001 - not a hub id, or not in the cache
+            config = None
+    if config is not None and config.exists():
+        return "vision_config" in json.loads(config.read_text())
+    return any(word in model.lower() for word in ("vision", "-vl", "vlm", "llava"))
+
+
+class OpenAIChatEngine(ChatEngine):
+    def __init__(self, model: str, ledger: Ledger | None = None, *, base_url: str, served_name: str | None = None,
+                 max_in_flight: int = 32, timeout_s: float = DEFAULT_TIMEOUT_S, stop_strings: str = "server",
+                 image_placeholder: str = "", supports_images: bool | None = None):
+        super().__init__(model, ledger)
+        if stop_strings not in STOP_MODES:
+            raise ValueError(f"stop_strings={stop_strings!r}: choose one of {STOP_MODES}")
+        self.endpoint = Endpoint(base_url, max_in_flight=max_in_flight, timeout_s=timeout_s)
+        self.served_name = served_name or model
+        self.max_in_flight = max(1, int(max_in_flight))
+        self.send_stop = stop_strings == "server"
+        self.image_placeholder = image_placeholder
+        self.supports_images = sees_images(model) if supports_images is None else supports_images
+
+    def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
+        # One end for the whole call, read here (the context does not follow into the worker
+        # threads): a request that waits for a free slot gets only what is left of it.
+        end = time.monotonic() + self.endpoint.budget_s(seconds_left())
+        pool = ThreadPoolExecutor(max_workers=min(self.max_in_flight, len(requests)))
+        try:
+            futures = [pool.submit(self._one, r, r.sampling_or(sampling), end) for r in requests]
+            return [f.result() for f in futures]
+        finally:  # after a failure, requests not yet sent are not sent: the call has failed
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    def _one(self, request: ChatRequest, sampling: Sampling, end: float) -> ChatResult:
+        with_image = self.supports_images and request.image is not None
+        messages = request_messages(request, with_image, self.image_placeholder)
+        payload = request_payload(self.served_name, messages, sampling, self.send_stop)
+        bodies = self.endpoint.post("/chat/completions", payload, end - time.monotonic())
+        return finish_result(*read_completion(bodies), sampling.stop)

@@ -1,0 +1,117 @@
+"""HTTP plumbing shared by the served engines (agents/engines/openai_engine.py, the server
+reranker): one `Endpoint` per base URL, with a connection pool, the API key, deadline-bounded
+requests and the shared 429/5xx waits (agents/transient_waits.py).
+
+Why httpx and not the openai SDK (both pinned; httpx 0.28.1 is what openai 3.54.0 runs on):
+- some OpenAI-compatible servers answer a chat completion as a server-sent event stream even
+  with `"stream": false` (`transformers serve` 4.57.6 always does); the SDK's non-streaming call
+  then hands back a plain string. Here the body is read by its content type, JSON or SSE;
+- one total time limit per request (the batch deadline), also over a stream that stalls: the
+  SDK's timeout is per read;
+- no hidden retries: every wait is `TransientWaits`', bounded by the deadline;
+- the reranker's `/rerank` is not an OpenAI route, so the SDK would not cover it anyway.
+
+The API key comes from the environment (`CRUISE_ENGINE_API_KEY`) and goes into the
+Authorization header only: it is never part of a message, a log line or an output file.
+"""
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Iterator
+
+import httpx
+
+from agents.transient_waits import HTTPStatusFailure, TransientWaits
+
+API_KEY_ENV = "CRUISE_ENGINE_API_KEY"
+DEFAULT_TIMEOUT_S = 120.0  # a request made outside the chain (no batch deadline around it)
+FIRST_BACKOFF_S = 0.5
+PROBE_TIMEOUT_S = 5.0
+
+
+class ServerGaveUp(RuntimeError):
+    """The server answered, but with an error inside its stream, or with nothing usable."""
+
+
+class Endpoint:
+    """One OpenAI-style base URL (e.g. http://localhost:8000/v1); thread-safe."""
+
+    def __init__(self, base_url: str, *, max_in_flight: int = 32, timeout_s: float = DEFAULT_TIMEOUT_S):
+        self.base_url = base_url.rstrip("/")
+        self.timeout_s = timeout_s
+        key = os.environ.get(API_KEY_ENV)
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.client = httpx.Client(
+            headers=headers, timeout=timeout_s,
+            limits=httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=max_in_flight))
+
+    def __repr__(self) -> str:  # never the headers
+        return f"Endpoint({self.base_url})"
+
+    def budget_s(self, seconds_left: float | None) -> float:
+        """A request's time limit: what is left of the batch deadline, never more than timeout_s."""
+        return self.timeout_s if seconds_left is None else min(self.timeout_s, seconds_left)
+
+    def post(self, path: str, payload: dict, budget_s: float) -> list[dict]:
+        """POST `payload` as JSON; the answer as a list of JSON objects: one for a JSON body, one
+        per event for a server-sent event stream. 429/5xx answers are waited out while the
+        budget lasts; anything else (refused connection, timeout, 4xx) is raised at once."""
+        end = time.monotonic() + budget_s
+        waits = TransientWaits(budget_s, FIRST_BACKOFF_S)
+        return waits.send(self._post_once, path, payload, end)
+
+    def _post_once(self, path: str, payload: dict, end: float) -> list[dict]:
+        left = end - time.monotonic()
+        if left <= 0:
+            raise TimeoutError(f"{self.base_url}{path}: no time left in the batch's budget")
+        with self.client.stream("POST", self.base_url + path, json=payload, timeout=httpx.Timeout(left)) as response:
+            if response.status_code >= 400:
+                response.read()
+                raise _status_failure(response, f"{self.base_url}{path}")
+            if response.headers.get("content-type", "").startswith("text/event-stream"):
+                return list(_events(response.iter_lines(), end, f"{self.base_url}{path}"))
+            response.read()
+            return [response.json()]
+
+    def model_ids(self, timeout_s: float = PROBE_TIMEOUT_S) -> list[str]:
+        """The ids `GET /models` lists (one request, no retries)."""
+        response = self.client.get(self.base_url + "/models", timeout=timeout_s)
+        if response.status_code >= 400:
+            raise _status_failure(response, f"{self.base_url}/models")
+        return [str(m.get("id")) for m in response.json().get("data", []) if isinstance(m, dict)]
+
+    def close(self) -> None:
+        self.client.close()
+
+
+def _status_failure(response: httpx.Response, where: str) -> HTTPStatusFailure:
+    code = None
+    try:
+        error = response.json().get("error")
+        code = error.get("code") if isinstance(error, dict) else None
+    except (ValueError, AttributeError):
+        pass
+    body = response.text[:300].replace("\n", " ")
+    return HTTPStatusFailure(response.status_code, response, code, f"{where}: HTTP {response.status_code}: {body}")
+
+
+def _events(lines: Iterator[str], end: float, where: str) -> Iterator[dict]:
+    """The JSON objects of a server-sent event stream, until `[DONE]` or its end; an event that
+    carries an error (transformers serve's generate thread failing) is raised."""
+    for line in lines:
+        if time.monotonic() > end:
+            raise TimeoutError(f"{where}: the stream outlived the batch's budget")
+        if not line.startswith("data:"):
+            continue
+        data = line[len("data:"):].strip()
+        if data == "[DONE]":
+            return
+        try:
+            event = json.loads(data)
+        except ValueError:
+            raise ServerGaveUp(f"{where}: unreadable event {data[:200]!r}") from None
+        if isinstance(event, dict) and event.get("error") and not event.get("choices"):
+            raise ServerGaveUp(f"{where}: the server reported {str(event['error'])[:300]}")
+        yield event

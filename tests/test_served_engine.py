@@ -1,0 +1,348 @@
+"""The served engines (`engine = "openai"`, `reranker_backend = "server"`) and the pre-run server check.
+
+- Against a REAL OpenAI-compatible server (slow tier; tools/transformers_serve.py): `transformers
+  serve` serving the cpu profile's SmolLM2 on a free loopback port. The chain through it answers
+  as the in-process transformers engine does; stop strings are honoured (cut here: that server
+  fails on `stop`); a server that hangs costs the batch's deadline, not more; a server killed in
+  the middle of a run costs the turns it fails, and the summary counts them.
+- Against loopback HTTP servers written here that answer in the shapes read from vLLM 0.10.1.1's
+  source (entrypoints/openai/protocol.py): `/rerank` (no reranker server runs cheaply on this
+  machine), `/v1/models`, a chat completion with log-probabilities (transformers serve sends
+  none), 503 with Retry-After. These stand in for what could not run here, and say so.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+
+import pytest
+
+from agents.config import load_config
+from agents.engines.base import ChatRequest, Sampling, time_limit
+from agents.engines.openai_engine import OpenAIChatEngine, read_completion, request_messages
+from agents.engines.reranker import ServerReranker
+from tools.transformers_serve import SERVED_NAME, ServedModel, evaluation_settings, free_port, serving_copy
+
+REPO = Path(__file__).resolve().parent.parent
+OFFLINE = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+
+
+# --- loopback servers in vLLM's shapes ------------------------------------------------------------
+
+class Loopback:
+    """A threaded HTTP server on a free port; `answer(handler, path, body) -> (status, headers, json)`."""
+
+    def __init__(self, answer):
+        self.requests: list[tuple[str, dict, dict]] = []
+        outer = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):
+                pass
+
+            def _reply(self, method):
+                length = int(self.headers.get("content-length") or 0)
+                body = json.loads(self.rfile.read(length) or b"{}") if method == "POST" else {}
+                outer.requests.append((self.path, dict(self.headers), body))
+                status, headers, payload = answer(self.path, body, len(outer.requests))
+                data = json.dumps(payload).encode()
+                self.send_response(status)
+                for key, value in {"content-type": "application/json", **headers}.items():
+                    self.send_header(key, value)
+                self.send_header("content-length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
+
+            def do_GET(self):
+                self._reply("GET")
+
+            def do_POST(self):
+                self._reply("POST")
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def loopback():
+    servers = []
+
+    def start(answer):
+        servers.append(Loopback(answer))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+def overlap_score(query: str, document: str) -> float:
+    q, d = set(query.lower().split()), set(document.lower().split())
+    return len(q & d) / max(1, len(q))
+
+
+def vllm_rerank_answer(path, body, count):
+    """vLLM's RerankResponse: results sorted by relevance_score, each with its document's index;
+    the first request of all gets a 503 with Retry-After (a server still warming up)."""
+    if count == 1:
+        return 503, {"retry-after": "0.2"}, {"error": {"message": "warming up", "code": 503}}
+    assert path == "/v1/rerank"
+    results = [{"index": i, "document": {"text": doc}, "relevance_score": overlap_score(body["query"], doc)}
+               for i, doc in enumerate(body["documents"])]
+    results.sort(key=lambda r: r["relevance_score"], reverse=True)
+    return 200, {}, {"id": "rerank-1", "model": body["model"], "usage": {"total_tokens": 10}, "results": results}
+
+
+def test_server_reranker_places_each_score_by_its_index_and_waits_out_a_503(loopback):
+    server = loopback(vllm_rerank_answer)
+    reranker = ServerReranker("BAAI/bge-reranker-v2-m3", base_url=server.base_url)
+    pairs = [("red apple", "a green pear"), ("red apple", "one red apple"), ("blue sky", "the sky is blue"),
+             ("red apple", "red")]
+    assert reranker.score(pairs) == [overlap_score(q, p) for q, p in pairs]
+    bodies = [body for path, _, body in server.requests[1:]]
+    assert sorted(b["query"] for b in bodies) == ["blue sky", "red apple"]  # one request per distinct query
+    assert all(b["model"] == "BAAI/bge-reranker-v2-m3" for b in bodies)
+    assert reranker.ledger.records[-1].requests == 4  # one call in the ledger
+
+
+def test_a_reranker_server_that_loses_a_document_fails_the_call(loopback):
+    def answer(path, body, count):
+        results = [{"index": 0, "document": {"text": body["documents"][0]}, "relevance_score": 0.5}]
+        return 200, {}, {"id": "r", "model": "m", "usage": {"total_tokens": 1}, "results": results}
+
+    reranker = ServerReranker("m", base_url=loopback(answer).base_url)
+    with pytest.raises(RuntimeError, match="scored 1 of 2"):
+        reranker.score([("q", "a"), ("q", "b")])
+
+
+def vllm_chat_answer(path, body, count):
+    """vLLM's ChatCompletionResponse, with per-token logprobs when asked for."""
+    tokens = [("Paris", -0.1), (" is", -0.5), (" nice", -2.0), (".", -0.3)]
+    logprobs = {"content": [{"token": t, "logprob": lp, "bytes": list(t.encode()), "top_logprobs": []}
+                            for t, lp in tokens]} if body.get("logprobs") else None
+    return 200, {}, {
+        "id": "chatcmpl-1", "object": "chat.completion", "created": 0, "model": body["model"],
+        "choices": [{"index": 0, "message": {"role": "assistant", "content": "Paris is nice.", "tool_calls": []},
+                     "logprobs": logprobs, "finish_reason": "stop", "stop_reason": None}],
+        "usage": {"prompt_tokens": 21, "total_tokens": 25, "completion_tokens": 4}}
+
+
+def test_log_probabilities_and_token_counts_arrive_in_vllm_shape(loopback, monkeypatch):
+    monkeypatch.setenv("CRUISE_ENGINE_API_KEY", "sk-test-secret")
+    server = loopback(vllm_chat_answer)
+    engine = OpenAIChatEngine("smollm2", base_url=server.base_url, served_name="served-name")
+    request = ChatRequest([{"role": "user", "content": "Which city?"}])
+    plain, with_logprobs, cut = engine.generate([request] * 3, Sampling(), stage="answer")[:1] + engine.generate(
+        [request, request], Sampling(logprobs=True, stop=(" nice",)))
+    assert plain.text == "Paris is nice." and plain.token_logprobs is None and plain.prompt_tokens == 21
+    assert with_logprobs.text == "Paris is" and with_logprobs.token_logprobs == [-0.1, -0.5, -2.0]
+    assert with_logprobs.tokens == ["Paris", " is", " nice"]  # up to the token that completed the stop string
+    sent = server.requests[-1][2]
+    assert sent["model"] == "served-name" and sent["logprobs"] is True and sent["stop"] == [" nice"]
+    assert sent["temperature"] == 0.0 and sent["seed"] == 0 and sent["stream"] is False
+    assert server.requests[-1][1]["Authorization"] == "Bearer sk-test-secret"
+    assert [r.requests for r in engine.ledger.records] == [3, 2]  # one ledger record per engine call
+    assert "sk-test-secret" not in repr(engine.endpoint)
+
+
+def test_requests_carry_the_in_process_layout_and_the_image_as_a_jpeg_data_url():
+    from PIL import Image
+
+    messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is it?"}]
+    request = ChatRequest(messages, image=Image.new("RGB", (8, 8), "red"))
+    plain = request_messages(request, with_image=False)
+    assert plain == messages
+    sent = request_messages(request, with_image=True, image_placeholder="<|image|>")
+    assert [m["role"] for m in sent] == ["system", "user", "user"]
+    assert sent[0] == messages[0] and sent[2] == messages[1]  # plain strings, as template_messages keeps them
+    placeholder, image = sent[1]["content"]
+    assert placeholder == {"type": "text", "text": "<|image|>"}
+    assert image["image_url"]["url"].startswith("data:image/jpeg;base64,")
+    assert request_messages(request, with_image=True)[1]["content"][0]["type"] == "image_url"
+
+
+def test_a_streamed_answer_with_an_error_event_is_a_failure():
+    from agents.engines.served import ServerGaveUp, _events
+
+    lines = ['data: {"choices": [{"delta": {"content": "Hi"}, "index": 0}]}', 'data: {"error": "boom"}']
+    with pytest.raises(ServerGaveUp, match="boom"):
+        list(_events(iter(lines), time.monotonic() + 10, "here"))
+    assert read_completion([{"choices": [{"delta": {"content": "Hi"}, "index": 0}]},
+                            {"choices": [{"delta": {"content": " there"}, "index": 0}]}])[0] == "Hi there"
+
+
+# --- the pre-run check --------------------------------------------------------------------------
+
+def models_answer(ids):
+    def answer(path, body, count):
+        assert path == "/v1/models"
+        return 200, {}, {"object": "list", "data": [{"id": i, "object": "model", "owned_by": "vllm"} for i in ids]}
+    return answer
+
+
+def test_the_served_profile_checks_each_server_and_names_what_it_serves(loopback, monkeypatch):
+    from evaluation.harness.models import loaded_models, served_problem
+
+    vlm = loopback(models_answer(["meta-llama/Llama-3.2-11B-Vision-Instruct"]))
+    router = loopback(models_answer(["some/other-model"]))
+    reranker = loopback(models_answer(["BAAI/bge-reranker-v2-m3"]))
+    for role, server in (("VLM", vlm), ("ROUTER", router), ("RERANKER", reranker)):
+        monkeypatch.setenv(f"CRUISE_{role}_BASE_URL", server.base_url)
+    problem = served_problem("served")
+    assert problem.count("\n") == 0
+    assert router.base_url in problem and "meta-llama/Llama-3.2-1B-Instruct" in problem and "some/other-model" in problem
+    monkeypatch.setenv("CRUISE_ROUTER_SERVED_NAME", "some/other-model")
+    assert served_problem("served") is None
+    # the served models are not looked for in the local Hugging Face cache
+    assert not {"meta-llama/Llama-3.2-11B-Vision-Instruct", "BAAI/bge-reranker-v2-m3"} & set(loaded_models("served"))
+    cfg = load_config("served")
+    assert (cfg.engine, cfg.reranker_backend, cfg.served_image_placeholder) == ("openai", "server", "<|image|>")
+
+
+def test_no_server_at_start_is_one_line_and_exit_code_1(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRUISE_")}
+    url = f"http://127.0.0.1:{free_port()}/v1"
+    proc = subprocess.run(
+        [sys.executable, "local_evaluation.py", "--profile", "cpu", "--set", "engine=openai", "--set",
+         f"vlm_base_url={url}", "--set", "vlm_served_name=smollm2", "--eval-model", "None",
+         "--output-dir", str(tmp_path / "out"), "--no_progress"],
+        cwd=REPO, env={**env, **OFFLINE}, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 1
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and url in lines[0] and "no model server answers" in lines[0], proc.stderr
+    assert "Traceback" not in proc.stdout + proc.stderr
+
+
+# --- a real server: transformers serve with SmolLM2 -----------------------------------------------
+
+@pytest.fixture(scope="module")
+def smollm2_dir():
+    from agents.engines.local_models import resolve_model
+
+    return resolve_model("smollm2")
+
+
+@pytest.fixture(scope="module")
+def served(smollm2_dir, tmp_path_factory):
+    folder = tmp_path_factory.mktemp("served")
+    server = ServedModel(serving_copy(smollm2_dir, folder / "model"), folder / "server.log")
+    yield server
+    server.stop()
+
+
+def served_engine(server, **kwargs) -> OpenAIChatEngine:
+    kwargs.setdefault("stop_strings", "client")
+    return OpenAIChatEngine("smollm2", base_url=server.base_url, served_name=SERVED_NAME, **kwargs)
+
+
+# The mini benchmark's first N single-turn conversations, through the server and in-process. On a
+# 2-core machine shared with other jobs the pair of runs took 990 s, and 308 s on a quieter run.
+COMPARED_TURNS = 16
+QUESTIONS = ["What is the capital of France?", "Name three colours.", "Who wrote Hamlet?"]
+
+
+@pytest.mark.slow
+def test_a_real_server_answers_as_the_in_process_engine_and_stop_strings_are_cut(served, smollm2_dir):
+    from agents.engines.transformers_engine import TransformersEngine
+
+    requests = [ChatRequest([{"role": "system", "content": "Answer in one sentence."}, {"role": "user", "content": q}])
+                for q in QUESTIONS]
+    engine = served_engine(served)
+    assert not engine.supports_images  # SmolLM2's config has no vision part
+    greedy = Sampling(max_tokens=24, logprobs=True)
+    through_server = engine.generate(requests, greedy)
+    in_process = TransformersEngine(smollm2_dir).generate(requests, greedy)
+    assert [r.text for r in through_server] == [r.text for r in in_process]
+    assert all(r.token_logprobs is None for r in through_server)  # transformers serve sends none
+    # a stop string taken from the middle of each greedy answer: the text ends right before it
+    full = through_server[0].text
+    stop = " " + full.split()[2]
+    cut = engine.generate(requests[:1], Sampling(max_tokens=24, stop=(stop,)))[0]
+    assert cut.text == full[: full.index(stop)].strip() and stop not in cut.text
+
+
+@pytest.mark.slow
+def test_a_server_that_hangs_costs_the_deadline_not_more(served):
+    """transformers serve never answers a request that carries `stop`: with stop strings sent to the
+    server, the engine gives up when the batch's time is spent."""
+    engine = served_engine(served, stop_strings="server")
+    request = ChatRequest([{"role": "user", "content": "Name a colour."}])
+    end = time.monotonic() + 3.0
+    start = time.monotonic()
+    with time_limit(lambda: end - time.monotonic()), pytest.raises(Exception, match="(?i)time"):
+        engine.generate([request], Sampling(max_tokens=8, stop=("\n",)))
+    assert time.monotonic() - start < 10.0
+
+
+def evaluate(out: Path, *settings: str, turns: int = 16, env_extra: dict | None = None) -> subprocess.Popen:
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
+    env.update(OFFLINE, **(env_extra or {}))
+    args = [sys.executable, "local_evaluation.py", "--profile", "cpu", "--dataset-type", "single-turn",
+            "--num-conversations", str(turns), "--exact-conversations", "--eval-model", "None",
+            "--output-dir", str(out), "--no_progress"]
+    # temperature 0 everywhere (transformers serve does not sample: it never sets do_sample), and no
+    # deadline cuts (the unbatched server is slower than the in-process engine on 2 cores)
+    for setting in ("direct_temperature=0", "turn_budget_s=60", *settings):
+        args += ["--set", setting]
+    return subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+
+
+def answers(out: Path) -> dict[str, str]:
+    return {r["interaction_id"]: r["raw_answer"] for r in map(json.loads, (out / "answers.jsonl").read_text().splitlines())}
+
+
+@pytest.mark.slow
+def test_the_chain_through_the_server_answers_as_in_process(served, tmp_path):
+    served_run = evaluate(tmp_path / "served", *evaluation_settings(served), turns=COMPARED_TURNS)
+    log = served_run.communicate(timeout=1200)[0]
+    assert served_run.returncode == 0, log[-3000:]
+    local_run = evaluate(tmp_path / "local", turns=COMPARED_TURNS)
+    log = local_run.communicate(timeout=1200)[0]
+    assert local_run.returncode == 0, log[-3000:]
+    through_server, in_process = answers(tmp_path / "served"), answers(tmp_path / "local")
+    assert len(in_process) == COMPARED_TURNS and set(through_server) == set(in_process)
+    differ = {iid: (through_server[iid], in_process[iid]) for iid in in_process if through_server[iid] != in_process[iid]}
+    assert not differ, differ
+    summary = json.loads((tmp_path / "served" / "run_summary.json").read_text())
+    assert summary["stage_fault_turns"] == 0 and summary["deadline_cut_turns"] == 0
+
+
+@pytest.mark.slow
+def test_a_server_killed_mid_run_costs_only_its_turns(smollm2_dir, tmp_path):
+    server = ServedModel(serving_copy(smollm2_dir, tmp_path / "model"), tmp_path / "server.log")
+    out = tmp_path / "out"
+    try:
+        # 8 turns in 2 batches of 4; the server is killed once the first batch is answered
+        run = evaluate(out, *evaluation_settings(server), "batch_size=4", turns=8,
+                       env_extra={"CRUISE_ENGINE_API_KEY": "sk-never-written"})
+        end = time.monotonic() + 900
+        while time.monotonic() < end and run.poll() is None:
+            if (out / "answers.jsonl").exists() and (out / "answers.jsonl").read_text().count("\n") >= 4:
+                break
+            time.sleep(0.5)
+    finally:
+        server.stop()
+    log = run.communicate(timeout=900)[0]
+    assert run.returncode == 0, log[-3000:]
+    summary = json.loads((out / "run_summary.json").read_text())
+    assert summary["complete"] and summary["turns_answered"] == 8
+    assert summary["stage_fault_turns"] == 4 and summary["agent_error_turns"] == 0
+    assert summary["stage_faults"] and all("Error" in e for e in summary["stage_faults"])
+    traces = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
+    failed = [t for t in traces if t["branch"] == "error"]
+    assert len(failed) == 4 and all(t["final_answer"] == "I don't know" for t in failed)
+    assert all(t["branch"] != "error" for t in traces[:4])  # the first batch, before the kill
+    assert "stage-fault turns 4" in log
+    for path in out.iterdir():
+        assert "sk-never-written" not in path.read_text(errors="ignore"), path
