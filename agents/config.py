@@ -170,6 +170,10 @@ class CruiseConfig:
     batch_size: int = 8
     turn_budget_s: float = TURN_BUDGET_S
     safety_margin_s: float = 1.0
+    # What an engine call leaves of the batch's deadline for what follows it (the stage's parsing,
+    # the finalizer, the traces: milliseconds) and for the step it may be in when its clock says
+    # stop (one decode step of a batch: ~0.3 s for SmolLM2 at batch 16 on one CPU thread).
+    engine_margin_s: float = 0.5
 
     # --- extras ----------------------------------------------------------------------------
     image_max_side: int = 1120  # ours: larger images are shrunk before any model sees them

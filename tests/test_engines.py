@@ -382,3 +382,47 @@ def test_vllm_engine_sends_a_list_of_sampling_params_when_requests_differ():
     assert params == [RecordingParams(max_tokens=7, temperature=0.0, top_p=1.0, stop=[], seed=0, logprobs=1),
                       RecordingParams(max_tokens=7, temperature=0.7, top_p=1.0, stop=[], seed=3)]
     assert results[0].token_logprobs == [-0.5, -1.5] and results[1].token_logprobs is None
+
+
+# --- the batch's deadline inside the engine ------------------------------------------------
+LONG_ASK = "Write a long story about a lighthouse keeper, at least five hundred words."
+
+
+@pytest.mark.slow  # real SmolLM2
+def test_smollm2_stops_at_the_deadline_and_says_so(smol):
+    import time
+
+    from agents.engines.base import time_limit
+
+    requests = [chat(LONG_ASK), chat(QUESTIONS[2])]
+    left = 1.5
+    end = time.monotonic() + left
+    start = time.monotonic()
+    with time_limit(lambda: end - time.monotonic()):
+        results = smol.generate(requests, Sampling(max_tokens=400), stage="answer")
+    elapsed = time.monotonic() - start
+    # 400 tokens take ~10 s here: the clock stopped it, and within one decode step of the end.
+    assert elapsed <= left + 0.3
+    story, short = results
+    assert story.cut_by_deadline and story.text == ""
+    # A row that ended on its own before the clock fired keeps its answer.
+    assert not short.cut_by_deadline and "4" in short.text
+    assert smol.ledger.records[-1].cut_by_deadline >= 1
+
+
+def test_an_engine_call_with_no_time_left_reads_no_prompt():
+    from agents.engines.base import ChatEngine, time_limit
+
+    class Counting(ChatEngine):
+        calls = 0
+
+        def _generate(self, requests, sampling):
+            Counting.calls += 1
+            raise AssertionError("the model was asked with no time left")
+
+    engine = Counting("counting")
+    with time_limit(lambda: -0.1):
+        results = engine.generate([chat("hello"), chat("again")], Sampling(max_tokens=8), stage="verify")
+    assert Counting.calls == 0
+    assert [r.cut_by_deadline for r in results] == [True, True] and all(r.text == "" for r in results)
+    assert engine.ledger.records[-1].cut_by_deadline == 2

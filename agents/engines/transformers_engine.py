@@ -16,6 +16,7 @@ different samplings (`ChatRequest.sampling`); it is still one `generate` call fo
 from __future__ import annotations
 
 import os
+import time
 
 import torch
 
@@ -25,7 +26,9 @@ from agents.engines.base import (
     ChatResult,
     Sampling,
     accepts_system_beside_image,
+    call_end,
     cut_at_stop,
+    deadline_cut_result,
     template_messages,
 )
 from agents.engines.local_models import dtype_argument, resolve_model
@@ -76,6 +79,30 @@ class StopOnText:
                 text = self.tokenizer.decode(tail, skip_special_tokens=True)
                 self.done[row] = any(s in text for s in self.stops)
         return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)
+
+
+class StopAtClock:
+    """generate()'s stopping criterion for the batch's deadline: every row stops once the next
+    decode step would end after `end` (a `time.monotonic()` instant).
+
+    The next step is assumed to take as long as the last one did, so the call returns by `end`
+    in steady decoding rather than one step after it; the prefill (the first forward pass) cannot
+    be interrupted, which is why the engine does not start a call with nothing left and the chain
+    keeps a margin. transformers' own `max_time` criterion stops only after the time has passed,
+    and does not say whether it fired.
+    """
+
+    def __init__(self, end: float, clock=time.monotonic):
+        self.end = end
+        self.clock = clock
+        self.last = clock()
+        self.fired = False
+
+    def __call__(self, input_ids: torch.LongTensor, scores=None, **kwargs) -> torch.BoolTensor:
+        now = self.clock()
+        step, self.last = now - self.last, now
+        self.fired = self.fired or now + step >= self.end
+        return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool, device=input_ids.device)
 
 
 class TransformersEngine(ChatEngine):
@@ -139,14 +166,20 @@ class TransformersEngine(ChatEngine):
         for i, r in enumerate(requests):
             groups.setdefault((r.image is not None, r.sampling_or(sampling)), []).append(i)
         results: list[ChatResult | None] = [None] * len(requests)
+        end = call_end()
         for (images, group_sampling), group in groups.items():
             chats = [requests[i] for i in group]
-            for i, res in zip(group, self._run_batch(chats, group_sampling, images=images)):
+            if end is not None and time.monotonic() >= end:
+                out = [deadline_cut_result() for _ in chats]  # an earlier sub-batch used the time up
+            else:
+                out = self._run_batch(chats, group_sampling, images=images, end=end)
+            for i, res in zip(group, out):
                 results[i] = res
         return results
 
     @torch.inference_mode()
-    def _run_batch(self, chats: list[ChatRequest], sampling: Sampling, images: bool) -> list[ChatResult]:
+    def _run_batch(self, chats: list[ChatRequest], sampling: Sampling, images: bool,
+                   end: float | None = None) -> list[ChatResult]:
         texts = [self.prompt_text(c, with_image=images) for c in chats]
         bos = self.tokenizer.bos_token
         # Chat templates that write the BOS themselves must not get a second one from the tokenizer.
@@ -170,6 +203,12 @@ class TransformersEngine(ChatEngine):
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if sampling.stop:
             kwargs.update(self._stop_kwargs(sampling.stop, prompt_len))
+        clock_stop = None
+        if end is not None:
+            from transformers import StoppingCriteriaList
+
+            clock_stop = StopAtClock(end)
+            kwargs["stopping_criteria"] = StoppingCriteriaList([*kwargs.get("stopping_criteria", []), clock_stop])
         out = self.net.generate(**batch, **kwargs)
         new_ids = out.sequences[:, prompt_len:].tolist()
         logprobs = None
@@ -181,8 +220,12 @@ class TransformersEngine(ChatEngine):
             logprobs = torch.log_softmax(logits, dim=-1).gather(-1, chosen).squeeze(-1).tolist()
 
         prompt_counts = batch["attention_mask"].sum(dim=1).tolist()
-        return [self._result(ids, None if logprobs is None else logprobs[row], int(prompt_counts[row]), sampling)
-                for row, ids in enumerate(new_ids)]
+        results = [self._result(ids, None if logprobs is None else logprobs[row], int(prompt_counts[row]), sampling)
+                   for row, ids in enumerate(new_ids)]
+        if clock_stop is not None and clock_stop.fired:
+            # Rows that had not ended on their own (end token, stop string, max_tokens) were cut.
+            results = [self._cut(res, ids, sampling) for res, ids in zip(results, new_ids)]
+        return results
 
     def _stop_kwargs(self, stops, prompt_len: int) -> dict:
         """generate() arguments that end each row once its text holds a stop string (the text is
@@ -190,6 +233,15 @@ class TransformersEngine(ChatEngine):
         from transformers import StoppingCriteriaList
 
         return {"stopping_criteria": StoppingCriteriaList([StopOnText(self.tokenizer, stops, prompt_len)])}
+
+    def _cut(self, result: ChatResult, ids: list[int], sampling: Sampling) -> ChatResult:
+        ended = any(t in self.end_ids or t == self.pad_id for t in ids)
+        stopped = bool(sampling.stop) and cut_at_stop(
+            self.tokenizer.decode(ids, skip_special_tokens=True), sampling.stop)[1]
+        if ended or stopped or len(ids) >= sampling.max_tokens:
+            return result
+        return ChatResult(text="", prompt_tokens=result.prompt_tokens, output_tokens=result.output_tokens,
+                          cut_by_deadline=True)
 
     def _result(self, ids: list[int], logprobs, prompt_tokens: int, sampling: Sampling) -> ChatResult:
         end = next((k for k, t in enumerate(ids) if t in self.end_ids or t == self.pad_id), len(ids))
