@@ -394,19 +394,20 @@ def test_smollm2_stops_at_the_deadline_and_says_so(smol):
 
     from agents.engines.base import time_limit
 
-    requests = [chat(LONG_ASK), chat(QUESTIONS[2])]
-    left = 1.5
+    # The short request (its own sampling: a sub-batch of its own, run first) ends by max_tokens.
+    requests = [ChatRequest(chat(QUESTIONS[0]).messages, sampling=Sampling(max_tokens=3)), chat(LONG_ASK)]
+    left = 3.0
     end = time.monotonic() + left
     start = time.monotonic()
     with time_limit(lambda: end - time.monotonic()):
-        results = smol.generate(requests, Sampling(max_tokens=400), stage="answer")
+        results = smol.generate(requests, Sampling(max_tokens=1000), stage="answer")
     elapsed = time.monotonic() - start
-    # 400 tokens take ~10 s here: the clock stopped it, and within one decode step of the end.
-    assert elapsed <= left + 0.3
-    story, short = results
+    # 1000 tokens take over 20 s here: the clock stopped it, within about one decode step of the end.
+    assert elapsed <= left + 0.5
+    short, story = results
     assert story.cut_by_deadline and story.text == ""
-    # A row that ended on its own before the clock fired keeps its answer.
-    assert not short.cut_by_deadline and "4" in short.text
+    # A request that ended on its own keeps its text.
+    assert not short.cut_by_deadline and short.output_tokens == 3 and short.text
     assert smol.ledger.records[-1].cut_by_deadline >= 1
 
 
@@ -426,3 +427,91 @@ def test_an_engine_call_with_no_time_left_reads_no_prompt():
     assert Counting.calls == 0
     assert [r.cut_by_deadline for r in results] == [True, True] and all(r.text == "" for r in results)
     assert engine.ledger.records[-1].cut_by_deadline == 2
+
+
+@dataclass
+class _StepOutput:
+    request_id: str
+    finished: bool
+    prompt_token_ids: list
+    outputs: list
+
+
+class SteppingLLMEngine:
+    """Stands in for vLLM 0.10.1.1's LLMEngine as LLM._run_engine drives it (add_request, step,
+    has_unfinished_requests, abort_request): each step writes one token of every running
+    request, takes `step_s` on the fake clock, and returns every request's cumulative output
+    (RequestOutputKind.CUMULATIVE, SamplingParams' default)."""
+
+    def __init__(self, clock, step_s: float, tokens_wanted: dict[str, int]):
+        self.clock, self.step_s, self.tokens_wanted = clock, step_s, tokens_wanted
+        self.running: dict[str, tuple[str, int]] = {}  # id -> (prompt, tokens written)
+        self.aborted: list[str] = []
+        self.steps = 0
+
+    def add_request(self, request_id, prompt, params):
+        self.running[request_id] = (prompt["prompt"], 0)
+
+    def has_unfinished_requests(self):
+        return bool(self.running)
+
+    def step(self):
+        self.clock.now += self.step_s
+        self.steps += 1
+        outs = []
+        for request_id, (prompt, n) in list(self.running.items()):
+            n += 1
+            wanted = next(v for k, v in self.tokens_wanted.items() if k in prompt)
+            done = n >= wanted
+            outs.append(_StepOutput(request_id, done, [1, 2, 3],
+                                    [_Completion(f"words {n}", list(range(n)), None)]))
+            if done:
+                del self.running[request_id]
+            else:
+                self.running[request_id] = (prompt, n)
+        return outs
+
+    def abort_request(self, request_ids):
+        self.aborted += list(request_ids)
+        for request_id in request_ids:
+            self.running.pop(request_id, None)
+
+
+class _FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_vllm_step_loop_stops_at_the_deadline_and_aborts_what_still_runs():
+    from agents.engines.vllm_engine import generate_until
+
+    clock = _FakeClock()
+    llm_engine = SteppingLLMEngine(clock, step_s=0.1, tokens_wanted={"short": 3, "long": 50})
+    inputs = [{"prompt": "short one"}, {"prompt": "long one"}, {"prompt": "short two"}]
+    outputs = generate_until(llm_engine, inputs, [None] * 3, end=1.05, clock=clock)
+    assert clock.now <= 1.05  # no step was started that would end after the deadline
+    assert outputs[1] is None and [o.outputs[0].text for o in (outputs[0], outputs[2])] == ["words 3", "words 3"]
+    assert len(llm_engine.aborted) == 1 and not llm_engine.running  # the long one was aborted
+
+
+def test_vllm_engine_inside_a_time_limit_steps_the_engine_and_marks_cut_requests(monkeypatch):
+    from transformers import AutoTokenizer
+
+    from agents.engines import vllm_engine
+    from agents.engines.base import time_limit
+
+    clock = _FakeClock()
+    monkeypatch.setattr(vllm_engine, "time", type("T", (), {"monotonic": staticmethod(clock)}))
+    monkeypatch.setattr(vllm_engine, "call_end", lambda: clock() + 0.55)
+    llm = RecordingLLM(AutoTokenizer.from_pretrained(build_tiny_mllama()))
+    llm.llm_engine = SteppingLLMEngine(clock, step_s=0.1, tokens_wanted={"quick": 2, "slow": 40})
+    engine = vllm_engine.VLLMEngine.from_llm(llm, RecordingParams, model="tiny-mllama", supports_images=True)
+    with time_limit(lambda: 0.55):
+        results = engine.generate([chat("quick"), chat("slow")], Sampling(max_tokens=64), stage="verify")
+    assert llm.calls == []  # not LLM.generate, which would run the slow request to its end
+    assert results[0].text == "words 2" and not results[0].cut_by_deadline
+    assert results[1].cut_by_deadline and results[1].text == ""
+    assert engine.ledger.records[-1].cut_by_deadline == 1

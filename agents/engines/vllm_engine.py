@@ -8,10 +8,21 @@ memory per engine (4 by default, vllm/entrypoints/llm.py:190; allocated pinned i
 vllm/worker/cache_engine.py:67,77), while our single-sequence requests are preempted by
 recomputation and never swapped (vllm/core/scheduler.py:1763-1765). Sizes and their sources: tools/memory_plan.py.
 
+Inside the batch's deadline (`base.time_limit`) a call does not go through `LLM.generate`, which
+runs until every request has finished: `generate_until` adds the requests to the engine and steps
+it as `LLM._run_engine` does (vllm/entrypoints/llm.py, 0.10.1.1), but stops stepping when the
+next step would end after the deadline and aborts the requests still running
+(`LLMEngine.abort_request`; the same four methods on the V0 engine that Mllama runs on and on V1).
+Those come back cut (`ChatResult.cut_by_deadline`, empty text).
+
 `import vllm` happens only in the constructor, so machines without vLLM can import this module.
-`build_vllm_inputs` and `to_sampling_kwargs` are pure: they are unit-tested without vLLM.
+`build_vllm_inputs`, `to_sampling_kwargs` and `generate_until` need no vLLM: they are
+unit-tested with stand-ins for vLLM's API.
 """
 from __future__ import annotations
+
+import itertools
+import time
 
 from agents.engines.base import (
     ChatEngine,
@@ -20,6 +31,8 @@ from agents.engines.base import (
     Ledger,
     Sampling,
     accepts_system_beside_image,
+    call_end,
+    deadline_cut_result,
     template_messages,
 )
 from agents.engines.local_models import resolve_model
@@ -76,6 +89,41 @@ def to_chat_result(output, want_logprobs: bool) -> ChatResult:
                       output_tokens=len(token_ids), token_logprobs=logprobs, tokens=tokens)
 
 
+_REQUEST_IDS = itertools.count()
+
+
+def generate_until(llm_engine, inputs: list[dict], params: list, end: float, clock=None) -> list:
+    """`LLM.generate` for `inputs` (one SamplingParams each) on `llm.llm_engine`, stopped at `end`
+    (a `clock()` instant): the finished RequestOutputs in input order, None for a request aborted
+    at the deadline. A step is assumed to take as long as the last one; the first (the prefill of
+    every request) is taken whenever any time is left."""
+    clock = clock or time.monotonic
+    # Our own ids, apart from LLM's counter (plain integers): the engine is shared with it.
+    ids = [f"cruise-{next(_REQUEST_IDS)}" for _ in inputs]
+    finished: dict[str, object] = {}
+    added: list[str] = []
+    try:
+        for request_id, item, param in zip(ids, inputs, params):
+            if clock() >= end:
+                break
+            llm_engine.add_request(request_id, item, param)
+            added.append(request_id)
+        step_s = 0.0
+        while llm_engine.has_unfinished_requests():
+            before = clock()
+            if before + step_s >= end:
+                break
+            for output in llm_engine.step():
+                if output.finished:
+                    finished[output.request_id] = output
+            step_s = clock() - before
+    finally:
+        running = [r for r in added if r not in finished]
+        if running:
+            llm_engine.abort_request(running)
+    return [finished.get(request_id) for request_id in ids]
+
+
 def _is_vision_model(path: str) -> bool:
     from transformers import AutoConfig
 
@@ -116,6 +164,12 @@ class VLLMEngine(ChatEngine):
     def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
         inputs = build_vllm_inputs(requests, self.tokenizer, self.supports_images)
         samplings = [r.sampling_or(sampling) for r in requests]
+        end = call_end()
+        if end is not None:
+            params = [self.sampling_params_cls(**to_sampling_kwargs(s)) for s in samplings]
+            outputs = generate_until(self.llm.llm_engine, inputs, params, end)
+            return [deadline_cut_result() if o is None else to_chat_result(o, s.logprobs)
+                    for o, s in zip(outputs, samplings)]
         if all(s == sampling for s in samplings):
             params = self.sampling_params_cls(**to_sampling_kwargs(sampling))
         else:
