@@ -37,6 +37,12 @@ class CruiseConfig:
     # "flag" (cross-encoder) | "minilm" (bi-encoder stand-in) | "server" (a /rerank endpoint: below)
     reranker_backend: str = "minilm"
     reranker_model: str = "minilm"  # paper: BAAI/bge-reranker-v2-m3
+    # "text": the paper's router writes both labels as text; "yes_no": each label is read from
+    # the router's next-token probabilities of yes/no (agents/cruise/stages/s1_route.py)
+    router_mode: str = "text"
+    # router_mode "yes_no": a label is yes when P(yes) / (P(yes) + P(no)) reaches this
+    router_external_min_p: float = 0.5
+    router_real_time_min_p: float = 0.5
     dtype: str = "float32"
     # vLLM only: how the 48 GB of one L40S are split between the two engines (README shows the sum)
     # Chosen with tools/memory_plan.py (`python -m tools.memory_plan`, README "GPU memory plan"):
@@ -225,8 +231,13 @@ PROFILES: dict[str, dict] = {
     # answers are one short sentence, and the judge reads at most 75 tokens anyway. 16 router
     # tokens hold both labels ("Needs External Info: yes\nIs Real-Time: no" is 14 SmolLM2 tokens).
     # crop_mode "tiles": the text-only SmolLM2 cannot see the photo, let alone box an object.
+    # router_mode "yes_no": SmolLM2 wrote the paper's two-line reply on 0 of the mini benchmark's
+    # 92 questions (`python -m tools.bench_router`); read from its yes/no probabilities, every
+    # label is read. Its P(yes) for "needs external info" separates the dataset's tags only weakly
+    # (AUC 0.69) and leans to "no": from 0.3 up it is yes, on the side of retrieving (the
+    # unreadable default), 62% agreement with the tags against 38% at 0.5.
     "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=800, image_score_floor=0.999, answer_max_tokens=32,
-                router_max_tokens=16, crop_mode="tiles"),
+                router_max_tokens=16, crop_mode="tiles", router_mode="yes_no", router_external_min_p=0.3),
     # The paper's models, each behind its own OpenAI-compatible server (README, "Serve the models,
     # scale out": the vllm serve lines). Every URL and name can be changed with --set. No stage
     # cost priors: where the servers run, and how loaded they are, is not known here; the
@@ -247,6 +258,7 @@ PROFILES: dict[str, dict] = {
 ENGINES = ("vllm", "transformers", "openai")
 RERANKER_BACKENDS = ("flag", "minilm", "server")
 
+ROUTER_MODES = ("text", "yes_no")  # agents/cruise/stages/s1_route.py
 CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
 HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
 CROP_MODES = ("box", "tiles", "box_or_tiles")  # agents/cruise/stages/s2b_crop.py
@@ -339,7 +351,7 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         if getattr(cfg, check) and not getattr(cfg, needed):
             raise ValueError(f"{check}={getattr(cfg, check)} needs {needed}=True ({why}); "
                              f"switch {check} off or {needed} on")
-    for name in ("tau_ret", "tau_low", "tau_high", "min_token_prob"):
+    for name in ("tau_ret", "tau_low", "tau_high", "min_token_prob", "router_external_min_p", "router_real_time_min_p"):
         if not 0.0 <= getattr(cfg, name) <= 1.01:
             raise ValueError(f"{name}={getattr(cfg, name)} must lie in [0, 1.01]")
     if cfg.direct_temperature < 0:
@@ -354,6 +366,8 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         raise ValueError(f"served_stop_strings={cfg.served_stop_strings!r}: choose 'server' or 'client'")
     if cfg.harness_context not in HARNESS_CONTEXT_MODES:
         raise ValueError(f"unknown harness_context {cfg.harness_context!r}; choose one of {HARNESS_CONTEXT_MODES}")
+    if cfg.router_mode not in ROUTER_MODES:
+        raise ValueError(f"unknown router_mode {cfg.router_mode!r}; choose one of {ROUTER_MODES}")
     if cfg.crop_mode not in CROP_MODES:
         raise ValueError(f"unknown crop_mode {cfg.crop_mode!r}; choose one of {CROP_MODES}")
     return cfg

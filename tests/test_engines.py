@@ -5,6 +5,7 @@ SmolLM2 loads once per session; its generations stay a few tokens long to keep t
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 
 import pytest
@@ -515,3 +516,32 @@ def test_vllm_engine_inside_a_time_limit_steps_the_engine_and_marks_cut_requests
     assert results[0].text == "words 2" and not results[0].cut_by_deadline
     assert results[1].cut_by_deadline and results[1].text == ""
     assert engine.ledger.records[-1].cut_by_deadline == 1
+
+
+# --- yes/no from next-token probabilities (Sampling.choices) --------------------------------
+@pytest.mark.slow  # real SmolLM2
+def test_smollm2_choices_read_the_next_token_probabilities(smol):
+    asks = [chat("Is Paris the capital of France, the country in western Europe? Answer with one word, yes or no."),
+            chat("Is the sun cold? Answer yes or no.")]
+    results = smol.generate(asks, Sampling(choices=("yes", "no")), stage="route")
+    for r in results:
+        assert r.text in ("yes", "no") and set(r.choice_logprobs) == {"yes", "no"}
+        assert r.choice_logprobs[r.text] == max(r.choice_logprobs.values()) and r.output_tokens == 1
+        assert sum(math.exp(lp) for lp in r.choice_logprobs.values()) <= 1.0 + 1e-6
+    # Read at each row's own last token whatever the padding: alone, the same probabilities.
+    # (SmolLM2-135M's answers themselves are poor: it leans to "no".)
+    alone = smol.generate([asks[1]], Sampling(choices=("yes", "no")), stage="route")[0]
+    assert alone.choice_logprobs == pytest.approx(results[1].choice_logprobs, abs=1e-3)
+
+
+def test_vllm_choices_are_read_among_the_top_logprobs():
+    from agents.engines.vllm_engine import to_chat_result, to_sampling_kwargs
+
+    kwargs = to_sampling_kwargs(Sampling(max_tokens=64, choices=("yes", "no")))
+    assert kwargs["max_tokens"] == 1 and kwargs["logprobs"] >= 2 and kwargs["temperature"] == 0.0
+    top = {11: _Logprob(-0.4, " Yes"), 12: _Logprob(-2.0, "yes"), 13: _Logprob(-1.0, " No"), 14: _Logprob(-3.0, " Maybe")}
+    result = to_chat_result(_Output([1, 2], [_Completion(" Yes", [11], [top])]), False, ("yes", "no"))
+    assert result.text == "yes" and result.prompt_tokens == 2
+    assert math.isclose(math.exp(result.choice_logprobs["yes"]), math.exp(-0.4) + math.exp(-2.0))
+    neither = to_chat_result(_Output([1], [_Completion(" Maybe", [14], [{14: top[14]}])]), False, ("yes", "no"))
+    assert neither.text == ""  # unreadable: the stage's safe default

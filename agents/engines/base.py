@@ -114,6 +114,11 @@ class Sampling:
     stop: tuple[str, ...] = ()
     seed: int | None = 0
     logprobs: bool = False  # per output token: log-probability of the chosen token
+    # A one-word answer among these (lower case, e.g. ("yes", "no")), read from the model's
+    # next-token probabilities instead of generated text: one forward pass, and always one of the
+    # words (`ChatResult.text`; `choice_logprobs` holds each word's log-probability). max_tokens,
+    # temperature and stop do not apply.
+    choices: tuple[str, ...] = ()
 
 
 def cut_at_stop(text: str, stops) -> tuple[str, bool]:
@@ -129,9 +134,34 @@ class ChatResult:
     output_tokens: int = 0
     token_logprobs: list[float] | None = None
     tokens: list[str] | None = None
+    choice_logprobs: dict[str, float] | None = None  # Sampling.choices: log-probability of each word
     # The engine stopped this request at the batch's deadline before it ended on its own: its
     # text is empty, which every stage's parser reads as unreadable (the safe default).
     cut_by_deadline: bool = False
+
+
+def choice_variants(word: str) -> list[str]:
+    """The spellings of a choice word a tokenizer may start an answer with."""
+    return list(dict.fromkeys(v for w in (word, word.capitalize(), word.upper()) for v in (w, " " + w)))
+
+
+def pick_choice(candidates: list[tuple[str, float]], choices: tuple[str, ...]) -> ChatResult:
+    """The choice with the most probability among next-token candidates [(token text, logprob)]
+    (an engine's top log-probabilities): each choice's spellings are summed. No choice among
+    them: empty text, which the stage reads as unreadable."""
+    import math
+
+    mass: dict[str, float] = {}
+    for token, logprob in candidates:
+        word = token.strip().lower()
+        if word in choices:
+            mass[word] = mass.get(word, 0.0) + math.exp(logprob)
+    if not mass:
+        return ChatResult(text="", output_tokens=1, choice_logprobs={})
+    best = max(mass, key=mass.get)
+    logprobs = {w: math.log(p) for w, p in mass.items()}
+    return ChatResult(text=best, output_tokens=1, token_logprobs=[logprobs[best]], tokens=[best],
+                      choice_logprobs=logprobs)
 
 
 def deadline_cut_result() -> ChatResult:

@@ -27,6 +27,7 @@ from agents.engines.base import (
     Sampling,
     accepts_system_beside_image,
     call_end,
+    choice_variants,
     cut_at_stop,
     deadline_cut_result,
     template_messages,
@@ -192,6 +193,8 @@ class TransformersEngine(ChatEngine):
         batch.pop("token_type_ids", None)  # GGUF-derived tokenizers return them; generate() rejects them
         batch = batch.to(self.device)
         prompt_len = batch["input_ids"].shape[1]
+        if sampling.choices:
+            return self._choose(batch, sampling.choices)
 
         kwargs = dict(max_new_tokens=sampling.max_tokens, pad_token_id=self.pad_id, eos_token_id=self.end_ids,
                       return_dict_in_generate=True, output_logits=sampling.logprobs)
@@ -225,6 +228,21 @@ class TransformersEngine(ChatEngine):
         if clock_stop is not None and clock_stop.fired:
             # Rows that had not ended on their own (end token, stop string, max_tokens) were cut.
             results = [self._cut(res, ids, sampling) for res, ids in zip(results, new_ids)]
+        return results
+
+    def _choose(self, batch, choices: tuple[str, ...]) -> list[ChatResult]:
+        """`Sampling.choices`: one forward pass; each word's probability is the sum over the first
+        tokens of its spellings (`choice_variants`) at the next position (the last, left-padded)."""
+        logprobs = torch.log_softmax(self.net(**batch).logits[:, -1, :].float(), dim=-1)
+        ids = {word: sorted({self.tokenizer.encode(v, add_special_tokens=False)[0] for v in choice_variants(word)})
+               for word in choices}
+        prompt_counts = batch["attention_mask"].sum(dim=1).tolist()
+        results = []
+        for row in range(logprobs.shape[0]):
+            word_lp = {w: float(torch.logsumexp(logprobs[row, i], dim=0)) for w, i in ids.items()}
+            best = max(word_lp, key=word_lp.get)
+            results.append(ChatResult(text=best, prompt_tokens=int(prompt_counts[row]), output_tokens=1,
+                                      token_logprobs=[word_lp[best]], tokens=[best], choice_logprobs=word_lp))
         return results
 
     def _stop_kwargs(self, stops, prompt_len: int) -> dict:

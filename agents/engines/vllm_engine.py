@@ -33,6 +33,7 @@ from agents.engines.base import (
     accepts_system_beside_image,
     call_end,
     deadline_cut_result,
+    pick_choice,
     template_messages,
 )
 from agents.engines.local_models import resolve_model
@@ -66,8 +67,16 @@ def build_vllm_inputs(requests: list[ChatRequest], tokenizer, supports_images: b
     return inputs
 
 
+# `Sampling.choices`: how many of the most likely next tokens vLLM reports; the choice words are
+# read among them (`base.pick_choice`). 20 is the most vLLM returns by default (max_logprobs).
+CHOICE_TOP_LOGPROBS = 20
+
+
 def to_sampling_kwargs(sampling: Sampling) -> dict:
     """Our Sampling -> keyword arguments of vllm.SamplingParams."""
+    if sampling.choices:
+        return dict(max_tokens=1, temperature=0.0, top_p=1.0, stop=[], seed=sampling.seed,
+                    logprobs=CHOICE_TOP_LOGPROBS)
     kwargs = dict(max_tokens=sampling.max_tokens, temperature=sampling.temperature,
                   top_p=sampling.top_p if sampling.temperature > 0 else 1.0,
                   stop=list(sampling.stop), seed=sampling.seed)
@@ -76,9 +85,14 @@ def to_sampling_kwargs(sampling: Sampling) -> dict:
     return kwargs
 
 
-def to_chat_result(output, want_logprobs: bool) -> ChatResult:
+def to_chat_result(output, want_logprobs: bool, choices: tuple[str, ...] = ()) -> ChatResult:
     """One vLLM RequestOutput -> ChatResult (text is already cut at the stop string by vLLM)."""
     completion = output.outputs[0]
+    if choices:
+        first = (completion.logprobs or [{}])[0]
+        picked = pick_choice([(lp.decoded_token or "", lp.logprob) for lp in first.values()], choices)
+        picked.prompt_tokens = len(output.prompt_token_ids or [])
+        return picked
     token_ids = list(completion.token_ids)
     logprobs = tokens = None
     if want_logprobs and completion.logprobs is not None:
@@ -168,7 +182,7 @@ class VLLMEngine(ChatEngine):
         if end is not None:
             params = [self.sampling_params_cls(**to_sampling_kwargs(s)) for s in samplings]
             outputs = generate_until(self.llm.llm_engine, inputs, params, end)
-            return [deadline_cut_result() if o is None else to_chat_result(o, s.logprobs)
+            return [deadline_cut_result() if o is None else to_chat_result(o, s.logprobs, s.choices)
                     for o, s in zip(outputs, samplings)]
         if all(s == sampling for s in samplings):
             params = self.sampling_params_cls(**to_sampling_kwargs(sampling))
@@ -177,4 +191,4 @@ class VLLMEngine(ChatEngine):
             # one (vllm/entrypoints/llm.py, `generate`), so mixed samplings stay one call.
             params = [self.sampling_params_cls(**to_sampling_kwargs(s)) for s in samplings]
         outputs = self.llm.generate(inputs, params, use_tqdm=False)
-        return [to_chat_result(o, s.logprobs) for o, s in zip(outputs, samplings)]
+        return [to_chat_result(o, s.logprobs, s.choices) for o, s in zip(outputs, samplings)]
