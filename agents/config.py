@@ -162,6 +162,8 @@ class CruiseConfig:
     summary_max_tokens: int = 64
     answer_max_tokens: int = 64
     consistency_max_tokens: int = 8  # room for "The answers agree: yes"
+    # "text": the VLM writes its verdict; "yes_no": read from its next-token probabilities
+    consistency_mode: str = "text"
     # CoV: the paper puts CONFIDENCE first so that a cut-off output is still scored. By default
     # generation stops at a REASONING or SUB-QUESTIONS label that starts a new line, i.e. after
     # the confidence line when the model follows the format, and after REASONING when it writes
@@ -258,7 +260,7 @@ PROFILES: dict[str, dict] = {
 ENGINES = ("vllm", "transformers", "openai")
 RERANKER_BACKENDS = ("flag", "minilm", "server")
 
-ROUTER_MODES = ("text", "yes_no")  # agents/cruise/stages/s1_route.py
+YES_NO_MODES = ("text", "yes_no")  # router_mode, consistency_mode
 CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
 HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
 CROP_MODES = ("box", "tiles", "box_or_tiles")  # agents/cruise/stages/s2b_crop.py
@@ -366,8 +368,9 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         raise ValueError(f"served_stop_strings={cfg.served_stop_strings!r}: choose 'server' or 'client'")
     if cfg.harness_context not in HARNESS_CONTEXT_MODES:
         raise ValueError(f"unknown harness_context {cfg.harness_context!r}; choose one of {HARNESS_CONTEXT_MODES}")
-    if cfg.router_mode not in ROUTER_MODES:
-        raise ValueError(f"unknown router_mode {cfg.router_mode!r}; choose one of {ROUTER_MODES}")
+    for name in ("router_mode", "consistency_mode"):
+        if getattr(cfg, name) not in YES_NO_MODES:
+            raise ValueError(f"unknown {name} {getattr(cfg, name)!r}; choose one of {YES_NO_MODES}")
     if cfg.crop_mode not in CROP_MODES:
         raise ValueError(f"unknown crop_mode {cfg.crop_mode!r}; choose one of {CROP_MODES}")
     return cfg

@@ -545,3 +545,19 @@ def test_vllm_choices_are_read_among_the_top_logprobs():
     assert math.isclose(math.exp(result.choice_logprobs["yes"]), math.exp(-0.4) + math.exp(-2.0))
     neither = to_chat_result(_Output([1], [_Completion(" Maybe", [14], [{14: top[14]}])]), False, ("yes", "no"))
     assert neither.text == ""  # unreadable: the stage's safe default
+
+
+def test_the_clock_criterion_forecasts_decode_steps_not_the_prefill():
+    import torch
+
+    from agents.engines.transformers_engine import StopAtClock
+
+    clock = _FakeClock()
+    stop = StopAtClock(end=10.0, clock=clock)
+    ids = torch.zeros((2, 5), dtype=torch.long)
+    clock.now = 6.0  # a 6 s prefill: the first step is no forecast of the next ones
+    assert not stop(ids).any()
+    clock.now = 6.5
+    assert not stop(ids).any()  # next step forecast to end at 7.0
+    clock.now = 9.6
+    assert stop(ids).all() and stop.fired  # a 3.1 s step: the next would end after 10

@@ -96,12 +96,14 @@ class StopAtClock:
     def __init__(self, end: float, clock=time.monotonic):
         self.end = end
         self.clock = clock
-        self.last = clock()
+        self.last: float | None = None  # when the previous step ended (None: before the first)
         self.fired = False
 
     def __call__(self, input_ids: torch.LongTensor, scores=None, **kwargs) -> torch.BoolTensor:
         now = self.clock()
-        step, self.last = now - self.last, now
+        # The first call comes after the prefill, which says nothing of a decode step's length.
+        step = 0.0 if self.last is None else now - self.last
+        self.last = now
         self.fired = self.fired or now + step >= self.end
         return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool, device=input_ids.device)
 

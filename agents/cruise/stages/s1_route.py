@@ -105,13 +105,15 @@ def route_yes_no(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> li
     n = len(turns)
     routes = []
     for i in range(n):
-        external, real_time = results[i], results[n + i]
-        raw = "\n".join(f"{label}: {_shown(r)}" for (_, label), r in zip(ROUTE_QUESTIONS, (external, real_time)))
-        p_external, p_real_time = yes_share(external), yes_share(real_time)
-        routes.append(Route(
-            needs_external=p_external is None or p_external >= cfg.router_external_min_p,
-            is_real_time=p_real_time is not None and p_real_time >= cfg.router_real_time_min_p,
-            raw=raw, parsed=p_external is not None and p_real_time is not None))
+        p_external, p_real_time = yes_share(results[i]), yes_share(results[n + i])
+        route = Route(needs_external=p_external is None or p_external >= cfg.router_external_min_p,
+                      is_real_time=p_real_time is not None and p_real_time >= cfg.router_real_time_min_p,
+                      parsed=p_external is not None and p_real_time is not None)
+        route.raw = "\n".join(
+            f"{label}: {'yes' if value else 'no'} ({_shown(share, raw.text)})"
+            for (_, label), value, share, raw in zip(ROUTE_QUESTIONS, (route.needs_external, route.is_real_time),
+                                                    (p_external, p_real_time), (results[i], results[n + i])))
+        routes.append(route)
     return routes
 
 
@@ -125,9 +127,8 @@ def yes_share(result) -> float | None:
     return {"yes": 1.0, "no": 0.0}.get(word)
 
 
-def _shown(result) -> str:
-    """The answer as the trace shows it: the word and its probabilities."""
-    if not result.choice_logprobs:
-        return result.text or "(unreadable)"
-    odds = ", ".join(f"p({w})={math.exp(lp):.2f}" for w, lp in sorted(result.choice_logprobs.items()))
-    return f"{result.text} ({odds})"
+def _shown(share: float | None, text: str) -> str:
+    """Why the trace's label is what it is: the model's odds, or what it said instead."""
+    if share is None:
+        return f"unreadable: {text!r}"
+    return f"P(yes)/(P(yes)+P(no)) = {share:.2f}"
