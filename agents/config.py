@@ -227,19 +227,33 @@ PROFILES: dict[str, dict] = {
     # for the reranker, and the shipped mini benchmark's indices are served offline.
     # Batch 8: SmolLM2 on one thread makes 43 tokens/s at batch 8 against 26 at batch 4 (README's
     # engine table), and every stage is one call per batch, so the benchmark needs half the calls.
+    # The whole chain has to fit 10 s a turn on one thread, and on 2 cores reading the prompts
+    # (the prefill) costs more than writing: a batch of 8 with 800-character chunks spent 40 s in
+    # the answer stage and 23 s in the consistency check, which writes 8 tokens (2026-11-23, a
+    # loaded machine). Hence, measured together on 16 single-turn questions (docs/benchmarks.md):
+    # max_chunk_chars 300: the three kept chunks fill ~230 tokens of every answer, consistency
+    # and verify prompt instead of ~600; a chunk still holds one or two infobox fields or a
+    # snippet's first sentences.
     # The cpu search image model is a tiny random-weight CLIP: every photo scores >= 0.92
     # against every KG image and only an identical image scores ~1.0, hence its floor.
-    # answer_max_tokens 32: the answer stage (2 requests per turn) is most of a CPU batch's time;
-    # answers are one short sentence, and the judge reads at most 75 tokens anyway. 16 router
-    # tokens hold both labels ("Needs External Info: yes\nIs Real-Time: no" is 14 SmolLM2 tokens).
+    # answer_max_tokens 24: the answer stage (2 requests per turn) is most of a CPU batch's time;
+    # answers are one short sentence (SmolLM2's are 8-15 tokens), and the judge reads at most 75.
+    # 16 router tokens hold both labels of the text router ("Needs External Info: yes\nIs
+    # Real-Time: no" is 14 SmolLM2 tokens). summary_max_tokens 24: the summary is the image
+    # search's text query, one short sentence. cov_max_tokens 16: the confidence line comes first
+    # ("CONFIDENCE: 0.75", or SmolLM2's "The confidence is 0.75.", under 10 tokens); the rest
+    # would be cut by the stop strings anyway. consistency_mode "yes_no": the verdict from one
+    # forward pass instead of 8 written tokens, and always read (SmolLM2 wrote no verdict word
+    # on 7 of 8 turns).
     # crop_mode "tiles": the text-only SmolLM2 cannot see the photo, let alone box an object.
     # router_mode "yes_no": SmolLM2 wrote the paper's two-line reply on 0 of the mini benchmark's
     # 92 questions (`python -m tools.bench_router`); read from its yes/no probabilities, every
     # label is read. Its P(yes) for "needs external info" separates the dataset's tags only weakly
     # (AUC 0.69) and leans to "no": from 0.3 up it is yes, on the side of retrieving (the
     # unreadable default), 62% agreement with the tags against 38% at 0.5.
-    "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=800, image_score_floor=0.999, answer_max_tokens=32,
-                router_max_tokens=16, crop_mode="tiles", router_mode="yes_no", router_external_min_p=0.3),
+    "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=300, image_score_floor=0.999, answer_max_tokens=24,
+                router_max_tokens=16, summary_max_tokens=24, cov_max_tokens=16, crop_mode="tiles",
+                router_mode="yes_no", router_external_min_p=0.3, consistency_mode="yes_no"),
     # The paper's models, each behind its own OpenAI-compatible server (README, "Serve the models,
     # scale out": the vllm serve lines). Every URL and name can be changed with --set. No stage
     # cost priors: where the servers run, and how loaded they are, is not known here; the
