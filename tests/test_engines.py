@@ -561,3 +561,23 @@ def test_the_clock_criterion_forecasts_decode_steps_not_the_prefill():
     assert not stop(ids).any()  # next step forecast to end at 7.0
     clock.now = 9.6
     assert stop(ids).all() and stop.fired  # a 3.1 s step: the next would end after 10
+
+
+@pytest.mark.slow  # real SmolLM2
+def test_smollm2_does_not_start_a_prefill_that_would_outlive_the_deadline(smol):
+    import time
+
+    from agents.engines.base import time_limit
+
+    smol.generate([chat(QUESTIONS[0])], Sampling(max_tokens=2))  # times a prefill on this machine
+    measured = smol.prefill_s_per_token
+    assert measured is not None and measured > 0
+    # A prompt whose prefill is forecast to take longer than the 2 s left is not read at all.
+    prompt = chat(" ".join([LONG_ASK] * 40))
+    tokens = len(smol.tokenizer(smol.prompt_text(prompt, with_image=False)).input_ids)
+    smol.prefill_s_per_token = 3.0 / tokens
+    start = time.monotonic()
+    with time_limit(lambda: 2.0):
+        result = smol.generate([prompt], Sampling(max_tokens=8), stage="verify")[0]
+    assert result.cut_by_deadline and time.monotonic() - start < 0.5
+    smol.prefill_s_per_token = measured

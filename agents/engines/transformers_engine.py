@@ -96,12 +96,16 @@ class StopAtClock:
     def __init__(self, end: float, clock=time.monotonic):
         self.end = end
         self.clock = clock
+        self.started = clock()
         self.last: float | None = None  # when the previous step ended (None: before the first)
+        self.first_step_s: float | None = None  # the prefill and the first token
         self.fired = False
 
     def __call__(self, input_ids: torch.LongTensor, scores=None, **kwargs) -> torch.BoolTensor:
         now = self.clock()
         # The first call comes after the prefill, which says nothing of a decode step's length.
+        if self.last is None:
+            self.first_step_s = now - self.started
         step = 0.0 if self.last is None else now - self.last
         self.last = now
         self.fired = self.fired or now + step >= self.end
@@ -109,6 +113,11 @@ class StopAtClock:
 
 
 class TransformersEngine(ChatEngine):
+    # Seconds per prompt token (padding included) of the last prefill: a sub-batch whose prefill
+    # would end after the deadline is not started, since a prefill cannot be stopped part-way
+    # (on 2 loaded cores, 8 answer prompts took 30 s to read).
+    prefill_s_per_token: float | None = None
+
     def __init__(self, model: str, ledger=None, *, dtype: str = "float32", device: str | None = None,
                  cudnn_attention: bool = True):
         super().__init__(model, ledger)
@@ -195,8 +204,15 @@ class TransformersEngine(ChatEngine):
         batch.pop("token_type_ids", None)  # GGUF-derived tokenizers return them; generate() rejects them
         batch = batch.to(self.device)
         prompt_len = batch["input_ids"].shape[1]
+        prompt_tokens = batch["input_ids"].numel()
+        if end is not None and self.prefill_s_per_token is not None \
+                and time.monotonic() + prompt_tokens * self.prefill_s_per_token >= end:
+            return [deadline_cut_result() for _ in chats]  # its prefill alone would outlive the deadline
         if sampling.choices:
-            return self._choose(batch, sampling.choices)
+            began = time.monotonic()
+            results = self._choose(batch, sampling.choices)
+            self.prefill_s_per_token = (time.monotonic() - began) / prompt_tokens
+            return results
 
         kwargs = dict(max_new_tokens=sampling.max_tokens, pad_token_id=self.pad_id, eos_token_id=self.end_ids,
                       return_dict_in_generate=True, output_logits=sampling.logprobs)
@@ -208,13 +224,14 @@ class TransformersEngine(ChatEngine):
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if sampling.stop:
             kwargs.update(self._stop_kwargs(sampling.stop, prompt_len))
-        clock_stop = None
-        if end is not None:
-            from transformers import StoppingCriteriaList
+        from transformers import StoppingCriteriaList
 
-            clock_stop = StopAtClock(end)
-            kwargs["stopping_criteria"] = StoppingCriteriaList([*kwargs.get("stopping_criteria", []), clock_stop])
+        # Outside a deadline it never fires, and still times the prefill.
+        clock_stop = StopAtClock(end if end is not None else float("inf"))
+        kwargs["stopping_criteria"] = StoppingCriteriaList([*kwargs.get("stopping_criteria", []), clock_stop])
         out = self.net.generate(**batch, **kwargs)
+        if clock_stop.first_step_s is not None:
+            self.prefill_s_per_token = clock_stop.first_step_s / prompt_tokens
         new_ids = out.sequences[:, prompt_len:].tolist()
         logprobs = None
         if sampling.logprobs:
@@ -227,7 +244,7 @@ class TransformersEngine(ChatEngine):
         prompt_counts = batch["attention_mask"].sum(dim=1).tolist()
         results = [self._result(ids, None if logprobs is None else logprobs[row], int(prompt_counts[row]), sampling)
                    for row, ids in enumerate(new_ids)]
-        if clock_stop is not None and clock_stop.fired:
+        if clock_stop.fired:
             # Rows that had not ended on their own (end token, stop string, max_tokens) were cut.
             results = [self._cut(res, ids, sampling) for res, ids in zip(results, new_ids)]
         return results
