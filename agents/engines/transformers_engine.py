@@ -82,12 +82,18 @@ class StopOnText:
         return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)
 
 
+# How much slower than the last measurement a decode step or a prefill is allowed to come out:
+# on a shared machine the speed moves from one call to the next as other jobs start and stop,
+# and the deadline must hold anyway; stopping a little early costs only the tokens not written.
+STEP_SLACK = 2.0
+
+
 class StopAtClock:
     """generate()'s stopping criterion for the batch's deadline: every row stops once the next
     decode step would end after `end` (a `time.monotonic()` instant).
 
-    The next step is assumed to take as long as the last one did, so the call returns by `end`
-    in steady decoding rather than one step after it; the prefill (the first forward pass) cannot
+    The next step is assumed to take up to `STEP_SLACK` times as long as the last one did, so
+    the call returns by `end` rather than one step after it; the prefill (the first forward pass) cannot
     be interrupted, which is why the engine does not start a call with nothing left and the chain
     keeps a margin. transformers' own `max_time` criterion stops only after the time has passed,
     and does not say whether it fired.
@@ -108,7 +114,7 @@ class StopAtClock:
             self.first_step_s = now - self.started
         step = 0.0 if self.last is None else now - self.last
         self.last = now
-        self.fired = self.fired or now + step >= self.end
+        self.fired = self.fired or now + STEP_SLACK * step >= self.end
         return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool, device=input_ids.device)
 
 
@@ -206,7 +212,7 @@ class TransformersEngine(ChatEngine):
         prompt_len = batch["input_ids"].shape[1]
         prompt_tokens = batch["input_ids"].numel()
         if end is not None and self.prefill_s_per_token is not None \
-                and time.monotonic() + prompt_tokens * self.prefill_s_per_token >= end:
+                and time.monotonic() + STEP_SLACK * prompt_tokens * self.prefill_s_per_token >= end:
             return [deadline_cut_result() for _ in chats]  # its prefill alone would outlive the deadline
         if sampling.choices:
             began = time.monotonic()
