@@ -30,6 +30,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from agents.config import REPO_ROOT, cache_dir
+from evaluation.report.html import build_report
 from evaluation.scoring.judge import Judge, JudgeItem
 from minibench.full_split import MULTI_TURN_CONVERSATIONS, SINGLE_TURN_SESSIONS, build_full_split
 
@@ -135,13 +136,18 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def model_seconds(run_dir: Path) -> dict:
-    """Seconds inside the models: engine calls (batches.jsonl stage_ms) and search (traces'
-    'retrieve' stage, which holds the search calls); and the agent's wall seconds in all."""
+    """Seconds inside the models: engine calls (batches.jsonl stage_ms, the reranker included)
+    and search ('retrieve' in stage_ms of the traces, which every turn of a batch shares, so
+    counted once per batch); and the agent's wall seconds in all."""
     batches = read_jsonl(run_dir / "batches.jsonl")
     engine_ms = sum(sum((b.get("stage_ms") or {}).values()) for b in batches)
-    search_ms = sum((t.get("stage_ms") or {}).get("retrieve", 0.0) for t in read_jsonl(run_dir / "traces.jsonl"))
+    batch_of = {a["interaction_id"]: (a.get("shard"), a.get("batch")) for a in read_jsonl(run_dir / "answers.jsonl")}
+    search_ms: dict = {}
+    for trace in read_jsonl(run_dir / "traces.jsonl"):
+        key = batch_of.get(trace.get("interaction_id"))
+        search_ms[key] = max(search_ms.get(key, 0.0), (trace.get("stage_ms") or {}).get("retrieve", 0.0))
     agent_ms = sum(b.get("wall_ms") or 0.0 for b in batches)
-    return {"engine_s": engine_ms / 1000.0, "search_s": search_ms / 1000.0, "agent_s": agent_ms / 1000.0}
+    return {"engine_s": engine_ms / 1000.0, "search_s": sum(search_ms.values()) / 1000.0, "agent_s": agent_ms / 1000.0}
 
 
 def sizes(run_dir: Path) -> dict[str, int]:
@@ -228,9 +234,18 @@ def main(argv=None) -> None:
         models = model_seconds(run_dir)
         figures[f"{name} turns"] = {"turns": turns, "complete": summary["complete"],
                                     "judge_asked": summary.get("judge_asked"), "scores": summary["scores"]["all"]}
-        figures[f"{name} seconds"] = {**models, "run_wall_s": wall,
-                                      "overhead_ms_per_turn": 1000.0 * (wall - models["engine_s"] - models["search_s"]) / turns}
+        models_s = models["engine_s"] + models["search_s"]
+        figures[f"{name} seconds"] = {
+            **models, "run_wall_s": wall,
+            # the chain's own work inside batch_generate_response, models left out
+            "chain_ms_per_turn": 1000.0 * (models["agent_s"] - models_s) / turns,
+            # everything outside the agent: start, model loading, data, judge, scoring, files, report
+            "evaluator_outside_agent_ms_per_turn": 1000.0 * (wall - models["agent_s"]) / turns,
+            "all_but_models_ms_per_turn": 1000.0 * (wall - models_s) / turns}
         figures[f"{name} sizes"] = sizes(run_dir)
+        start = time.perf_counter()
+        build_report(run_dir)
+        figures[f"{name} report build (s)"] = time.perf_counter() - start
         figures[f"{name} report in chromium (s)"] = chromium_open_s(run_dir / "report.html")
     print(json.dumps(figures, indent=1, default=str))
 
