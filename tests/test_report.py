@@ -202,6 +202,7 @@ def test_report_in_chromium(runs, browser, tmp_path):
     assert page.evaluate(visible) == 2
     pick("filter-outcome", "")
     assert page.evaluate(visible) == 4
+    pick("filter-branch", "")
     pick("filter-domain", "vehicle")  # c5, c6, c7-0, c7-1
     assert page.evaluate(visible) == 4
     pick("filter-cut", "cut")  # no turn of this run was cut by the deadline
