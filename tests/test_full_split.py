@@ -94,18 +94,23 @@ def script(world, name: str, **extra) -> Path:
     return path
 
 
-def command(world, out: Path, *extra: str) -> tuple[list[str], dict]:
+SCRIPTED = "tests.scripted_agent:ScriptedAgent"
+# the real chain over an engine that answers every stage at once
+INSTANT_CHAIN = "tests.fakes:InstantCruiseAgent"
+
+
+def command(world, out: Path, *extra: str, agent: str = SCRIPTED) -> tuple[list[str], dict]:
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_DATASETS_CACHE=str(world["root"] / "hf-datasets"),
                CRUISE_CACHE=str(world["root"] / "cache"), OPENAI_API_KEY=SECRET)
     return [sys.executable, "local_evaluation.py", "--dataset", str(world["dataset"]), "--dataset-type", "multi-turn",
-            "--profile", "cpu", "--agent", "tests.scripted_agent:ScriptedAgent", "--search", "none",
+            "--profile", "cpu", "--agent", agent, "--search", "none",
             "--eval-model", "judge-model", "--eval-base-url", world["server"].url, "--output-dir", str(out),
             "--no_progress", *extra], env
 
 
-def evaluate(world, out: Path, name: str, *extra: str, **script_extra) -> None:
-    cmd, env = command(world, out, *extra)
+def evaluate(world, out: Path, name: str, *extra: str, agent: str = SCRIPTED, **script_extra) -> None:
+    cmd, env = command(world, out, *extra, agent=agent)
     env["SCRIPTED_AGENT_SCRIPT"] = str(script(world, name, **script_extra))
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -127,9 +132,39 @@ def scored(out: Path) -> dict:
 
 
 def test_kill_9_mid_run_then_resume_loses_nothing(world, full_run):
+    """The scripted agent logs what it was asked: the resumed run's histories are checked too."""
     out = world["root"] / "killed"
-    cmd, env = command(world, out)
-    env["SCRIPTED_AGENT_SCRIPT"] = str(script(world, "killed", sleep_s=0.05))
+    kill_and_resume(world, out, SCRIPTED)
+    assert scored(out) == scored(full_run)
+    # the resumed run fed the saved answers back as history: every (question, history) it asked
+    # the uninterrupted run asked too
+    def asked(log: str) -> set[str]:
+        return {json.dumps([q, h]) for c in read_jsonl(world["root"] / log) for q, h in zip(c["queries"], c["histories"])}
+
+    killed, full = asked("killed.log.jsonl"), asked("uninterrupted.log.jsonl")
+    assert killed <= full and any(json.loads(x)[1] for x in killed)
+
+
+@pytest.mark.slow  # two 640-turn runs of the chain: about 90 s on a loaded 2-core machine
+def test_kill_9_mid_run_of_the_real_chain_then_resume_loses_nothing(world):
+    """The real CruiseAgent chain on an engine that answers at once: the same scores, outcome
+    mix and traces as an uninterrupted run."""
+    full = world["root"] / "chain-uninterrupted"
+    evaluate(world, full, "chain-uninterrupted", agent=INSTANT_CHAIN)
+    scores = scored(full)["scores"]["all"]
+    assert min(scores["correct"], scores["miss"], scores["hallucination"]) > 0  # a mix, not one outcome
+    out = world["root"] / "chain-killed"
+    kill_and_resume(world, out, INSTANT_CHAIN)
+    assert scored(out) == scored(full)
+    branches = [(t["interaction_id"], t["branch"]) for t in read_jsonl(full / "traces.jsonl")]
+    resumed = {t["interaction_id"]: t["branch"] for t in read_jsonl(out / "traces.jsonl")}
+    assert len(set(branches)) == TURNS and all(resumed[iid] == branch for iid, branch in branches)
+
+
+def kill_and_resume(world, out: Path, agent: str) -> None:
+    """Start a run, SIGKILL it once KILL_AFTER answers are saved, resume it; every turn once."""
+    cmd, env = command(world, out, agent=agent)
+    env["SCRIPTED_AGENT_SCRIPT"] = str(script(world, out.name, sleep_s=0.05))
     process = subprocess.Popen(cmd, cwd=REPO_ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     deadline = time.monotonic() + 300
     answers = out / "answers.jsonl"
@@ -143,18 +178,10 @@ def test_kill_9_mid_run_then_resume_loses_nothing(world, full_run):
     saved = len(read_jsonl(answers))
     assert KILL_AFTER <= saved < TURNS and not (out / "scores_dictionary.json").exists()
 
-    evaluate(world, out, "killed", "--resume")
+    evaluate(world, out, out.name, "--resume", agent=agent)
     ids = [r["interaction_id"] for r in read_jsonl(out / "answers.jsonl")]
     csv_ids = [line.split(",")[1] for line in (out / "turn_evaluation_results_all.csv").read_text().splitlines()[1:]]
     assert len(csv_ids) == len(set(csv_ids)) == TURNS and set(ids) == set(csv_ids)
-    assert scored(out) == scored(full_run)
-    # the resumed run fed the saved answers back as history: every (question, history) it asked
-    # the uninterrupted run asked too
-    def asked(log: str) -> set[str]:
-        return {json.dumps([q, h]) for c in read_jsonl(world["root"] / log) for q, h in zip(c["queries"], c["histories"])}
-
-    killed, full = asked("killed.log.jsonl"), asked("uninterrupted.log.jsonl")
-    assert killed <= full and any(json.loads(x)[1] for x in killed)
 
 
 def test_records_written_twice_or_for_no_answer_count_once(world, full_run, tmp_path):
