@@ -15,6 +15,7 @@ are embedded as small base64 thumbnails on the turn pages; no page fetches anyth
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import json
 import shutil
@@ -404,11 +405,17 @@ def build_comparison(run_dirs: list[Path], out: Path) -> Path:
     return out
 
 
-def render(template: str, **context) -> str:
+@functools.lru_cache(maxsize=1)
+def template_environment():
+    """One Jinja2 environment per process: it compiles each template once, not once per turn page."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["pretty"] = lambda value: json.dumps(value, indent=1, ensure_ascii=False, default=str)
     env.filters["pct"] = lambda value: f"{value:.1%}"
-    return env.get_template(template).render(**context)
+    return env
+
+
+def render(template: str, **context) -> str:
+    return template_environment().get_template(template).render(**context)
