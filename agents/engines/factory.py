@@ -60,7 +60,7 @@ def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEn
     raise ValueError(f"unknown engine {config.engine!r}; choose 'vllm', 'transformers' or 'openai'")
 
 
-def _reranker(config: CruiseConfig, ledger: Ledger) -> Reranker:
+def build_reranker(config: CruiseConfig, ledger: Ledger) -> Reranker:
     from agents.engines.reranker import CrossEncoderReranker, MiniLMReranker, ServerReranker
 
     if config.reranker_backend == "server":
@@ -81,4 +81,4 @@ def build_engines(config: CruiseConfig, ledger: Ledger) -> Engines:
     if config.engine == "openai":
         same = same and served_endpoint(config, "router") == served_endpoint(config, "vlm")
     router = vlm if same else build_chat_engine(config, "router", ledger)
-    return Engines(router=router, vlm=vlm, reranker=_reranker(config, ledger))
+    return Engines(router=router, vlm=vlm, reranker=build_reranker(config, ledger))
