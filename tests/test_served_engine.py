@@ -210,6 +210,31 @@ def test_the_served_profile_checks_each_server_and_names_what_it_serves(loopback
     assert (cfg.engine, cfg.reranker_backend, cfg.served_image_placeholder) == ("openai", "server", "<|image|>")
 
 
+def test_the_cpu_chain_on_one_server_asks_it_for_its_served_name_in_both_roles(loopback, monkeypatch):
+    """README's line: `--profile cpu --set engine=openai --set vlm_base_url=URL --set vlm_served_name=NAME`.
+    The router is the VLM's model on the VLM's URL, so it is that server and takes that name."""
+    from agents.engines.base import Ledger
+    from agents.engines.factory import build_engines
+    from evaluation.harness.models import served_problem
+
+    def answer(path, body, count):
+        if path == "/v1/models":
+            return models_answer(["NAME"])(path, body, count)
+        return vllm_chat_answer(path, body, count)
+
+    server = loopback(answer)
+    for key, value in (("ENGINE", "openai"), ("VLM_BASE_URL", server.base_url), ("VLM_SERVED_NAME", "NAME")):
+        monkeypatch.setenv(f"CRUISE_{key}", value)
+    assert served_problem("cpu") is None
+    engines = build_engines(load_config("cpu"), Ledger())
+    engines.router.generate([ChatRequest([{"role": "user", "content": "Which city?"}])], Sampling(), stage="route")
+    assert engines.router is engines.vlm and server.requests[-1][2]["model"] == "NAME"
+    # a router that is another model on the same server keeps its own name
+    monkeypatch.setenv("CRUISE_ROUTER_MODEL", "HuggingFaceTB/SmolLM2-135M-Instruct")
+    problem = served_problem("cpu")
+    assert problem is not None and "does not serve HuggingFaceTB/SmolLM2-135M-Instruct;" in problem
+
+
 def test_no_server_at_start_is_one_line_and_exit_code_1(tmp_path):
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRUISE_")}
     url = f"http://127.0.0.1:{free_port()}/v1"

@@ -17,12 +17,17 @@ SERVED_ROLES = ("vlm", "router", "reranker")
 
 def served_endpoint(config: CruiseConfig, role: str) -> tuple[str, str]:
     """(base URL, served model name) of one role's server: the router defaults to the VLM's URL,
-    every name to the role's model id."""
+    every name to the role's model id. A router that is the VLM's model on the VLM's URL is the
+    VLM's server, so it also takes the VLM's served name (one `vllm serve --served-model-name NAME`
+    answers both roles)."""
     if role not in SERVED_ROLES:
         raise ValueError(f"unknown role {role!r}; choose one of {SERVED_ROLES}")
     model = getattr(config, f"{role}_model")
     url = getattr(config, f"{role}_base_url") or (config.vlm_base_url if role == "router" else "")
-    return url, getattr(config, f"{role}_served_name") or model
+    name = getattr(config, f"{role}_served_name")
+    if role == "router" and not name and model == config.vlm_model and url == config.vlm_base_url:
+        name = config.vlm_served_name
+    return url, name or model
 
 
 def served_roles(config: CruiseConfig) -> list[str]:
