@@ -156,11 +156,91 @@ def test_log_probabilities_and_token_counts_arrive_in_vllm_shape(loopback, monke
     assert "sk-test-secret" not in repr(engine.endpoint)
 
 
-def test_requests_carry_the_in_process_layout_and_the_image_as_a_jpeg_data_url():
+def chat_answer(tokens, logprobs, text, finish):
+    """A chat completion in vLLM's shape with `finish` merged into its choice (SGLang's differs
+    only there: `matched_stop` instead of `stop_reason`)."""
+    def answer(path, body, count):
+        content = [{"token": t, "logprob": lp, "bytes": list(t.encode()), "top_logprobs": []}
+                   for t, lp in zip(tokens, logprobs)]
+        choice = {"index": 0, "message": {"role": "assistant", "content": text}, "logprobs": {"content": content},
+                  **finish}
+        return 200, {}, {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
+                         "choices": [choice],
+                         "usage": {"prompt_tokens": 9, "completion_tokens": len(tokens), "total_tokens": 9 + len(tokens)}}
+    return answer
+
+
+PARIS = (["Paris", ".", "<|eot_id|>"], [-0.1, -0.2, -0.05], "Paris.")
+
+
+@pytest.mark.parametrize("finish, counted", [
+    ({"finish_reason": "stop", "stop_reason": None}, 2),             # vLLM: the EOS
+    ({"finish_reason": "stop", "stop_reason": 128009}, 2),           # vLLM: another stop token id
+    ({"finish_reason": "stop", "matched_stop": 128009}, 2),          # SGLang: the EOS id it matched
+    ({"finish_reason": "stop"}, 2),                                  # a server that says no more
+    ({"finish_reason": "length", "stop_reason": None}, 3),           # max_tokens: no end token
+])
+def test_a_served_answer_leaves_out_the_end_token_the_server_lists(loopback, finish, counted):
+    engine = OpenAIChatEngine("m", base_url=loopback(chat_answer(*PARIS, finish)).base_url)
+    got = engine.generate([ChatRequest([{"role": "user", "content": "Capital of France?"}])], Sampling(logprobs=True))[0]
+    assert got.text == "Paris." and got.output_tokens == counted
+    assert got.token_logprobs == PARIS[1][:counted] and got.tokens == PARIS[0][:counted]
+    plain = engine.generate([ChatRequest([{"role": "user", "content": "Capital of France?"}])], Sampling())[0]
+    assert plain.output_tokens == counted  # from usage.completion_tokens, less the end token
+
+
+@pytest.mark.parametrize("finish", [{"finish_reason": "stop", "stop_reason": "."},
+                                    {"finish_reason": "stop", "matched_stop": "."}])
+def test_a_served_answer_cut_at_a_stop_string_keeps_the_token_that_completed_it(loopback, finish):
+    answer = chat_answer(["Paris", "."], [-0.1, -0.2], "Paris", finish)  # the server cut the "."
+    engine = OpenAIChatEngine("m", base_url=loopback(answer).base_url)
+    got = engine.generate([ChatRequest([{"role": "user", "content": "q"}])], Sampling(logprobs=True, stop=(".",)))[0]
+    assert got.text == "Paris" and got.token_logprobs == [-0.1, -0.2]
+
+
+def test_a_server_that_lists_no_end_token_keeps_every_token(loopback):
+    answer = chat_answer(["Paris", "."], [-0.1, -0.2], "Paris.", {"finish_reason": "stop"})
+    engine = OpenAIChatEngine("m", base_url=loopback(answer).base_url)
+    got = engine.generate([ChatRequest([{"role": "user", "content": "q"}])], Sampling(logprobs=True))[0]
+    assert got.token_logprobs == [-0.1, -0.2] and got.output_tokens == 2
+
+
+@pytest.mark.slow  # real SmolLM2
+def test_transformers_vllm_and_a_vllm_server_count_one_answer_alike(loopback):
+    """SmolLM2's greedy answer, ended by its end token: transformers' result, and the same
+    tokens as vLLM reports them offline (a RequestOutput) and served (a chat completion), each
+    listing the end token last, give one count and one list of log-probabilities."""
+    from agents.engines.transformers_engine import TransformersEngine
+    from agents.engines.vllm_engine import to_chat_result
+    from tests.test_engines import vllm_output
+
+    smol = TransformersEngine("smollm2")
+    sampling = Sampling(max_tokens=24, logprobs=True)
+    question = ChatRequest([{"role": "user", "content": "What is the capital of France? Answer with one word."}])
+    got = smol.generate([question], sampling)[0]
+    assert got.output_tokens < sampling.max_tokens  # it ended on its end token, not on the limit
+    assert len(got.token_logprobs) == len(got.tokens) == got.output_tokens
+    eos = smol.tokenizer.eos_token_id
+    logprobs = [*got.token_logprobs, -0.01]
+    offline = to_chat_result(vllm_output([*range(100, 100 + got.output_tokens), eos], logprobs, [*got.tokens, ""],
+                                         "stop", None), want_logprobs=True)
+    finish = {"finish_reason": "stop", "stop_reason": None}
+    server = loopback(chat_answer([*got.tokens, smol.tokenizer.eos_token], logprobs, "".join(got.tokens), finish))
+    served = OpenAIChatEngine("smollm2", base_url=server.base_url).generate([question], sampling)[0]
+    for other in (offline, served):
+        assert (other.output_tokens, other.token_logprobs) == (got.output_tokens, got.token_logprobs)
+
+
+def test_requests_carry_the_in_process_layout_and_the_image_lossless():
+    import base64
+    import io
+
+    import numpy as np
     from PIL import Image
 
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is it?"}]
-    request = ChatRequest(messages, image=Image.new("RGB", (8, 8), "red"))
+    noisy = Image.fromarray(np.random.default_rng(0).integers(0, 256, size=(48, 64, 3), dtype=np.uint8))
+    request = ChatRequest(messages, image=noisy)
     plain = request_messages(request, with_image=False)
     assert plain == messages
     sent = request_messages(request, with_image=True, image_placeholder="<|image|>")
@@ -168,7 +248,10 @@ def test_requests_carry_the_in_process_layout_and_the_image_as_a_jpeg_data_url()
     assert sent[0] == messages[0] and sent[2] == messages[1]  # plain strings, as template_messages keeps them
     placeholder, image = sent[1]["content"]
     assert placeholder == {"type": "text", "text": "<|image|>"}
-    assert image["image_url"]["url"].startswith("data:image/jpeg;base64,")
+    head, data = image["image_url"]["url"].split(",", 1)
+    assert head == "data:image/png;base64"
+    # what a server decodes (vLLM: base64, then PIL) is the very pixels the in-process engines get
+    assert np.array_equal(np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB")), np.asarray(noisy))
     assert request_messages(request, with_image=True)[1]["content"][0]["type"] == "image_url"
 
 

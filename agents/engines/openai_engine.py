@@ -7,7 +7,7 @@ the ledger, as with the in-process engines. Each request:
 - carries the messages in the layout the in-process engines render (`template_messages`:
   plain-string contents; with an image, the system message, then a user message holding only
   the image, then the history and the question). The image travels as a
-  `data:image/jpeg;base64,...` `image_url` part. `image_placeholder` (e.g. "<|image|>") adds the
+  `data:image/png;base64,...` `image_url` part (lossless). `image_placeholder` (e.g. "<|image|>") adds the
   model's image token as a text part right before it: for a vLLM server started with
   `--chat-template-content-format string`, which then writes no placeholder of its own and the
   prompt is the one `build_vllm_inputs` renders in-process (README, "Serve the models");
@@ -47,13 +47,17 @@ from agents.engines.base import (
 from agents.engines.served import DEFAULT_TIMEOUT_S, Endpoint, ServerGaveUp
 
 STOP_MODES = ("server", "client")
-JPEG_QUALITY = 95
 
 
 def image_data_url(image) -> str:
+    """The image as a PNG data URL: lossless, so the server's model sees the pixels the
+    in-process engines see (a JPEG's artefacts alone changed an answer on a noisy photo).
+    vLLM's server decodes any format PIL opens from a base64 `data:` URL
+    (vllm/multimodal/utils.py, `MediaConnector._load_data_url`; vllm/multimodal/image.py,
+    `ImageMediaIO.load_base64`, then `convert("RGB")`), SGLang likewise (`load_image`)."""
     buffer = io.BytesIO()
-    image.convert("RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
-    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    image.convert("RGB").save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def request_messages(request: ChatRequest, with_image: bool, image_placeholder: str = "") -> list[dict]:
@@ -80,15 +84,20 @@ def request_payload(model: str, messages: list[dict], sampling: Sampling, send_s
     return payload
 
 
-def read_completion(bodies: list[dict]) -> tuple[str, list[tuple[str, float]] | None, dict]:
-    """(text, [(token, logprob)] or None, usage) from a JSON completion (one body) or from the
-    chunks of a streamed one."""
-    text, logprobs, usage, streamed = [], None, {}, False
+def read_completion(bodies: list[dict]) -> tuple[str, list[tuple[str, float]] | None, dict, dict]:
+    """(text, [(token, logprob)] or None, usage, finish) from a JSON completion (one body) or
+    from the chunks of a streamed one; `finish` holds the choice's `finish_reason` and what
+    stopped it: vLLM's `stop_reason`, SGLang's `matched_stop` (both: a string for a stop
+    string, a token id or None for an end token)."""
+    text, logprobs, usage, streamed, finish = [], None, {}, False, {}
     for body in bodies:
         usage = body.get("usage") or usage
         for choice in body.get("choices") or []:
             if choice.get("index", 0) != 0:
                 continue
+            if choice.get("finish_reason"):
+                finish = {"finish_reason": choice["finish_reason"],
+                          "stopped_by": choice.get("stop_reason", choice.get("matched_stop"))}
             part = choice.get("message") if "message" in choice else choice.get("delta")
             streamed = streamed or "delta" in choice
             if part and part.get("content"):
@@ -98,11 +107,31 @@ def read_completion(bodies: list[dict]) -> tuple[str, list[tuple[str, float]] | 
                 logprobs = (logprobs or []) + [(c.get("token", ""), float(c["logprob"])) for c in content]
     if not bodies or (not streamed and not any("choices" in b for b in bodies)):
         raise ServerGaveUp(f"no completion in the answer: {json.dumps(bodies)[:300]}")
-    return "".join(text), logprobs, usage
+    return "".join(text), logprobs, usage, finish
 
 
-def finish_result(text: str, logprobs: list[tuple[str, float]] | None, usage: dict, stop: tuple[str, ...]) -> ChatResult:
-    """The ChatResult of one completion, cut at the first stop string (and its tokens with it)."""
+def ends_with_end_token(text: str, logprobs: list[tuple[str, float]], finish: dict, stop: tuple[str, ...]) -> bool:
+    """Whether the last listed token is the end-of-sequence token, which vLLM and SGLang list
+    among the log-probabilities (and count in `completion_tokens`) and ChatResult does not count.
+
+    It is when the choice finished with "stop" and no stop string did it: not the server's
+    (a string `stop_reason`/`matched_stop`), nor one the listed tokens spell; and the token
+    adds nothing to the text (it decodes to "" or to a special token such as "<|eot_id|>"),
+    which keeps a server that lists no end token from losing a real one."""
+    if finish.get("finish_reason") != "stop" or isinstance(finish.get("stopped_by"), str) or not logprobs:
+        return False
+    if cut_at_stop("".join(token for token, _ in logprobs), stop)[1]:
+        return False
+    last = logprobs[-1][0].strip()
+    return not last or not text.rstrip().endswith(last)
+
+
+def finish_result(text: str, logprobs: list[tuple[str, float]] | None, usage: dict, finish: dict,
+                  stop: tuple[str, ...]) -> ChatResult:
+    """The ChatResult of one completion, cut at the first stop string (and its tokens with it),
+    without the end token (see ChatResult)."""
+    if logprobs and ends_with_end_token(text, logprobs, finish, stop):
+        logprobs = logprobs[:-1]
     text, stopped = cut_at_stop(text, stop)
     if stopped and logprobs:
         # keep the tokens up to the one that completed the stop string, as vLLM counts them
@@ -113,7 +142,13 @@ def finish_result(text: str, logprobs: list[tuple[str, float]] | None, usage: di
                 keep = k
                 break
         logprobs = logprobs[:keep]
+    # Without log-probabilities the server's count stands; vLLM and SGLang include the end token
+    # in it, so a finished answer counts one token less (an answer cut at a stop string keeps
+    # the server's count: which token completed it is not known here).
     output_tokens = len(logprobs) if logprobs is not None else int(usage.get("completion_tokens") or 0)
+    if logprobs is None and not stopped and output_tokens and finish.get("finish_reason") == "stop" \
+            and not isinstance(finish.get("stopped_by"), str):
+        output_tokens -= 1
     return ChatResult(
         text=text.strip(), prompt_tokens=int(usage.get("prompt_tokens") or 0), output_tokens=output_tokens,
         token_logprobs=None if logprobs is None else [lp for _, lp in logprobs],

@@ -63,17 +63,32 @@ def to_sampling_kwargs(sampling: Sampling) -> dict:
     return kwargs
 
 
+def ended_on_end_token(finish_reason, stop_reason) -> bool:
+    """Whether vLLM's last output token is the end-of-sequence token (or another of the model's
+    stop token ids): finish_reason "stop" with no stop string matched. vLLM sets `stop_reason`
+    to None for the tokenizer's EOS, to the id for a stop token id, to the string for a stop
+    string (vllm/sequence.py, SequenceStatus; vllm/engine/output_processor/stop_checker.py)."""
+    return finish_reason == "stop" and not isinstance(stop_reason, str)
+
+
 def to_chat_result(output, want_logprobs: bool) -> ChatResult:
-    """One vLLM RequestOutput -> ChatResult (text is already cut at the stop string by vLLM)."""
+    """One vLLM RequestOutput -> ChatResult (text is already cut at the stop string by vLLM).
+
+    The end token vLLM lists last is not counted (see ChatResult); the image's encoder tokens
+    count in `prompt_tokens`, as vLLM's server counts them in `usage.prompt_tokens`
+    (vllm/entrypoints/openai/serving_chat.py adds `encoder_prompt_token_ids`)."""
     completion = output.outputs[0]
     token_ids = list(completion.token_ids)
+    kept = len(token_ids) - (1 if token_ids and ended_on_end_token(completion.finish_reason,
+                                                                    completion.stop_reason) else 0)
     logprobs = tokens = None
     if want_logprobs and completion.logprobs is not None:
-        chosen = [step[tid] for tid, step in zip(token_ids, completion.logprobs)]
+        chosen = [step[tid] for tid, step in zip(token_ids[:kept], completion.logprobs)]
         logprobs = [float(c.logprob) for c in chosen]
         tokens = [c.decoded_token or "" for c in chosen]
-    return ChatResult(text=completion.text.strip(), prompt_tokens=len(output.prompt_token_ids or []),
-                      output_tokens=len(token_ids), token_logprobs=logprobs, tokens=tokens)
+    prompt_tokens = len(output.prompt_token_ids or []) + len(getattr(output, "encoder_prompt_token_ids", None) or [])
+    return ChatResult(text=completion.text.strip(), prompt_tokens=prompt_tokens,
+                      output_tokens=kept, token_logprobs=logprobs, tokens=tokens)
 
 
 def _is_vision_model(path: str) -> bool:
