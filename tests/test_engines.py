@@ -428,3 +428,29 @@ def test_vllm_counts_an_images_encoder_tokens_in_the_prompt_as_its_server_does()
 
     output = vllm_output([11], [-0.1], ["a"], "length", None, encoder=[128256] * 68)
     assert to_chat_result(output, want_logprobs=False).prompt_tokens == 3 + 68
+
+
+@pytest.mark.parametrize("batch_images, calls", [(True, [3]), (False, [1, 1, 1])])
+def test_vllm_engine_runs_each_image_alone_when_images_must_not_share_a_batch(batch_images, calls):
+    from transformers import AutoTokenizer
+
+    from agents.engines.vllm_engine import VLLMEngine
+
+    llm = RecordingLLM(AutoTokenizer.from_pretrained(build_tiny_mllama()))
+    engine = VLLMEngine.from_llm(llm, RecordingParams, model="tiny-mllama", supports_images=True,
+                                 batch_images=batch_images)
+    requests = [chat("first", red_image()), chat("plain question"), chat("second", noise_image(1))]
+    results = engine.generate(requests, Sampling(max_tokens=2), stage="answer")
+    assert [len(inputs) for inputs, _ in llm.calls] == calls
+    assert all(sum("multi_modal_data" in item for item in inputs) <= (3 if batch_images else 1)
+               for inputs, _ in llm.calls)
+    # every result answers its own request, in order, and the ledger still sees one call
+    expected = [f"answer {len(llm.tokenizer(item['prompt']).input_ids)}"
+                for item in build_inputs(requests, llm.tokenizer)]
+    assert [r.text for r in results] == expected and len(engine.ledger.drain()) == 1
+
+
+def build_inputs(requests, tokenizer):
+    from agents.engines.vllm_engine import build_vllm_inputs
+
+    return build_vllm_inputs(requests, tokenizer, supports_images=True)

@@ -231,6 +231,32 @@ def test_transformers_vllm_and_a_vllm_server_count_one_answer_alike(loopback):
         assert (other.output_tokens, other.token_logprobs) == (got.output_tokens, got.token_logprobs)
 
 
+@pytest.mark.parametrize("batch_images", [True, False])
+def test_image_requests_go_one_at_a_time_when_images_must_not_share_a_batch(loopback, batch_images):
+    from PIL import Image
+
+    open_images, most = [0], [0]
+    lock = threading.Lock()
+
+    def answer(path, body, count):
+        has_image = any(isinstance(m["content"], list) for m in body["messages"])
+        with lock:
+            open_images[0] += has_image
+            most[0] = max(most[0], open_images[0])
+        time.sleep(0.3)
+        with lock:
+            open_images[0] -= has_image
+        return vllm_chat_answer(path, body, count)
+
+    engine = OpenAIChatEngine("m", base_url=loopback(answer).base_url, supports_images=True,
+                              batch_images=batch_images)
+    image = ChatRequest([{"role": "user", "content": "What is it?"}], image=Image.new("RGB", (8, 8), "red"))
+    text = ChatRequest([{"role": "user", "content": "Which city?"}])
+    results = engine.generate([image, text, image, image], Sampling())
+    assert [r.text for r in results] == ["Paris is nice."] * 4
+    assert most[0] == (3 if batch_images else 1)
+
+
 def test_requests_carry_the_in_process_layout_and_the_image_lossless():
     import base64
     import io

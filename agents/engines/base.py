@@ -213,6 +213,15 @@ class ChatEngine(ABC):
         ...
 
 
+def image_groups(requests: list[ChatRequest], batch_images: bool) -> list[list[int]]:
+    """Indices of the requests to run together: all at once, or, with `batch_images=False`,
+    the text requests together and each image request alone (see CruiseConfig.batch_images)."""
+    if batch_images or sum(r.image is not None for r in requests) < 2:
+        return [list(range(len(requests)))]
+    text = [i for i, r in enumerate(requests) if r.image is None]
+    return ([text] if text else []) + [[i] for i, r in enumerate(requests) if r.image is not None]
+
+
 class Reranker(ABC):
     """(query, passage) pairs in, one relevance score in [0, 1] per pair out, one call per batch."""
 

@@ -46,13 +46,15 @@ def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEn
         return OpenAIChatEngine(
             config.vlm_model if role == "vlm" else config.router_model, ledger, base_url=url, served_name=name,
             max_in_flight=config.served_max_in_flight, timeout_s=config.served_timeout_s,
-            stop_strings=config.served_stop_strings, image_placeholder=config.served_image_placeholder, **extra)
+            stop_strings=config.served_stop_strings, image_placeholder=config.served_image_placeholder,
+            batch_images=config.batch_images, **extra)
     model = resolve_model(config.vlm_model if role == "vlm" else config.router_model)
     if config.engine == "vllm":
         from agents.engines.vllm_engine import VLLMEngine
 
         return VLLMEngine(
             model, ledger, dtype=config.dtype, max_num_seqs=config.max_num_seqs, seed=config.seed,
+            batch_images=config.batch_images,
             max_model_len=config.vlm_max_model_len if role == "vlm" else config.router_max_model_len,
             gpu_memory_utilization=(config.vlm_gpu_memory_utilization if role == "vlm"
                                     else config.router_gpu_memory_utilization),

@@ -41,6 +41,7 @@ from agents.engines.base import (
     Ledger,
     Sampling,
     cut_at_stop,
+    image_groups,
     seconds_left,
     template_messages,
 )
@@ -180,7 +181,7 @@ def sees_images(model: str) -> bool:
 class OpenAIChatEngine(ChatEngine):
     def __init__(self, model: str, ledger: Ledger | None = None, *, base_url: str, served_name: str | None = None,
                  max_in_flight: int = 32, timeout_s: float = DEFAULT_TIMEOUT_S, stop_strings: str = "server",
-                 image_placeholder: str = "", supports_images: bool | None = None):
+                 image_placeholder: str = "", supports_images: bool | None = None, batch_images: bool = True):
         super().__init__(model, ledger)
         if stop_strings not in STOP_MODES:
             raise ValueError(f"stop_strings={stop_strings!r}: choose one of {STOP_MODES}")
@@ -190,17 +191,24 @@ class OpenAIChatEngine(ChatEngine):
         self.send_stop = stop_strings == "server"
         self.image_placeholder = image_placeholder
         self.supports_images = sees_images(model) if supports_images is None else supports_images
+        self.batch_images = batch_images
 
     def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
         # One end for the whole call, read here (the context does not follow into the worker
         # threads): a request that waits for a free slot gets only what is left of it.
         end = time.monotonic() + self.endpoint.budget_s(seconds_left())
-        pool = ThreadPoolExecutor(max_workers=min(self.max_in_flight, len(requests)))
-        try:
-            futures = [pool.submit(self._one, r, r.sampling_or(sampling), end) for r in requests]
-            return [f.result() for f in futures]
-        finally:  # after a failure, requests not yet sent are not sent: the call has failed
-            pool.shutdown(wait=True, cancel_futures=True)
+        # With batch_images off, image requests go one after another (the server cannot batch them
+        # with each other), after the text requests, which go at once.
+        results: list[ChatResult | None] = [None] * len(requests)
+        for group in image_groups(requests, self.batch_images or not self.supports_images):
+            pool = ThreadPoolExecutor(max_workers=min(self.max_in_flight, len(group)))
+            try:
+                futures = {i: pool.submit(self._one, requests[i], requests[i].sampling_or(sampling), end) for i in group}
+                for i, future in futures.items():
+                    results[i] = future.result()
+            finally:  # after a failure, requests not yet sent are not sent: the call has failed
+                pool.shutdown(wait=True, cancel_futures=True)
+        return results
 
     def _one(self, request: ChatRequest, sampling: Sampling, end: float) -> ChatResult:
         with_image = self.supports_images and request.image is not None

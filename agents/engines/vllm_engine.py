@@ -20,6 +20,7 @@ from agents.engines.base import (
     Ledger,
     Sampling,
     accepts_system_beside_image,
+    image_groups,
     template_messages,
 )
 from agents.engines.local_models import resolve_model
@@ -100,8 +101,10 @@ def _is_vision_model(path: str) -> bool:
 class VLLMEngine(ChatEngine):
     def __init__(self, model: str, ledger: Ledger | None = None, *, dtype: str = "bfloat16",
                  max_model_len: int = 8192, max_num_seqs: int = 8, gpu_memory_utilization: float = 0.735,
-                 enforce_eager: bool = True, seed: int = 0, swap_space: float = 0, **llm_kwargs):
+                 enforce_eager: bool = True, seed: int = 0, swap_space: float = 0, batch_images: bool = True,
+                 **llm_kwargs):
         super().__init__(model, ledger)
+        self.batch_images = batch_images
         import vllm
 
         path = resolve_model(model)
@@ -115,10 +118,11 @@ class VLLMEngine(ChatEngine):
 
     @classmethod
     def from_llm(cls, llm, sampling_params_cls, *, model: str, supports_images: bool,
-                 ledger: Ledger | None = None) -> "VLLMEngine":
+                 ledger: Ledger | None = None, batch_images: bool = True) -> "VLLMEngine":
         """Wrap an already built `vllm.LLM` (or an object with its `generate`/`get_tokenizer`)."""
         engine = cls.__new__(cls)
         ChatEngine.__init__(engine, model, ledger)
+        engine.batch_images = batch_images
         engine._attach(llm, sampling_params_cls, supports_images)
         return engine
 
@@ -129,6 +133,13 @@ class VLLMEngine(ChatEngine):
         self.supports_images = supports_images
 
     def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
+        results: list[ChatResult | None] = [None] * len(requests)
+        for group in image_groups(requests, self.batch_images or not self.supports_images):
+            for i, result in zip(group, self._generate_together([requests[i] for i in group], sampling)):
+                results[i] = result
+        return results
+
+    def _generate_together(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
         inputs = build_vllm_inputs(requests, self.tokenizer, self.supports_images)
         samplings = [r.sampling_or(sampling) for r in requests]
         if all(s == sampling for s in samplings):
