@@ -72,7 +72,7 @@ def image_chats():
 
 
 def texts() -> list:
-    """Text chats whose greedy answers end on SmolLM2's end token well within max_tokens."""
+    """Text chats; SmolLM2's greedy answers to two of them end on its end token within 32 tokens."""
     from agents.engines.base import ChatRequest
 
     questions = ["What is the capital of France?", "Name one primary colour.", "What is 2 + 2?"]

@@ -98,7 +98,8 @@ def read_completion(bodies: list[dict]) -> tuple[str, list[tuple[str, float]] | 
                 continue
             if choice.get("finish_reason"):
                 finish = {"finish_reason": choice["finish_reason"],
-                          "stopped_by": choice.get("stop_reason", choice.get("matched_stop"))}
+                          "stopped_by": choice.get("stop_reason", choice.get("matched_stop")),
+                          "says_what_stopped": "stop_reason" in choice or "matched_stop" in choice}
             part = choice.get("message") if "message" in choice else choice.get("delta")
             streamed = streamed or "delta" in choice
             if part and part.get("content"):
@@ -143,12 +144,12 @@ def finish_result(text: str, logprobs: list[tuple[str, float]] | None, usage: di
                 keep = k
                 break
         logprobs = logprobs[:keep]
-    # Without log-probabilities the server's count stands; vLLM and SGLang include the end token
-    # in it, so a finished answer counts one token less (an answer cut at a stop string keeps
-    # the server's count: which token completed it is not known here).
+    # Without log-probabilities the server's count stands; vLLM and SGLang (the servers that say
+    # what stopped an answer) include the end token in it, so an answer they ended on it counts
+    # one token less. An answer cut at a stop string keeps the server's count.
     output_tokens = len(logprobs) if logprobs is not None else int(usage.get("completion_tokens") or 0)
-    if logprobs is None and not stopped and output_tokens and finish.get("finish_reason") == "stop" \
-            and not isinstance(finish.get("stopped_by"), str):
+    if logprobs is None and not stopped and output_tokens and finish.get("says_what_stopped") \
+            and finish.get("finish_reason") == "stop" and not isinstance(finish.get("stopped_by"), str):
         output_tokens -= 1
     return ChatResult(
         text=text.strip(), prompt_tokens=int(usage.get("prompt_tokens") or 0), output_tokens=output_tokens,
