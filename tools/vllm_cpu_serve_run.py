@@ -9,7 +9,8 @@ What it checks, each a PASS/FAIL line (exit 1 if any fails):
   chain        local_evaluation.py, the cpu profile's chain, through the server with README's line
                (`--set engine=openai --set vlm_base_url=URL --set vlm_served_name=NAME`) against
                the same chain in-process: every answer and every RAG answer's mean token
-               probability equal (CHAIN_TURNS mini-benchmark turns)
+               probability equal, and every intermediate output the trace keeps (CHAIN_TURNS
+               mini-benchmark turns)
   image one    the tiny Mllama served with `--chat-template-content-format string` and
                `served_image_placeholder = "<|image|>"`: image chats of different sizes, one per
                call, against transformers (each alone): same text and tokens, log-probabilities
@@ -51,8 +52,7 @@ class VLLMServer:
         self.log = open(self.log_path, "w")
         vllm = str(Path(sys.executable).with_name("vllm"))
         command = [vllm, "serve", model, "--served-model-name", served_name, "--host", "127.0.0.1",
-                   "--port", str(self.port), "--dtype", "float32", "--enforce-eager", "--max-model-len", "4096",
-                   "--seed", "0", *args]
+                   "--port", str(self.port), "--dtype", "float32", "--enforce-eager", "--seed", "0", *args]
         print(f"starting: {' '.join(command)}", flush=True)
         self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
         self.children: set[int] = set()
@@ -125,18 +125,24 @@ def evaluate(out: Path, *settings: str) -> tuple[int, str]:
     return done.returncode, (done.stdout + done.stderr)[-3000:]
 
 
+# every model output the chain traces, besides the answer
+INTERMEDIATE = ("router_raw", "summary_raw", "rag_raw", "direct_raw", "consistency_raw", "cov_raw", "branch")
+
+
 def chain_outcome(out: Path) -> dict[str, tuple]:
+    """interaction id -> (answer, the RAG answer's mean token probability, intermediate outputs)."""
     answers = {r["interaction_id"]: r["raw_answer"]
                for r in map(json.loads, (out / "answers.jsonl").read_text().splitlines())}
     traces = {t["interaction_id"]: t for t in map(json.loads, (out / "traces.jsonl").read_text().splitlines())}
-    return {iid: (answers[iid], traces.get(iid, {}).get("rag_mean_token_prob")) for iid in answers}
+    return {iid: (answers[iid], traces.get(iid, {}).get("rag_mean_token_prob"),
+                  tuple(traces.get(iid, {}).get(key) for key in INTERMEDIATE)) for iid in answers}
 
 
 def check_text_and_chain(smollm2: str, work: Path, results: list) -> list[int]:
     from agents.engines.base import Sampling
     from agents.engines.openai_engine import OpenAIChatEngine
 
-    server = VLLMServer(smollm2, "smollm2-vllm", "--max-num-seqs", "8", log_dir=work)
+    server = VLLMServer(smollm2, "smollm2-vllm", "--max-num-seqs", "8", "--max-model-len", "4096", log_dir=work)
     try:
         engine = OpenAIChatEngine(smollm2, base_url=server.base_url, served_name=server.served_name)
         got = engine.generate(texts(), Sampling(max_tokens=32, logprobs=True))
@@ -165,11 +171,13 @@ def check_text_and_chain(smollm2: str, work: Path, results: list) -> list[int]:
         return left
     served, local = chain_outcome(work / "chain-served"), chain_outcome(work / "chain-local")
     answers_equal = sum(served[i][0] == local[i][0] for i in local)
+    steps_equal = sum(served[i][2] == local[i][2] for i in local)
     probs = [(served[i][1], local[i][1]) for i in local if local[i][1] is not None or served[i][1] is not None]
     probs_equal = sum(a is not None and b is not None and abs(a - b) < 1e-3 for a, b in probs)
     report("chain", len(local) == CHAIN_TURNS and set(served) == set(local) and answers_equal == len(local)
-           and probs_equal == len(probs),
-           f"{CHAIN_TURNS} turns: answers equal {answers_equal}/{len(local)}; RAG answers' mean token probability "
+           and steps_equal == len(local) and probs_equal == len(probs),
+           f"{CHAIN_TURNS} turns: answers equal {answers_equal}/{len(local)}, every intermediate output "
+           f"({', '.join(INTERMEDIATE)}) equal {steps_equal}/{len(local)}; RAG answers' mean token probability "
            f"within 1e-3 {probs_equal}/{len(probs)} (served {[round(a, 4) for a, _ in probs if a is not None]}, "
            f"in-process {[round(b, 4) for _, b in probs if b is not None]}); served run {served_s:.0f} s, "
            f"in-process {time.perf_counter() - start:.0f} s", results)
@@ -181,6 +189,7 @@ def check_images(mllama: str, work: Path, results: list) -> list[int]:
     from agents.engines.openai_engine import OpenAIChatEngine
 
     server = VLLMServer(mllama, "tiny-mllama", "--chat-template-content-format", "string", "--max-num-seqs", "4",
+                        "--max-model-len", "4096",
                         "--limit-mm-per-prompt", '{"image": 1}', log_dir=work)
     try:
         engine = OpenAIChatEngine(mllama, base_url=server.base_url, served_name=server.served_name,
@@ -205,6 +214,7 @@ def check_images(mllama: str, work: Path, results: list) -> list[int]:
 def check_rerank(reranker: str, work: Path, results: list) -> list[int]:
     from agents.engines.reranker import ServerReranker
 
+    # the model's own 514 positions (vLLM refuses a longer --max-model-len for it)
     server = VLLMServer(reranker, "tiny-reranker", "--task", "score", log_dir=work)
     try:
         got = ServerReranker(reranker, base_url=server.base_url, served_name=server.served_name).score(rerank_pairs())
