@@ -16,6 +16,8 @@ What it checks, each a PASS/FAIL line (exit 1 if any fails):
                call, against transformers (each alone): same text and tokens, log-probabilities
                within 2e-2, prompt tokens equal (the image's encoder tokens counted on both sides)
   image batch  the same chats in one engine call (sent at once, batched by the server)
+  batch_images the same call with batch_images=False (image chats sent one at a time): equal to
+               each sent alone, and what that costs
   rerank       ServerReranker on `vllm serve --task score` against CrossEncoderReranker: scores
                within 1e-5 on 15 pairs
   stopped      every server and the engine processes it started are gone (stopped by PID)
@@ -197,9 +199,20 @@ def check_images(mllama: str, work: Path, results: list) -> list[int]:
         greedy = Sampling(max_tokens=8, logprobs=True)
         chats = image_chats()
         alone = [engine.generate([c], greedy)[0] for c in chats]
+        start = time.perf_counter()
         batched = engine.generate(chats, greedy)
+        batched_s = time.perf_counter() - start
+        engine.batch_images = False  # CruiseConfig.batch_images: one image chat at a time
+        start = time.perf_counter()
+        separate = engine.generate(chats, greedy)
+        separate_s = time.perf_counter() - start
     finally:
         left = server.stop()
+    same, diff = agreement(separate, alone)
+    report("batch_images", same and diff == 0.0,
+           f"batch_images=False: the {len(chats)} image chats in one engine call, sent one at a time, equal each "
+           f"sent alone (largest difference {diff:.1e}); {separate_s:.2f} s against {batched_s:.2f} s sent at once",
+           results)
     want = transformers_answers(mllama, "images")
     for name, got in (("image one", alone), ("image batch", batched)):
         same, diff = agreement(got, want)
