@@ -35,7 +35,7 @@ from pathlib import Path
 
 from tools.vllm_cpu_run import PROJECT_PYTHON, agreement, image_chats, report, rerank_pairs, texts, transformers_answers
 
-START_TIMEOUT_S = 600.0  # a loaded 2-core machine: SmolLM2's server took ~60 s, idle
+START_TIMEOUT_S = 600.0  # each server here answered after 38-54 s (2 cores, loaded); room for worse
 CHAIN_TURNS = 6
 REPO = Path(__file__).resolve().parent.parent
 
