@@ -173,6 +173,28 @@ def chat_answer(tokens, logprobs, text, finish):
 PARIS = (["Paris", ".", "<|eot_id|>"], [-0.1, -0.2, -0.05], "Paris.")
 
 
+def test_an_answer_in_sglangs_shape_is_read_as_vllms(loopback):
+    """SGLang's ChatCompletionResponse (srt/entrypoints/openai/protocol.py, serving_chat.py
+    `_build_chat_response`): `matched_stop` in the choice, `metadata` and `sglext` beside it,
+    usage with `prompt_tokens_details` and `reasoning_tokens`."""
+    def answer(path, body, count):
+        content = [{"token": t, "logprob": lp, "bytes": list(t.encode()), "top_logprobs": []}
+                   for t, lp in zip(*PARIS[:2])]
+        return 200, {}, {
+            "id": "3f1c", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": PARIS[2], "reasoning_content": None,
+                                                 "tool_calls": None},
+                         "logprobs": {"content": content}, "finish_reason": "stop", "matched_stop": 128009,
+                         "hidden_states": None}],
+            "usage": {"prompt_tokens": 73, "completion_tokens": 3, "total_tokens": 76,
+                      "prompt_tokens_details": {"image_tokens": 68}, "reasoning_tokens": 0},
+            "metadata": {"weight_version": "default"}, "sglext": None}
+
+    engine = OpenAIChatEngine("m", base_url=loopback(answer).base_url)
+    got = engine.generate([ChatRequest([{"role": "user", "content": "Capital of France?"}])], Sampling(logprobs=True))[0]
+    assert (got.text, got.output_tokens, got.token_logprobs, got.prompt_tokens) == ("Paris.", 2, [-0.1, -0.2], 73)
+
+
 @pytest.mark.parametrize("finish, counted", [
     ({"finish_reason": "stop", "stop_reason": None}, 2),             # vLLM: the EOS
     ({"finish_reason": "stop", "stop_reason": 128009}, 2),           # vLLM: another stop token id
