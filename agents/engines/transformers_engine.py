@@ -180,9 +180,22 @@ class TransformersEngine(ChatEngine):
             chosen = out.sequences[:, prompt_len:].unsqueeze(-1)
             logprobs = torch.log_softmax(logits, dim=-1).gather(-1, chosen).squeeze(-1).tolist()
 
-        prompt_counts = batch["attention_mask"].sum(dim=1).tolist()
+        prompt_counts = batch["attention_mask"].sum(dim=1)
+        if images:
+            prompt_counts = prompt_counts + self._image_tokens(batch)
+        prompt_counts = prompt_counts.tolist()
         return [self._result(ids, None if logprobs is None else logprobs[row], int(prompt_counts[row]), sampling)
                 for row, ids in enumerate(new_ids)]
+
+    def _image_tokens(self, batch) -> torch.Tensor:
+        """Per row, the image's encoder tokens as vLLM counts them (its `usage.prompt_tokens`
+        and its RequestOutput's `encoder_prompt_token_ids`): one per patch of each tile the image
+        fills, plus one class token per tile (vllm/model_executor/models/mllama.py,
+        `calc_token_per_chunk`: (image_size // 14) ** 2 + 1 with Llama-3.2-Vision's 14-pixel patches)."""
+        vision = self.net.config.vision_config
+        per_tile = (vision.image_size // vision.patch_size) ** 2 + 1
+        tiles = batch["aspect_ratio_mask"].reshape(batch["aspect_ratio_mask"].shape[0], -1).sum(dim=1)
+        return tiles * per_tile
 
     def _stop_kwargs(self, stops, prompt_len: int) -> dict:
         """generate() arguments that end each row once its text holds a stop string (the text is
