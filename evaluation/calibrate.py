@@ -32,9 +32,10 @@ from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER
 from agents.calibration import CALIBRATED_FIELDS
-from agents.config import PRESETS, CruiseConfig, load_config, settings_to_overrides
+from agents.config import PRESETS, PROFILES, CruiseConfig, load_config, settings_to_overrides
 from agents.cruise.stages.s5_rerank import select_chunks
 from agents.cruise.stages.s9_finalize import decide_from_trace
+from agents.engines.base import TOKEN_COUNT
 from evaluation.harness.runner import RUN_CONFIG, read_jsonl
 from evaluation.scoring.judge import DEFAULT_EVAL_MODEL, Judge, JudgeItem, find_api_key
 from evaluation.scoring.scores import is_exact_match, is_miss, needs_judge
@@ -78,9 +79,37 @@ def load_turns(run_dir: Path) -> list[dict]:
             preset = trace.get("preset", "full")
             if preset not in configs:
                 configs[preset] = run_config_for(run_dir, preset)
+            check_token_count(trace, run_engine(run_dir), run_dir)
             turns.append({**trace, "query": truth.at[iid, "query"], "ground_truth": truth.at[iid, "ground_truth"],
                           "run": str(run_dir), "config": configs[preset]})
     return turns
+
+
+@functools.cache
+def run_engine(run_dir: Path) -> str:
+    """The chat engine a run used: its profile's, or what its --set chose."""
+    saved = json.loads((run_dir / RUN_CONFIG).read_text()) if (run_dir / RUN_CONFIG).exists() else {}
+    profile = saved.get("profile") if saved.get("profile") in PROFILES else "cpu"
+    overrides = settings_to_overrides(profile, (saved.get("args") or {}).get("set") or [])
+    return str(overrides.get("engine") or PROFILES[profile].get("engine") or CruiseConfig().engine)
+
+
+def check_token_count(trace: dict, engine: str, run_dir: Path) -> None:
+    """Refuse a trace whose token probabilities may include the end-of-sequence token: one
+    without "token_count" from a run on vLLM or a server (they listed it); transformers always
+    left it out, so its runs' traces stand as they are. Their probabilities cannot be redone
+    (the traces keep no per-token figures), and mixing the two would tune min_token_prob on
+    numbers that mean different things."""
+    counted = trace.get("token_count")
+    if trace.get("rag_min_token_prob") is None or counted == TOKEN_COUNT:
+        return
+    if counted is None and engine == "transformers":
+        return
+    raise SystemExit(
+        f"{run_dir}: the traces' token probabilities were counted as "
+        f"{counted or f'the {engine} engine gave them, end-of-sequence token included'}, not with the "
+        f"{TOKEN_COUNT}; min_token_prob cannot be calibrated on them. Run the evaluation again with this "
+        "version and calibrate on that run.")
 
 
 def rag_verdicts(turns: list[dict], judge: Judge | None) -> dict[str, bool | None]:
@@ -311,7 +340,7 @@ def main(argv=None) -> int:
     print(f"\n{verdict}: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
     output = args.output or (args.run_dirs[0] / "calibration.json")
     output.write_text(json.dumps({
-        "settings": settings, "defaults": DEFAULTS, "too_few": too_few, "verdict": verdict,
+        "settings": settings, "token_count": TOKEN_COUNT, "defaults": DEFAULTS, "too_few": too_few, "verdict": verdict,
         "judged_answered_turns": judged, "turns": len(turns), "runs": [str(d) for d in args.run_dirs],
         "judge": judge.label if judge else "exact match only", "grid": GRID,
         "best": rows[0], "paper": paper, "top": rows[:50], "cross_validation": cv,

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import re
 import time
+import zlib
 
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import ChatEngine, ChatResult, Engines, Reranker
+from minibench.standin import InstantEngine
 
 
 class ScriptedEngine(ChatEngine):
@@ -159,3 +161,26 @@ class SteeredCruiseAgent(CruiseAgent):
     def __init__(self, search_pipeline=None):
         engine = steered_engine()
         super().__init__(FakePipeline(STEERED_HITS), engines=Engines(engine, engine, FunctionReranker(steered_score)))
+
+
+# Hits whose paragraphs carry the judge stub's markers (tests.scripted_agent.FakeOpenAIServer):
+# the paragraph a question's notes start with decides whether its answer is judged right.
+INSTANT_HITS = [{"index": 0, "score": 0.9, "entities": [{"entity_name": "Stand-in entity", "entity_attributes": {
+    "description": "[yes] the tower by the river.\n\n[no] a bridge over the water.\n\n"
+                   "[yes] the coffee in the cup.\n\n[no] a plant on the table.\n\n[yes] a red bus."}}]}]
+
+
+def hashed_score(query: str, chunk: str) -> float:
+    """A score in [0.2, 0.9) that depends only on the pair (crc32: the same in every process),
+    so each question ranks the paragraphs in its own order."""
+    return 0.2 + 0.7 * (zlib.crc32(f"{query}|{chunk}".encode()) % 1000) / 1000.0
+
+
+class InstantCruiseAgent(CruiseAgent):
+    """The real CruiseAgent chain over minibench.standin's InstantEngine (every stage answered at
+    once, in its own format), fixed image hits and a hashed reranker score: runs of hundreds of
+    turns through local_evaluation.py in seconds."""
+
+    def __init__(self, search_pipeline=None):
+        engine = InstantEngine()
+        super().__init__(FakePipeline(INSTANT_HITS), engines=Engines(engine, engine, FunctionReranker(hashed_score)))

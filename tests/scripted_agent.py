@@ -10,6 +10,7 @@ sizes) to a JSONL file so tests can check what the evaluator fed it. Script keys
                                            (the flag is created first, so it crashes once)
   raise_on_query / short_on_query: query -> raise / return one answer too few in that batch
   deadline_cut_queries: [query]   -> traces say "deadline_cut": true
+  sleep_s: float                  -> each call waits that long (a run slow enough to be killed)
 Only the standard library here; PIL and datasets are imported inside the dataset builder.
 """
 from __future__ import annotations
@@ -49,6 +50,7 @@ class ScriptedAgent:
                     "profile": os.environ.get("CRUISE_PROFILE"),
                     "k_recall": os.environ.get("CRUISE_K_RECALL"),
                 }) + "\n")
+        time.sleep(s.get("sleep_s", 0.0))
         if s.get("crash_on_call") == self.calls and not Path(s["crash_flag"]).exists():
             Path(s["crash_flag"]).write_text("crashed once")
             os._exit(17)

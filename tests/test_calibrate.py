@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from agents.config import load_config
+from agents.engines.base import TOKEN_COUNT
 from evaluation.calibrate import (
     DEFAULTS,
     MIN_JUDGED_ANSWERED,
@@ -188,3 +189,44 @@ def test_two_runs_cross_validated_and_loaded_by_the_agent_config(tmp_path, capsy
     assert {k: getattr(cfg, k) for k in saved["settings"]} == saved["settings"]
     # an explicit override still wins over the file
     assert load_config("cpu", calibration=out, tau_low=0.95).tau_low == 0.95
+
+
+# --- token probabilities counted one way ---------------------------------------------------------------
+def test_traces_whose_token_probabilities_may_hold_the_end_token_are_refused(tmp_path, monkeypatch):
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    traces, truths = many_turns("v", 48)
+    write_run(tmp_path / "vllm", traces, truths)
+    write_run_config(tmp_path / "vllm", sets=["engine=vllm"])
+    with pytest.raises(SystemExit, match="vllm engine gave them, end-of-sequence token included"):
+        load_turns(tmp_path / "vllm")
+    # the same run's traces written now say how they were counted, and stand
+    write_run(tmp_path / "now", [dict(t, token_count=TOKEN_COUNT) for t in traces], truths)
+    write_run_config(tmp_path / "now", sets=["engine=vllm"])
+    assert len(load_turns(tmp_path / "now")) == 48
+    # transformers always left the end token out: its older traces stand as they are
+    write_run(tmp_path / "cpu", traces, truths)
+    write_run_config(tmp_path / "cpu")
+    assert main([str(tmp_path / "cpu"), "--eval-model", "None"]) == 0
+    saved = json.loads((tmp_path / "cpu" / "calibration.json").read_text())
+    assert saved["token_count"] == TOKEN_COUNT and saved["settings"]["min_token_prob"] > 0
+    assert load_config("cpu", calibration=tmp_path / "cpu" / "calibration.json").min_token_prob > 0
+
+
+def test_a_calibration_file_that_does_not_say_how_it_counted_tokens_cannot_switch_the_gate_on(tmp_path):
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps({"settings": {"tau_low": 0.8, "min_token_prob": 0.2}}))
+    with pytest.raises(ValueError, match="evaluation.calibrate` again"):
+        load_config("cpu", calibration=old)
+    old.write_text(json.dumps({"settings": {"tau_low": 0.8, "min_token_prob": 0.0}}))  # the gate stays off
+    assert load_config("cpu", calibration=old).tau_low == 0.8
+
+
+def test_every_trace_says_how_its_token_probabilities_were_counted():
+    from agents.cruise.trace import turn_trace
+    from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Turn, Verification
+
+    trace = turn_trace(preset="full", turn=Turn("q", None, []), route=Route(True, False), summary=Summary(),
+                       retrieval=Retrieval(),
+                       evidence=Evidence(), answers=Answers("Paris"), check=Verification(), decision=Decision("x", "b"),
+                       stage_ms={}, deadline_cut=None, errors=[])
+    assert trace["token_count"] == TOKEN_COUNT

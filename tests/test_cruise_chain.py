@@ -9,7 +9,7 @@ from PIL import Image
 
 from agents.base_agent import IDK_ANSWER
 from agents.cruise_agent import CruiseAgent
-from agents.engines.base import Engines
+from agents.engines.base import TOKEN_COUNT, Engines
 from tests.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 
 WHERE, COLOR, PRICE = "Where does this bus go?", "What color is the bus?", "What does a ticket cost today?"
@@ -316,7 +316,7 @@ def test_unreadable_outputs_are_counted_per_stage():
 
 def test_agent_loads_a_calibration_file(tmp_path):
     path = tmp_path / "calibration.json"
-    path.write_text('{"settings": {"tau_low": 0.8, "min_token_prob": 0.25}}')
+    path.write_text(f'{{"settings": {{"tau_low": 0.8, "min_token_prob": 0.25}}, "token_count": "{TOKEN_COUNT}"}}')
     agent = make_agent("full", calibration=str(path))
     assert (agent.config.tau_low, agent.config.min_token_prob) == (0.8, 0.25)
     # The scripted engine gives no token probabilities: the gate, now on, cannot vouch for any answer.

@@ -17,6 +17,7 @@ from agents.cruise.stages.s6_answer import normalize_answer, read_answer
 from agents.cruise.stages.s7_consistency import parse_verdict, read_verdict, same_answer
 from agents.cruise.stages.s8_verify import COV_STOPS, cov_sampling, parse_confidence, read_confidence
 from agents.cruise.stages.s9_finalize import decide, decide_from_trace
+from agents.engines.base import TOKEN_COUNT
 
 # ---- mad_threshold -------------------------------------------------------------------------
 
@@ -431,7 +432,8 @@ def test_every_preset_is_a_valid_config(monkeypatch):
 
 def test_calibration_file_sets_only_thresholds(tmp_path, monkeypatch):
     good = tmp_path / "calibration.json"
-    good.write_text('{"settings": {"tau_low": 0.8, "min_token_prob": 0.2, "mad_lambda": 2.0}}')
+    good.write_text('{"settings": {"tau_low": 0.8, "min_token_prob": 0.2, "mad_lambda": 2.0}, '
+                    f'"token_count": "{TOKEN_COUNT}"}}')
     cfg = load_config("cpu", calibration=good)
     assert (cfg.tau_low, cfg.min_token_prob, cfg.mad_lambda) == (0.8, 0.2, 2.0)
     monkeypatch.setenv("CRUISE_CALIBRATION", str(good))

@@ -134,7 +134,15 @@ def test_mllama_runs_images_and_text_in_one_batch(mllama):
     image_turn = mllama.tokenizer("<|start_header_id|>user<|end_header_id|>\n\n<|image|><|eot_id|>",
                                   add_special_tokens=False).input_ids
     assert image_turn.count(mllama.net.config.image_token_index) == 1
-    assert results[0].prompt_tokens == alone[0].prompt_tokens + len(image_turn)
+    # ... and the image's encoder tokens, counted as vLLM counts them (its mllama.py: the tiles
+    # of get_optimal_tiled_canvas, each (image_size // 14) ** 2 + 1 tokens)
+    from transformers.models.mllama.image_processing_mllama import get_optimal_tiled_canvas
+
+    vision = mllama.net.config.vision_config
+    image = red_image()
+    height, width = get_optimal_tiled_canvas(image.height, image.width, vision.max_num_tiles, vision.image_size)
+    encoder = (height // vision.image_size) * (width // vision.image_size) * ((vision.image_size // 14) ** 2 + 1)
+    assert encoder > 0 and results[0].prompt_tokens == alone[0].prompt_tokens + len(image_turn) + encoder
 
 
 def test_mllama_output_depends_on_the_image_and_not_on_batch_neighbours(mllama):
@@ -256,15 +264,22 @@ class _Logprob:
 
 @dataclass
 class _Completion:
+    """vllm.outputs.CompletionOutput's fields that the engine reads."""
+
     text: str
     token_ids: list
     logprobs: list | None
+    finish_reason: str | None = "length"
+    stop_reason: int | str | None = None
 
 
 @dataclass
 class _Output:
+    """vllm.outputs.RequestOutput's fields that the engine reads."""
+
     prompt_token_ids: list
     outputs: list
+    encoder_prompt_token_ids: list | None = None
 
 
 @dataclass
@@ -383,6 +398,63 @@ def test_vllm_engine_sends_a_list_of_sampling_params_when_requests_differ():
     assert params == [RecordingParams(max_tokens=7, temperature=0.0, top_p=1.0, stop=[], seed=0, logprobs=1),
                       RecordingParams(max_tokens=7, temperature=0.7, top_p=1.0, stop=[], seed=3)]
     assert results[0].token_logprobs == [-0.5, -1.5] and results[1].token_logprobs is None
+
+
+# --- how every engine counts an answer's tokens ------------------------------------------------------
+EOT = 128009  # Llama 3's <|eot_id|>
+
+
+def vllm_output(ids, logprobs, words, finish_reason, stop_reason, encoder=None):
+    steps = [{i: _Logprob(lp, w)} for i, lp, w in zip(ids, logprobs, words)]
+    return _Output([1, 2, 3], [_Completion("".join(words), ids, steps, finish_reason, stop_reason)], encoder)
+
+
+@pytest.mark.parametrize("finish_reason, stop_reason, counted", [
+    ("stop", None, 2),         # the tokenizer's EOS ended it: not counted
+    ("stop", EOT, 2),          # another of the model's stop token ids: not counted
+    ("stop", " nice", 3),      # a stop string ended it: the token that completed it stays
+    ("length", None, 3),       # max_tokens: no end token
+])
+def test_vllm_results_leave_out_the_end_token(finish_reason, stop_reason, counted):
+    from agents.engines.vllm_engine import to_chat_result
+
+    output = vllm_output([11, 12, EOT], [-0.1, -0.2, -0.05], ["Paris", ".", ""], finish_reason, stop_reason)
+    result = to_chat_result(output, want_logprobs=True)
+    assert result.output_tokens == counted and result.token_logprobs == [-0.1, -0.2, -0.05][:counted]
+    assert to_chat_result(output, want_logprobs=False).output_tokens == counted
+
+
+def test_vllm_counts_an_images_encoder_tokens_in_the_prompt_as_its_server_does():
+    from agents.engines.vllm_engine import to_chat_result
+
+    output = vllm_output([11], [-0.1], ["a"], "length", None, encoder=[128256] * 68)
+    assert to_chat_result(output, want_logprobs=False).prompt_tokens == 3 + 68
+
+
+@pytest.mark.parametrize("batch_images, calls", [(True, [3]), (False, [1, 1, 1])])
+def test_vllm_engine_runs_each_image_alone_when_images_must_not_share_a_batch(batch_images, calls):
+    from transformers import AutoTokenizer
+
+    from agents.engines.vllm_engine import VLLMEngine
+
+    llm = RecordingLLM(AutoTokenizer.from_pretrained(build_tiny_mllama()))
+    engine = VLLMEngine.from_llm(llm, RecordingParams, model="tiny-mllama", supports_images=True,
+                                 batch_images=batch_images)
+    requests = [chat("first", red_image()), chat("plain question"), chat("second", noise_image(1))]
+    results = engine.generate(requests, Sampling(max_tokens=2), stage="answer")
+    assert [len(inputs) for inputs, _ in llm.calls] == calls
+    assert all(sum("multi_modal_data" in item for item in inputs) <= (3 if batch_images else 1)
+               for inputs, _ in llm.calls)
+    # every result answers its own request, in order, and the ledger still sees one call
+    expected = [f"answer {len(llm.tokenizer(item['prompt']).input_ids)}"
+                for item in build_inputs(requests, llm.tokenizer)]
+    assert [r.text for r in results] == expected and len(engine.ledger.drain()) == 1
+
+
+def build_inputs(requests, tokenizer):
+    from agents.engines.vllm_engine import build_vllm_inputs
+
+    return build_vllm_inputs(requests, tokenizer, supports_images=True)
 
 
 # --- the batch's deadline inside the engine ------------------------------------------------

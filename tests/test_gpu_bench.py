@@ -48,3 +48,8 @@ def test_tiny_run_writes_measured_figures(tmp_path):
             assert figures["median"] == run["batches"][1]["stage_s"][stage]  # the steady batch
     table = (tmp_path / "gpu_bench.md").read_text()
     assert "| transformers | 2 |" in table and "| transformers | 3 |" in table
+    # transformers batches images of different sizes without changing their answers
+    check = saved["runs"][0]["image_batch"]
+    assert len({tuple(size) for size in check["images"]}) > 1
+    assert check["batched_vs_alone"]["same_text"] and check["batched_vs_alone"]["max_logprob_diff"] < 1e-3
+    assert check["separate_vs_alone"]["max_logprob_diff"] < 1e-3 and "image batch, transformers:" in table

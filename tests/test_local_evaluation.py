@@ -192,8 +192,8 @@ def test_output_files_and_turn_rows(full_run, world):
     # the API key reaches the endpoint but is never written to any output
     auths = {r.get("auth") for r in world["server"].chat_requests()}
     assert f"Bearer {SECRET}" in auths and auths <= {f"Bearer {SECRET}", "Bearer not-needed"}
-    for path in out.iterdir():
-        assert SECRET not in path.read_text(errors="ignore"), path.name
+    for path in out.rglob("*"):
+        assert path.is_dir() or SECRET not in path.read_text(errors="ignore"), path.name
     assert SECRET not in full_run["proc"].stdout + full_run["proc"].stderr
 
 
@@ -380,7 +380,7 @@ def refusal(out: Path, lines: list[str]) -> str:
 def test_resume_refuses_another_system_and_names_what_differs(world, full_run, tmp_path):
     out = tmp_path / "run"
     shutil.copytree(full_run["out"], out)
-    before = {p.name: p.read_bytes() for p in out.iterdir()}
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     prompts = tmp_path / "prompts"  # the repository's prompts, then one of them edited
     shutil.copytree(REPO_ROOT / "prompts", prompts)
     (prompts / "verify.txt").write_text((prompts / "verify.txt").read_text() + "\nAnswer in one line.\n")
@@ -395,7 +395,7 @@ def test_resume_refuses_another_system_and_names_what_differs(world, full_run, t
                        expect_rc=1, env_extra=env)
         assert proc.stderr.strip() == refusal(out, expected)
     assert "Traceback" not in proc.stderr
-    assert {p.name: p.read_bytes() for p in out.iterdir()} == before  # nothing written, nothing answered
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # nothing written, nothing answered
     assert not (world["root"] / "refused.log.jsonl").exists()
     # a folder from before fingerprints existed: refused too, --force takes it
     config = json.loads((out / "run_config.json").read_text())

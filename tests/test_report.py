@@ -108,14 +108,25 @@ def test_turn_rows_prefer_the_extended_csv_and_derive_hallucination_from_the_off
     assert {r["note"] for r in load_turn_rows(trimmed)} == {f"extra-{i}" for i in range(len(official))}
 
 
+def turn_pages(run: Path) -> str:
+    """Every turn page of a run's report, concatenated."""
+    return "".join(p.read_text() for p in sorted((run / "report_turns").glob("*.html")))
+
+
 def test_every_run_folder_gets_a_self_contained_report(runs):
     for run in runs.values():
         page = (run / "report.html").read_text()
-        links = re.findall(r'(?:src|href)="([^"]*)"', page) + re.findall(r"url\(([^)]*)\)", page)
-        assert all(link.startswith(("data:", "#")) for link in links), [x for x in links if x[:1] != "#"][:5]
-        assert "<link" not in page
-        assert page.count('<details class="turn"') == 8
-        assert page.count("data:image/jpeg;base64,") == 8  # one thumbnail per turn
+        for html in [page] + [p.read_text() for p in (run / "report_turns").glob("*.html")]:
+            links = re.findall(r'(?:src|href)="([^"]*)"', html) + re.findall(r"url\(([^)]*)\)", html)
+            # only data: URIs, anchors and the report's own files, which must exist
+            local = [link.split("#")[0] for link in links if not link.startswith(("data:", "#"))]
+            assert all(":" not in link for link in local), local[:5]
+            base = run if html is page else run / "report_turns"
+            assert all((base / link).is_file() for link in local), local[:5]
+            assert "<link" not in html
+        assert page.count('<tr class="turn"') == 8
+        assert turn_pages(run).count('<details class="turn"') == 8
+        assert turn_pages(run).count("data:image/jpeg;base64,") == 8  # one thumbnail per turn
         assert "<svg" in page
     page = (runs["full"] / "report.html").read_text()
     for label, alone, chained in FUNNEL:
@@ -137,11 +148,11 @@ def test_the_command_line_builds_the_same_report_and_a_comparison(runs, tmp_path
     proc = run_cli([str(copy)], tmp_path, module="evaluation.report")
     assert str(copy / "report.html") in proc.stdout
     page = (copy / "report.html").read_text()
-    assert page.count('<details class="turn"') == 8
+    assert turn_pages(copy).count('<details class="turn"') == 8
     coverage = page.split('id="coverage-table"')[1].split("</table>")[0]
     assert "<td>gold_in_context</td><td class=\"num\">4</td>" in coverage
     assert "no parser figures in run_summary.json" in page
-    assert "note for c6-0" in page and "<th>verifier_note</th>" in page
+    assert "note for c6-0" in turn_pages(copy) and "<th>verifier_note</th>" in turn_pages(copy)
     compare = tmp_path / "compare.html"
     run_cli([str(runs["full"]), str(runs["rag_baseline"]), "--out", str(compare)], tmp_path, module="evaluation.report")
     page = compare.read_text()
@@ -176,7 +187,7 @@ def test_report_in_chromium(runs, browser, tmp_path):
     shown = page.evaluate("document.querySelector('#scores-table tr[data-metric=truthfulness_score] "
                           "td[data-subset=all]').innerText")
     assert shown == f"{truth:.4f}"
-    visible = "[...document.querySelectorAll('#turn-list > details.turn')].filter(d => d.offsetParent !== null).length"
+    visible = "[...document.querySelectorAll('#turn-list tr.turn')].filter(d => d.offsetParent !== null).length"
     assert page.evaluate(visible) == 8
 
     def pick(select_id: str, value: str) -> None:
@@ -191,10 +202,20 @@ def test_report_in_chromium(runs, browser, tmp_path):
     assert page.evaluate(visible) == 2
     pick("filter-outcome", "")
     assert page.evaluate(visible) == 4
+    pick("filter-branch", "")
+    pick("filter-domain", "vehicle")  # c5, c6, c7-0, c7-1
+    assert page.evaluate(visible) == 4
+    pick("filter-cut", "cut")  # no turn of this run was cut by the deadline
+    assert page.evaluate(visible) == 0
+    pick("filter-cut", "not-cut")
+    assert page.evaluate(visible) == 4
     pick("filter-branch", "context_inconsistent")
     assert page.evaluate(visible) == 1
-    # a row opens to show the chunks with their scores, the kept ones marked, and the CoV output
-    page.evaluate("document.getElementById('turn-c6-0').open = true")
+    # the row's link opens its turn page: the chunks with their scores, the kept ones marked, the CoV output
+    link = page.evaluate("document.querySelector('#turn-list tr.turn:not([hidden]) a').href")
+    assert link.startswith(report.parent.as_uri() + "/report_turns/") and link.endswith("#turn-c6-0")
+    assert page.console_errors == []
+    page = browser.open(link)
     opened = page.evaluate("document.getElementById('turn-c6-0').innerText")
     assert "Relevant: the landmark in the photo." in opened and "0.850" in opened and "kept" in opened
     assert "Unrelated filler text." in opened and "0.050" in opened

@@ -59,3 +59,17 @@ def test_pairs_are_cut_to_max_length(model_dir):
     assert max(len(i) for i in ids) == 40 and min(len(i) for i in ids) < 40
     assert all(i[0] == ours.tokenizer.cls_token_id and i[-1] == ours.tokenizer.sep_token_id for i in ids)
     assert ours.score([]) == []
+
+
+def test_the_test_models_have_heads_vllm_can_serve(model_dir):
+    """`vllm serve` (the served profile's reranker, tools/vllm_cpu_check.sh --serve) refuses an
+    attention head size its PagedAttention lacks; both tiny models must load there as they do
+    in-process."""
+    from transformers import AutoConfig
+
+    from tests.tiny_models import VLLM_HEAD_SIZES, build_tiny_mllama
+
+    reranker = AutoConfig.from_pretrained(model_dir)
+    mllama = AutoConfig.from_pretrained(build_tiny_mllama(llama_vocab=True)).text_config
+    for config in (reranker, mllama):
+        assert config.hidden_size // config.num_attention_heads in VLLM_HEAD_SIZES

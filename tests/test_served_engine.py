@@ -156,11 +156,141 @@ def test_log_probabilities_and_token_counts_arrive_in_vllm_shape(loopback, monke
     assert "sk-test-secret" not in repr(engine.endpoint)
 
 
-def test_requests_carry_the_in_process_layout_and_the_image_as_a_jpeg_data_url():
+def chat_answer(tokens, logprobs, text, finish):
+    """A chat completion in vLLM's shape with `finish` merged into its choice (SGLang's differs
+    only there: `matched_stop` instead of `stop_reason`)."""
+    def answer(path, body, count):
+        content = [{"token": t, "logprob": lp, "bytes": list(t.encode()), "top_logprobs": []}
+                   for t, lp in zip(tokens, logprobs)]
+        choice = {"index": 0, "message": {"role": "assistant", "content": text},
+                  "logprobs": {"content": content} if body.get("logprobs") else None, **finish}
+        return 200, {}, {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
+                         "choices": [choice],
+                         "usage": {"prompt_tokens": 9, "completion_tokens": len(tokens), "total_tokens": 9 + len(tokens)}}
+    return answer
+
+
+PARIS = (["Paris", ".", "<|eot_id|>"], [-0.1, -0.2, -0.05], "Paris.")
+
+
+def test_an_answer_in_sglangs_shape_is_read_as_vllms(loopback):
+    """SGLang's ChatCompletionResponse (srt/entrypoints/openai/protocol.py, serving_chat.py
+    `_build_chat_response`): `matched_stop` in the choice, `metadata` and `sglext` beside it,
+    usage with `prompt_tokens_details` and `reasoning_tokens`."""
+    def answer(path, body, count):
+        content = [{"token": t, "logprob": lp, "bytes": list(t.encode()), "top_logprobs": []}
+                   for t, lp in zip(*PARIS[:2])]
+        return 200, {}, {
+            "id": "3f1c", "object": "chat.completion", "created": 0, "model": body["model"],
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": PARIS[2], "reasoning_content": None,
+                                                 "tool_calls": None},
+                         "logprobs": {"content": content}, "finish_reason": "stop", "matched_stop": 128009,
+                         "hidden_states": None}],
+            "usage": {"prompt_tokens": 73, "completion_tokens": 3, "total_tokens": 76,
+                      "prompt_tokens_details": {"image_tokens": 68}, "reasoning_tokens": 0},
+            "metadata": {"weight_version": "default"}, "sglext": None}
+
+    engine = OpenAIChatEngine("m", base_url=loopback(answer).base_url)
+    got = engine.generate([ChatRequest([{"role": "user", "content": "Capital of France?"}])], Sampling(logprobs=True))[0]
+    assert (got.text, got.output_tokens, got.token_logprobs, got.prompt_tokens) == ("Paris.", 2, [-0.1, -0.2], 73)
+
+
+@pytest.mark.parametrize("finish, counted", [
+    ({"finish_reason": "stop", "stop_reason": None}, 2),             # vLLM: the EOS
+    ({"finish_reason": "stop", "stop_reason": 128009}, 2),           # vLLM: another stop token id
+    ({"finish_reason": "stop", "matched_stop": 128009}, 2),          # SGLang: the EOS id it matched
+    ({"finish_reason": "stop"}, 2),                                  # a server that says no more
+    ({"finish_reason": "length", "stop_reason": None}, 3),           # max_tokens: no end token
+])
+def test_a_served_answer_leaves_out_the_end_token_the_server_lists(loopback, finish, counted):
+    engine = OpenAIChatEngine("m", base_url=loopback(chat_answer(*PARIS, finish)).base_url)
+    got = engine.generate([ChatRequest([{"role": "user", "content": "Capital of France?"}])], Sampling(logprobs=True))[0]
+    assert got.text == "Paris." and got.output_tokens == counted
+    assert got.token_logprobs == PARIS[1][:counted] and got.tokens == PARIS[0][:counted]
+    plain = engine.generate([ChatRequest([{"role": "user", "content": "Capital of France?"}])], Sampling())[0]
+    # from usage.completion_tokens, less the end token where the server says what stopped it
+    says = "stop_reason" in finish or "matched_stop" in finish
+    assert plain.output_tokens == (counted if says else 3)
+
+
+@pytest.mark.parametrize("finish", [{"finish_reason": "stop", "stop_reason": "."},
+                                    {"finish_reason": "stop", "matched_stop": "."}])
+def test_a_served_answer_cut_at_a_stop_string_keeps_the_token_that_completed_it(loopback, finish):
+    answer = chat_answer(["Paris", "."], [-0.1, -0.2], "Paris", finish)  # the server cut the "."
+    engine = OpenAIChatEngine("m", base_url=loopback(answer).base_url)
+    got = engine.generate([ChatRequest([{"role": "user", "content": "q"}])], Sampling(logprobs=True, stop=(".",)))[0]
+    assert got.text == "Paris" and got.token_logprobs == [-0.1, -0.2]
+
+
+def test_a_server_that_lists_no_end_token_keeps_every_token(loopback):
+    answer = chat_answer(["Paris", "."], [-0.1, -0.2], "Paris.", {"finish_reason": "stop"})
+    engine = OpenAIChatEngine("m", base_url=loopback(answer).base_url)
+    got = engine.generate([ChatRequest([{"role": "user", "content": "q"}])], Sampling(logprobs=True))[0]
+    assert got.token_logprobs == [-0.1, -0.2] and got.output_tokens == 2
+
+
+@pytest.mark.slow  # real SmolLM2
+def test_transformers_vllm_and_a_vllm_server_count_one_answer_alike(loopback):
+    """SmolLM2's greedy answer, ended by its end token: transformers' result, and the same
+    tokens as vLLM reports them offline (a RequestOutput) and served (a chat completion), each
+    listing the end token last, give one count and one list of log-probabilities."""
+    from agents.engines.transformers_engine import TransformersEngine
+    from agents.engines.vllm_engine import to_chat_result
+    from tests.test_engines import vllm_output
+
+    smol = TransformersEngine("smollm2")
+    sampling = Sampling(max_tokens=24, logprobs=True)
+    question = ChatRequest([{"role": "user", "content": "What is the capital of France? Answer with one word."}])
+    got = smol.generate([question], sampling)[0]
+    assert got.output_tokens < sampling.max_tokens  # it ended on its end token, not on the limit
+    assert len(got.token_logprobs) == len(got.tokens) == got.output_tokens
+    eos = smol.tokenizer.eos_token_id
+    logprobs = [*got.token_logprobs, -0.01]
+    offline = to_chat_result(vllm_output([*range(100, 100 + got.output_tokens), eos], logprobs, [*got.tokens, ""],
+                                         "stop", None), want_logprobs=True)
+    finish = {"finish_reason": "stop", "stop_reason": None}
+    server = loopback(chat_answer([*got.tokens, smol.tokenizer.eos_token], logprobs, "".join(got.tokens), finish))
+    served = OpenAIChatEngine("smollm2", base_url=server.base_url).generate([question], sampling)[0]
+    for other in (offline, served):
+        assert (other.output_tokens, other.token_logprobs) == (got.output_tokens, got.token_logprobs)
+
+
+@pytest.mark.parametrize("batch_images", [True, False])
+def test_image_requests_go_one_at_a_time_when_images_must_not_share_a_batch(loopback, batch_images):
+    from PIL import Image
+
+    open_images, most = [0], [0]
+    lock = threading.Lock()
+
+    def answer(path, body, count):
+        has_image = any(isinstance(m["content"], list) for m in body["messages"])
+        with lock:
+            open_images[0] += has_image
+            most[0] = max(most[0], open_images[0])
+        time.sleep(0.3)
+        with lock:
+            open_images[0] -= has_image
+        return vllm_chat_answer(path, body, count)
+
+    engine = OpenAIChatEngine("m", base_url=loopback(answer).base_url, supports_images=True,
+                              batch_images=batch_images)
+    image = ChatRequest([{"role": "user", "content": "What is it?"}], image=Image.new("RGB", (8, 8), "red"))
+    text = ChatRequest([{"role": "user", "content": "Which city?"}])
+    results = engine.generate([image, text, image, image], Sampling())
+    assert [r.text for r in results] == ["Paris is nice."] * 4
+    assert most[0] == (3 if batch_images else 1)
+
+
+def test_requests_carry_the_in_process_layout_and_the_image_lossless():
+    import base64
+    import io
+
+    import numpy as np
     from PIL import Image
 
     messages = [{"role": "system", "content": "Be brief."}, {"role": "user", "content": "What is it?"}]
-    request = ChatRequest(messages, image=Image.new("RGB", (8, 8), "red"))
+    noisy = Image.fromarray(np.random.default_rng(0).integers(0, 256, size=(48, 64, 3), dtype=np.uint8))
+    request = ChatRequest(messages, image=noisy)
     plain = request_messages(request, with_image=False)
     assert plain == messages
     sent = request_messages(request, with_image=True, image_placeholder="<|image|>")
@@ -168,7 +298,10 @@ def test_requests_carry_the_in_process_layout_and_the_image_as_a_jpeg_data_url()
     assert sent[0] == messages[0] and sent[2] == messages[1]  # plain strings, as template_messages keeps them
     placeholder, image = sent[1]["content"]
     assert placeholder == {"type": "text", "text": "<|image|>"}
-    assert image["image_url"]["url"].startswith("data:image/jpeg;base64,")
+    head, data = image["image_url"]["url"].split(",", 1)
+    assert head == "data:image/png;base64"
+    # what a server decodes (vLLM: base64, then PIL) is the very pixels the in-process engines get
+    assert np.array_equal(np.asarray(Image.open(io.BytesIO(base64.b64decode(data))).convert("RGB")), np.asarray(noisy))
     assert request_messages(request, with_image=True)[1]["content"][0]["type"] == "image_url"
 
 
@@ -208,6 +341,31 @@ def test_the_served_profile_checks_each_server_and_names_what_it_serves(loopback
     assert not {"meta-llama/Llama-3.2-11B-Vision-Instruct", "BAAI/bge-reranker-v2-m3"} & set(loaded_models("served"))
     cfg = load_config("served")
     assert (cfg.engine, cfg.reranker_backend, cfg.served_image_placeholder) == ("openai", "server", "<|image|>")
+
+
+def test_the_cpu_chain_on_one_server_asks_it_for_its_served_name_in_both_roles(loopback, monkeypatch):
+    """README's line: `--profile cpu --set engine=openai --set vlm_base_url=URL --set vlm_served_name=NAME`.
+    The router is the VLM's model on the VLM's URL, so it is that server and takes that name."""
+    from agents.engines.base import Ledger
+    from agents.engines.factory import build_engines
+    from evaluation.harness.models import served_problem
+
+    def answer(path, body, count):
+        if path == "/v1/models":
+            return models_answer(["NAME"])(path, body, count)
+        return vllm_chat_answer(path, body, count)
+
+    server = loopback(answer)
+    for key, value in (("ENGINE", "openai"), ("VLM_BASE_URL", server.base_url), ("VLM_SERVED_NAME", "NAME")):
+        monkeypatch.setenv(f"CRUISE_{key}", value)
+    assert served_problem("cpu") is None
+    engines = build_engines(load_config("cpu"), Ledger())
+    engines.router.generate([ChatRequest([{"role": "user", "content": "Which city?"}])], Sampling(), stage="route")
+    assert engines.router is engines.vlm and server.requests[-1][2]["model"] == "NAME"
+    # a router that is another model on the same server keeps its own name
+    monkeypatch.setenv("CRUISE_ROUTER_MODEL", "HuggingFaceTB/SmolLM2-135M-Instruct")
+    problem = served_problem("cpu")
+    assert problem is not None and "does not serve HuggingFaceTB/SmolLM2-135M-Instruct;" in problem
 
 
 def test_no_server_at_start_is_one_line_and_exit_code_1(tmp_path):

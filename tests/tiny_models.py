@@ -177,9 +177,17 @@ Which year was the bridge in this picture built, and who designed it?
 """
 
 
+# vLLM 0.10.1.1's PagedAttention.get_supported_head_sizes() (vllm/attention/ops/paged_attn.py)
+VLLM_HEAD_SIZES = (32, 64, 80, 96, 112, 120, 128, 192, 256)
+XLMR_HEAD_SIZE = 32
+
+
 def build_tiny_xlmr_reranker(path: Path | None = None) -> str:
-    """A random-weight XLM-R cross-encoder (num_labels=1) with a SentencePiece tokenizer trained here."""
-    path = Path(path) if path else models_dir() / "tiny-xlmr-reranker"
+    """A random-weight XLM-R cross-encoder (num_labels=1) with a SentencePiece tokenizer trained here.
+
+    Attention heads of XLMR_HEAD_SIZE: the smallest vLLM serves (`vllm serve --task score`
+    refuses a head size its PagedAttention lacks), so the same model runs in-process and served."""
+    path = Path(path) if path else models_dir() / f"tiny-xlmr-reranker-head{XLMR_HEAD_SIZE}"
     if (path / "config.json").exists():
         return str(path)
     import io
@@ -201,8 +209,8 @@ def build_tiny_xlmr_reranker(path: Path | None = None) -> str:
     spm_file.write_bytes(buffer.getvalue())
     tokenizer = XLMRobertaTokenizer(str(spm_file))
     torch.manual_seed(0)
-    config = XLMRobertaConfig(vocab_size=len(tokenizer), hidden_size=32, num_hidden_layers=2,
-                              num_attention_heads=2, intermediate_size=64, max_position_embeddings=514,
+    config = XLMRobertaConfig(vocab_size=len(tokenizer), hidden_size=2 * XLMR_HEAD_SIZE, num_hidden_layers=2,
+                              num_attention_heads=2, intermediate_size=128, max_position_embeddings=514,
                               num_labels=1, pad_token_id=tokenizer.pad_token_id,
                               bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id)
     XLMRobertaForSequenceClassification(config).eval().save_pretrained(tmp)

@@ -269,6 +269,39 @@ def agree_on_consistency(engine) -> None:
     engine.generate = agreeing
 
 
+def image_batch_check(vlm, turns, count: int = 4) -> dict:
+    """Does batching change an image chat's answer on this engine? `count` mini-benchmark photos
+    (different sizes and contents) with one question: each alone, all in one call, and all in
+    one call with `batch_images` off (each alone inside it; vLLM's CPU runner needs it, see
+    CruiseConfig.batch_images). Greedy, 8 tokens, log-probabilities; and the time of each way."""
+    from agents.engines.base import ChatRequest, Sampling
+
+    greedy = Sampling(max_tokens=8, logprobs=True)
+    requests = [ChatRequest([{"role": "user", "content": "What is in this photo?"}], image=image)
+                for _, image in turns[:count]]
+    alone = [vlm.generate([r], greedy, stage="chat")[0] for r in requests]
+
+    def timed(batch_images: bool):
+        previous = getattr(vlm, "batch_images", True)
+        vlm.batch_images = batch_images
+        start = time.perf_counter()
+        try:
+            return vlm.generate(requests, greedy, stage="chat"), time.perf_counter() - start
+        finally:
+            vlm.batch_images = previous
+
+    batched, batched_s = timed(True)
+    separate, separate_s = timed(False)
+
+    def differences(results):
+        return {"same_text": all(a.text == b.text for a, b in zip(results, alone)),
+                "max_logprob_diff": max(abs(x - y) for a, b in zip(results, alone)
+                                        for x, y in zip(a.token_logprobs or [], b.token_logprobs or []))}
+
+    return {"images": [list(r.image.size) for r in requests], "batched_vs_alone": differences(batched),
+            "separate_vs_alone": differences(separate), "batched_s": batched_s, "separate_s": separate_s}
+
+
 def run_engine(engine: str, models: dict, turns, args, device: str) -> list[dict]:
     from agents.cruise_agent import CruiseAgent
 
@@ -294,6 +327,9 @@ def run_engine(engine: str, models: dict, turns, args, device: str) -> list[dict
         runs.append({"engine": engine, "batch_size": batch_size, "load_s": load_s, "warmup_s": agent.warmup_s,
                      "peak_memory_gib": _peak_memory_gib(device), "batches": batches,
                      "summary": summarize_run(batches, budget)})
+    image_batch = image_batch_check(agent.engines.vlm, turns)
+    for run in runs:
+        run["image_batch"] = image_batch
     del agent
     gc.collect()
     if device == "cuda":
@@ -321,6 +357,13 @@ def table(result: dict) -> str:
                      f"{s['steady_max_s']:.2f} | " + " | ".join(stages)
                      + f" | {s['engine_calls_per_batch']:g} | {s['output_tokens_per_batch']:g} | "
                      f"{run['peak_memory_gib']:.1f} | {s['over_budget_batches']}/{len(run['batches'])} |")
+    for run in {run["engine"]: run for run in result["runs"] if "image_batch" in run}.values():
+        check = run["image_batch"]
+        lines.append(f"\nimage batch, {run['engine']}: {len(check['images'])} photos {check['images']} in one call "
+                     f"against each alone: same text {check['batched_vs_alone']['same_text']}, largest log-probability "
+                     f"difference {check['batched_vs_alone']['max_logprob_diff']:.1e} ({check['batched_s']:.2f} s); "
+                     f"with batch_images off: same text {check['separate_vs_alone']['same_text']}, "
+                     f"{check['separate_vs_alone']['max_logprob_diff']:.1e} ({check['separate_s']:.2f} s)")
     return "\n".join(lines)
 
 

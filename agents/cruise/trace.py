@@ -15,6 +15,7 @@ from agents.cruise.types import (
     Turn,
     Verification,
 )
+from agents.engines.base import TOKEN_COUNT
 
 # The stages whose model output a parser reads, in chain order.
 PARSED_STAGES = ("route", "summarize", "answer", "consistency", "verify")
@@ -135,6 +136,8 @@ def turn_trace(
         "direct_raw": answers.direct_raw,
         "direct_sampled": answers.direct_sampled,
         "rag_mean_token_prob": answers.rag_mean_token_prob,
+        # how the engine counted the tokens behind rag_min/mean_token_prob (calibration checks it)
+        "token_count": TOKEN_COUNT,
         "consistency_rule": check.consistency_rule,
         "consistency_raw": check.consistency_raw,
         "cov_raw": check.cov_raw,

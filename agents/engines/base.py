@@ -127,8 +127,28 @@ def cut_at_stop(text: str, stops) -> tuple[str, bool]:
     return (text[:cut], True) if cut >= 0 else (text, False)
 
 
+# How every engine counts an answer's tokens, written into traces and calibration files so that
+# token-probability thresholds are only compared with figures counted the same way.
+TOKEN_COUNT = "end-of-sequence token not counted"
+
+
 @dataclass
 class ChatResult:
+    """One answer. `output_tokens`, `token_logprobs` and `tokens` cover the answer's own tokens:
+    the end-of-sequence token that closed it is NOT counted, on every engine (transformers,
+    vLLM offline and served alike; vLLM reports it, its engines here drop it; see TOKEN_COUNT).
+
+    Why not counted: an answer cut at `max_tokens` or at a stop string has no end token, so
+    counting it would make the same answer's mean probability depend on how generation ended;
+    the end token's probability says how sure the model is that it is done, not how sure it is
+    of what it said (the `min_token_prob` gate and the traced mean are about the latter); and a
+    threshold tuned on one engine then means the same on the others. An answer cut at a stop
+    string keeps the tokens up to the one that completed the stop string, as vLLM counts them.
+
+    `prompt_tokens` counts what the model reads for the prompt, an image's encoder tokens
+    included (vLLM's own count, offline and served); see each engine.
+    """
+
     text: str
     prompt_tokens: int = 0
     output_tokens: int = 0
@@ -246,6 +266,15 @@ class ChatEngine(ABC):
     @abstractmethod
     def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
         ...
+
+
+def image_groups(requests: list[ChatRequest], batch_images: bool) -> list[list[int]]:
+    """Indices of the requests to run together: all at once, or, with `batch_images=False`,
+    the text requests together and each image request alone (see CruiseConfig.batch_images)."""
+    if batch_images or sum(r.image is not None for r in requests) < 2:
+        return [list(range(len(requests)))]
+    text = [i for i, r in enumerate(requests) if r.image is None]
+    return ([text] if text else []) + [[i] for i, r in enumerate(requests) if r.image is not None]
 
 
 class Reranker(ABC):

@@ -17,12 +17,17 @@ SERVED_ROLES = ("vlm", "router", "reranker")
 
 def served_endpoint(config: CruiseConfig, role: str) -> tuple[str, str]:
     """(base URL, served model name) of one role's server: the router defaults to the VLM's URL,
-    every name to the role's model id."""
+    every name to the role's model id. A router that is the VLM's model on the VLM's URL is the
+    VLM's server, so it also takes the VLM's served name (one `vllm serve --served-model-name NAME`
+    answers both roles)."""
     if role not in SERVED_ROLES:
         raise ValueError(f"unknown role {role!r}; choose one of {SERVED_ROLES}")
     model = getattr(config, f"{role}_model")
     url = getattr(config, f"{role}_base_url") or (config.vlm_base_url if role == "router" else "")
-    return url, getattr(config, f"{role}_served_name") or model
+    name = getattr(config, f"{role}_served_name")
+    if role == "router" and not name and model == config.vlm_model and url == config.vlm_base_url:
+        name = config.vlm_served_name
+    return url, name or model
 
 
 def served_roles(config: CruiseConfig) -> list[str]:
@@ -41,13 +46,15 @@ def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEn
         return OpenAIChatEngine(
             config.vlm_model if role == "vlm" else config.router_model, ledger, base_url=url, served_name=name,
             max_in_flight=config.served_max_in_flight, timeout_s=config.served_timeout_s,
-            stop_strings=config.served_stop_strings, image_placeholder=config.served_image_placeholder, **extra)
+            stop_strings=config.served_stop_strings, image_placeholder=config.served_image_placeholder,
+            batch_images=config.batch_images, **extra)
     model = resolve_model(config.vlm_model if role == "vlm" else config.router_model)
     if config.engine == "vllm":
         from agents.engines.vllm_engine import VLLMEngine
 
         return VLLMEngine(
             model, ledger, dtype=config.dtype, max_num_seqs=config.max_num_seqs, seed=config.seed,
+            batch_images=config.batch_images,
             max_model_len=config.vlm_max_model_len if role == "vlm" else config.router_max_model_len,
             gpu_memory_utilization=(config.vlm_gpu_memory_utilization if role == "vlm"
                                     else config.router_gpu_memory_utilization),
@@ -60,7 +67,7 @@ def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEn
     raise ValueError(f"unknown engine {config.engine!r}; choose 'vllm', 'transformers' or 'openai'")
 
 
-def _reranker(config: CruiseConfig, ledger: Ledger) -> Reranker:
+def build_reranker(config: CruiseConfig, ledger: Ledger) -> Reranker:
     from agents.engines.reranker import CrossEncoderReranker, MiniLMReranker, ServerReranker
 
     if config.reranker_backend == "server":
@@ -81,4 +88,4 @@ def build_engines(config: CruiseConfig, ledger: Ledger) -> Engines:
     if config.engine == "openai":
         same = same and served_endpoint(config, "router") == served_endpoint(config, "vlm")
     router = vlm if same else build_chat_engine(config, "router", ledger)
-    return Engines(router=router, vlm=vlm, reranker=_reranker(config, ledger))
+    return Engines(router=router, vlm=vlm, reranker=build_reranker(config, ledger))

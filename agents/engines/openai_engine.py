@@ -7,7 +7,7 @@ the ledger, as with the in-process engines. Each request:
 - carries the messages in the layout the in-process engines render (`template_messages`:
   plain-string contents; with an image, the system message, then a user message holding only
   the image, then the history and the question). The image travels as a
-  `data:image/jpeg;base64,...` `image_url` part. `image_placeholder` (e.g. "<|image|>") adds the
+  `data:image/png;base64,...` `image_url` part (lossless). `image_placeholder` (e.g. "<|image|>") adds the
   model's image token as a text part right before it: for a vLLM server started with
   `--chat-template-content-format string`, which then writes no placeholder of its own and the
   prompt is the one `build_vllm_inputs` renders in-process (docs/serving.md);
@@ -41,19 +41,24 @@ from agents.engines.base import (
     Ledger,
     Sampling,
     cut_at_stop,
+    image_groups,
     seconds_left,
     template_messages,
 )
 from agents.engines.served import DEFAULT_TIMEOUT_S, Endpoint, ServerGaveUp
 
 STOP_MODES = ("server", "client")
-JPEG_QUALITY = 95
 
 
 def image_data_url(image) -> str:
+    """The image as a PNG data URL: lossless, so the server's model sees the pixels the
+    in-process engines see (a JPEG's artefacts alone changed an answer on a noisy photo).
+    vLLM's server decodes any format PIL opens from a base64 `data:` URL
+    (vllm/multimodal/utils.py, `MediaConnector._load_data_url`; vllm/multimodal/image.py,
+    `ImageMediaIO.load_base64`, then `convert("RGB")`), SGLang likewise (`load_image`)."""
     buffer = io.BytesIO()
-    image.convert("RGB").save(buffer, format="JPEG", quality=JPEG_QUALITY)
-    return "data:image/jpeg;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
+    image.convert("RGB").save(buffer, format="PNG")
+    return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
 def request_messages(request: ChatRequest, with_image: bool, image_placeholder: str = "") -> list[dict]:
@@ -80,15 +85,21 @@ def request_payload(model: str, messages: list[dict], sampling: Sampling, send_s
     return payload
 
 
-def read_completion(bodies: list[dict]) -> tuple[str, list[tuple[str, float]] | None, dict]:
-    """(text, [(token, logprob)] or None, usage) from a JSON completion (one body) or from the
-    chunks of a streamed one."""
-    text, logprobs, usage, streamed = [], None, {}, False
+def read_completion(bodies: list[dict]) -> tuple[str, list[tuple[str, float]] | None, dict, dict]:
+    """(text, [(token, logprob)] or None, usage, finish) from a JSON completion (one body) or
+    from the chunks of a streamed one; `finish` holds the choice's `finish_reason` and what
+    stopped it: vLLM's `stop_reason`, SGLang's `matched_stop` (both: a string for a stop
+    string, a token id or None for an end token)."""
+    text, logprobs, usage, streamed, finish = [], None, {}, False, {}
     for body in bodies:
         usage = body.get("usage") or usage
         for choice in body.get("choices") or []:
             if choice.get("index", 0) != 0:
                 continue
+            if choice.get("finish_reason"):
+                finish = {"finish_reason": choice["finish_reason"],
+                          "stopped_by": choice.get("stop_reason", choice.get("matched_stop")),
+                          "says_what_stopped": "stop_reason" in choice or "matched_stop" in choice}
             part = choice.get("message") if "message" in choice else choice.get("delta")
             streamed = streamed or "delta" in choice
             if part and part.get("content"):
@@ -98,11 +109,31 @@ def read_completion(bodies: list[dict]) -> tuple[str, list[tuple[str, float]] | 
                 logprobs = (logprobs or []) + [(c.get("token", ""), float(c["logprob"])) for c in content]
     if not bodies or (not streamed and not any("choices" in b for b in bodies)):
         raise ServerGaveUp(f"no completion in the answer: {json.dumps(bodies)[:300]}")
-    return "".join(text), logprobs, usage
+    return "".join(text), logprobs, usage, finish
 
 
-def finish_result(text: str, logprobs: list[tuple[str, float]] | None, usage: dict, stop: tuple[str, ...]) -> ChatResult:
-    """The ChatResult of one completion, cut at the first stop string (and its tokens with it)."""
+def ends_with_end_token(text: str, logprobs: list[tuple[str, float]], finish: dict, stop: tuple[str, ...]) -> bool:
+    """Whether the last listed token is the end-of-sequence token, which vLLM and SGLang list
+    among the log-probabilities (and count in `completion_tokens`) and ChatResult does not count.
+
+    It is when the choice finished with "stop" and no stop string did it: not the server's
+    (a string `stop_reason`/`matched_stop`), nor one the listed tokens spell; and the token
+    adds nothing to the text (it decodes to "" or to a special token such as "<|eot_id|>"),
+    which keeps a server that lists no end token from losing a real one."""
+    if finish.get("finish_reason") != "stop" or isinstance(finish.get("stopped_by"), str) or not logprobs:
+        return False
+    if cut_at_stop("".join(token for token, _ in logprobs), stop)[1]:
+        return False
+    last = logprobs[-1][0].strip()
+    return not last or not text.rstrip().endswith(last)
+
+
+def finish_result(text: str, logprobs: list[tuple[str, float]] | None, usage: dict, finish: dict,
+                  stop: tuple[str, ...]) -> ChatResult:
+    """The ChatResult of one completion, cut at the first stop string (and its tokens with it),
+    without the end token (see ChatResult)."""
+    if logprobs and ends_with_end_token(text, logprobs, finish, stop):
+        logprobs = logprobs[:-1]
     text, stopped = cut_at_stop(text, stop)
     if stopped and logprobs:
         # keep the tokens up to the one that completed the stop string, as vLLM counts them
@@ -113,7 +144,13 @@ def finish_result(text: str, logprobs: list[tuple[str, float]] | None, usage: di
                 keep = k
                 break
         logprobs = logprobs[:keep]
+    # Without log-probabilities the server's count stands; vLLM and SGLang (the servers that say
+    # what stopped an answer) include the end token in it, so an answer they ended on it counts
+    # one token less. An answer cut at a stop string keeps the server's count.
     output_tokens = len(logprobs) if logprobs is not None else int(usage.get("completion_tokens") or 0)
+    if logprobs is None and not stopped and output_tokens and finish.get("says_what_stopped") \
+            and finish.get("finish_reason") == "stop" and not isinstance(finish.get("stopped_by"), str):
+        output_tokens -= 1
     return ChatResult(
         text=text.strip(), prompt_tokens=int(usage.get("prompt_tokens") or 0), output_tokens=output_tokens,
         token_logprobs=None if logprobs is None else [lp for _, lp in logprobs],
@@ -145,7 +182,7 @@ def sees_images(model: str) -> bool:
 class OpenAIChatEngine(ChatEngine):
     def __init__(self, model: str, ledger: Ledger | None = None, *, base_url: str, served_name: str | None = None,
                  max_in_flight: int = 32, timeout_s: float = DEFAULT_TIMEOUT_S, stop_strings: str = "server",
-                 image_placeholder: str = "", supports_images: bool | None = None):
+                 image_placeholder: str = "", supports_images: bool | None = None, batch_images: bool = True):
         super().__init__(model, ledger)
         if stop_strings not in STOP_MODES:
             raise ValueError(f"stop_strings={stop_strings!r}: choose one of {STOP_MODES}")
@@ -155,17 +192,24 @@ class OpenAIChatEngine(ChatEngine):
         self.send_stop = stop_strings == "server"
         self.image_placeholder = image_placeholder
         self.supports_images = sees_images(model) if supports_images is None else supports_images
+        self.batch_images = batch_images
 
     def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
         # One end for the whole call, read here (the context does not follow into the worker
         # threads): a request that waits for a free slot gets only what is left of it.
         end = time.monotonic() + self.endpoint.budget_s(seconds_left())
-        pool = ThreadPoolExecutor(max_workers=min(self.max_in_flight, len(requests)))
-        try:
-            futures = [pool.submit(self._one, r, r.sampling_or(sampling), end) for r in requests]
-            return [f.result() for f in futures]
-        finally:  # after a failure, requests not yet sent are not sent: the call has failed
-            pool.shutdown(wait=True, cancel_futures=True)
+        # With batch_images off, image requests go one after another (the server cannot batch them
+        # with each other), after the text requests, which go at once.
+        results: list[ChatResult | None] = [None] * len(requests)
+        for group in image_groups(requests, self.batch_images or not self.supports_images):
+            pool = ThreadPoolExecutor(max_workers=min(self.max_in_flight, len(group)))
+            try:
+                futures = {i: pool.submit(self._one, requests[i], requests[i].sampling_or(sampling), end) for i in group}
+                for i, future in futures.items():
+                    results[i] = future.result()
+            finally:  # after a failure, requests not yet sent are not sent: the call has failed
+                pool.shutdown(wait=True, cancel_futures=True)
+        return results
 
     def _one(self, request: ChatRequest, sampling: Sampling, end: float) -> ChatResult:
         with_image = self.supports_images and request.image is not None

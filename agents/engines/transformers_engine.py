@@ -216,7 +216,7 @@ class TransformersEngine(ChatEngine):
             return [deadline_cut_result() for _ in chats]  # its prefill alone would outlive the deadline
         if sampling.choices:
             began = time.monotonic()
-            results = self._choose(batch, sampling.choices)
+            results = self._choose(batch, sampling.choices, images)
             self.prefill_s_per_token = (time.monotonic() - began) / prompt_tokens
             return results
 
@@ -247,7 +247,7 @@ class TransformersEngine(ChatEngine):
             chosen = out.sequences[:, prompt_len:].unsqueeze(-1)
             logprobs = torch.log_softmax(logits, dim=-1).gather(-1, chosen).squeeze(-1).tolist()
 
-        prompt_counts = batch["attention_mask"].sum(dim=1).tolist()
+        prompt_counts = self._prompt_counts(batch, images)
         results = [self._result(ids, None if logprobs is None else logprobs[row], int(prompt_counts[row]), sampling)
                    for row, ids in enumerate(new_ids)]
         if clock_stop.fired:
@@ -255,13 +255,19 @@ class TransformersEngine(ChatEngine):
             results = [self._cut(res, ids, sampling) for res, ids in zip(results, new_ids)]
         return results
 
-    def _choose(self, batch, choices: tuple[str, ...]) -> list[ChatResult]:
+    def _prompt_counts(self, batch, images: bool) -> list[int]:
+        counts = batch["attention_mask"].sum(dim=1)
+        if images:
+            counts = counts + self._image_tokens(batch)
+        return counts.tolist()
+
+    def _choose(self, batch, choices: tuple[str, ...], images: bool) -> list[ChatResult]:
         """`Sampling.choices`: one forward pass; each word's probability is the sum over the first
         tokens of its spellings (`choice_variants`) at the next position (the last, left-padded)."""
         logprobs = torch.log_softmax(self.net(**batch).logits[:, -1, :].float(), dim=-1)
         ids = {word: sorted({self.tokenizer.encode(v, add_special_tokens=False)[0] for v in choice_variants(word)})
                for word in choices}
-        prompt_counts = batch["attention_mask"].sum(dim=1).tolist()
+        prompt_counts = self._prompt_counts(batch, images)
         results = []
         for row in range(logprobs.shape[0]):
             word_lp = {w: float(torch.logsumexp(logprobs[row, i], dim=0)) for w, i in ids.items()}
@@ -269,6 +275,16 @@ class TransformersEngine(ChatEngine):
             results.append(ChatResult(text=best, prompt_tokens=int(prompt_counts[row]), output_tokens=1,
                                       token_logprobs=[word_lp[best]], tokens=[best], choice_logprobs=word_lp))
         return results
+
+    def _image_tokens(self, batch) -> torch.Tensor:
+        """Per row, the image's encoder tokens as vLLM counts them (its `usage.prompt_tokens`
+        and its RequestOutput's `encoder_prompt_token_ids`): one per patch of each tile the image
+        fills, plus one class token per tile (vllm/model_executor/models/mllama.py,
+        `calc_token_per_chunk`: (image_size // 14) ** 2 + 1 with Llama-3.2-Vision's 14-pixel patches)."""
+        vision = self.net.config.vision_config
+        per_tile = (vision.image_size // vision.patch_size) ** 2 + 1
+        tiles = batch["aspect_ratio_mask"].reshape(batch["aspect_ratio_mask"].shape[0], -1).sum(dim=1)
+        return tiles * per_tile
 
     def _stop_kwargs(self, stops, prompt_len: int) -> dict:
         """generate() arguments that end each row once its text holds a stop string (the text is

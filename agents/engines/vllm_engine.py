@@ -33,6 +33,7 @@ from agents.engines.base import (
     accepts_system_beside_image,
     call_end,
     deadline_cut_result,
+    image_groups,
     pick_choice,
     template_messages,
 )
@@ -85,22 +86,37 @@ def to_sampling_kwargs(sampling: Sampling) -> dict:
     return kwargs
 
 
+def ended_on_end_token(finish_reason, stop_reason) -> bool:
+    """Whether vLLM's last output token is the end-of-sequence token (or another of the model's
+    stop token ids): finish_reason "stop" with no stop string matched. vLLM sets `stop_reason`
+    to None for the tokenizer's EOS, to the id for a stop token id, to the string for a stop
+    string (vllm/sequence.py, SequenceStatus; vllm/engine/output_processor/stop_checker.py)."""
+    return finish_reason == "stop" and not isinstance(stop_reason, str)
+
+
 def to_chat_result(output, want_logprobs: bool, choices: tuple[str, ...] = ()) -> ChatResult:
-    """One vLLM RequestOutput -> ChatResult (text is already cut at the stop string by vLLM)."""
+    """One vLLM RequestOutput -> ChatResult (text is already cut at the stop string by vLLM).
+
+    The end token vLLM lists last is not counted (see ChatResult); the image's encoder tokens
+    count in `prompt_tokens`, as vLLM's server counts them in `usage.prompt_tokens`
+    (vllm/entrypoints/openai/serving_chat.py adds `encoder_prompt_token_ids`)."""
     completion = output.outputs[0]
     if choices:
         first = (completion.logprobs or [{}])[0]
         picked = pick_choice([(lp.decoded_token or "", lp.logprob) for lp in first.values()], choices)
-        picked.prompt_tokens = len(output.prompt_token_ids or [])
+        picked.prompt_tokens = len(output.prompt_token_ids or []) + len(getattr(output, "encoder_prompt_token_ids", None) or [])
         return picked
     token_ids = list(completion.token_ids)
+    kept = len(token_ids) - (1 if token_ids and ended_on_end_token(completion.finish_reason,
+                                                                    completion.stop_reason) else 0)
     logprobs = tokens = None
     if want_logprobs and completion.logprobs is not None:
-        chosen = [step[tid] for tid, step in zip(token_ids, completion.logprobs)]
+        chosen = [step[tid] for tid, step in zip(token_ids[:kept], completion.logprobs)]
         logprobs = [float(c.logprob) for c in chosen]
         tokens = [c.decoded_token or "" for c in chosen]
-    return ChatResult(text=completion.text.strip(), prompt_tokens=len(output.prompt_token_ids or []),
-                      output_tokens=len(token_ids), token_logprobs=logprobs, tokens=tokens)
+    prompt_tokens = len(output.prompt_token_ids or []) + len(getattr(output, "encoder_prompt_token_ids", None) or [])
+    return ChatResult(text=completion.text.strip(), prompt_tokens=prompt_tokens,
+                      output_tokens=kept, token_logprobs=logprobs, tokens=tokens)
 
 
 _REQUEST_IDS = itertools.count()
@@ -147,8 +163,10 @@ def _is_vision_model(path: str) -> bool:
 class VLLMEngine(ChatEngine):
     def __init__(self, model: str, ledger: Ledger | None = None, *, dtype: str = "bfloat16",
                  max_model_len: int = 8192, max_num_seqs: int = 8, gpu_memory_utilization: float = 0.735,
-                 enforce_eager: bool = True, seed: int = 0, swap_space: float = 0, **llm_kwargs):
+                 enforce_eager: bool = True, seed: int = 0, swap_space: float = 0, batch_images: bool = True,
+                 **llm_kwargs):
         super().__init__(model, ledger)
+        self.batch_images = batch_images
         import vllm
 
         path = resolve_model(model)
@@ -162,10 +180,11 @@ class VLLMEngine(ChatEngine):
 
     @classmethod
     def from_llm(cls, llm, sampling_params_cls, *, model: str, supports_images: bool,
-                 ledger: Ledger | None = None) -> "VLLMEngine":
+                 ledger: Ledger | None = None, batch_images: bool = True) -> "VLLMEngine":
         """Wrap an already built `vllm.LLM` (or an object with its `generate`/`get_tokenizer`)."""
         engine = cls.__new__(cls)
         ChatEngine.__init__(engine, model, ledger)
+        engine.batch_images = batch_images
         engine._attach(llm, sampling_params_cls, supports_images)
         return engine
 
@@ -176,6 +195,13 @@ class VLLMEngine(ChatEngine):
         self.supports_images = supports_images
 
     def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
+        results: list[ChatResult | None] = [None] * len(requests)
+        for group in image_groups(requests, self.batch_images or not self.supports_images):
+            for i, result in zip(group, self._generate_together([requests[i] for i in group], sampling)):
+                results[i] = result
+        return results
+
+    def _generate_together(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
         inputs = build_vllm_inputs(requests, self.tokenizer, self.supports_images)
         samplings = [r.sampling_or(sampling) for r in requests]
         end = call_end()

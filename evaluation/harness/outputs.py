@@ -29,6 +29,8 @@ from evaluation.harness.runner import (
     RUN_CONFIG,
     TRACES,
     append_jsonl,
+    latest_per_batch,
+    latest_per_turn,
     progress_bar,
     read_jsonl,
     saved_answers,
@@ -174,7 +176,7 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     ego = [r for r in rows if r["is_ego"]]
     counted_all, scores_all = score_rows(rows, rules)
     counted_ego, scores_ego = score_rows(ego, rules)
-    batches = read_jsonl(output_dir / BATCHES)
+    batches = latest_per_batch(read_jsonl(output_dir / BATCHES))
     tokenizers = sorted({b["tokenizer"] for b in batches if b.get("tokenizer")})
     tokenizer = " + ".join(tokenizers) or run_config.get("tokenizer", "unknown")
     scores = {"all": scores_all, "ego": scores_ego}
@@ -198,7 +200,7 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
                        f"times (at most {judge_counts['judge_waited_s_max_turn']:.1f} s for one turn)")
     forced = run_config.get("forced_resumes") or []
     notices += [f"resumed with --force ({f['at']}) from another system: " + "; ".join(f["differences"]) for f in forced]
-    traces = read_jsonl(output_dir / TRACES)
+    traces = latest_per_turn(read_jsonl(output_dir / TRACES), {r["interaction_id"] for r in records})
     errors = [r for r in records if r.get("error")]
     expected = run_config.get("expected_turns")
     summary = {

@@ -1,8 +1,8 @@
 """The generation loop: every turn of every conversation through the agent, saved as it goes.
 
-After each batch its answers, the agent's traces and the batch's timings are appended to
-JSONL files in the output folder and flushed, so a run killed at any point loses at most the
-batch in flight. `--resume` reads those files back: turns already answered are not asked again,
+After each batch the agent's traces, the batch's timings and then its answers are appended to
+JSONL files in the output folder, each file in one write, so a run killed at any point (even
+kill -9) loses at most the batch in flight. `--resume` reads those files back: turns already answered are not asked again,
 their saved (truncated) answers feed later multi-turn histories, and the batches are rebuilt
 exactly as in an uninterrupted run, so the final scores are the same.
 
@@ -12,6 +12,7 @@ for every turn of that batch, with the error recorded, and the run goes on.
 from __future__ import annotations
 
 import json
+import os
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -44,12 +45,35 @@ def read_jsonl(path: Path) -> list[dict]:
 
 
 def append_jsonl(path: Path, records: list[dict]) -> None:
+    """Append records as one write. A file whose last line a kill cut short gets a newline first,
+    so the first appended record does not fuse with the cut line (and get skipped with it)."""
     if not records:
         return
-    with path.open("a", encoding="utf-8") as f:
-        for record in records:
-            f.write(json.dumps(record, default=str) + "\n")
-        f.flush()
+    block = "".join(json.dumps(record, default=str) + "\n" for record in records).encode("utf-8")
+    fd = os.open(path, os.O_RDWR | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        size = os.fstat(fd).st_size
+        if size and os.pread(fd, 1, size - 1) != b"\n":
+            block = b"\n" + block
+        while block:  # one write, unless the kernel takes it in parts
+            block = block[os.write(fd, block):]
+    finally:
+        os.close(fd)
+
+
+def latest_per_turn(records: list[dict], answered) -> list[dict]:
+    """The last record of each interaction_id in `answered`, in file order of those last records:
+    a batch killed after its traces were written and before its answers was asked again on
+    resume and wrote its traces twice; a batch never answered left traces of no turn."""
+    last = {r["interaction_id"]: r for r in records if r.get("interaction_id") in answered}
+    return list(last.values())
+
+
+def latest_per_batch(records: list[dict]) -> list[dict]:
+    """The last record of each batch (by source folder, shard and number), in order: a batch
+    asked again after a kill wrote its record twice."""
+    last = {(r.get("source"), r.get("shard"), r.get("batch")): r for r in records}
+    return list(last.values())
 
 
 def saved_answers(output_dir: Path) -> dict[str, dict]:
@@ -227,14 +251,16 @@ def _run_batch(agent, conversations, pending, number, batch_size, images, answer
         if trace is not None:
             trace_records.append({"interaction_id": row["interaction_id"], "session_id": conv.session_id,
                                   "turn_idx": t, **trace})
+    # answers last: a batch counts as done once its answers are saved, and a kill before that
+    # leaves only records that the resumed run writes again (finalize keeps the last of each)
     append_jsonl(output_dir / TRACES, trace_records)
-    append_jsonl(output_dir / ANSWERS, answer_records)
     append_jsonl(output_dir / BATCHES, [{
         "batch": number, "shard": shard, "turns": len(pending), "batch_size": batch_size,
         "wall_ms": round(wall_ms, 3), "budget_ms": TURN_BUDGET_S * 1000.0 * batch_size,
         "engine_calls": engine_calls, "stage_ms": stage_ms, "error": error, "tokenizer": truncator.name,
         "image_errors": stats.image_failures[failures_before:],
     }])
+    append_jsonl(output_dir / ANSWERS, answer_records)
 
 
 def progress_bar(total: int, desc: str, enabled: bool):

@@ -1,16 +1,24 @@
-"""report.html (one run) and compare.html (several runs): self-contained pages built from an
-output folder with Jinja2 templates (evaluation/report/templates/) and matplotlib SVG charts.
+"""report.html (one run) and compare.html (several runs): pages built from an output folder with
+Jinja2 templates (evaluation/report/templates/) and matplotlib SVG charts.
 
 Everything is read back from the files a run leaves (turn CSV, scores_dictionary.json,
 run_summary.json, traces.jsonl, answers.jsonl, run_config.json), so a report can be built for
-any finished, resumed, rejudged or merged run. Images are embedded as small base64 thumbnails;
-the page fetches nothing.
+any finished, resumed, rejudged or merged run.
+
+A run's report is report.html plus report_turns/: report.html holds the scores, breakdowns,
+funnel, timing and one short row per turn with filters (outcome, domain, branch, deadline cut);
+each turn's full trace lives on a page of report_turns/ (TURNS_PER_PAGE turns each), which the
+row links to. A whole validation split (~4k turns, ~25 KB of trace each) so stays a page of a
+few MB that a browser opens at once, and every page works from file:// without a server. Images
+are embedded as small base64 thumbnails on the turn pages; no page fetches anything.
 """
 from __future__ import annotations
 
 import base64
+import functools
 import io
 import json
+import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,6 +37,7 @@ EXTENDED_CSV = "turn_evaluation_results_all_extended.csv"
 BOOL_COLUMNS = ("is_ego", "is_exact_match", "is_correct", "is_miss", "is_semantically_correct", "is_hallucination")
 OUTCOMES = ("correct", "missed", "hallucinated")
 THUMBNAIL_PX = 160
+TURNS_PER_PAGE = 100
 
 # Trace keys the turn details lay out by hand; any other key is shown as it is under "more".
 SHOWN_TRACE_KEYS = {
@@ -320,19 +329,27 @@ def run_health(summary: dict) -> dict:
     }
 
 
+def turn_pages_dir(report: Path) -> Path:
+    """The folder of a report's turn pages: report_turns/ beside report.html."""
+    return report.with_name(f"{report.stem}_turns")
+
+
 def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True) -> Path:
-    """Write the run's report.html (into the run folder unless `out` is given); returns its path."""
+    """Write the run's report.html and its turn pages (into the run folder unless `out` is
+    given); returns the report's path."""
     run = load_run(run_dir)
+    path = Path(out) if out else run.run_dir / REPORT_NAME
+    pages_dir = turn_pages_dir(path)
     thresholds = run_thresholds(run.summary, run.run_config)
     session_ids = {t["row"]["session_id"] for t in run.turns}
     thumbs, image_notice = thumbnails(run.run_config, session_ids) if images else ({}, None)
-    for turn in run.turns:
-        turn["thumbnail"] = thumbs.get(turn["row"]["session_id"])
-        trace = turn["trace"] or {}
-        kept = set(trace.get("kept_chunks") or [])
-        turn["chunks"] = sorted(({**c, "kept": c.get("text") in kept} for c in trace.get("chunks") or []),
-                                key=lambda c: -(c.get("score") or 0.0))
-        turn["extra"] = {k: v for k, v in trace.items() if k not in SHOWN_TRACE_KEYS}
+    pages = [run.turns[i:i + TURNS_PER_PAGE] for i in range(0, len(run.turns), TURNS_PER_PAGE)]
+    page_names = [f"turns-{n + 1:04d}.html" for n in range(len(pages))]
+    for name, page_turns in zip(page_names, pages):
+        for turn in page_turns:
+            turn["page"] = f"{pages_dir.name}/{name}"
+            turn["domain"] = turn["row"].get("domain_name") or turn["row"].get("domain") or "-"
+            turn["cut"] = (turn["trace"] or {}).get("deadline_cut") is True
     steps = funnel_steps(run.turns, thresholds)
     notices = list(run.summary.get("notices") or []) + ([image_notice] if image_notice else [])
     page = render("report.html.j2", run=run, scores=run.scores, thresholds=thresholds, notices=notices,
@@ -341,8 +358,25 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
                   peer_rows=peer_rows(run.summary),
                   timing=timing_section(run.summary), health=run_health(run.summary),
                   outcomes=OUTCOMES, branches=sorted({t["branch"] for t in run.turns}),
-                  outcome_totals=outcome_counts(run.rows), idk=IDK_ANSWER)
-    path = Path(out) if out else run.run_dir / REPORT_NAME
+                  domains=sorted({t["domain"] for t in run.turns}), turn_pages=page_names,
+                  pages_dir=pages_dir.name, outcome_totals=outcome_counts(run.rows), idk=IDK_ANSWER)
+    # the pages of an earlier build may hold turns this one does not
+    shutil.rmtree(pages_dir, ignore_errors=True)
+    pages_dir.mkdir(parents=True)
+    for n, (name, page_turns) in enumerate(zip(page_names, pages)):
+        for turn in page_turns:
+            turn["thumbnail"] = thumbs.get(turn["row"]["session_id"])
+            trace = turn["trace"] or {}
+            kept = set(trace.get("kept_chunks") or [])
+            turn["chunks"] = sorted(({**c, "kept": c.get("text") in kept} for c in trace.get("chunks") or []),
+                                    key=lambda c: -(c.get("score") or 0.0))
+            turn["extra"] = {k: v for k, v in trace.items() if k not in SHOWN_TRACE_KEYS}
+        first = n * TURNS_PER_PAGE + 1
+        (pages_dir / name).write_text(render(
+            "turns.html.j2", run=run, turns=page_turns, first=first, last=first + len(page_turns) - 1,
+            total=len(run.turns), report_name=path.name, idk=IDK_ANSWER,
+            previous=page_names[n - 1] if n > 0 else None,
+            following=page_names[n + 1] if n + 1 < len(page_names) else None), encoding="utf-8")
     path.write_text(page, encoding="utf-8")
     return path
 
@@ -371,11 +405,17 @@ def build_comparison(run_dirs: list[Path], out: Path) -> Path:
     return out
 
 
-def render(template: str, **context) -> str:
+@functools.lru_cache(maxsize=1)
+def template_environment():
+    """One Jinja2 environment per process: it compiles each template once, not once per turn page."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
     env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["pretty"] = lambda value: json.dumps(value, indent=1, ensure_ascii=False, default=str)
     env.filters["pct"] = lambda value: f"{value:.1%}"
-    return env.get_template(template).render(**context)
+    return env
+
+
+def render(template: str, **context) -> str:
+    return template_environment().get_template(template).render(**context)

@@ -1,0 +1,170 @@
+"""A stand-in for the chain's language models that answers at once, for runs at the real sizes.
+
+    python local_evaluation.py --agent minibench.standin:StandInCruiseAgent ...
+
+`InstantEngine` speaks the engine interface (agents/engines/base.py) and replies to each stage
+in that stage's own format, without a model: the router says which questions need search, the
+answer stage repeats the first line of the notes it was given (or guesses, or declines, without
+notes), the consistency check and the Chain-of-Verification reply in their formats. Which reply
+a question gets depends only on its text, so two runs over the same split give the same answers.
+
+`StandInCruiseAgent` is the real CruiseAgent over that engine, with the profile's real reranker
+and the search pipeline the evaluator hands over: everything but the chat models is real, so a
+run measures what the evaluator, search, reranking and the chain cost around the models.
+
+`MemoReranker` and `MemoSearch` wrap the real reranker and search pipeline and compute each
+distinct (query, chunk) pair and each distinct query once. The synthetic full split
+(minibench/full_split.py) repeats the mini benchmark's images and questions, so with them a
+4k-turn run gives every turn the real models' scores and hits while paying for the ~100
+distinct queries once: what is left of the run's time is the evaluator's and the chain's own.
+"""
+from __future__ import annotations
+
+import copy
+import hashlib
+import re
+import zlib
+
+from agents.config import load_config
+from agents.cruise_agent import CruiseAgent
+from agents.engines.base import ChatEngine, ChatResult, Engines, Ledger, Reranker
+from agents.engines.factory import build_reranker
+
+NOTES = re.compile(r"<<<NOTES\n(.*?)\nNOTES>>>", re.S)
+FIRST_INFO = re.compile(r"\[Info \d+\]\s*(.+)")
+ANSWER_WORDS = 14
+
+
+def bucket(text: str, n: int) -> int:
+    """A stable number in [0, n) for a text (crc32: the same in every process)."""
+    return zlib.crc32(text.encode("utf-8")) % n
+
+
+def question_of(text: str) -> str:
+    """The question quoted in a prompt (the last "Question...:" line), else the whole text."""
+    lines = [line for line in text.splitlines() if line.lower().startswith("question")]
+    return lines[-1] if lines else text
+
+
+def user_text(request) -> str:
+    content = request.messages[-1]["content"]
+    if isinstance(content, list):  # typed parts: keep the text ones
+        return " ".join(part.get("text", "") for part in content if isinstance(part, dict))
+    return str(content)
+
+
+def route_reply(text: str) -> str:
+    question = question_of(text)
+    external = "no" if bucket(question, 10) == 0 else "yes"
+    real_time = "yes" if bucket(question + "/rt", 20) == 0 else "no"
+    return f"Needs External Info: {external}\nIs Real-Time: {real_time}"
+
+
+def answer_reply(text: str) -> str:
+    question = question_of(text)
+    notes = NOTES.search(text)
+    if notes:
+        first = FIRST_INFO.search(notes.group(1))
+        if first:
+            return " ".join(first.group(1).split()[:ANSWER_WORDS])
+        return "I don't know"
+    # without notes: decline, or guess from the question's own words (often a wrong answer)
+    if bucket(question, 3) == 0:
+        return "I don't know"
+    return "It is " + " ".join(question.split()[-3:]).rstrip("?")
+
+
+def consistency_reply(text: str) -> str:
+    return "No" if bucket(text, 8) == 0 else "Yes"
+
+
+def verify_reply(text: str) -> str:
+    confidence = (0.3, 0.92, 0.95, 1.0)[bucket(text, 4)]
+    return f"CONFIDENCE: {confidence}\nREASONING: stand-in check.\nSUB-QUESTIONS: none"
+
+
+STAGE_REPLIES = {
+    "route": route_reply,
+    "summarize": lambda text: "A photo of the object the question asks about.",
+    "answer": answer_reply,
+    "consistency": consistency_reply,
+    "verify": verify_reply,
+}
+
+
+class InstantEngine(ChatEngine):
+    """A chat engine that answers every stage of the chain at once, in that stage's format. A
+    stage it has no reply for (one of the optional peer stages) gets an empty reply, which the
+    chain's parsers treat as unreadable output."""
+
+    supports_images = True
+
+    def __init__(self, ledger: Ledger | None = None):
+        super().__init__("instant-stand-in", ledger)
+        self._stage = "chat"
+
+    def generate(self, requests, sampling, *, stage="chat"):
+        self._stage = stage
+        return super().generate(requests, sampling, stage=stage)
+
+    def _generate(self, requests, sampling):
+        reply = STAGE_REPLIES.get(self._stage, lambda text: "")
+        return [ChatResult(text=reply(user_text(r)), prompt_tokens=0, output_tokens=0) for r in requests]
+
+
+class MemoReranker(Reranker):
+    """The real reranker, asked once per distinct (query, chunk) pair."""
+
+    def __init__(self, reranker: Reranker):
+        super().__init__(reranker.model)
+        self.reranker = reranker
+        self.scores: dict[tuple[str, str], float] = {}
+
+    def _score(self, pairs):
+        unseen = list(dict.fromkeys(p for p in pairs if p not in self.scores))
+        if unseen:
+            self.scores.update(zip(unseen, self.reranker._score(unseen)))
+        return [self.scores[p] for p in pairs]
+
+
+class MemoSearch:
+    """A search pipeline that asks the wrapped one once per distinct query (a text, or an
+    image by its pixels) and k; each caller gets its own copy of the hits."""
+
+    def __init__(self, pipeline):
+        self.pipeline = pipeline
+        self.hits: dict[tuple[str, int], list] = {}
+
+    def __getattr__(self, name):  # web_search and the like: the wrapped pipeline's
+        return getattr(self.pipeline, name)
+
+    def __call__(self, query, k=5):
+        if isinstance(query, str):
+            key = ("text:" + query, k)
+        else:
+            digest = hashlib.sha256(query.tobytes()).hexdigest()
+            key = (f"image:{query.mode}:{query.size}:{digest}", k)
+        if key not in self.hits:
+            self.hits[key] = self.pipeline(query, k=k)  # a ValueError (Task 1 text query) is not kept
+        return copy.deepcopy(self.hits[key])
+
+
+class StandInCruiseAgent(CruiseAgent):
+    """The real CruiseAgent chain, search pipeline and reranker, with `InstantEngine` for both
+    chat models. Profile and preset come from the environment, as for CruiseAgent."""
+
+    def __init__(self, search_pipeline=None):
+        config = load_config()
+        engine = InstantEngine()
+        super().__init__(search_pipeline, engines=Engines(engine, engine, build_reranker(config, Ledger())))
+
+
+class MemoStandInCruiseAgent(CruiseAgent):
+    """`StandInCruiseAgent` whose reranker and search pipeline compute each distinct query once
+    (`MemoReranker`, `MemoSearch`): for runs over the synthetic full split."""
+
+    def __init__(self, search_pipeline=None):
+        config = load_config()
+        engine = InstantEngine()
+        search = MemoSearch(search_pipeline) if search_pipeline is not None else None
+        super().__init__(search, engines=Engines(engine, engine, MemoReranker(build_reranker(config, Ledger()))))
