@@ -81,7 +81,7 @@ def evaluation_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", default="agents.user_config:UserAgent", help="MODULE:CLASS")
     p.add_argument("--profile", default="auto", choices=["auto", "cpu", "l40s", "served"],
                    help="auto = l40s when CUDA is present, else cpu; served = the l40s models behind "
-                        "OpenAI-compatible servers (README, 'Serve the models, scale out')")
+                        "OpenAI-compatible servers (docs/serving.md)")
     p.add_argument("--preset", default=None, help="ablation preset, passed as CRUISE_PRESET")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="config override, passed as CRUISE_<FIELD>; repeatable")

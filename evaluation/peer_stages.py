@@ -1,4 +1,4 @@
-"""What each peer stage (issue #20) does to the evidence, on the mini benchmark.
+"""What each peer stage does to the evidence, on the mini benchmark.
 
     python -m evaluation.peer_stages [--engine cpu|scripted] [--limit N] [--set FIELD=VALUE ...]
 

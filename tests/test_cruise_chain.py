@@ -218,7 +218,7 @@ def test_deadline_stops_before_a_stage_would_overrun(turn_budget_s, ran_stages):
         assert answers == [IDK_ANSWER]  # nothing verified: no answer
 
 
-# ---- verification signals (issue 12) ------------------------------------------------------------
+# ---- verification signals ---------------------------------------------------------------------
 
 
 def requests_of(agent, stage):

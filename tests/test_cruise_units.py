@@ -239,7 +239,7 @@ def test_presets_and_overrides(monkeypatch):
         load_config("cpu", tau_lwo=0.1)
 
 
-# ---- what models really write (issue 12) ------------------------------------------------------
+# ---- what models really write ---------------------------------------------------------------
 
 
 @pytest.mark.parametrize(

@@ -1,5 +1,5 @@
 """The deadline's cost estimate (agents/cruise/deadline.py): a decaying high quantile per stage,
-per engine request, against the rule before issue #19 (the slowest per-turn time ever seen).
+per engine request, against the simpler rule of planning with the slowest per-turn time ever seen.
 
 The chain runs for real over scripted engines; a fake clock stands in for time, so that a stage
 "takes" exactly the seconds the scenario says and the test is deterministic on a busy machine.
@@ -17,7 +17,7 @@ from tests.test_cruise_chain import WHERE, batch, make_agent
 
 
 class WorstSeenCosts(StageCosts):
-    """The rule before issue #19: the slowest per-turn time seen, else the prior."""
+    """The simpler rule: the slowest per-turn time seen, else the prior."""
 
     def expect(self, stage: str, turns: int) -> float:
         worst = getattr(self, "worst", {})

@@ -85,3 +85,66 @@ def test_the_check_sees_an_import_that_runs_back_up(tmp_path):
         "evaluation/scoring/judge.py:1: evaluation.scoring.judge (evaluation.scoring) imports evaluation.report.html",
         "minibench/content.py:1: minibench.content (minibench) imports tools.preflight",
     ]
+
+
+def import_graph(root: Path) -> dict[str, set[str]]:
+    """module -> the project's modules it imports (a `from m import name` counts as importing m
+    when `m.name` is no module of its own)."""
+    paths = {module_name(root, p): p for package in ("agents", "minibench", "evaluation", "tools")
+             for p in (root / package).rglob("*.py")}
+    paths.update({name: root / f"{name}.py" for name in ENTRY_POINTS if (root / f"{name}.py").exists()})
+    graph = {}
+    for module, path in paths.items():
+        targets = set()
+        for _, name in imported_names(path, module):
+            while name and name not in paths:
+                name = name.rpartition(".")[0]
+            # a package's __init__ is not a dependency of its own submodules' imports of siblings
+            if name and name != module:
+                targets.add(name)
+        graph[module] = targets
+    return graph
+
+
+def import_cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """The strongly connected components of more than one module (Tarjan), each sorted."""
+    index, low, stack, on_stack, cycles = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for nxt in sorted(graph.get(node, ())):
+            if nxt not in index:
+                visit(nxt)
+                low[node] = min(low[node], low[nxt])
+            elif nxt in on_stack:
+                low[node] = min(low[node], index[nxt])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                member = stack.pop()
+                on_stack.discard(member)
+                component.append(member)
+                if member == node:
+                    break
+            if len(component) > 1:
+                cycles.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return cycles
+
+
+def test_no_import_cycles():
+    assert import_cycles(import_graph(REPO_ROOT)) == []
+
+
+def test_the_cycle_check_sees_a_lazy_import_back(tmp_path):
+    (tmp_path / "agents" / "cruise").mkdir(parents=True)
+    (tmp_path / "agents" / "config.py").write_text("from agents.cruise.priors import table\n")
+    (tmp_path / "agents" / "cruise" / "priors.py").write_text(
+        "def table(cfg=None):\n    from agents.config import Config\n")
+    (tmp_path / "agents" / "cruise" / "chain.py").write_text("from agents import config\n")
+    assert import_cycles(import_graph(tmp_path)) == [["agents.config", "agents.cruise.priors"]]

@@ -1,4 +1,4 @@
-"""The peers' stages (issue #20): tool and domain routing, decomposition, crop-then-search, entity
+"""The peers' stages: tool and domain routing, decomposition, crop-then-search, entity
 check and relevance filter. Parsers on what capable and careless models write; each stage over a
 scripted engine inside the real chain (one engine call per batch, the retrieval obeying it, the
 trace and the run summary saying what it did)."""

@@ -2,7 +2,7 @@
 
 The l40s profile's priors are an H100 measurement projected to the L40S
 (agents/cruise/cost_priors.py); a cold first batch uses them, and a stage that the prior says
-cannot finish is not started. README's table must say what the code computes.
+cannot finish is not started. docs/engines.md's table must say what the code computes.
 """
 from __future__ import annotations
 
@@ -51,16 +51,16 @@ def test_l40s_priors_follow_the_generation_lengths():
     assert l40s_stage_cost_priors(CruiseConfig(decompose_max_tokens=160))["decompose"] > base["decompose"]
 
 
-def test_readme_table_says_what_the_code_computes():
-    readme = (Path(__file__).resolve().parent.parent / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Stage cost priors", 1)[1].split("\n### ", 1)[0]
+def test_engines_page_table_says_what_the_code_computes():
+    page = (Path(__file__).resolve().parent.parent / "docs" / "engines.md").read_text(encoding="utf-8")
+    section = page.split("## Stage cost priors", 1)[1].split("\n## ", 1)[0]
     rows = dict(re.findall(r"^\| (\w+) \| ([0-9.]+) \| [0-9.]+ \|$", section, flags=re.M))
     priors = load_config("l40s").stage_cost_priors_s
     assert set(rows) == set(priors) | {"total"}
     for stage, seconds in priors.items():
         assert float(rows[stage]) == pytest.approx(seconds, abs=0.0051), stage
     assert float(rows["total"]) == pytest.approx(sum(priors[s] for s in CHAIN_STAGES), abs=0.0051)
-    assert cost_priors.priors_table() in section
+    assert cost_priors.priors_table(CruiseConfig()) in section
 
 
 def test_priors_project_the_h100_parts_by_the_ratio_of_ceilings():

@@ -1,5 +1,5 @@
 """Stop strings in the transformers engine (`StopOnText`) give the text that transformers' own
-`stop_strings=` gave (the engine before issue #19, kept as `tools.bench_stop_strings.LegacyStopStrings`),
+`stop_strings=` gives (kept for comparison as `tools.bench_stop_strings.LegacyStopStrings`),
 on SmolLM2 and on the tiny Mllama with the real Llama 3.2 vocabulary (128k tokens)."""
 from __future__ import annotations
 

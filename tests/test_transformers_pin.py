@@ -2,7 +2,7 @@
 
 The venv holds the CPU set (requirements-cpu.txt: transformers 4.57.x); the GPU image pins
 transformers 4.55.4 and tokenizers 0.21.4 (requirements.txt), and code written against the
-newer version broke there unseen (`from_pretrained(dtype=...)`, issue #19). So the pinned wheels
+newer version broke there unseen (`from_pretrained(dtype=...)`). So the pinned wheels
 are installed once, with `pip install --no-deps --target`, into
 .cache/pins/transformers-<ver>-tokenizers-<ver>/ (reused while the pins stay the same; measured
 here: ~8-10 s and 122 MB the first time), and tests/pin_check.py runs in a subprocess with that

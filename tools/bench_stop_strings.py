@@ -1,6 +1,5 @@
 """What stop strings cost the transformers engine: no stop strings, transformers' own
-`stop_strings=` (the engine before issue #19: its StopStringCriteria is rebuilt on every call), and
-the engine's `StopOnText` (now).
+`stop_strings=` (its StopStringCriteria is rebuilt on every call), and the engine's `StopOnText`.
 
 Run: HF_HUB_OFFLINE=1 python -m tools.bench_stop_strings [--repeats 3]
 Prints seconds per generate call (min / median) for
@@ -27,7 +26,7 @@ QUESTIONS = [
 
 
 class LegacyStopStrings(TransformersEngine):
-    """The engine as it stopped before issue #19: transformers' `stop_strings=` (for comparison)."""
+    """Stopping with transformers' own `stop_strings=` (for comparison)."""
 
     def _stop_kwargs(self, stops, prompt_len: int) -> dict:
         return {"stop_strings": list(stops), "tokenizer": self.tokenizer}

@@ -3,7 +3,7 @@
     turn -> route -> summarize -> retrieve + chunk -> rerank -> answer twice -> consistency
          -> verify (CoV) -> finalize (Algorithm 1)
 
-The peers' optional stages (README "Stages from the peer systems", all off in the paper's
+The peers' optional stages (docs/chain.md "Stages from the peer systems", all off in the paper's
 presets) slot in as `sNx` files that run right after stage N: decompose (s2a) and crop (s2b)
 before retrieval, the entity check (s3a) before reranking, the relevance filter (s5a) after it;
 tool and domain routing (s1a, s1b) are read from the router's reply. A stage that is off makes

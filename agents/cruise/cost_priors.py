@@ -1,7 +1,7 @@
 """Stage cost priors: seconds per turn each stage is expected to take on one L40S before the
 deadline has timed it (agents/cruise/deadline.py), derived from a measurement.
 
-The measurement (issue #19): the chain on one H100 80 GB with the project's own transformers
+The measurement: the chain on one H100 80 GB with the project's own transformers
 engine and reranker, random bf16 weights at the real sizes (so every generation ran to its
 max_tokens: the worst case), the l40s token limits, batch 8. Per stage, the median seconds of a
 batch, and at engine level: 65-71 ms to encode one 4-tile image, 31-38 ms a decode step at
@@ -22,7 +22,7 @@ on: a measured stage replaces it from the first batch on.
 """
 from __future__ import annotations
 
-# --- the H100 measurement (issue #19) ---------------------------------------------------------
+# --- the H100 measurement ---------------------------------------------------------------------
 H100_BATCH = 8
 H100_STAGE_MEDIAN_S = {  # seconds per batch of 8, median over the mini benchmark's batches
     "route": 0.66, "summarize": 4.30, "rerank": 1.43, "answer": 8.80, "consistency": 1.67, "verify": 12.17,
@@ -49,7 +49,7 @@ IMAGES_PER_TURN = {"route": 0, "summarize": 1, "rerank": 0, "answer": 2, "consis
 RETRIEVE_S_PER_TURN = 0.25
 
 
-# The peer stages (README "Stages from the peer systems") were not in the H100 run. Each is priced
+# The peer stages (docs/chain.md "Stages from the peer systems") were not in the H100 run. Each is priced
 # as the measured stage of the same shape (an image request with a short prompt), at its own
 # max_tokens and requests per turn: crop and decompose like the summary (one image request that
 # writes a line or a few), the entity check and the relevance filter like the consistency check
@@ -92,12 +92,10 @@ def projected_stage_s(stage: str, max_tokens: int | None) -> tuple[float, float]
     return (images + rest) * COMPUTE_RATIO, max_tokens * H100_DECODE_STEP_S * BANDWIDTH_RATIO
 
 
-def l40s_stage_cost_priors(cfg=None) -> dict[str, float]:
-    """Seconds per turn for each stage of a batch on one L40S (see the module's docstring)."""
-    if cfg is None:
-        from agents.config import CruiseConfig
-
-        cfg = CruiseConfig()
+def l40s_stage_cost_priors(cfg) -> dict[str, float]:
+    """Seconds per turn for each stage of a batch on one L40S (see the module's docstring), at
+    the generation lengths of `cfg` (a CruiseConfig; taken as an argument so that this module
+    stays below agents/config.py, which builds the l40s profile from it)."""
     tokens = stage_max_tokens(cfg)
     priors = {}
     for stage in CHAIN_STAGES:
@@ -113,8 +111,9 @@ def l40s_stage_cost_priors(cfg=None) -> dict[str, float]:
     return priors
 
 
-def priors_table(cfg=None) -> str:
-    """README's table of the priors (tests/test_stage_cost_priors.py checks README against it)."""
+def priors_table(cfg) -> str:
+    """The table of the priors that docs/engines.md shows (tests/test_stage_cost_priors.py checks
+    the page against it)."""
     priors = l40s_stage_cost_priors(cfg)
     lines = ["| stage | s per turn | s per batch of 8 |", "|---|---|---|"]
     for stage in CHAIN_STAGES:
@@ -125,6 +124,3 @@ def priors_table(cfg=None) -> str:
         lines.append(f"| {stage} | {priors[stage]:.2f} | {priors[stage] * H100_BATCH:.1f} |")
     return "\n".join(lines)
 
-
-if __name__ == "__main__":
-    print(priors_table())

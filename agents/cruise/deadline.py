@@ -8,9 +8,9 @@ the passages per turn for the reranker), times the turns it is asked to serve. R
 engine requests (reranker pairs) the ledger recorded during the stage; a stage that calls no
 engine (retrieve) counts one per turn.
 
-Why a decaying quantile and not the slowest time ever seen (the rule before issue #19): one slow
-batch (the first after load, a busy machine) then set the estimate for good, and every later
-batch cut the stages it had measured slow. Here a sample weighs `decay` ** (its age in batches):
+Why a decaying quantile and not the slowest time ever seen: with the slowest time, one slow
+batch (the first after load, a busy machine) would set the estimate for good, and every later
+batch would cut the stages it had measured slow. Here a sample weighs `decay` ** (its age in batches):
 a slower machine shows at once (a new sample that is the largest is the estimate), a slow batch
 followed by normal ones stops counting after four of them (at decay 0.7, q 0.9), and a sample older
 than 7 batches is forgotten, so a stage the estimate keeps cutting (and hence never measures

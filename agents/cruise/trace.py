@@ -18,7 +18,7 @@ from agents.cruise.types import (
 
 # The stages whose model output a parser reads, in chain order.
 PARSED_STAGES = ("route", "summarize", "answer", "consistency", "verify")
-# The peer stages' (issue #20) outputs read by a parser; counted only in runs where they ran.
+# The peer stages' outputs read by a parser; counted only in runs where they ran.
 PEER_PARSED_STAGES = ("route_extras", "decompose", "crop", "entity_check", "relevance")
 ALL_PARSED_STAGES = ("route", "route_extras", "summarize", "decompose", "crop", "entity_check", "relevance",
                      "answer", "consistency", "verify")
@@ -151,7 +151,7 @@ def turn_trace(
 
 def peer_trace(route: Route, retrieval: Retrieval, evidence: Evidence, sub_queries: SubQueries | None,
                crops: CropPlan | None, domain_notes: bool) -> dict:
-    """The peer stages' trace keys (README "Stages from the peer systems"): present on every
+    """The peer stages' trace keys (docs/chain.md "Stages from the peer systems"): present on every
     trace, empty or None where a stage was off."""
     return {
         "route_search": route.search,

@@ -2,7 +2,7 @@
 
 Turn -> Route -> Retrieval -> Evidence -> Answers -> Verification -> Decision
 
-The optional peer stages (issue #20, all off in the paper's presets) add their own records:
+The optional peer stages (all off in the paper's presets) add their own records:
 `SubQueries` (s2a_decompose) and `CropPlan` (s2b_crop) feed the retrieval; the entity check
 (s3a) and the relevance filter (s5a) return a narrowed `Retrieval` / `Evidence` that says what
 they removed.
@@ -77,7 +77,7 @@ class Retrieval:
     chunks: list[str] = field(default_factory=list)  # paragraph chunks to rerank
     chunk_sources: list[str] = field(default_factory=list)  # id of the hit each chunk came from
     errors: list[str] = field(default_factory=list)
-    # What the peer stages did (issue #20); empty when they are off.
+    # What the peer stages did; empty when they are off.
     chunk_entities: list[str] = field(default_factory=list)  # aligned with chunks: image entity name, "" for web
     searches: list[str] = field(default_factory=list)  # the searches that ran: "image", "web"
     crops_searched: list[str] = field(default_factory=list)  # views searched besides the whole image

@@ -1,7 +1,7 @@
 """Warm-up at load: one dummy batch through every stage the config runs, before the first scored
 batch.
 
-Why: on the H100 the first batch after load took 1.3-2x a steady one (issue #19): kernels and
+Why: on the H100 the first batch after load took 1.3-2x a steady one: kernels and
 attention plans are built per new shape, the allocator grows its pools, the search models load
 their weights lazily. The competition gives time to load; spending it here keeps that cost out of
 the first batch's 10 s-per-turn budget. The dummy batch has the configured batch size and a

@@ -10,7 +10,7 @@ the ledger, as with the in-process engines. Each request:
   `data:image/jpeg;base64,...` `image_url` part. `image_placeholder` (e.g. "<|image|>") adds the
   model's image token as a text part right before it: for a vLLM server started with
   `--chat-template-content-format string`, which then writes no placeholder of its own and the
-  prompt is the one `build_vllm_inputs` renders in-process (README, "Serve the models");
+  prompt is the one `build_vllm_inputs` renders in-process (docs/serving.md);
 - carries its own sampling (temperature, top_p, max_tokens, seed, stop) and asks for
   `logprobs` when the stage wants them; a server that sends none gives `token_logprobs=None`,
   as engines without them do;

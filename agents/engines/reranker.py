@@ -29,7 +29,7 @@ class CrossEncoderReranker(Reranker):
     Scores equal FlagEmbedding's `FlagReranker.compute_score(pairs, normalize=True)` (the
     sigmoid of the logit; tests/test_reranker.py compares the two): the query is cut to 3/4 of
     `max_length` tokens, the passage so that the pair with its special tokens fits `max_length`.
-    What differs is the host work (issue #19: 175 pairs/s through FlagReranker against 1,266 for
+    What differs is the host work (on the H100, 175 pairs/s through FlagReranker against 1,266 for
     the bare model on an H100): each distinct text is tokenized once (a batch repeats q' for
     every chunk), the pair is assembled from ids instead of FlagEmbedding's decode and
     re-tokenize, the pairs are sorted by length so each model batch is padded only to its own

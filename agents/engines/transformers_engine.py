@@ -49,7 +49,7 @@ class StopOnText:
     Why not transformers' own `stop_strings=`: its StopStringCriteria precomputes, for every
     token of the vocabulary, where it could end each stop string, and caches that on the
     vocabulary's order, which changes between calls, so it was rebuilt on every call: 5-8 s of
-    CPU per verify call with the 128k Llama vocabulary on the H100 (issue #19). Here each step
+    CPU per verify call with the 128k Llama vocabulary on the H100. Here each step
     decodes only the last few generated tokens of each row (a window wide enough to hold the
     longest stop string, so a stop string is seen on the step that completes it) and searches
     them. The text we return is cut at the earliest stop string afterwards (`cut_at_stop`) either

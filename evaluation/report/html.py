@@ -154,7 +154,7 @@ def funnel_steps(turns: list[dict], thresholds: dict) -> list[dict]:
 
 
 def peer_stages_that_ran(traces: list[dict]) -> set[str]:
-    """The peer stages (issue #20) that left a mark on some turn of the run."""
+    """The peer stages that left a mark on some turn of the run."""
     marks = {"tool route": "route_search", "domain route": "domain", "decomposition": "sub_queries",
              "crop search": "crops_searched", "entity check": "entity_verdicts", "relevance filter": "relevance"}
     return {stage for stage, key in marks.items() if any(t.get(key) for t in traces)}

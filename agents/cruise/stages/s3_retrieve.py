@@ -9,7 +9,7 @@ Passages a harness handed over (`Turn.passages`) are chunked like our hits and, 
 `harness_context`, join our pipeline's chunks ("merge"), replace them on the turns that have any
 ("only"), or are left out ("ignore"). The router's gate applies to them as to our search.
 
-The peer stages (README "Stages from the peer systems") steer it when they are on: the tool
+The peer stages (docs/chain.md "Stages from the peer systems") steer it when they are on: the tool
 router's choice rules image or web search out, crops of the photo (s2b) are searched too and
 fused by best score per entity, and decomposition's sub-queries (s2a) each run a web search.
 """

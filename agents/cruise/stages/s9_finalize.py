@@ -12,7 +12,7 @@ replays saved traces through it with other thresholds, so both apply one rule se
 
 The token-probability gate is QA-Dragon's white-box verifier (its section 3.7.2) reduced to one
 threshold on the RAG answer's least likely token; `min_token_prob=0` switches it off. A check that
-a preset switched off counts as passed, or as failed with `disabled_check_fails` (README, Presets).
+a preset switched off counts as passed, or as failed with `disabled_check_fails` (docs/chain.md, Presets).
 """
 from __future__ import annotations
 
