@@ -20,8 +20,9 @@ replace the dicts those accessors read with lazy views:
   entity -> record position, not the attributes.
 - web index: `index_to_metadata[chunk_id]` reads that chunk's record.
 
-Records read are kept in a bounded cache, so the three accessor calls per web hit cost one
-read.
+The hits' metadata arrive with the search itself (chromadb's `query` returns them; the
+package drops them), and are kept in a bounded cache that the accessors read, so a search
+costs no extra read.
 """
 from __future__ import annotations
 
@@ -53,11 +54,39 @@ class _RecordCache:
         found = self._collection.get(ids=[record_id], include=["metadatas"])
         metadata = found["metadatas"][0] if found["ids"] else None
         if metadata is not None:
-            with self._lock:
-                self._records[record_id] = metadata
-                while len(self._records) > CACHE_RECORDS:
-                    self._records.popitem(last=False)
+            self.put(record_id, metadata)
         return metadata
+
+    def put(self, record_id: str, metadata: dict) -> None:
+        with self._lock:
+            self._records[record_id] = metadata
+            self._records.move_to_end(record_id)
+            while len(self._records) > CACHE_RECORDS:
+                self._records.popitem(last=False)
+
+
+class PrefetchingCollection:
+    """The chromadb collection, except that `query` keeps the metadata it returns anyway.
+
+    chromadb's `query` includes the hits' metadatas by default; the package's search functions
+    drop them and read them again per hit through the accessors. Keeping them here makes those
+    reads cache hits. Everything else, and what `query` returns, is the collection's own.
+    """
+
+    def __init__(self, collection, cache: _RecordCache):
+        self._collection = collection
+        self._cache = cache
+
+    def query(self, *args, **kwargs):
+        result = self._collection.query(*args, **kwargs)
+        for ids, metadatas in zip(result.get("ids") or [], result.get("metadatas") or []):
+            for record_id, metadata in zip(ids, metadatas or []):
+                if metadata is not None:
+                    self._cache.put(record_id, metadata)
+        return result
+
+    def __getattr__(self, name):
+        return getattr(self._collection, name)
 
 
 class ImageRecords(Sequence):
@@ -67,6 +96,7 @@ class ImageRecords(Sequence):
         self._collection = collection
         self._count = collection.count()
         self._cache = _RecordCache(collection)
+        self.searchable = PrefetchingCollection(collection, self._cache)
 
     def __len__(self) -> int:
         return self._count
@@ -122,6 +152,7 @@ class ChunkRecords(Mapping):
     def __init__(self, collection):
         self._collection = collection
         self._cache = _RecordCache(collection)
+        self.searchable = PrefetchingCollection(collection, self._cache)
 
     def __getitem__(self, chunk_id: str) -> dict:
         metadata = self._cache.get(chunk_id)
@@ -146,11 +177,12 @@ def _image_kg_class():
 
             print(f"Loading image index from huggingface {hf_dataset_id}")
             path = snapshot_download(repo_id=hf_dataset_id, repo_type="dataset", revision=image_hf_dataset_tag)
-            self.vector_db = chromadb.PersistentClient(path=path).get_collection(name="image_embeddings")
+            collection = chromadb.PersistentClient(path=path).get_collection(name="image_embeddings")
             # as the package does: the HNSW index is rebuilt with this many threads on first query
-            self.vector_db.modify(metadata={"hnsw:num_threads": os.cpu_count() or 1})
-            self.id2_data = ImageRecords(self.vector_db)
+            collection.modify(metadata={"hnsw:num_threads": os.cpu_count() or 1})
+            self.id2_data = ImageRecords(collection)
             self.kg = EntityAttributes(self.id2_data)
+            self.vector_db = self.id2_data.searchable
             self.emb_model = emb_model
             self.processor = processor
 
@@ -163,10 +195,10 @@ def _mock_web_class():
 
     class PagedMockWeb(CragMockWeb):
         def __init__(self, emb_model, tokenizer, text_index_path, web_hf_dataset_tag=None):
-            self.vector_db = index_web_data(hf_path=text_index_path, revision=web_hf_dataset_tag)
+            self.index_to_metadata = ChunkRecords(index_web_data(hf_path=text_index_path, revision=web_hf_dataset_tag))
+            self.vector_db = self.index_to_metadata.searchable
             self.emb_model = emb_model
             self.tokenizer = tokenizer
-            self.index_to_metadata = ChunkRecords(self.vector_db)
 
     return PagedMockWeb
 
