@@ -29,12 +29,13 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
+import importlib.util
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluation.harness.index_check import IndexSpec, check_index
-from evaluation.harness.paged_metadata import paged_metadata
 from minibench.build_indices import (
     MINI_IMAGE_INDEX,
     MINI_IMAGE_MODEL,
@@ -92,10 +93,25 @@ def offline_hub(cache: str | Path):
         reset_sessions()
 
 
+def harness_module(name: str):
+    """A module beside this one (index_check, paged_metadata), also when this file was loaded
+    outside its package: crag_mm_harness loads it by path under another project's `evaluation`
+    package (facebookresearch/CRAG-MM has one), where `evaluation.harness.NAME` is not ours."""
+    if __package__:
+        return importlib.import_module(f"{__package__}.{name}")
+    alias = f"{__name__}_{name}"
+    if alias not in sys.modules:
+        spec = importlib.util.spec_from_file_location(alias, Path(__file__).with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[alias] = module
+        spec.loader.exec_module(module)
+    return sys.modules[alias]
+
+
 def _pipeline(image_model: str, image_index: str, text_model: str | None, web_index: str | None):
     from cragmm_search.search import UnifiedSearchPipeline
 
-    with paged_metadata():  # the package's own loading stops at 32,766 records (see paged_metadata)
+    with harness_module("paged_metadata").paged_metadata():  # the package's own loading stops at 32,766 records (see paged_metadata)
         return UnifiedSearchPipeline(image_model_name=image_model, image_hf_dataset_id=image_index,
                                      text_model_name=text_model, web_hf_dataset_id=web_index)
 
@@ -120,9 +136,10 @@ def build_search_pipeline(search: SearchConfig, web: bool = True):
 
 def check_indices(image_model: str, image_index: str, text_model: str | None, web_index: str | None) -> None:
     """SearchIndexError (one message) for an unusable index, before any search model loads."""
-    check_index(IndexSpec("image", image_index, image_model))
+    checks = harness_module("index_check")
+    checks.check_index(checks.IndexSpec("image", image_index, image_model))
     if web_index is not None:
-        check_index(IndexSpec("web", web_index, text_model))
+        checks.check_index(checks.IndexSpec("web", web_index, text_model))
 
 
 def main() -> None:
