@@ -2,9 +2,10 @@
 
 cragmm-search-pipeline 0.5.1 (`PACKAGE_VERSION`) reads every metadata record of an index when
 it opens it: one unfiltered `collection.get()` in `CragImageKG.__init__` and two in
-`CragMockWeb.__init__`. chromadb 1.5.9 turns such a call into one SQL variable per record,
-and SQLite refuses more than 32,766 (`too many SQL variables`), so an index larger than that
-never opens; where it does open, every record sits in Python dicts in every process.
+`CragMockWeb.__init__`. chromadb 1.5.x (1.5.0 to our pin, 1.5.9) turns such a call into one
+SQL variable per record, and SQLite refuses more than 32,766 (`too many SQL variables`), so an
+index larger than that never opens; 1.4.1 and earlier read it, but then every record sits in
+Python dicts in every process.
 
 `paged_metadata()` swaps the package's two index classes for the subclasses below while a
 `UnifiedSearchPipeline` is built, so the pipeline is the package's own in everything else: its
