@@ -23,7 +23,7 @@ class FakeHub:
     def __init__(self, files: dict[str, dict[str, int]], unreachable: bool = False):
         self.files, self.unreachable, self.asked = files, unreachable, []
 
-    def repo_info(self, repo_id, repo_type=None, files_metadata=False, timeout=None):
+    def repo_info(self, repo_id, repo_type=None, revision=None, files_metadata=False, timeout=None):
         self.asked.append(repo_id)
         if self.unreachable:
             raise requests.ConnectionError("Failed to establish a new connection")
@@ -38,7 +38,7 @@ def _cached(cache, item, names, incomplete=False):
     snapshot = folder / "snapshots" / "abc123"
     snapshot.mkdir(parents=True)
     (folder / "refs").mkdir()
-    (folder / "refs" / "main").write_text("abc123")
+    (folder / "refs" / (item.revision or "main")).write_text("abc123")
     for name in names:
         (snapshot / name).parent.mkdir(parents=True, exist_ok=True)
         (snapshot / name).write_text("x")
@@ -52,9 +52,11 @@ def test_the_l40s_plan_is_every_hub_model_index_and_dataset_the_run_loads():
     search = search_config("l40s")
     assert [i.repo_id for i in items if i.repo_type == "model"] == loaded_models("l40s")
     assert "meta-llama/Llama-3.2-11B-Vision-Instruct" in loaded_models("l40s")
-    datasets = [i.repo_id for i in items if i.repo_type == "dataset"]
-    assert datasets == [search.image_index, search.web_index, "crag-mm-2025/crag-mm-single-turn-public",
-                        "crag-mm-2025/crag-mm-multi-turn-public"]
+    datasets = [(i.repo_id, i.revision) for i in items if i.repo_type == "dataset"]
+    # the datasets at the revision local_evaluation.py evaluates by default, the indices at main
+    assert datasets == [(search.image_index, None), (search.web_index, None),
+                        ("crag-mm-2025/crag-mm-single-turn-public", "v0.1.2"),
+                        ("crag-mm-2025/crag-mm-multi-turn-public", "v0.1.2")]
     assert [i.repo_id for i in items if i.gated] == ["meta-llama/Llama-3.2-11B-Vision-Instruct",
                                                      "meta-llama/Llama-3.2-1B-Instruct"]
     assert [i.repo_id for i in fetch.plan("l40s", ("single-turn",)) if "turn" in i.repo_id] == [
@@ -92,7 +94,8 @@ def test_present_partial_and_missing_are_told_apart(tmp_path):
     clip = fetch.Item("image search model", "openai/clip-vit-large-patch14-336", "model")
     bge = fetch.Item("web search model", "BAAI/bge-large-en-v1.5", "model")
     index = fetch.Item("web index", "crag-mm-2025/web-search-index-validation", "dataset")
-    dataset = fetch.Item("single-turn dataset", "crag-mm-2025/crag-mm-single-turn-public", "dataset")
+    dataset = fetch.Item("single-turn dataset", "crag-mm-2025/crag-mm-single-turn-public", "dataset", "v0.1.2")
+    _cached(tmp_path, fetch.Item("", dataset.repo_id, "dataset"), ["data/validation.parquet"])  # main, not v0.1.2
     _cached(tmp_path, clip, ["config.json", "model.safetensors"])
     _cached(tmp_path, bge, ["config.json"])  # the weights never arrived
     _cached(tmp_path, index, ["chroma.sqlite3"], incomplete=True)
@@ -154,7 +157,9 @@ def test_downloads_resumably_what_is_missing_skipping_unused_files(hub_env, monk
     vlm = next(c for c in hub_env.calls if c["repo_id"] == "meta-llama/Llama-3.2-11B-Vision-Instruct")
     assert vlm["repo_type"] == "model" and "original/*" in vlm["ignore_patterns"]
     index = next(c for c in hub_env.calls if c["repo_id"] == "crag-mm-2025/web-search-index-validation")
-    assert index["repo_type"] == "dataset" and index["ignore_patterns"] is None
+    assert index["repo_type"] == "dataset" and index["ignore_patterns"] is None and index["revision"] is None
+    dataset = next(c for c in hub_env.calls if c["repo_id"] == "crag-mm-2025/crag-mm-multi-turn-public")
+    assert dataset["revision"] == "v0.1.2"
     assert SECRET not in out
 
 

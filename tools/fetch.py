@@ -51,6 +51,7 @@ class Item:
     role: str
     repo_id: str
     repo_type: str  # "model" or "dataset"
+    revision: str | None = None  # None: the repository's main branch
 
     @property
     def gated(self) -> bool:
@@ -85,8 +86,15 @@ def plan(profile: str, tasks: tuple[str, ...] = ("single-turn", "multi-turn")) -
     for task in tasks:
         dataset = default_dataset(profile, task)
         if is_hub_id(dataset):
-            items.append(Item(f"{task} dataset", dataset, "dataset"))
+            items.append(Item(f"{task} dataset", dataset, "dataset", evaluated_revision()))
     return items
+
+
+def evaluated_revision() -> str:
+    """The dataset revision local_evaluation.py evaluates unless told otherwise."""
+    from local_evaluation import evaluation_parser
+
+    return evaluation_parser().get_default("revision")
 
 
 def _kept(name: str, item: Item) -> bool:
@@ -103,8 +111,8 @@ def hub_files(api, item: Item) -> dict[str, int] | None:
     import requests
 
     try:
-        info = api.repo_info(item.repo_id, repo_type=item.repo_type, files_metadata=True,
-                             timeout=HUB_TIMEOUT_S)
+        info = api.repo_info(item.repo_id, repo_type=item.repo_type, revision=item.revision,
+                             files_metadata=True, timeout=HUB_TIMEOUT_S)
     except (requests.ConnectionError, requests.Timeout, OSError) as exc:
         raise HubUnreachable(str(exc)) from None
     except Exception:  # noqa: BLE001 - refused: the size comes from the table
@@ -120,11 +128,13 @@ def local_state(cache: Path, item: Item, files: dict[str, int] | None) -> str:
     """'present' when a snapshot is complete (against the hub's file list when known), 'partial'
     when something of it is there, 'missing' otherwise."""
     folder = repo_folder(cache, item)
-    ref = folder / "refs" / "main"
+    ref = folder / "refs" / (item.revision or "main")
     if not folder.exists():
         return "missing"
-    if any((folder / "blobs").glob("*.incomplete")) or not ref.is_file():
+    if any((folder / "blobs").glob("*.incomplete")):
         return "partial"
+    if not ref.is_file():  # nothing of this revision (another one may be there)
+        return "missing"
     snapshot = folder / "snapshots" / ref.read_text().strip()
     if not snapshot.is_dir() or not any(snapshot.iterdir()):
         return "partial"
@@ -172,7 +182,8 @@ def table(rows: list[Row]) -> str:
     lines = [f"{'what':<20} {'repository':<52} {'size':>9} {'from':<9} state"]
     for r in rows:
         size = f"{r.size / GB:.1f} GB" if r.size is not None else "?"
-        lines.append(f"{r.item.role:<20} {r.item.repo_id + (' (gated)' if r.item.gated else ''):<52} "
+        name = r.item.repo_id + (f"@{r.item.revision}" if r.item.revision else "") + (" (gated)" if r.item.gated else "")
+        lines.append(f"{r.item.role:<20} {name:<52} "
                      f"{size:>9} {r.source:<9} {r.state}")
     total = sum(r.size or 0 for r in rows)
     lines.append(f"total {total / GB:.1f} GB; still to download {needed_bytes(rows) / GB:.1f} GB")
@@ -200,7 +211,7 @@ def download(rows: list[Row], snapshot_download, print_=print) -> list[str]:
             continue
         print_(f"==> {r.item.role}: {r.item.repo_id}")
         try:
-            snapshot_download(repo_id=r.item.repo_id, repo_type=r.item.repo_type,
+            snapshot_download(repo_id=r.item.repo_id, repo_type=r.item.repo_type, revision=r.item.revision,
                               ignore_patterns=list(r.item.skipped) or None)
         except Exception as exc:  # noqa: BLE001 - say which and why, then go on with the others
             why = type(exc).__name__
