@@ -123,8 +123,9 @@ def test_hub_constants_are_restored_after_construction(pipeline):
 
 
 def test_official_ids_pass_through_untouched(monkeypatch):
-    seen = []
+    seen, checked = [], []
     monkeypatch.setattr(search, "_pipeline", lambda *args: seen.append(args) or "pipeline")
+    monkeypatch.setattr(search, "check_indices", lambda *args: checked.append(args))  # no real index here
     monkeypatch.setattr(search, "prepare_indices", lambda config: pytest.fail("must not build official indices"))
     config = search.search_config("l40s")
     assert search.build_search_pipeline(config, web=False) == "pipeline"
@@ -134,6 +135,7 @@ def test_official_ids_pass_through_untouched(monkeypatch):
         ("openai/clip-vit-large-patch14-336", "crag-mm-2025/image-search-index-validation",
          "BAAI/bge-large-en-v1.5", "crag-mm-2025/web-search-index-validation"),
     ]
+    assert checked == seen  # each index is checked, with the model it must match, before models load
 
 
 def test_search_returns_infobox_entities_in_the_official_shape(pipeline):

@@ -93,12 +93,16 @@ def default_dataset(profile: str, dataset_type: str) -> str:
 def build_search(args, profile: str):
     if args.search == "none":
         return None
+    from evaluation.harness.index_check import SearchIndexError
     from evaluation.harness.search import build_search_pipeline, search_config  # loads cragmm_search
 
     search = search_config(profile)
     web = not args.suppress_web_search_api
     if args.search == "default":
-        return build_search_pipeline(search, web=web)
+        try:
+            return build_search_pipeline(search, web=web)
+        except SearchIndexError as exc:
+            raise SystemExit(f"cannot search: {exc}") from None
     return import_object(args.search)(search, web=web)
 
 

@@ -9,6 +9,10 @@ gives the image and text models and the two indices of a profile (`SEARCH_PROFIL
   opens the indices from our Hugging Face cache, offline;
 - any other ids (the l40s profile's official models and indices): passed through untouched,
   so huggingface_hub downloads or reads its usual cache.
+- before any model loads, each index is checked (evaluation/harness/index_check.py): a
+  missing, partly downloaded or foreign index stops with one SearchIndexError message;
+- the package's indices open through evaluation/harness/paged_metadata.py, which reads
+  metadata per hit, so indices of any size open;
 - `web=False` is Task 1: image search only; the package itself then raises ValueError for a
   text query.
 
@@ -25,6 +29,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import importlib
+import importlib.util
+import sys
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -86,11 +93,27 @@ def offline_hub(cache: str | Path):
         reset_sessions()
 
 
+def harness_module(name: str):
+    """A module beside this one (index_check, paged_metadata), also when this file was loaded
+    outside its package: crag_mm_harness loads it by path under another project's `evaluation`
+    package (facebookresearch/CRAG-MM has one), where `evaluation.harness.NAME` is not ours."""
+    if __package__:
+        return importlib.import_module(f"{__package__}.{name}")
+    alias = f"{__name__}_{name}"
+    if alias not in sys.modules:
+        spec = importlib.util.spec_from_file_location(alias, Path(__file__).with_name(f"{name}.py"))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[alias] = module
+        spec.loader.exec_module(module)
+    return sys.modules[alias]
+
+
 def _pipeline(image_model: str, image_index: str, text_model: str | None, web_index: str | None):
     from cragmm_search.search import UnifiedSearchPipeline
 
-    return UnifiedSearchPipeline(image_model_name=image_model, image_hf_dataset_id=image_index,
-                                 text_model_name=text_model, web_hf_dataset_id=web_index)
+    with harness_module("paged_metadata").paged_metadata():  # the package's own loading stops at 32,766 records (see paged_metadata)
+        return UnifiedSearchPipeline(image_model_name=image_model, image_hf_dataset_id=image_index,
+                                     text_model_name=text_model, web_hf_dataset_id=web_index)
 
 
 def build_search_pipeline(search: SearchConfig, web: bool = True):
@@ -99,13 +122,24 @@ def build_search_pipeline(search: SearchConfig, web: bool = True):
     if local != is_local_index(search.web_index):
         raise ValueError(f"mixing a local and a hub index is not supported: {search.image_index!r}, {search.web_index!r}")
     if not local:
+        check_indices(search.image_model, search.image_index, search.text_model if web else None,
+                      search.web_index if web else None)
         return _pipeline(search.image_model, search.image_index,
                          search.text_model if web else None, search.web_index if web else None)
     built = prepare_indices(search)
     image_model = resolve_search_model(search.image_model)
     text_model = resolve_search_model(search.text_model) if web else None
     with offline_hub(built["hf_cache"]):
+        check_indices(image_model, search.image_index, text_model, search.web_index if web else None)
         return _pipeline(image_model, search.image_index, text_model, search.web_index if web else None)
+
+
+def check_indices(image_model: str, image_index: str, text_model: str | None, web_index: str | None) -> None:
+    """SearchIndexError (one message) for an unusable index, before any search model loads."""
+    checks = harness_module("index_check")
+    checks.check_index(checks.IndexSpec("image", image_index, image_model))
+    if web_index is not None:
+        checks.check_index(checks.IndexSpec("web", web_index, text_model))
 
 
 def main() -> None:
