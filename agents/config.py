@@ -37,6 +37,12 @@ class CruiseConfig:
     # "flag" (cross-encoder) | "minilm" (bi-encoder stand-in) | "server" (a /rerank endpoint: below)
     reranker_backend: str = "minilm"
     reranker_model: str = "minilm"  # paper: BAAI/bge-reranker-v2-m3
+    # "text": the paper's router writes both labels as text; "yes_no": each label is read from
+    # the router's next-token probabilities of yes/no (agents/cruise/stages/s1_route.py)
+    router_mode: str = "text"
+    # router_mode "yes_no": a label is yes when P(yes) / (P(yes) + P(no)) reaches this
+    router_external_min_p: float = 0.5
+    router_real_time_min_p: float = 0.5
     dtype: str = "float32"
     # vLLM only: how the 48 GB of one L40S are split between the two engines (docs/engines.md shows the sum)
     # Chosen with tools/memory_plan.py (`python -m tools.memory_plan`, docs/engines.md "GPU memory plan"):
@@ -162,6 +168,8 @@ class CruiseConfig:
     summary_max_tokens: int = 64
     answer_max_tokens: int = 64
     consistency_max_tokens: int = 8  # room for "The answers agree: yes"
+    # "text": the VLM writes its verdict; "yes_no": read from its next-token probabilities
+    consistency_mode: str = "text"
     # CoV: the paper puts CONFIDENCE first so that a cut-off output is still scored. By default
     # generation stops at a REASONING or SUB-QUESTIONS label that starts a new line, i.e. after
     # the confidence line when the model follows the format, and after REASONING when it writes
@@ -176,6 +184,10 @@ class CruiseConfig:
     batch_size: int = 8
     turn_budget_s: float = TURN_BUDGET_S
     safety_margin_s: float = 1.0
+    # What an engine call leaves of the batch's deadline for what follows it (the stage's parsing,
+    # the finalizer, the traces: milliseconds) and for the step it may be in when its clock says
+    # stop (one decode step of a batch: ~0.3 s for SmolLM2 at batch 16 on one CPU thread).
+    engine_margin_s: float = 0.5
 
     # --- extras ----------------------------------------------------------------------------
     image_max_side: int = 1120  # ours: larger images are shrunk before any model sees them
@@ -221,14 +233,33 @@ PROFILES: dict[str, dict] = {
     # for the reranker, and the shipped mini benchmark's indices are served offline.
     # Batch 8: SmolLM2 on one thread makes 43 tokens/s at batch 8 against 26 at batch 4 (docs/benchmarks.md's
     # engine table), and every stage is one call per batch, so the benchmark needs half the calls.
+    # The whole chain has to fit 10 s a turn on one thread, and on 2 cores reading the prompts
+    # (the prefill) costs more than writing: a batch of 8 with 800-character chunks spent 40 s in
+    # the answer stage and 23 s in the consistency check, which writes 8 tokens (2026-11-23, a
+    # loaded machine). Hence, measured together on 16 single-turn questions (docs/benchmarks.md):
+    # max_chunk_chars 300: the three kept chunks fill ~230 tokens of every answer, consistency
+    # and verify prompt instead of ~600; a chunk still holds one or two infobox fields or a
+    # snippet's first sentences.
     # The cpu search image model is a tiny random-weight CLIP: every photo scores >= 0.92
     # against every KG image and only an identical image scores ~1.0, hence its floor.
-    # answer_max_tokens 32: the answer stage (2 requests per turn) is most of a CPU batch's time;
-    # answers are one short sentence, and the judge reads at most 75 tokens anyway. 16 router
-    # tokens hold both labels ("Needs External Info: yes\nIs Real-Time: no" is 14 SmolLM2 tokens).
+    # answer_max_tokens 24: the answer stage (2 requests per turn) is most of a CPU batch's time;
+    # answers are one short sentence (SmolLM2's are 8-15 tokens), and the judge reads at most 75.
+    # 16 router tokens hold both labels of the text router ("Needs External Info: yes\nIs
+    # Real-Time: no" is 14 SmolLM2 tokens). summary_max_tokens 24: the summary is the image
+    # search's text query, one short sentence. cov_max_tokens 16: the confidence line comes first
+    # ("CONFIDENCE: 0.75", or SmolLM2's "The confidence is 0.75.", under 10 tokens); the rest
+    # would be cut by the stop strings anyway. consistency_mode "yes_no": the verdict from one
+    # forward pass instead of 8 written tokens, and always read (SmolLM2 wrote no verdict word
+    # on 7 of 8 turns).
     # crop_mode "tiles": the text-only SmolLM2 cannot see the photo, let alone box an object.
-    "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=800, image_score_floor=0.999, answer_max_tokens=32,
-                router_max_tokens=16, crop_mode="tiles"),
+    # router_mode "yes_no": SmolLM2 wrote the paper's two-line reply on 0 of the mini benchmark's
+    # 92 questions (`python -m tools.bench_router`); read from its yes/no probabilities, every
+    # label is read. Its P(yes) for "needs external info" separates the dataset's tags only weakly
+    # (AUC 0.69) and leans to "no": from 0.3 up it is yes, on the side of retrieving (the
+    # unreadable default), 62% agreement with the tags against 38% at 0.5.
+    "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=300, image_score_floor=0.999, answer_max_tokens=24,
+                router_max_tokens=16, summary_max_tokens=24, cov_max_tokens=16, crop_mode="tiles",
+                router_mode="yes_no", router_external_min_p=0.3, consistency_mode="yes_no"),
     # The paper's models, each behind its own OpenAI-compatible server (docs/serving.md, "The three
     # servers": the vllm serve lines). Every URL and name can be changed with --set. No stage
     # cost priors: where the servers run, and how loaded they are, is not known here; the
@@ -249,6 +280,7 @@ PROFILES: dict[str, dict] = {
 ENGINES = ("vllm", "transformers", "openai")
 RERANKER_BACKENDS = ("flag", "minilm", "server")
 
+YES_NO_MODES = ("text", "yes_no")  # router_mode, consistency_mode
 CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
 HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
 CROP_MODES = ("box", "tiles", "box_or_tiles")  # agents/cruise/stages/s2b_crop.py
@@ -341,7 +373,7 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         if getattr(cfg, check) and not getattr(cfg, needed):
             raise ValueError(f"{check}={getattr(cfg, check)} needs {needed}=True ({why}); "
                              f"switch {check} off or {needed} on")
-    for name in ("tau_ret", "tau_low", "tau_high", "min_token_prob"):
+    for name in ("tau_ret", "tau_low", "tau_high", "min_token_prob", "router_external_min_p", "router_real_time_min_p"):
         if not 0.0 <= getattr(cfg, name) <= 1.01:
             raise ValueError(f"{name}={getattr(cfg, name)} must lie in [0, 1.01]")
     if cfg.direct_temperature < 0:
@@ -356,6 +388,9 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         raise ValueError(f"served_stop_strings={cfg.served_stop_strings!r}: choose 'server' or 'client'")
     if cfg.harness_context not in HARNESS_CONTEXT_MODES:
         raise ValueError(f"unknown harness_context {cfg.harness_context!r}; choose one of {HARNESS_CONTEXT_MODES}")
+    for name in ("router_mode", "consistency_mode"):
+        if getattr(cfg, name) not in YES_NO_MODES:
+            raise ValueError(f"unknown {name} {getattr(cfg, name)!r}; choose one of {YES_NO_MODES}")
     if cfg.crop_mode not in CROP_MODES:
         raise ValueError(f"unknown crop_mode {cfg.crop_mode!r}; choose one of {CROP_MODES}")
     return cfg

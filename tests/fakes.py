@@ -37,7 +37,24 @@ class ScriptedEngine(ChatEngine):
         failing = self.fail.get(self._stage)
         if failing and any(failing(r) for r in requests):
             raise RuntimeError(f"scripted failure in {self._stage}")
+        if sampling.choices and self._stage == "route":
+            return [ChatResult(text=yes_no_from_two_lines(self.script["route"](r), r), prompt_tokens=10, output_tokens=1)
+                    for r in requests]
         return [ChatResult(text=self.script[self._stage](r), prompt_tokens=10, output_tokens=3) for r in requests]
+
+
+def yes_no_from_two_lines(scripted: str, request) -> str:
+    """A router scripted with the paper's two-line reply, asked one yes/no question
+    (router_mode "yes_no"): the word of the label the request asks about; a reply without the
+    two lines stays as it is (unreadable either way)."""
+    from agents.cruise.prompts import load_prompt
+    from agents.cruise.stages.s1_route import parse_route
+
+    route = parse_route(scripted)
+    if not route.parsed:
+        return scripted
+    asks_real_time = load_prompt("route_real_time").user.template.splitlines()[-1] in request.messages[-1]["content"]
+    return "yes" if (route.is_real_time if asks_real_time else route.needs_external) else "no"
 
 
 class FunctionReranker(Reranker):

@@ -61,7 +61,9 @@ MARKUP = re.compile(r"\[\[|\]\]|\{\{|\}\}|<[a-z/!]|&[a-z#0-9]+;|\|", re.I)
 
 @pytest.fixture
 def cfg():
-    return load_config("cpu", "full")
+    # the chunk size the examples below were written for: whole snippets fit in one chunk (the
+    # size rule itself does not depend on it)
+    return load_config("cpu", "full", max_chunk_chars=800)
 
 
 def test_spruce_street_chunks_carry_the_name_and_no_markup(cfg):

@@ -204,7 +204,8 @@ def test_caller_errors_raise_value_error(args):
 def test_deadline_stops_before_a_stage_would_overrun(turn_budget_s, ran_stages):
     sleep = {s: 0.15 for s in ("route", "summarize", "answer", "consistency", "verify")}
     # WHERE's two answers are identical; the VLM is asked anyway so that every stage runs.
-    agent = make_agent("full", sleep_s=sleep, safety_margin_s=0.0, consistency_skip_identical=False)
+    agent = make_agent("full", sleep_s=sleep, safety_margin_s=0.0, engine_margin_s=0.0,
+                       consistency_skip_identical=False)
     agent.batch_generate_response(*batch([WHERE]))  # learns what each stage costs
     agent.config = agent.config.replace(turn_budget_s=turn_budget_s)
     start = time.monotonic()

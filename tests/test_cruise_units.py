@@ -443,3 +443,40 @@ def test_calibration_file_sets_only_thresholds(tmp_path, monkeypatch):
     bad.write_text('{"settings": {"use_cov": false}}')
     with pytest.raises(ValueError, match="settings may only hold"):
         load_config("cpu", calibration=bad)
+
+
+def test_yes_no_router_reads_each_label_from_the_odds_at_its_threshold():
+    import math
+
+    from agents.config import load_config
+    from agents.cruise.stages.s1_route import route_batch
+    from agents.cruise.types import Turn
+    from agents.engines.base import ChatEngine, ChatResult
+
+    class Odds(ChatEngine):
+        """P(yes) per request, in request order (external questions first, then real-time)."""
+
+        def __init__(self, p_yes):
+            super().__init__("odds")
+            self.p_yes, self.seen = list(p_yes), []
+
+        def _generate(self, requests, sampling):
+            self.seen.append(sampling.choices)
+            out = []
+            for p in self.p_yes:
+                if p is None:
+                    out.append(ChatResult(text=""))  # e.g. cut by the deadline
+                else:
+                    lps = {"yes": math.log(p * 0.5), "no": math.log((1 - p) * 0.5)}
+                    out.append(ChatResult(text=max(lps, key=lps.get), choice_logprobs=lps))
+            return out
+
+    cfg = load_config("cpu", "full", router_mode="yes_no", router_external_min_p=0.3, router_real_time_min_p=0.5)
+    turns = [Turn(query=q, image=None, history=[]) for q in ("a", "b", "c")]
+    engine = Odds([0.35, 0.2, None, 0.6, 0.4, 0.9])
+    routes = route_batch(turns, engine, cfg)
+    assert engine.seen == [("yes", "no")]  # one engine call, two requests per turn
+    assert [r.needs_external for r in routes] == [True, False, True]  # unreadable: retrieve
+    assert [r.is_real_time for r in routes] == [True, False, True]
+    assert [r.parsed for r in routes] == [True, True, False]
+    assert "0.35" in routes[0].raw and "unreadable" in routes[2].raw

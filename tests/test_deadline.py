@@ -10,6 +10,7 @@ import functools
 
 import pytest
 
+from agents.base_agent import IDK_ANSWER
 from agents.cruise import chain
 from agents.cruise.deadline import Deadline, StageCosts
 from tests import fakes
@@ -58,7 +59,7 @@ BUDGET_PER_TURN = 6.0  # a batch of 2: 12 s; a normal batch takes 10.5 s
 def run_batches(clock, costs: StageCosts, slow_batches: dict[int, dict], batches: int = 14):
     """Per batch: (seconds taken, turns whose stages the deadline cut)."""
     seconds = dict(NORMAL)
-    agent = make_agent("full", sleep_s=seconds, safety_margin_s=0.0, turn_budget_s=BUDGET_PER_TURN,
+    agent = make_agent("full", sleep_s=seconds, safety_margin_s=0.0, engine_margin_s=0.0, turn_budget_s=BUDGET_PER_TURN,
                        consistency_skip_identical=False)
     agent.costs = costs
     out = []
@@ -117,3 +118,43 @@ def test_the_estimate_is_per_request_and_scales_with_requests_per_turn():
     # A stage that calls no engine counts one request per turn.
     costs.observe("retrieve", 4, 1.0)
     assert costs.expect("retrieve", 8) == pytest.approx(2.0)
+
+
+class DeadlineBoundEngine(fakes.ScriptedEngine):
+    """A scripted engine that keeps the engines' contract with the deadline: a call that would
+    outlive `seconds_left()` takes only what is left and returns its requests cut."""
+
+    def _generate(self, requests, sampling):
+        from agents.engines.base import deadline_cut_result, seconds_left
+
+        wanted, left = self.sleep_s.get(self._stage, 0.0), seconds_left()
+        if left is None or wanted <= left:
+            return super()._generate(requests, sampling)
+        fakes.time.sleep(max(left, 0.0))
+        return [deadline_cut_result() for _ in requests]
+
+
+def test_an_engine_cut_ends_the_batch_inside_its_budget_and_the_trace_says_where(clock):
+    # No estimate foresees it: the answer call of the first batch takes 30 s of a 12 s budget.
+    seconds = {**NORMAL, "answer": 30.0}
+    agent = make_agent("full", sleep_s=seconds, safety_margin_s=0.0, engine_margin_s=0.5,
+                       turn_budget_s=BUDGET_PER_TURN, consistency_skip_identical=False)
+    agent.engines.vlm.__class__ = DeadlineBoundEngine
+    start = clock()
+    answers = agent.batch_generate_response(*batch([WHERE, WHERE]))
+    assert clock() - start <= 2 * BUDGET_PER_TURN
+    traces = agent.last_batch_report["traces"]
+    assert all(t["deadline_cut"] and t["deadline_cut_during"] == "answer" for t in traces)
+    assert answers == [IDK_ANSWER, IDK_ANSWER]  # the cut answers read as unreadable: no answer
+    assert [c["stage"] for c in agent.last_batch_report["engine_calls"]] == ["route", "summarize", "rerank", "answer"]
+
+
+def test_a_stage_not_yet_timed_is_charged_the_dearest_request_seen():
+    costs = StageCosts()
+    costs.new_batch()
+    assert costs.expect("route", 8) == 0.0  # nothing measured yet: the engines' own limit guards it
+    costs.observe("route", 8, 4.0, requests=8)  # 0.5 s a request
+    costs.observe("rerank", 8, 0.8, requests=80)  # 0.01 s a pair
+    assert costs.expect("summarize", 8) == pytest.approx(8 * 0.5)
+    # A prior, where the profile has one, still comes first.
+    assert StageCosts(priors={"summarize": 0.1}).expect("summarize", 8) == pytest.approx(0.8)

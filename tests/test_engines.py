@@ -5,6 +5,7 @@ SmolLM2 loads once per session; its generations stay a few tokens long to keep t
 from __future__ import annotations
 
 import logging
+import math
 from dataclasses import dataclass, field
 
 import pytest
@@ -454,3 +455,201 @@ def build_inputs(requests, tokenizer):
     from agents.engines.vllm_engine import build_vllm_inputs
 
     return build_vllm_inputs(requests, tokenizer, supports_images=True)
+
+
+# --- the batch's deadline inside the engine ------------------------------------------------
+LONG_ASK = "Write a long story about a lighthouse keeper, at least five hundred words."
+
+
+@pytest.mark.slow  # real SmolLM2
+def test_smollm2_stops_at_the_deadline_and_says_so(smol):
+    import time
+
+    from agents.engines.base import time_limit
+
+    # The short request (its own sampling: a sub-batch of its own, run first) ends by max_tokens.
+    requests = [ChatRequest(chat(QUESTIONS[0]).messages, sampling=Sampling(max_tokens=3)), chat(LONG_ASK)]
+    left = 3.0
+    end = time.monotonic() + left
+    start = time.monotonic()
+    with time_limit(lambda: end - time.monotonic()):
+        results = smol.generate(requests, Sampling(max_tokens=1000), stage="answer")
+    elapsed = time.monotonic() - start
+    # 1000 tokens take over 20 s here: the clock stopped it, within about one decode step of the end.
+    assert elapsed <= left + 0.5
+    short, story = results
+    assert story.cut_by_deadline and story.text == ""
+    # A request that ended on its own keeps its text.
+    assert not short.cut_by_deadline and short.output_tokens == 3 and short.text
+    assert smol.ledger.records[-1].cut_by_deadline >= 1
+
+
+def test_an_engine_call_with_no_time_left_reads_no_prompt():
+    from agents.engines.base import ChatEngine, time_limit
+
+    class Counting(ChatEngine):
+        calls = 0
+
+        def _generate(self, requests, sampling):
+            Counting.calls += 1
+            raise AssertionError("the model was asked with no time left")
+
+    engine = Counting("counting")
+    with time_limit(lambda: -0.1):
+        results = engine.generate([chat("hello"), chat("again")], Sampling(max_tokens=8), stage="verify")
+    assert Counting.calls == 0
+    assert [r.cut_by_deadline for r in results] == [True, True] and all(r.text == "" for r in results)
+    assert engine.ledger.records[-1].cut_by_deadline == 2
+
+
+@dataclass
+class _StepOutput:
+    request_id: str
+    finished: bool
+    prompt_token_ids: list
+    outputs: list
+
+
+class SteppingLLMEngine:
+    """Stands in for vLLM 0.10.1.1's LLMEngine as LLM._run_engine drives it (add_request, step,
+    has_unfinished_requests, abort_request): each step writes one token of every running
+    request, takes `step_s` on the fake clock, and returns every request's cumulative output
+    (RequestOutputKind.CUMULATIVE, SamplingParams' default)."""
+
+    def __init__(self, clock, step_s: float, tokens_wanted: dict[str, int]):
+        self.clock, self.step_s, self.tokens_wanted = clock, step_s, tokens_wanted
+        self.running: dict[str, tuple[str, int]] = {}  # id -> (prompt, tokens written)
+        self.aborted: list[str] = []
+        self.steps = 0
+
+    def add_request(self, request_id, prompt, params):
+        self.running[request_id] = (prompt["prompt"], 0)
+
+    def has_unfinished_requests(self):
+        return bool(self.running)
+
+    def step(self):
+        self.clock.now += self.step_s
+        self.steps += 1
+        outs = []
+        for request_id, (prompt, n) in list(self.running.items()):
+            n += 1
+            wanted = next(v for k, v in self.tokens_wanted.items() if k in prompt)
+            done = n >= wanted
+            outs.append(_StepOutput(request_id, done, [1, 2, 3],
+                                    [_Completion(f"words {n}", list(range(n)), None)]))
+            if done:
+                del self.running[request_id]
+            else:
+                self.running[request_id] = (prompt, n)
+        return outs
+
+    def abort_request(self, request_ids):
+        self.aborted += list(request_ids)
+        for request_id in request_ids:
+            self.running.pop(request_id, None)
+
+
+class _FakeClock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_vllm_step_loop_stops_at_the_deadline_and_aborts_what_still_runs():
+    from agents.engines.vllm_engine import generate_until
+
+    clock = _FakeClock()
+    llm_engine = SteppingLLMEngine(clock, step_s=0.1, tokens_wanted={"short": 3, "long": 50})
+    inputs = [{"prompt": "short one"}, {"prompt": "long one"}, {"prompt": "short two"}]
+    outputs = generate_until(llm_engine, inputs, [None] * 3, end=1.05, clock=clock)
+    assert clock.now <= 1.05  # no step was started that would end after the deadline
+    assert outputs[1] is None and [o.outputs[0].text for o in (outputs[0], outputs[2])] == ["words 3", "words 3"]
+    assert len(llm_engine.aborted) == 1 and not llm_engine.running  # the long one was aborted
+
+
+def test_vllm_engine_inside_a_time_limit_steps_the_engine_and_marks_cut_requests(monkeypatch):
+    from transformers import AutoTokenizer
+
+    from agents.engines import vllm_engine
+    from agents.engines.base import time_limit
+
+    clock = _FakeClock()
+    monkeypatch.setattr(vllm_engine, "time", type("T", (), {"monotonic": staticmethod(clock)}))
+    monkeypatch.setattr(vllm_engine, "call_end", lambda: clock() + 0.55)
+    llm = RecordingLLM(AutoTokenizer.from_pretrained(build_tiny_mllama()))
+    llm.llm_engine = SteppingLLMEngine(clock, step_s=0.1, tokens_wanted={"quick": 2, "slow": 40})
+    engine = vllm_engine.VLLMEngine.from_llm(llm, RecordingParams, model="tiny-mllama", supports_images=True)
+    with time_limit(lambda: 0.55):
+        results = engine.generate([chat("quick"), chat("slow")], Sampling(max_tokens=64), stage="verify")
+    assert llm.calls == []  # not LLM.generate, which would run the slow request to its end
+    assert results[0].text == "words 2" and not results[0].cut_by_deadline
+    assert results[1].cut_by_deadline and results[1].text == ""
+    assert engine.ledger.records[-1].cut_by_deadline == 1
+
+
+# --- yes/no from next-token probabilities (Sampling.choices) --------------------------------
+@pytest.mark.slow  # real SmolLM2
+def test_smollm2_choices_read_the_next_token_probabilities(smol):
+    asks = [chat("Is Paris the capital of France, the country in western Europe? Answer with one word, yes or no."),
+            chat("Is the sun cold? Answer yes or no.")]
+    results = smol.generate(asks, Sampling(choices=("yes", "no")), stage="route")
+    for r in results:
+        assert r.text in ("yes", "no") and set(r.choice_logprobs) == {"yes", "no"}
+        assert r.choice_logprobs[r.text] == max(r.choice_logprobs.values()) and r.output_tokens == 1
+        assert sum(math.exp(lp) for lp in r.choice_logprobs.values()) <= 1.0 + 1e-6
+    # Read at each row's own last token whatever the padding: alone, the same probabilities.
+    # (SmolLM2-135M's answers themselves are poor: it leans to "no".)
+    alone = smol.generate([asks[1]], Sampling(choices=("yes", "no")), stage="route")[0]
+    assert alone.choice_logprobs == pytest.approx(results[1].choice_logprobs, abs=1e-3)
+
+
+def test_vllm_choices_are_read_among_the_top_logprobs():
+    from agents.engines.vllm_engine import to_chat_result, to_sampling_kwargs
+
+    kwargs = to_sampling_kwargs(Sampling(max_tokens=64, choices=("yes", "no")))
+    assert kwargs["max_tokens"] == 1 and kwargs["logprobs"] >= 2 and kwargs["temperature"] == 0.0
+    top = {11: _Logprob(-0.4, " Yes"), 12: _Logprob(-2.0, "yes"), 13: _Logprob(-1.0, " No"), 14: _Logprob(-3.0, " Maybe")}
+    result = to_chat_result(_Output([1, 2], [_Completion(" Yes", [11], [top])]), False, ("yes", "no"))
+    assert result.text == "yes" and result.prompt_tokens == 2
+    assert math.isclose(math.exp(result.choice_logprobs["yes"]), math.exp(-0.4) + math.exp(-2.0))
+    neither = to_chat_result(_Output([1], [_Completion(" Maybe", [14], [{14: top[14]}])]), False, ("yes", "no"))
+    assert neither.text == ""  # unreadable: the stage's safe default
+
+
+def test_the_clock_criterion_forecasts_decode_steps_not_the_prefill():
+    import torch
+
+    from agents.engines.transformers_engine import StopAtClock
+
+    clock = _FakeClock()
+    stop = StopAtClock(end=10.0, clock=clock)
+    ids = torch.zeros((2, 5), dtype=torch.long)
+    clock.now = 6.0  # a 6 s prefill: the first step is no forecast of the next ones
+    assert not stop(ids).any()
+    clock.now = 6.5
+    assert not stop(ids).any()  # next step forecast to end at 7.0
+    clock.now = 9.6
+    assert stop(ids).all() and stop.fired  # a 3.1 s step: the next would end after 10
+
+
+@pytest.mark.slow  # real SmolLM2
+def test_smollm2_does_not_start_a_prefill_that_would_outlive_the_deadline(smol):
+    import time
+
+    from agents.engines.base import time_limit
+
+    smol.generate([chat(QUESTIONS[0])], Sampling(max_tokens=2))  # times a prefill on this machine
+    measured = smol.prefill_s_per_token
+    assert measured is not None and measured > 0
+    # A prompt whose prefill is forecast to take longer than the 2 s left is not read at all.
+    prompt = chat(" ".join([LONG_ASK] * 40))
+    tokens = len(smol.tokenizer(smol.prompt_text(prompt, with_image=False)).input_ids)
+    smol.prefill_s_per_token = 3.0 / tokens
+    start = time.monotonic()
+    with time_limit(lambda: 2.0):
+        result = smol.generate([prompt], Sampling(max_tokens=8), stage="verify")[0]
+    assert result.cut_by_deadline and time.monotonic() - start < 0.5
+    smol.prefill_s_per_token = measured

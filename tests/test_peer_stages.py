@@ -322,8 +322,8 @@ def test_deadline_guard_covers_the_peer_stages():
     engines = Engines(ScriptedEngine({"route": capable_route}), ScriptedEngine(capable_vlm(), sleep_s={"crop": 0.3}),
                       FunctionReranker(score))
     agent = CruiseAgent(FakePipeline(IMAGE_HITS, WEB_HITS), engines=engines, profile="cpu", preset="extended",
-                        crop_mode="box", turn_budget_s=0.5, safety_margin_s=0.0,
-                        stage_cost_priors_s={"entity_check": 5.0})
+                        crop_mode="box", turn_budget_s=0.5, safety_margin_s=0.0, engine_margin_s=0.0,
+                        stage_cost_priors_s={"entity_check": 5.0, "retrieve": 0.0})  # the fake search is instant
     trace = ask(agent, [WHAT])["traces"][0]
     assert trace["deadline_cut_before"] == "entity_check" and trace["final_answer"] == IDK_ANSWER
 

@@ -449,9 +449,11 @@ def evaluate(out: Path, *settings: str, turns: int = 16, env_extra: dict | None 
     args = [sys.executable, "local_evaluation.py", "--profile", "cpu", "--dataset-type", "single-turn",
             "--num-conversations", str(turns), "--exact-conversations", "--eval-model", "None",
             "--output-dir", str(out), "--no_progress"]
-    # temperature 0 everywhere (transformers serve does not sample: it never sets do_sample), and no
-    # deadline cuts (the unbatched server is slower than the in-process engine on 2 cores)
-    for setting in ("direct_temperature=0", "turn_budget_s=60", *settings):
+    # temperature 0 everywhere (transformers serve does not sample: it never sets do_sample), no
+    # deadline cuts (the unbatched server is slower than the in-process engine on 2 cores), and
+    # yes/no questions answered in text (the served engine reads no next-token odds)
+    for setting in ("direct_temperature=0", "turn_budget_s=60", "router_mode=text", "consistency_mode=text",
+                    *settings):
         args += ["--set", setting]
     return subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 

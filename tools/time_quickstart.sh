@@ -76,6 +76,22 @@ for kind in ("single-turn", "multi-turn"):
     print(f"{kind}: {s.get('turns_answered')} turns in {s.get('batches')} batches, {agent_s:.0f} s inside the agent, "
           f"deadline-cut turns {s.get('deadline_cut_turns')}, batches over budget {s.get('over_budget_count')}, "
           f"not a miss {int(s['scores']['all']['total'] - s['scores']['all']['miss'])}")
+    # Each stage's share of the budget, over every batch, and of the worst batch.
+    batches = [json.loads(line) for line in (path.parent / "batches.jsonl").read_text().splitlines() if line.strip()]
+    budget = sum(b.get("budget_ms") or 0 for b in batches)
+    stages = {}
+    for b in batches:
+        for stage, ms in (b.get("stage_ms") or {}).items():
+            stages[stage] = stages.get(stage, 0.0) + ms
+    if budget:
+        shares = ", ".join(f"{stage} {100 * ms / budget:.0f}%" for stage, ms in stages.items())
+        worst = max(batches, key=lambda b: b["wall_ms"] / b["budget_ms"])
+        print(f"  share of the budget: {shares}; worst batch {100 * worst['wall_ms'] / worst['budget_ms']:.0f}%")
+    traces = [json.loads(line) for line in (path.parent / "traces.jsonl").read_text().splitlines() if line.strip()]
+    if traces:
+        read = sum(1 for t in traces if t.get("router_parsed"))
+        uncut = sum(1 for t in traces if not t.get("deadline_cut"))
+        print(f"  turns uncut {uncut}/{len(traces)}, router read {read}/{len(traces)}")
 PY
 echo "clone, log and pip cache: $work (log: $log)"
 exit "$status"

@@ -11,7 +11,8 @@ no engine call and passes its input on unchanged.
 
 Each model stage is one batched engine call for all the turns that need it. `BatchRun.stage`
 wraps every stage with the same three guards: the deadline (a stage that would overrun is not
-started, and nothing after it), faults (a stage that raises is retried once on each half of its
+started, and nothing after it; an engine call still running at the deadline is stopped by the
+engine, and nothing after it starts), faults (a stage that raises is retried once on each half of its
 turns; turns that still fail answer "I don't know"), and timing (per-stage wall ms for the trace).
 """
 from __future__ import annotations
@@ -63,7 +64,11 @@ class BatchRun:
     errors: list[list[str]] = field(default_factory=list)
     failed: set[int] = field(default_factory=set)
     stage_ms: dict[str, float] = field(default_factory=dict)
-    cut_before: str | None = None
+    cut_before: str | None = None  # the stage the deadline did not let start
+    cut_during: str | None = None  # the stage whose engine call the deadline stopped part-way
+    # Seconds of the deadline an engine call leaves for what follows it (the stage's parsing,
+    # the finalizer, the traces): the engines stop at the deadline less this.
+    engine_margin_s: float = 0.0
 
     def __post_init__(self):
         self.errors = [[] for _ in range(self.size)]
@@ -76,25 +81,30 @@ class BatchRun:
         """fn(*lists restricted to the live turns, *fixed) -> one result per live turn."""
         out = [fallback() for _ in range(self.size)]
         alive = [i for i in range(self.size) if i not in self.failed]
-        if self.cut_before or not alive:
+        if self.cut_before or self.cut_during or not alive:
             return out
         if not self.deadline.allows(self.costs.expect(name, len(alive))):
             self.cut_before = name
             return out
         start = time.perf_counter()
         calls_before = len(self.ledger.records) if self.ledger is not None else 0
-        with time_limit(self.deadline.remaining):  # served engines bound their requests by it
+        with time_limit(lambda: self.deadline.remaining() - self.engine_margin_s):  # every engine stops by it
             for group, results in self._attempt(name, fn, lists, fixed, alive):
                 for i, result in zip(group, results):
                     out[i] = result
         seconds = time.perf_counter() - start
         self.stage_ms[name] = round(seconds * 1000.0, 1)
+        calls = self.ledger.records[calls_before:] if self.ledger is not None else []
+        if any(c.cut_by_deadline for c in calls):
+            # Cut requests came back empty, which the stage read as unreadable: its turns keep the
+            # safe defaults, and nothing after it starts.
+            self.cut_during = name
         # The deadline learns seconds per engine request; a stage that calls no engine (search)
         # counts one per turn (requests=None), and a model stage that sent none (every turn
         # skipped it) teaches nothing about a request's cost.
         requests = None
         if self.ledger is not None and name not in STAGES_WITHOUT_ENGINE:
-            requests = sum(c.requests for c in self.ledger.records[calls_before:])
+            requests = sum(c.requests for c in calls)
         self.costs.observe(name, len(alive), seconds, requests)
         return out
 
@@ -135,7 +145,7 @@ def start_batch(turns: list[Turn], cfg: CruiseConfig, costs: StageCosts, ledger:
     n = len(turns)
     budget = cfg.turn_budget_s * max(n, 1) - cfg.safety_margin_s
     costs.new_batch()
-    run = BatchRun(n, Deadline(budget), costs, ledger=ledger)
+    run = BatchRun(n, Deadline(budget), costs, ledger=ledger, engine_margin_s=cfg.engine_margin_s)
     for i, turn in enumerate(turns):
         if not turn.query:
             run.fail(i, "empty question")
@@ -195,7 +205,8 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
                 preset=cfg.preset, turn=turns[i], route=routes[i], summary=summaries[i], retrieval=retrievals[i],
                 evidence=evidence[i], answers=answers[i], check=check, decision=decision,
                 sub_queries=got.sub_queries[i], crops=got.crops[i], domain_notes=bool(notes[i]),
-                stage_ms=dict(run.stage_ms), deadline_cut=run.cut_before, errors=run.errors[i],
+                stage_ms=dict(run.stage_ms), deadline_cut=run.cut_before, deadline_cut_during=run.cut_during,
+                errors=run.errors[i],
             )
         )
     return final, traces

@@ -20,7 +20,11 @@ next one look cheap.
 
 Before a stage has been timed, its prior (the config's `stage_cost_priors_s`; for the l40s
 profile agents/cruise/cost_priors.py) stands in, so that a cold first batch does not start a
-stage it cannot finish; without a prior, the first batch runs every stage.
+stage it cannot finish. Without a prior, the stage is charged the dearest per-request cost of any
+stage measured lately (the first batch's route tells what a request costs on this machine, as
+loaded as it is now); only the very first stage of the first batch runs unpriced. Estimates only
+decide whether a stage starts: the engines themselves stop at the deadline whatever was
+expected (agents/engines/base.py, `time_limit`).
 """
 from __future__ import annotations
 
@@ -63,8 +67,14 @@ class StageCosts:
     def expect(self, stage: str, turns: int) -> float:
         per_request = self.per_request_s(stage)
         if per_request is None:
-            return self.priors.get(stage, 0.0) * turns
+            if stage in self.priors:
+                return self.priors[stage] * turns
+            per_request = self.dearest_request_s()
         return per_request * self.requests_per_turn.get(stage, 1.0) * turns
+
+    def dearest_request_s(self) -> float:
+        """The highest estimate of seconds per request among the stages measured lately (0: none)."""
+        return max((v for v in map(self.per_request_s, self.samples) if v is not None), default=0.0)
 
     def observe(self, stage: str, turns: int, seconds: float, requests: int | None = None) -> None:
         """One run of a stage: `turns` served in `seconds` with `requests` engine requests

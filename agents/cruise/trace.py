@@ -106,6 +106,7 @@ def turn_trace(
     sub_queries: SubQueries | None = None,
     crops: CropPlan | None = None,
     domain_notes: bool = False,
+    deadline_cut_during: str | None = None,
 ) -> dict:
     parsed = parse_outcomes(route, summary, answers, check, sub_queries, crops, retrieval, evidence)
     return {
@@ -145,8 +146,10 @@ def turn_trace(
         "branch": decision.branch,
         "final_answer": decision.answer,
         "stage_ms": stage_ms,
-        "deadline_cut": deadline_cut is not None,
+        "deadline_cut": deadline_cut is not None or deadline_cut_during is not None,
         "deadline_cut_before": deadline_cut,
+        # the stage whose engine call the deadline stopped part-way (its outputs read as unreadable)
+        "deadline_cut_during": deadline_cut_during,
         "errors": errors + retrieval.errors,
         **peer_trace(route, retrieval, evidence, sub_queries, crops, domain_notes),
     }

@@ -76,8 +76,9 @@ def accepts_system_beside_image(render: Callable[[list[dict]], str]) -> bool:
 
 
 # How many seconds the current engine call may still take: the chain sets it around each stage
-# from the batch's deadline (`time_limit`); an engine that can bound its own work (the served
-# engines' HTTP timeouts) reads it with `seconds_left()`. In-process engines ignore it.
+# from the batch's deadline, less a margin for what follows the call (`time_limit`). Every engine
+# bounds its own work by it: transformers stops generating (`StopAtClock`), vLLM aborts its
+# requests between steps, the served engines time their HTTP requests out.
 _SECONDS_LEFT: ContextVar[Callable[[], float] | None] = ContextVar("cruise_seconds_left", default=None)
 
 
@@ -97,6 +98,14 @@ def seconds_left() -> float | None:
     return None if read is None else read()
 
 
+def call_end() -> float | None:
+    """The `time.monotonic()` instant by which the current engine call must have returned, or
+    None outside a `time_limit`. Read once at the start of a call: every sub-batch and request of
+    the call then shares one end."""
+    left = seconds_left()
+    return None if left is None else time.monotonic() + left
+
+
 @dataclass(frozen=True)
 class Sampling:
     max_tokens: int = 64
@@ -105,6 +114,11 @@ class Sampling:
     stop: tuple[str, ...] = ()
     seed: int | None = 0
     logprobs: bool = False  # per output token: log-probability of the chosen token
+    # A one-word answer among these (lower case, e.g. ("yes", "no")), read from the model's
+    # next-token probabilities instead of generated text: one forward pass, and always one of the
+    # words (`ChatResult.text`; `choice_logprobs` holds each word's log-probability). max_tokens,
+    # temperature and stop do not apply.
+    choices: tuple[str, ...] = ()
 
 
 def cut_at_stop(text: str, stops) -> tuple[str, bool]:
@@ -140,6 +154,39 @@ class ChatResult:
     output_tokens: int = 0
     token_logprobs: list[float] | None = None
     tokens: list[str] | None = None
+    choice_logprobs: dict[str, float] | None = None  # Sampling.choices: log-probability of each word
+    # The engine stopped this request at the batch's deadline before it ended on its own: its
+    # text is empty, which every stage's parser reads as unreadable (the safe default).
+    cut_by_deadline: bool = False
+
+
+def choice_variants(word: str) -> list[str]:
+    """The spellings of a choice word a tokenizer may start an answer with."""
+    return list(dict.fromkeys(v for w in (word, word.capitalize(), word.upper()) for v in (w, " " + w)))
+
+
+def pick_choice(candidates: list[tuple[str, float]], choices: tuple[str, ...]) -> ChatResult:
+    """The choice with the most probability among next-token candidates [(token text, logprob)]
+    (an engine's top log-probabilities): each choice's spellings are summed. No choice among
+    them: empty text, which the stage reads as unreadable."""
+    import math
+
+    mass: dict[str, float] = {}
+    for token, logprob in candidates:
+        word = token.strip().lower()
+        if word in choices:
+            mass[word] = mass.get(word, 0.0) + math.exp(logprob)
+    if not mass:
+        return ChatResult(text="", output_tokens=1, choice_logprobs={})
+    best = max(mass, key=mass.get)
+    logprobs = {w: math.log(p) for w, p in mass.items()}
+    return ChatResult(text=best, output_tokens=1, token_logprobs=[logprobs[best]], tokens=[best],
+                      choice_logprobs=logprobs)
+
+
+def deadline_cut_result() -> ChatResult:
+    """What a request the deadline stopped (or never let start) returns."""
+    return ChatResult(text="", cut_by_deadline=True)
 
 
 @dataclass
@@ -150,6 +197,7 @@ class CallRecord:
     prompt_tokens: int
     output_tokens: int
     wall_ms: float
+    cut_by_deadline: int = 0  # requests of this call the engine stopped at the deadline
 
 
 @dataclass
@@ -191,7 +239,13 @@ class ChatEngine(ABC):
                 self._warned_image = True
             requests = [dataclasses.replace(r, image=None) for r in requests]
         start = time.perf_counter()
-        results = self._generate(requests, sampling)
+        left = seconds_left()
+        if left is not None and left <= 0:
+            # Nothing left of the deadline: not even the prompt is read (a prefill alone can take
+            # seconds on a CPU).
+            results = [deadline_cut_result() for _ in requests]
+        else:
+            results = self._generate(requests, sampling)
         if len(results) != len(requests):
             raise RuntimeError(
                 f"{type(self).__name__} returned {len(results)} results for {len(requests)} requests"
@@ -204,6 +258,7 @@ class ChatEngine(ABC):
                 prompt_tokens=sum(r.prompt_tokens for r in results),
                 output_tokens=sum(r.output_tokens for r in results),
                 wall_ms=(time.perf_counter() - start) * 1000.0,
+                cut_by_deadline=sum(1 for r in results if r.cut_by_deadline),
             )
         )
         return results

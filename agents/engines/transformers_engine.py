@@ -16,6 +16,7 @@ different samplings (`ChatRequest.sampling`); it is still one `generate` call fo
 from __future__ import annotations
 
 import os
+import time
 
 import torch
 
@@ -25,7 +26,10 @@ from agents.engines.base import (
     ChatResult,
     Sampling,
     accepts_system_beside_image,
+    call_end,
+    choice_variants,
     cut_at_stop,
+    deadline_cut_result,
     template_messages,
 )
 from agents.engines.local_models import dtype_argument, resolve_model
@@ -78,7 +82,48 @@ class StopOnText:
         return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)
 
 
+# How much slower than the last measurement a decode step or a prefill is allowed to come out:
+# on a shared machine the speed moves from one call to the next as other jobs start and stop,
+# and the deadline must hold anyway; stopping a little early costs only the tokens not written.
+STEP_SLACK = 2.0
+
+
+class StopAtClock:
+    """generate()'s stopping criterion for the batch's deadline: every row stops once the next
+    decode step would end after `end` (a `time.monotonic()` instant).
+
+    The next step is assumed to take up to `STEP_SLACK` times as long as the last one did, so
+    the call returns by `end` rather than one step after it; the prefill (the first forward pass) cannot
+    be interrupted, which is why the engine does not start a call with nothing left and the chain
+    keeps a margin. transformers' own `max_time` criterion stops only after the time has passed,
+    and does not say whether it fired.
+    """
+
+    def __init__(self, end: float, clock=time.monotonic):
+        self.end = end
+        self.clock = clock
+        self.started = clock()
+        self.last: float | None = None  # when the previous step ended (None: before the first)
+        self.first_step_s: float | None = None  # the prefill and the first token
+        self.fired = False
+
+    def __call__(self, input_ids: torch.LongTensor, scores=None, **kwargs) -> torch.BoolTensor:
+        now = self.clock()
+        # The first call comes after the prefill, which says nothing of a decode step's length.
+        if self.last is None:
+            self.first_step_s = now - self.started
+        step = 0.0 if self.last is None else now - self.last
+        self.last = now
+        self.fired = self.fired or now + STEP_SLACK * step >= self.end
+        return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool, device=input_ids.device)
+
+
 class TransformersEngine(ChatEngine):
+    # Seconds per prompt token (padding included) of the last prefill: a sub-batch whose prefill
+    # would end after the deadline is not started, since a prefill cannot be stopped part-way
+    # (on 2 loaded cores, 8 answer prompts took 30 s to read).
+    prefill_s_per_token: float | None = None
+
     def __init__(self, model: str, ledger=None, *, dtype: str = "float32", device: str | None = None,
                  cudnn_attention: bool = True):
         super().__init__(model, ledger)
@@ -139,14 +184,20 @@ class TransformersEngine(ChatEngine):
         for i, r in enumerate(requests):
             groups.setdefault((r.image is not None, r.sampling_or(sampling)), []).append(i)
         results: list[ChatResult | None] = [None] * len(requests)
+        end = call_end()
         for (images, group_sampling), group in groups.items():
             chats = [requests[i] for i in group]
-            for i, res in zip(group, self._run_batch(chats, group_sampling, images=images)):
+            if end is not None and time.monotonic() >= end:
+                out = [deadline_cut_result() for _ in chats]  # an earlier sub-batch used the time up
+            else:
+                out = self._run_batch(chats, group_sampling, images=images, end=end)
+            for i, res in zip(group, out):
                 results[i] = res
         return results
 
     @torch.inference_mode()
-    def _run_batch(self, chats: list[ChatRequest], sampling: Sampling, images: bool) -> list[ChatResult]:
+    def _run_batch(self, chats: list[ChatRequest], sampling: Sampling, images: bool,
+                   end: float | None = None) -> list[ChatResult]:
         texts = [self.prompt_text(c, with_image=images) for c in chats]
         bos = self.tokenizer.bos_token
         # Chat templates that write the BOS themselves must not get a second one from the tokenizer.
@@ -159,6 +210,15 @@ class TransformersEngine(ChatEngine):
         batch.pop("token_type_ids", None)  # GGUF-derived tokenizers return them; generate() rejects them
         batch = batch.to(self.device)
         prompt_len = batch["input_ids"].shape[1]
+        prompt_tokens = batch["input_ids"].numel()
+        if end is not None and self.prefill_s_per_token is not None \
+                and time.monotonic() + STEP_SLACK * prompt_tokens * self.prefill_s_per_token >= end:
+            return [deadline_cut_result() for _ in chats]  # its prefill alone would outlive the deadline
+        if sampling.choices:
+            began = time.monotonic()
+            results = self._choose(batch, sampling.choices, images)
+            self.prefill_s_per_token = (time.monotonic() - began) / prompt_tokens
+            return results
 
         kwargs = dict(max_new_tokens=sampling.max_tokens, pad_token_id=self.pad_id, eos_token_id=self.end_ids,
                       return_dict_in_generate=True, output_logits=sampling.logprobs)
@@ -170,7 +230,14 @@ class TransformersEngine(ChatEngine):
             kwargs.update(do_sample=False, temperature=None, top_p=None, top_k=None)
         if sampling.stop:
             kwargs.update(self._stop_kwargs(sampling.stop, prompt_len))
+        from transformers import StoppingCriteriaList
+
+        # Outside a deadline it never fires, and still times the prefill.
+        clock_stop = StopAtClock(end if end is not None else float("inf"))
+        kwargs["stopping_criteria"] = StoppingCriteriaList([*kwargs.get("stopping_criteria", []), clock_stop])
         out = self.net.generate(**batch, **kwargs)
+        if clock_stop.first_step_s is not None:
+            self.prefill_s_per_token = clock_stop.first_step_s / prompt_tokens
         new_ids = out.sequences[:, prompt_len:].tolist()
         logprobs = None
         if sampling.logprobs:
@@ -180,12 +247,34 @@ class TransformersEngine(ChatEngine):
             chosen = out.sequences[:, prompt_len:].unsqueeze(-1)
             logprobs = torch.log_softmax(logits, dim=-1).gather(-1, chosen).squeeze(-1).tolist()
 
-        prompt_counts = batch["attention_mask"].sum(dim=1)
+        prompt_counts = self._prompt_counts(batch, images)
+        results = [self._result(ids, None if logprobs is None else logprobs[row], int(prompt_counts[row]), sampling)
+                   for row, ids in enumerate(new_ids)]
+        if clock_stop.fired:
+            # Rows that had not ended on their own (end token, stop string, max_tokens) were cut.
+            results = [self._cut(res, ids, sampling) for res, ids in zip(results, new_ids)]
+        return results
+
+    def _prompt_counts(self, batch, images: bool) -> list[int]:
+        counts = batch["attention_mask"].sum(dim=1)
         if images:
-            prompt_counts = prompt_counts + self._image_tokens(batch)
-        prompt_counts = prompt_counts.tolist()
-        return [self._result(ids, None if logprobs is None else logprobs[row], int(prompt_counts[row]), sampling)
-                for row, ids in enumerate(new_ids)]
+            counts = counts + self._image_tokens(batch)
+        return counts.tolist()
+
+    def _choose(self, batch, choices: tuple[str, ...], images: bool) -> list[ChatResult]:
+        """`Sampling.choices`: one forward pass; each word's probability is the sum over the first
+        tokens of its spellings (`choice_variants`) at the next position (the last, left-padded)."""
+        logprobs = torch.log_softmax(self.net(**batch).logits[:, -1, :].float(), dim=-1)
+        ids = {word: sorted({self.tokenizer.encode(v, add_special_tokens=False)[0] for v in choice_variants(word)})
+               for word in choices}
+        prompt_counts = self._prompt_counts(batch, images)
+        results = []
+        for row in range(logprobs.shape[0]):
+            word_lp = {w: float(torch.logsumexp(logprobs[row, i], dim=0)) for w, i in ids.items()}
+            best = max(word_lp, key=word_lp.get)
+            results.append(ChatResult(text=best, prompt_tokens=int(prompt_counts[row]), output_tokens=1,
+                                      token_logprobs=[word_lp[best]], tokens=[best], choice_logprobs=word_lp))
+        return results
 
     def _image_tokens(self, batch) -> torch.Tensor:
         """Per row, the image's encoder tokens as vLLM counts them (its `usage.prompt_tokens`
@@ -203,6 +292,15 @@ class TransformersEngine(ChatEngine):
         from transformers import StoppingCriteriaList
 
         return {"stopping_criteria": StoppingCriteriaList([StopOnText(self.tokenizer, stops, prompt_len)])}
+
+    def _cut(self, result: ChatResult, ids: list[int], sampling: Sampling) -> ChatResult:
+        ended = any(t in self.end_ids or t == self.pad_id for t in ids)
+        stopped = bool(sampling.stop) and cut_at_stop(
+            self.tokenizer.decode(ids, skip_special_tokens=True), sampling.stop)[1]
+        if ended or stopped or len(ids) >= sampling.max_tokens:
+            return result
+        return ChatResult(text="", prompt_tokens=result.prompt_tokens, output_tokens=result.output_tokens,
+                          cut_by_deadline=True)
 
     def _result(self, ids: list[int], logprobs, prompt_tokens: int, sampling: Sampling) -> ChatResult:
         end = next((k for k, t in enumerate(ids) if t in self.end_ids or t == self.pad_id), len(ids))

@@ -8,10 +8,21 @@ memory per engine (4 by default, vllm/entrypoints/llm.py:190; allocated pinned i
 vllm/worker/cache_engine.py:67,77), while our single-sequence requests are preempted by
 recomputation and never swapped (vllm/core/scheduler.py:1763-1765). Sizes and their sources: tools/memory_plan.py.
 
+Inside the batch's deadline (`base.time_limit`) a call does not go through `LLM.generate`, which
+runs until every request has finished: `generate_until` adds the requests to the engine and steps
+it as `LLM._run_engine` does (vllm/entrypoints/llm.py, 0.10.1.1), but stops stepping when the
+next step would end after the deadline and aborts the requests still running
+(`LLMEngine.abort_request`; the same four methods on the V0 engine that Mllama runs on and on V1).
+Those come back cut (`ChatResult.cut_by_deadline`, empty text).
+
 `import vllm` happens only in the constructor, so machines without vLLM can import this module.
-`build_vllm_inputs` and `to_sampling_kwargs` are pure: they are unit-tested without vLLM.
+`build_vllm_inputs`, `to_sampling_kwargs` and `generate_until` need no vLLM: they are
+unit-tested with stand-ins for vLLM's API.
 """
 from __future__ import annotations
+
+import itertools
+import time
 
 from agents.engines.base import (
     ChatEngine,
@@ -20,7 +31,10 @@ from agents.engines.base import (
     Ledger,
     Sampling,
     accepts_system_beside_image,
+    call_end,
+    deadline_cut_result,
     image_groups,
+    pick_choice,
     template_messages,
 )
 from agents.engines.local_models import resolve_model
@@ -54,8 +68,16 @@ def build_vllm_inputs(requests: list[ChatRequest], tokenizer, supports_images: b
     return inputs
 
 
+# `Sampling.choices`: how many of the most likely next tokens vLLM reports; the choice words are
+# read among them (`base.pick_choice`). 20 is the most vLLM returns by default (max_logprobs).
+CHOICE_TOP_LOGPROBS = 20
+
+
 def to_sampling_kwargs(sampling: Sampling) -> dict:
     """Our Sampling -> keyword arguments of vllm.SamplingParams."""
+    if sampling.choices:
+        return dict(max_tokens=1, temperature=0.0, top_p=1.0, stop=[], seed=sampling.seed,
+                    logprobs=CHOICE_TOP_LOGPROBS)
     kwargs = dict(max_tokens=sampling.max_tokens, temperature=sampling.temperature,
                   top_p=sampling.top_p if sampling.temperature > 0 else 1.0,
                   stop=list(sampling.stop), seed=sampling.seed)
@@ -72,13 +94,18 @@ def ended_on_end_token(finish_reason, stop_reason) -> bool:
     return finish_reason == "stop" and not isinstance(stop_reason, str)
 
 
-def to_chat_result(output, want_logprobs: bool) -> ChatResult:
+def to_chat_result(output, want_logprobs: bool, choices: tuple[str, ...] = ()) -> ChatResult:
     """One vLLM RequestOutput -> ChatResult (text is already cut at the stop string by vLLM).
 
     The end token vLLM lists last is not counted (see ChatResult); the image's encoder tokens
     count in `prompt_tokens`, as vLLM's server counts them in `usage.prompt_tokens`
     (vllm/entrypoints/openai/serving_chat.py adds `encoder_prompt_token_ids`)."""
     completion = output.outputs[0]
+    if choices:
+        first = (completion.logprobs or [{}])[0]
+        picked = pick_choice([(lp.decoded_token or "", lp.logprob) for lp in first.values()], choices)
+        picked.prompt_tokens = len(output.prompt_token_ids or []) + len(getattr(output, "encoder_prompt_token_ids", None) or [])
+        return picked
     token_ids = list(completion.token_ids)
     kept = len(token_ids) - (1 if token_ids and ended_on_end_token(completion.finish_reason,
                                                                     completion.stop_reason) else 0)
@@ -90,6 +117,41 @@ def to_chat_result(output, want_logprobs: bool) -> ChatResult:
     prompt_tokens = len(output.prompt_token_ids or []) + len(getattr(output, "encoder_prompt_token_ids", None) or [])
     return ChatResult(text=completion.text.strip(), prompt_tokens=prompt_tokens,
                       output_tokens=kept, token_logprobs=logprobs, tokens=tokens)
+
+
+_REQUEST_IDS = itertools.count()
+
+
+def generate_until(llm_engine, inputs: list[dict], params: list, end: float, clock=None) -> list:
+    """`LLM.generate` for `inputs` (one SamplingParams each) on `llm.llm_engine`, stopped at `end`
+    (a `clock()` instant): the finished RequestOutputs in input order, None for a request aborted
+    at the deadline. A step is assumed to take as long as the last one; the first (the prefill of
+    every request) is taken whenever any time is left."""
+    clock = clock or time.monotonic
+    # Our own ids, apart from LLM's counter (plain integers): the engine is shared with it.
+    ids = [f"cruise-{next(_REQUEST_IDS)}" for _ in inputs]
+    finished: dict[str, object] = {}
+    added: list[str] = []
+    try:
+        for request_id, item, param in zip(ids, inputs, params):
+            if clock() >= end:
+                break
+            llm_engine.add_request(request_id, item, param)
+            added.append(request_id)
+        step_s = 0.0
+        while llm_engine.has_unfinished_requests():
+            before = clock()
+            if before + step_s >= end:
+                break
+            for output in llm_engine.step():
+                if output.finished:
+                    finished[output.request_id] = output
+            step_s = clock() - before
+    finally:
+        running = [r for r in added if r not in finished]
+        if running:
+            llm_engine.abort_request(running)
+    return [finished.get(request_id) for request_id in ids]
 
 
 def _is_vision_model(path: str) -> bool:
@@ -142,6 +204,12 @@ class VLLMEngine(ChatEngine):
     def _generate_together(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
         inputs = build_vllm_inputs(requests, self.tokenizer, self.supports_images)
         samplings = [r.sampling_or(sampling) for r in requests]
+        end = call_end()
+        if end is not None:
+            params = [self.sampling_params_cls(**to_sampling_kwargs(s)) for s in samplings]
+            outputs = generate_until(self.llm.llm_engine, inputs, params, end)
+            return [deadline_cut_result() if o is None else to_chat_result(o, s.logprobs, s.choices)
+                    for o, s in zip(outputs, samplings)]
         if all(s == sampling for s in samplings):
             params = self.sampling_params_cls(**to_sampling_kwargs(sampling))
         else:
@@ -149,4 +217,4 @@ class VLLMEngine(ChatEngine):
             # one (vllm/entrypoints/llm.py, `generate`), so mixed samplings stay one call.
             params = [self.sampling_params_cls(**to_sampling_kwargs(s)) for s in samplings]
         outputs = self.llm.generate(inputs, params, use_tqdm=False)
-        return [to_chat_result(o, s.logprobs) for o, s in zip(outputs, samplings)]
+        return [to_chat_result(o, s.logprobs, s.choices) for o, s in zip(outputs, samplings)]

@@ -4,9 +4,17 @@ With any of the router-fed peer stages on (tool routing s1a, domain routing s1b,
 s2a), the router gets `prompts/route_extended.txt` instead, which also asks for the search to use,
 the question type and the domain, in the same single engine call; the two labels above are read
 from it exactly as before, and a reply without the new lines behaves as without the switches.
+
+`router_mode`: "text" is the paper's router, which writes both labels as two lines of text.
+"yes_no" asks the two questions apart (prompts/route_external.txt, route_real_time.txt), two
+requests per turn in one engine call, and reads each answer from the model's next-token
+probabilities of "yes" and "no" (`Sampling.choices`): one forward pass per request instead of a
+generated reply, and a label is read whatever the model would have written. The extended router
+stays "text" (its other labels are free text).
 """
 from __future__ import annotations
 
+import math
 import re
 
 from agents.config import CruiseConfig
@@ -70,6 +78,8 @@ def route_batch(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> lis
         routes = [Route(needs_external=cfg.use_retrieval, is_real_time=False, raw="", parsed=None) for _ in turns]
         return [route_domain(r, t, cfg) for r, t in zip(routes, turns)]
     extended = extended_router(cfg)
+    if cfg.router_mode == "yes_no" and not extended:
+        return [route_domain(r, t, cfg) for r, t in zip(route_yes_no(turns, engine, cfg), turns)]
     prompt = load_prompt("route_extended" if extended else "route")
     values = dict(domains=", ".join(DOMAINS)) if extended else {}
     requests = [ChatRequest(prompt.messages(t.history, query=t.query, **values)) for t in turns]
@@ -79,3 +89,46 @@ def route_batch(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> lis
     if extended:
         routes = [read_route_extras(route, r.text, cfg) for route, r in zip(routes, results)]
     return [route_domain(r, t, cfg) for r, t in zip(routes, turns)]
+
+
+YES_NO = ("yes", "no")
+ROUTE_QUESTIONS = (("route_external", "Needs External Info"), ("route_real_time", "Is Real-Time"))
+
+
+def route_yes_no(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> list[Route]:
+    """Both labels from next-token probabilities: 2 requests per turn, one engine call. An
+    answer that is neither word (an engine without the probabilities, a cut request) is
+    unreadable, with the same defaults as `parse_route`."""
+    requests = [ChatRequest(load_prompt(name).messages(t.history, query=t.query))
+                for name, _ in ROUTE_QUESTIONS for t in turns]
+    results = engine.generate(requests, Sampling(max_tokens=1, seed=cfg.seed, choices=YES_NO), stage="route")
+    n = len(turns)
+    routes = []
+    for i in range(n):
+        p_external, p_real_time = yes_share(results[i]), yes_share(results[n + i])
+        route = Route(needs_external=p_external is None or p_external >= cfg.router_external_min_p,
+                      is_real_time=p_real_time is not None and p_real_time >= cfg.router_real_time_min_p,
+                      parsed=p_external is not None and p_real_time is not None)
+        route.raw = "\n".join(
+            f"{label}: {'yes' if value else 'no'} ({_shown(share, raw.text)})"
+            for (_, label), value, share, raw in zip(ROUTE_QUESTIONS, (route.needs_external, route.is_real_time),
+                                                    (p_external, p_real_time), (results[i], results[n + i])))
+        routes.append(route)
+    return routes
+
+
+def yes_share(result) -> float | None:
+    """P(yes) / (P(yes) + P(no)) of a yes/no answer (1 or 0 from an engine that gave only the
+    word); None when it is neither."""
+    if result.choice_logprobs and set(YES_NO) <= set(result.choice_logprobs):
+        yes, no = (math.exp(result.choice_logprobs[w]) for w in YES_NO)
+        return yes / (yes + no)
+    word = result.text.strip().lower()
+    return {"yes": 1.0, "no": 0.0}.get(word)
+
+
+def _shown(share: float | None, text: str) -> str:
+    """Why the trace's label is what it is: the model's odds, or what it said instead."""
+    if share is None:
+        return f"unreadable: {text!r}"
+    return f"P(yes)/(P(yes)+P(no)) = {share:.2f}"

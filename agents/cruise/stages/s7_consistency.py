@@ -71,7 +71,10 @@ def consistency_batch(
         engine, "consistency", turns, wanted,
         lambda i: dict(query=turns[i].query, context=quote_notes(evidence[i].context),
                        direct_answer=answers[i].direct, rag_answer=answers[i].rag),
-        Sampling(max_tokens=cfg.consistency_max_tokens, seed=cfg.seed),
+        # "yes_no": the verdict is the likelier of the two words at the first token (one forward
+        # pass, always read); "text": the model writes it and `read_verdict` looks for it.
+        Sampling(max_tokens=cfg.consistency_max_tokens, seed=cfg.seed,
+                 choices=("yes", "no") if cfg.consistency_mode == "yes_no" else ()),
     )
     for i, text in zip(wanted, replies):
         consistent, parsed = read_verdict(text)
