@@ -94,15 +94,22 @@ def image_metadata(position: int, rng) -> dict:
                 entities=json.dumps([entity]), info=json.dumps(info))
 
 
+def _start_index(cache: Path, repo_id: str, count: int, dim: int, planted, seed: int, collection: str):
+    """The random generator, the planted records by position, and the snapshot folder (named by a
+    hash of everything that decides the index's content)."""
+    import numpy as np
+
+    commit = hashlib.sha1(json.dumps([repo_id, count, dim, seed, collection,
+                                      [(p.position, p.metadata) for p in planted]]).encode()).hexdigest()
+    return (np.random.default_rng(seed), {p.position: p for p in planted},
+            _snapshot(cache, "dataset", repo_id, commit))
+
+
 def image_index(cache: Path, repo_id: str, count: int, dim: int, planted: list[Planted] = (),
                 seed: int = 0, collection: str = IMAGE_COLLECTION, quick: bool = False) -> Path:
     import numpy as np
 
-    rng = np.random.default_rng(seed)
-    at = {p.position: p for p in planted}
-    commit = hashlib.sha1(json.dumps([repo_id, count, dim, seed, collection,
-                                      [(p.position, p.metadata) for p in planted]]).encode()).hexdigest()
-    snapshot = _snapshot(cache, "dataset", repo_id, commit)
+    rng, at, snapshot = _start_index(cache, repo_id, count, dim, planted, seed, collection)
 
     def batches():
         for start in range(0, count, WRITE_BATCH):
@@ -130,11 +137,7 @@ def web_index(cache: Path, repo_id: str, count: int, dim: int, planted: list[Pla
     """`count` chunks, CHUNKS_PER_PAGE a page."""
     import numpy as np
 
-    rng = np.random.default_rng(seed)
-    at = {p.position: p for p in planted}
-    commit = hashlib.sha1(json.dumps([repo_id, count, dim, seed, collection,
-                                      [(p.position, p.metadata) for p in planted]]).encode()).hexdigest()
-    snapshot = _snapshot(cache, "dataset", repo_id, commit)
+    rng, at, snapshot = _start_index(cache, repo_id, count, dim, planted, seed, collection)
 
     def batches():
         for start in range(0, count, WRITE_BATCH):

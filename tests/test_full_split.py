@@ -19,7 +19,6 @@ from evaluation.harness.dataset import load_split, read_conversations
 from evaluation.harness.outputs import finalize
 from evaluation.harness.runner import append_jsonl, read_jsonl
 from minibench.full_split import MINI, build_full_split
-from tests.browser import HeadlessChromium, find_chromium
 from tests.scripted_agent import FakeOpenAIServer
 
 CONVERSATIONS = 160  # multi-turn conversations of 2-6 turns: 640 turns
@@ -201,15 +200,6 @@ def test_records_written_twice_or_for_no_answer_count_once(world, full_run, tmp_
 
 
 # --------------------------------------------------------------------------- the report at this size
-@pytest.fixture(scope="module")
-def browser():
-    if not find_chromium():
-        pytest.skip("chromium is not installed: scripts/test.sh installs it (apt-get install chromium); "
-                    "the browser checks of report.html did not run")
-    with HeadlessChromium() as chromium:
-        yield chromium
-
-
 def test_the_report_of_640_turns_opens_fast_with_working_filters_and_turn_pages(full_run, browser):
     report = full_run / "report.html"
     assert report.stat().st_size < 10 * 1024 * 1024

@@ -19,7 +19,6 @@ from PIL import Image
 
 from agents.config import REPO_ROOT
 from evaluation.report.html import EXTENDED_CSV, OFFICIAL_CSV, load_turn_rows
-from tests.browser import HeadlessChromium, find_chromium
 from tests.scripted_agent import build_dataset
 
 # session, ego?, [(interaction_id, question with directives, gold)]; outcome / branch of the full preset
@@ -165,15 +164,6 @@ def test_the_command_line_builds_the_same_report_and_a_comparison(runs, tmp_path
     differing = page.split('id="differences-table"')[1]
     assert differing.count("<tr>") == 3  # header + c5-0 + c6-0
     assert "Is it open right now?" in differing and "What is the tower called?" in differing
-
-
-@pytest.fixture(scope="module")
-def browser():
-    if not find_chromium():
-        pytest.skip("chromium is not installed: scripts/test.sh installs it (apt-get install chromium); "
-                    "the browser checks of report.html did not run")
-    with HeadlessChromium() as chromium:
-        yield chromium
 
 
 def test_report_in_chromium(runs, browser, tmp_path):
