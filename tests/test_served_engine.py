@@ -504,5 +504,5 @@ def test_a_server_killed_mid_run_costs_only_its_turns(smollm2_dir, tmp_path):
     assert len(failed) == 4 and all(t["final_answer"] == "I don't know" for t in failed)
     assert all(t["branch"] != "error" for t in traces[:4])  # the first batch, before the kill
     assert "stage-fault turns 4" in log
-    for path in out.iterdir():
+    for path in (p for p in out.rglob("*") if p.is_file()):  # the report's turn pages too
         assert "sk-never-written" not in path.read_text(errors="ignore"), path
