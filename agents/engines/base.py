@@ -184,6 +184,15 @@ def pick_choice(candidates: list[tuple[str, float]], choices: tuple[str, ...]) -
                       choice_logprobs=logprobs)
 
 
+def ended_on_end_token(finish_reason, stopped_by) -> bool:
+    """Whether a served or vLLM answer's last listed token is the end-of-sequence token (or another
+    of the model's stop token ids): it finished with "stop" and no stop string did it. vLLM's
+    `stop_reason` (SGLang's `matched_stop`) is None for the tokenizer's EOS, the id for a stop
+    token id, the string for a stop string (vllm/sequence.py, SequenceStatus;
+    vllm/engine/output_processor/stop_checker.py)."""
+    return finish_reason == "stop" and not isinstance(stopped_by, str)
+
+
 def deadline_cut_result() -> ChatResult:
     """What a request the deadline stopped (or never let start) returns."""
     return ChatResult(text="", cut_by_deadline=True)

@@ -41,6 +41,7 @@ from agents.engines.base import (
     Ledger,
     Sampling,
     cut_at_stop,
+    ended_on_end_token,
     image_groups,
     seconds_left,
     template_messages,
@@ -120,7 +121,7 @@ def ends_with_end_token(text: str, logprobs: list[tuple[str, float]], finish: di
     (a string `stop_reason`/`matched_stop`), nor one the listed tokens spell; and the token
     adds nothing to the text (it decodes to "" or to a special token such as "<|eot_id|>"),
     which keeps a server that lists no end token from losing a real one."""
-    if finish.get("finish_reason") != "stop" or isinstance(finish.get("stopped_by"), str) or not logprobs:
+    if not ended_on_end_token(finish.get("finish_reason"), finish.get("stopped_by")) or not logprobs:
         return False
     if cut_at_stop("".join(token for token, _ in logprobs), stop)[1]:
         return False
@@ -149,7 +150,7 @@ def finish_result(text: str, logprobs: list[tuple[str, float]] | None, usage: di
     # one token less. An answer cut at a stop string keeps the server's count.
     output_tokens = len(logprobs) if logprobs is not None else int(usage.get("completion_tokens") or 0)
     if logprobs is None and not stopped and output_tokens and finish.get("says_what_stopped") \
-            and finish.get("finish_reason") == "stop" and not isinstance(finish.get("stopped_by"), str):
+            and ended_on_end_token(finish.get("finish_reason"), finish.get("stopped_by")):
         output_tokens -= 1
     return ChatResult(
         text=text.strip(), prompt_tokens=int(usage.get("prompt_tokens") or 0), output_tokens=output_tokens,

@@ -33,6 +33,7 @@ from agents.engines.base import (
     accepts_system_beside_image,
     call_end,
     deadline_cut_result,
+    ended_on_end_token,
     image_groups,
     pick_choice,
     template_messages,
@@ -86,14 +87,6 @@ def to_sampling_kwargs(sampling: Sampling) -> dict:
     return kwargs
 
 
-def ended_on_end_token(finish_reason, stop_reason) -> bool:
-    """Whether vLLM's last output token is the end-of-sequence token (or another of the model's
-    stop token ids): finish_reason "stop" with no stop string matched. vLLM sets `stop_reason`
-    to None for the tokenizer's EOS, to the id for a stop token id, to the string for a stop
-    string (vllm/sequence.py, SequenceStatus; vllm/engine/output_processor/stop_checker.py)."""
-    return finish_reason == "stop" and not isinstance(stop_reason, str)
-
-
 def to_chat_result(output, want_logprobs: bool, choices: tuple[str, ...] = ()) -> ChatResult:
     """One vLLM RequestOutput -> ChatResult (text is already cut at the stop string by vLLM).
 
@@ -101,10 +94,11 @@ def to_chat_result(output, want_logprobs: bool, choices: tuple[str, ...] = ()) -
     count in `prompt_tokens`, as vLLM's server counts them in `usage.prompt_tokens`
     (vllm/entrypoints/openai/serving_chat.py adds `encoder_prompt_token_ids`)."""
     completion = output.outputs[0]
+    prompt_tokens = len(output.prompt_token_ids or []) + len(getattr(output, "encoder_prompt_token_ids", None) or [])
     if choices:
         first = (completion.logprobs or [{}])[0]
         picked = pick_choice([(lp.decoded_token or "", lp.logprob) for lp in first.values()], choices)
-        picked.prompt_tokens = len(output.prompt_token_ids or []) + len(getattr(output, "encoder_prompt_token_ids", None) or [])
+        picked.prompt_tokens = prompt_tokens
         return picked
     token_ids = list(completion.token_ids)
     kept = len(token_ids) - (1 if token_ids and ended_on_end_token(completion.finish_reason,
@@ -114,7 +108,6 @@ def to_chat_result(output, want_logprobs: bool, choices: tuple[str, ...] = ()) -
         chosen = [step[tid] for tid, step in zip(token_ids[:kept], completion.logprobs)]
         logprobs = [float(c.logprob) for c in chosen]
         tokens = [c.decoded_token or "" for c in chosen]
-    prompt_tokens = len(output.prompt_token_ids or []) + len(getattr(output, "encoder_prompt_token_ids", None) or [])
     return ChatResult(text=completion.text.strip(), prompt_tokens=prompt_tokens,
                       output_tokens=kept, token_logprobs=logprobs, tokens=tokens)
 
