@@ -3,7 +3,8 @@
 The official files carry exactly what the official evaluator writes: turn_evaluation_results_all.csv
 and turn_evaluation_results_ego.csv (its 18 columns, the flags before the multi-turn cut, rows
 sorted by session and turn) and scores_dictionary.json (keys "all" and "ego", its 11 scores;
-NaN rates for an empty subset). Everything else goes to files of our own:
+NaN rates for an empty subset; beside them our own key "intervals_95", the 95% bootstrap
+intervals of evaluation.scoring.intervals). Everything else goes to files of our own:
 turn_evaluation_results_all_extended.csv / _ego_extended.csv (the official columns holding the
 flags the scores count, then is_hallucination, multi_turn_conversation_score, after_two_wrong,
 raw_answer, judge_reply, error) and run_summary.json (rule set, tokenizer, judge, timings,
@@ -36,6 +37,7 @@ from evaluation.harness.runner import (
     saved_answers,
 )
 from evaluation.scoring.coverage import evidence_coverage
+from evaluation.scoring.intervals import method, score_intervals
 from evaluation.scoring.judge import Judge, JudgeItem
 from evaluation.scoring.rules import RuleSet, rule_set
 from evaluation.scoring.scores import (
@@ -51,6 +53,8 @@ from evaluation.scoring.scores import (
 )
 
 BREAKDOWN_COLUMNS = LABEL_COLUMNS
+# scores_dictionary.json's key of our own beside the official "all" and "ego": the 95% intervals
+INTERVALS_KEY = "intervals_95"
 OFFICIAL_FILES = ("turn_evaluation_results_all.csv", "turn_evaluation_results_ego.csv", "scores_dictionary.json")
 EXTENDED_FILES = ("turn_evaluation_results_all_extended.csv", "turn_evaluation_results_ego_extended.csv")
 
@@ -180,10 +184,11 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     tokenizers = sorted({b["tokenizer"] for b in batches if b.get("tokenizer")})
     tokenizer = " + ".join(tokenizers) or run_config.get("tokenizer", "unknown")
     scores = {"all": scores_all, "ego": scores_ego}
+    intervals = {**method(), "all": score_intervals(counted_all), "ego": score_intervals(counted_ego)}
 
     write_csv(rows, output_dir / OFFICIAL_FILES[0], OFFICIAL_TURN_COLUMNS)
     write_csv(ego, output_dir / OFFICIAL_FILES[1], OFFICIAL_TURN_COLUMNS)
-    (output_dir / OFFICIAL_FILES[2]).write_text(json.dumps(scores, indent=2))
+    (output_dir / OFFICIAL_FILES[2]).write_text(json.dumps({**scores, INTERVALS_KEY: intervals}, indent=2))
     write_csv(counted_all, output_dir / EXTENDED_FILES[0], EXTENDED_TURN_COLUMNS)
     write_csv(counted_ego, output_dir / EXTENDED_FILES[1], EXTENDED_TURN_COLUMNS)
     if rules.turn_data_file:  # the rule set's harness also writes its generated turns
@@ -235,6 +240,7 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "image_load_failures": [e for b in batches for e in (b.get("image_errors") or [])],
         **batch_summary(batches),
         "scores": scores,
+        INTERVALS_KEY: intervals,
         "breakdowns": {c: breakdown(counted_all, c) for c in BREAKDOWN_COLUMNS},
         "evidence_coverage": evidence_coverage(traces, records, run_config.get("dataset")),
         "peer_stages": peer_stage_counts(traces),  # what the peers' stages did (zeros when off)

@@ -1,14 +1,18 @@
 """The report command: an HTML page for a finished run, or a comparison of several.
 
     python -m evaluation.report RUN_DIR            -> RUN_DIR/report.html
-    python -m evaluation.report RUN_A RUN_B ...  -> compare.html (or --out)
+    python -m evaluation.report RUN_A RUN_B ...  -> compare.html (or --out), and on the console
+                                                    each run paired with RUN_A (evaluation.report.paired)
 """
 from __future__ import annotations
 
 import argparse
 from pathlib import Path
 
-from evaluation.report.html import build_comparison, build_report
+from rich.console import Console
+
+from evaluation.report.html import build_comparison, build_report, load_comparison
+from evaluation.report.terminal import print_paired
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -24,7 +28,12 @@ def main(argv: list[str] | None = None) -> None:
         if len(args.runs) == 1:
             path = build_report(Path(args.runs[0]), Path(args.out) if args.out else None, images=not args.no_images)
         else:
-            path = build_comparison([Path(r) for r in args.runs], Path(args.out or "compare.html"))
+            out = Path(args.out or "compare.html")
+            runs, pairs = load_comparison([Path(r) for r in args.runs], out)
+            console = Console()
+            for pair in pairs:
+                print_paired(console, pair)
+            path = build_comparison([Path(r) for r in args.runs], out, loaded=(runs, pairs))
     except FileNotFoundError as exc:
         raise SystemExit(str(exc)) from None
     print(path.resolve())

@@ -18,16 +18,19 @@ import base64
 import functools
 import io
 import json
+import os
 import shutil
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER
-from evaluation.harness.outputs import BREAKDOWN_COLUMNS
+from evaluation.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY
 from evaluation.harness.runner import ANSWERS, RUN_CONFIG, TRACES, read_jsonl
 from evaluation.report import charts
+from evaluation.report.paired import OUTCOMES, PairedComparison, compare_to_first, outcome_of
 from evaluation.scoring.coverage import ANSWER_SOURCES, COVERAGE_LABELS, coverage_figures
+from evaluation.scoring.intervals import method, score_intervals
 from evaluation.scoring.scores import breakdown, is_miss, label_of
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -35,7 +38,6 @@ REPORT_NAME = "report.html"
 OFFICIAL_CSV = "turn_evaluation_results_all.csv"
 EXTENDED_CSV = "turn_evaluation_results_all_extended.csv"
 BOOL_COLUMNS = ("is_ego", "is_exact_match", "is_correct", "is_miss", "is_semantically_correct", "is_hallucination")
-OUTCOMES = ("correct", "missed", "hallucinated")
 THUMBNAIL_PX = 160
 TURNS_PER_PAGE = 100
 
@@ -86,12 +88,6 @@ def load_turn_rows(run_dir: Path) -> list[dict]:
             row["is_hallucination"] = not row["is_correct"] and not row["is_miss"]
         row["turn_idx"] = int(row.get("turn_idx") or 0)
     return rows
-
-
-def outcome_of(row: dict) -> str:
-    if row["is_correct"]:
-        return "correct"
-    return "missed" if row["is_miss"] else "hallucinated"
 
 
 def read_json(path: Path) -> dict:
@@ -267,6 +263,15 @@ def load_run(run_dir: Path) -> RunData:
     return RunData(run_dir, f"{preset} ({run_dir.name})", rows, scores, summary, run_config, turns)
 
 
+def run_intervals(run: RunData) -> dict:
+    """The run's 95% intervals: as scores_dictionary.json records them, else (a run scored before
+    intervals were written) computed from its turn rows with the same seed and resamples."""
+    saved = run.scores.get(INTERVALS_KEY)
+    if isinstance(saved, dict):
+        return saved
+    return {**method(), "all": score_intervals(run.rows), "ego": score_intervals([r for r in run.rows if r["is_ego"]])}
+
+
 def outcome_counts(rows: list[dict]) -> dict:
     counts = Counter(outcome_of(r) for r in rows)
     return {"count": len(rows), **{o: counts.get(o, 0) for o in OUTCOMES}}
@@ -334,6 +339,11 @@ def turn_pages_dir(report: Path) -> Path:
     return report.with_name(f"{report.stem}_turns")
 
 
+def turn_page_name(position: int) -> str:
+    """The turn page that holds the run's turn at `position` (its row's place in the turn CSV)."""
+    return f"turns-{position // TURNS_PER_PAGE + 1:04d}.html"
+
+
 def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True) -> Path:
     """Write the run's report.html and its turn pages (into the run folder unless `out` is
     given); returns the report's path."""
@@ -344,7 +354,7 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
     session_ids = {t["row"]["session_id"] for t in run.turns}
     thumbs, image_notice = thumbnails(run.run_config, session_ids) if images else ({}, None)
     pages = [run.turns[i:i + TURNS_PER_PAGE] for i in range(0, len(run.turns), TURNS_PER_PAGE)]
-    page_names = [f"turns-{n + 1:04d}.html" for n in range(len(pages))]
+    page_names = [turn_page_name(i) for i in range(0, len(run.turns), TURNS_PER_PAGE)]
     for name, page_turns in zip(page_names, pages):
         for turn in page_turns:
             turn["page"] = f"{pages_dir.name}/{name}"
@@ -352,7 +362,8 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
             turn["cut"] = (turn["trace"] or {}).get("deadline_cut") is True
     steps = funnel_steps(run.turns, thresholds)
     notices = list(run.summary.get("notices") or []) + ([image_notice] if image_notice else [])
-    page = render("report.html.j2", run=run, scores=run.scores, thresholds=thresholds, notices=notices,
+    page = render("report.html.j2", run=run, scores=run.scores, intervals=run_intervals(run),
+                  thresholds=thresholds, notices=notices,
                   scores_chart=charts.scores_chart(run.scores) if run.scores else "",
                   breakdowns=breakdown_sections(run.rows), funnel=steps, funnel_chart=charts.funnel_chart(steps),
                   peer_rows=peer_rows(run.summary),
@@ -382,9 +393,29 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
 
 
 # --------------------------------------------------------------------------- several runs
-def build_comparison(run_dirs: list[Path], out: Path) -> Path:
-    """compare.html: the paper's Table 1 over the runs, and the turns on which they differ."""
+def load_comparison(run_dirs: list[Path], out: Path) -> tuple[list[RunData], list[PairedComparison]]:
+    """The runs, and each run after the first paired with the first. A flipped turn links to its
+    page in the run's report_turns/ (relative to `out`); a run without its report gets it built."""
     runs = [load_run(Path(d)) for d in run_dirs]
+    positions = {id(run): {r["interaction_id"]: i for i, r in enumerate(run.rows)} for run in runs}
+    base = Path(out).resolve().parent
+
+    def link(run: RunData, row: dict) -> str:
+        report = run.run_dir / REPORT_NAME
+        if not turn_pages_dir(report).is_dir():
+            build_report(run.run_dir)
+        page = turn_pages_dir(report.resolve()) / turn_page_name(positions[id(run)][row["interaction_id"]])
+        return f"{os.path.relpath(page, base)}#turn-{row['interaction_id']}"
+
+    return runs, compare_to_first(runs, link) if len(runs) > 1 else []
+
+
+def build_comparison(run_dirs: list[Path], out: Path,
+                     loaded: tuple[list[RunData], list[PairedComparison]] | None = None) -> Path:
+    """compare.html: the paper's Table 1 over the runs with their 95% intervals, each run paired
+    with the first (differences, flip table, flipped turns), and the turns on which they differ.
+    `loaded`: what load_comparison returned, when the caller has it already."""
+    runs, pairs = loaded or load_comparison(run_dirs, out)
     labels = [r.label for r in runs]
     by_turn: dict[str, list] = {}
     for index, run in enumerate(runs):
@@ -399,10 +430,24 @@ def build_comparison(run_dirs: list[Path], out: Path) -> Path:
     differences.sort(key=lambda d: (d["row"]["session_id"], d["row"]["turn_idx"]))
     shared = sum(1 for entries in by_turn.values() if all(e is not None for e in entries))
     page = render("compare.html.j2", runs=runs, labels=labels, differences=differences, shared_turns=shared,
+                  intervals=[run_intervals(r) for r in runs], pairs=pairs, interval_method=method(),
                   chart=charts.truthfulness_chart(labels, [r.scores for r in runs]))
     out = Path(out)
     out.write_text(page, encoding="utf-8")
     return out
+
+
+def interval_text(interval, kind: str = "rate") -> str:
+    """[low, high] as the page writes the score: a rate in percent, a score to 3 decimals
+    ("signed": with its sign, as differences and truthfulness are shown)."""
+    if not interval:
+        return ""
+    low, high = interval
+    if kind == "rate":
+        return f"[{low:.1%}, {high:.1%}]"
+    if kind == "signed":
+        return f"[{low:+.3f}, {high:+.3f}]"
+    return f"[{low:.4f}, {high:.4f}]"
 
 
 @functools.lru_cache(maxsize=1)
@@ -414,6 +459,7 @@ def template_environment():
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["pretty"] = lambda value: json.dumps(value, indent=1, ensure_ascii=False, default=str)
     env.filters["pct"] = lambda value: f"{value:.1%}"
+    env.filters["interval"] = interval_text
     return env
 
 

@@ -1,4 +1,5 @@
-"""What a run prints: scores (all and egocentric), breakdowns, timing, example turns."""
+"""What a run prints: scores (all and egocentric) with their 95% intervals, breakdowns, timing,
+example turns; and what a comparison of runs prints (print_paired)."""
 from __future__ import annotations
 
 from rich.console import Console
@@ -6,7 +7,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from evaluation.harness.outputs import BREAKDOWN_COLUMNS, Results
+from evaluation.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY, Results
+from evaluation.report.paired import PairedComparison
 from evaluation.scoring.coverage import coverage_figures
 from evaluation.scoring.scores import breakdown
 
@@ -30,24 +32,44 @@ def loud_notice(console: Console, title: str, text: str) -> None:
                         border_style="red", expand=False, padding=(1, 4)))
 
 
-def scores_table(scores: dict) -> Table:
-    table = Table(title="Scores")
+def interval_text(interval: list[float] | None, fmt: str) -> str:
+    """'[low, high]' in the score's own format, or '' where there is no interval."""
+    if not interval:
+        return ""
+    return f"[{fmt.format(interval[0])}, {fmt.format(interval[1])}]"
+
+
+def scores_table(scores: dict, intervals: dict | None = None) -> Table:
+    intervals = intervals or {}
+    title = "Scores"
+    if intervals:
+        title += (f" (95% intervals: bootstrap over conversations, {intervals.get('resamples')} resamples, "
+                  f"seed {intervals.get('seed')})")
+    table = Table(title=title)
     table.add_column("Metric")
-    table.add_column("All", justify="right")
-    table.add_column("Egocentric", justify="right")
+    for subset in ("All", "Egocentric"):
+        table.add_column(subset, justify="right")
+        if intervals:
+            table.add_column("95% interval", justify="right")
     for key, label, fmt in SCORE_LABELS:
-        table.add_row(label, fmt.format(scores["all"][key]), fmt.format(scores["ego"][key]))
+        cells = []
+        for subset in ("all", "ego"):
+            cells.append(fmt.format(scores[subset][key]))
+            if intervals:
+                cells.append(interval_text((intervals.get(subset) or {}).get(key), fmt))
+        table.add_row(label, *cells)
     return table
 
 
 def breakdown_table(rows: list[dict], column: str) -> Table:
-    table = Table(title=f"By {column}")
+    table = Table(title=f"By {column} (95% intervals)")
     for name in (column, "count", "accuracy", "missing", "hallucination", "truthfulness"):
         table.add_column(name, justify="left" if name == column else "right")
     for entry in breakdown(rows, column):
-        table.add_row(Text(entry[column]), str(entry["count"]), f"{entry['accuracy']:.2%}",
-                      f"{entry['missing']:.2%}", f"{entry['hallucination']:.2%}",
-                      f"{entry['truthfulness']:+.3f}")
+        cells = [f"{entry[key]:{fmt}} {interval_text(entry.get(f'{key}_ci'), '{:' + fmt + '}')}".rstrip()
+                 for key, fmt in (("accuracy", ".1%"), ("missing", ".1%"), ("hallucination", ".1%"),
+                                  ("truthfulness", "+.3f"))]
+        table.add_row(Text(entry[column]), str(entry["count"]), *cells)
     return table
 
 
@@ -74,7 +96,7 @@ def coverage_table(coverage: dict) -> Table:
 
 def print_report(console: Console, results: Results, display_conversations: int) -> None:
     s = results.summary
-    console.print(scores_table(results.scores))
+    console.print(scores_table(results.scores, s.get(INTERVALS_KEY)))
     if results.rows_all:
         for column in BREAKDOWN_COLUMNS:
             console.print(breakdown_table(results.rows_all, column))
@@ -100,3 +122,44 @@ def print_report(console: Console, results: Results, display_conversations: int)
     for notice in s["notices"]:
         console.print(Text(f"notice: {notice}", style="yellow"))
 
+
+
+PAIRED_LABELS = [("accuracy", "Accuracy", "rate"), ("missing", "Missing", "rate"),
+                 ("hallucination_rate", "Hallucination", "rate"), ("truthfulness_score", "Truthfulness", "score"),
+                 ("mean_multi_turn_conversation_score", "Conversation score", "score")]
+
+
+def print_paired(console: Console, pair: PairedComparison) -> None:
+    """One run against the first: the refusal line, or the paired differences, the flip table
+    and how many turns flipped."""
+    if pair.refused:
+        console.print(Text(pair.refused, style="bold red"))
+        return
+    for flag in pair.flags:
+        console.print(Text(f"flag: {flag}", style="yellow"))
+    table = Table(title=f"B - A: {pair.b} minus {pair.a} (paired bootstrap over conversations, 95%)")
+    for name in ("Metric", "Turns", "A", "B", "B - A", "95% interval"):
+        table.add_column(name, justify="left" if name in ("Metric", "Turns") else "right", no_wrap=True)
+    for subset in ("all", "ego"):
+        for key, label, kind in PAIRED_LABELS:
+            d = pair.differences.get(subset, {}).get(key)
+            if d is None:
+                continue
+            if kind == "rate":
+                cells = [f"{d['a']:.1%}", f"{d['b']:.1%}", f"{100 * d['difference']:+.1f} pts",
+                         f"[{100 * d['interval'][0]:+.1f}, {100 * d['interval'][1]:+.1f}]"]
+            else:
+                cells = [f"{d['a']:+.3f}", f"{d['b']:+.3f}", f"{d['difference']:+.3f}",
+                         f"[{d['interval'][0]:+.3f}, {d['interval'][1]:+.3f}]"]
+            table.add_row(label, subset, *cells,
+                          end_section=key == PAIRED_LABELS[-1][0])
+    console.print(table)
+    flips = Table(title=f"Flip table: outcome in A ({pair.a}) -> outcome in B ({pair.b})")
+    flips.add_column("A")
+    flips.add_column("B")
+    flips.add_column("turns", justify="right")
+    for row in pair.flip_rows():
+        flips.add_row(row["a"], row["b"], str(row["turns"]), style="dim" if row["a"] == row["b"] else None)
+    console.print(flips)
+    console.print(Text(f"{len(pair.flipped)} turns flipped; each is listed with links to its turn pages in the "
+                       f"comparison page"))

@@ -17,6 +17,7 @@ from collections import defaultdict
 
 import numpy as np
 
+from evaluation.scoring.intervals import breakdown_intervals
 from evaluation.scoring.rules import RuleSet, rule_set
 
 # The official turn CSVs: these 18 columns, in this order, with the flags before the cut.
@@ -164,7 +165,9 @@ def label_of(row: dict, column: str) -> str:
 
 
 def breakdown(rows: list[dict], column: str) -> list[dict]:
-    """Count, accuracy, missing, hallucination and truthfulness per label of `column` (counted rows)."""
+    """Count, accuracy, missing, hallucination and truthfulness per label of `column` (counted rows),
+    each with its 95% interval (`accuracy_ci`, ...: [low, high], None for a single turn)."""
+
     groups: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         groups[label_of(row, column)].append(row)
@@ -176,5 +179,6 @@ def breakdown(rows: list[dict], column: str) -> list[dict]:
         missing = sum(bool(r["is_miss"]) for r in group) / n
         hallucination = sum(bool(r["is_hallucination"]) for r in group) / n
         table.append({column: value, "count": n, "accuracy": correct, "missing": missing,
-                      "hallucination": hallucination, "truthfulness": correct - hallucination})
+                      "hallucination": hallucination, "truthfulness": correct - hallucination,
+                      **breakdown_intervals(group)})
     return table

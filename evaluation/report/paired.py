@@ -1,0 +1,104 @@
+"""Paired comparison of two runs over the same turns: what `python -m evaluation.report A B`
+prints and compare.html shows for each run against the first.
+
+Two runs are compared only when the comparison means something: the same turns (interaction
+ids, in the same conversations) scored under the same rule set. Otherwise the pair is refused with
+one line saying why. A different judge is flagged, not refused: rejudging the same answers is a
+legitimate study, but then the flips are the judge's, and the line says so.
+
+For a compared pair: each score of both runs, the difference B - A and its paired-bootstrap 95%
+interval (evaluation.scoring.intervals.paired_differences), the flip table (each turn's outcome
+in A against its outcome in B) and the turns whose outcome changed.
+"""
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+
+from evaluation.scoring.intervals import paired_differences
+from evaluation.scoring.rules import DEFAULT_RULES
+
+OUTCOMES = ("correct", "missed", "hallucinated")
+
+
+def outcome_of(row: dict) -> str:
+    if row["is_correct"]:
+        return "correct"
+    return "missed" if row["is_miss"] else "hallucinated"
+
+
+@dataclass
+class PairedComparison:
+    a: str  # the runs' labels
+    b: str
+    refused: str | None = None  # why the pair is not compared (one line), or None
+    flags: list[str] = field(default_factory=list)  # compared, but read with care
+    differences: dict = field(default_factory=dict)  # "all" / "ego" -> paired_differences(...)
+    flips: dict = field(default_factory=dict)  # (outcome in A, outcome in B) -> turns
+    flipped: list[dict] = field(default_factory=list)  # turns whose outcome changed, session order
+
+    def flip_rows(self) -> list[dict]:
+        """The flip table as rows: every change first (most turns first), then the unchanged."""
+        rows = [{"a": a, "b": b, "turns": self.flips.get((a, b), 0)} for a in OUTCOMES for b in OUTCOMES]
+        return sorted(rows, key=lambda r: (r["a"] == r["b"], -r["turns"]))
+
+
+def rules_of(run) -> str:
+    return run.summary.get("rules") or run.run_config.get("rules") or DEFAULT_RULES
+
+
+def judge_of(run) -> str:
+    """The judge as the run recorded it: its label in run_summary.json, with the model and endpoint
+    of run_config.json and any judge block the scores dictionary carries."""
+    parts = [str(run.summary.get("judge", "unknown")), str(run.run_config.get("judge_model")),
+             str(run.run_config.get("judge_base_url"))]
+    if isinstance(run.scores.get("judge"), dict):
+        parts.append(json.dumps(run.scores["judge"], sort_keys=True))
+    return " | ".join(parts)
+
+
+def refusal(a, b) -> str | None:
+    """Why runs a and b cannot be compared turn by turn, in one line, or None."""
+    turns_a = {r["interaction_id"] for r in a.rows}
+    turns_b = {r["interaction_id"] for r in b.rows}
+    if turns_a != turns_b:
+        return (f"not compared: {b.label} and {a.label} are over different turns ({len(turns_b - turns_a)} only in "
+                f"{b.label}, {len(turns_a - turns_b)} only in {a.label})")
+    sessions_a = {r["interaction_id"]: r["session_id"] for r in a.rows}
+    if any(sessions_a[r["interaction_id"]] != r["session_id"] for r in b.rows):
+        return f"not compared: {b.label} and {a.label} put the same turns in different conversations"
+    if rules_of(a) != rules_of(b):
+        return f"not compared: {b.label} was scored under --rules {rules_of(b)}, {a.label} under {rules_of(a)}"
+    return None
+
+
+def compare_pair(a, b, link=None) -> PairedComparison:
+    """B against A. `link(run, row)` gives a turn's page address (or None) for the flipped list."""
+    pair = PairedComparison(a.label, b.label, refused=refusal(a, b))
+    if pair.refused:
+        return pair
+    if judge_of(a) != judge_of(b):
+        pair.flags.append(f"judged differently ({b.label}: {b.summary.get('judge')}; {a.label}: "
+                          f"{a.summary.get('judge')}): flips may be the judge's, not the agent's")
+    pair.differences = {
+        "all": paired_differences(a.rows, b.rows),
+        "ego": paired_differences([r for r in a.rows if r["is_ego"]], [r for r in b.rows if r["is_ego"]]),
+    }
+    rows_b = {r["interaction_id"]: r for r in b.rows}
+    for row_a in sorted(a.rows, key=lambda r: (r["session_id"], r["turn_idx"])):
+        row_b = rows_b[row_a["interaction_id"]]
+        key = (outcome_of(row_a), outcome_of(row_b))
+        pair.flips[key] = pair.flips.get(key, 0) + 1
+        if key[0] != key[1]:
+            pair.flipped.append({
+                "interaction_id": row_a["interaction_id"], "session_id": row_a["session_id"],
+                "turn_idx": row_a["turn_idx"], "query": row_a.get("query"), "ground_truth": row_a.get("ground_truth"),
+                "a_outcome": key[0], "b_outcome": key[1], "a_answer": row_a.get("agent_response"),
+                "b_answer": row_b.get("agent_response"),
+                "a_link": link(a, row_a) if link else None, "b_link": link(b, row_b) if link else None})
+    return pair
+
+
+def compare_to_first(runs: list, link=None) -> list[PairedComparison]:
+    """Each run after the first against the first."""
+    return [compare_pair(runs[0], other, link) for other in runs[1:]]
