@@ -4,7 +4,9 @@ prints and compare.html shows for each run against the first.
 Two runs are compared only when the comparison means something: the same turns (interaction
 ids, in the same conversations) scored under the same rule set. Otherwise the pair is refused with
 one line saying why. A different judge is flagged, not refused: rejudging the same answers is a
-legitimate study, but then the flips are the judge's, and the line says so.
+legitimate study, but then the flips are the judge's, and the line says so. So are turns the
+judge did not decide (run_summary.json's judge_failures and unjudged_turns): the official scores
+count them as hallucinations, and the flag keeps them apart from wrong answers.
 
 For a compared pair: each score of both runs, the difference B - A and its paired-bootstrap 95%
 interval (evaluation.scoring.intervals.paired_differences), the flip table (each turn's outcome
@@ -80,6 +82,11 @@ def compare_pair(a, b, link=None) -> PairedComparison:
     if judge_of(a) != judge_of(b):
         pair.flags.append(f"judged differently ({b.label}: {b.summary.get('judge')}; {a.label}: "
                           f"{a.summary.get('judge')}): flips may be the judge's, not the agent's")
+    for run in (a, b):
+        undecided = int(run.summary.get("judge_failures") or 0) + int(run.summary.get("unjudged_turns") or 0)
+        if undecided:
+            pair.flags.append(f"{run.label}: {undecided} turns the judge did not decide (failed or not asked) "
+                              f"count as hallucinated; a flip on such a turn is not the agent's")
     pair.differences = {
         "all": paired_differences(a.rows, b.rows),
         "ego": paired_differences([r for r in a.rows if r["is_ego"]], [r for r in b.rows if r["is_ego"]]),
