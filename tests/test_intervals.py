@@ -192,3 +192,26 @@ def test_runs_that_cannot_be_paired_are_refused_in_one_line(tmp_path):
     assert "--rules crag-mm" in refusals[1]
     assert page.count('class="notice refused"') == 2 and page.count('class="paired-table"') == 1
     assert "flag: judged differently" in stdout  # compared, but flagged
+
+
+def test_the_console_and_the_report_show_the_saved_intervals(tmp_path):
+    from rich.console import Console
+
+    from evaluation.report.html import build_report
+    from evaluation.report.terminal import print_report
+
+    run = write_run(tmp_path / "run", [["correct"], ["missed"], ["hallucinated"], ["correct", "hallucinated"]] * 15)
+    low, high = saved(run)[INTERVALS_KEY]["all"]["truthfulness_score"]
+    console = Console(record=True, width=200)
+    print_report(console, finalize(run, None, progress=False), 0)
+    text = console.export_text()
+    assert "2000 resamples" in text and f"[{low:.4f}, {high:.4f}]" in text
+    page = build_report(run, images=False).read_text()
+    shown = re.search(r'data-interval="all-truthfulness_score">([^<]+)<', page).group(1)
+    assert shown == f"[{low:.4f}, {high:.4f}]"
+    # a run scored before intervals were saved: the report computes the same ones from its rows
+    scores = saved(run)
+    del scores[INTERVALS_KEY]
+    (run / "scores_dictionary.json").write_text(json.dumps(scores))
+    again = build_report(run, images=False).read_text()
+    assert re.search(r'data-interval="all-truthfulness_score">([^<]+)<', again).group(1) == shown

@@ -87,10 +87,14 @@ def compare_pair(a, b, link=None) -> PairedComparison:
         if undecided:
             pair.flags.append(f"{run.label}: {undecided} turns the judge did not decide (failed or not asked) "
                               f"count as hallucinated; a flip on such a turn is not the agent's")
-    pair.differences = {
-        "all": paired_differences(a.rows, b.rows),
-        "ego": paired_differences([r for r in a.rows if r["is_ego"]], [r for r in b.rows if r["is_ego"]]),
-    }
+    try:
+        pair.differences = {
+            "all": paired_differences(a.rows, b.rows),
+            "ego": paired_differences([r for r in a.rows if r["is_ego"]], [r for r in b.rows if r["is_ego"]]),
+        }
+    except ValueError:  # the same turns, but not the same egocentric ones
+        return PairedComparison(a.label, b.label, refused=f"not compared: {b.label} and {a.label} mark different "
+                                                           f"turns egocentric")
     rows_b = {r["interaction_id"]: r for r in b.rows}
     for row_a in sorted(a.rows, key=lambda r: (r["session_id"], r["turn_idx"])):
         row_b = rows_b[row_a["interaction_id"]]

@@ -16,7 +16,6 @@ beside every interval, so the same rows always give the same interval.
 """
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -126,19 +125,20 @@ def breakdown_intervals(rows: list[dict]) -> dict:
 def paired_differences(rows_a: list[dict], rows_b: list[dict], resamples: int = BOOTSTRAP_RESAMPLES,
                        seed: int = BOOTSTRAP_SEED) -> dict:
     """score key -> {"a", "b", "difference" (b - a), "interval" [low, high]} for two runs over the
-    same turns: each resample draws the same conversations for both runs."""
+    same turns: each resample draws the same conversations for both runs. No turns: {}."""
     a, b = clusters_of(rows_a), clusters_of(rows_b)
     if a.session_ids != b.session_ids or not np.array_equal(a.turns, b.turns):
         raise ValueError("the two runs do not hold the same conversations and turns")
+    if not len(a):
+        return {}
     every = np.arange(len(a))[None, :]
     point_a, point_b = resampled_scores(a, every), resampled_scores(b, every)
-    draws = resample_indices(len(a), resamples, seed) if len(a) else np.zeros((0, 0), dtype=np.int64)
-    spread_a, spread_b = (resampled_scores(a, draws), resampled_scores(b, draws)) if len(a) else ({}, {})
+    draws = resample_indices(len(a), resamples, seed)
+    spread_a, spread_b = resampled_scores(a, draws), resampled_scores(b, draws)
     out = {}
     for key in INTERVAL_KEYS:
-        if key not in point_a or key not in point_b:
-            continue
-        first, second = float(point_a[key][0]), float(point_b[key][0])
-        interval = percentile_interval(spread_b[key] - spread_a[key]) if key in spread_a else [math.nan, math.nan]
-        out[key] = {"a": first, "b": second, "difference": second - first, "interval": interval}
+        if key in point_a and key in point_b:
+            first, second = float(point_a[key][0]), float(point_b[key][0])
+            out[key] = {"a": first, "b": second, "difference": second - first,
+                        "interval": percentile_interval(spread_b[key] - spread_a[key])}
     return out
