@@ -6,7 +6,8 @@
 
 The official flags keep their names and meanings; the rest are ours (see --help). Every run
 writes the official files turn_evaluation_results_all.csv, turn_evaluation_results_ego.csv and
-scores_dictionary.json (exactly the official columns and keys), our own
+scores_dictionary.json (exactly the official columns and keys; the dictionary also holds our
+own "intervals_95" beside them), our own
 turn_evaluation_results_all_extended.csv, turn_evaluation_results_ego_extended.csv,
 run_summary.json and traces.jsonl into --output-dir, plus the working files that make
 --resume, --rejudge and merge possible (answers.jsonl, batches.jsonl, judgments.jsonl,

@@ -150,7 +150,7 @@ def full_run(world):
 
 def test_every_score_matches_the_hand_computed_values(full_run):
     scores = read_scores(full_run["out"])
-    assert list(scores) == ["all", "ego"]  # exactly the official keys
+    assert list(scores)[:2] == ["all", "ego"]  # the official keys first, then our own (intervals_95)
     assert scores["all"] == pytest.approx(EXPECTED_ALL)
     assert scores["ego"] == pytest.approx(EXPECTED_EGO)
     assert list(scores["all"]) == list(EXPECTED_ALL) == list(scores["ego"])
