@@ -150,7 +150,7 @@ def test_a_paired_comparison_counts_the_known_flips_and_links_them(tmp_path):
     a = write_run(tmp_path / "a", BASE)
     b = write_run(tmp_path / "b", changed)
     stdout, page = compare(tmp_path, a, b)
-    assert "Flip table" in stdout and "5 turns flipped" in stdout
+    assert "Flip table" in stdout and "5 turns flipped" in stdout and "s00020-0: hallucinated -> correct" in stdout
     flips = dict(re.findall(r'data-flip="(\w+-\w+)"[^>]*>.*?<td class="num">(\d+)</td>', page))
     assert flips == {"hallucinated-correct": "3", "correct-missed": "1", "missed-hallucinated": "1",
                      "correct-correct": "29", "hallucinated-hallucinated": "7", "missed-missed": "9",

@@ -124,6 +124,7 @@ def print_report(console: Console, results: Results, display_conversations: int)
 
 
 
+FLIPPED_SHOWN = 10  # flipped turns listed on the console (compare.html lists them all)
 PAIRED_LABELS = [("accuracy", "Accuracy", "rate"), ("missing", "Missing", "rate"),
                  ("hallucination_rate", "Hallucination", "rate"), ("truthfulness_score", "Truthfulness", "score"),
                  ("mean_multi_turn_conversation_score", "Conversation score", "score")]
@@ -161,5 +162,8 @@ def print_paired(console: Console, pair: PairedComparison) -> None:
     for row in pair.flip_rows():
         flips.add_row(row["a"], row["b"], str(row["turns"]), style="dim" if row["a"] == row["b"] else None)
     console.print(flips)
-    console.print(Text(f"{len(pair.flipped)} turns flipped; each is listed with links to its turn pages in the "
-                       f"comparison page"))
+    shown = pair.flipped[:FLIPPED_SHOWN]
+    console.print(Text(f"{len(pair.flipped)} turns flipped" + (f" (the first {len(shown)} below)" if shown else "")
+                       + "; the comparison page lists each with links to its turn pages"))
+    for turn in shown:
+        console.print(Text(f"  {turn['interaction_id']}: {turn['a_outcome']} -> {turn['b_outcome']}"))
