@@ -27,8 +27,17 @@ def to_svg(fig: Figure) -> str:
     return text[text.index("<svg"):]
 
 
-def scores_chart(scores: dict) -> str:
-    """Accuracy, missing and hallucination rates and truthfulness, all turns beside egocentric."""
+def error_bars(values: list[float], intervals: list[list[float] | None]) -> list[list[float]] | None:
+    """matplotlib's asymmetric yerr for bars with 95% intervals (None where a bar has none)."""
+    if not any(intervals):
+        return None
+    return [[v - i[0] if i else 0.0 for v, i in zip(values, intervals)],
+            [i[1] - v if i else 0.0 for v, i in zip(values, intervals)]]
+
+
+def scores_chart(scores: dict, intervals: dict | None = None) -> str:
+    """Accuracy, missing and hallucination rates and truthfulness, all turns beside egocentric,
+    with whiskers at the 95% intervals when given."""
     metrics = [("accuracy", "accuracy"), ("missing", "missing"), ("hallucination_rate", "hallucination"),
                ("truthfulness_score", "truthfulness")]
     fig = Figure(figsize=(6.0, 2.4))
@@ -36,7 +45,9 @@ def scores_chart(scores: dict) -> str:
     width = 0.38
     for offset, subset, color in ((-width / 2, "all", "#1565c0"), (width / 2, "ego", "#90caf9")):
         values = [scores.get(subset, {}).get(key, 0.0) for key, _ in metrics]
-        bars = ax.bar([i + offset for i in range(len(metrics))], values, width, label=subset, color=color)
+        whiskers = error_bars(values, [((intervals or {}).get(subset) or {}).get(key) for key, _ in metrics])
+        bars = ax.bar([i + offset for i in range(len(metrics))], values, width, label=subset, color=color,
+                      yerr=whiskers, error_kw={"elinewidth": 0.8, "capsize": 2, "ecolor": "#424242"})
         ax.bar_label(bars, labels=[f"{v:+.2f}" if k == "truthfulness_score" else f"{v:.0%}"
                                    for (k, _), v in zip(metrics, values)], fontsize=7, padding=1)
     ax.set_xticks(range(len(metrics)), [label for _, label in metrics])

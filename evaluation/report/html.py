@@ -362,9 +362,10 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
             turn["cut"] = (turn["trace"] or {}).get("deadline_cut") is True
     steps = funnel_steps(run.turns, thresholds)
     notices = list(run.summary.get("notices") or []) + ([image_notice] if image_notice else [])
-    page = render("report.html.j2", run=run, scores=run.scores, intervals=run_intervals(run),
+    intervals = run_intervals(run)
+    page = render("report.html.j2", run=run, scores=run.scores, intervals=intervals,
                   thresholds=thresholds, notices=notices,
-                  scores_chart=charts.scores_chart(run.scores) if run.scores else "",
+                  scores_chart=charts.scores_chart(run.scores, intervals) if run.scores else "",
                   breakdowns=breakdown_sections(run.rows), funnel=steps, funnel_chart=charts.funnel_chart(steps),
                   peer_rows=peer_rows(run.summary),
                   timing=timing_section(run.summary), health=run_health(run.summary),

@@ -167,7 +167,6 @@ def label_of(row: dict, column: str) -> str:
 def breakdown(rows: list[dict], column: str) -> list[dict]:
     """Count, accuracy, missing, hallucination and truthfulness per label of `column` (counted rows),
     each with its 95% interval (`accuracy_ci`, ...: [low, high], None for a single turn)."""
-
     groups: dict[str, list[dict]] = defaultdict(list)
     for row in rows:
         groups[label_of(row, column)].append(row)
