@@ -6,7 +6,8 @@
 Every trace keeps what Algorithm 1 reads (the RAG answer a', the real-time label, the context,
 the consistency verdict, the CoV confidence, S_ret, the RAG answer's token probabilities) and
 every chunk with its reranker score. The judge (cached, as in the evaluation) decides whether each
-a' is correct. Each setting of a grid over tau_ret, tau_low, tau_high, min_token_prob and the MAD
+a' is correct; with no LLM judge, the offline lexical judge does where the run's answers.jsonl
+carries accepted answer forms (the mini benchmark), else only exact matches count. Each setting of a grid over tau_ret, tau_low, tau_high, min_token_prob and the MAD
 lambda is then replayed through the chain's own `decide_from_trace`; lambda re-runs
 `select_chunks` on the traced scores, and a turn whose context the new lambda changes counts as
 "I don't know" (the model never answered with that context, so no answer can be credited).
@@ -36,8 +37,9 @@ from agents.config import PRESETS, PROFILES, CruiseConfig, load_config, settings
 from agents.cruise.stages.s5_rerank import select_chunks
 from agents.cruise.stages.s9_finalize import decide_from_trace
 from agents.engines.base import TOKEN_COUNT
-from evaluation.harness.runner import RUN_CONFIG, read_jsonl
+from evaluation.harness.runner import RUN_CONFIG, read_jsonl, saved_answers
 from evaluation.scoring.judge import DEFAULT_EVAL_MODEL, Judge, JudgeItem, find_api_key
+from evaluation.scoring.lexical_judge import ANSWER_FORM_KEYS, OFFLINE_JUDGE_LABEL, has_answer_forms, lexical_verdict
 from evaluation.scoring.scores import is_exact_match, is_miss, needs_judge
 
 GRID = {
@@ -71,6 +73,8 @@ def load_turns(run_dir: Path) -> list[dict]:
 
     run_dir = Path(run_dir)
     truth = pd.read_csv(run_dir / "turn_evaluation_results_all.csv", dtype=str).set_index("interaction_id")
+    # the accepted answer forms, where the run's data carried them (the offline judge's input)
+    forms = {iid: {k: r.get(k) for k in ANSWER_FORM_KEYS} for iid, r in saved_answers(run_dir).items()}
     configs: dict[str, CruiseConfig] = {}
     turns = []
     for trace in read_jsonl(run_dir / "traces.jsonl"):
@@ -81,7 +85,7 @@ def load_turns(run_dir: Path) -> list[dict]:
                 configs[preset] = run_config_for(run_dir, preset)
             check_token_count(trace, run_engine(run_dir), run_dir)
             turns.append({**trace, "query": truth.at[iid, "query"], "ground_truth": truth.at[iid, "ground_truth"],
-                          "run": str(run_dir), "config": configs[preset]})
+                          **forms.get(iid, {}), "run": str(run_dir), "config": configs[preset]})
     return turns
 
 
@@ -113,7 +117,8 @@ def check_token_count(trace: dict, engine: str, run_dir: Path) -> None:
 
 
 def rag_verdicts(turns: list[dict], judge: Judge | None) -> dict[str, bool | None]:
-    """interaction_id -> is the RAG answer correct: exact match, else the judge; None = unknown."""
+    """interaction_id -> is the RAG answer correct: exact match, else the judge (with no LLM judge,
+    the offline lexical judge where the turn carries accepted answer forms); None = unknown."""
     verdicts: dict[str, bool | None] = {}
     asking = []
     for t in turns:
@@ -122,7 +127,11 @@ def rag_verdicts(turns: list[dict], judge: Judge | None) -> dict[str, bool | Non
         else:
             verdicts[t["interaction_id"]] = None
             if needs_judge(t["rag_answer"], t["ground_truth"]):
-                asking.append(t)
+                if judge is None and has_answer_forms(t):
+                    verdicts[t["interaction_id"]] = lexical_verdict(
+                        t["rag_answer"], t.get("ans_accepted"), bool(t.get("abstain_expected")))[0]
+                else:
+                    asking.append(t)
     if judge is not None and asking:
         items = [JudgeItem(t["interaction_id"], t["query"], t["ground_truth"], t["rag_answer"]) for t in asking]
         for key, outcome in judge.judge_all(items).items():
@@ -299,6 +308,9 @@ def main(argv=None) -> int:
     judge = None
     if args.eval_model.lower() != "none" and (key or args.eval_base_url):
         judge = Judge(args.eval_model, args.eval_base_url, key)
+    elif any(has_answer_forms(t) for t in turns):
+        print(f"no LLM judge: the {OFFLINE_JUDGE_LABEL} decides the RAG answers against the data's "
+              "accepted answer forms")
     else:
         print("no judge: only exact matches count as correct RAG answers; other answers are unjudged "
               "(counted as incorrect, as the evaluation does)")
@@ -342,7 +354,8 @@ def main(argv=None) -> int:
     output.write_text(json.dumps({
         "settings": settings, "token_count": TOKEN_COUNT, "defaults": DEFAULTS, "too_few": too_few, "verdict": verdict,
         "judged_answered_turns": judged, "turns": len(turns), "runs": [str(d) for d in args.run_dirs],
-        "judge": judge.label if judge else "exact match only", "grid": GRID,
+        "judge": judge.label if judge else (
+            OFFLINE_JUDGE_LABEL if any(has_answer_forms(t) for t in turns) else "exact match only"), "grid": GRID,
         "best": rows[0], "paper": paper, "top": rows[:50], "cross_validation": cv,
     }, indent=1))
     print(f"wrote {output}")

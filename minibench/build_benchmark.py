@@ -4,8 +4,11 @@
 
 Rows follow the CRAG-MM schema exactly (session_id, image, image_url, image_quality, turns,
 answers); where each answer lives (image / kg / web / none) goes to provenance.json so the
-rows stay schema-identical; KG and web turns also carry their answer keys (content.ANSWER_KEYS). Ids are uuid5 values of fixed names and the images are
-deterministic JPEGs, so two builds write the same bytes.
+rows stay schema-identical; KG and web turns also carry their answer keys (content.ANSWER_KEYS).
+Each `answers` entry adds two keys after the official `interaction_id`, `ans_full`: `ans_accepted`
+(content.accepted_forms, for the offline lexical judge) and `abstain_expected` (the answer source
+is "none": "I don't know" is the right reply). Ids are uuid5 values of fixed names and the images
+are deterministic JPEGs, so two builds write the same bytes.
 """
 from __future__ import annotations
 
@@ -36,7 +39,10 @@ def _session(kind: str, number: int, picture: str, turns: list[tuple]) -> tuple[
         interaction_id = str(uuid.uuid5(NAMESPACE, f"{session_id}/{t}"))
         row_turns.append(dict(interaction_id=interaction_id, domain=domain, query_category=category,
                               dynamism=dynamism, query=query))
-        row_answers.append(dict(interaction_id=interaction_id, ans_full=answer))
+        # official fields first, in the official order; then the offline judge's extra keys
+        row_answers.append(dict(interaction_id=interaction_id, ans_full=answer,
+                                ans_accepted=content.accepted_forms(query, source),
+                                abstain_expected=source == "none"))
         note = dict(interaction_id=interaction_id, answer_source=source)
         if source in ("kg", "web"):  # every KG / web question must say how to spot its answer
             note["answer_keys"] = content.ANSWER_KEYS[query]
@@ -61,6 +67,7 @@ def features():
 
     turn = {k: Value("string") for k in ("interaction_id", "domain", "query_category", "dynamism", "query")}
     answer = {k: Value("string") for k in ("interaction_id", "ans_full")}
+    answer.update(ans_accepted=[Value("string")], abstain_expected=Value("bool"))
     return Features(session_id=Value("string"), image=Image(), image_url=Value("string"),
                     image_quality=Value("string"), turns=[turn], answers=[answer])
 

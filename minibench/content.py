@@ -234,6 +234,82 @@ ANSWER_KEYS: dict[str, list[str]] = {
  "does it show more galaxies than the 2004 ultra deep field?": ["5,500", "10,000"],
 }
 
+# --- accepted answer forms (the offline lexical judge) -------------------------------------
+# What an answer must say to be right, for evaluation/scoring/lexical_judge.py: a list of
+# alternatives, any one of which suffices; " & " joins parts that must all occur. Forms are
+# compared after the judge's normalisation (case, punctuation, articles, "three" = "3", "5,500" =
+# "5500"), as whole words. Image questions have forms here only; a KG / web question uses its
+# ANSWER_KEYS ("a|b": either) unless it is listed here, where the key marks the evidence rather
+# than the answer (a comparison, a computed age, a "why"). "none" questions have no forms: the
+# right reply is "I don't know" (build_benchmark marks them abstain_expected).
+ACCEPTED_FORMS: dict[str, list[str]] = {
+ # image questions
+ "what animal is this?": ["cat"],
+ "what color is the fuel tank of this motorcycle?": ["red"],
+ "how many coins are in the top row?": ["6"],
+ "what is the device mounted on the stand?": ["camera"],
+ "how many legs does the stand have?": ["3", "tripod"],
+ "what animal is shown in this silhouette?": ["horse"],
+ "what is the heading of this page?": ["region-based segmentation", "region based segmentation"],
+ "according to the text, where are the markers placed in the histogram?": ["extreme", "extremes"],
+ "what object is this, even though the photo is blurry?": ["clock"],
+ "what streets meet at this corner?": ["elm & 5th"],
+ "how long until the next bus comes?": ["4 minutes", "4 min"],
+ "how much is the oat milk?": ["$3.49"],
+ "which of these two milks is cheaper per liter?": ["almond"],
+ "how much would two cartons of oat milk and one almond milk cost together?": ["$10.97"],
+ "who wrote this book?": ["Austen"],
+ "what is the value of x in the equation on the board?": ["4"],
+ "using the formula on the board, what is the area of a circle of radius 3?": ["9π", "9 pi", "28.27", "28.3"],
+ "how much is a latte here?": ["$4.50", "$4.5"],
+ "what would a cappuccino and a bagel cost together?": ["$6.75"],
+ "what fabric is this garment made of?": ["cotton"],
+ "can i put this shirt in the dryer?": ["no", "do not tumble dry", "don't tumble dry"],
+ "how many squares does this board have?": ["64"],
+ "what is the score right now?": ["home 3", "3-1", "3 to 1"],
+ "what tomato variety is in this packet?": ["San Marzano"],
+ "if i sow these seeds today, roughly how many days until the first harvest?": ["80"],
+ "can i park here for three hours on a saturday morning?": ["no"],
+ "what book is this?": ["Pride and Prejudice"],
+ "what's the price of a latte?": ["$4.50", "$4.5"],
+ "and a latte plus a croissant?": ["$7.75"],
+ "which drink on the menu is the cheapest?": ["espresso"],
+ "which bus route stops here?": ["42"],
+ "how often does it run?": ["15 minutes", "15 min", "quarter of an hour"],
+ "when is the next one?": ["4 minutes", "4 min"],
+ "solve the equation on the board.": ["4"],
+ "what is 3x then?": ["12"],
+ # KG / web questions whose ANSWER_KEYS mark the evidence, not the answer
+ "what is the letter-shaped marking on the forehead of cats with this coat pattern?": ["M"],
+ "how many hours a day does an adult cat like this usually sleep?": ["12 to 16", "12-16"],
+ "how much does a cat like this sleep each day?": ["12 to 16", "12-16"],
+ "what are these objects?": ["coins", "coin"],
+ "how long is the pregnancy of this animal?": ["11 months", "340 days"],
+ "which is taller, this tower or the hall of prayer for good harvests at the temple of heaven?": [
+     "Tower of Buddhist Incense", "this tower", "tower is taller"],
+ "what should i do with the tubers of this plant before winter in a cold climate?": ["dig", "lift"],
+ "how do i keep it through the winter?": ["dig", "lift"],
+ "was this novel published before or after pride and prejudice, and by how many years?": ["after & 38"],
+ "why do garments of this fabric shrink in hot water?": ["relax", "relaxes", "relaxation", "tension"],
+ "how old was the author then?": ["37"],
+ "how tall is it?": ["41 m", "41 metres", "41 meters"],
+ "where does that spacecraft sit in space?": ["L1", "Lagrange point"],
+ "does it show more galaxies than the 2004 ultra deep field?": ["no"],
+}
+
+
+def accepted_forms(query: str, source: str) -> list[str]:
+    """The accepted answer forms of a turn (see ACCEPTED_FORMS); none for a "none" question."""
+    if source == "none":
+        return []
+    if query in ACCEPTED_FORMS:
+        return list(ACCEPTED_FORMS[query])
+    keys = ANSWER_KEYS.get(query)
+    if source in ("kg", "web") and keys and len(keys) == 1:
+        return keys[0].split("|")
+    raise KeyError(f"no accepted answer forms for the {source} question {query!r}")
+
+
 # --- image KG -----------------------------------------------------------------------------
 # Each entry: (picture, entities). A picture is a PICTURES key (the benchmark image itself) or
 # (source, transform) for a look-alike copy that serves as a hard negative. Entities map a name

@@ -219,16 +219,21 @@ def png_bytes(color: tuple[int, int, int], size=(40, 30)) -> bytes:
     return buf.getvalue()
 
 
-def build_dataset(folder: Path, conversations: list[dict], *, form: str) -> Path:
+def build_dataset(folder: Path, conversations: list[dict], *, form: str,
+                  answer_forms: dict[str, tuple[list[str], bool]] | None = None) -> Path:
     """Write a CRAG-MM-schema dataset. `conversations`: dicts with session_id, image (PIL or
     None), image_url, image_quality, turns: [(interaction_id, query, answer, domain,
     query_category, dynamism)]. form "list": turns/answers as lists of dicts, saved as parquet
-    (load_dataset(folder)); form "dict": dicts of lists, saved with save_to_disk."""
+    (load_dataset(folder)); form "dict": dicts of lists, saved with save_to_disk.
+    `answer_forms` (interaction_id -> (accepted forms, abstain expected)) adds the mini
+    benchmark's two extra answer keys after the official ones."""
     import datasets
     from datasets import Features, Image, List, Sequence, Value
 
     turn_fields = {k: Value("string") for k in ("interaction_id", "query", "domain", "query_category", "dynamism")}
     answer_fields = {"interaction_id": Value("string"), "ans_full": Value("string")}
+    if answer_forms is not None:
+        answer_fields.update(ans_accepted=List(Value("string")), abstain_expected=Value("bool"))
     wrap = List if form == "list" else Sequence
     features = Features({"session_id": Value("string"), "image": Image(), "image_url": Value("string"),
                          "image_quality": Value("string"), "turns": wrap(turn_fields),
@@ -238,6 +243,10 @@ def build_dataset(folder: Path, conversations: list[dict], *, form: str) -> Path
         turns = [dict(interaction_id=t[0], query=t[1], domain=t[3], query_category=t[4], dynamism=t[5])
                  for t in conv["turns"]]
         answers = [dict(interaction_id=t[0], ans_full=t[2]) for t in conv["turns"]]
+        if answer_forms is not None:
+            for answer in answers:
+                accepted, abstain = answer_forms[answer["interaction_id"]]
+                answer.update(ans_accepted=accepted, abstain_expected=abstain)
         if form == "dict":
             turns = {k: [t[k] for t in turns] for k in turn_fields}
             answers = {k: [a[k] for a in answers] for k in answer_fields}

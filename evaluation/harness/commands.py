@@ -59,7 +59,8 @@ def build_judge(model: str | None, base_url: str | None, args, console: Console,
     if not key and not base_url:
         loud_notice(console, "ATTENTION", "NO JUDGE: neither OPENAI_API_KEY (environment or .env) nor "
                     "--eval-base-url is set.\nSemantic evaluation is OFF: only exact string matches count "
-                    "as correct, so accuracy is a lower bound.")
+                    "as correct, so accuracy is a lower bound.\nWhere the data carries accepted answer forms "
+                    "(the mini benchmark), the offline lexical judge (not the official judge) decides instead.")
         return None
     return Judge(model or rules.judge_model, base_url, key, rules=rules, num_workers=args.num_workers,
                  timeout_s=args.judge_timeout, backoff_s=args.judge_retry_wait, max_wait_s=args.judge_max_wait)

@@ -1,7 +1,9 @@
 """Loading CRAG-MM conversations (a Hugging Face id or a local folder) and their images.
 
 Rows hold `session_id`, `image` (PIL or None), `image_url` (None marks an egocentric image),
-`image_quality`, `turns` and `answers`. Depending on how a dataset was built, `turns` and
+`image_quality`, `turns` and `answers`. An `answers` entry may carry, beside the official
+`interaction_id` and `ans_full`, the mini benchmark's `ans_accepted` and `abstain_expected` (for the
+offline lexical judge, evaluation/scoring/lexical_judge.py); the official splits have neither. Depending on how a dataset was built, `turns` and
 `answers` come as a list of dicts or as a dict of lists; `normalise_records` turns both into a
 list of dicts. Images are decoded lazily, one conversation at a time, because decoding every
 image of the validation split up front would take minutes and gigabytes.
@@ -47,6 +49,9 @@ class DatasetTurn:
     query_category: object = None
     dynamism: object = None
     labels: dict = field(default_factory=dict)  # LABEL_FIELDS -> the value's name (str) or None
+    # the mini benchmark's extra answer keys (None where the data has none, as the official splits)
+    ans_accepted: list[str] | None = None
+    abstain_expected: bool | None = None
 
 
 @dataclass
@@ -114,7 +119,8 @@ def label_name(value, names: list[str] | None) -> str | None:
 
 def conversation_from_row(index: int, row: dict, vocabularies: dict[str, list[str]] | None = None) -> Conversation:
     vocabularies = vocabularies or {}
-    answers = {a["interaction_id"]: a.get("ans_full") for a in normalise_records(row.get("answers"))}
+    answer_records = {a["interaction_id"]: a for a in normalise_records(row.get("answers"))}
+    answers = {iid: a.get("ans_full") for iid, a in answer_records.items()}
     turns = []
     for t in normalise_records(row.get("turns")):
         iid = t["interaction_id"]
@@ -125,8 +131,12 @@ def conversation_from_row(index: int, row: dict, vocabularies: dict[str, list[st
         if row.get("image_quality") is not None:  # the row's own label, where it has one
             raw["image_quality"] = row.get("image_quality")
         labels = {name: label_name(raw[name], vocabularies.get(name)) for name in LABEL_FIELDS}
+        accepted = answer_records[iid].get("ans_accepted")
+        abstain = answer_records[iid].get("abstain_expected")
         turns.append(DatasetTurn(iid, t.get("query") or "", str(truth), t.get("domain"),
-                          t.get("query_category"), t.get("dynamism"), labels))
+                          t.get("query_category"), t.get("dynamism"), labels,
+                          [str(f) for f in accepted] if accepted is not None else None,
+                          bool(abstain) if abstain is not None else None))
     if not turns:
         raise ValueError(f"session {row.get('session_id')} has no turns")
     return Conversation(index, str(row["session_id"]), row.get("image_url"), row.get("image_quality"), turns)

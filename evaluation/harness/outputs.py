@@ -8,7 +8,10 @@ intervals of evaluation.scoring.intervals). Everything else goes to files of our
 turn_evaluation_results_all_extended.csv / _ego_extended.csv (the official columns holding the
 flags the scores count, then is_hallucination, multi_turn_conversation_score, after_two_wrong,
 raw_answer, judge_reply, error) and run_summary.json (rule set, tokenizer, judge, timings,
-breakdowns, notices), plus traces.jsonl. Under `--rules crag-mm` also response.jsonl, the
+breakdowns, notices), plus traces.jsonl. With no LLM judge, turns whose data carries accepted
+answer forms are decided by the offline lexical judge (evaluation/scoring/lexical_judge.py): its
+label then stands in run_summary.json's "judge" and under scores_dictionary.json's own "judge"
+key (beside the official "all" and "ego"), with the abstention counts. Under `--rules crag-mm` also response.jsonl, the
 generated turns as that harness writes them (the official CSVs' first 13 columns).
 
 Works only from the output folder (answers.jsonl, judgments.jsonl, batches.jsonl, traces.jsonl,
@@ -39,6 +42,12 @@ from evaluation.harness.runner import (
 from evaluation.scoring.coverage import evidence_coverage
 from evaluation.scoring.intervals import method, score_intervals
 from evaluation.scoring.judge import Judge, JudgeItem
+from evaluation.scoring.lexical_judge import (
+    OFFLINE_JUDGE_LABEL,
+    abstention_counts,
+    has_answer_forms,
+    lexical_verdict,
+)
 from evaluation.scoring.rules import RuleSet, rule_set
 from evaluation.scoring.scores import (
     BASE_COLUMNS,
@@ -86,8 +95,17 @@ def judge_turns(records: list[dict], output_dir: Path, judge: Judge | None, prog
     counts = {"needing_judge": len(needing), "judge_failures": 0, "unjudged_turns": 0,
               "judge_cache_hits": 0, "judge_asked": 0, "judge_rate_limit_waits": 0, "judge_waited_s_max_turn": 0.0}
     if judge is None:
-        counts["unjudged_turns"] = len(needing)
-        return {r["interaction_id"]: None for r in needing}, {}, counts
+        # no LLM judge: turns whose data carries accepted forms go to the offline lexical judge
+        verdicts, replies = {}, {}
+        for r in needing:
+            if has_answer_forms(r):
+                verdicts[r["interaction_id"]], replies[r["interaction_id"]] = lexical_verdict(
+                    r["agent_response"], r.get("ans_accepted"), bool(r.get("abstain_expected")))
+            else:
+                verdicts[r["interaction_id"]] = None
+        counts["offline_judged_turns"] = len(replies)
+        counts["unjudged_turns"] = len(needing) - len(replies)
+        return verdicts, replies, counts
     saved = saved_verdicts(output_dir)
     verdicts: dict[str, bool | None] = {}
     replies: dict[str, str | None] = {}
@@ -133,6 +151,7 @@ def build_rows(records: list[dict], verdicts: dict, replies: dict, rules: RuleSe
                                   rules, replies.get(iid)))
         row.update(raw_answer=record.get("raw_answer"), judge_reply=replies.get(iid), error=record.get("error"))
         row.update({c: record.get(c) for c in LABEL_NAME_COLUMNS})  # absent in runs from before them
+        row["abstain_expected"] = record.get("abstain_expected")  # for the offline judge's abstention counts
         rows.append(row)
     return rows
 
@@ -188,7 +207,14 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
 
     write_csv(rows, output_dir / OFFICIAL_FILES[0], OFFICIAL_TURN_COLUMNS)
     write_csv(ego, output_dir / OFFICIAL_FILES[1], OFFICIAL_TURN_COLUMNS)
-    (output_dir / OFFICIAL_FILES[2]).write_text(json.dumps({**scores, INTERVALS_KEY: intervals}, indent=2))
+    offline = judge is None and any(has_answer_forms(r) for r in records)
+    judge_label = judge.label if judge else (OFFLINE_JUDGE_LABEL if offline else "disabled")
+    offline_figures = abstention_counts(rows) if offline else {}
+    # the official keys as they are; intervals and an offline judge's label under keys of their own
+    written = {**scores, INTERVALS_KEY: intervals}
+    if offline:
+        written["judge"] = {"name": OFFLINE_JUDGE_LABEL, "official": False, **offline_figures}
+    (output_dir / OFFICIAL_FILES[2]).write_text(json.dumps(written, indent=2))
     write_csv(counted_all, output_dir / EXTENDED_FILES[0], EXTENDED_TURN_COLUMNS)
     write_csv(counted_ego, output_dir / EXTENDED_FILES[1], EXTENDED_TURN_COLUMNS)
     if rules.turn_data_file:  # the rule set's harness also writes its generated turns
@@ -200,6 +226,10 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     if not ego:
         notices.append("no egocentric turns in this run: the 'ego' rates are NaN (as the official "
                        "evaluator writes them), not measurements")
+    if offline:
+        notices.append(f"no LLM judge: the {OFFLINE_JUDGE_LABEL} decided {judge_counts['offline_judged_turns']} "
+                       "turns against the data's accepted answer forms; these scores are not comparable "
+                       "with LLM-judged ones")
     if judge_counts["judge_rate_limit_waits"]:
         notices.append(f"the judge answered HTTP 429/5xx and was waited out {judge_counts['judge_rate_limit_waits']} "
                        f"times (at most {judge_counts['judge_waited_s_max_turn']:.1f} s for one turn)")
@@ -225,8 +255,9 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "tokenizer": tokenizer,
         "conversation_selection": run_config.get("conversation_selection"),
         "image_url_updates": run_config.get("image_url_updates", []),
-        "judge": judge.label if judge else "disabled",
+        "judge": judge_label,
         **judge_counts,
+        **offline_figures,
         "turns_expected": expected,
         "turns_answered": len(records),
         "complete": expected is None or len(records) == expected,

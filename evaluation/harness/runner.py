@@ -246,8 +246,9 @@ def _run_batch(agent, conversations, pending, number, batch_size, images, answer
         answers[row["interaction_id"]] = answer
         turn_error = error if i in asked else "image could not be loaded; answered without asking the agent"
         names = {f"{field}_name": name for field, name in conv.turns[t].labels.items()}
-        answer_records.append({**row, **names, "raw_answer": raw_answer, "batch": number, "shard": shard,
-                               "batch_wall_ms": round(wall_ms, 3), "error": turn_error})
+        forms = {"ans_accepted": conv.turns[t].ans_accepted, "abstain_expected": conv.turns[t].abstain_expected}
+        answer_records.append({**row, **names, **forms, "raw_answer": raw_answer, "batch": number,
+                               "shard": shard, "batch_wall_ms": round(wall_ms, 3), "error": turn_error})
         if trace is not None:
             trace_records.append({"interaction_id": row["interaction_id"], "session_id": conv.session_id,
                                   "turn_idx": t, **trace})

@@ -60,6 +60,10 @@ JUDGE_FIGURES = [
     ("judge_cache_hits", "answered from the verdict cache"), ("judge_failures", "failed every attempt"),
     ("unjudged_turns", "left unjudged"), ("judge_rate_limit_waits", "HTTP 429/5xx waited out"),
     ("judge_waited_s_max_turn", "longest wait for one turn (s)"),
+    ("offline_judged_turns", "decided by the offline lexical judge"),
+    ("abstain_expected_turns", "turns whose right reply is to abstain"),
+    ("abstain_expected_abstained", "... abstained on (missing, 0)"),
+    ("abstain_expected_answered", "... answered (hallucination)"),
 ]
 
 

@@ -115,6 +115,12 @@ def print_report(console: Console, results: Results, display_conversations: int)
         f"{s['deadline_cut_turns']}; image load failures "
         f"{len(s['image_load_failures'])}"
     ))
+    if "abstain_expected_turns" in s:
+        console.print(Text(
+            f"{s['judge']}: {s.get('offline_judged_turns', 0)} turns decided; of "
+            f"{s['abstain_expected_turns']} turns whose right reply is to abstain, "
+            f"{s['abstain_expected_abstained']} abstained on (counted missing) and "
+            f"{s['abstain_expected_answered']} answered (counted hallucination)"))
     if s.get("parse_failures"):
         read = s.get("parsed_outputs") or {}
         console.print(Text("unreadable model outputs (safe default used): " + ", ".join(
