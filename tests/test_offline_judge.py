@@ -120,7 +120,7 @@ def test_a_run_with_accepted_forms_is_judged_offline_and_says_so(tmp_path):
     proc = _run(tmp_path, _dataset(tmp_path / "data", with_forms=True, form="list"), out)
     saved = json.loads((out / "scores_dictionary.json").read_text())
     # the official keys keep their shape; the offline judge has a key of its own
-    assert list(saved) == ["all", "ego", "judge"] and list(saved["all"]) == SCORE_KEYS
+    assert list(saved)[:2] == ["all", "ego"] and "judge" in saved and list(saved["all"]) == SCORE_KEYS
     assert saved["judge"] == {"name": OFFLINE_JUDGE_LABEL, "official": False, "abstain_expected_turns": 2,
                               "abstain_expected_abstained": 1, "abstain_expected_answered": 1}
     # right: t-right (form), t-exact; missing: t-idk, t-abstain-idk; hallucination: t-wrong, t-abstain-answered
@@ -152,7 +152,7 @@ def test_the_official_shape_without_forms_keeps_exact_match_only(tmp_path):
     out = tmp_path / "out"
     proc = _run(tmp_path, _dataset(tmp_path / "data", with_forms=False, form="dict"), out)
     saved = json.loads((out / "scores_dictionary.json").read_text())
-    assert list(saved) == ["all", "ego"]
+    assert list(saved)[:2] == ["all", "ego"] and "judge" not in saved
     assert saved["all"]["correct"] == 1 and saved["all"]["correct_exact"] == 1  # t-exact only
     summary = json.loads((out / "run_summary.json").read_text())
     assert summary["judge"] == "disabled" and summary["unjudged_turns"] == 3

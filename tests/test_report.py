@@ -176,7 +176,7 @@ def test_report_in_chromium(runs, browser, tmp_path):
     truth = scores(runs["full"])["all"]["truthfulness_score"]
     shown = page.evaluate("document.querySelector('#scores-table tr[data-metric=truthfulness_score] "
                           "td[data-subset=all]').innerText")
-    assert shown == f"{truth:.4f}"
+    assert shown.split(" [")[0] == f"{truth:.4f}"  # the point score, then its 95% interval
     visible = "[...document.querySelectorAll('#turn-list tr.turn')].filter(d => d.offsetParent !== null).length"
     assert page.evaluate(visible) == 8
 
