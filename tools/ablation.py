@@ -136,7 +136,7 @@ def report(results: list[dict], calibration: Path, argv: list[str]) -> str:
         f"Calibration: {calibration} ({saved.get('verdict', 'settings given')}: "
         + ", ".join(f"{k}={v}" for k, v in saved.get("settings", {}).items()) + ").",
         f"Held-out: the conversations with index % {HALVES} == {HELD_OUT} (shard {HELD_OUT}/{HALVES}); "
-        "whole: every conversation evaluated.",
+        "whole: every conversation evaluated. Truthfulness is 0.0 for a cell of at most one turn (the official rule).",
         "",
         markdown_table(results),
         "",
