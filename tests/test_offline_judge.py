@@ -15,7 +15,7 @@ from evaluation.calibrate import rag_verdicts
 from evaluation.harness.dataset import load_split, read_conversations
 from evaluation.scoring.lexical_judge import OFFLINE_JUDGE_LABEL, lexical_verdict, matching_form, normalise
 from evaluation.scoring.scores import SCORE_KEYS
-from tests.scripted_agent import build_dataset
+from tests.scripted_agent import FakeOpenAIServer, build_dataset
 
 MINI = REPO_ROOT / "data" / "crag-mm-mini"
 
@@ -100,7 +100,7 @@ def test_the_reader_takes_the_extra_keys_in_both_shapes_and_the_official_shape_w
         assert conv.turns[0].ans_accepted is None and conv.turns[0].abstain_expected is None
 
 
-def _run(tmp_path: Path, dataset: Path, out: Path) -> subprocess.CompletedProcess:
+def _run(tmp_path: Path, dataset: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"answers": {t[1]: t[3] for t in TURNS}, "batch_size": 3}))
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
@@ -109,7 +109,7 @@ def _run(tmp_path: Path, dataset: Path, out: Path) -> subprocess.CompletedProces
                SCRIPTED_AGENT_SCRIPT=str(script))
     cmd = [sys.executable, "local_evaluation.py", "--dataset", str(dataset), "--dataset-type", "single-turn",
            "--profile", "cpu", "--agent", "tests.scripted_agent:ScriptedAgent", "--search", "none",
-           "--output-dir", str(out), "--no_progress"]
+           "--output-dir", str(out), "--no_progress", *extra]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
@@ -158,3 +158,15 @@ def test_the_official_shape_without_forms_keeps_exact_match_only(tmp_path):
     assert summary["judge"] == "disabled" and summary["unjudged_turns"] == 3
     assert "abstain_expected_turns" not in summary
     assert proc.stdout.count("NO JUDGE") == 1 and OFFLINE_JUDGE_LABEL not in json.dumps(summary)
+
+
+def test_an_llm_judge_takes_precedence_over_the_accepted_forms(tmp_path):
+    out = tmp_path / "out"
+    with FakeOpenAIServer() as server:  # its verdict: true only for a "[yes]" in the prediction
+        _run(tmp_path, _dataset(tmp_path / "data", with_forms=True, form="list"), out,
+             "--eval-model", "judge-model", "--eval-base-url", server.url, "--judge-retry-wait", "0.01")
+    saved = json.loads((out / "scores_dictionary.json").read_text())
+    assert list(saved) == ["all", "ego"] and saved["all"]["correct"] == 1  # t-exact; the judge said no to t-right
+    summary = json.loads((out / "run_summary.json").read_text())
+    assert summary["judge"].startswith("judge-model") and summary["judge_asked"] == 3
+    assert "abstain_expected_turns" not in summary and "offline_judged_turns" not in summary
