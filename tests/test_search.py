@@ -118,6 +118,8 @@ def test_trained_features_find_crops_and_tilts_that_the_random_clip_misses(searc
 
     random_clip = dataclasses.replace(search_cache[0], image_model="tiny-clip",
                                       image_index="crag-mm-mini/image-search-index-random-clip")
+    built = prepare_indices(random_clip)
+    assert built["image_snapshot"].rsplit("/", 1)[1] != search_cache[1]["image_snapshot"].rsplit("/", 1)[1]  # the fingerprint follows the model
     before = _top1_on_crops_and_tilts(search.build_search_pipeline(random_clip, web=False))
     after = _top1_on_crops_and_tilts(pipeline)
     print({"random clip": before, "efficientnet-lite0": after})
