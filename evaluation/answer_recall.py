@@ -1,6 +1,7 @@
 """Answer recall at K_rerank of the retrieval stages alone, on the mini benchmark.
 
     python -m evaluation.answer_recall [--chunker infobox paper_fields] [--set FIELD=VALUE ...]
+        [--query-image photo crop rotate] [--image-model efficientnet-lite0|tiny-clip|...]
 
 For every KG- and web-answerable turn, runs stages 3-5 of the chain (search with the real
 pipeline over the offline indices, chunking, the profile's reranker and the MAD filter) with
@@ -8,6 +9,13 @@ q' = the question alone (no summary: no language model runs here; the summary of
 can only add words), and checks whether the kept context holds the gold answer (its answer
 keys, see evaluation/scoring/coverage.py). Prints one line per chunker; the end-to-end test holds the
 infobox chunker to its measured figure.
+
+`--query-image` searches with the benchmark photo itself ("photo", the default) or with a
+photo the index does not hold: an off-centre crop ("crop") or a 20-degree tilt ("rotate").
+Per variant it also prints the image search's top-1 entity hit rate: the share of benchmark
+photos with a KG entry whose first hit names one of that entry's entities. `--image-model`
+swaps the cpu profile's image search model (e.g. `tiny-clip`, the random-weight CLIP it
+replaced); the index is rebuilt for it, as for any model change.
 """
 from __future__ import annotations
 
@@ -17,6 +25,47 @@ import json
 from dataclasses import dataclass
 
 from minibench import content
+
+
+def off_centre_crop(image):
+    """75% of each side, off-centre (the KG's look-alike copies are centred crops)."""
+    w, h = image.size
+    return image.crop((int(w * 0.05), int(h * 0.15), int(w * 0.80), int(h * 0.90)))
+
+
+def tilted(image):
+    """A 20-degree tilt, the corners filled grey (the benchmark's own "rotated" photo tilts 12)."""
+    return image.convert("RGB").rotate(20, expand=True, fillcolor="#808080")
+
+
+QUERY_VARIANTS = {"photo": lambda image: image, "crop": off_centre_crop, "rotate": tilted}
+
+
+def query_image(picture: str, variant: str = "photo"):
+    """The picture as the search sees it, after the query variant."""
+    from PIL import Image
+
+    from minibench.build_benchmark import picture_bytes
+
+    if variant not in QUERY_VARIANTS:
+        raise ValueError(f"unknown query image variant {variant!r}; choose one of {sorted(QUERY_VARIANTS)}")
+    return QUERY_VARIANTS[variant](Image.open(io.BytesIO(picture_bytes(picture))).convert("RGB"))
+
+
+def image_top1_entity(pipeline, variant: str = "photo") -> dict:
+    """Share of the benchmark photos with a KG entry whose first image hit names one of the
+    entry's entities, the photo searched as `variant`."""
+    hits, misses = [], []
+    for picture, entities in content.KG_ENTRIES:
+        if isinstance(picture, tuple) or picture not in content.PICTURES:
+            continue  # look-alike copies and KG-only images are not benchmark photos
+        top = (pipeline(query_image(picture, variant), k=1) or [{}])[0]
+        names = {e.get("entity_name") for e in top.get("entities") or []}
+        hits.append(bool(names & set(entities)))
+        if not hits[-1]:
+            misses.append({"picture": picture, "top": sorted(n for n in names if n), "score": top.get("score")})
+    return {"query_image": variant, "pictures": len(hits),
+            "image_top1_entity": round(sum(hits) / len(hits), 4) if hits else 0.0, "misses": misses}
 
 
 @dataclass
@@ -34,19 +83,16 @@ def answerable_turns() -> list[RecallTurn]:
             for pic, (_, _, _, query, _, where) in turns if where in ("kg", "web")]
 
 
-def measure(pipeline, reranker, cfg, turns: list[RecallTurn] | None = None) -> dict:
+def measure(pipeline, reranker, cfg, turns: list[RecallTurn] | None = None, variant: str = "photo") -> dict:
     """{"kg": share, "web": share, "kg_web": share, "mean_chunks": n, "misses": [...]}"""
-    from PIL import Image
-
     from agents.cruise.stages.s3_retrieve import retrieve_one
     from agents.cruise.stages.s5_rerank import rerank_batch
     from agents.cruise.types import Turn
     from evaluation.scoring.coverage import answer_in_context
-    from minibench.build_benchmark import picture_bytes
 
     turns = answerable_turns() if turns is None else turns
-    retrievals = [retrieve_one(Turn(t.query, Image.open(io.BytesIO(picture_bytes(t.picture))).convert("RGB"), []),
-                               "", pipeline, cfg) for t in turns]
+    retrievals = [retrieve_one(Turn(t.query, query_image(t.picture, variant), []), "", pipeline, cfg)
+                  for t in turns]
     evidence = rerank_batch(retrievals, reranker, cfg)
     found = {"kg": [], "web": []}
     misses = []
@@ -59,7 +105,7 @@ def measure(pipeline, reranker, cfg, turns: list[RecallTurn] | None = None) -> d
     def share(values):
         return round(sum(values) / len(values), 4) if values else 0.0
 
-    return {"chunker": cfg.chunker, "kg_turns": len(found["kg"]), "web_turns": len(found["web"]),
+    return {"chunker": cfg.chunker, "query_image": variant, "kg_turns": len(found["kg"]), "web_turns": len(found["web"]),
             "answer_recall_kg": share(found["kg"]), "answer_recall_web": share(found["web"]),
             "answer_recall_kg_web": share(found["kg"] + found["web"]),
             "mean_chunks": round(sum(len(r.chunks) for r in retrievals) / max(1, len(retrievals)), 1),
@@ -68,29 +114,41 @@ def measure(pipeline, reranker, cfg, turns: list[RecallTurn] | None = None) -> d
 
 
 def main() -> None:
+    import dataclasses
+
     from agents.config import load_config, settings_to_env
     from agents.engines.reranker import MiniLMReranker
     from evaluation.harness.search import build_search_pipeline, search_config
-    from minibench.build_indices import prepare_indices
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunker", nargs="+", default=["infobox", "paper_fields"])
+    parser.add_argument("--query-image", nargs="+", default=["photo"], choices=sorted(QUERY_VARIANTS))
+    parser.add_argument("--image-model", help="the image search model (default: the cpu profile's)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     parser.add_argument("--misses", action="store_true", help="also print the turns whose answer was not kept")
     args = parser.parse_args()
     settings_to_env("cpu", "full", args.set)  # checked and typed like local_evaluation.py --set
     search = search_config("cpu")
-    prepare_indices(search)
-    pipeline = build_search_pipeline(search, web=True)
+    if args.image_model:
+        search = dataclasses.replace(search, image_model=args.image_model)
+    pipeline = build_search_pipeline(search, web=True)  # builds the indices if needed
     reranker = MiniLMReranker()
-    for chunker in args.chunker:
-        cfg = load_config("cpu", "full", chunker=chunker)
-        result = measure(pipeline, reranker, cfg)
+    print(json.dumps({"image_model": search.image_model}))
+    for variant in args.query_image:
+        result = image_top1_entity(pipeline, variant)
         misses = result.pop("misses")
         print(json.dumps(result))
         if args.misses:
             for miss in misses:
-                print("  miss:", json.dumps(miss, ensure_ascii=False)[:600])
+                print("  miss:", json.dumps(miss, ensure_ascii=False))
+        for chunker in args.chunker:
+            cfg = load_config("cpu", "full", chunker=chunker)
+            result = measure(pipeline, reranker, cfg, variant=variant)
+            misses = result.pop("misses")
+            print(json.dumps(result))
+            if args.misses:
+                for miss in misses:
+                    print("  miss:", json.dumps(miss, ensure_ascii=False)[:600])
 
 
 if __name__ == "__main__":

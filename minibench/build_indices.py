@@ -38,7 +38,7 @@ LOCAL_PREFIX = "crag-mm-mini/"  # index ids we build; any other id is a real hub
 # The mini benchmark's indices and the models they are built with (the cpu search profile).
 MINI_IMAGE_INDEX = LOCAL_PREFIX + "image-search-index"  # official: crag-mm-2025/image-search-index-validation
 MINI_WEB_INDEX = LOCAL_PREFIX + "web-search-index"  # official: crag-mm-2025/web-search-index-validation
-MINI_IMAGE_MODEL = "tiny-clip"  # official: openai/clip-vit-large-patch14-336
+MINI_IMAGE_MODEL = "efficientnet-lite0"  # official: openai/clip-vit-large-patch14-336
 MINI_TEXT_MODEL = "minilm"  # official: BAAI/bge-large-en-v1.5
 IMAGE_COLLECTION = "image_embeddings"
 WEB_COLLECTION = "web_search_embeddings"
@@ -112,10 +112,10 @@ def embed_images(model_dir: str, jpegs: list[bytes]):
     import torch
     from cragmm_search.image_search_mock_api.image_search import extract_features
     from PIL import Image
-    from transformers import CLIPModel, CLIPProcessor
 
-    model = CLIPModel.from_pretrained(model_dir).eval()
-    processor = CLIPProcessor.from_pretrained(model_dir)
+    from minibench.search_models import load_image_model
+
+    model, processor = load_image_model(model_dir)  # as the pipeline will load it
     images = [Image.open(io.BytesIO(b)) for b in jpegs]
     return extract_features(model, processor, images, device=torch.device("cpu"))
 

@@ -37,6 +37,6 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 echo "==> convert models"
 .venv/bin/python -m agents.engines.local_models smollm2  # converted once, kept in .cache/models
 echo "==> build indices"
-# builds the tiny CLIP it embeds images with; content-addressed, so rebuilt only when the
+# embeds images with EfficientNet-Lite0 and text with MiniLM; content-addressed, so rebuilt only when the
 # benchmark, the models or the builder change
 .venv/bin/python -m minibench.build_indices

@@ -48,6 +48,15 @@ def model_width(model: str, kind: str) -> int:
     """The width of the embeddings the package computes with `model` (config only)."""
     from transformers import AutoConfig
 
+    local = Path(model) / "config.json"
+    if kind == "image" and local.is_file():  # our non-CLIP image models state it (minibench/search_models.py)
+        try:
+            width = json.loads(local.read_text()).get("feature_dim")
+        except (ValueError, AttributeError):
+            width = None
+        if width:
+            return int(width)
+
     try:
         config = AutoConfig.from_pretrained(model)
     except Exception as exc:  # noqa: BLE001 - any failure to find the config is the same problem

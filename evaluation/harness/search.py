@@ -13,6 +13,8 @@ gives the image and text models and the two indices of a profile (`SEARCH_PROFIL
   missing, partly downloaded or foreign index stops with one SearchIndexError message;
 - the package's indices open through evaluation/harness/paged_metadata.py, which reads
   metadata per hit, so indices of any size open;
+- the cpu profile's image model, EfficientNet-Lite0's pooled features, is not a CLIP: the
+  package's two image loaders hand it over (minibench.search_models.image_model_classes);
 - `web=False` is Task 1: image search only; the package itself then raises ValueError for a
   text query.
 
@@ -44,7 +46,7 @@ from minibench.build_indices import (
     is_local_index,
     prepare_indices,
 )
-from minibench.search_models import resolve_search_model
+from minibench.search_models import image_model_classes, resolve_search_model
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,9 @@ def harness_module(name: str):
 def _pipeline(image_model: str, image_index: str, text_model: str | None, web_index: str | None):
     from cragmm_search.search import UnifiedSearchPipeline
 
-    with harness_module("paged_metadata").paged_metadata():  # the package's own loading stops at 32,766 records (see paged_metadata)
+    # the package's own loading stops at 32,766 records (see paged_metadata); image_model_classes
+    # lets it load the cpu profile's EfficientNet features (minibench/search_models.py)
+    with harness_module("paged_metadata").paged_metadata(), image_model_classes(image_model):
         return UnifiedSearchPipeline(image_model_name=image_model, image_hf_dataset_id=image_index,
                                      text_model_name=text_model, web_hf_dataset_id=web_index)
 
