@@ -170,3 +170,20 @@ def test_a_seeing_vlm_or_perception_off_leaves_the_prompts_as_written(model_runs
         assert any(last_user_text(request).startswith(opening) for opening in openings), stage
     assert not any("<<<PICTURE" in last_user_text(r) for _, r in vlm.requests)
     assert agent.last_batch_report["traces"][0]["perception"] is None
+
+
+def test_the_report_turn_page_shows_what_the_picture_shows(model_runs):
+    from evaluation.report.html import template_environment
+
+    agent = run_agent(BlindEngine(SCRIPT))
+    trace = agent.last_batch_report["traces"][0]
+    row = dict(interaction_id="t-0", session_id="s-0", turn_idx=0, query="Where does this bus go?",
+               domain="vehicle", query_category="simple", dynamism="static", image_quality="normal",
+               is_ego=False, ground_truth="Camden", agent_response="Camden.")
+    page = template_environment().from_string(
+        '{% from "_turn.html.j2" import turn_details %}{{ turn_details(t) }}'
+    ).render(t=dict(row=row, trace=trace, outcome="correct", branch=trace["branch"], thumbnail=None,
+                    answer={}, chunks=[], extra={}))
+    assert "what the picture shows" in page and "&lt;&lt;&lt;PICTURE" in page
+    for text, _ in trace["perception"]["ocr_lines"]:
+        assert f"<q>{text}</q>" in page
