@@ -93,6 +93,12 @@ def reading_order(found: list[tuple[list[list[float]], str, float]]) -> list[tup
     return lines
 
 
+def warm_up_perception(cfg: CruiseConfig) -> None:
+    """Load both models and run them once on a blank picture: their first run costs seconds
+    (weights, ONNX sessions, kernel set-up), which the agent pays when it is built."""
+    read_image(Image.new("RGB", (64, 64), "white"), cfg)
+
+
 def read_image(image: Image.Image, cfg: CruiseConfig) -> tuple[list, list]:
     """(labels, lines) of one image: one classifier run and one OCR run."""
     labels = image_classifier.top_labels(image, cfg.perception_top_k)[0]
