@@ -188,3 +188,18 @@ def test_the_report_turn_page_shows_what_the_picture_shows(model_runs):
     assert "what the picture shows" in page and "&lt;&lt;&lt;PICTURE" in page
     for text, _ in trace["perception"]["ocr_lines"]:
         assert f"<q>{text}</q>" in page
+
+
+def test_auto_follows_whether_the_vlm_engine_sees():
+    from agents.config import load_config
+    from agents.cruise.stages.s0a_perceive import perception_wanted
+    from agents.engines.openai_engine import OpenAIChatEngine
+
+    served = load_config("served")
+    blind = OpenAIChatEngine("smollm2", base_url="http://127.0.0.1:9/v1")  # a text-only served model
+    seeing = OpenAIChatEngine(served.vlm_model, base_url="http://127.0.0.1:9/v1")
+    assert perception_wanted(served, blind) and not perception_wanted(served, seeing)
+    assert perception_wanted(served.replace(perception="on"), seeing)
+    assert not perception_wanted(served.replace(perception="off"), blind)
+    with pytest.raises(ValueError, match="perception"):
+        load_config("cpu", perception="sometimes")
