@@ -112,10 +112,10 @@ def picture_block(labels: list[tuple[str, float]], lines: list[tuple[str, float]
     text = [(t, s) for t, s in lines if s >= cfg.perception_min_ocr_score][: max(cfg.perception_max_ocr_lines, 0)]
     parts = []
     if shown:
-        parts.append("Objects it may show: " + ", ".join(f"{name} ({p:.0%})" for name, p in shown))
+        parts.append("objects: " + ", ".join(f"{name} ({p:.0%})" for name, p in shown))
     if text:
         # The fence may not be closed from inside the picture.
-        parts.append("Text written in it, line by line (confidence in brackets):")
+        parts.append("text, top to bottom:")
         parts += [f'"{t.replace("<<<", "").replace(">>>", "")}" ({s:.0%})' for t, s in text]
     if not parts:
         return ""
