@@ -122,6 +122,20 @@ class CruiseConfig:
     entity_check_max_tokens: int = 4
     relevance_max_tokens: int = 24
 
+    # --- perception for a VLM that cannot see (ours; agents/cruise/stages/s0a_perceive.py) -------
+    # "auto": on when the VLM role is text-only (its engine drops images); "on"; "off". Each image
+    # becomes one "What the picture shows" block (ImageNet labels + OCR lines) in the summary,
+    # answer, consistency and CoV prompts.
+    perception: str = "auto"
+    perception_top_k: int = 3  # classifier labels shown, best first
+    perception_min_label_p: float = 0.1  # a label below this probability is not shown
+    perception_min_ocr_score: float = 0.6  # an OCR line below this confidence is not shown
+    perception_max_ocr_lines: int = 12  # the first lines in reading order
+    # OCR reads the image shrunk to this longest side: the text detector's cost grows with the
+    # pixels, and signs, prices and covers stay legible at this size.
+    perception_ocr_max_side: int = 960
+    perception_cache_size: int = 64  # distinct images remembered (a conversation repeats its image)
+
     # --- retrieval and reranking (paper, section 3.2) --------------------------------------
     k_recall: int = 10  # paper: K_recall
     chunk_fields: tuple[str, ...] = ("description", "caption", "summary")  # paper
@@ -286,6 +300,7 @@ YES_NO_MODES = ("text", "yes_no")  # router_mode, consistency_mode
 CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
 HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
 CROP_MODES = ("box", "tiles", "box_or_tiles")  # agents/cruise/stages/s2b_crop.py
+PERCEPTION_MODES = ("auto", "on", "off")  # agents/cruise/stages/s0a_perceive.py
 PEER_SWITCHES = ("use_tool_route", "use_domain_route", "use_decompose", "use_crop_search", "use_entity_check",
                  "use_relevance_filter")
 
@@ -395,6 +410,8 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
             raise ValueError(f"unknown {name} {getattr(cfg, name)!r}; choose one of {YES_NO_MODES}")
     if cfg.crop_mode not in CROP_MODES:
         raise ValueError(f"unknown crop_mode {cfg.crop_mode!r}; choose one of {CROP_MODES}")
+    if cfg.perception not in PERCEPTION_MODES:
+        raise ValueError(f"unknown perception {cfg.perception!r}; choose one of {PERCEPTION_MODES}")
     return cfg
 
 

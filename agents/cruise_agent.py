@@ -16,6 +16,7 @@ from agents.config import load_config
 from agents.cruise.chain import run_chain
 from agents.cruise.deadline import StageCosts
 from agents.cruise.stages.s0_inputs import prepare_turns
+from agents.cruise.stages.s0a_perceive import perception_wanted, warm_up_perception
 from agents.engines.base import Ledger
 
 
@@ -32,6 +33,8 @@ class CruiseAgent(BaseAgent):
             for engine in (engines.router, engines.vlm, engines.reranker):
                 engine.ledger = self.ledger
         self.engines = engines
+        if perception_wanted(self.config, self.engines.vlm):
+            warm_up_perception(self.config)  # seconds at load, not in the first scored batch's budget
         self.costs = StageCosts(priors=dict(self.config.stage_cost_priors_s))
         self.last_batch_report: dict | None = None
         self.warmup_s: dict[str, float] | None = None  # seconds per stage of the warm-up batch

@@ -1,12 +1,13 @@
 """The CRUISE chain over one batch, top to bottom:
 
-    turn -> route -> summarize -> retrieve + chunk -> rerank -> answer twice -> consistency
+    turn -> [perceive] -> route -> summarize -> retrieve + chunk -> rerank -> answer twice -> consistency
          -> verify (CoV) -> finalize (Algorithm 1)
 
 The peers' optional stages (docs/chain.md "Stages from the peer systems", all off in the paper's
 presets) slot in as `sNx` files that run right after stage N: decompose (s2a) and crop (s2b)
 before retrieval, the entity check (s3a) before reranking, the relevance filter (s5a) after it;
-tool and domain routing (s1a, s1b) are read from the router's reply. A stage that is off makes
+tool and domain routing (s1a, s1b) are read from the router's reply. Perception (s0a) runs first
+when the VLM cannot see: the turns then carry their picture as text into every prompt. A stage that is off makes
 no engine call and passes its input on unchanged.
 
 Each model stage is one batched engine call for all the turns that need it. `BatchRun.stage`
@@ -24,6 +25,7 @@ from typing import Callable
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
 from agents.cruise.deadline import Deadline, StageCosts
+from agents.cruise.stages.s0a_perceive import perceive_batch, perception_wanted, with_pictures
 from agents.cruise.stages.s1_route import route_batch
 from agents.cruise.stages.s1b_domain_route import domain_notes
 from agents.cruise.stages.s2_summarize import summarize_batch
@@ -43,6 +45,7 @@ from agents.cruise.types import (
     CropPlan,
     Decision,
     Evidence,
+    Perception,
     Retrieval,
     Route,
     SubQueries,
@@ -52,7 +55,7 @@ from agents.cruise.types import (
 )
 from agents.engines.base import Engines, Ledger, time_limit
 
-STAGES_WITHOUT_ENGINE = ("retrieve",)
+STAGES_WITHOUT_ENGINE = ("perceive", "retrieve")
 
 
 @dataclass
@@ -138,6 +141,8 @@ class Gathered:
     retrievals: list[Retrieval]
     evidence: list[Evidence]
     notes: list[str]  # the domain's lines for the answer prompt ("" for none)
+    turns: list[Turn]  # the turns as the later stages see them (with their picture blocks)
+    perceptions: list[Perception | None]  # None where perception did not run (a VLM that sees)
 
 
 def start_batch(turns: list[Turn], cfg: CruiseConfig, costs: StageCosts, ledger: Ledger | None = None) -> BatchRun:
@@ -155,6 +160,10 @@ def start_batch(turns: list[Turn], cfg: CruiseConfig, costs: StageCosts, ledger:
 def gather_evidence(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, run: BatchRun) -> Gathered:
     """Route, summarize, retrieve and rerank (and the peer stages that are on) under `run`'s guards:
     the context each turn's answer will see. evaluation.peer_stages measures this part alone."""
+    perceptions: list[Perception | None] = [None] * len(turns)  # None: perception did not run
+    if perception_wanted(cfg, engines.vlm):
+        perceptions = run.stage("perceive", perceive_batch, [turns], (cfg,), Perception)
+        turns = with_pictures(turns, perceptions)
     routes = run.stage("route", route_batch, [turns], (engines.router, cfg),
                        lambda: Route(needs_external=True, is_real_time=False, parsed=None))
     summaries = run.stage("summarize", summarize_batch, [turns, routes], (engines.vlm, cfg), Summary)
@@ -177,7 +186,7 @@ def gather_evidence(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseCo
         filtered = run.stage("relevance", relevance_batch, [turns, evidence], (engines.vlm, cfg), lambda: None)
         evidence = [f if f is not None else e for f, e in zip(filtered, evidence)]
     notes = [domain_notes(r, cfg) for r in routes]
-    return Gathered(routes, summaries, sub_queries, crops, retrievals, evidence, notes)
+    return Gathered(routes, summaries, sub_queries, crops, retrievals, evidence, notes, turns, perceptions)
 
 
 def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts) -> tuple[list[str], list[dict]]:
@@ -185,6 +194,7 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
     n = len(turns)
     run = start_batch(turns, cfg, costs, ledger=engines.vlm.ledger)
     got = gather_evidence(turns, engines, pipeline, cfg, run)
+    turns = got.turns
     routes, summaries, retrievals, evidence, notes = got.routes, got.summaries, got.retrievals, got.evidence, got.notes
     answers = run.stage("answer", _answer, [turns, evidence, notes], (engines.vlm, cfg), lambda: Answers(rag=IDK_ANSWER))
     checks = run.stage("consistency", consistency_batch, [turns, evidence, answers], (engines.vlm, cfg), Verification)
@@ -205,6 +215,7 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
                 preset=cfg.preset, turn=turns[i], route=routes[i], summary=summaries[i], retrieval=retrievals[i],
                 evidence=evidence[i], answers=answers[i], check=check, decision=decision,
                 sub_queries=got.sub_queries[i], crops=got.crops[i], domain_notes=bool(notes[i]),
+                perception=got.perceptions[i],
                 stage_ms=dict(run.stage_ms), deadline_cut=run.cut_before, deadline_cut_during=run.cut_during,
                 errors=run.errors[i],
             )

@@ -28,12 +28,15 @@ class PromptTemplate:
     system: Template
     user: Template
 
-    def messages(self, history: list[dict] | None = None, **values: str) -> list[dict]:
-        """System message, then the conversation so far, then this stage's user message."""
+    def messages(self, history: list[dict] | None = None, picture: str = "", **values: str) -> list[dict]:
+        """System message, then the conversation so far, then this stage's user message.
+        `picture`: the image as text for a VLM that cannot see (s0a_perceive), put first in the
+        user message; "" leaves the prompt exactly as written."""
+        user = self.user.substitute(values)
         return [
             {"role": "system", "content": self.system.substitute(values)},
             *(history or []),
-            {"role": "user", "content": self.user.substitute(values)},
+            {"role": "user", "content": f"{picture}\n\n{user}" if picture else user},
         ]
 
 
@@ -72,12 +75,14 @@ def ask_vlm(
     with_history: bool = True,
 ) -> list[str]:
     """Raw replies for the turns in `wanted` (in that order); no call when nothing is wanted.
-    The prompt is prompts/<stage>.txt, filled with `values(i)`; each turn's image goes along."""
+    The prompt is prompts/<stage>.txt, filled with `values(i)`; each turn's image goes along, and
+    its picture block where the chain perceived for a VLM that cannot see."""
     if not wanted:
         return []
     prompt = load_prompt(stage)
     requests = [
-        ChatRequest(prompt.messages(turns[i].history if with_history else None, **values(i)), image=turns[i].image)
+        ChatRequest(prompt.messages(turns[i].history if with_history else None, turns[i].picture, **values(i)),
+                    image=turns[i].image)
         for i in wanted
     ]
     return [r.text for r in engine.generate(requests, sampling, stage=stage)]

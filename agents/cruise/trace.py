@@ -8,6 +8,7 @@ from agents.cruise.types import (
     CropPlan,
     Decision,
     Evidence,
+    Perception,
     Retrieval,
     Route,
     SubQueries,
@@ -107,6 +108,7 @@ def turn_trace(
     crops: CropPlan | None = None,
     domain_notes: bool = False,
     deadline_cut_during: str | None = None,
+    perception: Perception | None = None,
 ) -> dict:
     parsed = parse_outcomes(route, summary, answers, check, sub_queries, crops, retrieval, evidence)
     return {
@@ -152,6 +154,21 @@ def turn_trace(
         "deadline_cut_during": deadline_cut_during,
         "errors": errors + retrieval.errors,
         **peer_trace(route, retrieval, evidence, sub_queries, crops, domain_notes),
+        "perception": perception_trace(perception),
+    }
+
+
+def perception_trace(perception: Perception | None) -> dict | None:
+    """What s0a_perceive read in the image and the block the prompts carried; None when it did not run."""
+    if perception is None:
+        return None
+    return {
+        "labels": [[name, round(p, 4)] for name, p in perception.labels],
+        "ocr_lines": [[text, round(s, 4)] for text, s in perception.lines],
+        "block": perception.block,
+        "cached": perception.cached,
+        "ms": perception.ms,
+        "error": perception.error,
     }
 
 

