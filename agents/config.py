@@ -124,8 +124,8 @@ class CruiseConfig:
 
     # --- perception for a VLM that cannot see (ours; agents/cruise/stages/s0a_perceive.py) -------
     # "auto": on when the VLM role is text-only (its engine drops images); "on"; "off". Each image
-    # becomes one "What the picture shows" block (ImageNet labels + OCR lines) in the summary,
-    # answer, consistency and CoV prompts.
+    # becomes one "What the picture shows" block (ImageNet labels + OCR lines) in the answer,
+    # consistency and CoV prompts, and what was read is the summary s (no summary request).
     perception: str = "auto"
     perception_top_k: int = 3  # classifier labels shown, best first
     perception_min_label_p: float = 0.1  # a label below this probability is not shown
@@ -135,6 +135,7 @@ class CruiseConfig:
     # pixels, and signs, prices and covers stay legible at this size.
     perception_ocr_max_side: int = 960
     perception_cache_size: int = 64  # distinct images remembered (a conversation repeats its image)
+    perception_summary_max_chars: int = 200  # the summary s built from what was read: a search query
 
     # --- retrieval and reranking (paper, section 3.2) --------------------------------------
     k_recall: int = 10  # paper: K_recall
@@ -184,6 +185,9 @@ class CruiseConfig:
     consistency_max_tokens: int = 8  # room for "The answers agree: yes"
     # "text": the VLM writes its verdict; "yes_no": read from its next-token probabilities
     consistency_mode: str = "text"
+    # "text": CoV writes "CONFIDENCE: x" (the paper); "yes_no": the confidence is P(yes) / (P(yes) +
+    # P(no)) of a one-word answer to the same check, read from one forward pass (s8_verify.py)
+    cov_mode: str = "text"
     # CoV: the paper puts CONFIDENCE first so that a cut-off output is still scored. By default
     # generation stops at a REASONING or SUB-QUESTIONS label that starts a new line, i.e. after
     # the confidence line when the model follows the format, and after REASONING when it writes
@@ -266,7 +270,10 @@ PROFILES: dict[str, dict] = {
     # ("CONFIDENCE: 0.75", or SmolLM2's "The confidence is 0.75.", under 10 tokens); the rest
     # would be cut by the stop strings anyway. consistency_mode "yes_no": the verdict from one
     # forward pass instead of 8 written tokens, and always read (SmolLM2 wrote no verdict word
-    # on 7 of 8 turns).
+    # on 7 of 8 turns). cov_mode "yes_no": the same reading for CoV (P(yes) as the confidence): with
+    # the picture as text in every prompt, the written CoV's long prefill no longer fit the budget
+    # (the deadline cut it on 42 of 43 single-turn turns, 2026-11-24), and SmolLM2's written
+    # confidence was 0.0 on most turns it reached.
     # crop_mode "tiles": the text-only SmolLM2 cannot see the photo, let alone box an object.
     # router_mode "yes_no": SmolLM2 wrote the paper's two-line reply on 0 of the mini benchmark's
     # 92 questions (`python -m tools.bench_router`); read from its yes/no probabilities, every
@@ -275,7 +282,8 @@ PROFILES: dict[str, dict] = {
     # unreadable default), 62% agreement with the tags against 38% at 0.5.
     "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=300, answer_max_tokens=24,
                 router_max_tokens=16, summary_max_tokens=24, cov_max_tokens=16, crop_mode="tiles",
-                router_mode="yes_no", router_external_min_p=0.3, consistency_mode="yes_no"),
+                router_mode="yes_no", router_external_min_p=0.3, consistency_mode="yes_no",
+                cov_mode="yes_no"),
     # The paper's models, each behind its own OpenAI-compatible server (docs/serving.md, "The three
     # servers": the vllm serve lines). Every URL and name can be changed with --set. No stage
     # cost priors: where the servers run, and how loaded they are, is not known here; the
@@ -296,7 +304,7 @@ PROFILES: dict[str, dict] = {
 ENGINES = ("vllm", "transformers", "openai")
 RERANKER_BACKENDS = ("flag", "minilm", "server")
 
-YES_NO_MODES = ("text", "yes_no")  # router_mode, consistency_mode
+YES_NO_MODES = ("text", "yes_no")  # router_mode, consistency_mode, cov_mode
 CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
 HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
 CROP_MODES = ("box", "tiles", "box_or_tiles")  # agents/cruise/stages/s2b_crop.py
@@ -405,7 +413,7 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         raise ValueError(f"served_stop_strings={cfg.served_stop_strings!r}: choose 'server' or 'client'")
     if cfg.harness_context not in HARNESS_CONTEXT_MODES:
         raise ValueError(f"unknown harness_context {cfg.harness_context!r}; choose one of {HARNESS_CONTEXT_MODES}")
-    for name in ("router_mode", "consistency_mode"):
+    for name in ("router_mode", "consistency_mode", "cov_mode"):
         if getattr(cfg, name) not in YES_NO_MODES:
             raise ValueError(f"unknown {name} {getattr(cfg, name)!r}; choose one of {YES_NO_MODES}")
     if cfg.crop_mode not in CROP_MODES:

@@ -44,7 +44,9 @@ from evaluation.scoring.scores import is_exact_match, is_miss, needs_judge
 
 GRID = {
     "tau_ret": [round(0.1 * i, 1) for i in range(11)],
-    "tau_low": [0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
+    # below 0.5 for a CoV read as yes/no odds (cov_mode "yes_no"): a small model's P(yes) sits
+    # between 0.3 and 0.5 on the mini benchmark, so only cuts there can tell its answers apart
+    "tau_low": [0.3, 0.35, 0.4, 0.45, 0.5, 0.6, 0.7, 0.8, 0.9, 1.0],
     "tau_high": [0.8, 0.9, 1.0, 1.01],  # 1.01: never accept an answer without context
     "min_token_prob": [0.0, 0.05, 0.1, 0.2, 0.3, 0.5],  # 0.0: the gate is off
     "mad_lambda": [0.5, 1.0, 1.5, 2.0, 3.0],

@@ -150,11 +150,14 @@ def test_a_text_only_vlm_gets_the_picture_block_in_every_prompt(model_runs):
     agent = run_agent(vlm)
     # one warm-up run when the agent is built, then two turns of one picture: one run serves all stages
     assert model_runs == {"ocr": 2, "classifier": 2}
-    assert {stage for stage, _ in vlm.requests} == PROMPTED_STAGES
+    # the summary is what was read (a VLM that cannot see is not asked to describe the photo)
+    assert {stage for stage, _ in vlm.requests} == PROMPTED_STAGES - {"summarize"}
     for stage, request in vlm.requests:
         text = last_user_text(request)
         assert text.count("<<<PICTURE") == 1 and text.startswith("What the picture shows"), stage
         assert "MONDAYS" in text.replace(" ", "").upper(), stage
+    for trace in agent.last_batch_report["traces"]:
+        assert "MONDAYS" in trace["summary"].replace(" ", "").upper()
     trace = agent.last_batch_report["traces"][1]
     assert trace["perception"]["cached"] and "<<<PICTURE" in trace["perception"]["block"]
     assert "perceive" in trace["stage_ms"]
@@ -166,7 +169,8 @@ def test_a_seeing_vlm_or_perception_off_leaves_the_prompts_as_written(model_runs
     assert model_runs == {"ocr": 0, "classifier": 0}
     assert {stage for stage, _ in vlm.requests} == PROMPTED_STAGES
     for stage, request in vlm.requests:  # each user message opens as its prompt file does
-        names = ("answer_with_context", "answer_without_context") if stage == "answer" else (stage,)
+        names = {"answer": ("answer_with_context", "answer_without_context"),
+                 "verify": ("verify", "verify_yes_no")}.get(stage, (stage,))
         openings = [load_prompt(name).user.template.split("$")[0] for name in names]
         assert any(last_user_text(request).startswith(opening) for opening in openings), stage
     assert not any("<<<PICTURE" in last_user_text(r) for _, r in vlm.requests)

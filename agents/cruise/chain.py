@@ -166,7 +166,7 @@ def gather_evidence(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseCo
         turns = with_pictures(turns, perceptions)
     routes = run.stage("route", route_batch, [turns], (engines.router, cfg),
                        lambda: Route(needs_external=True, is_real_time=False, parsed=None))
-    summaries = run.stage("summarize", summarize_batch, [turns, routes], (engines.vlm, cfg), Summary)
+    summaries = run.stage("summarize", _summarize, [turns, routes, perceptions], (engines.vlm, cfg), Summary)
     sub_queries = [SubQueries() for _ in turns]
     if cfg.use_decompose:
         web = pipeline is not None and web_search_enabled(pipeline)
@@ -221,6 +221,10 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
             )
         )
     return final, traces
+
+
+def _summarize(turns, routes, perceptions, engine, cfg):
+    return summarize_batch(turns, routes, engine, cfg, perceptions)
 
 
 def _retrieve(turns, routes, summaries, crops, sub_queries, pipeline, cfg):

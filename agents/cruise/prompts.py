@@ -17,7 +17,7 @@ from typing import Callable
 
 from agents.config import REPO_ROOT
 from agents.cruise.types import Turn
-from agents.engines.base import ChatEngine, ChatRequest, Sampling
+from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
 
 PROMPTS_DIR = REPO_ROOT / "prompts"
 
@@ -77,15 +77,31 @@ def ask_vlm(
     """Raw replies for the turns in `wanted` (in that order); no call when nothing is wanted.
     The prompt is prompts/<stage>.txt, filled with `values(i)`; each turn's image goes along, and
     its picture block where the chain perceived for a VLM that cannot see."""
+    return [r.text for r in ask_vlm_results(engine, stage, turns, wanted, values, sampling, with_history=with_history)]
+
+
+def ask_vlm_results(
+    engine: ChatEngine,
+    stage: str,
+    turns: list[Turn],
+    wanted: list[int],
+    values: Callable[[int], dict],
+    sampling: Sampling,
+    *,
+    with_history: bool = True,
+    prompt_name: str | None = None,
+) -> list[ChatResult]:
+    """`ask_vlm` with the engine's whole results (log-probabilities, `Sampling.choices` odds);
+    `prompt_name`: another prompt file of the stage (default prompts/<stage>.txt)."""
     if not wanted:
         return []
-    prompt = load_prompt(stage)
+    prompt = load_prompt(prompt_name or stage)
     requests = [
         ChatRequest(prompt.messages(turns[i].history if with_history else None, turns[i].picture, **values(i)),
                     image=turns[i].image)
         for i in wanted
     ]
-    return [r.text for r in engine.generate(requests, sampling, stage=stage)]
+    return engine.generate(requests, sampling, stage=stage)
 
 
 def load_prompt_lines(name: str) -> str:

@@ -1,8 +1,9 @@
 """Stage 0a: perception for a VLM that cannot see. Each turn's image becomes one text block,
 "What the picture shows" (prompts/perception.txt): the ImageNet classifier's likeliest objects
 with their probabilities, and the text an OCR reads in it, line by line in reading order with
-its confidence. The block goes into every prompt that carries the image (summary, answers,
-consistency, CoV: agents/cruise/prompts.py), in place of the image the engine drops.
+its confidence. The block goes into every prompt that carries the image (answers, consistency, CoV:
+agents/cruise/prompts.py), in place of the image the engine drops. The summary stage does not ask
+such a VLM to describe a photo it cannot see: the summary s is what was read (`picture_summary`).
 
 When: cfg.perception "auto" runs it only when the VLM role is text-only (its engine's
 `supports_images` is False: SmolLM2 on the cpu profile, a text-only served model), "on" always,
@@ -121,6 +122,17 @@ def picture_block(labels: list[tuple[str, float]], lines: list[tuple[str, float]
         return ""
     template = load_prompt_lines("perception")
     return template.replace("$content", "\n".join(parts)) if template else "\n".join(parts)
+
+
+def picture_summary(perception: Perception | None, cfg: CruiseConfig) -> str:
+    """What was read, in one line without the confidences: the image summary s of the retrieval
+    query q' = q + s (stage 2) for a VLM that cannot see. Such a VLM, asked to describe the photo,
+    could only rephrase its picture block, at the price of a generation per turn."""
+    if perception is None or not perception.block:
+        return ""
+    parts = [name for name, p in perception.labels[:1] if p >= cfg.perception_min_label_p]
+    parts += [t for t, s in perception.lines if s >= cfg.perception_min_ocr_score][: max(cfg.perception_max_ocr_lines, 0)]
+    return " ".join(parts)[: cfg.perception_summary_max_chars]
 
 
 def perceive_batch(turns: list[Turn], cfg: CruiseConfig, cache: PerceptionCache | None = None) -> list[Perception]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from agents.config import CruiseConfig
 from agents.cruise.parsing import content_lines, first_sentence
 from agents.cruise.prompts import ask_vlm
-from agents.cruise.types import Route, Summary, Turn
+from agents.cruise.stages.s0a_perceive import picture_summary
+from agents.cruise.types import Perception, Route, Summary, Turn
 from agents.engines.base import ChatEngine, Sampling
 
 _LABELS = ("one-sentence description", "description", "summary", "sentence", "caption")
@@ -24,11 +25,19 @@ def read_summary(text: str) -> Summary:
 
 
 def summarize_batch(
-    turns: list[Turn], routes: list[Route], engine: ChatEngine, cfg: CruiseConfig
+    turns: list[Turn], routes: list[Route], engine: ChatEngine, cfg: CruiseConfig,
+    perceptions: list[Perception | None] | None = None,
 ) -> list[Summary]:
-    """Summaries for the turns that will retrieve; an empty Summary for the others (no request)."""
+    """Summaries for the turns that will retrieve; an empty Summary for the others (no request).
+    A turn whose picture perception read for a VLM that cannot see (s0a) takes what was read as
+    its summary, with no request (`picture_summary`)."""
     wanted = [i for i, r in enumerate(routes) if r.needs_external and cfg.use_retrieval and cfg.use_summary]
     summaries = [Summary() for _ in turns]
+    read = {i: picture_summary(perceptions[i], cfg) for i in wanted if perceptions is not None}
+    for i, text in read.items():
+        if text:
+            summaries[i] = Summary(text, "", parsed=None)
+    wanted = [i for i in wanted if not read.get(i)]
     replies = ask_vlm(
         engine, "summarize", turns, wanted, lambda i: dict(query=turns[i].query),
         Sampling(max_tokens=cfg.summary_max_tokens, seed=cfg.seed), with_history=False,

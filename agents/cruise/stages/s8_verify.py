@@ -11,16 +11,23 @@ The number is read through what models write: a newline after the label, an echo
 ("Confidence (0.0-1.0): 0.8"), a decimal comma, markdown, `=` for `:`, integers 1 and 0, prose
 before the label, any case, or a bare number as the whole first line. A value outside [0, 1]
 ("10", "95%") or no number counts as 0.0 and as a parse failure.
+
+`cov_mode` "yes_no" (the cpu profile) asks the same question for one word instead
+(prompts/verify_yes_no.txt) and reads the confidence from one forward pass: P(yes) / (P(yes) +
+P(no)) at the first token. A small model writes no readable CONFIDENCE line on most turns, and
+writing one costs a generation per turn; the odds are always there, and they are a number the
+finalizer's thresholds (and offline calibration) can cut at.
 """
 from __future__ import annotations
 
 import dataclasses
+import math
 import re
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
 from agents.cruise.parsing import NUMBER, strip_markdown, to_float
-from agents.cruise.prompts import ask_vlm, quote_notes
+from agents.cruise.prompts import ask_vlm, ask_vlm_results, quote_notes
 from agents.cruise.types import Answers, Evidence, Turn, Verification
 from agents.engines.base import ChatEngine, Sampling
 
@@ -49,6 +56,17 @@ def read_confidence(text: str) -> tuple[float, bool]:
     return 0.0, False
 
 
+def yes_odds(choice_logprobs: dict[str, float] | None) -> tuple[float, bool]:
+    """(P(yes) / (P(yes) + P(no)), parsed) from the engine's log-probabilities of the two words;
+    (0.0, False) when the engine gave none (a deadline cut) or neither word has any probability."""
+    if not choice_logprobs:
+        return 0.0, False
+    yes, no = (math.exp(choice_logprobs.get(w, -math.inf)) for w in ("yes", "no"))
+    if yes + no <= 0.0 or math.isnan(yes + no):
+        return 0.0, False
+    return round(yes / (yes + no), 4), True
+
+
 def parse_confidence(text: str) -> float:
     return read_confidence(text)[0]
 
@@ -75,11 +93,16 @@ def verify_batch(
     """Each turn's Verification with the CoV fields added (cov_confidence None where no check ran)."""
     out = list(checks)
     wanted = [i for i, (a, c) in enumerate(zip(answers, checks)) if needs_verification(a, c.consistent, cfg)]
-    replies = ask_vlm(
-        engine, "verify", turns, wanted,
-        lambda i: dict(query=turns[i].query, context=quote_notes(evidence[i].context), answer=answers[i].rag),
-        cov_sampling(cfg),
-    )
+    values = lambda i: dict(query=turns[i].query, context=quote_notes(evidence[i].context), answer=answers[i].rag)  # noqa: E731
+    if cfg.cov_mode == "yes_no":
+        results = ask_vlm_results(engine, "verify", turns, wanted, values,
+                                  Sampling(max_tokens=1, seed=cfg.seed, choices=("yes", "no")),
+                                  prompt_name="verify_yes_no")
+        for i, result in zip(wanted, results):
+            confidence, parsed = yes_odds(result.choice_logprobs)
+            out[i] = dataclasses.replace(checks[i], cov_confidence=confidence, cov_raw=result.text, cov_parsed=parsed)
+        return out
+    replies = ask_vlm(engine, "verify", turns, wanted, values, cov_sampling(cfg))
     for i, text in zip(wanted, replies):
         confidence, parsed = read_confidence(text)
         out[i] = dataclasses.replace(checks[i], cov_confidence=confidence, cov_raw=text, cov_parsed=parsed)
