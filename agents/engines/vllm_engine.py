@@ -153,6 +153,24 @@ def _is_vision_model(path: str) -> bool:
     return hasattr(AutoConfig.from_pretrained(path), "vision_config")
 
 
+# vLLM removed the V0 encoder-decoder path after 0.10.2; its registry lists Mllama
+# (Llama-3.2-Vision) among previously supported models since then.
+LAST_VLLM_WITH_MLLAMA = (0, 10, 2)
+
+
+def check_vllm_serves_mllama(version: str) -> None:
+    """Raise a clear error when this vLLM release can no longer load Llama-3.2-Vision."""
+    parts = []
+    for piece in version.split("+")[0].split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits) if digits else 0)
+    if tuple(parts) > LAST_VLLM_WITH_MLLAMA:
+        raise RuntimeError(
+            f"vLLM {version} cannot serve Llama-3.2-Vision (MllamaForConditionalGeneration): vLLM served it "
+            "only up to 0.10.2. Install vllm==0.10.1.1 (requirements.txt), or serve the VLM with SGLang "
+            "(docs/serving.md) and use the served profile.")
+
+
 class VLLMEngine(ChatEngine):
     def __init__(self, model: str, ledger: Ledger | None = None, *, dtype: str = "bfloat16",
                  max_model_len: int = 8192, max_num_seqs: int = 8, gpu_memory_utilization: float = 0.735,
@@ -165,6 +183,7 @@ class VLLMEngine(ChatEngine):
         path = resolve_model(model)
         vision = _is_vision_model(path)
         if vision:
+            check_vllm_serves_mllama(vllm.__version__)
             llm_kwargs.setdefault("limit_mm_per_prompt", {"image": 1})
         llm = vllm.LLM(model=path, dtype=dtype, max_model_len=max_model_len, max_num_seqs=max_num_seqs,
                        gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
