@@ -480,3 +480,44 @@ def test_yes_no_router_reads_each_label_from_the_odds_at_its_threshold():
     assert [r.is_real_time for r in routes] == [True, False, True]
     assert [r.parsed for r in routes] == [True, True, False]
     assert "0.35" in routes[0].raw and "unreadable" in routes[2].raw
+
+
+def test_cov_yes_no_odds_are_the_share_of_yes():
+    from math import log
+
+    from agents.cruise.stages.s8_verify import yes_odds
+
+    assert yes_odds({"yes": log(0.3), "no": log(0.1)}) == (0.75, True)
+    assert yes_odds({"yes": log(0.02), "no": log(0.06)}) == (0.25, True)  # only the ratio counts
+    assert yes_odds({"no": log(0.5)}) == (0.0, True)  # "yes" never came up
+    assert yes_odds(None) == (0.0, False)  # a cut request brings no odds: unreadable, rejected
+    assert yes_odds({"yes": float("-inf"), "no": float("-inf")}) == (0.0, False)
+
+
+def test_cov_yes_no_asks_one_word_and_reads_the_odds():
+    from math import log
+
+    from agents.cruise.stages.s8_verify import verify_batch
+    from agents.cruise.types import Answers, Evidence, Turn, Verification
+    from agents.engines.base import ChatEngine, ChatResult
+
+    class OddsEngine(ChatEngine):  # the model is outside the unit: it answers with fixed odds
+        def __init__(self):
+            super().__init__("odds")
+            self.seen = []
+
+        def _generate(self, requests, sampling):
+            self.seen.append((sampling.choices, sampling.max_tokens, requests))
+            return [ChatResult(text="yes", choice_logprobs={"yes": log(0.6), "no": log(0.2)}) for _ in requests]
+
+    engine = OddsEngine()
+    cfg = load_config("cpu", "full")
+    assert cfg.cov_mode == "yes_no"
+    turns = [Turn("what is this?", None, []), Turn("and this?", None, [])]
+    answers = [Answers(rag="A cat."), Answers(rag=IDK_ANSWER)]  # an abstention is not checked
+    out = verify_batch(turns, [Evidence(), Evidence()], answers, [Verification(consistent=True)] * 2, engine, cfg)
+    (choices, max_tokens, requests), = engine.seen
+    assert choices == ("yes", "no") and max_tokens == 1 and len(requests) == 1
+    assert requests[0].messages[-1]["content"].startswith(load_prompt("verify_yes_no").user.template.split("$")[0])
+    assert out[0].cov_confidence == 0.75 and out[0].cov_parsed
+    assert out[1].cov_confidence is None
