@@ -158,6 +158,7 @@ def test_a_text_only_vlm_gets_the_picture_block_in_every_prompt(model_runs):
         assert "MONDAYS" in text.replace(" ", "").upper(), stage
     for trace in agent.last_batch_report["traces"]:
         assert "MONDAYS" in trace["summary"].replace(" ", "").upper()
+    assert all(request.image is None for _, request in vlm.requests)  # the block stands in for it
     trace = agent.last_batch_report["traces"][1]
     assert trace["perception"]["cached"] and "<<<PICTURE" in trace["perception"]["block"]
     assert "perceive" in trace["stage_ms"]

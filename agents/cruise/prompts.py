@@ -98,10 +98,16 @@ def ask_vlm_results(
     prompt = load_prompt(prompt_name or stage)
     requests = [
         ChatRequest(prompt.messages(turns[i].history if with_history else None, turns[i].picture, **values(i)),
-                    image=turns[i].image)
+                    image=vlm_image(turns[i], engine))
         for i in wanted
     ]
     return engine.generate(requests, sampling, stage=stage)
+
+
+def vlm_image(turn: Turn, engine: ChatEngine):
+    """The image a request carries: none for an engine that cannot see where the picture block
+    (s0a) stands in for it; a VLM that sees gets the image (with the block too, perception "on")."""
+    return None if turn.picture and not engine.supports_images else turn.image
 
 
 def load_prompt_lines(name: str) -> str:

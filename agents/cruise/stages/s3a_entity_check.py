@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt
+from agents.cruise.prompts import load_prompt, vlm_image
 from agents.cruise.stages.s7_consistency import read_verdict
 from agents.cruise.types import Retrieval, Turn
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
@@ -49,7 +49,7 @@ def entity_check_batch(
             for name in entities_to_check(r, cfg.entity_check_max)]
     prompt = load_prompt("entity_check")
     requests = [ChatRequest(prompt.messages(None, entity=name.replace('"', "'"), query=turns[i].query),
-                            image=turns[i].image) for i, name in asks]
+                            image=vlm_image(turns[i], engine)) for i, name in asks]
     sampling = Sampling(max_tokens=cfg.entity_check_max_tokens, seed=cfg.seed)
     replies = [r.text for r in engine.generate(requests, sampling, stage="entity_check")] if requests else []
     out = list(retrievals)

@@ -17,7 +17,7 @@ import re
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
 from agents.cruise.parsing import content_lines
-from agents.cruise.prompts import load_prompt, quote_notes
+from agents.cruise.prompts import load_prompt, quote_notes, vlm_image
 from agents.cruise.types import Answers, Evidence, Turn
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
 
@@ -55,7 +55,8 @@ def token_probabilities(result: ChatResult) -> tuple[float | None, float | None]
     return min(probs), sum(probs) / len(probs)
 
 
-def answer_request(turn: Turn, context: str, sampling: Sampling | None = None, notes: str = "") -> ChatRequest:
+def answer_request(turn: Turn, context: str, sampling: Sampling | None = None, notes: str = "",
+                   engine: ChatEngine | None = None) -> ChatRequest:
     """`notes`: the domain's own lines (domain routing, s1b), added at the end of the question."""
     if context:
         messages = load_prompt("answer_with_context").messages(
@@ -65,7 +66,8 @@ def answer_request(turn: Turn, context: str, sampling: Sampling | None = None, n
         messages = load_prompt("answer_without_context").messages(turn.history, turn.picture, query=turn.query)
     if notes:
         messages[-1] = {**messages[-1], "content": messages[-1]["content"] + "\n\n" + notes}
-    return ChatRequest(messages, image=turn.image, sampling=sampling)
+    return ChatRequest(messages, image=vlm_image(turn, engine) if engine is not None else turn.image,
+                       sampling=sampling)
 
 
 def answer_batch(
@@ -76,12 +78,12 @@ def answer_batch(
     notes = domain_notes or [""] * len(turns)
     greedy = Sampling(max_tokens=cfg.answer_max_tokens, seed=cfg.seed, logprobs=True)
     sampled = Sampling(max_tokens=cfg.answer_max_tokens, temperature=cfg.direct_temperature, seed=cfg.seed)
-    rag_requests = [answer_request(t, e.context, notes=n) for t, e, n in zip(turns, evidence, notes)]
+    rag_requests = [answer_request(t, e.context, notes=n, engine=engine) for t, e, n in zip(turns, evidence, notes)]
     # The non-RAG answer: greedy where there is context (another prompt), sampled where there is
     # none (the same prompt); with direct_temperature 0 and no context it is a copy of a'.
     direct_for = [i for i, e in enumerate(evidence)
                   if cfg.use_dual_path and (e.context or cfg.direct_temperature > 0)]
-    direct_requests = [answer_request(turns[i], "", None if evidence[i].context else sampled, notes[i])
+    direct_requests = [answer_request(turns[i], "", None if evidence[i].context else sampled, notes[i], engine)
                        for i in direct_for]
     results = engine.generate(rag_requests + direct_requests, greedy, stage="answer")
     answers = []
