@@ -154,13 +154,14 @@ def test_a_text_only_vlm_gets_the_picture_block_in_every_prompt(model_runs):
     assert {stage for stage, _ in vlm.requests} == PROMPTED_STAGES - {"summarize"}
     for stage, request in vlm.requests:
         text = last_user_text(request)
-        assert text.count("<<<PICTURE") == 1 and text.startswith("What the picture shows"), stage
+        assert text.startswith("What the picture shows"), stage
+        assert text.count("(end of what the picture shows)") == 1, stage
         assert "MONDAYS" in text.replace(" ", "").upper(), stage
     for trace in agent.last_batch_report["traces"]:
         assert "MONDAYS" in trace["summary"].replace(" ", "").upper()
     assert all(request.image is None for _, request in vlm.requests)  # the block stands in for it
     trace = agent.last_batch_report["traces"][1]
-    assert trace["perception"]["cached"] and "<<<PICTURE" in trace["perception"]["block"]
+    assert trace["perception"]["cached"] and "(end of what the picture shows)" in trace["perception"]["block"]
     assert "perceive" in trace["stage_ms"]
 
 
@@ -174,7 +175,7 @@ def test_a_seeing_vlm_or_perception_off_leaves_the_prompts_as_written(model_runs
                  "verify": ("verify", "verify_yes_no")}.get(stage, (stage,))
         openings = [load_prompt(name).user.template.split("$")[0] for name in names]
         assert any(last_user_text(request).startswith(opening) for opening in openings), stage
-    assert not any("<<<PICTURE" in last_user_text(r) for _, r in vlm.requests)
+    assert not any("What the picture shows" in last_user_text(r) for _, r in vlm.requests)
     assert agent.last_batch_report["traces"][0]["perception"] is None
 
 
@@ -190,7 +191,7 @@ def test_the_report_turn_page_shows_what_the_picture_shows(model_runs):
         '{% from "_turn.html.j2" import turn_details %}{{ turn_details(t) }}'
     ).render(t=dict(row=row, trace=trace, outcome="correct", branch=trace["branch"], thumbnail=None,
                     answer={}, chunks=[], extra={}))
-    assert "what the picture shows" in page and "&lt;&lt;&lt;PICTURE" in page
+    assert "<th>what the picture shows</th>" in page and "(end of what the picture shows)" in page
     for text, _ in trace["perception"]["ocr_lines"]:
         assert f"<q>{text}</q>" in page
 

@@ -115,9 +115,8 @@ def picture_block(labels: list[tuple[str, float]], lines: list[tuple[str, float]
     if shown:
         parts.append("objects: " + ", ".join(f"{name} ({p:.0%})" for name, p in shown))
     if text:
-        # The fence may not be closed from inside the picture.
         parts.append("text, top to bottom:")
-        parts += [f'"{t.replace("<<<", "").replace(">>>", "")}" ({s:.0%})' for t, s in text]
+        parts += [f'"{t}" ({s:.0%})' for t, s in text]
     if not parts:
         return ""
     template = load_prompt_lines("perception")
