@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import math
 import re
 import zlib
 
@@ -109,7 +110,22 @@ class InstantEngine(ChatEngine):
 
     def _generate(self, requests, sampling):
         reply = STAGE_REPLIES.get(self._stage, lambda text: "")
+        if sampling.choices and self._stage == "verify":  # cov_mode "yes_no": the reply's confidence as odds
+            return [odds_from_confidence(reply(user_text(r))) for r in requests]
         return [ChatResult(text=reply(user_text(r)), prompt_tokens=0, output_tokens=0) for r in requests]
+
+
+def odds_from_confidence(written: str) -> ChatResult:
+    """A CoV reply written as "CONFIDENCE: x", turned into the one-word answer of cov_mode
+    "yes_no": yes/no log-probabilities whose odds read back as x; an unreadable reply gives no
+    odds (unreadable either way)."""
+    from agents.cruise.stages.s8_verify import read_confidence
+
+    x, parsed = read_confidence(written)
+    if not parsed:
+        return ChatResult(text=written, prompt_tokens=0, output_tokens=1)
+    logs = {w: (math.log(p) if p > 0 else -math.inf) for w, p in (("yes", x), ("no", 1.0 - x))}
+    return ChatResult(text="yes" if x >= 0.5 else "no", prompt_tokens=0, output_tokens=1, choice_logprobs=logs)
 
 
 class MemoReranker(Reranker):

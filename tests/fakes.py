@@ -9,7 +9,7 @@ import zlib
 
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import ChatEngine, ChatResult, Engines, Reranker
-from minibench.standin import InstantEngine
+from minibench.standin import InstantEngine, odds_from_confidence
 
 
 class ScriptedEngine(ChatEngine):
@@ -43,20 +43,6 @@ class ScriptedEngine(ChatEngine):
         if sampling.choices and self._stage == "verify":
             return [odds_from_confidence(self.script["verify"](r)) for r in requests]
         return [ChatResult(text=self.script[self._stage](r), prompt_tokens=10, output_tokens=3) for r in requests]
-
-
-def odds_from_confidence(scripted: str) -> ChatResult:
-    """A CoV scripted with "CONFIDENCE: x", asked for one word (cov_mode "yes_no"): the yes/no
-    odds that read back as x; an unreadable reply gives no odds (unreadable either way)."""
-    import math
-
-    from agents.cruise.stages.s8_verify import read_confidence
-
-    x, parsed = read_confidence(scripted)
-    if not parsed:
-        return ChatResult(text=scripted, prompt_tokens=10, output_tokens=1)
-    logs = {w: (math.log(p) if p > 0 else -math.inf) for w, p in (("yes", x), ("no", 1.0 - x))}
-    return ChatResult(text="yes" if x >= 0.5 else "no", prompt_tokens=10, output_tokens=1, choice_logprobs=logs)
 
 
 def yes_no_from_two_lines(scripted: str, request) -> str:
