@@ -64,20 +64,12 @@ def quote_notes(context: str) -> str:
     return context.replace("<<<", "").replace(">>>", "") if context else "(no notes were found)"
 
 
-def ask_vlm(
-    engine: ChatEngine,
-    stage: str,
-    turns: list[Turn],
-    wanted: list[int],
-    values: Callable[[int], dict],
-    sampling: Sampling,
-    *,
-    with_history: bool = True,
-) -> list[str]:
+def ask_vlm(*args, **kwargs) -> list[str]:
     """Raw replies for the turns in `wanted` (in that order); no call when nothing is wanted.
     The prompt is prompts/<stage>.txt, filled with `values(i)`; each turn's image goes along, and
-    its picture block where the chain perceived for a VLM that cannot see."""
-    return [r.text for r in ask_vlm_results(engine, stage, turns, wanted, values, sampling, with_history=with_history)]
+    its picture block where the chain perceived for a VLM that cannot see. The arguments are
+    `ask_vlm_results`'s."""
+    return [r.text for r in ask_vlm_results(*args, **kwargs)]
 
 
 def ask_vlm_results(

@@ -107,10 +107,16 @@ def read_image(image: Image.Image, cfg: CruiseConfig) -> tuple[list, list]:
     return labels, lines
 
 
-def picture_block(labels: list[tuple[str, float]], lines: list[tuple[str, float]], cfg: CruiseConfig) -> str:
-    """The prompt block of what passed the thresholds ("" when nothing did)."""
+def passing(labels: list[tuple[str, float]], lines: list[tuple[str, float]], cfg: CruiseConfig):
+    """(labels, lines) that pass the perception thresholds, lines cut to the first few."""
     shown = [(name, p) for name, p in labels if p >= cfg.perception_min_label_p]
     text = [(t, s) for t, s in lines if s >= cfg.perception_min_ocr_score][: max(cfg.perception_max_ocr_lines, 0)]
+    return shown, text
+
+
+def picture_block(labels: list[tuple[str, float]], lines: list[tuple[str, float]], cfg: CruiseConfig) -> str:
+    """The prompt block of what passed the thresholds ("" when nothing did)."""
+    shown, text = passing(labels, lines, cfg)
     parts = []
     if shown:
         parts.append("objects: " + ", ".join(f"{name} ({p:.0%})" for name, p in shown))
@@ -129,9 +135,8 @@ def picture_summary(perception: Perception | None, cfg: CruiseConfig) -> str:
     could only rephrase its picture block, at the price of a generation per turn."""
     if perception is None or not perception.block:
         return ""
-    parts = [name for name, p in perception.labels[:1] if p >= cfg.perception_min_label_p]
-    parts += [t for t, s in perception.lines if s >= cfg.perception_min_ocr_score][: max(cfg.perception_max_ocr_lines, 0)]
-    return " ".join(parts)[: cfg.perception_summary_max_chars]
+    shown, text = passing(perception.labels, perception.lines, cfg)
+    return " ".join([name for name, _ in shown[:1]] + [t for t, _ in text])[: cfg.perception_summary_max_chars]
 
 
 def perceive_batch(turns: list[Turn], cfg: CruiseConfig, cache: PerceptionCache | None = None) -> list[Perception]:
