@@ -164,6 +164,9 @@ class CruiseConfig:
 
     # --- finalizer (paper, Algorithm 1) -------------------------------------------------------
     tau_ret: float = 0.5  # paper leaves it open; ours until calibrated offline
+    # Which turns tau_ret gates: "real_time" (the paper: real-time turns only) or "context" (ours:
+    # every turn answered from context as well, for a router whose real-time label says little)
+    tau_ret_scope: str = "real_time"
     tau_low: float = 0.9  # paper
     tau_high: float = 1.0  # paper
     # White-box gate (QA-Dragon, section 3.7.2): reject a RAG answer whose least likely token has
@@ -186,7 +189,9 @@ class CruiseConfig:
     # "text": the VLM writes its verdict; "yes_no": read from its next-token probabilities
     consistency_mode: str = "text"
     # "text": CoV writes "CONFIDENCE: x" (the paper); "yes_no": the confidence is P(yes) / (P(yes) +
-    # P(no)) of a one-word answer to the same check, read from one forward pass (s8_verify.py)
+    # P(no)) of a one-word answer to the same check, read from one forward pass; "grounding": no
+    # model, the confidence is the share of the answer's own words found in the notes or in what
+    # was read in the picture (s8_verify.py)
     cov_mode: str = "text"
     # CoV: the paper puts CONFIDENCE first so that a cut-off output is still scored. By default
     # generation stops at a REASONING or SUB-QUESTIONS label that starts a new line, i.e. after
@@ -273,7 +278,12 @@ PROFILES: dict[str, dict] = {
     # on 7 of 8 turns). cov_mode "yes_no": the same reading for CoV (P(yes) as the confidence): with
     # the picture as text in every prompt, the written CoV's long prefill no longer fit the budget
     # (the deadline cut it on 42 of 43 single-turn turns, 2026-11-24), and SmolLM2's written
-    # confidence was 0.0 on most turns it reached.
+    # confidence was 0.0 on most turns it reached. cov_mode "grounding": SmolLM2's P(yes) was
+    # 0.27-0.41 on every turn, right or wrong (no signal: the default abstained on all 92 mini
+    # benchmark questions), so the cpu profile's CoV is the lexical grounding check instead.
+    # tau_ret_scope "context", tau_ret 0.8, tau_low 0.5: calibrated with `python -m tools.ablation`
+    # on half the mini benchmark's conversations (docs/benchmarks.md); SmolLM2 answers from
+    # whatever was retrieved, so weak retrieval is the likeliest sign of a wrong answer.
     # crop_mode "tiles": the text-only SmolLM2 cannot see the photo, let alone box an object.
     # router_mode "yes_no": SmolLM2 wrote the paper's two-line reply on 0 of the mini benchmark's
     # 92 questions (`python -m tools.bench_router`); read from its yes/no probabilities, every
@@ -283,7 +293,7 @@ PROFILES: dict[str, dict] = {
     "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=300, answer_max_tokens=24,
                 router_max_tokens=16, summary_max_tokens=24, cov_max_tokens=16, crop_mode="tiles",
                 router_mode="yes_no", router_external_min_p=0.3, consistency_mode="yes_no",
-                cov_mode="yes_no"),
+                cov_mode="grounding", tau_ret_scope="context", tau_ret=0.8, tau_low=0.5),
     # The paper's models, each behind its own OpenAI-compatible server (docs/serving.md, "The three
     # servers": the vllm serve lines). Every URL and name can be changed with --set. No stage
     # cost priors: where the servers run, and how loaded they are, is not known here; the
@@ -304,7 +314,9 @@ PROFILES: dict[str, dict] = {
 ENGINES = ("vllm", "transformers", "openai")
 RERANKER_BACKENDS = ("flag", "minilm", "server")
 
-YES_NO_MODES = ("text", "yes_no")  # router_mode, consistency_mode, cov_mode
+YES_NO_MODES = ("text", "yes_no")  # router_mode, consistency_mode
+COV_MODES = ("text", "yes_no", "grounding")  # agents/cruise/stages/s8_verify.py
+TAU_RET_SCOPES = ("real_time", "context")  # agents/cruise/stages/s9_finalize.py
 CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
 HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
 CROP_MODES = ("box", "tiles", "box_or_tiles")  # agents/cruise/stages/s2b_crop.py
@@ -413,9 +425,13 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         raise ValueError(f"served_stop_strings={cfg.served_stop_strings!r}: choose 'server' or 'client'")
     if cfg.harness_context not in HARNESS_CONTEXT_MODES:
         raise ValueError(f"unknown harness_context {cfg.harness_context!r}; choose one of {HARNESS_CONTEXT_MODES}")
-    for name in ("router_mode", "consistency_mode", "cov_mode"):
+    for name in ("router_mode", "consistency_mode"):
         if getattr(cfg, name) not in YES_NO_MODES:
             raise ValueError(f"unknown {name} {getattr(cfg, name)!r}; choose one of {YES_NO_MODES}")
+    if cfg.tau_ret_scope not in TAU_RET_SCOPES:
+        raise ValueError(f"unknown tau_ret_scope {cfg.tau_ret_scope!r}; choose one of {TAU_RET_SCOPES}")
+    if cfg.cov_mode not in COV_MODES:
+        raise ValueError(f"unknown cov_mode {cfg.cov_mode!r}; choose one of {COV_MODES}")
     if cfg.crop_mode not in CROP_MODES:
         raise ValueError(f"unknown crop_mode {cfg.crop_mode!r}; choose one of {CROP_MODES}")
     if cfg.perception not in PERCEPTION_MODES:

@@ -163,7 +163,7 @@ def gather_evidence(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseCo
     perceptions: list[Perception | None] = [None] * len(turns)  # None: perception did not run
     if perception_wanted(cfg, engines.vlm):
         perceptions = run.stage("perceive", perceive_batch, [turns], (cfg,), Perception)
-        turns = with_pictures(turns, perceptions)
+        turns = with_pictures(turns, perceptions, cfg)
     routes = run.stage("route", route_batch, [turns], (engines.router, cfg),
                        lambda: Route(needs_external=True, is_real_time=False, parsed=None))
     summaries = run.stage("summarize", _summarize, [turns, routes, perceptions], (engines.vlm, cfg), Summary)

@@ -26,6 +26,9 @@ class Turn:
     # What the picture shows, as text, for a VLM that cannot see (s0a_perceive): one delimited
     # block that the prompts carry in place of the image; "" when the VLM sees or nothing was read.
     picture: str = ""
+    # The same readings as plain text (labels and OCR lines, no confidences or framing): the
+    # evidence the grounding check (s8_verify, cov_mode "grounding") finds the picture's words in.
+    picture_text: str = ""
 
 
 @dataclass

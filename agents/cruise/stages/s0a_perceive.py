@@ -170,6 +170,16 @@ def perceive_batch(turns: list[Turn], cfg: CruiseConfig, cache: PerceptionCache 
     return out
 
 
-def with_pictures(turns: list[Turn], perceptions: list[Perception]) -> list[Turn]:
+def picture_text(perception: Perception, cfg: CruiseConfig) -> str:
+    """What passed the thresholds as plain lines: the labels, then the OCR lines ("" when the
+    block is empty)."""
+    if not perception.block:
+        return ""
+    shown, text = passing(perception.labels, perception.lines, cfg)
+    return "\n".join([name for name, _ in shown] + [t for t, _ in text])
+
+
+def with_pictures(turns: list[Turn], perceptions: list[Perception], cfg: CruiseConfig) -> list[Turn]:
     """The turns carrying their picture blocks (new records; the inputs are not changed)."""
-    return [dataclasses.replace(t, picture=p.block) for t, p in zip(turns, perceptions)]
+    return [dataclasses.replace(t, picture=p.block, picture_text=picture_text(p, cfg))
+            for t, p in zip(turns, perceptions)]

@@ -1,6 +1,7 @@
 """Stage 9: the paper's rule-based finalizer (Algorithm 1).
 
     if real-time and S_ret < tau_ret                    -> "I don't know"
+       (tau_ret_scope "context", ours: also any turn with context C and S_ret < tau_ret)
     elif gate on and min token prob of a' < min_token_prob -> "I don't know"   (ours, off by default)
     elif C non-empty and consistent and S_CoV >= tau_low  -> a'
     elif C empty and consistent and S_CoV >= tau_high     -> a'
@@ -34,9 +35,12 @@ def decide(
     tau_high: float = 1.0,
     token_prob: float | None = None,
     min_token_prob: float = 0.0,
+    tau_ret_scope: str = "real_time",
 ) -> Decision:
     if is_real_time and retrieval_score < tau_ret:
         return Decision(IDK_ANSWER, "real_time_weak_retrieval")
+    if tau_ret_scope == "context" and has_context and retrieval_score < tau_ret:
+        return Decision(IDK_ANSWER, "weak_retrieval")
     # The gate, when on, rejects an answer without token probabilities too: it cannot vouch for it.
     if min_token_prob > 0 and (token_prob is None or token_prob < min_token_prob):
         return Decision(IDK_ANSWER, "low_token_prob")
@@ -79,4 +83,5 @@ def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
         tau_high=cfg.tau_high,
         token_prob=trace.get("rag_min_token_prob"),
         min_token_prob=cfg.min_token_prob,
+        tau_ret_scope=cfg.tau_ret_scope,
     )
