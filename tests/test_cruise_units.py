@@ -511,8 +511,7 @@ def test_cov_yes_no_asks_one_word_and_reads_the_odds():
             return [ChatResult(text="yes", choice_logprobs={"yes": log(0.6), "no": log(0.2)}) for _ in requests]
 
     engine = OddsEngine()
-    cfg = load_config("cpu", "full")
-    assert cfg.cov_mode == "yes_no"
+    cfg = load_config("cpu", "full", cov_mode="yes_no")
     turns = [Turn("what is this?", None, []), Turn("and this?", None, [])]
     answers = [Answers(rag="A cat."), Answers(rag=IDK_ANSWER)]  # an abstention is not checked
     out = verify_batch(turns, [Evidence(), Evidence()], answers, [Verification(consistent=True)] * 2, engine, cfg)
@@ -521,3 +520,71 @@ def test_cov_yes_no_asks_one_word_and_reads_the_odds():
     assert requests[0].messages[-1]["content"].startswith(load_prompt("verify_yes_no").user.template.split("$")[0])
     assert out[0].cov_confidence == 0.75 and out[0].cov_parsed
     assert out[1].cov_confidence is None
+
+
+def test_grounding_counts_the_answers_own_words_found_in_the_evidence():
+    from agents.cruise.stages.s8_verify import grounding
+
+    # "tabby" is in the picture's readings, "cat" is asked already: all the answer claims is found.
+    assert grounding("It is a tabby cat.", "what cat is this?", "tabby\ntiger cat") == 1.0
+    # plural and tense endings, accents and case do not hide a word
+    assert grounding("Two Cafés painted red", "what are these?", "a cafe; the painting; 2 cafes, two") == 0.75
+    # a word the evidence lacks halves the share
+    assert grounding("A Falcon rocket", "what is on the pad?", "Falcon 9 on the launch pad") == 0.5
+    # nothing of its own: a rephrased question
+    assert grounding("This is the rocket on the pad.", "what rocket is on the pad?", "rocket pad") == 0.0
+    # the chunk labels of the context are not evidence
+    assert grounding("The answer is 3.", "what is the answer?", "") == 0.0
+
+
+def test_grounding_refuses_answers_words_cannot_vouch_for():
+    from agents.cruise.stages.s8_verify import grounding
+
+    evidence = "Latte $4.50\nEspresso $2.75\nopened in 1998"
+    # a number question needs a number the evidence holds, not one from the question
+    assert grounding("A latte costs $4.50.", "how much is a latte?", evidence) == 1.0
+    assert grounding("A latte costs $5.00.", "how much is a latte?", evidence) == 0.0
+    assert grounding("Latte is cheap.", "what is the price of a latte?", evidence) == 0.0
+    assert grounding("It opened in 1998.", "in what year did it open?", evidence) == 1.0
+    assert grounding("2 lattes", "how many lattes for 2 people?", "2 lattes") == 0.0
+    # yes/no and why/how-to replies are never vouched for by words
+    assert grounding("Yes, the latte is $4.50.", "is the latte $4.50?", evidence) == 0.0
+    assert grounding("Because espresso is cheaper.", "why is espresso cheaper?", evidence) == 0.0
+
+
+def test_grounding_mode_scores_against_the_notes_and_the_picture_without_a_model():
+    from agents.cruise.stages.s8_verify import verify_batch
+    from agents.cruise.types import Answers, Evidence, Turn, Verification
+    from agents.engines.base import ChatEngine
+
+    class NoModel(ChatEngine):  # the check must not ask the engine anything
+        def _generate(self, requests, sampling):
+            raise AssertionError("cov_mode grounding called the engine")
+
+    cfg = load_config("cpu", "full")
+    assert cfg.cov_mode == "grounding"
+    turns = [Turn("who wrote this book?", None, [], picture_text="PRIDE AND PREJUDICE"),
+             Turn("who wrote this book?", None, [], picture_text="espresso"),
+             Turn("what is the book?", None, [], picture_text="PRIDE AND PREJUDICE"),
+             Turn("what is this?", None, [])]
+    evidence = [Evidence(context="[Info 1] Pride and Prejudice is a novel by Jane Austen."), Evidence(),
+                Evidence(context="[Info 1] A novel."), Evidence()]
+    answers = [Answers(rag="Jane Austen wrote it."), Answers(rag="Jane Austen wrote it."),
+               Answers(rag="Pride and Prejudice"), Answers(rag=IDK_ANSWER)]
+    out = verify_batch(turns, evidence, answers, [Verification(consistent=True)] * 4, NoModel("none"), cfg)
+    assert [o.cov_confidence for o in out] == [1.0, 0.0, 1.0, None]
+    assert all(o.cov_parsed for o in out[:3])
+
+
+def test_tau_ret_scope_context_gates_every_answer_from_weak_context():
+    from agents.cruise.stages.s9_finalize import decide
+
+    args = dict(is_real_time=False, has_context=True, consistent=True, cov_confidence=1.0,
+                retrieval_score=0.6, tau_ret=0.8, tau_low=0.5)
+    assert decide("Camden", **args).answer == "Camden"  # the paper: only real-time turns are gated
+    gated = decide("Camden", **args, tau_ret_scope="context")
+    assert (gated.answer, gated.branch) == (IDK_ANSWER, "weak_retrieval")
+    assert decide("Camden", **{**args, "retrieval_score": 0.8}, tau_ret_scope="context").answer == "Camden"
+    # a turn without context is not gated by it (tau_high decides)
+    no_context = {**args, "has_context": False, "retrieval_score": 0.0}
+    assert decide("Camden", **no_context, tau_high=1.0, tau_ret_scope="context").answer == "Camden"

@@ -86,7 +86,7 @@ i you he she we they me him her us them my your his our their mine yours
 can could may might must shall should will would one ones some any all each both more most very
 also just only still likely probably appears appear seems seem looks look looking shown shows show
 picture image photo photograph pictured see seen visible called named known answer question
-based according given information notes note text
+based according given information notes note text cost costs price priced worth
 """.split())
 _NUMBER_SEPARATOR = re.compile(r"(?<=\d)[,\s](?=\d{3}\b)")
 _INFO_LABEL = re.compile(r"^\[Info \d+\] ", re.MULTILINE)  # s5_rerank's chunk labels are no evidence
