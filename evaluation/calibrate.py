@@ -16,9 +16,9 @@ not replayed.
 
 A setting chosen on the same turns it is scored on looks better than it is. So the turns are
 split by conversation into k folds; for each fold the best setting on the other folds is scored on
-the held-out fold, next to the defaults on the same fold, and the spread across folds is shown.
-With fewer than 30 judged answered turns the data cannot move a threshold: calibration.json then
-keeps the defaults and says so. `local_evaluation.py --calibration FILE` and
+the held-out fold, next to the defaults (the thresholds the runs' profile and preset set) on the
+same fold, and the spread across folds is shown. With fewer than 30 judged answered turns the data
+cannot move a threshold: calibration.json then keeps those thresholds and says so. `local_evaluation.py --calibration FILE` and
 `CruiseAgent(..., calibration=FILE)` load the file's "settings".
 """
 from __future__ import annotations
@@ -54,7 +54,7 @@ GRID = {
 assert tuple(GRID) == CALIBRATED_FIELDS
 DEFAULTS = {name: getattr(CruiseConfig(), name) for name in GRID}
 PAPER = {"tau_ret": DEFAULTS["tau_ret"], "tau_low": 0.9, "tau_high": 1.0}
-MIN_JUDGED_ANSWERED = 30  # fewer judged answered turns than this: the defaults stand
+MIN_JUDGED_ANSWERED = 30  # fewer judged answered turns than this: the runs' own thresholds stand
 FOLDS = 5
 
 
@@ -218,11 +218,18 @@ def outcome_table(turns: list[dict], correct: dict[str, bool], settings: list[di
     return table
 
 
-def preference(setting: dict, truthfulness: float) -> tuple:
+def run_thresholds(turns: list[dict]) -> dict:
+    """The thresholds the runs' profile and preset set (the first turn's run): what calibration is
+    measured against, and what stands when there are too few turns to move them."""
+    cfg = base_config(turns[0])
+    return {name: getattr(cfg, name) for name in GRID}
+
+
+def preference(setting: dict, truthfulness: float, defaults: dict = DEFAULTS) -> tuple:
     """Sort key: best truthfulness; on a tie the defaults, then the stricter setting."""
-    is_default = all(setting[k] == DEFAULTS[k] for k in GRID)
+    is_default = all(setting[k] == defaults[k] for k in GRID)
     return (-round(truthfulness, 12), not is_default, -setting["tau_low"], -setting["tau_high"],
-            -setting["tau_ret"], -setting["min_token_prob"], abs(setting["mad_lambda"] - DEFAULTS["mad_lambda"]))
+            -setting["tau_ret"], -setting["min_token_prob"], abs(setting["mad_lambda"] - defaults["mad_lambda"]))
 
 
 def mean_of(row: list[int], indices: list[int]) -> float:
@@ -230,12 +237,13 @@ def mean_of(row: list[int], indices: list[int]) -> float:
     return score([row[i] for i in indices])["truthfulness"] if indices else 0.0
 
 
-def calibrate(turns: list[dict], correct: dict[str, bool], table: list[list[int]] | None = None) -> list[dict]:
+def calibrate(turns: list[dict], correct: dict[str, bool], table: list[list[int]] | None = None,
+              defaults: dict = DEFAULTS) -> list[dict]:
     """Every setting of the grid scored on all turns, best first."""
     settings = settings_grid()
     table = table or outcome_table(turns, correct, settings)
     rows = [{**s, **score(row)} for s, row in zip(settings, table)]
-    return sorted(rows, key=lambda r: preference(r, r["truthfulness"]))
+    return sorted(rows, key=lambda r: preference(r, r["truthfulness"], defaults))
 
 
 def conversation_folds(turns: list[dict], k: int, seed: int = 0) -> list[list[int]]:
@@ -251,23 +259,23 @@ def conversation_folds(turns: list[dict], k: int, seed: int = 0) -> list[list[in
 
 
 def cross_validate(turns: list[dict], correct: dict[str, bool], k: int = FOLDS,
-                   table: list[list[int]] | None = None) -> dict:
+                   table: list[list[int]] | None = None, defaults: dict = DEFAULTS) -> dict:
     """Per fold: the setting that is best on the other folds, and its held-out truthfulness next to
     the defaults' on the same held-out turns."""
     settings = settings_grid()
     table = table or outcome_table(turns, correct, settings)
-    default_index = next(s for s, setting in enumerate(settings) if all(setting[n] == DEFAULTS[n] for n in GRID))
+    default_row = outcome_table(turns, correct, [defaults])[0]
     folds = conversation_folds(turns, k)
     rows = []
     for f, held_out in enumerate(folds):
         held = set(held_out)
         train = [i for i in range(len(turns)) if i not in held]
-        chosen = min(range(len(settings)), key=lambda s: preference(settings[s], mean_of(table[s], train)))
+        chosen = min(range(len(settings)), key=lambda s: preference(settings[s], mean_of(table[s], train), defaults))
         rows.append({"fold": f + 1, "conversations": len({turns[i].get("session_id") for i in held_out}),
                      "turns": len(held_out), "chosen": settings[chosen],
                      "train_truthfulness": mean_of(table[chosen], train),
                      "held_out_chosen": mean_of(table[chosen], held_out),
-                     "held_out_defaults": mean_of(table[default_index], held_out)})
+                     "held_out_defaults": mean_of(default_row, held_out)})
 
     def spread(key):
         values = [r[key] for r in rows]
@@ -320,10 +328,11 @@ def main(argv=None) -> int:
     correct = {k: bool(v) for k, v in verdicts.items()}
     judged = judged_answered(turns, verdicts)
     table = outcome_table(turns, correct, settings_grid())
-    rows = calibrate(turns, correct, table)
-    defaults = next(r for r in rows if all(r[k] == DEFAULTS[k] for k in GRID))
+    own = run_thresholds(turns)
+    rows = calibrate(turns, correct, table, own)
+    defaults = {**own, **score(outcome_table(turns, correct, [own])[0])}
     paper = replay(turns, correct, **PAPER)
-    cv = cross_validate(turns, correct, args.folds, table)
+    cv = cross_validate(turns, correct, args.folds, table, own)
     too_few = judged < MIN_JUDGED_ANSWERED
 
     header = "tau_ret tau_low tau_high min_tp lambda  correct halluc  miss  truthfulness"
@@ -344,9 +353,9 @@ def main(argv=None) -> int:
 
     best = {k: rows[0][k] for k in GRID}
     if too_few:
-        settings = dict(DEFAULTS)
+        settings = dict(own)
         verdict = (f"only {judged} judged answered turns (< {MIN_JUDGED_ANSWERED}): too few to move a threshold; "
-                   "the defaults stand")
+                   "the runs' own thresholds stand")
     else:
         settings = best
         verdict = "settings: the best on all turns" + (
@@ -354,7 +363,7 @@ def main(argv=None) -> int:
     print(f"\n{verdict}: " + ", ".join(f"{k}={v}" for k, v in settings.items()))
     output = args.output or (args.run_dirs[0] / "calibration.json")
     output.write_text(json.dumps({
-        "settings": settings, "token_count": TOKEN_COUNT, "defaults": DEFAULTS, "too_few": too_few, "verdict": verdict,
+        "settings": settings, "token_count": TOKEN_COUNT, "defaults": own, "too_few": too_few, "verdict": verdict,
         "judged_answered_turns": judged, "turns": len(turns), "runs": [str(d) for d in args.run_dirs],
         "judge": judge.label if judge else (
             OFFLINE_JUDGE_LABEL if any(has_answer_forms(t) for t in turns) else "exact match only"), "grid": GRID,

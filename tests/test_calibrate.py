@@ -166,9 +166,11 @@ def test_too_few_judged_turns_keep_the_defaults(tmp_path, capsys):
     write_run(tmp_path / "run", TRACES, TRUTHS)
     assert main([str(tmp_path / "run"), "--eval-model", "None"]) == 0
     saved = json.loads((tmp_path / "run" / "calibration.json").read_text())
-    assert saved["too_few"] and saved["settings"] == DEFAULTS
+    profile = load_config("cpu", "full")  # the run's own thresholds, not CruiseConfig's
+    assert saved["too_few"] and saved["settings"] == {name: getattr(profile, name) for name in DEFAULTS}
+    assert saved["settings"]["tau_ret"] != DEFAULTS["tau_ret"]
     assert saved["judged_answered_turns"] == 3 < MIN_JUDGED_ANSWERED  # exact matches: a, b, e
-    assert "too few to move a threshold; the defaults stand" in capsys.readouterr().out
+    assert "too few to move a threshold; the runs' own thresholds stand" in capsys.readouterr().out
 
 
 def test_two_runs_cross_validated_and_loaded_by_the_agent_config(tmp_path, capsys):

@@ -82,6 +82,10 @@ def make_agent(preset="full", sleep_s=None, fail=None, web_hits=None, **override
     # The fake hits are in the paper's KG shape (description / caption / summary); the chunks
     # the chain sees of the official infobox shape are tested in test_chunking.py.
     overrides.setdefault("chunker", "paper_fields")
+    # The scripted VLM writes the paper's CoV reply, and tau_ret gates real-time turns only, as in
+    # the paper (the cpu profile's grounding check and scope are tested in test_cruise_units.py).
+    overrides.setdefault("cov_mode", "text")
+    overrides.setdefault("tau_ret_scope", "real_time")
     return CruiseAgent(FakePipeline(IMAGE_HITS, web_hits), engines=engines, profile="cpu", preset=preset, **overrides)
 
 

@@ -133,8 +133,9 @@ def run_agent(vlm, perception="auto"):
     from agents.engines.base import Engines
 
     engines = Engines(router=ScriptedEngine({"route": route}), vlm=vlm, reranker=FunctionReranker(rerank_score))
+    # cov_mode yes_no: a CoV that prompts the VLM (the cpu profile's grounding check asks no model)
     agent = CruiseAgent(FakePipeline(IMAGE_HITS), engines=engines, profile="cpu", preset="full",
-                        chunker="paper_fields", perception=perception)
+                        chunker="paper_fields", perception=perception, cov_mode="yes_no")
     board = sign()
     question = "Where does this bus go?"
     agent.batch_generate_response([question, question], [board, board.copy()], [[], []])
