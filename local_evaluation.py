@@ -27,8 +27,8 @@ modes:
   --resume   continue the run in --output-dir: saved answers are reused (and fed into later
              multi-turn histories); only unanswered turns reach the agent. Refused when the
              system differs from the saved run's (agent, profile, preset, every config field,
-             --set values, prompt files, search models, calibration file); the message names
-             each difference. --resume --force continues anyway and run_summary.json says so.
+             --set values, prompt files, search models, search indices and their snapshot
+             revisions, calibration file); the message names each difference. --resume --force continues anyway and run_summary.json says so.
   --rejudge  no agent, no dataset: judge again every turn of --output-dir that has no saved
              verdict from the chosen judge (its judge failed, or the judge was off), then
              rescore. Without --eval-model/--eval-base-url the run's own judge is used.
@@ -90,6 +90,11 @@ def evaluation_parser() -> argparse.ArgumentParser:
                    help="thresholds from `python -m evaluation.calibrate` (calibration.json), passed as "
                         "CRUISE_CALIBRATION; --set still wins")
     p.add_argument("--search", default="default", help="default | none | MODULE:FUNC (see below)")
+    p.add_argument("--indices", default=None, choices=["public-test", "validation"],
+                   help="which published search indices the l40s and served profiles search: public-test "
+                        "(default; crag-mm-2025/{image,web}-search-index-public-test, what the relaunched "
+                        "facebookresearch/CRAG-MM evaluator uses) or validation (the 2025 starter kit's "
+                        "*-search-index-validation); default: $CRAG_MM_INDICES, else public-test")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--force", action="store_true",
                    help="with --resume: continue even though the system differs (recorded in run_summary.json)")

@@ -220,11 +220,14 @@ def png_bytes(color: tuple[int, int, int], size=(40, 30)) -> bytes:
 
 
 def build_dataset(folder: Path, conversations: list[dict], *, form: str,
-                  answer_forms: dict[str, tuple[list[str], bool]] | None = None) -> Path:
+                  answer_forms: dict[str, tuple[list[str], bool]] | None = None, split: str = "validation") -> Path:
     """Write a CRAG-MM-schema dataset. `conversations`: dicts with session_id, image (PIL or
     None), image_url, image_quality, turns: [(interaction_id, query, answer, domain,
     query_category, dynamism)]. form "list": turns/answers as lists of dicts, saved as parquet
-    (load_dataset(folder)); form "dict": dicts of lists, saved with save_to_disk.
+    (load_dataset(folder)); form "dict": dicts of lists, saved with save_to_disk; form
+    "dict-parquet": dicts of lists (v0.1.2's layout) saved as parquet. The parquet forms write
+    `data/<split>-00000-of-00001.parquet`, the hub's file naming, so calls with other `split`s
+    add splits to one folder.
     `answer_forms` (interaction_id -> (accepted forms, abstain expected)) adds the mini
     benchmark's two extra answer keys after the official ones."""
     import datasets
@@ -235,6 +238,7 @@ def build_dataset(folder: Path, conversations: list[dict], *, form: str,
     if answer_forms is not None:
         answer_fields.update(ans_accepted=List(Value("string")), abstain_expected=Value("bool"))
     wrap = List if form == "list" else Sequence
+    parquet = form in ("list", "dict-parquet")
     features = Features({"session_id": Value("string"), "image": Image(), "image_url": Value("string"),
                          "image_quality": Value("string"), "turns": wrap(turn_fields),
                          "answers": wrap(answer_fields)})
@@ -247,16 +251,16 @@ def build_dataset(folder: Path, conversations: list[dict], *, form: str,
             for answer in answers:
                 accepted, abstain = answer_forms[answer["interaction_id"]]
                 answer.update(ans_accepted=accepted, abstain_expected=abstain)
-        if form == "dict":
+        if form != "list":
             turns = {k: [t[k] for t in turns] for k in turn_fields}
             answers = {k: [a[k] for a in answers] for k in answer_fields}
         rows.append(dict(session_id=conv["session_id"], image=conv["image"], image_url=conv["image_url"],
                          image_quality=conv["image_quality"], turns=turns, answers=answers))
     ds = datasets.Dataset.from_list(rows, features=features)
     folder.mkdir(parents=True, exist_ok=True)
-    if form == "list":
+    if parquet:
         (folder / "data").mkdir(exist_ok=True)
-        ds.to_parquet(str(folder / "data" / "validation-00000-of-00001.parquet"))
+        ds.to_parquet(str(folder / "data" / f"{split}-00000-of-00001.parquet"))
     else:
-        datasets.DatasetDict({"validation": ds}).save_to_disk(str(folder))
+        datasets.DatasetDict({split: ds}).save_to_disk(str(folder))
     return folder

@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from evaluation.harness.models import loaded_models
-from evaluation.harness.search import search_config
+from evaluation.harness.search import INDICES_ENV, search_config
 from tools import fetch
 
 GB = 1e9
@@ -47,6 +47,11 @@ def _cached(cache, item, names, incomplete=False):
         (folder / "blobs" / "deadbeef.incomplete").write_text("x")
 
 
+@pytest.fixture(autouse=True)
+def default_indices(monkeypatch):
+    monkeypatch.delenv(INDICES_ENV, raising=False)  # a developer's exported choice must not change the plan
+
+
 def test_the_l40s_plan_is_every_hub_model_index_and_dataset_the_run_loads():
     items = fetch.plan("l40s")
     search = search_config("l40s")
@@ -61,6 +66,28 @@ def test_the_l40s_plan_is_every_hub_model_index_and_dataset_the_run_loads():
                                                      "meta-llama/Llama-3.2-1B-Instruct"]
     assert [i.repo_id for i in fetch.plan("l40s", ("single-turn",)) if "turn" in i.repo_id] == [
         "crag-mm-2025/crag-mm-single-turn-public"]
+
+
+def test_the_indices_are_the_public_test_pair_unless_validation_is_chosen(monkeypatch, capsys):
+    def index_ids(items):
+        return [i.repo_id for i in items if i.role.endswith("index")]
+
+    public = ["crag-mm-2025/image-search-index-public-test", "crag-mm-2025/web-search-index-public-test"]
+    validation = ["crag-mm-2025/image-search-index-validation", "crag-mm-2025/web-search-index-validation"]
+    assert index_ids(fetch.plan("l40s")) == public == index_ids(fetch.plan("served"))
+    assert index_ids(fetch.plan("l40s", indices="validation")) == validation
+    monkeypatch.setenv(INDICES_ENV, "validation")  # what local_evaluation.py --indices validation sets
+    assert index_ids(fetch.plan("l40s")) == validation
+    assert index_ids(fetch.plan("l40s", indices="public-test")) == public
+    # every index id has a size estimate, and the offline table says it is one
+    monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
+    for choice, ids in (("validation", validation), ("public-test", public)):
+        assert fetch.main(["--profile", "l40s", "--dry-run", "--indices", choice]) == 0
+        out = capsys.readouterr().out
+        for repo in ids:
+            assert next(line for line in out.splitlines() if repo in line).split()[-2] == "estimate"
+    with pytest.raises(SystemExit):
+        fetch.main(["--indices", "test"])
 
 
 def test_the_cpu_profile_fetches_nothing(capsys):
@@ -84,7 +111,7 @@ def test_sizes_fall_back_to_the_table_and_the_hub_is_asked_once_when_unreachable
     rows = fetch.survey(items, tmp_path, hub)
     assert len(hub.asked) == 1
     assert all(r.source == "estimate" for r in rows)
-    web = next(r for r in rows if r.item.repo_id == "crag-mm-2025/web-search-index-validation")
+    web = next(r for r in rows if r.item.repo_id == "crag-mm-2025/web-search-index-public-test")
     assert web.size == 9.5 * GB
     gated_refused = fetch.survey([items[2]], tmp_path, FakeHub({}))  # answers, but refuses the repo
     assert gated_refused[0].source == "estimate"
@@ -93,7 +120,7 @@ def test_sizes_fall_back_to_the_table_and_the_hub_is_asked_once_when_unreachable
 def test_present_partial_and_missing_are_told_apart(tmp_path):
     clip = fetch.Item("image search model", "openai/clip-vit-large-patch14-336", "model")
     bge = fetch.Item("web search model", "BAAI/bge-large-en-v1.5", "model")
-    index = fetch.Item("web index", "crag-mm-2025/web-search-index-validation", "dataset")
+    index = fetch.Item("web index", "crag-mm-2025/web-search-index-public-test", "dataset")
     dataset = fetch.Item("single-turn dataset", "crag-mm-2025/crag-mm-single-turn-public", "dataset", "v0.1.2")
     _cached(tmp_path, fetch.Item("", dataset.repo_id, "dataset"), ["data/validation.parquet"])  # main, not v0.1.2
     _cached(tmp_path, clip, ["config.json", "model.safetensors"])
@@ -134,7 +161,7 @@ def test_dry_run_lists_what_is_missing_and_downloads_nothing(hub_env, capsys):
     out = capsys.readouterr().out
     assert hub_env.calls == []
     assert "dry run: 9 of 9 to download" in out and "still to download 9.0 GB" in out
-    assert "crag-mm-2025/web-search-index-validation" in out and "meta-llama/Llama-3.2-1B-Instruct (gated)" in out
+    assert "crag-mm-2025/web-search-index-public-test" in out and "meta-llama/Llama-3.2-1B-Instruct (gated)" in out
     assert "token: set" in out and SECRET not in out
 
 
@@ -156,7 +183,7 @@ def test_downloads_resumably_what_is_missing_skipping_unused_files(hub_env, monk
     assert present.repo_id not in fetched and len(fetched) == 8
     vlm = next(c for c in hub_env.calls if c["repo_id"] == "meta-llama/Llama-3.2-11B-Vision-Instruct")
     assert vlm["repo_type"] == "model" and "original/*" in vlm["ignore_patterns"]
-    index = next(c for c in hub_env.calls if c["repo_id"] == "crag-mm-2025/web-search-index-validation")
+    index = next(c for c in hub_env.calls if c["repo_id"] == "crag-mm-2025/web-search-index-public-test")
     assert index["repo_type"] == "dataset" and index["ignore_patterns"] is None and index["revision"] is None
     dataset = next(c for c in hub_env.calls if c["repo_id"] == "crag-mm-2025/crag-mm-multi-turn-public")
     assert dataset["revision"] == "v0.1.2"
@@ -165,7 +192,7 @@ def test_downloads_resumably_what_is_missing_skipping_unused_files(hub_env, monk
 
 def test_a_refused_gated_model_is_named_and_the_rest_still_downloads():
     rows = [fetch.Row(fetch.Item("chain model", "meta-llama/Llama-3.2-1B-Instruct", "model"), 1, "hub", "missing"),
-            fetch.Row(fetch.Item("web index", "crag-mm-2025/web-search-index-validation", "dataset"), 1, "hub",
+            fetch.Row(fetch.Item("web index", "crag-mm-2025/web-search-index-public-test", "dataset"), 1, "hub",
                       "missing")]
     done = []
 
@@ -175,5 +202,5 @@ def test_a_refused_gated_model_is_named_and_the_rest_still_downloads():
         done.append(kw["repo_id"])
 
     failures = fetch.download(rows, snapshot_download, print_=lambda *a: None)
-    assert done == ["crag-mm-2025/web-search-index-validation"]
+    assert done == ["crag-mm-2025/web-search-index-public-test"]
     assert len(failures) == 1 and failures[0].startswith("meta-llama/Llama-3.2-1B-Instruct: RuntimeError: accept the licence")

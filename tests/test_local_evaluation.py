@@ -389,6 +389,7 @@ def test_resume_refuses_another_system_and_names_what_differs(world, full_run, t
              ([], {"CRUISE_PROMPTS_DIR": str(prompts)}, ["prompt verify.txt changed"]),
              (["--set", "k_recall=5", "--profile", "l40s", "--agent", "tests.slow_agent:SlowAgent"], {},
               ["agent: tests.scripted_agent:ScriptedAgent -> tests.slow_agent:SlowAgent", "profile: cpu -> l40s",
+               "search indices: crag-mm-mini/image-search-index -> crag-mm-2025/image-search-index-public-test",
                "--set k_recall: 7 -> 5"])]
     for extra, env, expected in cases:
         proc = run_cli(world, generation_args(world, out, "--resume", *extra), write_script(world, "refused"),
@@ -440,6 +441,77 @@ def test_shards_of_different_systems_are_not_merged(world):
     assert proc.stderr.strip() == (f"cannot merge: these folders used another system than {first}:\n"
                                    f"  {second}: preset: full -> no_cov")
     assert not (world["root"] / "mixed").exists()
+
+
+def cached_index(hub: Path, repo_id: str, commit: str) -> None:
+    """What huggingface_hub leaves in a cache after downloading a dataset repo: refs/main -> commit."""
+    refs = hub / ("datasets--" + repo_id.replace("/", "--")) / "refs"
+    refs.mkdir(parents=True, exist_ok=True)
+    (refs / "main").write_text(commit)
+
+
+PUBLIC_IMAGE_INDEX = "crag-mm-2025/image-search-index-public-test"
+VALIDATION_IMAGE_INDEX = "crag-mm-2025/image-search-index-validation"
+
+
+def test_resume_refuses_other_search_indices_in_one_line(world, tmp_path):
+    hub = tmp_path / "hub"
+    cached_index(hub, PUBLIC_IMAGE_INDEX, "a" * 40)
+    env = {"HF_HUB_CACHE": str(hub)}
+    out = tmp_path / "l40s"
+    script = write_script(world, "indices")
+    first = [*generation_args(world, out, "--exact-conversations", "--num-conversations", "2"), "--profile", "l40s"]
+    run_cli(world, first, script, env_extra=env)
+    config = json.loads((out / "run_config.json").read_text())
+    recorded = {"image": {"id": PUBLIC_IMAGE_INDEX, "revision": "a" * 40}, "web": None}  # Task 1: no web index
+    assert config["indices"] == config["fingerprint"]["indices"] == recorded
+    before = (out / "answers.jsonl").read_bytes()
+    # the starter kit's indices: refused, one line naming both
+    proc = run_cli(world, [*first, "--resume", "--indices", "validation"], script, expect_rc=1, env_extra=env)
+    assert proc.stderr.strip() == refusal(out, [f"search indices: {PUBLIC_IMAGE_INDEX}@aaaaaaaaaaaa -> "
+                                                f"{VALIDATION_IMAGE_INDEX}"])
+    # the same id at another snapshot: refused too
+    cached_index(hub, PUBLIC_IMAGE_INDEX, "b" * 40)
+    proc = run_cli(world, [*first, "--resume"], script, expect_rc=1, env_extra=env)
+    assert proc.stderr.strip() == refusal(out, [f"search indices: {PUBLIC_IMAGE_INDEX}@aaaaaaaaaaaa -> "
+                                                f"{PUBLIC_IMAGE_INDEX}@bbbbbbbbbbbb"])
+    assert (out / "answers.jsonl").read_bytes() == before
+    # CRAG_MM_INDICES is the same setting as --indices
+    proc = run_cli(world, [*first, "--resume"], script, expect_rc=1,
+                   env_extra={**env, "CRAG_MM_INDICES": "validation"})
+    assert f"search indices: {PUBLIC_IMAGE_INDEX}@aaaaaaaaaaaa -> {VALIDATION_IMAGE_INDEX}" in proc.stderr
+    # back at the recorded snapshot the run resumes
+    cached_index(hub, PUBLIC_IMAGE_INDEX, "a" * 40)
+    run_cli(world, [*first, "--resume"], script, env_extra=env)
+
+
+def test_shards_over_other_search_indices_are_not_merged(world, tmp_path):
+    script = write_script(world, "indices-merge")
+    first, second = tmp_path / "val0", tmp_path / "pub1"
+    run_cli(world, [*generation_args(world, first, "--shard", "0/2"), "--profile", "l40s", "--indices", "validation"],
+            script)
+    run_cli(world, [*generation_args(world, second, "--shard", "1/2"), "--profile", "l40s"], script)
+    proc = run_cli(world, ["merge", str(first), str(second), "--output-dir", str(tmp_path / "merged")], None,
+                   judge=False, expect_rc=1)
+    assert proc.stderr.strip() == (f"cannot merge: these folders used another system than {first}:\n"
+                                   f"  {second}: search indices: {VALIDATION_IMAGE_INDEX} -> {PUBLIC_IMAGE_INDEX}")
+    assert not (tmp_path / "merged").exists()
+
+
+def test_an_index_revision_counts_only_when_both_runs_know_it():
+    from evaluation.harness.fingerprint import differences
+
+    def indices(revision, image=PUBLIC_IMAGE_INDEX):
+        return {"indices": {"image": {"id": image, "revision": revision}, "web": None}}
+
+    assert differences(indices(None), indices("c" * 40)) == []  # fingerprinted before the download
+    assert differences(indices("c" * 40), indices("d" * 40)) == [
+        f"search indices: {PUBLIC_IMAGE_INDEX}@cccccccccccc -> {PUBLIC_IMAGE_INDEX}@dddddddddddd"]
+    # a fingerprint from before `indices` kept the ids in search_models
+    older = {"search_models": {"image_model": "m", "text_model": "t", "image_index": VALIDATION_IMAGE_INDEX,
+                               "web_index": None}}
+    assert differences(older, {"search_models": {"image_model": "m", "text_model": "t"}, **indices(None)}) == [
+        f"search indices: {VALIDATION_IMAGE_INDEX} -> {PUBLIC_IMAGE_INDEX}"]
 
 
 def test_a_cruise_agent_resume_compares_every_config_field_before_loading_models(world, tmp_path, monkeypatch):

@@ -164,6 +164,7 @@ def test_hub_constants_are_restored_after_construction(pipeline):
 
 
 def test_official_ids_pass_through_untouched(monkeypatch):
+    monkeypatch.delenv(search.INDICES_ENV, raising=False)
     seen, checked = [], []
     monkeypatch.setattr(search, "_pipeline", lambda *args: seen.append(args) or "pipeline")
     monkeypatch.setattr(search, "check_indices", lambda *args: checked.append(args))  # no real index here
@@ -171,12 +172,29 @@ def test_official_ids_pass_through_untouched(monkeypatch):
     config = search.search_config("l40s")
     assert search.build_search_pipeline(config, web=False) == "pipeline"
     assert search.build_search_pipeline(config, web=True) == "pipeline"
+    # the relaunched facebookresearch/CRAG-MM local_evaluation.py (every split):
+    #   search_api_web_hf_dataset_id = "crag-mm-2025/web-search-index-public-test"
+    #   search_api_image_hf_dataset_id = "crag-mm-2025/image-search-index-public-test"
     assert seen == [
-        ("openai/clip-vit-large-patch14-336", "crag-mm-2025/image-search-index-validation", None, None),
-        ("openai/clip-vit-large-patch14-336", "crag-mm-2025/image-search-index-validation",
-         "BAAI/bge-large-en-v1.5", "crag-mm-2025/web-search-index-validation"),
+        ("openai/clip-vit-large-patch14-336", "crag-mm-2025/image-search-index-public-test", None, None),
+        ("openai/clip-vit-large-patch14-336", "crag-mm-2025/image-search-index-public-test",
+         "BAAI/bge-large-en-v1.5", "crag-mm-2025/web-search-index-public-test"),
     ]
     assert checked == seen  # each index is checked, with the model it must match, before models load
+    seen.clear()
+    search.build_search_pipeline(search.search_config("served", "validation"), web=True)
+    assert seen == [("openai/clip-vit-large-patch14-336", "crag-mm-2025/image-search-index-validation",
+                     "BAAI/bge-large-en-v1.5", "crag-mm-2025/web-search-index-validation")]
+
+
+def test_one_setting_picks_the_indices_and_the_cpu_profile_keeps_its_own(monkeypatch):
+    monkeypatch.setenv(search.INDICES_ENV, "validation")
+    assert search.search_config("l40s").web_index == "crag-mm-2025/web-search-index-validation"
+    assert search.search_config("l40s", "public-test").web_index == "crag-mm-2025/web-search-index-public-test"
+    assert search.search_config("cpu").image_index == search.MINI_IMAGE_INDEX
+    monkeypatch.setenv(search.INDICES_ENV, "test")
+    with pytest.raises(ValueError, match="unknown indices 'test'"):
+        search.search_config("l40s")
 
 
 def test_search_returns_infobox_entities_in_the_official_shape(pipeline):

@@ -2,7 +2,8 @@
 
 A Hugging Face cache is written per test session: small stand-in models under the l40s
 profile's official model ids (a random 64-d CLIP, a random 32-d BERT), and indices under the
-official index ids with more records than SQLite's 32,766 bound variables, each holding one
+official index ids (the public-test pair, the l40s default, and only those) with more records
+than SQLite's 32,766 bound variables, each holding one
 planted record (an image, a text chunk) embedded from real content by the package's own
 extractors. The l40s run goes through the evaluator's builder in a fresh process with
 HF_HUB_CACHE pointing at that cache, as a user's run would.
@@ -26,7 +27,8 @@ from minibench import synthetic_indices as synth
 pytestmark = pytest.mark.slow  # builds 67k-record indices and loads the search package
 
 ROOT = Path(__file__).resolve().parents[1]
-L40S = search.search_config("l40s")
+L40S = search.search_config("l40s", "public-test")
+PUBLIC_TEST_INDICES = ["crag-mm-2025/image-search-index-public-test", "crag-mm-2025/web-search-index-public-test"]
 SQLITE_MAX_VARIABLES = 32_766
 IMAGE_RECORDS = 33_000
 WEB_CHUNKS = 34_000
@@ -93,6 +95,14 @@ def big_cache(tmp_path_factory, stand_ins):
     return cache
 
 
+def _run_env(cache: Path) -> dict:
+    """A user's offline run over `cache`, with the default indices (no CRAG_MM_INDICES)."""
+    env = dict(os.environ, HF_HUB_CACHE=str(cache), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               HF_DATASETS_OFFLINE="1", PYTHONPATH=str(ROOT))
+    env.pop(search.INDICES_ENV, None)
+    return env
+
+
 L40S_RUN = textwrap.dedent("""
     import json, sys
     from evaluation.harness.search import build_search_pipeline, search_config
@@ -105,8 +115,7 @@ L40S_RUN = textwrap.dedent("""
 
 def test_l40s_pipeline_opens_indices_past_the_sqlite_bound_and_finds_the_planted_targets(big_cache, stand_ins):
     assert min(IMAGE_RECORDS, WEB_CHUNKS) > SQLITE_MAX_VARIABLES
-    env = dict(os.environ, HF_HUB_CACHE=str(big_cache), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               HF_DATASETS_OFFLINE="1", PYTHONPATH=str(ROOT))
+    env = _run_env(big_cache)
     done = subprocess.run([sys.executable, "-c", L40S_RUN, str(stand_ins["image"]), PLANTED_TEXT], cwd=ROOT,
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
@@ -315,8 +324,10 @@ def test_an_l40s_evaluation_runs_on_indices_past_the_sqlite_bound(big_cache, sta
         image_url="https://images.synthetic.example/asked.jpg", image_quality="normal",
         turns=[("quillon-0", question, "3 March 1874", "Sightseeing", "simple", "static")])], form="list")
     out = tmp_path / "out"
-    env = dict(os.environ, HF_HUB_CACHE=str(big_cache), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               HF_DATASETS_OFFLINE="1", PYTHONPATH=str(ROOT), OPENAI_API_KEY="")
+    # the cache holds the public-test indices and no other: the run must need nothing else
+    held = sorted(f.name for f in big_cache.iterdir() if f.name.startswith("datasets--"))
+    assert held == ["datasets--" + repo.replace("/", "--") for repo in PUBLIC_TEST_INDICES]
+    env = dict(_run_env(big_cache), OPENAI_API_KEY="")
     env.pop("CRUISE_PROFILE", None)
     done = subprocess.run(
         [sys.executable, "local_evaluation.py", "--profile", "l40s", "--dataset", str(dataset),
@@ -327,6 +338,12 @@ def test_an_l40s_evaluation_runs_on_indices_past_the_sqlite_bound(big_cache, sta
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
     summary = json.loads((out / "run_summary.json").read_text())
     assert summary["profile"] == "l40s"
+    # the run records the indices it searched, at the snapshot the cache resolves them to
+    indices = json.loads((out / "run_config.json").read_text())["indices"]
+    assert [indices[kind]["id"] for kind in ("image", "web")] == PUBLIC_TEST_INDICES
+    for kind, repo in zip(("image", "web"), PUBLIC_TEST_INDICES):
+        ref = big_cache / ("datasets--" + repo.replace("/", "--")) / "refs" / "main"
+        assert indices[kind]["revision"] == ref.read_text().strip()
     (trace,) = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
     items = {(item["source"], item["id"]): item for item in trace["retrieved"]}
     planted_image = items[("image", f"image:{PLANTED_IMAGE_AT}")]

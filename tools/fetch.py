@@ -2,6 +2,10 @@
 
     python -m tools.fetch --profile l40s --dry-run   # what is missing, and how big
     python -m tools.fetch --profile l40s             # sizes, disk check, then download
+    python -m tools.fetch --indices validation       # the 2025 starter kit's indices instead
+
+The indices are the pair `--indices` (else CRAG_MM_INDICES, else public-test) names, as
+local_evaluation.py's `--indices` picks them.
 
 The list comes from the code that loads things: `loaded_models(profile)` (the agent's and the
 search pipeline's hub models), the profile's search indices (evaluation/harness/search.py) and
@@ -30,15 +34,18 @@ SKIPPED_FILES = ("*.h5", "*.msgpack", "*.ot", "*.onnx", "onnx/*", "openvino/*", 
 DISK_MARGIN = 0.10
 # Sizes when the hub cannot be asked, in GB. Models: parameters x bytes per parameter of the
 # weight files kept (bf16 for Llama, fp32 for the others), both .safetensors and .bin counted
-# where a repo ships both. Datasets and indices: see each line; none of these was measured here.
+# where a repo ships both. Datasets and indices: estimates, see each line; none of these was
+# measured here (the hub's own figure replaces them whenever it answers).
 ESTIMATED_GB = {
     "meta-llama/Llama-3.2-11B-Vision-Instruct": 21.4,  # 10.67 B parameters, bf16 safetensors
     "meta-llama/Llama-3.2-1B-Instruct": 2.5,  # 1.24 B parameters, bf16
     "BAAI/bge-reranker-v2-m3": 4.6,  # 0.57 B parameters, fp32, safetensors + pytorch_model.bin
     "openai/clip-vit-large-patch14-336": 3.4,  # 0.43 B parameters, fp32, safetensors + .bin
     "BAAI/bge-large-en-v1.5": 2.7,  # 0.34 B parameters, fp32, safetensors + .bin
-    "crag-mm-2025/web-search-index-validation": 9.5,  # reported on disk by a project that used it
-    "crag-mm-2025/image-search-index-validation": 2.0,  # assumption: count not published
+    "crag-mm-2025/web-search-index-public-test": 9.5,  # estimate: not published; taken as the validation one's
+    "crag-mm-2025/image-search-index-public-test": 2.0,  # estimate: not published; taken as the validation one's
+    "crag-mm-2025/web-search-index-validation": 9.5,  # estimate: reported on disk by a project that used it
+    "crag-mm-2025/image-search-index-validation": 2.0,  # estimate: count not published
     "crag-mm-2025/crag-mm-single-turn-public": 2.0,  # assumption: ~1.9k images in parquet
     "crag-mm-2025/crag-mm-multi-turn-public": 1.0,  # assumption: ~586 images in parquet
 }
@@ -70,14 +77,15 @@ class Row:
     state: str  # "present", "partial", "missing"
 
 
-def plan(profile: str, tasks: tuple[str, ...] = ("single-turn", "multi-turn")) -> list[Item]:
-    """What a run of `profile` loads from the hub (nothing for profiles that build everything locally)."""
+def plan(profile: str, tasks: tuple[str, ...] = ("single-turn", "multi-turn"), indices: str | None = None) -> list[Item]:
+    """What a run of `profile` loads from the hub (nothing for profiles that build everything locally);
+    `indices`: the INDEX_SETS name (None: CRAG_MM_INDICES, else public-test)."""
     from evaluation.harness.commands import default_dataset
     from evaluation.harness.models import is_hub_id, loaded_models
     from evaluation.harness.search import search_config
     from minibench.build_indices import is_local_index
 
-    search = search_config(profile)
+    search = search_config(profile, indices)
     roles = {search.image_model: "image search model", search.text_model: "web search model"}
     items = [Item(roles.get(m, "chain model"), m, "model") for m in loaded_models(profile)]
     for role, index in (("image index", search.image_index), ("web index", search.web_index)):
@@ -231,9 +239,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dry-run", action="store_true", help="list what is missing and its size; download nothing")
     parser.add_argument("--task", choices=["single-turn", "multi-turn"], action="append",
                         help="only this task's dataset (repeatable; default both)")
+    parser.add_argument("--indices", choices=["public-test", "validation"], default=None,
+                        help="which published search indices (default: $CRAG_MM_INDICES, else public-test)")
     args = parser.parse_args(argv)
     cache = Path(constants.HF_HUB_CACHE)
-    items = plan(args.profile, tuple(args.task or ("single-turn", "multi-turn")))
+    items = plan(args.profile, tuple(args.task or ("single-turn", "multi-turn")), args.indices)
     if not items:
         print(f"the {args.profile} profile loads nothing from the hub: nothing to fetch")
         return 0

@@ -18,6 +18,7 @@ from evaluation.harness.fingerprint import differences, system_fingerprint
 from evaluation.harness.models import preload_problem
 from evaluation.harness.outputs import finalize, merge_runs
 from evaluation.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
+from evaluation.harness.search import INDICES_ENV
 from evaluation.report.terminal import loud_notice, print_report
 from evaluation.scoring.judge import Judge, find_api_key
 from evaluation.scoring.rules import RuleSet, rule_set
@@ -188,6 +189,8 @@ def run_evaluation(args) -> None:
         raise SystemExit(f"{output_dir} already holds answers: pass --resume to continue it, or pick a new folder")
 
     profile = detect_profile() if args.profile == "auto" else args.profile
+    if args.indices:  # every search_config call below (pre-load check, fingerprint, pipeline) reads it
+        os.environ[INDICES_ENV] = args.indices
     try:
         settings_to_env(profile, args.preset, args.set)
         if getattr(args, "calibration", None):
@@ -254,7 +257,7 @@ def run_evaluation(args) -> None:
         "profile": profile, "preset": os.environ.get("CRUISE_PRESET", "full"), "tokenizer": truncator.name,
         "judge_model": judge.model if judge else None, "judge_base_url": judge.base_url if judge else None,
         "batch_size": batch_size, "expected_turns": len(planned),
-        "fingerprint": fingerprint, "forced_resumes": forced_resumes,
+        "indices": fingerprint.get("indices"), "fingerprint": fingerprint, "forced_resumes": forced_resumes,
     }
     if earlier:
         clashes = [k for k in RESUME_KEYS if earlier.get(k, RESUME_DEFAULTS.get(k)) != run_config[k]]

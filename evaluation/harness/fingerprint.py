@@ -2,13 +2,16 @@
 
 `system_fingerprint(...)` is computed from the command line and the files on disk, before any
 model loads: the agent spec, profile, preset, the search pipeline the evaluator builds (spec,
-web on/off, its models and indices), the prompt files' hashes, the calibration file's hash and,
+web on/off, its models), the search indices it opens (ids, and the snapshot commit the Hugging
+Face cache holds where one is there: `indices`), the prompt files' hashes, the calibration file's hash and,
 for a CruiseAgent, every `CruiseConfig` field after preset and overrides (`load_config` reads the
 same CRUISE_* environment the agent will read). Another agent's config is unknown to us, so its
 fingerprint holds the CRUISE_<FIELD> settings it is given instead.
 
 `differences(earlier, now)` names what changed, one line per field, e.g. `preset: full ->
-vision_only`, `config.tau_ret: 0.5 -> 0.4`, `prompt verify.txt changed`.
+vision_only`, `config.tau_ret: 0.5 -> 0.4`, `prompt verify.txt changed`; other indices are one
+line, `search indices: A, B -> C, D` (a snapshot revision counts only when both runs know it: a
+run fingerprinted before its indices were downloaded is not another system for that).
 """
 from __future__ import annotations
 
@@ -28,8 +31,9 @@ from evaluation.harness.models import agent_loads_profile_models
 WHERE_NOT_WHAT = ("vlm_base_url", "router_base_url", "reranker_base_url", "served_max_in_flight", "served_timeout_s")
 
 # Fingerprint keys in the order differences are listed.
-KEYS = ("agent", "profile", "preset", "search", "web_search", "search_models", "config", "settings",
+KEYS = ("agent", "profile", "preset", "search", "web_search", "search_models", "indices", "config", "settings",
         "prompts", "calibration")
+INDEX_KINDS = ("image", "web")
 
 
 def file_sha256(path: Path) -> str:
@@ -63,11 +67,13 @@ def system_fingerprint(agent_spec: str, profile: str, preset: str | None, *, sea
     fingerprint = {"agent": agent_spec, "profile": profile, "preset": preset or "full", "search": search,
                    "web_search": web, "prompts": prompt_hashes(),
                    "calibration": {"file": str(calibration), "sha256": file_sha256(calibration)} if calibration else None}
+    if search != "none":  # a MODULE:FUNC factory is handed the same config, indices included
+        fingerprint["indices"] = search_indices(profile, web)
     if search == "default":
         from evaluation.harness.search import search_config
 
-        models = dataclasses.asdict(search_config(profile))
-        fingerprint["search_models"] = {k: v for k, v in models.items() if k != "profile"}
+        sc = search_config(profile)
+        fingerprint["search_models"] = {"image_model": sc.image_model, "text_model": sc.text_model}
     if agent_loads_profile_models(agent_spec):  # a CruiseAgent: its config is ours to compute
         config = dataclasses.asdict(load_config(profile, preset))
         fingerprint["config"] = {k: v for k, v in config.items() if k not in ("profile", "preset", *WHERE_NOT_WHAT)}
@@ -76,11 +82,58 @@ def system_fingerprint(agent_spec: str, profile: str, preset: str | None, *, sea
     return _plain(fingerprint)
 
 
+def search_indices(profile: str, web: bool) -> dict:
+    """{"image": {"id", "revision"}, "web": ... (Task 1: None)} of the indices `profile` searches
+    (search_config, so --indices / CRAG_MM_INDICES decide); revision None where not cached yet."""
+    from evaluation.harness.search import index_revision, search_config
+
+    sc = search_config(profile)
+    ids = {"image": sc.image_index, "web": sc.web_index if web else None}
+    return {kind: {"id": repo, "revision": index_revision(repo)} if repo else None for kind, repo in ids.items()}
+
+
+def _indices(fingerprint: dict) -> dict | None:
+    """The indices record; a fingerprint from before it existed kept the ids in search_models."""
+    if "indices" in fingerprint:
+        return fingerprint["indices"]
+    models = fingerprint.get("search_models") or {}
+    if "image_index" not in models:
+        return None
+    return {kind: {"id": models[f"{kind}_index"], "revision": None} if models.get(f"{kind}_index") else None
+            for kind in INDEX_KINDS}
+
+
+def _same_index(old: dict | None, new: dict | None) -> bool:
+    if not old or not new:
+        return old == new
+    if old["id"] != new["id"]:
+        return False
+    return None in (old.get("revision"), new.get("revision")) or old["revision"] == new["revision"]
+
+
+def _show_indices(record: dict | None) -> str:
+    if record is None:
+        return "(not recorded)"
+    shown = [f"{r['id']}@{r['revision'][:12]}" if r.get("revision") else r["id"]
+             for r in (record.get(kind) for kind in INDEX_KINDS) if r]
+    return ", ".join(shown) or "(none)"
+
+
 def differences(earlier: dict, now: dict) -> list[str]:
     """One line per field that differs between two fingerprints ([] when they are the same)."""
     lines = []
     for key in KEYS:
         old, new = earlier.get(key), now.get(key)
+        if key == "indices":
+            old, new = _indices(earlier), _indices(now)
+            if old is None and new is None:
+                continue
+            if old is None or new is None or not all(_same_index(old.get(k), new.get(k)) for k in INDEX_KINDS):
+                lines.append(f"search indices: {_show_indices(old)} -> {_show_indices(new)}")
+            continue
+        if key == "search_models":  # the indices are compared above, from either place
+            old = {k: v for k, v in (old or {}).items() if not k.endswith("_index")} if old is not None else None
+            new = {k: v for k, v in (new or {}).items() if not k.endswith("_index")} if new is not None else None
         if old == new:
             continue
         if key == "calibration":

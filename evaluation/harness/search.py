@@ -1,7 +1,9 @@
 """The search pipeline the evaluator hands to the agent: a real `cragmm_search.UnifiedSearchPipeline`.
 
 What it is built from is the evaluator's business, not the agent's: `search_config(profile)`
-gives the image and text models and the two indices of a profile (`SEARCH_PROFILES`).
+gives the image and text models and the two indices of a profile (`SEARCH_PROFILES`); a hub
+profile's indices are the `INDEX_SETS` pair `--indices` / CRAG_MM_INDICES names (public-test
+unless told otherwise).
 
 `build_search_pipeline(search, web=True)`:
 - local indices (ids starting with "crag-mm-mini/", the cpu profile): builds them if needed
@@ -33,6 +35,7 @@ import contextlib
 import dataclasses
 import importlib
 import importlib.util
+import os
 import sys
 import time
 from dataclasses import dataclass
@@ -45,6 +48,7 @@ from minibench.build_indices import (
     MINI_WEB_INDEX,
     is_local_index,
     prepare_indices,
+    repo_folder,
 )
 from minibench.search_models import image_model_classes, resolve_search_model
 
@@ -58,12 +62,23 @@ class SearchConfig:
     web_index: str
 
 
+# The published index pairs a hub profile can search, by the name `--indices` (or the
+# CRAG_MM_INDICES environment variable, for entry points without that flag) selects.
+# public-test: what facebookresearch/CRAG-MM's local_evaluation.py builds its pipeline over for
+# every evaluation (the relaunched benchmark); validation: the 2025 starter kit's pair.
+INDEX_SETS = {
+    "public-test": ("crag-mm-2025/image-search-index-public-test", "crag-mm-2025/web-search-index-public-test"),
+    "validation": ("crag-mm-2025/image-search-index-validation", "crag-mm-2025/web-search-index-validation"),
+}
+DEFAULT_INDICES = "public-test"
+INDICES_ENV = "CRAG_MM_INDICES"
+
 SEARCH_PROFILES = {
-    # The competition's pipeline (the 2025 starter kit's ids).
+    # The official pipeline's models; the indices come from INDEX_SETS (search_config).
     "l40s": SearchConfig("l40s", image_model="openai/clip-vit-large-patch14-336",
                          text_model="BAAI/bge-large-en-v1.5",
-                         image_index="crag-mm-2025/image-search-index-validation",
-                         web_index="crag-mm-2025/web-search-index-validation"),
+                         image_index=INDEX_SETS[DEFAULT_INDICES][0],
+                         web_index=INDEX_SETS[DEFAULT_INDICES][1]),
     # The shipped mini benchmark's offline indices.
     "cpu": SearchConfig("cpu", image_model=MINI_IMAGE_MODEL, text_model=MINI_TEXT_MODEL,
                         image_index=MINI_IMAGE_INDEX, web_index=MINI_WEB_INDEX),
@@ -73,10 +88,41 @@ SEARCH_PROFILES = {
 SEARCH_PROFILES["served"] = dataclasses.replace(SEARCH_PROFILES["l40s"], profile="served")
 
 
-def search_config(profile: str) -> SearchConfig:
+def selected_indices(indices: str | None = None) -> str:
+    """The INDEX_SETS name in force: `indices` if given, else CRAG_MM_INDICES, else public-test."""
+    name = indices or os.environ.get(INDICES_ENV) or DEFAULT_INDICES
+    if name not in INDEX_SETS:
+        raise ValueError(f"unknown indices {name!r}; choose one of {sorted(INDEX_SETS)}")
+    return name
+
+
+def search_config(profile: str, indices: str | None = None) -> SearchConfig:
+    """The search models and indices of `profile`; a hub profile searches the INDEX_SETS pair
+    `selected_indices(indices)` names (the cpu profile always its own local indices)."""
     if profile not in SEARCH_PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(SEARCH_PROFILES)}")
-    return SEARCH_PROFILES[profile]
+    config = SEARCH_PROFILES[profile]
+    if is_local_index(config.image_index):
+        return config
+    image_index, web_index = INDEX_SETS[selected_indices(indices)]
+    return dataclasses.replace(config, image_index=image_index, web_index=web_index)
+
+
+def index_revision(repo_id: str) -> str | None:
+    """The snapshot commit the Hugging Face cache resolves `repo_id` (a dataset) to, read from its
+    refs/main without network; None when the index is not there yet. The cpu profile's local
+    indices are looked up in the cache the mini benchmark builds them into."""
+    from huggingface_hub import constants
+
+    if is_local_index(repo_id):
+        folder = repo_folder(repo_id)  # the cache the mini benchmark builds into
+    else:
+        folder = Path(constants.HF_HUB_CACHE) / ("datasets--" + repo_id.replace("/", "--"))
+    ref = folder / "refs" / "main"
+    try:
+        return ref.read_text().strip() or None
+    except OSError:
+        return None
 
 
 @contextlib.contextmanager
@@ -153,8 +199,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=main.__doc__)
     parser.add_argument("--profile", default="cpu")
     parser.add_argument("--no-web", action="store_true")
+    parser.add_argument("--indices", default=None, choices=sorted(INDEX_SETS))
     args = parser.parse_args()
-    search = search_config(args.profile)
+    search = search_config(args.profile, args.indices)
     start = time.perf_counter()
     info = prepare_indices(search) if is_local_index(search.image_index) else {}
     mid = time.perf_counter()

@@ -12,9 +12,10 @@ crag-mm: the published benchmark's evaluator (facebookresearch/CRAG-MM, `evaluat
   "i do not know"; the counts and rates use the flags BEFORE the multi-turn cut, which only
   feeds the conversation score; one single-turn session gets a replacement image_url. Besides
   the CSVs it writes response.jsonl (the generated turns; its `--mode evaluate --input-file`
-  scores such a file), and so do we under these rules.
+  scores such a file), and so do we under these rules. tests/test_crag_mm_rules.py checks each
+  of these against the line of the published evaluator it comes from.
 
-Both skip the same two validation sessions (evaluation.harness.batching.SKIPPED_SESSIONS) and give a
+Both skip the same two sessions (evaluation.harness.batching.SKIPPED_SESSIONS) and give a
 truthfulness of 0.0 to a table of at most one turn.
 """
 from __future__ import annotations
