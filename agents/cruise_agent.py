@@ -13,7 +13,7 @@ import dataclasses
 
 from agents.base_agent import MAX_BATCH_SIZE, BaseAgent
 from agents.config import load_config
-from agents.cruise.chain import run_chain
+from agents.cruise.chain import run_chain, stage_priors
 from agents.cruise.deadline import StageCosts
 from agents.cruise.stages.s0_inputs import prepare_turns
 from agents.cruise.stages.s0a_perceive import perception_wanted, warm_up_perception
@@ -35,7 +35,7 @@ class CruiseAgent(BaseAgent):
         self.engines = engines
         if perception_wanted(self.config, self.engines.vlm):
             warm_up_perception(self.config)  # seconds at load, not in the first scored batch's budget
-        self.costs = StageCosts(priors=dict(self.config.stage_cost_priors_s))
+        self.costs = StageCosts(priors=stage_priors(self.config))
         self.last_batch_report: dict | None = None
         self.warmup_s: dict[str, float] | None = None  # seconds per stage of the warm-up batch
         if self.config.warmup_at_load:

@@ -58,6 +58,22 @@ from agents.engines.base import Engines, Ledger, time_limit
 STAGES_WITHOUT_ENGINE = ("perceive", "retrieve")
 
 
+def stage_priors(cfg: CruiseConfig) -> dict[str, float]:
+    """Seconds per turn each stage is expected to take before it is timed: the config's, and
+    nothing for the grounding check (milliseconds, no model), which the deadline would otherwise
+    charge the dearest request's cost until it had run once."""
+    priors = dict(cfg.stage_cost_priors_s)
+    if cfg.cov_mode == "grounding":
+        priors["verify"] = 0.0
+    return priors
+
+
+def engine_free_stages(cfg: CruiseConfig) -> tuple[str, ...]:
+    """The stages that call no model under cfg: their cost is learned per turn, not per request
+    (the grounding check verifies without one)."""
+    return STAGES_WITHOUT_ENGINE + (("verify",) if cfg.cov_mode == "grounding" else ())
+
+
 @dataclass
 class BatchRun:
     size: int
@@ -72,6 +88,7 @@ class BatchRun:
     # Seconds of the deadline an engine call leaves for what follows it (the stage's parsing,
     # the finalizer, the traces): the engines stop at the deadline less this.
     engine_margin_s: float = 0.0
+    engine_free: tuple[str, ...] = STAGES_WITHOUT_ENGINE
 
     def __post_init__(self):
         self.errors = [[] for _ in range(self.size)]
@@ -106,7 +123,7 @@ class BatchRun:
         # counts one per turn (requests=None), and a model stage that sent none (every turn
         # skipped it) teaches nothing about a request's cost.
         requests = None
-        if self.ledger is not None and name not in STAGES_WITHOUT_ENGINE:
+        if self.ledger is not None and name not in self.engine_free:
             requests = sum(c.requests for c in calls)
         self.costs.observe(name, len(alive), seconds, requests)
         return out
@@ -150,7 +167,8 @@ def start_batch(turns: list[Turn], cfg: CruiseConfig, costs: StageCosts, ledger:
     n = len(turns)
     budget = cfg.turn_budget_s * max(n, 1) - cfg.safety_margin_s
     costs.new_batch()
-    run = BatchRun(n, Deadline(budget), costs, ledger=ledger, engine_margin_s=cfg.engine_margin_s)
+    run = BatchRun(n, Deadline(budget), costs, ledger=ledger, engine_margin_s=cfg.engine_margin_s,
+                   engine_free=engine_free_stages(cfg))
     for i, turn in enumerate(turns):
         if not turn.query:
             run.fail(i, "empty question")

@@ -174,26 +174,30 @@ def _call_agent(agent, queries, images, histories) -> tuple[list[str], str | Non
     return list(answers), error, wall_ms, report if isinstance(report, dict) else None
 
 
-def _report_parts(report: dict | None, n: int) -> tuple[list[dict | None], int | None, dict | None]:
-    """(one trace per turn or None, number of engine calls, wall ms per stage) from a report."""
+def _report_parts(report: dict | None, n: int) -> tuple[list[dict | None], int | None, dict | None, dict | None]:
+    """(one trace per turn or None, number of engine calls, wall ms per stage, prompt tokens per
+    stage) from a report."""
     if report is None:
-        return [None] * n, None, None
+        return [None] * n, None, None, None
     traces = report.get("traces")
     traces = list(traces) if isinstance(traces, list) else []
     traces = [t if isinstance(t, dict) else None for t in traces[:n]] + [None] * max(0, n - len(traces))
     calls = report.get("engine_calls")
     if not isinstance(calls, list):
-        return traces, None, None
+        return traces, None, None, None
     stage_ms: dict[str, float] = {}
+    stage_tokens: dict[str, int] = {}
     for call in calls:
         if isinstance(call, dict):
             stage = str(call.get("stage", "?"))
             try:
                 wall = float(call.get("wall_ms") or 0.0)
+                tokens = int(call.get("prompt_tokens") or 0)
             except (TypeError, ValueError):  # a malformed report must not stop the run
-                wall = 0.0
+                wall, tokens = 0.0, 0
             stage_ms[stage] = stage_ms.get(stage, 0.0) + wall
-    return traces, len(calls), stage_ms
+            stage_tokens[stage] = stage_tokens.get(stage, 0) + tokens
+    return traces, len(calls), stage_ms, stage_tokens
 
 
 def generate(agent, ds, conversations: list[Conversation], batch_size: int, output_dir: Path,
@@ -232,11 +236,11 @@ def _run_batch(agent, conversations, pending, number, batch_size, images, answer
     asked = [i for i, image in enumerate(batch_images) if image is not None]
     raw = [IDK_ANSWER] * len(pending)
     traces: list[dict | None] = [None] * len(pending)
-    error, wall_ms, engine_calls, stage_ms = None, 0.0, None, None
+    error, wall_ms, engine_calls, stage_ms, stage_tokens = None, 0.0, None, None, None
     if asked:
         got, error, wall_ms, report = _call_agent(agent, [queries[i] for i in asked],
                                                   [batch_images[i] for i in asked], [histories[i] for i in asked])
-        got_traces, engine_calls, stage_ms = _report_parts(report, len(asked))
+        got_traces, engine_calls, stage_ms, stage_tokens = _report_parts(report, len(asked))
         for i, answer, trace in zip(asked, got, got_traces):
             raw[i], traces[i] = answer, trace
     cut = truncator.truncate(raw)
@@ -258,7 +262,7 @@ def _run_batch(agent, conversations, pending, number, batch_size, images, answer
     append_jsonl(output_dir / BATCHES, [{
         "batch": number, "shard": shard, "turns": len(pending), "batch_size": batch_size,
         "wall_ms": round(wall_ms, 3), "budget_ms": TURN_BUDGET_S * 1000.0 * batch_size,
-        "engine_calls": engine_calls, "stage_ms": stage_ms, "error": error, "tokenizer": truncator.name,
+        "engine_calls": engine_calls, "stage_ms": stage_ms, "stage_prompt_tokens": stage_tokens, "error": error, "tokenizer": truncator.name,
         "image_errors": stats.image_failures[failures_before:],
     }])
     append_jsonl(output_dir / ANSWERS, answer_records)
