@@ -58,7 +58,7 @@ def _plain(value):
 
 
 def system_fingerprint(agent_spec: str, profile: str, preset: str | None, *, search: str, web: bool,
-                       calibration: str | None = None) -> dict:
+                       calibration: str | None = None, web_contents: str | None = None) -> dict:
     """Call after the CRUISE_* environment is set (profile, preset, --set)."""
     fingerprint = {"agent": agent_spec, "profile": profile, "preset": preset or "full", "search": search,
                    "web_search": web, "prompts": prompt_hashes(),
@@ -66,7 +66,7 @@ def system_fingerprint(agent_spec: str, profile: str, preset: str | None, *, sea
     if search == "default":
         from evaluation.harness.search import search_config
 
-        models = dataclasses.asdict(search_config(profile))
+        models = dataclasses.asdict(search_config(profile, web_contents if web else None))
         fingerprint["search_models"] = {k: v for k, v in models.items() if k != "profile"}
     if agent_loads_profile_models(agent_spec):  # a CruiseAgent: its config is ours to compute
         config = dataclasses.asdict(load_config(profile, preset))
