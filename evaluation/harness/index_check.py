@@ -21,6 +21,7 @@ are missing: n is wrong) each stop the run with a message saying so.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from dataclasses import dataclass
@@ -99,6 +100,7 @@ def snapshot_path(spec: IndexSpec) -> Path:
 
 
 CONTENTS_KEYS = ("page_name", "page_url", "page_snippet", "page_result")
+KEYS_PER_SHARD = 8  # keys checked per shard for belonging there
 
 
 def contents_shards(path: Path) -> dict[int, Path]:
@@ -131,21 +133,21 @@ def check_contents(spec: IndexSpec, path: Path) -> Path:
         try:
             env = lmdb.open(str(shard), readonly=True, lock=False, subdir=False)
             with env.begin() as txn:
-                first = next(iter(txn.cursor()), None)
+                # a few keys: one may land in its shard under a wrong count by chance, eight hardly
+                first = list(itertools.islice(txn.cursor(), KEYS_PER_SHARD))
             env.close()
         except lmdb.Error as exc:
             raise SearchIndexError(f"{label}: {shard.name} cannot be read ({type(exc).__name__}: {exc}); "
                                    f"it is partly downloaded or not an LMDB file") from None
-        if first is None:
+        if not first:
             continue  # a shard may be empty in a small database
-        key, value = first
         try:
-            owner = shard_id(key.decode("utf-8"), count)
-            record = json.loads(value)
+            owners = {shard_id(key.decode("utf-8"), count) for key, _ in first}
+            record = json.loads(first[0][1])
         except (UnicodeDecodeError, ValueError):
             raise SearchIndexError(f"{label}: {shard.name} holds a record of another schema (keys must be "
                                    f"sha256 hex of the page URL, values JSON)") from None
-        if owner != number:
+        if owners != {number}:
             raise SearchIndexError(f"{label} at {path}: the keys of {shard.name} belong to a database of "
                                    f"another shard count than the {count} files found: its last shard files "
                                    f"are missing (partly downloaded); run python -m tools.fetch again")
