@@ -113,6 +113,11 @@ def contents_shards(path: Path) -> dict[int, Path]:
     return shards
 
 
+def missing_shards(shards: dict[int, Path]) -> list[int]:
+    """Shard numbers below the highest one found that have no file (a download that stopped)."""
+    return sorted(set(range(max(shards) + 1)) - set(shards)) if shards else []
+
+
 def check_contents(spec: IndexSpec, path: Path) -> Path:
     """The full-content database's snapshot, or SearchIndexError (see the module docstring)."""
     import lmdb
@@ -124,7 +129,7 @@ def check_contents(spec: IndexSpec, path: Path) -> Path:
         raise SearchIndexError(f"{label} at {path} has no shard_<i>.mdb files: missing, partly downloaded "
                                f"or not a contents database")
     count = max(shards) + 1
-    gaps = sorted(set(range(count)) - set(shards))
+    gaps = missing_shards(shards)
     if gaps:
         raise SearchIndexError(f"{label} at {path} is partly downloaded: {len(gaps)} of {count} shard files "
                                f"are missing ({', '.join(f'shard_{i}.mdb' for i in gaps[:5])}"
