@@ -40,6 +40,7 @@ search (--search):
   default      evaluation.harness.search.build_search_pipeline(search_config(profile), web=...)
   none         the agent gets search_pipeline=None
   MODULE:FUNC  FUNC(search_config, web=bool) builds the pipeline (tests pass a fake this way)
+  --web-contents [HF_ID] goes into search_config (its web_contents) for either
 """
 
 
@@ -95,6 +96,11 @@ def evaluation_parser() -> argparse.ArgumentParser:
                         "(default; crag-mm-2025/{image,web}-search-index-public-test, what the relaunched "
                         "facebookresearch/CRAG-MM evaluator uses) or validation (the 2025 starter kit's "
                         "*-search-index-validation); default: $CRAG_MM_INDICES, else public-test")
+    p.add_argument("--web-contents", nargs="?", const="default", default=None, metavar="HF_ID",
+                   help="web hits carry their full page (page_result, page_last_modified) from this "
+                        "full-content database, which the search package reads as sharded LMDB files; "
+                        "bare: the profile's (crag-mm-2025/web-search-contents-db-private-v0.1.2 on "
+                        "l40s/served, the mini benchmark's own on cpu)")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--force", action="store_true",
                    help="with --resume: continue even though the system differs (recorded in run_summary.json)")

@@ -161,6 +161,15 @@ class CruiseConfig:
     # query + passage (~4 characters a token in English, minus room for q'); the cpu profile's
     # MiniLM reads 256 word pieces.
     max_chunk_chars: int = 1600
+    # ours: web hits from the full-content database (local_evaluation.py --web-contents) carry
+    # their page's HTML (page_result). Its body is chunked besides the snippet, within two caps
+    # so that a 2 MB page cannot flood the reranker or the turn's 10 s: the characters of HTML
+    # read per page (html-text reads ~0.5 s a megabyte on one of our CPU cores, so 10 pages of
+    # 200,000 characters cost ~1 s at worst), and the chunks a page's body adds (those sharing
+    # the most words with q', in page order). Snippet-only hits are chunked as before.
+    web_page_text: bool = True
+    page_max_html_chars: int = 200_000
+    page_max_chunks: int = 8
 
     # --- finalizer (paper, Algorithm 1) -------------------------------------------------------
     tau_ret: float = 0.5  # paper leaves it open; ours until calibrated offline
@@ -415,6 +424,9 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
             raise ValueError(f"{name}={getattr(cfg, name)} must lie in [0, 1.01]")
     if cfg.direct_temperature < 0:
         raise ValueError(f"direct_temperature={cfg.direct_temperature} must be >= 0")
+    for name in ("page_max_html_chars", "page_max_chunks"):
+        if getattr(cfg, name) < 0:
+            raise ValueError(f"{name}={getattr(cfg, name)} must be >= 0")
     if cfg.chunker not in CHUNKERS:
         raise ValueError(f"unknown chunker {cfg.chunker!r}; choose one of {CHUNKERS}")
     if cfg.engine not in ENGINES:

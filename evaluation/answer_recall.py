@@ -2,6 +2,7 @@
 
     python -m evaluation.answer_recall [--chunker infobox paper_fields] [--set FIELD=VALUE ...]
         [--query-image photo crop rotate] [--image-model efficientnet-lite0|tiny-clip|...]
+        [--web-contents]
 
 For every KG- and web-answerable turn, runs stages 3-5 of the chain (search with the real
 pipeline over the offline indices, chunking, the profile's reranker and the MAD filter) with
@@ -15,7 +16,9 @@ photo the index does not hold: an off-centre crop ("crop") or a 20-degree tilt (
 Per variant it also prints the image search's top-1 entity hit rate: the share of benchmark
 photos with a KG entry whose first hit names one of that entry's entities. `--image-model`
 swaps the cpu profile's image search model (e.g. `tiny-clip`, the random-weight CLIP it
-replaced); the index is rebuilt for it, as for any model change.
+replaced); the index is rebuilt for it, as for any model change. `--web-contents`: web hits
+carry their full pages from the mini benchmark's full-content database (built on first use),
+as with local_evaluation.py --web-contents.
 """
 from __future__ import annotations
 
@@ -126,14 +129,16 @@ def main() -> None:
     parser.add_argument("--image-model", help="the image search model (default: the cpu profile's)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     parser.add_argument("--misses", action="store_true", help="also print the turns whose answer was not kept")
+    parser.add_argument("--web-contents", action="store_true",
+                        help="web hits with their full pages (the mini benchmark's full-content database)")
     args = parser.parse_args()
     settings_to_env("cpu", "full", args.set)  # checked and typed like local_evaluation.py --set
-    search = search_config("cpu")
+    search = search_config("cpu", web_contents="default" if args.web_contents else None)
     if args.image_model:
         search = dataclasses.replace(search, image_model=args.image_model)
     pipeline = build_search_pipeline(search, web=True)  # builds the indices if needed
     reranker = MiniLMReranker()
-    print(json.dumps({"image_model": search.image_model}))
+    print(json.dumps({"image_model": search.image_model, "web_contents": search.web_contents}))
     for variant in args.query_image:
         result = image_top1_entity(pipeline, variant)
         misses = result.pop("misses")

@@ -13,6 +13,13 @@ exactly that under `cache_dir()/"hf"`, with the official collection names, ids a
 - `web_search_embeddings` (cosine): ids `<url>_chunk_<i>`, chunk 0 = "page_name page_snippet",
   then 64-word chunks of the page text; metadata `page_name`, `page_snippet`, `page_url`.
 
+- the full-content web database (`--web-contents`, optional: built only when a search asks for
+  it): the package's sharded LMDB layout, `shard_<i>.mdb` files keyed by
+  `cragmm_search.utils.hash_key(page_url)` in shard `shard_id(key, CONTENTS_SHARDS)`, one JSON
+  record per page: the index's page_name / page_snippet / page_url, `page_result` (the page as
+  HTML, its paragraphs in <p> elements between a navigation bar and a footer, as a real page
+  has), `page_last_modified` and `search_result_type`.
+
 Embeddings come from the package's own feature extractors with the models the pipeline will
 load (MINI_IMAGE_MODEL / MINI_TEXT_MODEL, resolved to local directories), so a
 query embedded at search time lands exactly where the index expects it. The commit hash is a
@@ -38,6 +45,7 @@ LOCAL_PREFIX = "crag-mm-mini/"  # index ids we build; any other id is a real hub
 # The mini benchmark's indices and the models they are built with (the cpu search profile).
 MINI_IMAGE_INDEX = LOCAL_PREFIX + "image-search-index"  # official: crag-mm-2025/image-search-index-validation
 MINI_WEB_INDEX = LOCAL_PREFIX + "web-search-index"  # official: crag-mm-2025/web-search-index-validation
+MINI_WEB_CONTENTS = LOCAL_PREFIX + "web-search-contents-db"  # official: crag-mm-2025/web-search-contents-db-private-v0.1.2
 MINI_IMAGE_MODEL = "efficientnet-lite0"  # official: openai/clip-vit-large-patch14-336
 MINI_TEXT_MODEL = "minilm"  # official: BAAI/bge-large-en-v1.5
 IMAGE_COLLECTION = "image_embeddings"
@@ -45,6 +53,7 @@ WEB_COLLECTION = "web_search_embeddings"
 WORDS_PER_CHUNK = 64  # small enough that most pages have several chunks, as official pages do
 MAX_CHUNKS = 50
 KG_URL = "https://kg.crag-mm-mini.example/images/"
+CONTENTS_SHARDS = 4  # more than one, so that a lookup has to pick its shard as the package does
 
 
 def hf_cache() -> Path:
@@ -91,6 +100,60 @@ def web_records() -> list[tuple[str, str, dict]]:
     return records
 
 
+def page_html(page: dict) -> str:
+    """A mini page's body as HTML: the page's own paragraphs, with the chrome a real page has."""
+    from html import escape
+
+    title = escape(page["page_name"])
+    site = escape(page["page_name"].rpartition(" - ")[2])
+    body = "\n".join(f"<p>{escape(p)}</p>" for p in page["text"].split("\n\n"))
+    return (f"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>{title}</title>"
+            f"<style>body {{ font-family: serif; }}</style><script>window.dataLayer = [];</script></head>\n"
+            f"<body><nav><a href=\"/\">{site}</a> | <a href=\"/about\">About</a></nav>\n"
+            f"<article><h1>{escape(page['page_name'].rpartition(' - ')[0])}</h1>\n{body}\n</article>\n"
+            f"<footer>&copy; {site}</footer></body></html>")
+
+
+def contents_records() -> list[dict]:
+    """One full-content record per mini web page (the package's lookup returns it as the hit)."""
+    return [{"page_name": page["page_name"], "page_url": page["page_url"], "page_snippet": page["page_snippet"],
+             "page_result": page_html(page),
+             # the mini pages are written, not crawled: no date is known, as for many real pages
+             "page_last_modified": "",
+             # the official vocabulary of this field is not documented; the chain does not read it
+             "search_result_type": "web"}
+            for page in content.WEB_PAGES]
+
+
+def write_contents_db(path: Path, records: list[dict], shards: int) -> None:
+    """`records` as the package reads them: shard_<i>.mdb LMDB files (no subdirectory), key
+    hash_key(page_url), value the record as JSON. The package's own hash_key / shard_id place them."""
+    import lmdb
+    from cragmm_search.utils import hash_key, shard_id
+
+    by_shard: dict[int, list[tuple[bytes, bytes]]] = {i: [] for i in range(shards)}
+    for record in records:
+        key = hash_key(record["page_url"])
+        by_shard[shard_id(key, shards)].append((key.encode("utf-8"), json.dumps(record).encode("utf-8")))
+    for number, items in by_shard.items():
+        size = 1 << 20
+        size += sum(len(k) + len(v) for k, v in items) * 2
+        env = lmdb.open(str(path / f"shard_{number}.mdb"), map_size=size, subdir=False, lock=False)
+        with env.begin(write=True) as txn:
+            for key, value in items:
+                txn.put(key, value)
+        env.close()
+        lock = path / f"shard_{number}.mdb-lock"
+        lock.unlink(missing_ok=True)
+
+
+def build_web_contents(repo_id: str) -> Path:
+    records = contents_records()
+    commit = _fingerprint("contents", [CONTENTS_SHARDS, records])
+    return _publish_snapshot(repo_id, commit, lambda path: write_contents_db(path, records, CONTENTS_SHARDS),
+                             marker="shard_0.mdb")
+
+
 def _model_identity(model_dir: str) -> str:
     """A local model directory is identified by its config; a hub id by its name."""
     config = Path(model_dir) / "config.json"
@@ -135,11 +198,12 @@ def embed_texts(model_dir: str, texts: list[str], batch: int = 16):
 
 # --- writing the HF-cache layout ----------------------------------------------------------
 
-def _publish_snapshot(repo_id: str, commit: str, fill) -> Path:
-    """Build snapshots/<commit>/ with `fill(dir)` unless it is there, then point refs/main at it."""
+def _publish_snapshot(repo_id: str, commit: str, fill, marker: str = "chroma.sqlite3") -> Path:
+    """Build snapshots/<commit>/ with `fill(dir)` unless it is there (its `marker` file exists),
+    then point refs/main at it."""
     folder = repo_folder(repo_id)
     snapshot = folder / "snapshots" / commit
-    if not (snapshot / "chroma.sqlite3").exists():
+    if not (snapshot / marker).exists():
         tmp = folder / "snapshots" / f".tmp-{commit}-{os.getpid()}"
         shutil.rmtree(tmp, ignore_errors=True)
         tmp.mkdir(parents=True)
@@ -147,7 +211,7 @@ def _publish_snapshot(repo_id: str, commit: str, fill) -> Path:
         try:
             os.replace(tmp, snapshot)
         except OSError:  # a concurrent builder published the same commit first
-            if not (snapshot / "chroma.sqlite3").exists():
+            if not (snapshot / marker).exists():
                 raise
             shutil.rmtree(tmp, ignore_errors=True)
     ref = folder / "refs" / "main"
@@ -218,19 +282,28 @@ def prepare_indices(search) -> dict:
         if not is_local_index(repo_id):
             raise ValueError(f"{repo_id!r} is not a local crag-mm-mini index; only ids starting with "
                              f"{LOCAL_PREFIX!r} are built offline")
+    contents = getattr(search, "web_contents", None)
+    if contents and not is_local_index(contents):
+        raise ValueError(f"{contents!r} is not a local crag-mm-mini database")
     image_dir = build_image_index(search.image_index, search.image_model)
     web_dir = build_web_index(search.web_index, search.text_model)
-    return dict(hf_cache=str(hf_cache()), image_index=search.image_index, web_index=search.web_index,
-                image_snapshot=str(image_dir), web_snapshot=str(web_dir),
-                seconds=round(time.perf_counter() - start, 2))
+    built = dict(hf_cache=str(hf_cache()), image_index=search.image_index, web_index=search.web_index,
+                 image_snapshot=str(image_dir), web_snapshot=str(web_dir))
+    if contents:  # optional: only a search that reads full pages needs it
+        built.update(web_contents=contents, web_contents_snapshot=str(build_web_contents(contents)))
+    return dict(built, seconds=round(time.perf_counter() - start, 2))
 
 
 def main() -> None:
     from types import SimpleNamespace
 
-    argparse.ArgumentParser(description=__doc__.splitlines()[0]).parse_args()
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--web-contents", action="store_true",
+                        help="also build the full-content web database (local_evaluation.py --web-contents)")
+    args = parser.parse_args()
     info = prepare_indices(SimpleNamespace(image_index=MINI_IMAGE_INDEX, web_index=MINI_WEB_INDEX,
-                                           image_model=MINI_IMAGE_MODEL, text_model=MINI_TEXT_MODEL))
+                                           image_model=MINI_IMAGE_MODEL, text_model=MINI_TEXT_MODEL,
+                                           web_contents=MINI_WEB_CONTENTS if args.web_contents else None))
     print(json.dumps(info, indent=1))
 
 

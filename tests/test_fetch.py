@@ -204,3 +204,17 @@ def test_a_refused_gated_model_is_named_and_the_rest_still_downloads():
     failures = fetch.download(rows, snapshot_download, print_=lambda *a: None)
     assert done == ["crag-mm-2025/web-search-index-public-test"]
     assert len(failures) == 1 and failures[0].startswith("meta-llama/Llama-3.2-1B-Instruct: RuntimeError: accept the licence")
+
+
+def test_the_contents_database_is_planned_sized_as_an_estimate_and_a_shard_gap_is_partial(tmp_path, capsys):
+    contents_id = "crag-mm-2025/web-search-contents-db-private-v0.1.2"
+    items = fetch.plan("l40s", web_contents="default")  # a bare --web-contents
+    assert [i.repo_id for i in items if i.role == fetch.CONTENTS_ROLE] == [contents_id]
+    assert not any(i.role == fetch.CONTENTS_ROLE for i in fetch.plan("l40s"))
+    item = next(i for i in items if i.role == fetch.CONTENTS_ROLE)
+    [row] = fetch.survey([item], tmp_path, FakeHub({}, unreachable=True))
+    assert (row.source, row.size, row.state) == ("estimate", 15.0 * GB, "missing")
+    _cached(tmp_path, item, ["shard_0.mdb", "shard_2.mdb"])  # shard_1 never arrived
+    assert fetch.survey([item], tmp_path, None)[0].state == "partial"
+    (tmp_path / f"datasets--{contents_id.replace('/', '--')}" / "snapshots" / "abc123" / "shard_1.mdb").write_text("x")
+    assert fetch.survey([item], tmp_path, None)[0].state == "present"

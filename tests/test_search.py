@@ -172,19 +172,25 @@ def test_official_ids_pass_through_untouched(monkeypatch):
     config = search.search_config("l40s")
     assert search.build_search_pipeline(config, web=False) == "pipeline"
     assert search.build_search_pipeline(config, web=True) == "pipeline"
+    contents = search.search_config("l40s", web_contents=search.PROFILE_WEB_CONTENTS)  # a bare --web-contents
+    assert search.build_search_pipeline(contents, web=True) == "pipeline"
+    assert search.build_search_pipeline(contents, web=False) == "pipeline"  # Task 1 reads no pages
     # the relaunched facebookresearch/CRAG-MM local_evaluation.py (every split):
     #   search_api_web_hf_dataset_id = "crag-mm-2025/web-search-index-public-test"
     #   search_api_image_hf_dataset_id = "crag-mm-2025/image-search-index-public-test"
+    image = ("openai/clip-vit-large-patch14-336", "crag-mm-2025/image-search-index-public-test")
+    web = ("BAAI/bge-large-en-v1.5", "crag-mm-2025/web-search-index-public-test")
     assert seen == [
-        ("openai/clip-vit-large-patch14-336", "crag-mm-2025/image-search-index-public-test", None, None),
-        ("openai/clip-vit-large-patch14-336", "crag-mm-2025/image-search-index-public-test",
-         "BAAI/bge-large-en-v1.5", "crag-mm-2025/web-search-index-public-test"),
+        (*image, None, None, None),
+        (*image, *web, None),
+        (*image, *web, "crag-mm-2025/web-search-contents-db-private-v0.1.2"),
+        (*image, None, None, None),
     ]
     assert checked == seen  # each index is checked, with the model it must match, before models load
     seen.clear()
     search.build_search_pipeline(search.search_config("served", "validation"), web=True)
     assert seen == [("openai/clip-vit-large-patch14-336", "crag-mm-2025/image-search-index-validation",
-                     "BAAI/bge-large-en-v1.5", "crag-mm-2025/web-search-index-validation")]
+                     "BAAI/bge-large-en-v1.5", "crag-mm-2025/web-search-index-validation", None)]
 
 
 def test_one_setting_picks_the_indices_and_the_cpu_profile_keeps_its_own(monkeypatch):
@@ -195,6 +201,12 @@ def test_one_setting_picks_the_indices_and_the_cpu_profile_keeps_its_own(monkeyp
     monkeypatch.setenv(search.INDICES_ENV, "test")
     with pytest.raises(ValueError, match="unknown indices 'test'"):
         search.search_config("l40s")
+
+
+def test_a_hub_contents_database_does_not_mix_with_local_indices():
+    config = search.search_config("cpu", web_contents="crag-mm-2025/web-search-contents-db-private-v0.1.2")
+    with pytest.raises(ValueError, match="mixing a local and a hub index"):
+        search.build_search_pipeline(config)
 
 
 def test_search_returns_infobox_entities_in_the_official_shape(pipeline):
@@ -228,3 +240,19 @@ def test_answer_recall_at_k_rerank_on_the_rebuilt_benchmark(pipeline):
     assert got["answer_recall_kg"] >= MEASURED_KG_RECALL - MARGIN_TURNS / got["kg_turns"]
     assert got["answer_recall_web"] >= MEASURED_WEB_RECALL - MARGIN_TURNS / got["web_turns"]
     assert got["answer_recall_kg"] > 0.5  # "most KG-answerable turns"
+
+
+def test_web_contents_flag_reaches_run_config():
+    from types import SimpleNamespace
+
+    from evaluation.harness.commands import web_contents_id
+    from local_evaluation import evaluation_parser
+
+    bare = evaluation_parser().parse_args(["--web-contents"])
+    named = evaluation_parser().parse_args(["--web-contents", "me/my-contents-db"])
+    assert evaluation_parser().parse_args([]).web_contents is None
+    assert web_contents_id(bare, "l40s") == "crag-mm-2025/web-search-contents-db-private-v0.1.2"
+    assert web_contents_id(bare, "cpu") == "crag-mm-mini/web-search-contents-db"
+    assert web_contents_id(named, "l40s") == "me/my-contents-db"
+    task1 = SimpleNamespace(**{**vars(bare), "suppress_web_search_api": True})
+    assert web_contents_id(task1, "l40s") is None  # image search only: no page is read

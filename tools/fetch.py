@@ -8,7 +8,9 @@ The indices are the pair `--indices` (else CRAG_MM_INDICES, else public-test) na
 local_evaluation.py's `--indices` picks them.
 
 The list comes from the code that loads things: `loaded_models(profile)` (the agent's and the
-search pipeline's hub models), the profile's search indices (evaluation/harness/search.py) and
+search pipeline's hub models), the profile's search indices (evaluation/harness/search.py),
+with `--web-contents [HF_ID]` the full-content web database (sharded LMDB files; its size is an
+estimate until the hub answers, and a snapshot with shard files missing counts as partial), and
 the evaluator's default datasets for both tasks. Sizes come from the hub when it answers
 (`files_metadata`); otherwise from `ESTIMATED_GB` below, and the table says which.
 
@@ -48,7 +50,11 @@ ESTIMATED_GB = {
     "crag-mm-2025/image-search-index-validation": 2.0,  # estimate: count not published
     "crag-mm-2025/crag-mm-single-turn-public": 2.0,  # assumption: ~1.9k images in parquet
     "crag-mm-2025/crag-mm-multi-turn-public": 1.0,  # assumption: ~586 images in parquet
+    # assumption, not measured: ~100k pages (the web index's 9.5 GB of 1024-wide vectors at up to
+    # 50 chunks a page) x ~150 KB of HTML each, in LMDB shards
+    "crag-mm-2025/web-search-contents-db-private-v0.1.2": 15.0,
 }
+CONTENTS_ROLE = "web contents db"  # the full-content web database (local_evaluation.py --web-contents)
 GATED_PREFIXES = ("meta-llama/",)
 HUB_TIMEOUT_S = 10.0
 
@@ -77,19 +83,23 @@ class Row:
     state: str  # "present", "partial", "missing"
 
 
-def plan(profile: str, tasks: tuple[str, ...] = ("single-turn", "multi-turn"), indices: str | None = None) -> list[Item]:
-    """What a run of `profile` loads from the hub (nothing for profiles that build everything locally);
-    `indices`: the INDEX_SETS name (None: CRAG_MM_INDICES, else public-test)."""
+def plan(profile: str, tasks: tuple[str, ...] = ("single-turn", "multi-turn"), indices: str | None = None,
+         web_contents: str | None = None) -> list[Item]:
+    """What a run of `profile` loads from the hub (nothing for profiles that build everything
+    locally); `indices`: the INDEX_SETS name (None: CRAG_MM_INDICES, else public-test);
+    `web_contents` as local_evaluation.py's --web-contents."""
     from evaluation.harness.commands import default_dataset
     from evaluation.harness.models import is_hub_id, loaded_models
     from evaluation.harness.search import search_config
     from minibench.build_indices import is_local_index
 
-    search = search_config(profile, indices)
+    search = search_config(profile, indices, web_contents)
     roles = {search.image_model: "image search model", search.text_model: "web search model"}
     items = [Item(roles.get(m, "chain model"), m, "model") for m in loaded_models(profile)]
-    for role, index in (("image index", search.image_index), ("web index", search.web_index)):
-        if not is_local_index(index):
+    hub_data = [("image index", search.image_index), ("web index", search.web_index),
+                (CONTENTS_ROLE, search.web_contents)]
+    for role, index in hub_data:
+        if index and not is_local_index(index):
             items.append(Item(role, index, "dataset"))
     for task in tasks:
         dataset = default_dataset(profile, task)
@@ -148,7 +158,24 @@ def local_state(cache: Path, item: Item, files: dict[str, int] | None) -> str:
         return "partial"
     if files is not None and any(not (snapshot / name).exists() for name in files):
         return "partial"
+    if item.role == CONTENTS_ROLE and contents_problem(snapshot):
+        return "partial"
     return "present"
+
+
+def contents_problem(snapshot: Path) -> str | None:
+    """What is missing of a full-content database's snapshot, read from its files alone (offline,
+    the hub's file list is not known): no shard at all, or shard files missing between others."""
+    from evaluation.harness.index_check import contents_shards, missing_shards
+
+    shards = contents_shards(snapshot)
+    if not shards:
+        return f"no shard_<i>.mdb files in {snapshot}"
+    gaps = missing_shards(shards)
+    if gaps:
+        return (f"{len(gaps)} of {max(shards) + 1} shard files missing in {snapshot} ("
+                + ", ".join(f"shard_{i}.mdb" for i in gaps[:5]) + (", ..." if len(gaps) > 5 else "") + ")")
+    return None
 
 
 def survey(items: list[Item], cache: Path, api) -> list[Row]:
@@ -241,9 +268,12 @@ def main(argv: list[str] | None = None) -> int:
                         help="only this task's dataset (repeatable; default both)")
     parser.add_argument("--indices", choices=["public-test", "validation"], default=None,
                         help="which published search indices (default: $CRAG_MM_INDICES, else public-test)")
+    parser.add_argument("--web-contents", nargs="?", const="default", default=None, metavar="HF_ID",
+                        help="also the full-content web database, as local_evaluation.py --web-contents "
+                             "(bare: the profile's)")
     args = parser.parse_args(argv)
     cache = Path(constants.HF_HUB_CACHE)
-    items = plan(args.profile, tuple(args.task or ("single-turn", "multi-turn")), args.indices)
+    items = plan(args.profile, tuple(args.task or ("single-turn", "multi-turn")), args.indices, args.web_contents)
     if not items:
         print(f"the {args.profile} profile loads nothing from the hub: nothing to fetch")
         return 0
@@ -254,6 +284,12 @@ def main(argv: list[str] | None = None) -> int:
     print(table(rows))
     if any(r.source == "estimate" for r in rows):
         print("sizes marked 'estimate' come from tools/fetch.py's table: the hub did not answer for them")
+    for r in rows:
+        if r.item.role == CONTENTS_ROLE and r.state == "partial":
+            snapshot = repo_folder(cache, r.item) / "snapshots"
+            found = [contents_problem(s) for s in snapshot.iterdir()] if snapshot.is_dir() else []
+            why = next((f for f in found if f), "a download that stopped")
+            print(f"{r.item.repo_id} is partly downloaded: {why}; run again without --dry-run: the download resumes")
     missing = [r for r in rows if r.state != "present"]
     if args.dry_run:
         print(f"dry run: {len(missing)} of {len(rows)} to download" if missing else "dry run: everything is here")

@@ -126,8 +126,9 @@ def turn_trace(
         "web_query": retrieval.web_query,
         "retrieved": retrieval.items,
         "chunks": [
-            {"text": text, "source": source, "score": score}
-            for text, source, score in zip(retrieval.chunks, retrieval.chunk_sources, evidence.chunk_scores)
+            {"text": text, "source": source, "score": score, **({"last_modified": date} if date else {})}
+            for text, source, score, date in zip(retrieval.chunks, retrieval.chunk_sources, evidence.chunk_scores,
+                                                 retrieval.chunk_dates or [""] * len(retrieval.chunks))
         ],
         "theta": evidence.theta,
         "kept_chunks": evidence.kept,

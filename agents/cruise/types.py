@@ -94,6 +94,10 @@ class Retrieval:
     items: list[dict] = field(default_factory=list)  # {"source", "id", "score", "name"} per search hit
     chunks: list[str] = field(default_factory=list)  # paragraph chunks to rerank
     chunk_sources: list[str] = field(default_factory=list)  # id of the hit each chunk came from
+    # aligned with chunks: the page_last_modified of the web page a chunk came from ("" when its
+    # hit has none: image hits, snippet-only web hits, undated pages), so that a real-time
+    # question's answer sees how old its evidence is
+    chunk_dates: list[str] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
     # What the peer stages did; empty when they are off.
     chunk_entities: list[str] = field(default_factory=list)  # aligned with chunks: image entity name, "" for web
@@ -111,6 +115,7 @@ class Evidence:
     chunk_scores: list[float] = field(default_factory=list)  # aligned with Retrieval.chunks
     theta: float | None = None
     kept: list[str] = field(default_factory=list)
+    kept_dates: list[str] = field(default_factory=list)  # aligned with kept: Retrieval.chunk_dates
     context: str = ""  # "[Info m] chunk" lines; empty means no context
     retrieval_score: float = 0.0  # S_ret: the highest reranker score, 0 when nothing was retrieved
     # Relevance filter (s5a, SAM-RAG's isRel) over the chunks the MAD filter kept.

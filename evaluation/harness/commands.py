@@ -98,7 +98,7 @@ def build_search(args, profile: str):
     from evaluation.harness.index_check import SearchIndexError
     from evaluation.harness.search import build_search_pipeline, search_config  # loads cragmm_search
 
-    search = search_config(profile)
+    search = search_config(profile, web_contents=getattr(args, "web_contents", None))
     web = not args.suppress_web_search_api
     if args.search == "default":
         try:
@@ -106,6 +106,15 @@ def build_search(args, profile: str):
         except SearchIndexError as exc:
             raise SystemExit(f"cannot search: {exc}") from None
     return import_object(args.search)(search, web=web)
+
+
+def web_contents_id(args, profile: str) -> str | None:
+    """The full-content database the run's web hits are read from (None: snippets only)."""
+    if args.search == "none" or args.suppress_web_search_api or not getattr(args, "web_contents", None):
+        return None
+    from evaluation.harness.search import search_config
+
+    return search_config(profile, web_contents=args.web_contents).web_contents
 
 
 def load_agent(args, profile: str, console: Console):
@@ -131,7 +140,8 @@ def current_fingerprint(args, profile: str) -> dict:
     calibration = getattr(args, "calibration", None) or os.environ.get("CRUISE_CALIBRATION")
     try:
         return system_fingerprint(args.agent, profile, os.environ.get("CRUISE_PRESET", "full"), search=args.search,
-                                  web=not args.suppress_web_search_api, calibration=calibration)
+                                  web=not args.suppress_web_search_api, calibration=calibration,
+                                  web_contents=getattr(args, "web_contents", None))
     except OSError as exc:
         raise SystemExit(f"cannot read {exc.filename}: {exc.strerror}") from None
 
@@ -214,7 +224,7 @@ def run_evaluation(args) -> None:
         console.print("[bold yellow]resuming with --force from another system:[/bold yellow] " + escape("; ".join(changed)))
     dataset = args.dataset or default_dataset(profile, args.dataset_type)
     problem = preload_problem(profile, dataset, args.revision, agent_spec=args.agent, search_spec=args.search,
-                              web=not args.suppress_web_search_api)
+                              web=not args.suppress_web_search_api, web_contents=getattr(args, "web_contents", None))
     if problem:  # a missing model or dataset: one message, before anything loads
         raise SystemExit(problem)
     console.print(f"[bold blue]Loading {escape(dataset)}[/bold blue] (revision {args.revision}, split {args.split})")
@@ -257,7 +267,8 @@ def run_evaluation(args) -> None:
         "profile": profile, "preset": os.environ.get("CRUISE_PRESET", "full"), "tokenizer": truncator.name,
         "judge_model": judge.model if judge else None, "judge_base_url": judge.base_url if judge else None,
         "batch_size": batch_size, "expected_turns": len(planned),
-        "indices": fingerprint.get("indices"), "fingerprint": fingerprint, "forced_resumes": forced_resumes,
+        "indices": fingerprint.get("indices"), "web_contents": web_contents_id(args, profile),
+        "fingerprint": fingerprint, "forced_resumes": forced_resumes,
     }
     if earlier:
         clashes = [k for k in RESUME_KEYS if earlier.get(k, RESUME_DEFAULTS.get(k)) != run_config[k]]

@@ -62,7 +62,7 @@ def _plain(value):
 
 
 def system_fingerprint(agent_spec: str, profile: str, preset: str | None, *, search: str, web: bool,
-                       calibration: str | None = None) -> dict:
+                       calibration: str | None = None, web_contents: str | None = None) -> dict:
     """Call after the CRUISE_* environment is set (profile, preset, --set)."""
     fingerprint = {"agent": agent_spec, "profile": profile, "preset": preset or "full", "search": search,
                    "web_search": web, "prompts": prompt_hashes(),
@@ -72,8 +72,9 @@ def system_fingerprint(agent_spec: str, profile: str, preset: str | None, *, sea
     if search == "default":
         from evaluation.harness.search import search_config
 
-        sc = search_config(profile)
-        fingerprint["search_models"] = {"image_model": sc.image_model, "text_model": sc.text_model}
+        sc = search_config(profile, web_contents=web_contents if web else None)
+        fingerprint["search_models"] = {"image_model": sc.image_model, "text_model": sc.text_model,
+                                        "web_contents": sc.web_contents}
     if agent_loads_profile_models(agent_spec):  # a CruiseAgent: its config is ours to compute
         config = dataclasses.asdict(load_config(profile, preset))
         fingerprint["config"] = {k: v for k, v in config.items() if k not in ("profile", "preset", *WHERE_NOT_WHAT)}

@@ -11,9 +11,17 @@ names the index and what is wrong:
   official metadata keys;
 - another embedding width than the search model produces (read from the model's config, so
   no weights load).
+
+The full-content web database (`--web-contents`, kind "contents") is no chromadb index but the
+package's sharded LMDB files, `shard_0.mdb` .. `shard_<n-1>.mdb`. The package takes n from the
+highest shard number it finds, so a download that stopped early is not refused by it: it looks
+keys up in the wrong shards and every web search fails. Here a shard file missing between
+others, an unreadable shard, or a shard whose first key does not hash to it (the last shards
+are missing: n is wrong) each stop the run with a message saying so.
 """
 from __future__ import annotations
 
+import itertools
 import json
 import os
 from dataclasses import dataclass
@@ -31,9 +39,9 @@ class SearchIndexError(ValueError):
 
 @dataclass(frozen=True)
 class IndexSpec:
-    kind: str  # "image" or "web"
+    kind: str  # "image", "web" or "contents" (the full-content web database: no model)
     repo_id: str
-    model: str  # the model (hub id or local directory) whose embeddings the index must hold
+    model: str | None  # the model (hub id or local directory) whose embeddings the index must hold
 
     @property
     def collection(self) -> str:
@@ -81,6 +89,8 @@ def snapshot_path(spec: IndexSpec) -> Path:
     if blobs.is_dir() and any(blobs.glob("*.incomplete")):
         raise SearchIndexError(f"{label} is only partly downloaded (.incomplete files in {blobs}); "
                                f"run python -m tools.fetch again to finish it")
+    if spec.kind == "contents":
+        return path
     if not (path / "chroma.sqlite3").is_file():
         raise SearchIndexError(f"{label} at {path} has no chroma.sqlite3: missing or partly downloaded")
     if not os.access(path, os.W_OK) or not os.access(path / "chroma.sqlite3", os.W_OK):
@@ -89,9 +99,75 @@ def snapshot_path(spec: IndexSpec) -> Path:
     return path
 
 
+CONTENTS_KEYS = ("page_name", "page_url", "page_snippet", "page_result")
+KEYS_PER_SHARD = 8  # keys checked per shard for belonging there
+
+
+def contents_shards(path: Path) -> dict[int, Path]:
+    """shard number -> file, as the package finds them (`shard_<i>.mdb` in the snapshot's top level)."""
+    shards = {}
+    for item in path.iterdir():
+        stem = item.name[:-len(".mdb")] if item.name.endswith(".mdb") else ""
+        if stem.startswith("shard_") and stem[len("shard_"):].isdigit():
+            shards[int(stem[len("shard_"):])] = item
+    return shards
+
+
+def missing_shards(shards: dict[int, Path]) -> list[int]:
+    """Shard numbers below the highest one found that have no file (a download that stopped)."""
+    return sorted(set(range(max(shards) + 1)) - set(shards)) if shards else []
+
+
+def check_contents(spec: IndexSpec, path: Path) -> Path:
+    """The full-content database's snapshot, or SearchIndexError (see the module docstring)."""
+    import lmdb
+    from cragmm_search.utils import shard_id
+
+    label = f"web contents database {spec.repo_id!r}"
+    shards = contents_shards(path)
+    if not shards:
+        raise SearchIndexError(f"{label} at {path} has no shard_<i>.mdb files: missing, partly downloaded "
+                               f"or not a contents database")
+    count = max(shards) + 1
+    gaps = missing_shards(shards)
+    if gaps:
+        raise SearchIndexError(f"{label} at {path} is partly downloaded: {len(gaps)} of {count} shard files "
+                               f"are missing ({', '.join(f'shard_{i}.mdb' for i in gaps[:5])}"
+                               f"{', ...' if len(gaps) > 5 else ''}); run python -m tools.fetch again")
+    for number, shard in sorted(shards.items()):
+        try:
+            env = lmdb.open(str(shard), readonly=True, lock=False, subdir=False)
+            with env.begin() as txn:
+                # a few keys: one may land in its shard under a wrong count by chance, eight hardly
+                first = list(itertools.islice(txn.cursor(), KEYS_PER_SHARD))
+            env.close()
+        except lmdb.Error as exc:
+            raise SearchIndexError(f"{label}: {shard.name} cannot be read ({type(exc).__name__}: {exc}); "
+                                   f"it is partly downloaded or not an LMDB file") from None
+        if not first:
+            continue  # a shard may be empty in a small database
+        try:
+            owners = {shard_id(key.decode("utf-8"), count) for key, _ in first}
+            record = json.loads(first[0][1])
+        except (UnicodeDecodeError, ValueError):
+            raise SearchIndexError(f"{label}: {shard.name} holds a record of another schema (keys must be "
+                                   f"sha256 hex of the page URL, values JSON)") from None
+        if owners != {number}:
+            raise SearchIndexError(f"{label} at {path}: the keys of {shard.name} belong to a database of "
+                                   f"another shard count than the {count} files found: its last shard files "
+                                   f"are missing (partly downloaded); run python -m tools.fetch again")
+        missing = [k for k in CONTENTS_KEYS if k not in record]
+        if missing:
+            raise SearchIndexError(f"{label}: a record of {shard.name} has no {missing} (it has {sorted(record)})")
+    return path
+
+
 def check_index(spec: IndexSpec) -> Path:
     """The snapshot directory of a usable index, or SearchIndexError."""
     import chromadb
+
+    if spec.kind == "contents":
+        return check_contents(spec, snapshot_path(spec))
 
     label = f"{spec.kind} index {spec.repo_id!r}"
     path = snapshot_path(spec)

@@ -168,7 +168,7 @@ def agent_loads_profile_models(agent_spec: str) -> bool:
 
 
 def preload_problem(profile: str, dataset: str, revision: str | None, *, agent_spec: str, search_spec: str,
-                    web: bool) -> str | None:
+                    web: bool, web_contents: str | None = None) -> str | None:
     """Everything a run is about to load that is not there, in one message (None if all is there):
     the hub models of `loaded_models`, the dataset, and the search indices of the default factory."""
     from evaluation.harness.search import search_config
@@ -180,8 +180,9 @@ def preload_problem(profile: str, dataset: str, revision: str | None, *, agent_s
     problems = [missing_models_message(models, profile), served_problem(profile) if agent else None]
     datasets = {dataset: revision}
     if default_search:
-        sc = search_config(profile)
-        datasets.update({index: None for index in [sc.image_index] + ([sc.web_index] if web else [])})
+        sc = search_config(profile, web_contents=web_contents)
+        web_ids = [sc.web_index] + ([sc.web_contents] if sc.web_contents else [])
+        datasets.update({index: None for index in [sc.image_index] + (web_ids if web else [])})
     reachable = True
     for name, rev in datasets.items():
         if is_local_index(name):

@@ -3,7 +3,15 @@
 What it is built from is the evaluator's business, not the agent's: `search_config(profile)`
 gives the image and text models and the two indices of a profile (`SEARCH_PROFILES`); a hub
 profile's indices are the `INDEX_SETS` pair `--indices` / CRAG_MM_INDICES names (public-test
-unless told otherwise).
+unless told otherwise), and `search_config(profile, web_contents=...)` adds the full-content web
+database (`local_evaluation.py --web-contents [HF_ID]`; bare: the profile's `WEB_CONTENTS`).
+
+The full-content database: with `web_hf_dataset_id_private=ID` the package (0.5.1) reads every
+web hit from sharded LMDB files in that dataset (`shard_<i>.mdb`, keyed by
+`cragmm_search.utils.hash_key(page_url)`), so a hit carries `page_result` (the page's HTML),
+`page_last_modified` and `search_result_type` besides page_name, page_snippet and page_url.
+A hit whose URL the database lacks makes the package raise (it unpacks None), which costs the
+turn its web search (s3_retrieve catches it); index_check refuses a database with shards missing.
 
 `build_search_pipeline(search, web=True)`:
 - local indices (ids starting with "crag-mm-mini/", the cpu profile): builds them if needed
@@ -45,6 +53,7 @@ from minibench.build_indices import (
     MINI_IMAGE_INDEX,
     MINI_IMAGE_MODEL,
     MINI_TEXT_MODEL,
+    MINI_WEB_CONTENTS,
     MINI_WEB_INDEX,
     is_local_index,
     prepare_indices,
@@ -60,6 +69,9 @@ class SearchConfig:
     text_model: str
     image_index: str
     web_index: str
+    # the full-content web database (web_hf_dataset_id_private); None: snippets only, as the
+    # competition's public pipeline
+    web_contents: str | None = None
 
 
 # The published index pairs a hub profile can search, by the name `--indices` (or the
@@ -72,6 +84,13 @@ INDEX_SETS = {
 }
 DEFAULT_INDICES = "public-test"
 INDICES_ENV = "CRAG_MM_INDICES"
+
+# What `--web-contents` given bare names, per profile: the private full-content database of the
+# 2025 challenge for the competition's pipeline, the mini benchmark's own on cpu (a hub id
+# cannot be mixed with the local indices).
+WEB_CONTENTS = {"l40s": "crag-mm-2025/web-search-contents-db-private-v0.1.2", "cpu": MINI_WEB_CONTENTS}
+WEB_CONTENTS["served"] = WEB_CONTENTS["l40s"]
+PROFILE_WEB_CONTENTS = "default"  # the value of a bare --web-contents
 
 SEARCH_PROFILES = {
     # The official pipeline's models; the indices come from INDEX_SETS (search_config).
@@ -96,12 +115,16 @@ def selected_indices(indices: str | None = None) -> str:
     return name
 
 
-def search_config(profile: str, indices: str | None = None) -> SearchConfig:
+def search_config(profile: str, indices: str | None = None, web_contents: str | None = None) -> SearchConfig:
     """The search models and indices of `profile`; a hub profile searches the INDEX_SETS pair
-    `selected_indices(indices)` names (the cpu profile always its own local indices)."""
+    `selected_indices(indices)` names (the cpu profile always its own local indices), and
+    `web_contents` adds a full-content database (PROFILE_WEB_CONTENTS: the profile's own,
+    WEB_CONTENTS)."""
     if profile not in SEARCH_PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(SEARCH_PROFILES)}")
-    config = SEARCH_PROFILES[profile]
+    if web_contents == PROFILE_WEB_CONTENTS:
+        web_contents = WEB_CONTENTS[profile]
+    config = dataclasses.replace(SEARCH_PROFILES[profile], web_contents=web_contents or None)
     if is_local_index(config.image_index):
         return config
     image_index, web_index = INDEX_SETS[selected_indices(indices)]
@@ -156,40 +179,48 @@ def harness_module(name: str):
     return sys.modules[alias]
 
 
-def _pipeline(image_model: str, image_index: str, text_model: str | None, web_index: str | None):
+def _pipeline(image_model: str, image_index: str, text_model: str | None, web_index: str | None,
+              web_contents: str | None = None):
     from cragmm_search.search import UnifiedSearchPipeline
 
     # the package's own loading stops at 32,766 records (see paged_metadata); image_model_classes
     # lets it load the cpu profile's EfficientNet features (minibench/search_models.py)
     with harness_module("paged_metadata").paged_metadata(), image_model_classes(image_model):
         return UnifiedSearchPipeline(image_model_name=image_model, image_hf_dataset_id=image_index,
-                                     text_model_name=text_model, web_hf_dataset_id=web_index)
+                                     text_model_name=text_model, web_hf_dataset_id=web_index,
+                                     web_hf_dataset_id_private=web_contents)
 
 
 def build_search_pipeline(search: SearchConfig, web: bool = True):
-    """A UnifiedSearchPipeline over the indices of `search`; `web=False` for Task 1."""
+    """A UnifiedSearchPipeline over the indices of `search`; `web=False` for Task 1 (the
+    full-content database then goes unused: it only completes web hits)."""
     local = is_local_index(search.image_index)
-    if local != is_local_index(search.web_index):
-        raise ValueError(f"mixing a local and a hub index is not supported: {search.image_index!r}, {search.web_index!r}")
+    web_ids = [search.web_index] + ([search.web_contents] if search.web_contents else [])
+    if any(is_local_index(i) != local for i in web_ids):
+        raise ValueError(f"mixing a local and a hub index is not supported: {[search.image_index, *web_ids]!r}")
+    web_index = search.web_index if web else None
+    contents = search.web_contents if web else None
     if not local:
-        check_indices(search.image_model, search.image_index, search.text_model if web else None,
-                      search.web_index if web else None)
-        return _pipeline(search.image_model, search.image_index,
-                         search.text_model if web else None, search.web_index if web else None)
+        check_indices(search.image_model, search.image_index, search.text_model if web else None, web_index, contents)
+        return _pipeline(search.image_model, search.image_index, search.text_model if web else None, web_index,
+                         contents)
     built = prepare_indices(search)
     image_model = resolve_search_model(search.image_model)
     text_model = resolve_search_model(search.text_model) if web else None
     with offline_hub(built["hf_cache"]):
-        check_indices(image_model, search.image_index, text_model, search.web_index if web else None)
-        return _pipeline(image_model, search.image_index, text_model, search.web_index if web else None)
+        check_indices(image_model, search.image_index, text_model, web_index, contents)
+        return _pipeline(image_model, search.image_index, text_model, web_index, contents)
 
 
-def check_indices(image_model: str, image_index: str, text_model: str | None, web_index: str | None) -> None:
+def check_indices(image_model: str, image_index: str, text_model: str | None, web_index: str | None,
+                  web_contents: str | None = None) -> None:
     """SearchIndexError (one message) for an unusable index, before any search model loads."""
     checks = harness_module("index_check")
     checks.check_index(checks.IndexSpec("image", image_index, image_model))
     if web_index is not None:
         checks.check_index(checks.IndexSpec("web", web_index, text_model))
+    if web_contents is not None:
+        checks.check_index(checks.IndexSpec("contents", web_contents, None))
 
 
 def main() -> None:
@@ -200,8 +231,9 @@ def main() -> None:
     parser.add_argument("--profile", default="cpu")
     parser.add_argument("--no-web", action="store_true")
     parser.add_argument("--indices", default=None, choices=sorted(INDEX_SETS))
+    parser.add_argument("--web-contents", nargs="?", const=PROFILE_WEB_CONTENTS, default=None, metavar="HF_ID")
     args = parser.parse_args()
-    search = search_config(args.profile, args.indices)
+    search = search_config(args.profile, args.indices, args.web_contents)
     start = time.perf_counter()
     info = prepare_indices(search) if is_local_index(search.image_index) else {}
     mid = time.perf_counter()

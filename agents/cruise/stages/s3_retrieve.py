@@ -90,12 +90,12 @@ def image_search(turn: Turn, pipeline, cfg: CruiseConfig, crops: CropPlan | None
 
 
 def add_image_hits(found: Retrieval, image_hits: list[dict], query: str, cfg: CruiseConfig) -> list[tuple]:
-    """Items and (chunk, source, entity) triples of the image hits; sets the fused web query."""
+    """Items and (chunk, source, entity, date) rows of the image hits; sets the fused web query."""
     hit_ids = [f"image:{hit.get('index', rank)}" for rank, hit in enumerate(image_hits)]
     out = []
     names = confident_names(image_hits, cfg.image_score_floor) if cfg.chunker != "paper_fields" else []
     for name in names:
-        out.append((name_chunk(name), next(i for i, h in zip(hit_ids, image_hits) if name in hit_entity_names(h)), name))
+        out.append((name_chunk(name), next(i for i, h in zip(hit_ids, image_hits) if name in hit_entity_names(h)), name, ""))
     for hit_id, hit in zip(hit_ids, image_hits):
         item = {"source": "image", "id": hit_id, "score": hit.get("score"), "name": ", ".join(hit_entity_names(hit))}
         if "view" in hit:
@@ -104,7 +104,7 @@ def add_image_hits(found: Retrieval, image_hits: list[dict], query: str, cfg: Cr
         for entity in hit.get("entities") or []:
             if isinstance(entity, dict):  # one entity at a time, so each chunk knows its entity
                 name = " ".join(str(entity.get("entity_name") or "").split())
-                out += [(chunk, hit_id, name) for chunk in chunks_from_image_hit({"entities": [entity]}, cfg)]
+                out += [(chunk, hit_id, name, "") for chunk in chunks_from_image_hit({"entities": [entity]}, cfg)]
     if cfg.fusion_query:
         fused = confident_names(image_hits, cfg.image_score_floor, cfg.fusion_max_names)
         found.web_query = fusion_query(query, fused)
@@ -112,11 +112,17 @@ def add_image_hits(found: Retrieval, image_hits: list[dict], query: str, cfg: Cr
 
 
 def add_web_hits(found: Retrieval, web_query: str, k: int, pipeline, cfg: CruiseConfig) -> list[tuple]:
+    """Items and (chunk, source, "", date) rows of the web hits; a hit of the full-content database
+    also gives its page's body (s4_chunk), the chunks that share most words with q' first."""
     out = []
     for rank, hit in enumerate(pipeline(safe_text_query(web_query), k=k) or []):
         hit_id = f"web:{hit.get('page_url') or hit.get('index', rank)}"
-        found.items.append({"source": "web", "id": hit_id, "score": hit.get("score"), "name": hit.get("page_name", "")})
-        out += [(chunk, hit_id, "") for chunk in chunks_from_web_hit(hit, cfg)]
+        item = {"source": "web", "id": hit_id, "score": hit.get("score"), "name": hit.get("page_name", "")}
+        date = " ".join(str(hit.get("page_last_modified") or "").split())
+        if "page_result" in hit:  # the trace says which hits came with their page
+            item.update(page_chars=len(hit.get("page_result") or ""), last_modified=date)
+        found.items.append(item)
+        out += [(chunk, hit_id, "", date) for chunk in chunks_from_web_hit(hit, cfg, found.query)]
     return out
 
 
@@ -127,7 +133,7 @@ def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig, *, route
     query = expanded_query(turn, summary)
     found = Retrieval(summary=summary, query=query, web_query=query)
     use_image, use_web = searches_allowed(route, cfg) if route is not None else (True, True)
-    pool: list[tuple] = []  # (chunk, source id, image entity name or "")
+    pool: list[tuple] = []  # (chunk, source id, image entity name or "", page date or "")
     if turn.image is not None and use_image:
         try:
             image_hits, found.crops_searched = image_search(turn, pipeline, cfg, crops)
@@ -144,14 +150,14 @@ def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig, *, route
                 found.sub_queries.append(sub_query)
         except Exception as exc:  # noqa: BLE001
             found.errors.append(f"web search: {type(exc).__name__}: {exc}")
-    found.chunks, found.chunk_sources, found.chunk_entities = dedupe_pool(pool)
+    found.chunks, found.chunk_sources, found.chunk_entities, found.chunk_dates = dedupe_pool(pool)
     return found
 
 
 def add_passages(found: Retrieval, passages: list[str], cfg: CruiseConfig) -> Retrieval:
     """`found` with the chunks of the handed-over passages after its own (duplicates dropped);
     the passages' entity-name chunks come before their other chunks, as in retrieve_one."""
-    names, rest = [], []  # (chunk, source, image entity name) triples, as in retrieve_one's pool
+    names, rest = [], []  # (chunk, source, image entity name, date) rows, as in retrieve_one's pool
     for number, text in enumerate(passages):
         try:
             lead, chunks = chunks_from_passage(text, cfg)
@@ -160,19 +166,20 @@ def add_passages(found: Retrieval, passages: list[str], cfg: CruiseConfig) -> Re
             continue
         source = f"harness:{number}"
         found.items.append({"source": "harness", "id": source, "score": None, "name": f"{len(text)} characters"})
-        names += [(c, source, "") for c in lead]
-        rest += [(c, source, "") for c in chunks]
+        names += [(c, source, "", "") for c in lead]
+        rest += [(c, source, "", "") for c in chunks]
     entities = found.chunk_entities or [""] * len(found.chunks)
-    pool = list(zip(found.chunks, found.chunk_sources, entities)) + names + rest
-    found.chunks, found.chunk_sources, found.chunk_entities = dedupe_pool(pool)
+    dates = found.chunk_dates or [""] * len(found.chunks)
+    pool = list(zip(found.chunks, found.chunk_sources, entities, dates)) + names + rest
+    found.chunks, found.chunk_sources, found.chunk_entities, found.chunk_dates = dedupe_pool(pool)
     return found
 
 
-def dedupe_pool(pool: list[tuple]) -> tuple[list[str], list[str], list[str]]:
-    """The pool's distinct chunks (first occurrence wins), with their sources and entities."""
-    chunks, sources = dedupe([c for c, _, _ in pool], [f"{i}" for i in range(len(pool))])
+def dedupe_pool(pool: list[tuple]) -> tuple[list[str], list[str], list[str], list[str]]:
+    """The pool's distinct chunks (first occurrence wins), with their sources, entities and dates."""
+    chunks, sources = dedupe([row[0] for row in pool], [f"{i}" for i in range(len(pool))])
     picked = [pool[int(i)] for i in sources]
-    return chunks, [p[1] for p in picked], [p[2] for p in picked]
+    return chunks, [p[1] for p in picked], [p[2] for p in picked], [p[3] for p in picked]
 
 
 def retrieve_batch(

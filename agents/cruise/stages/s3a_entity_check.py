@@ -35,6 +35,7 @@ def drop_rejected(retrieval: Retrieval, verdicts: dict[str, bool], raws: list[st
         chunks=[retrieval.chunks[i] for i in keep],
         chunk_sources=[retrieval.chunk_sources[i] for i in keep],
         chunk_entities=[retrieval.chunk_entities[i] for i in keep],
+        chunk_dates=[retrieval.chunk_dates[i] for i in keep] if retrieval.chunk_dates else [],
         entity_verdicts=verdicts, entity_check_raw=raws, entity_check_parsed=parsed,
         chunks_dropped_entity=len(retrieval.chunks) - len(keep),
     )

@@ -18,6 +18,12 @@ Web snippets: HTML entities unescaped, the repeated runs of the official snippet
 extract ending in "...", then the same sentences in full) removed, then packed into
 paragraphs of at most `max_chunk_chars` characters on sentence boundaries.
 
+Full pages (`page_result`, the HTML the full-content web database adds to a hit): the page's
+visible text (`agents.cruise.pagetext`, at most `page_max_html_chars` of HTML read) is packed
+the same way, without the sentences its snippet already gave, and at most `page_max_chunks` of
+its chunks are kept: those sharing the most words with q', in page order (a multi-hop answer is
+often far down a page, where the first chunks would never reach). Each names its page's title.
+
 `chunker="paper_fields"` is the paper's chunker as it was (only the three fields, raw text),
 kept to measure against.
 
@@ -33,6 +39,7 @@ import html
 import json
 import re
 
+from agents.cruise.pagetext import page_text
 from agents.cruise.wikitext import clean_wikitext
 
 PAPER_FIELDS = ("description", "caption", "summary")
@@ -239,16 +246,55 @@ def page_title(page_name: str) -> str:
     return name
 
 
-def chunks_from_web_hit(hit: dict, cfg) -> list[str]:
+def best_chunks(chunks: list[str], query: str, limit: int) -> list[str]:
+    """At most `limit` chunks: those sharing the most distinct words with `query` (earlier first
+    on ties), kept in their order on the page."""
+    if len(chunks) <= limit:
+        return chunks
+    wanted = set(_WORD.findall(query.lower()))
+    overlap = [len(wanted & set(_WORD.findall(chunk.lower()))) for chunk in chunks]
+    picked = sorted(sorted(range(len(chunks)), key=lambda i: (-overlap[i], i))[:limit])
+    return [chunks[i] for i in picked]
+
+
+def page_body_chunks(page_html: str, known: list[str], query: str, cfg, max_chars: int) -> list[str]:
+    """The chunks of a full page's text: its sentences, those in `known` (the snippet's) left
+    out, packed paragraph by paragraph, at most cfg.page_max_chunks of them (best_chunks)."""
+    seen = {_words(s) for s in known}
+    parts = []
+    for line in page_text(page_html, cfg.page_max_html_chars).splitlines():
+        fresh = [s for s in sentences(line) if _words(s) and _words(s) not in seen]
+        seen.update(_words(s) for s in fresh)
+        if fresh:
+            parts.append(" ".join(fresh))
+    chunks = []
+    for part in parts:  # a paragraph is packed alone unless it is short (headings, menu items)
+        if chunks and len(chunks[-1]) + 1 + len(part) <= max_chars and len(part) < max_chars // 3:
+            chunks[-1] += " " + part
+        else:
+            chunks.extend(pack(sentences(part), max_chars))
+    return best_chunks(chunks, query, cfg.page_max_chunks)
+
+
+def chunks_from_web_hit(hit: dict, cfg, query: str = "") -> list[str]:
+    """The snippet's chunks, then (when the hit carries its page, `page_result`) the page body's;
+    `query` (q') picks which body chunks a long page keeps."""
     snippet = hit.get("page_snippet") or ""
+    page_html = hit.get("page_result") if cfg.web_page_text else None
     if cfg.chunker == "paper_fields":
-        return paragraphs(snippet, cfg.max_chunk_chars)
+        body = paragraphs(page_text(page_html, cfg.page_max_html_chars), cfg.max_chunk_chars) if page_html else []
+        return paragraphs(snippet, cfg.max_chunk_chars) + best_chunks(body, query, cfg.page_max_chunks)
     title = page_title(hit.get("page_name") or "") if cfg.web_title_prefix else ""
     prefix = f"{title}: " if title else ""
     # Each paragraph names its page, as KG chunks name their entity: a later passage of
     # the page often refers to its subject only as "it".
-    body = pack(dedupe_sentences(clean_snippet(snippet)), max(100, cfg.max_chunk_chars - len(prefix)))
-    return [prefix + paragraph for paragraph in body]
+    room = max(100, cfg.max_chunk_chars - len(prefix))
+    known = dedupe_sentences(clean_snippet(snippet))
+    chunks = pack(known, room)
+    if page_html:  # the page's <title> and heading say no more than the prefix
+        name = " ".join(clean_snippet(hit.get("page_name") or "").split())
+        chunks += page_body_chunks(page_html, known + [name, page_title(name)], query, cfg, room)
+    return [prefix + paragraph for paragraph in chunks]
 
 
 def dedupe(chunks: list[str], sources: list[str]) -> tuple[list[str], list[str]]:

@@ -3,6 +3,10 @@
 Dynamic threshold (paper, eq. 5): theta = max(tau, median(top) - lambda * MAD(top)) over the
 top-10 scores, MAD being the raw median absolute deviation (no 1.4826 consistency factor).
 Chunks with score >= theta are kept, best first, at most K_rerank of them (eq. 6).
+
+A kept chunk from a dated web page (the full-content database's page_last_modified) shows its
+date in the context, "[Info m] (page last modified: DATE) chunk": a real-time question's answer
+can then tell how old its evidence is.
 """
 from __future__ import annotations
 
@@ -22,23 +26,31 @@ def mad_threshold(scores, tau: float = 0.1, lam: float = 1.5, top_k: int = 10) -
     return max(tau, median - lam * mad)
 
 
-def select_chunks(chunks: list[str], scores: list[float], cfg: CruiseConfig) -> Evidence:
-    """The MAD filter and the context block for one turn (also used to re-decide offline)."""
+def select_chunks(chunks: list[str], scores: list[float], cfg: CruiseConfig,
+                  dates: list[str] | None = None) -> Evidence:
+    """The MAD filter and the context block for one turn (also used to re-decide offline);
+    `dates` aligned with `chunks` (Retrieval.chunk_dates), or None."""
     theta = mad_threshold(scores, cfg.mad_tau, cfg.mad_lambda, cfg.mad_top_k)
     ranked = sorted(zip(scores, range(len(chunks))), key=lambda p: (-p[0], p[1]))
-    kept = [chunks[i] for score, i in ranked if score >= theta][: cfg.k_rerank]
+    picked = [i for score, i in ranked if score >= theta][: cfg.k_rerank]
+    kept = [chunks[i] for i in picked]
+    kept_dates = [dates[i] for i in picked] if dates else []
     return Evidence(
         chunk_scores=list(scores),
         theta=theta if chunks else None,
         kept=kept,
-        context=context_block(kept),
+        kept_dates=kept_dates,
+        context=context_block(kept, kept_dates),
         retrieval_score=max(scores, default=0.0),
     )
 
 
-def context_block(kept: list[str]) -> str:
-    """C: the kept chunks as "[Info m] chunk" lines; empty means no context."""
-    return "\n".join(f"[Info {m}] {chunk}" for m, chunk in enumerate(kept, start=1))
+def context_block(kept: list[str], dates: list[str] | None = None) -> str:
+    """C: the kept chunks as "[Info m] chunk" lines, a dated page's chunk with its date; empty
+    means no context."""
+    dates = dates or [""] * len(kept)
+    return "\n".join(f"[Info {m}] " + (f"(page last modified: {date}) " if date else "") + chunk
+                     for m, (chunk, date) in enumerate(zip(kept, dates), start=1))
 
 
 def rerank_batch(retrievals: list[Retrieval], reranker: Reranker, cfg: CruiseConfig) -> list[Evidence]:
@@ -48,5 +60,5 @@ def rerank_batch(retrievals: list[Retrieval], reranker: Reranker, cfg: CruiseCon
     for r in retrievals:
         mine = scores[start : start + len(r.chunks)]
         start += len(r.chunks)
-        out.append(select_chunks(r.chunks, mine, cfg))
+        out.append(select_chunks(r.chunks, mine, cfg, r.chunk_dates))
     return out

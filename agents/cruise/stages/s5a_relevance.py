@@ -40,8 +40,9 @@ def read_relevance(text: str, count: int) -> list[bool | None]:
 
 def filter_evidence(evidence: Evidence, verdicts: list[bool | None], raw: str) -> Evidence:
     kept = [c for c, v in zip(evidence.kept, verdicts) if v is not False]
+    dates = [d for d, v in zip(evidence.kept_dates, verdicts) if v is not False] if evidence.kept_dates else []
     return dataclasses.replace(
-        evidence, kept=kept, context=context_block(kept), relevance=verdicts,
+        evidence, kept=kept, kept_dates=dates, context=context_block(kept, dates), relevance=verdicts,
         dropped_irrelevant=[c for c, v in zip(evidence.kept, verdicts) if v is False],
         relevance_raw=raw, relevance_parsed=all(v is not None for v in verdicts),
     )
