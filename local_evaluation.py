@@ -106,6 +106,13 @@ def evaluation_parser() -> argparse.ArgumentParser:
                    help="with --resume: continue even though the system differs (recorded in run_summary.json)")
     p.add_argument("--rejudge", action="store_true")
     p.add_argument("--shard", default=None, metavar="I/N", help="only conversations with index %% N == I")
+    p.add_argument("--workers", type=int, default=None, metavar="N",
+                   help="run the split as N shards on Ray, then merge, judge and score once "
+                        "(requirements-scale.txt; docs/serving.md)")
+    p.add_argument("--ray", default=None, metavar="ADDRESS",
+                   help="with --workers: join this Ray cluster ('auto' or HOST:PORT) instead of a local one")
+    p.add_argument("--worker-retries", type=int, default=2,
+                   help="with --workers: times Ray runs a failed or lost shard again, resumed (default 2)")
     add_judge_args(p)
     return p
 
@@ -125,8 +132,15 @@ def main(argv: list[str] | None = None) -> None:
 
     if argv and argv[0] == "merge":
         commands.run_merge(merge_parser().parse_args(argv[1:]))
+        return
+    args = evaluation_parser().parse_args(argv)
+    if args.workers or args.ray:
+        from evaluation.harness.workers import run_on_ray
+
+        args.workers = args.workers or 1
+        run_on_ray(args, argv, merge_parser)
     else:
-        commands.run_evaluation(evaluation_parser().parse_args(argv))
+        commands.run_evaluation(args)
 
 
 if __name__ == "__main__":

@@ -290,9 +290,10 @@ PROFILES: dict[str, dict] = {
     # confidence was 0.0 on most turns it reached. cov_mode "grounding": SmolLM2's P(yes) was
     # 0.27-0.41 on every turn, right or wrong (no signal: the default abstained on all 92 mini
     # benchmark questions), so the cpu profile's CoV is the lexical grounding check instead.
-    # tau_ret_scope "context", tau_ret 0.8, tau_low 0.5: calibrated with `python -m tools.ablation`
-    # on half the mini benchmark's conversations (docs/benchmarks.md); SmolLM2 answers from
-    # whatever was retrieved, so weak retrieval is the likeliest sign of a wrong answer.
+    # tau_ret_scope "context": SmolLM2 answers from whatever was retrieved, so weak retrieval is
+    # the likeliest sign of a wrong answer. tau_ret 0.9, tau_low 0.6, tau_high 1.01 (no answer
+    # without context), min_token_prob 0.05: what `python -m tools.ablation` calibrated on half the
+    # mini benchmark's conversations, 47 turns (docs/benchmarks.md, "Presets on the mini benchmark").
     # crop_mode "tiles": the text-only SmolLM2 cannot see the photo, let alone box an object.
     # router_mode "yes_no": SmolLM2 wrote the paper's two-line reply on 0 of the mini benchmark's
     # 92 questions (`python -m tools.bench_router`); read from its yes/no probabilities, every
@@ -302,7 +303,8 @@ PROFILES: dict[str, dict] = {
     "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=300, answer_max_tokens=24,
                 router_max_tokens=16, summary_max_tokens=24, cov_max_tokens=16, crop_mode="tiles",
                 router_mode="yes_no", router_external_min_p=0.3, consistency_mode="yes_no",
-                cov_mode="grounding", tau_ret_scope="context", tau_ret=0.8, tau_low=0.5),
+                cov_mode="grounding", tau_ret_scope="context", tau_ret=0.9, tau_low=0.6, tau_high=1.01,
+                min_token_prob=0.05),
     # The paper's models, each behind its own OpenAI-compatible server (docs/serving.md, "The three
     # servers": the vllm serve lines). Every URL and name can be changed with --set. No stage
     # cost priors: where the servers run, and how loaded they are, is not known here; the
@@ -337,11 +339,11 @@ PEER_SWITCHES = ("use_tool_route", "use_domain_route", "use_decompose", "use_cro
 PRESETS: dict[str, dict] = {
     "vision_only": dict(
         use_router=False, use_summary=False, use_retrieval=False, use_dual_path=False,
-        use_self_consistency=False, use_cov=False, use_finalizer=False,
+        use_self_consistency=False, use_cov=False, use_finalizer=False, min_token_prob=0.0,
     ),
     "rag_baseline": dict(
         use_router=False, use_summary=True, use_retrieval=True, use_dual_path=False,
-        use_self_consistency=False, use_cov=False, use_finalizer=False,
+        use_self_consistency=False, use_cov=False, use_finalizer=False, min_token_prob=0.0,
     ),
     "no_cov_no_sc": dict(use_self_consistency=False, use_cov=False),
     "no_cov": dict(use_cov=False),
@@ -477,7 +479,7 @@ def load_config(profile: str | None = None, preset: str | None = None, calibrati
         raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
     cfg = CruiseConfig().replace(**PROFILES[profile]).replace(preset=preset, **PRESETS[preset])
     calibration = calibration or os.environ.get("CRUISE_CALIBRATION")
-    if calibration:
+    if calibration and cfg.use_finalizer:  # its thresholds are the finalizer's; a preset without one has none
         cfg = cfg.replace(**load_calibration(calibration))
     names = field_names()
     env = {}

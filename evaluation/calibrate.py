@@ -53,7 +53,7 @@ GRID = {
 }
 assert tuple(GRID) == CALIBRATED_FIELDS
 DEFAULTS = {name: getattr(CruiseConfig(), name) for name in GRID}
-PAPER = {"tau_ret": DEFAULTS["tau_ret"], "tau_low": 0.9, "tau_high": 1.0}
+PAPER = {"tau_ret": DEFAULTS["tau_ret"], "tau_low": 0.9, "tau_high": 1.0, "min_token_prob": 0.0}  # no token gate
 MIN_JUDGED_ANSWERED = 30  # fewer judged answered turns than this: the runs' own thresholds stand
 FOLDS = 5
 

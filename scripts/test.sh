@@ -4,6 +4,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# Ray, for the tests of `local_evaluation.py --workers` (an optional extra: quickstart needs none of it)
+.venv/bin/pip install -q -r requirements-scale.txt
 # The Debian package, installed here rather than by setup.sh so that quickstart does not pay
 # for it. Where it cannot be installed (no root, no apt-get), those tests skip and say why.
 if ! command -v chromium >/dev/null 2>&1; then

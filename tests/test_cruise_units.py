@@ -393,7 +393,7 @@ def test_token_probability_gate_is_off_by_default_and_rejects_below_it():
 
 def test_disabled_checks_pass_by_default_and_fail_in_the_other_reading():
     trace = {"rag_answer": "Camden", "context": "[Info 1] x", "consistent": None, "cov_confidence": None,
-             "retrieval_score": 0.8, "is_real_time": False}
+             "retrieval_score": 0.95, "is_real_time": False, "rag_min_token_prob": 0.9}
     assert decide_from_trace(trace, load_config("cpu", "no_cov_no_sc")).answer == "Camden"
     assert decide_from_trace(trace, load_config("cpu", "no_cov_no_sc", disabled_check_fails=True)).answer == IDK_ANSWER
     with_sc = dict(trace, consistent=True)
@@ -588,3 +588,28 @@ def test_tau_ret_scope_context_gates_every_answer_from_weak_context():
     # a turn without context is not gated by it (tau_high decides)
     no_context = {**args, "has_context": False, "retrieval_score": 0.0}
     assert decide("Camden", **no_context, tau_high=1.0, tau_ret_scope="context").answer == "Camden"
+
+
+def test_the_grounding_check_is_priced_as_no_model_by_the_deadline():
+    from agents.cruise.chain import engine_free_stages, stage_priors
+    from agents.cruise.deadline import StageCosts
+
+    grounding = load_config("cpu")
+    odds = grounding.replace(cov_mode="yes_no")
+    for cfg, free in ((grounding, True), (odds, False)):
+        costs = StageCosts(priors=stage_priors(cfg))
+        costs.observe("answer", 8, 40.0, 16)  # a model stage measured at 2.5 s a request
+        # unmeasured, a model stage is charged the dearest request; the grounding check nothing
+        assert costs.expect("verify", 8) == (0.0 if free else 20.0)
+        assert ("verify" in engine_free_stages(cfg)) is free
+
+
+def test_a_calibration_file_leaves_presets_without_a_finalizer_alone(tmp_path):
+    from agents.engines.base import TOKEN_COUNT
+
+    path = tmp_path / "calibration.json"
+    path.write_text(f'{{"settings": {{"tau_low": 0.7, "min_token_prob": 0.2}}, "token_count": "{TOKEN_COUNT}"}}')
+    assert (load_config("cpu", "full", calibration=path).min_token_prob, load_config("cpu", "full", calibration=path).tau_low) == (0.2, 0.7)
+    for preset in ("rag_baseline", "vision_only"):  # no finalizer: no gate, and nothing to calibrate
+        cfg = load_config("cpu", preset, calibration=path)
+        assert cfg.min_token_prob == 0.0 and cfg.tau_low == load_config("cpu", preset).tau_low

@@ -1,0 +1,160 @@
+"""One evaluation over many workers on Ray: `local_evaluation.py ... --workers N [--ray ADDRESS]`.
+
+The split is cut into N shards (`--shard I/N`: conversation index % N == I). Each shard is one Ray
+task that runs this same `local_evaluation.py` in a subprocess, with the judge off, into
+`OUTPUT_DIR/shards/I-of-N`. Ray places the tasks (one CPU each, one GPU each where the cluster has
+GPUs) and retries a task whose worker died or whose run failed (`--worker-retries`); a retried shard
+runs with `--resume`, so the turns it had saved are kept and only the rest are asked again. When
+every shard is done, the driver merges the shards into OUTPUT_DIR and judges, scores and reports
+once, as `local_evaluation.py merge` does. One progress bar counts the turns saved by all shards.
+
+Without `--ray` a local Ray instance with N CPUs is started (one machine); `--ray auto` or
+`--ray HOST:PORT` joins a running cluster, whose nodes must see this repository and the output
+folder at the same paths (a shared filesystem). Ray is an optional dependency
+(requirements-scale.txt); it is imported only here.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+ENTRY = REPO_ROOT / "local_evaluation.py"
+# Flags of the run that the driver handles itself: they never reach a shard's command line.
+DRIVER_FLAGS = {"--workers": 1, "--ray": 1, "--worker-retries": 1, "--output-dir": 1, "--shard": 1,
+                "--resume": 0, "--force": 0, "--rejudge": 0}
+# Flags of the run that belong to the judge, the scores and the report: the merge gets them.
+JUDGE_FLAGS = {"--rules": 1, "--eval-model": 1, "--eval-base-url": 1, "--num-workers": 1, "--judge-timeout": 1,
+               "--judge-retry-wait": 1, "--judge-max-wait": 1, "--display-conversations": 1, "--no_progress": 0}
+# Environment a shard on another node needs from the driver's (a local Ray gets it all).
+FORWARDED_ENV_PREFIXES = ("CRUISE_", "CRAG_MM_", "HF_", "TRANSFORMERS_", "PYTHONPATH")
+
+
+def split_flags(argv: list[str], flags: dict[str, int]) -> tuple[list[str], list[str]]:
+    """(the arguments among `flags`, the rest), each flag with its value (`--f v` or `--f=v`)."""
+    picked, rest, i = [], [], 0
+    while i < len(argv):
+        name = argv[i].split("=", 1)[0]
+        if name in flags:
+            width = 1 if "=" in argv[i] else 1 + flags[name]
+            picked += argv[i:i + width]
+            i += width
+        else:
+            rest.append(argv[i])
+            i += 1
+    return picked, rest
+
+
+def shard_dirs(output_dir: Path, n: int) -> list[Path]:
+    return [output_dir / "shards" / f"{i}-of-{n}" for i in range(n)]
+
+
+def shard_command(run_argv: list[str], i: int, n: int, folder: Path) -> list[str]:
+    """The shard's own local_evaluation.py command: the run's arguments without the driver's and
+    the judge's, generation only."""
+    _, rest = split_flags(run_argv, DRIVER_FLAGS)
+    _, rest = split_flags(rest, JUDGE_FLAGS)
+    return [sys.executable, str(ENTRY), *rest, "--shard", f"{i}/{n}", "--output-dir", str(folder),
+            "--eval-model", "None", "--no_progress", "--display-conversations", "0"]
+
+
+def run_shard(command: list[str], folder: str, env: dict[str, str]) -> str:
+    """A Ray task's body: the shard's run in a subprocess (its output in the shard's log); resumed
+    where an earlier attempt saved answers. A failed run raises, so that Ray retries it."""
+    folder_path = Path(folder)
+    folder_path.mkdir(parents=True, exist_ok=True)
+    if (folder_path / "answers.jsonl").exists():
+        command = [*command, "--resume"]
+    with open(folder_path / "worker.log", "a") as log:
+        log.write(f"$ {' '.join(command)}\n")
+        log.flush()
+        proc = subprocess.run(command, cwd=REPO_ROOT, env={**os.environ, **env}, stdout=log,
+                              stderr=subprocess.STDOUT)
+    if proc.returncode != 0:
+        raise RuntimeError(f"shard {folder} exited with {proc.returncode} (see {folder}/worker.log)")
+    return folder
+
+
+def saved_turns(folder: Path) -> int:
+    try:
+        with open(folder / "answers.jsonl") as f:
+            return sum(1 for line in f if line.strip())
+    except OSError:
+        return 0
+
+
+def expected_turns(folders: list[Path]) -> int | None:
+    """The turns all shards will answer, once every shard has written its run_config.json."""
+    total = 0
+    for folder in folders:
+        try:
+            total += int(json.loads((folder / "run_config.json").read_text())["expected_turns"])
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+    return total
+
+
+def import_ray():
+    try:
+        import ray
+    except ImportError:
+        raise SystemExit("--workers/--ray need Ray: pip install -r requirements-scale.txt") from None
+    return ray
+
+
+def run_on_ray(args, run_argv: list[str], merge_parser) -> None:
+    """Every shard as a Ray task, then one merge, judge, score and report into args.output_dir
+    (`merge_parser`: local_evaluation.py's, which reads the merge's arguments)."""
+    from evaluation.harness.commands import default_output_dir, run_merge
+
+    ray = import_ray()
+    n = args.workers
+    if n < 1:
+        raise SystemExit(f"--workers {n}: give 1 or more")
+    if args.shard or args.rejudge:
+        raise SystemExit("--workers runs every shard itself: drop --shard/--rejudge")
+    output_dir = Path(args.output_dir) if args.output_dir else default_output_dir()
+    folders = shard_dirs(output_dir, n)
+    if args.ray:
+        ray.init(address=args.ray, include_dashboard=False, log_to_driver=False)
+        env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
+    else:
+        ray.init(num_cpus=n, num_gpus=0, include_dashboard=False, log_to_driver=False)
+        env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
+    task = ray.remote(run_shard).options(num_cpus=1, num_gpus=gpus, max_retries=args.worker_retries,
+                                         retry_exceptions=True)
+    try:
+        pending = [task.remote(shard_command(run_argv, i, n, folder), str(folder), env)
+                   for i, folder in enumerate(folders)]
+        wait_with_progress(ray, pending, folders, quiet=args.no_progress)
+    finally:
+        ray.shutdown()
+    picked, _ = split_flags(run_argv, JUDGE_FLAGS)
+    run_merge(merge_parser().parse_args([*map(str, folders), "--output-dir", str(output_dir), *picked]))
+
+
+def wait_with_progress(ray, pending: list, folders: list[Path], *, quiet: bool) -> None:
+    """Block until every task is done (a task that failed for good raises here), one bar for all."""
+    from tqdm import tqdm
+
+    bar = None if quiet else tqdm(desc="turns (all workers)", unit="turn")
+    try:
+        while pending:
+            done, pending = ray.wait(pending, num_returns=len(pending), timeout=1.0)
+            for ref in done:
+                ray.get(ref)
+            if bar is not None:
+                bar.total = expected_turns(folders)
+                bar.n = sum(saved_turns(f) for f in folders)
+                bar.refresh()
+            if pending:
+                time.sleep(0.5)
+    finally:
+        if bar is not None:
+            bar.close()
