@@ -533,8 +533,6 @@ def test_grounding_counts_the_answers_own_words_found_in_the_evidence():
     assert grounding("A Falcon rocket", "what is on the pad?", "Falcon 9 on the launch pad") == 0.5
     # nothing of its own: a rephrased question
     assert grounding("This is the rocket on the pad.", "what rocket is on the pad?", "rocket pad") == 0.0
-    # the chunk labels of the context are not evidence
-    assert grounding("The answer is 3.", "what is the answer?", "") == 0.0
 
 
 def test_grounding_refuses_answers_words_cannot_vouch_for():
@@ -613,3 +611,16 @@ def test_a_calibration_file_leaves_presets_without_a_finalizer_alone(tmp_path):
     for preset in ("rag_baseline", "vision_only"):  # no finalizer: no gate, and nothing to calibrate
         cfg = load_config("cpu", preset, calibration=path)
         assert cfg.min_token_prob == 0.0 and cfg.tau_low == load_config("cpu", preset).tau_low
+
+
+def test_the_contexts_labels_and_page_dates_are_no_evidence():
+    from agents.cruise.stages.s8_verify import verify_batch
+    from agents.cruise.types import Answers, Evidence, Turn, Verification
+
+    cfg = load_config("cpu", "full")
+    context = "[Info 3] (page last modified: 2024-05-01) The hall opened in 1998."
+    question = "in what year did the hall open?"
+    answers = [Answers(rag="It opened in 1998."), Answers(rag="It opened in 2024."), Answers(rag="In 3.")]
+    out = verify_batch([Turn(question, None, [])] * 3, [Evidence(context=context)] * 3, answers,
+                       [Verification(consistent=True)] * 3, None, cfg)
+    assert [o.cov_confidence for o in out] == [1.0, 0.0, 0.0]

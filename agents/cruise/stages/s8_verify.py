@@ -89,7 +89,8 @@ picture image photo photograph pictured see seen visible called named known answ
 based according given information notes note text cost costs price priced worth
 """.split())
 _NUMBER_SEPARATOR = re.compile(r"(?<=\d)[,\s](?=\d{3}\b)")
-_INFO_LABEL = re.compile(r"^\[Info \d+\] ", re.MULTILINE)  # s5_rerank's chunk labels are no evidence
+# s5_rerank's chunk labels, and the page date it puts before a full page's chunk, are no evidence
+_INFO_LABEL = re.compile(r"^\[Info \d+\] (?:\(page last modified: [^)\n]*\) )?", re.MULTILINE)
 _WORD = re.compile(r"[a-z0-9]+(?:[.'][a-z0-9]+)*")
 _ENDINGS = (("ies", "y"), ("ing", ""), ("ed", ""), ("s", ""))
 
