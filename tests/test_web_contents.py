@@ -102,8 +102,10 @@ def make_agent(pipeline, **overrides) -> tuple[CruiseAgent, ScriptedEngine]:
                           "consistency": lambda r: "yes", "verify": lambda r: "CONFIDENCE: 0.95"})
     router = ScriptedEngine({"route": lambda r: "Needs External Info: yes\nIs Real-Time: no"})
     reranker = FunctionReranker(lambda query, chunk: 0.95 if "23:40" in chunk else 0.3)
+    # the scripted VLM writes the paper's CoV reply, judged by the paper's finalizer
+    paper = dict(cov_mode="text", tau_ret_scope="real_time", tau_ret=0.5, tau_low=0.9, tau_high=1.0, min_token_prob=0.0)
     agent = CruiseAgent(pipeline, engines=Engines(router=router, vlm=vlm, reranker=reranker), profile="cpu",
-                        preset="full", **overrides)
+                        preset="full", **{**paper, **overrides})
     return agent, vlm
 
 
