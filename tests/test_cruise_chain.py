@@ -8,10 +8,11 @@ import pytest
 from PIL import Image
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import CruiseConfig
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import TOKEN_COUNT, Engines
 from tests.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
+
+pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
 
 WHERE, COLOR, PRICE = "Where does this bus go?", "What color is the bus?", "What does a ticket cost today?"
 
@@ -83,14 +84,6 @@ def make_agent(preset="full", sleep_s=None, fail=None, web_hits=None, **override
     # The fake hits are in the paper's KG shape (description / caption / summary); the chunks
     # the chain sees of the official infobox shape are tested in test_chunking.py.
     overrides.setdefault("chunker", "paper_fields")
-    # The scripted VLM writes the paper's CoV reply, and the finalizer keeps the paper's gates and
-    # thresholds unless a calibration file sets them (the cpu profile's grounding check, scope and
-    # calibrated thresholds are tested in test_cruise_units.py).
-    overrides.setdefault("cov_mode", "text")
-    overrides.setdefault("tau_ret_scope", "real_time")
-    if "calibration" not in overrides:
-        for name in ("tau_ret", "tau_low", "tau_high", "min_token_prob"):
-            overrides.setdefault(name, getattr(CruiseConfig(), name))
     return CruiseAgent(FakePipeline(IMAGE_HITS, web_hits), engines=engines, profile="cpu", preset=preset, **overrides)
 
 

@@ -22,6 +22,8 @@ from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
 from tests.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 
+pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
+
 # ---- parsers ------------------------------------------------------------------------------------
 
 

@@ -26,6 +26,8 @@ from agents.engines.base import Engines
 from evaluation.harness.index_check import IndexSpec, SearchIndexError, check_contents
 from tests.fakes import FunctionReranker, ScriptedEngine, last_user_text
 
+pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
+
 QUESTION = "When does the last Route 24 bus leave for Camden?"
 FACT = "The last Route 24 bus to Camden leaves Pimlico at 23:40."  # only in the page's body
 SNIPPET = "Route 24 timetable ... Route 24 runs between Pimlico and Camden every 8 minutes."
@@ -102,10 +104,8 @@ def make_agent(pipeline, **overrides) -> tuple[CruiseAgent, ScriptedEngine]:
                           "consistency": lambda r: "yes", "verify": lambda r: "CONFIDENCE: 0.95"})
     router = ScriptedEngine({"route": lambda r: "Needs External Info: yes\nIs Real-Time: no"})
     reranker = FunctionReranker(lambda query, chunk: 0.95 if "23:40" in chunk else 0.3)
-    # the scripted VLM writes the paper's CoV reply, judged by the paper's finalizer
-    paper = dict(cov_mode="text", tau_ret_scope="real_time", tau_ret=0.5, tau_low=0.9, tau_high=1.0, min_token_prob=0.0)
     agent = CruiseAgent(pipeline, engines=Engines(router=router, vlm=vlm, reranker=reranker), profile="cpu",
-                        preset="full", **{**paper, **overrides})
+                        preset="full", **overrides)
     return agent, vlm
 
 
