@@ -13,6 +13,8 @@ from agents.engines.base import Engines
 from crag_mm_harness import MODEL_KEYWORD, CragMMHarnessAgent, own_module, profile_from_model_name
 from tests.fakes import FunctionReranker, echo_engine
 
+pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
+
 # The keywords facebookresearch/CRAG-MM's user_config maps to its example agents.
 PUBLISHED_KEYWORDS = ("pixtral", "claude", "gpt", "gemini", "llama", "internvl", "qwen", "random")
 

@@ -16,6 +16,8 @@ from agents.cruise.deadline import Deadline, StageCosts
 from tests import fakes
 from tests.test_cruise_chain import WHERE, batch, make_agent
 
+pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
+
 
 class WorstSeenCosts(StageCosts):
     """The simpler rule: the slowest per-turn time seen, else the prior."""

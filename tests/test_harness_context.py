@@ -14,6 +14,8 @@ from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
 from tests.fakes import FakePipeline, ScriptedEngine, last_user_text
 
+pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
+
 QUESTIONS = ["Who designed this building?", "How tall is this tower?", "When did the museum open?"]
 DOMAINS = ["Sightseeing", "Sightseeing", "Others"]
 

@@ -16,6 +16,8 @@ from agents.cruise import cost_priors
 from agents.cruise.deadline import StageCosts
 from tests.test_cruise_chain import WHERE, batch, make_agent, stages_called
 
+pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
+
 CHAIN_STAGES = ["route", "summarize", "retrieve", "rerank", "answer", "consistency", "verify"]
 
 
