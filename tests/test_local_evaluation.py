@@ -524,13 +524,13 @@ def test_a_cruise_agent_resume_compares_every_config_field_before_loading_models
     (out / "answers.jsonl").write_text(json.dumps({"interaction_id": "s1-0", "agent_response": "x"}) + "\n")
     earlier = system_fingerprint("agents.user_config:UserAgent", "cpu", "full", search="tests.scripted_agent:make_fake_search",
                                  web=False)
-    assert earlier["config"]["tau_ret"] == 0.5 and earlier["config"]["vlm_model"] and "settings" not in earlier
+    assert earlier["config"]["tau_ret"] == 0.9 and earlier["config"]["vlm_model"] and "settings" not in earlier
     (out / "run_config.json").write_text(json.dumps({"fingerprint": earlier}))
     args = ["--dataset", str(world["dataset"]), "--dataset-type", "multi-turn", "--profile", "cpu",
             "--agent", "agents.user_config:UserAgent", "--search", "tests.scripted_agent:make_fake_search",
             "--suppress-web-search-api", "--output-dir", str(out), "--resume", "--preset", "no_cov", "--set", "tau_ret=0.4"]
     proc = run_cli(world, args, None, expect_rc=1)
-    assert proc.stderr.strip() == refusal(out, ["preset: full -> no_cov", "config.tau_ret: 0.5 -> 0.4",
+    assert proc.stderr.strip() == refusal(out, ["preset: full -> no_cov", "config.tau_ret: 0.9 -> 0.4",
                                                 "config.use_cov: True -> False"])
 
 

@@ -19,6 +19,7 @@ from PIL import Image
 
 from agents.config import REPO_ROOT
 from evaluation.report.html import EXTENDED_CSV, OFFICIAL_CSV, load_turn_rows
+from tests.conftest import PAPER_FINALIZER
 from tests.scripted_agent import build_dataset
 
 # session, ego?, [(interaction_id, question with directives, gold)]; outcome / branch of the full preset
@@ -72,6 +73,8 @@ def run_cli(args: list[str], root: Path, module: str = "local_evaluation.py") ->
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_DATASETS_CACHE=str(root / "hf-datasets"),
                CRUISE_CACHE=str(root / "cache"))
+    # the scripted engines write the paper's CoV reply: the paper's finalizer reads it
+    env.update({f"CRUISE_{name.upper()}": str(value) for name, value in PAPER_FINALIZER.items()})
     command = [sys.executable, module, *args] if module.endswith(".py") else [sys.executable, "-m", module, *args]
     proc = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

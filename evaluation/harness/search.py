@@ -125,8 +125,8 @@ def search_config(profile: str, indices: str | None = None, web_contents: str | 
     if web_contents == PROFILE_WEB_CONTENTS:
         web_contents = WEB_CONTENTS[profile]
     config = dataclasses.replace(SEARCH_PROFILES[profile], web_contents=web_contents or None)
-    if is_local_index(config.image_index):
-        return config
+    if config.image_index not in {ids[0] for ids in INDEX_SETS.values()}:
+        return config  # the mini benchmark's local indices, or a profile's own
     image_index, web_index = INDEX_SETS[selected_indices(indices)]
     return dataclasses.replace(config, image_index=image_index, web_index=web_index)
 
