@@ -19,6 +19,7 @@ from evaluation.harness.dataset import load_split, read_conversations
 from evaluation.harness.outputs import finalize
 from evaluation.harness.runner import append_jsonl, read_jsonl
 from minibench.full_split import MINI, build_full_split
+from tests.conftest import PAPER_FINALIZER
 from tests.scripted_agent import FakeOpenAIServer
 
 CONVERSATIONS = 160  # multi-turn conversations of 2-6 turns: 640 turns
@@ -102,6 +103,8 @@ def command(world, out: Path, *extra: str, agent: str = SCRIPTED) -> tuple[list[
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_DATASETS_CACHE=str(world["root"] / "hf-datasets"),
                CRUISE_CACHE=str(world["root"] / "cache"), OPENAI_API_KEY=SECRET)
+    # the real chain's scripted engines write the paper's CoV reply: the paper's finalizer reads it
+    env.update({f"CRUISE_{name.upper()}": str(value) for name, value in PAPER_FINALIZER.items()})
     return [sys.executable, "local_evaluation.py", "--dataset", str(world["dataset"]), "--dataset-type", "multi-turn",
             "--profile", "cpu", "--agent", agent, "--search", "none",
             "--eval-model", "judge-model", "--eval-base-url", world["server"].url, "--output-dir", str(out),
