@@ -29,6 +29,8 @@ modes:
              system differs from the saved run's (agent, profile, preset, every config field,
              --set values, prompt files, search models, search indices and their snapshot
              revisions, calibration file); the message names each difference. --resume --force continues anyway and run_summary.json says so.
+  --generate-only  answers and traces only (what --workers gives each shard); score later with
+             --rejudge (one folder) or merge (shards).
   --rejudge  no agent, no dataset: judge again every turn of --output-dir that has no saved
              verdict from the chosen judge (its judge failed, or the judge was off), then
              rescore. Without --eval-model/--eval-base-url the run's own judge is used.
@@ -105,6 +107,9 @@ def evaluation_parser() -> argparse.ArgumentParser:
     p.add_argument("--force", action="store_true",
                    help="with --resume: continue even though the system differs (recorded in run_summary.json)")
     p.add_argument("--rejudge", action="store_true")
+    p.add_argument("--generate-only", action="store_true",
+                   help="save the answers and traces only: no judge, no scores, no report (score them "
+                        "later with --rejudge or merge)")
     p.add_argument("--shard", default=None, metavar="I/N", help="only conversations with index %% N == I")
     p.add_argument("--workers", type=int, default=None, metavar="N",
                    help="run the split as N shards on Ray, then merge, judge and score once "
@@ -113,6 +118,9 @@ def evaluation_parser() -> argparse.ArgumentParser:
                    help="with --workers: join this Ray cluster ('auto' or HOST:PORT) instead of a local one")
     p.add_argument("--worker-retries", type=int, default=2,
                    help="with --workers: times Ray runs a failed or lost shard again, resumed (default 2)")
+    p.add_argument("--gpus-per-worker", type=float, default=None, metavar="G",
+                   help="with --workers: GPUs Ray gives each shard (default: 1 on the l40s profile, "
+                        "whose engines load in the shard; 0 on cpu and served)")
     add_judge_args(p)
     return p
 

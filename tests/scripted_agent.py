@@ -49,6 +49,7 @@ class ScriptedAgent:
                     "web": getattr(self.search_pipeline, "web", None),
                     "profile": os.environ.get("CRUISE_PROFILE"),
                     "k_recall": os.environ.get("CRUISE_K_RECALL"),
+                    "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
                 }) + "\n")
         time.sleep(s.get("sleep_s", 0.0))
         if s.get("crash_on_call") == self.calls and not Path(s["crash_flag"]).exists():

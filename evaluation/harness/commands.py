@@ -182,6 +182,8 @@ def run_evaluation(args) -> None:
         raise SystemExit("--resume and --rejudge need --output-dir (the folder of the earlier run)")
     if args.force and not args.resume:
         raise SystemExit("--force only applies to --resume")
+    if args.generate_only and args.rejudge:
+        raise SystemExit("--generate-only and --rejudge exclude each other: one generates, the other scores")
     output_dir = Path(args.output_dir) if args.output_dir else default_output_dir()
     output_dir.mkdir(parents=True, exist_ok=True)
     notices: list[str] = []
@@ -288,6 +290,10 @@ def run_evaluation(args) -> None:
                          progress=not args.no_progress, shard=args.shard, stop_after=stop_after)
         if stats.turns_reused:
             notices.append(f"resumed: {stats.turns_reused} turns reused from saved answers")
+    if args.generate_only:
+        console.print(f"[bold green]answers saved in {escape(str(output_dir))}[/bold green] (--generate-only: "
+                      "score them with --rejudge or merge)")
+        return
     finish(args, output_dir, judge, console, notices, rules)
 
 

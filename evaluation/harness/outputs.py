@@ -283,12 +283,29 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     return Results(counted_all, counted_ego, scores, summary)
 
 
+def already_merged(sources: list[Path], output_dir: Path) -> bool:
+    """Whether `output_dir` holds the finished merge of exactly these folders, with every turn they
+    hold now (a merge is finished once its answers are written: they are written last)."""
+    try:
+        merged_from = json.loads((output_dir / RUN_CONFIG).read_text()).get("merged_from")
+    except (OSError, ValueError):
+        return False
+    if merged_from != [str(s) for s in sources]:
+        return False
+    return set(saved_answers(output_dir)) == {iid for src in sources for iid in saved_answers(src)}
+
+
 def merge_runs(sources: list[Path], output_dir: Path) -> list[str]:
     """Gather shard folders into `output_dir` (answers, judgments, batches, traces, config);
-    returns notices. Scoring is left to `finalize`, over the merged turn rows."""
+    returns notices. Scoring is left to `finalize`, over the merged turn rows. Merging the same
+    folders into the same place again keeps the merge there (its saved verdicts too)."""
     output_dir.mkdir(parents=True, exist_ok=True)
     if (output_dir / ANSWERS).exists():
+        if already_merged(sources, output_dir):
+            return [f"{output_dir} already holds the merge of these folders: judged and scored again"]
         raise ValueError(f"{output_dir} already holds answers; merge into an empty folder")
+    for name in (JUDGMENTS, TRACES, BATCHES):  # left by a merge stopped before its answers
+        (output_dir / name).unlink(missing_ok=True)
     configs = []
     for src in sources:
         if not (src / ANSWERS).exists():
@@ -307,13 +324,13 @@ def merge_runs(sources: list[Path], output_dir: Path) -> list[str]:
         if len(counts) != 1 or indices != list(range(int(counts.pop()))):
             notices.append(f"shards {shards} do not form a complete set: the merged run is partial")
     seen: dict[str, Path] = {}
+    answers = []
     for src in sources:
-        answers = list(saved_answers(src).values())
-        for record in answers:
+        for record in saved_answers(src).values():
             if record["interaction_id"] in seen:
                 raise ValueError(f"turn {record['interaction_id']} is in both {seen[record['interaction_id']]} and {src}")
             seen[record["interaction_id"]] = src
-        append_jsonl(output_dir / ANSWERS, answers)
+            answers.append(record)
         for name in (JUDGMENTS, TRACES):
             append_jsonl(output_dir / name, read_jsonl(src / name))
         append_jsonl(output_dir / BATCHES, [{**b, "source": str(src)} for b in read_jsonl(src / BATCHES)])
@@ -321,4 +338,5 @@ def merge_runs(sources: list[Path], output_dir: Path) -> list[str]:
     merged.update(shard=None, merged_from=[str(s) for s in sources], shards=shards,
                   expected_turns=sum(c.get("expected_turns") or 0 for c in configs) or None)
     (output_dir / RUN_CONFIG).write_text(json.dumps(merged, indent=2, default=str))
+    append_jsonl(output_dir / ANSWERS, answers)  # last: answers mark a finished merge
     return notices

@@ -2,11 +2,17 @@
 
 The split is cut into N shards (`--shard I/N`: conversation index % N == I). Each shard is one Ray
 task that runs this same `local_evaluation.py` in a subprocess, with the judge off, into
-`OUTPUT_DIR/shards/I-of-N`. Ray places the tasks (one CPU each, one GPU each where the cluster has
-GPUs) and retries a task whose worker died or whose run failed (`--worker-retries`); a retried shard
-runs with `--resume`, so the turns it had saved are kept and only the rest are asked again. When
-every shard is done, the driver merges the shards into OUTPUT_DIR and judges, scores and reports
-once, as `local_evaluation.py merge` does. One progress bar counts the turns saved by all shards.
+`OUTPUT_DIR/shards/I-of-N`, generation only (`--generate-only`: a shard neither scores nor
+reports). Ray places the tasks, one CPU each and `--gpus-per-worker` GPUs each (default: 1 for the
+l40s profile, whose engines load in the shard, 0 for cpu and served), and sets each task's
+CUDA_VISIBLE_DEVICES; it retries a task whose worker died or whose run failed
+(`--worker-retries`). A retried shard runs with `--resume`, so the turns it had saved are kept and
+only the rest are asked again; a shard's process dies with the Ray worker that started it, so a
+retry never races an orphan. When every shard is done, the driver merges the shards into
+OUTPUT_DIR and judges, scores and reports once, as `local_evaluation.py merge` does; the same
+command run again after the driver stopped resumes the shards, and a merge already written is
+judged and scored again rather than merged twice. One progress bar counts the turns saved by all
+shards.
 
 Without `--ray` a local Ray instance with N CPUs is started (one machine); `--ray auto` or
 `--ray HOST:PORT` joins a running cluster, whose nodes must see this repository and the output
@@ -15,8 +21,10 @@ folder at the same paths (a shared filesystem). Ray is an optional dependency
 """
 from __future__ import annotations
 
+import ctypes
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -25,13 +33,18 @@ from pathlib import Path
 REPO_ROOT = Path(__file__).resolve().parents[2]
 ENTRY = REPO_ROOT / "local_evaluation.py"
 # Flags of the run that the driver handles itself: they never reach a shard's command line.
-DRIVER_FLAGS = {"--workers": 1, "--ray": 1, "--worker-retries": 1, "--output-dir": 1, "--shard": 1,
-                "--resume": 0, "--force": 0, "--rejudge": 0}
+DRIVER_FLAGS = {"--workers": 1, "--ray": 1, "--worker-retries": 1, "--gpus-per-worker": 1, "--output-dir": 1,
+                "--shard": 1, "--resume": 0, "--force": 0, "--rejudge": 0, "--generate-only": 0}
 # Flags of the run that belong to the judge, the scores and the report: the merge gets them.
 JUDGE_FLAGS = {"--rules": 1, "--eval-model": 1, "--eval-base-url": 1, "--num-workers": 1, "--judge-timeout": 1,
                "--judge-retry-wait": 1, "--judge-max-wait": 1, "--display-conversations": 1, "--no_progress": 0}
 # Environment a shard on another node needs from the driver's (a local Ray gets it all).
 FORWARDED_ENV_PREFIXES = ("CRUISE_", "CRAG_MM_", "HF_", "TRANSFORMERS_", "PYTHONPATH")
+# Device lists Ray sets per task from the GPUs it granted: the driver's own must not override them,
+# or every shard would load onto the driver's devices.
+RAY_SET_ENV = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
+# Profiles whose engines load inside the shard's process and want a GPU of their own.
+GPU_PROFILES = ("l40s",)
 
 
 def split_flags(argv: list[str], flags: dict[str, int]) -> tuple[list[str], list[str]]:
@@ -59,7 +72,38 @@ def shard_command(run_argv: list[str], i: int, n: int, folder: Path) -> list[str
     _, rest = split_flags(run_argv, DRIVER_FLAGS)
     _, rest = split_flags(rest, JUDGE_FLAGS)
     return [sys.executable, str(ENTRY), *rest, "--shard", f"{i}/{n}", "--output-dir", str(folder),
-            "--eval-model", "None", "--no_progress", "--display-conversations", "0"]
+            "--eval-model", "None", "--no_progress", "--display-conversations", "0", "--generate-only"]
+
+
+def die_with_parent() -> None:
+    """In the shard's process, before it runs: the kernel sends it SIGKILL when the Ray worker that
+    started it dies (Linux's PR_SET_PDEATHSIG), so a lost worker leaves no orphan holding its GPU
+    or writing into the folder its retry resumes. Elsewhere a no-op."""
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL)  # 1 = PR_SET_PDEATHSIG
+    except (AttributeError, OSError):
+        pass
+
+
+def shard_env(driver_env: dict[str, str], remote: bool) -> dict[str, str]:
+    """What a shard gets of the driver's environment: all of it on a local Ray, the project's own
+    variables on a cluster; never the device lists Ray sets for the task."""
+    keep = (lambda k: k.startswith(FORWARDED_ENV_PREFIXES)) if remote else (lambda k: True)
+    env = {k: v for k, v in driver_env.items() if keep(k) and k not in RAY_SET_ENV}
+    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
+    return env
+
+
+def gpus_per_worker(requested: float | None, profile: str) -> float:
+    if requested is not None:
+        if requested < 0:
+            raise SystemExit(f"--gpus-per-worker {requested}: give 0 or more")
+        return requested
+    if profile == "auto":
+        from agents.config import detect_profile
+
+        profile = detect_profile()
+    return 1.0 if profile in GPU_PROFILES else 0.0
 
 
 def run_shard(command: list[str], folder: str, env: dict[str, str]) -> str:
@@ -73,18 +117,25 @@ def run_shard(command: list[str], folder: str, env: dict[str, str]) -> str:
         log.write(f"$ {' '.join(command)}\n")
         log.flush()
         proc = subprocess.run(command, cwd=REPO_ROOT, env={**os.environ, **env}, stdout=log,
-                              stderr=subprocess.STDOUT)
+                              stderr=subprocess.STDOUT, preexec_fn=die_with_parent)
     if proc.returncode != 0:
         raise RuntimeError(f"shard {folder} exited with {proc.returncode} (see {folder}/worker.log)")
     return folder
 
 
 def saved_turns(folder: Path) -> int:
+    """Distinct turns saved in a shard's answers (a resumed shard may have written one twice)."""
+    ids = set()
     try:
         with open(folder / "answers.jsonl") as f:
-            return sum(1 for line in f if line.strip())
+            for line in f:
+                try:
+                    ids.add(json.loads(line)["interaction_id"])
+                except (ValueError, KeyError, TypeError):
+                    pass  # a line cut by a kill: resume rewrites that turn
     except OSError:
-        return 0
+        pass
+    return len(ids)
 
 
 def expected_turns(folders: list[Path]) -> int | None:
@@ -115,21 +166,27 @@ def run_on_ray(args, run_argv: list[str], merge_parser) -> None:
     n = args.workers
     if n < 1:
         raise SystemExit(f"--workers {n}: give 1 or more")
-    if args.shard or args.rejudge:
-        raise SystemExit("--workers runs every shard itself: drop --shard/--rejudge")
+    if args.shard or args.rejudge or args.generate_only:
+        raise SystemExit("--workers runs every shard itself and scores once: drop --shard/--rejudge/--generate-only")
+    gpus = gpus_per_worker(args.gpus_per_worker, args.profile)
     output_dir = Path(args.output_dir) if args.output_dir else default_output_dir()
     folders = shard_dirs(output_dir, n)
     if args.ray:
         ray.init(address=args.ray, include_dashboard=False, log_to_driver=False)
-        env = {k: v for k, v in os.environ.items() if k.startswith(FORWARDED_ENV_PREFIXES)}
-    else:
-        ray.init(num_cpus=n, num_gpus=0, include_dashboard=False, log_to_driver=False)
-        env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(p for p in (str(REPO_ROOT), env.get("PYTHONPATH", "")) if p)
-    gpus = 1 if ray.cluster_resources().get("GPU", 0) >= 1 else 0
-    task = ray.remote(run_shard).options(num_cpus=1, num_gpus=gpus, max_retries=args.worker_retries,
-                                         retry_exceptions=True)
+    else:  # Ray counts this machine's GPUs itself
+        ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False)
     try:
+        available = ray.cluster_resources().get("GPU", 0)
+        if gpus > available:
+            message = (f"each worker asks for {gpus:g} GPU (--gpus-per-worker; the {args.profile} profile's "
+                       f"default) but the Ray cluster has {available:g}: pass --gpus-per-worker 0 where "
+                       "the models are served or run on CPU")
+            if not args.ray:  # a local Ray will never grow: the tasks would wait forever
+                raise SystemExit(message)
+            print(f"warning: {message}; the tasks wait for GPU nodes to join", file=sys.stderr)
+        task = ray.remote(run_shard).options(num_cpus=1, num_gpus=gpus, max_retries=args.worker_retries,
+                                             retry_exceptions=True)
+        env = shard_env(dict(os.environ), remote=bool(args.ray))
         pending = [task.remote(shard_command(run_argv, i, n, folder), str(folder), env)
                    for i, folder in enumerate(folders)]
         wait_with_progress(ray, pending, folders, quiet=args.no_progress)
