@@ -43,8 +43,8 @@ from minibench.search_models import resolve_search_model
 
 LOCAL_PREFIX = "crag-mm-mini/"  # index ids we build; any other id is a real hub dataset
 # The mini benchmark's indices and the models they are built with (the cpu search profile).
-MINI_IMAGE_INDEX = LOCAL_PREFIX + "image-search-index"  # official: crag-mm-2025/image-search-index-validation
-MINI_WEB_INDEX = LOCAL_PREFIX + "web-search-index"  # official: crag-mm-2025/web-search-index-validation
+MINI_IMAGE_INDEX = LOCAL_PREFIX + "image-search-index"  # official: crag-mm-2025/image-search-index-public-test
+MINI_WEB_INDEX = LOCAL_PREFIX + "web-search-index"  # official: crag-mm-2025/web-search-index-public-test
 MINI_WEB_CONTENTS = LOCAL_PREFIX + "web-search-contents-db"  # official: crag-mm-2025/web-search-contents-db-private-v0.1.2
 MINI_IMAGE_MODEL = "efficientnet-lite0"  # official: openai/clip-vit-large-patch14-336
 MINI_TEXT_MODEL = "minilm"  # official: BAAI/bge-large-en-v1.5

@@ -463,7 +463,8 @@ def test_resume_refuses_other_search_indices_in_one_line(world, tmp_path):
     first = [*generation_args(world, out, "--exact-conversations", "--num-conversations", "2"), "--profile", "l40s"]
     run_cli(world, first, script, env_extra=env)
     config = json.loads((out / "run_config.json").read_text())
-    recorded = {"image": {"id": PUBLIC_IMAGE_INDEX, "revision": "a" * 40}, "web": None}  # Task 1: no web index
+    recorded = {"image": {"id": PUBLIC_IMAGE_INDEX, "revision": "a" * 40}, "web": None,  # Task 1: no web index
+                "contents": None}
     assert config["indices"] == config["fingerprint"]["indices"] == recorded
     before = (out / "answers.jsonl").read_bytes()
     # the starter kit's indices: refused, one line naming both
@@ -483,6 +484,22 @@ def test_resume_refuses_other_search_indices_in_one_line(world, tmp_path):
     # back at the recorded snapshot the run resumes
     cached_index(hub, PUBLIC_IMAGE_INDEX, "a" * 40)
     run_cli(world, [*first, "--resume"], script, env_extra=env)
+
+
+def test_resume_refuses_full_pages_switched_on_whatever_builds_the_search(world, tmp_path):
+    """The full-page database is part of what a run searched, also when a MODULE:FUNC factory
+    (here the scripted one) builds the pipeline from the config it is handed."""
+    out = tmp_path / "pages"
+    args = [a for a in generation_args(world, out, "--exact-conversations", "--num-conversations", "2")
+            if a != "--suppress-web-search-api"] + ["--profile", "l40s"]
+    script = write_script(world, "pages")
+    run_cli(world, args, script)
+    assert json.loads((out / "run_config.json").read_text())["indices"]["contents"] is None
+    proc = run_cli(world, [*args, "--resume", "--web-contents"], script, expect_rc=1)
+    assert proc.stderr.strip() == refusal(out, [
+        "search indices: crag-mm-2025/image-search-index-public-test, crag-mm-2025/web-search-index-public-test -> "
+        "crag-mm-2025/image-search-index-public-test, crag-mm-2025/web-search-index-public-test, "
+        "crag-mm-2025/web-search-contents-db-private-v0.1.2"])
 
 
 def test_shards_over_other_search_indices_are_not_merged(world, tmp_path):

@@ -31,7 +31,7 @@ def test_a_vllm_past_0_10_2_refuses_llama_vision_clearly(monkeypatch, tmp_path, 
         VLLMEngine(_mllama_dir(tmp_path))
 
 
-@pytest.mark.parametrize("version", ["0.10.1.1", "0.10.2", "0.9.2+cpu"])
+@pytest.mark.parametrize("version", ["0.10.1.1", "0.10.2", "0.10.2rc1", "0.10.2.dev5", "0.9.2+cpu"])
 def test_a_vllm_up_to_0_10_2_goes_on_to_build_the_engine(monkeypatch, tmp_path, version):
     _fake_vllm(monkeypatch, version)
     # The fake has no LLM class: getting that far means the guard let this version through.

@@ -179,11 +179,32 @@ def test_a_2mb_page_stays_within_the_chain_bounds(tmp_path):
     assert not any("Battersea" in c for c in chunks)  # only page_max_html_chars of the page were read
     assert seconds < 2.0, seconds  # 200,000 characters of HTML, not 2 MB (~0.1 s on a quiet core)
     # Through the chain: ten such pages add at most page_max_chunks chunks each to the reranker.
-    pipeline = PackageWebSearch(db, [big["page_url"]] * 10)
-    agent, _ = make_agent(pipeline)
+    pages = [{**big, "page_url": f"https://buses.example/big-{i}", "page_snippet": f"{SNIPPET} (copy {i})"}
+             for i in range(10)]
+    db = write_db(tmp_path / "ten", pages)
+    agent, _ = make_agent(PackageWebSearch(db, [p["page_url"] for p in pages], pages))
     trace = ask(agent)
-    assert len(trace["chunks"]) <= len(snippet_only) + cfg.page_max_chunks  # the same page: duplicates dropped
+    per_page = {}
+    for chunk in trace["chunks"]:
+        per_page[chunk["source"]] = per_page.get(chunk["source"], 0) + 1
+    assert len(per_page) == 10  # every page was read
+    assert max(per_page.values()) <= len(snippet_only) + cfg.page_max_chunks
     assert all(len(c["text"]) <= cfg.max_chunk_chars for c in trace["chunks"])
+
+
+def test_a_head_full_of_script_does_not_use_up_what_is_read_of_a_page():
+    """Crawled pages can carry hundreds of kilobytes of script and style before their body: the
+    cap on the HTML read counts what a reader could see, so the body's text is still reached."""
+    from agents.cruise.pagetext import page_text
+
+    cfg = load_config("cpu")
+    code = "<script>" + "var x = 1;" * 30_000 + "</script><STYLE type='text/css'>" + "p{}" * 20_000 + "</style >"
+    html = page_html(["Night service: " + FACT]).replace("<head>", "<head>" + code)
+    assert len(html) > 1.5 * cfg.page_max_html_chars
+    text = page_text(html, cfg.page_max_html_chars)
+    assert FACT in text and "var x" not in text and "p{}" not in text
+    unclosed = "<html><body><p>" + FACT + "</p><script>" + "y();" * 100_000
+    assert FACT in page_text(unclosed, cfg.page_max_html_chars)  # an unclosed script costs nothing before it
 
 
 def test_page_chunks_prefer_the_question_words_and_keep_page_order():
@@ -237,3 +258,69 @@ def chunks_text(record: dict) -> str:
     from agents.cruise.pagetext import page_text
 
     return " ".join(page_text(record["page_result"], 10**7).split())
+
+
+# --------------------------------------------------------------------------- through the evaluator
+# A fact of the mini benchmark's Summer Palace page that only its body holds (its snippet stops
+# before the practical notes), asked through `local_evaluation.py --web-contents` with the search
+# pipeline the evaluator itself builds over the mini indices and the mini contents database.
+BODY_QUESTION = "which subway station is nearest to the summer palace in beijing?"
+BODY_FACT = "Beigongmen"
+
+
+def body_fact_reply(request) -> str:
+    return f"{BODY_FACT} station." if BODY_FACT in last_user_text(request) else "I don't know."
+
+
+class BodyFactAgent(CruiseAgent):
+    """The real chain with scripted chat models, a reranker that rates the chunk holding the fact
+    (the models are outside the unit), and whatever search pipeline the evaluator hands over."""
+
+    def __init__(self, search_pipeline=None):
+        vlm = ScriptedEngine({"summarize": lambda r: "A palace by a lake.", "answer": body_fact_reply,
+                              "consistency": lambda r: "yes", "verify": lambda r: "CONFIDENCE: 0.95"})
+        router = ScriptedEngine({"route": lambda r: "Needs External Info: yes\nIs Real-Time: no"})
+        reranker = FunctionReranker(lambda query, chunk: 0.95 if BODY_FACT in chunk else 0.3)
+        super().__init__(search_pipeline, engines=Engines(router=router, vlm=vlm, reranker=reranker),
+                         profile="cpu", preset="full", cov_mode="text", tau_ret_scope="real_time",
+                         min_token_prob=0.0)  # scripted replies carry no token probabilities
+
+
+@pytest.mark.slow  # builds the mini indices with EfficientNet-Lite0 and MiniLM
+def test_local_evaluation_web_contents_brings_a_body_only_fact_to_the_prompt_and_the_trace(tmp_path):
+    import os
+    import subprocess
+    import sys
+
+    from agents.config import REPO_ROOT
+    from minibench import content
+    from tests.scripted_agent import build_dataset
+
+    page = next(p for p in content.WEB_PAGES if p["page_url"].endswith("/summer-palace"))
+    assert BODY_FACT in page["text"] and BODY_FACT not in page["page_snippet"]
+    dataset = build_dataset(tmp_path / "dataset", [dict(
+        session_id="body-fact", image=Image.new("RGB", (64, 48), "green"), image_url=None, image_quality="normal",
+        turns=[("body-fact-0", BODY_QUESTION, f"{BODY_FACT} station", "travel", "simple", "static")])], form="dict")
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CRUISE_") and k != "OPENAI_API_KEY"}
+    env.update(PYTHONPATH=str(REPO_ROOT), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
+               CRUISE_CACHE=str(tmp_path / "cache"))
+    runs = {}
+    for name, extra in (("pages", ["--web-contents"]), ("snippets", [])):
+        out = tmp_path / name
+        proc = subprocess.run([sys.executable, "local_evaluation.py", "--dataset", str(dataset),
+                               "--dataset-type", "single-turn", "--profile", "cpu",
+                               "--agent", "tests.test_web_contents:BodyFactAgent", "--output-dir", str(out),
+                               "--eval-model", "None", "--no_progress", *extra],
+                              cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
+        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+        (trace,) = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
+        runs[name] = (json.loads((out / "run_config.json").read_text()), trace)
+    config, trace = runs["pages"]
+    assert config["web_contents"] == "crag-mm-mini/web-search-contents-db"
+    assert trace["final_answer"] == f"{BODY_FACT} station."
+    body = [c for c in trace["chunks"] if BODY_FACT in c["text"]]
+    assert body and body[0]["source"] == f"web:{page['page_url']}"
+    assert BODY_FACT in trace["context"]  # the notes the answer prompt was given
+    config, trace = runs["snippets"]  # without the flag the body is never read: nothing to verify
+    assert config["web_contents"] is None
+    assert not any(BODY_FACT in c["text"] for c in trace["chunks"]) and trace["final_answer"] != f"{BODY_FACT} station."

@@ -11,14 +11,24 @@ navigation, footers, asides and the <title> (the chunks already name their page)
 a page's boilerplate is left to the chunker's cap and the reranker.
 
 Only the first `max_chars` characters of the HTML are read: parsing time grows with the page
-(about 0.5 s a megabyte on one core of our 2-core machines), and a turn has 10 s.
+(about 0.5 s a megabyte on one core of our 2-core machines), and a turn has 10 s. Script and
+style elements are dropped before that cut (a plain search for their tags, no parsing): a
+crawled page's <head> can carry hundreds of kilobytes of them, and the cut would otherwise spend
+its characters on code no reader sees and reach no body text at all.
 """
 from __future__ import annotations
+
+import re
 
 import html_text
 from lxml_html_clean import Cleaner
 
 CHROME_TAGS = ("nav", "footer", "aside", "title", "noscript", "template")
+# A script or style element, its content included; an unclosed one is left for the cleaner.
+INVISIBLE_ELEMENT = re.compile(r"<(script|style)\b.*?</\1\s*>", re.S | re.I)
+# How much of the page the search for those elements reads, in multiples of max_chars: the
+# search is linear, but an unclosed tag makes it read to the end of what it is given.
+INVISIBLE_SCAN_FACTOR = 5
 
 # html-text's own cleaner settings (html_text.html_text.cleaner), plus the chrome tags
 _CLEANER = Cleaner(scripts=True, javascript=False, comments=True, style=True, links=True, meta=True,
@@ -32,8 +42,10 @@ def page_text(page_html: str, max_chars: int) -> str:
     "" for an empty, unparsable or non-text page."""
     if not isinstance(page_html, str) or not page_html.strip():
         return ""
+    max_chars = max(0, int(max_chars))
     try:
-        tree = html_text.parse_html(page_html[:max(0, int(max_chars))])
+        visible = INVISIBLE_ELEMENT.sub(" ", page_html[:max_chars * INVISIBLE_SCAN_FACTOR])
+        tree = html_text.parse_html(visible[:max_chars])
         try:
             tree = _CLEANER.clean_html(tree)
         except AssertionError:  # lxml's cleaner asserts on some trees; html-text reads them uncleaned too

@@ -21,6 +21,8 @@ unit-tested with stand-ins for vLLM's API.
 """
 from __future__ import annotations
 
+import re
+
 import itertools
 import time
 
@@ -160,11 +162,10 @@ LAST_VLLM_WITH_MLLAMA = (0, 10, 2)
 
 def check_vllm_serves_mllama(version: str) -> None:
     """Raise a clear error when this vLLM release can no longer load Llama-3.2-Vision."""
-    parts = []
-    for piece in version.split("+")[0].split(".")[:3]:
-        digits = "".join(ch for ch in piece if ch.isdigit())
-        parts.append(int(digits) if digits else 0)
-    if tuple(parts) > LAST_VLLM_WITH_MLLAMA:
+    # the release numbers only: 0.10.2rc1, 0.10.2.dev5 and 0.10.2+cu128 are all 0.10.2
+    release = re.match(r"\d+(?:\.\d+)*", version.strip())
+    parts = tuple(int(n) for n in release.group().split(".")[:3]) if release else ()
+    if parts > LAST_VLLM_WITH_MLLAMA:
         raise RuntimeError(
             f"vLLM {version} cannot serve Llama-3.2-Vision (MllamaForConditionalGeneration): vLLM served it "
             "only up to 0.10.2. Install vllm==0.10.1.1 (requirements.txt), or serve the VLM with SGLang "

@@ -33,7 +33,7 @@ WHERE_NOT_WHAT = ("vlm_base_url", "router_base_url", "reranker_base_url", "serve
 # Fingerprint keys in the order differences are listed.
 KEYS = ("agent", "profile", "preset", "search", "web_search", "search_models", "indices", "config", "settings",
         "prompts", "calibration")
-INDEX_KINDS = ("image", "web")
+INDEX_KINDS = ("image", "web", "contents")  # contents: the full-page database (--web-contents)
 
 
 def file_sha256(path: Path) -> str:
@@ -68,7 +68,7 @@ def system_fingerprint(agent_spec: str, profile: str, preset: str | None, *, sea
                    "web_search": web, "prompts": prompt_hashes(),
                    "calibration": {"file": str(calibration), "sha256": file_sha256(calibration)} if calibration else None}
     if search != "none":  # a MODULE:FUNC factory is handed the same config, indices included
-        fingerprint["indices"] = search_indices(profile, web)
+        fingerprint["indices"] = search_indices(profile, web, web_contents)
     if search == "default":
         from evaluation.harness.search import search_config
 
@@ -83,13 +83,14 @@ def system_fingerprint(agent_spec: str, profile: str, preset: str | None, *, sea
     return _plain(fingerprint)
 
 
-def search_indices(profile: str, web: bool) -> dict:
-    """{"image": {"id", "revision"}, "web": ... (Task 1: None)} of the indices `profile` searches
-    (search_config, so --indices / CRAG_MM_INDICES decide); revision None where not cached yet."""
+def search_indices(profile: str, web: bool, web_contents: str | None = None) -> dict:
+    """{"image": {"id", "revision"}, "web": ... (Task 1: None), "contents": the full-page
+    database (None without --web-contents)} that `profile` searches (search_config, so --indices /
+    CRAG_MM_INDICES decide); revision None where not cached yet."""
     from evaluation.harness.search import index_revision, search_config
 
-    sc = search_config(profile)
-    ids = {"image": sc.image_index, "web": sc.web_index if web else None}
+    sc = search_config(profile, web_contents=web_contents if web else None)
+    ids = {"image": sc.image_index, "web": sc.web_index if web else None, "contents": sc.web_contents}
     return {kind: {"id": repo, "revision": index_revision(repo)} if repo else None for kind, repo in ids.items()}
 
 
