@@ -10,6 +10,7 @@ Keyword overrides are `CruiseConfig` fields (agents/config.py), plus `profile` a
 from __future__ import annotations
 
 import dataclasses
+import time
 
 from agents.base_agent import MAX_BATCH_SIZE, BaseAgent
 from agents.config import load_config
@@ -54,6 +55,7 @@ class CruiseAgent(BaseAgent):
         searched nothing; a list of strings or search-hit dicts works too) and each turn's domain
         name (`domains`: recorded in the trace, steers nothing). `harness_context` says how its
         retrieval meets ours."""
+        started = time.monotonic()  # the evaluator's clock for this call starts now, not at the chain
         n = len(queries)
         if len(images) != n or len(message_histories) != n:
             raise ValueError(
@@ -67,7 +69,8 @@ class CruiseAgent(BaseAgent):
             raise ValueError(f"a batch holds at most {MAX_BATCH_SIZE} turns, got {n}")
         self.ledger.drain()  # calls made outside a batch (warm-up) are not this batch's
         turns = prepare_turns(queries, images, message_histories, self.config, rag_context_list, domains)
-        answers, traces = run_chain(turns, self.engines, self.search_pipeline, self.config, self.costs)
+        answers, traces = run_chain(turns, self.engines, self.search_pipeline, self.config, self.costs,
+                                    started=started)
         self.last_batch_report = {
             "traces": traces,
             "engine_calls": [dataclasses.asdict(r) for r in self.ledger.drain()],

@@ -47,9 +47,12 @@ class FakeClock:
 
 @pytest.fixture
 def clock(monkeypatch):
+    from agents import cruise_agent
+
     clock = FakeClock()
     monkeypatch.setattr(fakes, "time", clock)  # ScriptedEngine's sleep advances the fake clock
     monkeypatch.setattr(chain, "time", clock)
+    monkeypatch.setattr(cruise_agent, "time", clock)
     monkeypatch.setattr(chain, "Deadline", functools.partial(Deadline, clock=clock))
     return clock
 
@@ -160,3 +163,26 @@ def test_a_stage_not_yet_timed_is_charged_the_dearest_request_seen():
     assert costs.expect("summarize", 8) == pytest.approx(8 * 0.5)
     # A prior, where the profile has one, still comes first.
     assert StageCosts(priors={"summarize": 0.1}).expect("summarize", 8) == pytest.approx(0.8)
+
+
+def test_the_budget_counts_the_time_spent_reading_the_inputs(clock, monkeypatch):
+    """The evaluator times the whole call: seconds spent decoding and shrinking the images (slow on
+    a loaded machine) come out of the batch's budget, and the stages after them are cut to fit."""
+    from agents import cruise_agent
+
+    prepare = cruise_agent.prepare_turns
+
+    def slow_prepare(*args, **kwargs):
+        clock.sleep(8.0)  # of the batch's 12 s
+        return prepare(*args, **kwargs)
+
+    monkeypatch.setattr(cruise_agent, "prepare_turns", slow_prepare)
+    agent = make_agent("full", sleep_s=dict(NORMAL), safety_margin_s=0.0, engine_margin_s=0.0,
+                       turn_budget_s=BUDGET_PER_TURN, consistency_skip_identical=False)
+    agent.engines.vlm.__class__ = DeadlineBoundEngine
+    agent.engines.router.__class__ = DeadlineBoundEngine
+    for _ in range(2):  # cold (nothing timed yet), then with the stages' costs learned
+        start = clock()
+        agent.batch_generate_response(*batch([WHERE, WHERE]))
+        assert clock() - start <= 2 * BUDGET_PER_TURN
+        assert all(t["deadline_cut"] for t in agent.last_batch_report["traces"])

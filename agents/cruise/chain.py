@@ -162,12 +162,14 @@ class Gathered:
     perceptions: list[Perception | None]  # None where perception did not run (a VLM that sees)
 
 
-def start_batch(turns: list[Turn], cfg: CruiseConfig, costs: StageCosts, ledger: Ledger | None = None) -> BatchRun:
-    """The batch's deadline and guards; `ledger` (the engines') lets the deadline count each stage's requests."""
+def start_batch(turns: list[Turn], cfg: CruiseConfig, costs: StageCosts, ledger: Ledger | None = None,
+                started: float | None = None) -> BatchRun:
+    """The batch's deadline and guards; `ledger` (the engines') lets the deadline count each stage's
+    requests; `started` (time.monotonic) is when the budget began, default now."""
     n = len(turns)
     budget = cfg.turn_budget_s * max(n, 1) - cfg.safety_margin_s
     costs.new_batch()
-    run = BatchRun(n, Deadline(budget), costs, ledger=ledger, engine_margin_s=cfg.engine_margin_s,
+    run = BatchRun(n, Deadline(budget, start=started), costs, ledger=ledger, engine_margin_s=cfg.engine_margin_s,
                    engine_free=engine_free_stages(cfg))
     for i, turn in enumerate(turns):
         if not turn.query:
@@ -207,10 +209,12 @@ def gather_evidence(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseCo
     return Gathered(routes, summaries, sub_queries, crops, retrievals, evidence, notes, turns, perceptions)
 
 
-def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts) -> tuple[list[str], list[dict]]:
-    """Answers and traces for one batch of turns."""
+def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts,
+              started: float | None = None) -> tuple[list[str], list[dict]]:
+    """Answers and traces for one batch of turns; the batch's budget runs from `started`
+    (time.monotonic; default now)."""
     n = len(turns)
-    run = start_batch(turns, cfg, costs, ledger=engines.vlm.ledger)
+    run = start_batch(turns, cfg, costs, ledger=engines.vlm.ledger, started=started)
     got = gather_evidence(turns, engines, pipeline, cfg, run)
     turns = got.turns
     routes, summaries, retrievals, evidence, notes = got.routes, got.summaries, got.retrievals, got.evidence, got.notes

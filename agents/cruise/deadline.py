@@ -89,9 +89,11 @@ class StageCosts:
 
 
 class Deadline:
-    def __init__(self, budget_s: float, clock=time.monotonic):
+    def __init__(self, budget_s: float, clock=time.monotonic, start: float | None = None):
+        """`start`: when the budget began on `clock` (default: now); the agent passes the moment
+        the evaluator called it, so the work before the chain (reading the images) is counted."""
         self.clock = clock
-        self.end = clock() + budget_s
+        self.end = (clock() if start is None else start) + budget_s
 
     def remaining(self) -> float:
         return self.end - self.clock()
