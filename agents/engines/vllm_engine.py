@@ -21,9 +21,8 @@ unit-tested with stand-ins for vLLM's API.
 """
 from __future__ import annotations
 
-import re
-
 import itertools
+import re
 import time
 
 from agents.engines.base import (

@@ -178,9 +178,9 @@ def run_on_ray(args, run_argv: list[str], merge_parser) -> None:
     try:
         available = ray.cluster_resources().get("GPU", 0)
         if gpus > available:
-            message = (f"each worker asks for {gpus:g} GPU (--gpus-per-worker; the {args.profile} profile's "
-                       f"default) but the Ray cluster has {available:g}: pass --gpus-per-worker 0 where "
-                       "the models are served or run on CPU")
+            message = (f"each worker asks for {gpus:g} GPU (--gpus-per-worker; 1 by default on the l40s profile) "
+                       f"but the Ray cluster has {available:g}: pass --gpus-per-worker 0 where the models are "
+                       "served or run on CPU")
             if not args.ray:  # a local Ray will never grow: the tasks would wait forever
                 raise SystemExit(message)
             print(f"warning: {message}; the tasks wait for GPU nodes to join", file=sys.stderr)
