@@ -215,3 +215,40 @@ def test_the_console_and_the_report_show_the_saved_intervals(tmp_path):
     (run / "scores_dictionary.json").write_text(json.dumps(scores))
     again = build_report(run, images=False).read_text()
     assert re.search(r'data-interval="all-truthfulness_score">([^<]+)<', again).group(1) == shown
+
+
+def rewritten_run(folder: Path, conversations: list[list[str]], change) -> Path:
+    """write_run, then every saved answer record passed through `change`, then scored again."""
+    from evaluation.harness.runner import read_jsonl
+
+    write_run(folder, conversations)
+    records = [change(r) for r in read_jsonl(folder / ANSWERS)]
+    (folder / ANSWERS).write_text("".join(json.dumps(r) + "\n" for r in records))
+    finalize(folder, None, progress=False)
+    return folder
+
+
+def test_the_same_turns_grouped_or_marked_otherwise_are_refused(tmp_path):
+    a = write_run(tmp_path / "a", BASE)
+    regrouped = rewritten_run(tmp_path / "regrouped", BASE,  # turn s00001-0 moved into conversation s00000
+                              lambda r: {**r, "session_id": "s00000"} if r["session_id"] == "s00001" else r)
+    reviewed = rewritten_run(tmp_path / "reviewed", BASE,  # the same turns, another egocentric subset
+                             lambda r: {**r, "is_ego": not r["is_ego"]} if r["session_id"] == "s00003" else r)
+    stdout, page = compare(tmp_path, a, regrouped, reviewed)
+    refusals = [line for line in stdout.splitlines() if line.startswith("not compared")]
+    assert len(refusals) == 2 and page.count('class="notice refused"') == 2
+    assert "put the same turns in different conversations" in refusals[0]
+    assert "mark different turns egocentric" in refusals[1]
+
+
+def test_the_sign_of_a_difference_follows_the_order_of_the_runs(tmp_path):
+    from evaluation.report.html import load_comparison
+
+    better = [["correct"]] * 30 + [["missed"]] * 10 + [["correct", "correct"]] * 5  # the 10 hallucinations fixed
+    a, b = write_run(tmp_path / "a", BASE), write_run(tmp_path / "b", better)
+    _, (forward,) = load_comparison([a, b], tmp_path / "forward.html")
+    _, (backward,) = load_comparison([b, a], tmp_path / "backward.html")
+    for metric, sign in (("accuracy", 1), ("hallucination_rate", -1), ("truthfulness_score", 1)):
+        there, back = forward.differences["all"][metric], backward.differences["all"][metric]
+        assert sign * there["difference"] > 0 and back["difference"] == pytest.approx(-there["difference"])
+        assert back["interval"] == pytest.approx([-there["interval"][1], -there["interval"][0]], abs=1e-9)
