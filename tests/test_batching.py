@@ -78,6 +78,9 @@ def test_skipped_sessions_never_reach_the_agent():
     convs[1].session_id = next(iter(SKIPPED_SESSIONS))
     served = [pos for batch in turn_batches(convs, 2) for pos, _ in batch]
     assert served == [0, 2]
+    # facebookresearch/CRAG-MM's CRAGTurnBatchIterator pops a skipped session into the batch's
+    # conversations before it drops it, so it still takes a slot: the batch is one turn short
+    assert list(turn_batches(convs, 2)) == [[(0, 0)], [(2, 0)]]
 
 
 class FakeDataset:
