@@ -73,6 +73,19 @@ def test_an_empty_cache_gives_one_message_naming_every_model_and_dataset(tmp_pat
     assert "Loading" not in proc.stdout  # nothing was loaded
 
 
+def test_a_vllm_that_cannot_serve_llama_vision_is_named_before_anything_loads(tmp_path):
+    """The version is read from the installed package's metadata, as a pip-installed vLLM leaves it
+    (a dist-info folder on the path; vLLM itself is never imported)."""
+    site = tmp_path / "site"
+    (site / "vllm-0.11.0.dist-info").mkdir(parents=True)
+    (site / "vllm-0.11.0.dist-info" / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.11.0\n")
+    proc, _ = run_evaluator(tmp_path / "hf", tmp_path, "--profile", "l40s",
+                            extra_env={"PYTHONPATH": os.pathsep.join([str(site), str(REPO_ROOT)])})
+    assert proc.returncode == 1 and "Traceback" not in proc.stderr + proc.stdout
+    assert proc.stderr.startswith("cannot start: vLLM 0.11.0 cannot serve Llama-3.2-Vision")
+    assert "Loading" not in proc.stdout
+
+
 def test_a_cache_that_lacks_one_model_names_that_model_only(tmp_path):
     cache = tmp_path / "hf" / "hub"
     missing = "openai/clip-vit-large-patch14-336"

@@ -45,6 +45,27 @@ def loaded_models(profile: str, *, agent: bool = True, search: bool = True, web:
     return [m for m in dict.fromkeys(ids) if is_hub_id(m)]
 
 
+def vllm_problem(profile: str) -> str | None:
+    """Where the profile loads Llama-3.2-Vision in vLLM: an installed vLLM that can no longer serve
+    it stops the run here, before the search models and the router have loaded for minutes. Read
+    from the package's metadata (vLLM is not imported); no vLLM installed is left to the engine."""
+    from importlib import metadata
+
+    from agents.config import load_config
+    from agents.engines.vllm_engine import check_vllm_serves_mllama
+
+    cfg = load_config(profile)
+    if cfg.engine != "vllm" or "vision" not in cfg.vlm_model.lower():
+        return None
+    try:
+        check_vllm_serves_mllama(metadata.version("vllm"))
+    except metadata.PackageNotFoundError:
+        return None
+    except RuntimeError as exc:
+        return f"cannot start: {exc}"
+    return None
+
+
 def served_problem(profile: str) -> str | None:
     """For the models a run reaches over HTTP (engine "openai", reranker_backend "server"): one
     `GET /models` per server, short timeout, no retries. None when each server answers and lists
@@ -177,7 +198,8 @@ def preload_problem(profile: str, dataset: str, revision: str | None, *, agent_s
     default_search = search_spec == "default"
     agent = agent_loads_profile_models(agent_spec)
     models = loaded_models(profile, agent=agent, search=default_search, web=web)
-    problems = [missing_models_message(models, profile), served_problem(profile) if agent else None]
+    problems = [vllm_problem(profile) if agent else None, missing_models_message(models, profile),
+                served_problem(profile) if agent else None]
     datasets = {dataset: revision}
     if default_search:
         sc = search_config(profile, web_contents=web_contents)
