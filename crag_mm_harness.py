@@ -68,8 +68,8 @@ def own_module(dotted: str):
 
 
 def build_own_pipeline(profile: str, web: bool):
-    """The profile's search pipeline, as our evaluator builds it (evaluation/harness/search.py)."""
-    search = own_module("evaluation.harness.search")
+    """The profile's search pipeline, as our evaluator builds it (evaluator/harness/search.py)."""
+    search = own_module("evaluator.harness.search")
     return search.build_search_pipeline(search.search_config(profile), web=web)
 
 

@@ -39,7 +39,7 @@ modes:
              and scores the merged turn rows as one run.
 
 search (--search):
-  default      evaluation.harness.search.build_search_pipeline(search_config(profile), web=...)
+  default      evaluator.harness.search.build_search_pipeline(search_config(profile), web=...)
   none         the agent gets search_pipeline=None
   MODULE:FUNC  FUNC(search_config, web=bool) builds the pipeline (tests pass a fake this way)
   --web-contents [HF_ID] goes into search_config (its web_contents) for either
@@ -90,7 +90,7 @@ def evaluation_parser() -> argparse.ArgumentParser:
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="config override, passed as CRUISE_<FIELD>; repeatable")
     p.add_argument("--calibration", default=None, metavar="FILE",
-                   help="thresholds from `python -m evaluation.calibrate` (calibration.json), passed as "
+                   help="thresholds from `python -m evaluator.calibrate` (calibration.json), passed as "
                         "CRUISE_CALIBRATION; --set still wins")
     p.add_argument("--search", default="default", help="default | none | MODULE:FUNC (see below)")
     p.add_argument("--indices", default=None, choices=["public-test", "validation"],
@@ -136,14 +136,14 @@ def merge_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from evaluation.harness import commands
+    from evaluator.harness import commands
 
     if argv and argv[0] == "merge":
         commands.run_merge(merge_parser().parse_args(argv[1:]))
         return
     args = evaluation_parser().parse_args(argv)
     if args.workers or args.ray:
-        from evaluation.harness.workers import run_on_ray
+        from evaluator.harness.workers import run_on_ray
 
         args.workers = args.workers or 1
         run_on_ray(args, argv, merge_parser)

@@ -273,7 +273,7 @@ PROFILES: dict[str, dict] = {
     # and verify prompt instead of ~600; a chunk still holds one or two infobox fields or a
     # snippet's first sentences.
     # image_score_floor stays at 0.85 for the cpu search model, EfficientNet-Lite0's features
-    # (evaluation/harness/search.py): on the mini benchmark a crop or tilt of a photo scores
+    # (evaluator/harness/search.py): on the mini benchmark a crop or tilt of a photo scores
     # 0.57-0.94 against the photo, other photos 0.16-0.43 (drawn covers up to 0.95 against each
     # other), benchmark pictures without a KG entry at most 0.84 (docs/benchmarks.md).
     # answer_max_tokens 24: the answer stage (2 requests per turn) is most of a CPU batch's time;

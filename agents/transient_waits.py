@@ -1,6 +1,6 @@
 """Waiting out HTTP 429 and 5xx answers: one helper for every client of an HTTP model server.
 
-The judge (evaluation/judge.py) and the served engines (agents/engines/served.py) both send each
+The judge (evaluator/scoring/judge.py) and the served engines (agents/engines/served.py) both send each
 request through `TransientWaits.send`. A 429 or 5xx answer is asked again after the wait that
 `retry-after-ms` or `Retry-After` (seconds or an HTTP date) asks, plus up to 10% so that threads
 told the same second do not come back together; without such a header, after a jittered

@@ -178,7 +178,7 @@ MULTI_TURN: list[tuple[str, list[tuple]]] = [
 # --- answer keys ----------------------------------------------------------------------------
 # For every KG- or web-answerable question: short strings that all occur in any context that
 # holds its gold answer ("a|b": either). The evaluator's answer recall at K_rerank
-# (evaluation/scoring/coverage.py) and the provenance tests use them; provenance.json carries them.
+# (evaluator/scoring/coverage.py) and the provenance tests use them; provenance.json carries them.
 ANSWER_KEYS: dict[str, list[str]] = {
  "what kind of coffee drink is in this cup?": ["espresso"],
  "how much caffeine is in a single shot of this drink?": ["63 mg|63 milligrams"],
@@ -235,7 +235,7 @@ ANSWER_KEYS: dict[str, list[str]] = {
 }
 
 # --- accepted answer forms (the offline lexical judge) -------------------------------------
-# What an answer must say to be right, for evaluation/scoring/lexical_judge.py: a list of
+# What an answer must say to be right, for evaluator/scoring/lexical_judge.py: a list of
 # alternatives, any one of which suffices; " & " joins parts that must all occur. Forms are
 # compared after the judge's normalisation (case, punctuation, articles, "three" = "3", "5,500" =
 # "5500"), as whole words. Image questions have forms here only; a KG / web question uses its

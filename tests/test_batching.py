@@ -4,10 +4,10 @@ import random
 
 from PIL import Image
 
-from evaluation.harness.batching import SKIPPED_SESSIONS, clip_batch_size, planned_batches, turn_batches
-from evaluation.harness.dataset import Conversation, DatasetTurn
-from evaluation.harness.runner import generate
-from evaluation.scoring.truncate import load_truncator
+from evaluator.harness.batching import SKIPPED_SESSIONS, clip_batch_size, planned_batches, turn_batches
+from evaluator.harness.dataset import Conversation, DatasetTurn
+from evaluator.harness.runner import generate
+from evaluator.scoring.truncate import load_truncator
 
 
 def conversations(turn_counts, ego=True):
@@ -147,8 +147,8 @@ def test_stop_after_limits_what_the_agent_is_asked(tmp_path):
 
 
 def test_crag_mm_replaces_one_single_turn_image_url():
-    from evaluation.harness.dataset import apply_image_url_updates
-    from evaluation.scoring.rules import RULE_SETS
+    from evaluator.harness.dataset import apply_image_url_updates
+    from evaluator.scoring.rules import RULE_SETS
 
     convs = conversations([1, 1], ego=False)
     convs[1].session_id = "0df99a9a-6a5d-4ff4-b8e4-e3ee90209dfe"  # listed in the published config.py

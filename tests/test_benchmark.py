@@ -169,7 +169,7 @@ def test_answers_are_reachable_where_the_provenance_says():
     chunks the agent reranks)."""
     from agents.config import load_config
     from agents.cruise.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit
-    from evaluation.scoring.coverage import answer_in_context
+    from evaluator.scoring.coverage import answer_in_context
     from minibench import content
 
     cfg = load_config("cpu", "full")

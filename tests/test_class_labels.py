@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from agents.config import REPO_ROOT
-from evaluation.harness.dataset import LABEL_FIELDS, label_name, label_vocabularies, load_split, read_conversations
+from evaluator.harness.dataset import LABEL_FIELDS, label_name, label_vocabularies, load_split, read_conversations
 
 MINI_SINGLE = REPO_ROOT / "data" / "crag-mm-mini" / "single-turn"
 

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from agents.config import REPO_ROOT
-from evaluation.scoring.coverage import answer_in_context, evidence_coverage, key_in_text, provenance_for
+from evaluator.scoring.coverage import answer_in_context, evidence_coverage, key_in_text, provenance_for
 
 
 @pytest.mark.parametrize("key, text, found", [

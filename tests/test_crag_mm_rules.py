@@ -10,13 +10,13 @@ import json
 
 import pytest
 
-from evaluation.harness.batching import SKIPPED_SESSIONS, planned_batches
-from evaluation.harness.dataset import Conversation, DatasetTurn, apply_image_url_updates
-from evaluation.harness.outputs import finalize
-from evaluation.scoring.judge import Judge
-from evaluation.scoring.rules import RULE_SETS, rule_set
-from evaluation.scoring.scores import needs_judge, score_rows, verdict_fields
-from evaluation.scoring.truncate import load_truncator
+from evaluator.harness.batching import SKIPPED_SESSIONS, planned_batches
+from evaluator.harness.dataset import Conversation, DatasetTurn, apply_image_url_updates
+from evaluator.harness.outputs import finalize
+from evaluator.scoring.judge import Judge
+from evaluator.scoring.rules import RULE_SETS, rule_set
+from evaluator.scoring.scores import needs_judge, score_rows, verdict_fields
+from evaluator.scoring.truncate import load_truncator
 from tests.scripted_agent import FakeOpenAIServer
 
 CRAG_MM = RULE_SETS["crag-mm"]

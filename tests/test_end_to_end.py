@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from evaluation.scoring.scores import SCORE_KEYS
+from evaluator.scoring.scores import SCORE_KEYS
 
 pytestmark = pytest.mark.slow  # real SmolLM2, MiniLM and the mini benchmark's indices
 

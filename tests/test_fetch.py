@@ -9,8 +9,8 @@ from types import SimpleNamespace
 import pytest
 import requests
 
-from evaluation.harness.models import loaded_models
-from evaluation.harness.search import INDICES_ENV, search_config
+from evaluator.harness.models import loaded_models
+from evaluator.harness.search import INDICES_ENV, search_config
 from tools import fetch
 
 GB = 1e9

@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from agents.config import REPO_ROOT
-from evaluation.harness.dataset import load_split, read_conversations
-from evaluation.harness.outputs import finalize
-from evaluation.harness.runner import append_jsonl, read_jsonl
+from evaluator.harness.dataset import load_split, read_conversations
+from evaluator.harness.outputs import finalize
+from evaluator.harness.runner import append_jsonl, read_jsonl
 from minibench.full_split import MINI, build_full_split
 from tests.conftest import PAPER_FINALIZER
 from tests.scripted_agent import FakeOpenAIServer

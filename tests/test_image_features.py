@@ -35,7 +35,7 @@ def test_the_package_embeds_unit_1280_vectors_in_which_a_crop_stays_near_its_pho
     import torch
     from cragmm_search.image_search_mock_api.image_search import extract_features
 
-    from evaluation.answer_recall import off_centre_crop, tilted
+    from evaluator.answer_recall import off_centre_crop, tilted
 
     model, processor = load_image_model(model_dir)
     photos = [_photo("chelsea"), _photo("coffee"), _photo("rocket")]
@@ -64,6 +64,6 @@ def test_the_package_loaders_are_swapped_only_for_our_model_and_only_inside_the_
 
 
 def test_the_index_check_reads_the_width_from_our_config(model_dir):
-    from evaluation.harness.index_check import model_width
+    from evaluator.harness.index_check import model_width
 
     assert model_width(model_dir, "image") == 1280

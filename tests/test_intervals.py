@@ -1,7 +1,7 @@
 """95% bootstrap intervals on the scores and paired run comparisons, on run folders the harness
 itself finishes: answers saved with the runner's writer, scored by outputs.finalize (no judge, so
 an answer equal to the gold one is correct, "I don't know" a miss and any other answer a
-hallucination), compared with `python -m evaluation.report A B`."""
+hallucination), compared with `python -m evaluator.report A B`."""
 from __future__ import annotations
 
 import json
@@ -17,9 +17,9 @@ import pytest
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import REPO_ROOT
-from evaluation.harness.outputs import INTERVALS_KEY, finalize
-from evaluation.harness.runner import ANSWERS, RUN_CONFIG, append_jsonl
-from evaluation.scoring.intervals import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, score_intervals
+from evaluator.harness.outputs import INTERVALS_KEY, finalize
+from evaluator.harness.runner import ANSWERS, RUN_CONFIG, append_jsonl
+from evaluator.scoring.intervals import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, score_intervals
 
 GOLD = "the gold answer"
 ANSWER_OF = {"correct": GOLD, "missed": IDK_ANSWER, "hallucinated": "a wrong answer"}
@@ -131,7 +131,7 @@ def test_clustered_intervals_are_wider_when_a_conversations_turns_agree(tmp_path
 
 def compare(tmp_path: Path, *runs: Path) -> tuple[str, str]:
     out = tmp_path / "compare.html"
-    proc = subprocess.run([sys.executable, "-m", "evaluation.report", *map(str, runs), "--out", str(out)],
+    proc = subprocess.run([sys.executable, "-m", "evaluator.report", *map(str, runs), "--out", str(out)],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
                           env={"COLUMNS": "250", "PATH": "/usr/bin:/bin"})
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -168,7 +168,7 @@ def test_a_paired_comparison_counts_the_known_flips_and_links_them(tmp_path):
 
 
 def test_identical_runs_differ_by_exactly_zero(tmp_path):
-    from evaluation.report.html import load_comparison
+    from evaluator.report.html import load_comparison
 
     a = write_run(tmp_path / "a", BASE)
     b = write_run(tmp_path / "b", BASE)
@@ -197,8 +197,8 @@ def test_runs_that_cannot_be_paired_are_refused_in_one_line(tmp_path):
 def test_the_console_and_the_report_show_the_saved_intervals(tmp_path):
     from rich.console import Console
 
-    from evaluation.report.html import build_report
-    from evaluation.report.terminal import print_report
+    from evaluator.report.html import build_report
+    from evaluator.report.terminal import print_report
 
     run = write_run(tmp_path / "run", [["correct"], ["missed"], ["hallucinated"], ["correct", "hallucinated"]] * 15)
     low, high = saved(run)[INTERVALS_KEY]["all"]["truthfulness_score"]
@@ -219,7 +219,7 @@ def test_the_console_and_the_report_show_the_saved_intervals(tmp_path):
 
 def rewritten_run(folder: Path, conversations: list[list[str]], change) -> Path:
     """write_run, then every saved answer record passed through `change`, then scored again."""
-    from evaluation.harness.runner import read_jsonl
+    from evaluator.harness.runner import read_jsonl
 
     write_run(folder, conversations)
     records = [change(r) for r in read_jsonl(folder / ANSWERS)]
@@ -242,7 +242,7 @@ def test_the_same_turns_grouped_or_marked_otherwise_are_refused(tmp_path):
 
 
 def test_the_sign_of_a_difference_follows_the_order_of_the_runs(tmp_path):
-    from evaluation.report.html import load_comparison
+    from evaluator.report.html import load_comparison
 
     better = [["correct"]] * 30 + [["missed"]] * 10 + [["correct", "correct"]] * 5  # the 10 hallucinations fixed
     a, b = write_run(tmp_path / "a", BASE), write_run(tmp_path / "b", better)

@@ -4,7 +4,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from evaluation.scoring.judge import (
+from evaluator.scoring.judge import (
     MAX_ATTEMPTS,
     Judge,
     JudgeItem,
@@ -12,7 +12,7 @@ from evaluation.scoring.judge import (
     parse_verdict_text,
     retry_after_s,
 )
-from evaluation.scoring.rules import RULE_SETS
+from evaluator.scoring.rules import RULE_SETS
 from tests.scripted_agent import FakeOpenAIServer
 
 

@@ -1,7 +1,7 @@
 """The floors of the house: no module imports from a floor above its own.
 
-agents (the submission) <- minibench (the benchmark it is measured on) <- evaluation (the harness
-that runs both) <- tools and the entry points. Inside evaluation, scoring (rules, judge, metrics)
+agents (the submission) <- minibench (the benchmark it is measured on) <- evaluator (the harness
+that runs both) <- tools and the entry points. Inside evaluator, scoring (rules, judge, metrics)
 sits below the harness and the report, which both read scores. Every import counts, including
 those inside functions (a lazy import still ties the floors together).
 """
@@ -16,11 +16,11 @@ TOP = {"tools", "tests", *ENTRY_POINTS}
 
 # package (dotted prefix) -> the top-level names it may not import
 FORBIDDEN = {
-    "agents": {"minibench", "evaluation", *TOP},
-    "minibench": {"evaluation", *TOP},
-    "evaluation": TOP,
-    "evaluation.scoring": {"evaluation.harness", "evaluation.report", "evaluation.calibrate",
-                           "evaluation.answer_recall"},
+    "agents": {"minibench", "evaluator", *TOP},
+    "minibench": {"evaluator", *TOP},
+    "evaluator": TOP,
+    "evaluator.scoring": {"evaluator.harness", "evaluator.report", "evaluator.calibrate",
+                           "evaluator.answer_recall"},
 }
 
 
@@ -44,7 +44,7 @@ def imported_names(path: Path, module: str) -> list[tuple[int, str]]:
             if node.level:
                 anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
                 base = ".".join(anchor + ([base] if base else []))
-            # `from evaluation import harness` names the submodule, not just the package
+            # `from evaluator import harness` names the submodule, not just the package
             found += [(node.lineno, f"{base}.{alias.name}" if alias.name != "*" else base) for alias in node.names]
     return found
 
@@ -74,15 +74,15 @@ def test_no_module_imports_from_a_higher_layer():
 def test_the_check_sees_an_import_that_runs_back_up(tmp_path):
     (tmp_path / "agents" / "cruise").mkdir(parents=True)
     (tmp_path / "minibench").mkdir()
-    (tmp_path / "evaluation" / "scoring").mkdir(parents=True)
-    (tmp_path / "agents" / "cruise" / "chain.py").write_text("def run():\n    from evaluation.harness import runner\n")
+    (tmp_path / "evaluator" / "scoring").mkdir(parents=True)
+    (tmp_path / "agents" / "cruise" / "chain.py").write_text("def run():\n    from evaluator.harness import runner\n")
     (tmp_path / "minibench" / "content.py").write_text("import tools.preflight\n")
-    (tmp_path / "evaluation" / "scoring" / "judge.py").write_text("from ..report import html\n")
-    (tmp_path / "evaluation" / "runner.py").write_text("from agents.cruise import chain\nfrom minibench import content\n")
+    (tmp_path / "evaluator" / "scoring" / "judge.py").write_text("from ..report import html\n")
+    (tmp_path / "evaluator" / "runner.py").write_text("from agents.cruise import chain\nfrom minibench import content\n")
     got = layer_violations(tmp_path)
     assert got == [
-        "agents/cruise/chain.py:2: agents.cruise.chain (agents) imports evaluation.harness.runner",
-        "evaluation/scoring/judge.py:1: evaluation.scoring.judge (evaluation.scoring) imports evaluation.report.html",
+        "agents/cruise/chain.py:2: agents.cruise.chain (agents) imports evaluator.harness.runner",
+        "evaluator/scoring/judge.py:1: evaluator.scoring.judge (evaluator.scoring) imports evaluator.report.html",
         "minibench/content.py:1: minibench.content (minibench) imports tools.preflight",
     ]
 
@@ -90,7 +90,7 @@ def test_the_check_sees_an_import_that_runs_back_up(tmp_path):
 def import_graph(root: Path) -> dict[str, set[str]]:
     """module -> the project's modules it imports (a `from m import name` counts as importing m
     when `m.name` is no module of its own)."""
-    paths = {module_name(root, p): p for package in ("agents", "minibench", "evaluation", "tools")
+    paths = {module_name(root, p): p for package in ("agents", "minibench", "evaluator", "tools")
              for p in (root / package).rglob("*.py")}
     paths.update({name: root / f"{name}.py" for name in ENTRY_POINTS if (root / f"{name}.py").exists()})
     graph = {}

@@ -16,8 +16,8 @@ from PIL import Image
 
 from agents.base_agent import JUDGED_ANSWER_TOKENS
 from agents.config import REPO_ROOT
-from evaluation.harness.dataset import fetch_image_bytes, load_split, read_conversations
-from evaluation.scoring.truncate import load_truncator
+from evaluator.harness.dataset import fetch_image_bytes, load_split, read_conversations
+from evaluator.scoring.truncate import load_truncator
 from tests.scripted_agent import FakeOpenAIServer, build_dataset, png_bytes
 
 SECRET = "sk-test-never-written-4242"
@@ -516,7 +516,7 @@ def test_shards_over_other_search_indices_are_not_merged(world, tmp_path):
 
 
 def test_an_index_revision_counts_only_when_both_runs_know_it():
-    from evaluation.harness.fingerprint import differences
+    from evaluator.harness.fingerprint import differences
 
     def indices(revision, image=PUBLIC_IMAGE_INDEX):
         return {"indices": {"image": {"id": image, "revision": revision}, "web": None}}
@@ -532,7 +532,7 @@ def test_an_index_revision_counts_only_when_both_runs_know_it():
 
 
 def test_a_cruise_agent_resume_compares_every_config_field_before_loading_models(world, tmp_path, monkeypatch):
-    from evaluation.harness.fingerprint import system_fingerprint
+    from evaluator.harness.fingerprint import system_fingerprint
 
     for name in [k for k in os.environ if k.startswith("CRUISE_")]:
         monkeypatch.delenv(name)
@@ -574,7 +574,7 @@ def test_a_rate_limited_judge_is_waited_out_and_every_turn_is_judged(world, tmp_
 # ------------------------------------------------------------------ helpers behind the CLI
 def test_the_agent_reads_the_prompt_folder_the_fingerprint_hashes(tmp_path, monkeypatch):
     from agents.cruise.prompts import load_prompt
-    from evaluation.harness.fingerprint import prompt_hashes
+    from evaluator.harness.fingerprint import prompt_hashes
 
     shutil.copytree(REPO_ROOT / "prompts", tmp_path / "prompts")
     route = tmp_path / "prompts" / "route.txt"
@@ -588,7 +588,7 @@ def test_the_agent_reads_the_prompt_folder_the_fingerprint_hashes(tmp_path, monk
 
 
 def test_fingerprint_differences_for_calibration_and_prompt_files(tmp_path, monkeypatch):
-    from evaluation.harness.fingerprint import differences, system_fingerprint
+    from evaluator.harness.fingerprint import differences, system_fingerprint
 
     for name in [k for k in os.environ if k.startswith("CRUISE_")]:
         monkeypatch.delenv(name)
@@ -659,7 +659,7 @@ def test_packaged_llama_tokenizer_is_the_default_without_the_hf_cache(monkeypatc
 
     from tokenizers import Tokenizer
 
-    from evaluation.scoring import truncate
+    from evaluator.scoring import truncate
 
     monkeypatch.setattr(truncate, "llama_tokenizer_file", lambda: None)  # a fresh machine: empty HF cache
     truncator = truncate.load_truncator()
@@ -690,7 +690,7 @@ def test_fallback_truncation_keeps_the_raw_text():
 
 
 def test_a_run_without_egocentric_turns_scores_ego_as_nan_and_says_so(tmp_path):
-    from evaluation.harness.outputs import finalize
+    from evaluator.harness.outputs import finalize
 
     records = [{"session_id": "w", "interaction_id": f"w{i}", "turn_idx": i, "is_ego": False,
                 "image_quality": "normal", "query_category": "simple", "domain": "d", "dynamism": "static",

@@ -11,10 +11,10 @@ import pytest
 from PIL import Image
 
 from agents.config import REPO_ROOT
-from evaluation.calibrate import rag_verdicts
-from evaluation.harness.dataset import load_split, read_conversations
-from evaluation.scoring.lexical_judge import OFFLINE_JUDGE_LABEL, lexical_verdict, matching_form, normalise
-from evaluation.scoring.scores import SCORE_KEYS
+from evaluator.calibrate import rag_verdicts
+from evaluator.harness.dataset import load_split, read_conversations
+from evaluator.scoring.lexical_judge import OFFLINE_JUDGE_LABEL, lexical_verdict, matching_form, normalise
+from evaluator.scoring.scores import SCORE_KEYS
 from tests.scripted_agent import FakeOpenAIServer, build_dataset
 
 MINI = REPO_ROOT / "data" / "crag-mm-mini"

@@ -394,7 +394,7 @@ def test_extended_runs_on_the_cpu_profile_with_smollm2(tmp_path):
 
 
 def test_the_reports_funnel_and_table_show_the_peer_stages():
-    from evaluation.report.html import funnel_steps, peer_rows
+    from evaluator.report.html import funnel_steps, peer_rows
 
     agent, _ = make_agent(capable_route, capable_vlm(), crop_mode="box")
     none_router = ask(agent, [WHAT, RIVAL, PRICE])["traces"]

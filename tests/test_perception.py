@@ -181,7 +181,7 @@ def test_a_seeing_vlm_or_perception_off_leaves_the_prompts_as_written(model_runs
 
 
 def test_the_report_turn_page_shows_what_the_picture_shows(model_runs):
-    from evaluation.report.html import template_environment
+    from evaluator.report.html import template_environment
 
     agent = run_agent(BlindEngine(SCRIPT))
     trace = agent.last_batch_report["traces"][0]

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from agents.config import REPO_ROOT, load_config
-from evaluation.harness.models import is_hub_id, loaded_models
-from evaluation.harness.search import search_config
+from evaluator.harness.models import is_hub_id, loaded_models
+from evaluator.harness.search import search_config
 
 L40S_MODELS = loaded_models("l40s")
 L40S_DATASETS = ["crag-mm-2025/crag-mm-single-turn-public", search_config("l40s").image_index,
@@ -143,7 +143,7 @@ def test_offline_the_hub_is_not_asked(tmp_path):
 
 @pytest.mark.parametrize("agent", ["tests.scripted_agent:ScriptedAgent", "no.such.module:Agent"])
 def test_another_agent_is_not_held_to_the_profile_models(agent):
-    from evaluation.harness.models import agent_loads_profile_models
+    from evaluator.harness.models import agent_loads_profile_models
 
     assert agent_loads_profile_models("agents.user_config:UserAgent")
     assert agent_loads_profile_models("tests.fakes:ScriptedCruiseAgent")  # built on CruiseAgent

@@ -12,7 +12,7 @@ import subprocess
 import sys
 
 from agents.config import REPO_ROOT
-from evaluation.harness.dataset import load_split
+from evaluator.harness.dataset import load_split
 from tests.scripted_agent import build_dataset
 
 

@@ -18,7 +18,7 @@ import pytest
 from PIL import Image
 
 from agents.config import REPO_ROOT
-from evaluation.report.html import EXTENDED_CSV, OFFICIAL_CSV, load_turn_rows
+from evaluator.report.html import EXTENDED_CSV, OFFICIAL_CSV, load_turn_rows
 from tests.conftest import PAPER_FINALIZER
 from tests.scripted_agent import build_dataset
 
@@ -147,7 +147,7 @@ def test_the_command_line_builds_the_same_report_and_a_comparison(runs, tmp_path
     traces = [{**json.loads(line), "verifier_note": f"note for {json.loads(line)['interaction_id']}"}
               for line in (copy / "traces.jsonl").read_text().splitlines()]
     (copy / "traces.jsonl").write_text("".join(json.dumps(t) + "\n" for t in traces))
-    proc = run_cli([str(copy)], tmp_path, module="evaluation.report")
+    proc = run_cli([str(copy)], tmp_path, module="evaluator.report")
     assert str(copy / "report.html") in proc.stdout
     page = (copy / "report.html").read_text()
     assert turn_pages(copy).count('<details class="turn"') == 8
@@ -156,7 +156,7 @@ def test_the_command_line_builds_the_same_report_and_a_comparison(runs, tmp_path
     assert "no parser figures in run_summary.json" in page
     assert "note for c6-0" in turn_pages(copy) and "<th>verifier_note</th>" in turn_pages(copy)
     compare = tmp_path / "compare.html"
-    run_cli([str(runs["full"]), str(runs["rag_baseline"]), "--out", str(compare)], tmp_path, module="evaluation.report")
+    run_cli([str(runs["full"]), str(runs["rag_baseline"]), "--out", str(compare)], tmp_path, module="evaluator.report")
     page = compare.read_text()
     assert "full (full)" in page and "rag_baseline (rag_baseline)" in page
     # rag_baseline returns every answer unverified: c5 (Yes) and c6 (Elizabeth Tower) become correct,
@@ -221,7 +221,7 @@ def test_report_in_chromium(runs, browser, tmp_path):
 
 def test_comparison_in_chromium(runs, browser, tmp_path):
     compare = tmp_path / "compare.html"
-    run_cli([str(runs["full"]), str(runs["rag_baseline"]), "--out", str(compare)], tmp_path, module="evaluation.report")
+    run_cli([str(runs["full"]), str(runs["rag_baseline"]), "--out", str(compare)], tmp_path, module="evaluator.report")
     page = browser.open(compare.as_uri())
     page.screenshot(tmp_path / "compare.png")
     assert page.console_errors == []

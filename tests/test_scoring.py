@@ -6,10 +6,10 @@ import math
 import pandas as pd
 import pytest
 
-from evaluation.harness.outputs import finalize
-from evaluation.scoring.judge import Judge
-from evaluation.scoring.rules import RULE_SETS
-from evaluation.scoring.scores import (
+from evaluator.harness.outputs import finalize
+from evaluator.scoring.judge import Judge
+from evaluator.scoring.rules import RULE_SETS
+from evaluator.scoring.scores import (
     OFFICIAL_TURN_COLUMNS,
     SCORE_KEYS,
     apply_conversation_rules,

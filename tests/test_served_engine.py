@@ -325,7 +325,7 @@ def models_answer(ids):
 
 
 def test_the_served_profile_checks_each_server_and_names_what_it_serves(loopback, monkeypatch):
-    from evaluation.harness.models import loaded_models, served_problem
+    from evaluator.harness.models import loaded_models, served_problem
 
     vlm = loopback(models_answer(["meta-llama/Llama-3.2-11B-Vision-Instruct"]))
     router = loopback(models_answer(["some/other-model"]))
@@ -348,7 +348,7 @@ def test_the_cpu_chain_on_one_server_asks_it_for_its_served_name_in_both_roles(l
     The router is the VLM's model on the VLM's URL, so it is that server and takes that name."""
     from agents.engines.base import Ledger
     from agents.engines.factory import build_engines
-    from evaluation.harness.models import served_problem
+    from evaluator.harness.models import served_problem
 
     def answer(path, body, count):
         if path == "/v1/models":

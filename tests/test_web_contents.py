@@ -23,7 +23,7 @@ from agents.config import load_config
 from agents.cruise.stages.s4_chunk import chunks_from_web_hit
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
-from evaluation.harness.index_check import IndexSpec, SearchIndexError, check_contents
+from evaluator.harness.index_check import IndexSpec, SearchIndexError, check_contents
 from tests.fakes import FunctionReranker, ScriptedEngine, last_user_text
 
 pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)

@@ -5,7 +5,7 @@
 
 1. `local_evaluation.py --preset full --shard 0/2` on each dataset: traces of one half of the
    conversations (split by conversation index, as --shard splits them);
-2. `python -m evaluation.calibrate` on those traces: the finalizer's thresholds (the judge is the
+2. `python -m evaluator.calibrate` on those traces: the finalizer's thresholds (the judge is the
    evaluation's own: the offline lexical judge when no LLM judge is configured);
 3. `local_evaluation.py --preset P --calibration FILE` for every preset and dataset, once, on the
    whole dataset;
@@ -34,9 +34,9 @@ import sys
 from pathlib import Path
 
 from agents.config import PRESETS, REPO_ROOT
-from evaluation.harness.dataset import load_split, read_conversations
-from evaluation.scoring.rules import rule_set
-from evaluation.scoring.scores import score_rows
+from evaluator.harness.dataset import load_split, read_conversations
+from evaluator.scoring.rules import rule_set
+from evaluator.scoring.scores import score_rows
 
 DEFAULT_PRESETS = ("vision_only", "rag_baseline", "no_cov_no_sc", "no_cov", "full")
 DATASETS = ("single-turn", "multi-turn")
@@ -72,7 +72,7 @@ def calibrate(args, output_dir: Path) -> Path:
     trace_dirs = [evaluate(args, dataset_type, "full", output_dir / "calibration-traces" / dataset_type,
                            "--shard", f"{1 - HELD_OUT}/{HALVES}") for dataset_type in args.datasets]
     calibration = output_dir / "calibration.json"
-    cmd = [sys.executable, "-m", "evaluation.calibrate", *map(str, trace_dirs), "--output", str(calibration)]
+    cmd = [sys.executable, "-m", "evaluator.calibrate", *map(str, trace_dirs), "--output", str(calibration)]
     print("$ " + shlex.join(cmd), flush=True)
     subprocess.run(cmd, cwd=REPO_ROOT, check=True)
     return calibration

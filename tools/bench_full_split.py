@@ -30,8 +30,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from agents.config import REPO_ROOT, cache_dir
-from evaluation.report.html import build_report
-from evaluation.scoring.judge import Judge, JudgeItem
+from evaluator.report.html import build_report
+from evaluator.scoring.judge import Judge, JudgeItem
 from minibench.full_split import MULTI_TURN_CONVERSATIONS, SINGLE_TURN_SESSIONS, build_full_split
 
 AGENT = "minibench.standin:MemoStandInCruiseAgent"

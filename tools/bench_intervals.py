@@ -15,9 +15,9 @@ import time
 
 import numpy as np
 
-from evaluation.harness.outputs import BREAKDOWN_COLUMNS
-from evaluation.scoring.intervals import BOOTSTRAP_RESAMPLES, paired_differences, score_intervals
-from evaluation.scoring.scores import breakdown, score_rows
+from evaluator.harness.outputs import BREAKDOWN_COLUMNS
+from evaluator.scoring.intervals import BOOTSTRAP_RESAMPLES, paired_differences, score_intervals
+from evaluator.scoring.scores import breakdown, score_rows
 
 
 def synthetic_rows(single: int, multi: int, seed: int) -> list[dict]:

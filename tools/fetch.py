@@ -8,7 +8,7 @@ The indices are the pair `--indices` (else CRAG_MM_INDICES, else public-test) na
 local_evaluation.py's `--indices` picks them.
 
 The list comes from the code that loads things: `loaded_models(profile)` (the agent's and the
-search pipeline's hub models), the profile's search indices (evaluation/harness/search.py),
+search pipeline's hub models), the profile's search indices (evaluator/harness/search.py),
 with `--web-contents [HF_ID]` the full-content web database (sharded LMDB files; its size is an
 estimate until the hub answers, and a snapshot with shard files missing counts as partial), and
 the evaluator's default datasets for both tasks. Sizes come from the hub when it answers
@@ -88,9 +88,9 @@ def plan(profile: str, tasks: tuple[str, ...] = ("single-turn", "multi-turn"), i
     """What a run of `profile` loads from the hub (nothing for profiles that build everything
     locally); `indices`: the INDEX_SETS name (None: CRAG_MM_INDICES, else public-test);
     `web_contents` as local_evaluation.py's --web-contents."""
-    from evaluation.harness.commands import default_dataset
-    from evaluation.harness.models import is_hub_id, loaded_models
-    from evaluation.harness.search import search_config
+    from evaluator.harness.commands import default_dataset
+    from evaluator.harness.models import is_hub_id, loaded_models
+    from evaluator.harness.search import search_config
     from minibench.build_indices import is_local_index
 
     search = search_config(profile, indices, web_contents)
@@ -166,7 +166,7 @@ def local_state(cache: Path, item: Item, files: dict[str, int] | None) -> str:
 def contents_problem(snapshot: Path) -> str | None:
     """What is missing of a full-content database's snapshot, read from its files alone (offline,
     the hub's file list is not known): no shard at all, or shard files missing between others."""
-    from evaluation.harness.index_check import contents_shards, missing_shards
+    from evaluator.harness.index_check import contents_shards, missing_shards
 
     shards = contents_shards(snapshot)
     if not shards:

@@ -180,7 +180,7 @@ def build_model(role: str, tiny: bool, device: str) -> tuple[str, int]:
 # --- the mini benchmark and a fixed search stand-in --------------------------------------------------
 def mini_benchmark_turns(limit: int) -> list[tuple[str, object]]:
     """(question, image) of the first turn of the mini benchmark's single-turn sessions."""
-    from evaluation.harness.dataset import load_split, normalise_records
+    from evaluator.harness.dataset import load_split, normalise_records
 
     ds, _, _ = load_split(str(REPO_ROOT / "data" / "crag-mm-mini" / "single-turn"), None, "validation")
     out = []

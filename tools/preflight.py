@@ -51,8 +51,8 @@ class Check:
 
 def submission_models() -> list[dict]:
     """Every hub model the l40s process loads, the search pipeline's included: AIcrowd bakes only
-    these into the offline container (evaluation.harness.models.loaded_models is the one list)."""
-    from evaluation.harness.models import loaded_models
+    these into the offline container (evaluator.harness.models.loaded_models is the one list)."""
+    from evaluator.harness.models import loaded_models
 
     return [{"repo_id": m, "revision": "main"} for m in loaded_models("l40s")]
 
@@ -144,7 +144,7 @@ class _NoNetwork:
 
 
 def import_agent(spec: str):
-    from evaluation.harness.commands import import_object
+    from evaluator.harness.commands import import_object
 
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -166,7 +166,7 @@ def check_batch_size(agent) -> tuple[int, Check]:
 
 def sample_batch(dataset: str, size: int):
     """The first turns of the first `size` conversations, as the evaluator would pass them."""
-    from evaluation.harness.dataset import image_for_agent, load_split, read_conversations
+    from evaluator.harness.dataset import image_for_agent, load_split, read_conversations
 
     ds, _, _ = load_split(dataset, None, "validation")
     conversations = read_conversations(ds, size)
@@ -176,7 +176,7 @@ def sample_batch(dataset: str, size: int):
 
 
 def check_dry_run(agent, batch, turn_budget_s: float) -> Check:
-    from evaluation.harness.runner import check_answers
+    from evaluator.harness.runner import check_answers
 
     queries, images, histories = batch
     budget = turn_budget_s * len(queries)
@@ -220,7 +220,7 @@ def run(args) -> list[Check]:
     checks.insert(0, imported)
     if agent_cls is None:
         return checks
-    from evaluation.harness.search import build_search_pipeline, search_config
+    from evaluator.harness.search import build_search_pipeline, search_config
 
     pipeline = build_search_pipeline(search_config(profile), web=not args.suppress_web_search_api)
     agent = agent_cls(search_pipeline=pipeline)

@@ -1,7 +1,7 @@
 """Per-turn verdicts and the official scores, on plain lists of row dicts, under a rule set.
 
 A turn is a miss when its (truncated) answer says "I don't know" (each rule set words the test
-its own way, see evaluation.scoring.rules), an exact match when it equals the ground truth after strip
+its own way, see evaluator.scoring.rules), an exact match when it equals the ground truth after strip
 + lower-case; otherwise the LLM judge decides. A judge that fails every attempt leaves the turn
 incorrect, so it counts as a hallucination (official).
 
@@ -17,8 +17,8 @@ from collections import defaultdict
 
 import numpy as np
 
-from evaluation.scoring.intervals import breakdown_intervals
-from evaluation.scoring.rules import RuleSet, rule_set
+from evaluator.scoring.intervals import breakdown_intervals
+from evaluator.scoring.rules import RuleSet, rule_set
 
 # The official turn CSVs: these 18 columns, in this order, with the flags before the cut.
 OFFICIAL_TURN_COLUMNS = [

@@ -18,9 +18,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER, TURN_BUDGET_S
-from evaluation.harness.batching import planned_batches
-from evaluation.harness.dataset import Conversation, image_for_agent
-from evaluation.scoring.truncate import Truncator
+from evaluator.harness.batching import planned_batches
+from evaluator.harness.dataset import Conversation, image_for_agent
+from evaluator.scoring.truncate import Truncator
 
 ANSWERS = "answers.jsonl"
 TRACES = "traces.jsonl"

@@ -1,6 +1,6 @@
 """Calibrate the finalizer's thresholds offline from finished runs' traces; no model runs again.
 
-    python -m evaluation.calibrate RUN_DIR [RUN_DIR ...] [--folds 5] [--output FILE]
+    python -m evaluator.calibrate RUN_DIR [RUN_DIR ...] [--folds 5] [--output FILE]
                                    [--eval-model gpt-4o-mini] [--eval-base-url URL]
 
 Every trace keeps what Algorithm 1 reads (the RAG answer a', the real-time label, the context,
@@ -37,10 +37,10 @@ from agents.config import PRESETS, PROFILES, CruiseConfig, load_config, settings
 from agents.cruise.stages.s5_rerank import select_chunks
 from agents.cruise.stages.s9_finalize import decide_from_trace
 from agents.engines.base import TOKEN_COUNT
-from evaluation.harness.runner import RUN_CONFIG, read_jsonl, saved_answers
-from evaluation.scoring.judge import DEFAULT_EVAL_MODEL, Judge, JudgeItem, find_api_key
-from evaluation.scoring.lexical_judge import ANSWER_FORM_KEYS, OFFLINE_JUDGE_LABEL, has_answer_forms, lexical_verdict
-from evaluation.scoring.scores import is_exact_match, is_miss, needs_judge
+from evaluator.harness.runner import RUN_CONFIG, read_jsonl, saved_answers
+from evaluator.scoring.judge import DEFAULT_EVAL_MODEL, Judge, JudgeItem, find_api_key
+from evaluator.scoring.lexical_judge import ANSWER_FORM_KEYS, OFFLINE_JUDGE_LABEL, has_answer_forms, lexical_verdict
+from evaluator.scoring.scores import is_exact_match, is_miss, needs_judge
 
 GRID = {
     "tau_ret": [round(0.1 * i, 1) for i in range(11)],
@@ -299,7 +299,7 @@ def fmt_setting(s: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evaluation.calibrate", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m evaluator.calibrate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
                         help="output folders of local_evaluation.py runs")

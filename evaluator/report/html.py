@@ -1,5 +1,5 @@
 """report.html (one run) and compare.html (several runs): pages built from an output folder with
-Jinja2 templates (evaluation/report/templates/) and matplotlib SVG charts.
+Jinja2 templates (evaluator/report/templates/) and matplotlib SVG charts.
 
 Everything is read back from the files a run leaves (turn CSV, scores_dictionary.json,
 run_summary.json, traces.jsonl, answers.jsonl, run_config.json), so a report can be built for
@@ -25,13 +25,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER
-from evaluation.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY
-from evaluation.harness.runner import ANSWERS, RUN_CONFIG, TRACES, read_jsonl
-from evaluation.report import charts
-from evaluation.report.paired import OUTCOMES, PairedComparison, compare_to_first, outcome_of
-from evaluation.scoring.coverage import ANSWER_SOURCES, COVERAGE_LABELS, coverage_figures
-from evaluation.scoring.intervals import method, score_intervals
-from evaluation.scoring.scores import breakdown, is_miss, label_of
+from evaluator.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY
+from evaluator.harness.runner import ANSWERS, RUN_CONFIG, TRACES, read_jsonl
+from evaluator.report import charts
+from evaluator.report.paired import OUTCOMES, PairedComparison, compare_to_first, outcome_of
+from evaluator.scoring.coverage import ANSWER_SOURCES, COVERAGE_LABELS, coverage_figures
+from evaluator.scoring.intervals import method, score_intervals
+from evaluator.scoring.scores import breakdown, is_miss, label_of
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 REPORT_NAME = "report.html"
@@ -202,7 +202,7 @@ def thumbnails(run_config: dict, session_ids: set[str]) -> tuple[dict[str, str],
     if not session_ids or not run_config.get("dataset"):
         return {}, None
     try:
-        from evaluation.harness.dataset import load_split
+        from evaluator.harness.dataset import load_split
 
         ds, _, _ = load_split(run_config["dataset"], run_config.get("revision"), run_config.get("split") or "validation")
         ids = ds["session_id"]

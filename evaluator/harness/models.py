@@ -2,7 +2,7 @@
 
 `loaded_models(profile)` is the one list of the hub models that a profile's process loads: the
 agent's (VLM, router, reranker: agents/config.py) and the search factory's (image and text
-embedding models: evaluation/harness/search.py). `aicrowd.json` generation, preflight's aicrowd check
+embedding models: evaluator/harness/search.py). `aicrowd.json` generation, preflight's aicrowd check
 and the evaluator's pre-load check all read it, so none of them can forget a model.
 
 `served_problem(profile)` asks each model server a run will use (engine "openai", reranker
@@ -30,7 +30,7 @@ def loaded_models(profile: str, *, agent: bool = True, search: bool = True, web:
     """Hub model ids the process loads in `profile` (search pipeline first, as the evaluator
     builds it first), each once. `web=False` is Task 1: the pipeline loads no text model."""
     from agents.config import load_config
-    from evaluation.harness.search import search_config
+    from evaluator.harness.search import search_config
 
     ids = []
     if search:
@@ -192,7 +192,7 @@ def preload_problem(profile: str, dataset: str, revision: str | None, *, agent_s
                     web: bool, web_contents: str | None = None) -> str | None:
     """Everything a run is about to load that is not there, in one message (None if all is there):
     the hub models of `loaded_models`, the dataset, and the search indices of the default factory."""
-    from evaluation.harness.search import search_config
+    from evaluator.harness.search import search_config
     from minibench.build_indices import is_local_index
 
     default_search = search_spec == "default"

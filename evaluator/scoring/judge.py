@@ -1,12 +1,12 @@
 """The LLM judge: is a prediction right, given the question and the ground truth?
 
-Any OpenAI-compatible endpoint works. Two protocols, one per rule set (evaluation.scoring.rules):
+Any OpenAI-compatible endpoint works. Two protocols, one per rule set (evaluator.scoring.rules):
 - structured (kddcup2025, the starter kit's): structured output `{"accuracy": bool}` through a
   pydantic model, no sampling parameters (as the kit; some models reject a temperature); an
   endpoint that rejects structured output gets `response_format={"type": "json_object"}` and
   we parse the JSON ourselves.
 - result-line (crag-mm, the published evaluator's): a free-text grading against written rules
-  (evaluation/scoring/prompts/judge_crag_mm.txt, our wording of its rules) whose last line says "Result: CORRECT"
+  (evaluator/scoring/prompts/judge_crag_mm.txt, our wording of its rules) whose last line says "Result: CORRECT"
   or "Result: WRONG"; temperature 0, at most 1,024 tokens. A reply with neither is a failed
   attempt here (the published code would pass it on as a verdict of None).
 A protocol builds the messages and makes ONE request (`JudgeProtocol.ask`); the attempts,
@@ -50,7 +50,7 @@ from pydantic import BaseModel
 
 from agents.config import REPO_ROOT, cache_dir
 from agents.transient_waits import TransientWaits, retry_after_s, waiting_helps  # noqa: F401 - re-exported
-from evaluation.scoring.rules import RULE_SETS, RuleSet, rule_set
+from evaluator.scoring.rules import RULE_SETS, RuleSet, rule_set
 
 DEFAULT_EVAL_MODEL = RULE_SETS["kddcup2025"].judge_model
 MAX_ATTEMPTS = 3
@@ -75,7 +75,7 @@ SYSTEM_PROMPT = (
 
 @functools.cache
 def judge_prompt(name: str) -> tuple[Template, Template]:
-    """(system, user) of evaluation/scoring/prompts/<name>.txt: a [system] part, then a [user] part,
+    """(system, user) of evaluator/scoring/prompts/<name>.txt: a [system] part, then a [user] part,
     `$name` placeholders. The judge's prompts belong to the evaluator, not to the agent's prompts/."""
     text = (JUDGE_PROMPTS / f"{name}.txt").read_text(encoding="utf-8")
     head, sep, rest = text.partition("[system]\n")

@@ -1,4 +1,4 @@
-"""Paired comparison of two runs over the same turns: what `python -m evaluation.report A B`
+"""Paired comparison of two runs over the same turns: what `python -m evaluator.report A B`
 prints and compare.html shows for each run against the first.
 
 Two runs are compared only when the comparison means something: the same turns (interaction
@@ -9,7 +9,7 @@ judge did not decide (run_summary.json's judge_failures and unjudged_turns): the
 count them as hallucinations, and the flag keeps them apart from wrong answers.
 
 For a compared pair: each score of both runs, the difference B - A and its paired-bootstrap 95%
-interval (evaluation.scoring.intervals.paired_differences), the flip table (each turn's outcome
+interval (evaluator.scoring.intervals.paired_differences), the flip table (each turn's outcome
 in A against its outcome in B) and the turns whose outcome changed.
 """
 from __future__ import annotations
@@ -17,8 +17,8 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass, field
 
-from evaluation.scoring.intervals import paired_differences
-from evaluation.scoring.rules import DEFAULT_RULES
+from evaluator.scoring.intervals import paired_differences
+from evaluator.scoring.rules import DEFAULT_RULES
 
 OUTCOMES = ("correct", "missed", "hallucinated")
 

@@ -4,12 +4,12 @@ The official files carry exactly what the official evaluator writes: turn_evalua
 and turn_evaluation_results_ego.csv (its 18 columns, the flags before the multi-turn cut, rows
 sorted by session and turn) and scores_dictionary.json (keys "all" and "ego", its 11 scores;
 NaN rates for an empty subset; beside them our own key "intervals_95", the 95% bootstrap
-intervals of evaluation.scoring.intervals). Everything else goes to files of our own:
+intervals of evaluator.scoring.intervals). Everything else goes to files of our own:
 turn_evaluation_results_all_extended.csv / _ego_extended.csv (the official columns holding the
 flags the scores count, then is_hallucination, multi_turn_conversation_score, after_two_wrong,
 raw_answer, judge_reply, error) and run_summary.json (rule set, tokenizer, judge, timings,
 breakdowns, notices), plus traces.jsonl. With no LLM judge, turns whose data carries accepted
-answer forms are decided by the offline lexical judge (evaluation/scoring/lexical_judge.py): its
+answer forms are decided by the offline lexical judge (evaluator/scoring/lexical_judge.py): its
 label then stands in run_summary.json's "judge" and under scores_dictionary.json's own "judge"
 key (beside the official "all" and "ego"), with the abstention counts. Under `--rules crag-mm` also response.jsonl, the
 generated turns as that harness writes them (the official CSVs' first 13 columns).
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from agents.cruise.trace import parse_failure_counts, peer_stage_counts
-from evaluation.harness.runner import (
+from evaluator.harness.runner import (
     ANSWERS,
     BATCHES,
     JUDGMENTS,
@@ -39,17 +39,17 @@ from evaluation.harness.runner import (
     read_jsonl,
     saved_answers,
 )
-from evaluation.scoring.coverage import evidence_coverage
-from evaluation.scoring.intervals import method, score_intervals
-from evaluation.scoring.judge import Judge, JudgeItem
-from evaluation.scoring.lexical_judge import (
+from evaluator.scoring.coverage import evidence_coverage
+from evaluator.scoring.intervals import method, score_intervals
+from evaluator.scoring.judge import Judge, JudgeItem
+from evaluator.scoring.lexical_judge import (
     OFFLINE_JUDGE_LABEL,
     abstention_counts,
     has_answer_forms,
     lexical_verdict,
 )
-from evaluation.scoring.rules import RuleSet, rule_set
-from evaluation.scoring.scores import (
+from evaluator.scoring.rules import RuleSet, rule_set
+from evaluator.scoring.scores import (
     BASE_COLUMNS,
     EXTENDED_TURN_COLUMNS,
     LABEL_COLUMNS,

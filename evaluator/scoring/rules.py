@@ -15,7 +15,7 @@ crag-mm: the published benchmark's evaluator (facebookresearch/CRAG-MM, `evaluat
   scores such a file), and so do we under these rules. tests/test_crag_mm_rules.py checks each
   of these against the line of the published evaluator it comes from.
 
-Both skip the same two sessions (evaluation.harness.batching.SKIPPED_SESSIONS) and give a
+Both skip the same two sessions (evaluator.harness.batching.SKIPPED_SESSIONS) and give a
 truthfulness of 0.0 to a table of at most one turn.
 """
 from __future__ import annotations

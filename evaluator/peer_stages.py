@@ -1,6 +1,6 @@
 """What each peer stage does to the evidence, on the mini benchmark.
 
-    python -m evaluation.peer_stages [--engine cpu|scripted] [--limit N] [--set FIELD=VALUE ...]
+    python -m evaluator.peer_stages [--engine cpu|scripted] [--limit N] [--set FIELD=VALUE ...]
 
 For every KG- and web-answerable turn, runs stages 1-5 of the chain (`gather_evidence`: router,
 summary, the peer stages that are on, the real search pipeline over the offline indices, the
@@ -27,7 +27,7 @@ import json
 import re
 from collections import defaultdict
 
-from evaluation.answer_recall import RecallTurn, answerable_turns
+from evaluator.answer_recall import RecallTurn, answerable_turns
 from minibench import content
 
 SETTINGS = ("full", "use_tool_route", "use_domain_route", "use_decompose", "use_crop_search", "use_entity_check",
@@ -145,7 +145,7 @@ def measure(setting: str, turns: list[RecallTurn], engines, pipeline, base_cfg) 
     from agents.cruise.chain import gather_evidence, start_batch
     from agents.cruise.deadline import StageCosts
     from agents.cruise.types import Turn
-    from evaluation.scoring.coverage import answer_in_context
+    from evaluator.scoring.coverage import answer_in_context
     from minibench.build_benchmark import picture_bytes
 
     if setting == "extended":
@@ -185,7 +185,7 @@ def main() -> None:
     from agents.config import load_config, settings_to_env
     from agents.engines.base import Engines, Ledger
     from agents.engines.factory import build_engines
-    from evaluation.harness.search import build_search_pipeline, search_config
+    from evaluator.harness.search import build_search_pipeline, search_config
     from minibench.build_indices import prepare_indices
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])

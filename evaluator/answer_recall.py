@@ -1,6 +1,6 @@
 """Answer recall at K_rerank of the retrieval stages alone, on the mini benchmark.
 
-    python -m evaluation.answer_recall [--chunker infobox paper_fields] [--set FIELD=VALUE ...]
+    python -m evaluator.answer_recall [--chunker infobox paper_fields] [--set FIELD=VALUE ...]
         [--query-image photo crop rotate] [--image-model efficientnet-lite0|tiny-clip|...]
         [--web-contents]
 
@@ -8,7 +8,7 @@ For every KG- and web-answerable turn, runs stages 3-5 of the chain (search with
 pipeline over the offline indices, chunking, the profile's reranker and the MAD filter) with
 q' = the question alone (no summary: no language model runs here; the summary of a real run
 can only add words), and checks whether the kept context holds the gold answer (its answer
-keys, see evaluation/scoring/coverage.py). Prints one line per chunker; the end-to-end test holds the
+keys, see evaluator/scoring/coverage.py). Prints one line per chunker; the end-to-end test holds the
 infobox chunker to its measured figure.
 
 `--query-image` searches with the benchmark photo itself ("photo", the default) or with a
@@ -91,7 +91,7 @@ def measure(pipeline, reranker, cfg, turns: list[RecallTurn] | None = None, vari
     from agents.cruise.stages.s3_retrieve import retrieve_one
     from agents.cruise.stages.s5_rerank import rerank_batch
     from agents.cruise.types import Turn
-    from evaluation.scoring.coverage import answer_in_context
+    from evaluator.scoring.coverage import answer_in_context
 
     turns = answerable_turns() if turns is None else turns
     retrievals = [retrieve_one(Turn(t.query, query_image(t.picture, variant), []), "", pipeline, cfg)
@@ -121,7 +121,7 @@ def main() -> None:
 
     from agents.config import load_config, settings_to_env
     from agents.engines.reranker import MiniLMReranker
-    from evaluation.harness.search import build_search_pipeline, search_config
+    from evaluator.harness.search import build_search_pipeline, search_config
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunker", nargs="+", default=["infobox", "paper_fields"])

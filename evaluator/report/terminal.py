@@ -7,10 +7,10 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from evaluation.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY, Results
-from evaluation.report.paired import PairedComparison
-from evaluation.scoring.coverage import coverage_figures
-from evaluation.scoring.scores import breakdown
+from evaluator.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY, Results
+from evaluator.report.paired import PairedComparison
+from evaluator.scoring.coverage import coverage_figures
+from evaluator.scoring.scores import breakdown
 
 SCORE_LABELS = [
     ("total", "Total turns", "{:.0f}"),

@@ -1,8 +1,8 @@
 """The report command: an HTML page for a finished run, or a comparison of several.
 
-    python -m evaluation.report RUN_DIR            -> RUN_DIR/report.html
-    python -m evaluation.report RUN_A RUN_B ...  -> compare.html (or --out), and on the console
-                                                    each run paired with RUN_A (evaluation.report.paired)
+    python -m evaluator.report RUN_DIR            -> RUN_DIR/report.html
+    python -m evaluator.report RUN_A RUN_B ...  -> compare.html (or --out), and on the console
+                                                    each run paired with RUN_A (evaluator.report.paired)
 """
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from pathlib import Path
 
 from rich.console import Console
 
-from evaluation.report.html import build_comparison, build_report, load_comparison
-from evaluation.report.terminal import print_paired
+from evaluator.report.html import build_comparison, build_report, load_comparison
+from evaluator.report.terminal import print_paired
 
 
 def main(argv: list[str] | None = None) -> None:
     """Build report.html for one run folder, or compare.html for several."""
-    parser = argparse.ArgumentParser(prog="python -m evaluation.report",
+    parser = argparse.ArgumentParser(prog="python -m evaluator.report",
                                      description="Build report.html for one run folder, or compare.html for several.")
     parser.add_argument("runs", nargs="+", help="evaluation output folders")
     parser.add_argument("--out", default=None,

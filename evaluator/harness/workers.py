@@ -160,7 +160,7 @@ def import_ray():
 def run_on_ray(args, run_argv: list[str], merge_parser) -> None:
     """Every shard as a Ray task, then one merge, judge, score and report into args.output_dir
     (`merge_parser`: local_evaluation.py's, which reads the merge's arguments)."""
-    from evaluation.harness.commands import default_output_dir, run_merge
+    from evaluator.harness.commands import default_output_dir, run_merge
 
     ray = import_ray()
     n = args.workers

@@ -12,17 +12,17 @@ from rich.markup import escape
 
 from agents.calibration import load_calibration
 from agents.config import REPO_ROOT, detect_profile, load_config, settings_to_env
-from evaluation.harness.batching import clip_batch_size, planned_batches
-from evaluation.harness.dataset import apply_image_url_updates, load_split, read_conversations
-from evaluation.harness.fingerprint import differences, system_fingerprint
-from evaluation.harness.models import preload_problem
-from evaluation.harness.outputs import finalize, merge_runs
-from evaluation.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
-from evaluation.harness.search import INDICES_ENV
-from evaluation.report.terminal import loud_notice, print_report
-from evaluation.scoring.judge import Judge, find_api_key
-from evaluation.scoring.rules import RuleSet, rule_set
-from evaluation.scoring.truncate import load_truncator
+from evaluator.harness.batching import clip_batch_size, planned_batches
+from evaluator.harness.dataset import apply_image_url_updates, load_split, read_conversations
+from evaluator.harness.fingerprint import differences, system_fingerprint
+from evaluator.harness.models import preload_problem
+from evaluator.harness.outputs import finalize, merge_runs
+from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
+from evaluator.harness.search import INDICES_ENV
+from evaluator.report.terminal import loud_notice, print_report
+from evaluator.scoring.judge import Judge, find_api_key
+from evaluator.scoring.rules import RuleSet, rule_set
+from evaluator.scoring.truncate import load_truncator
 
 # run_config.json fields a resumed run must share with the run it continues
 RESUME_KEYS = ("dataset", "dataset_type", "split", "revision", "num_conversations", "exact_conversations",
@@ -95,8 +95,8 @@ def default_dataset(profile: str, dataset_type: str) -> str:
 def build_search(args, profile: str):
     if args.search == "none":
         return None
-    from evaluation.harness.index_check import SearchIndexError
-    from evaluation.harness.search import build_search_pipeline, search_config  # loads cragmm_search
+    from evaluator.harness.index_check import SearchIndexError
+    from evaluator.harness.search import build_search_pipeline, search_config  # loads cragmm_search
 
     search = search_config(profile, web_contents=getattr(args, "web_contents", None))
     web = not args.suppress_web_search_api
@@ -112,7 +112,7 @@ def web_contents_id(args, profile: str) -> str | None:
     """The full-content database the run's web hits are read from (None: snippets only)."""
     if args.search == "none" or args.suppress_web_search_api or not getattr(args, "web_contents", None):
         return None
-    from evaluation.harness.search import search_config
+    from evaluator.harness.search import search_config
 
     return search_config(profile, web_contents=args.web_contents).web_contents
 
@@ -169,7 +169,7 @@ def finish(args, output_dir: Path, judge: Judge | None, console: Console, notice
     print_report(console, results, args.display_conversations)
     console.print(f"[bold green]outputs written to {escape(str(output_dir))}[/bold green]")
     try:  # the scores are already written: a report that cannot be built must not fail the run
-        from evaluation.report.html import build_report
+        from evaluator.report.html import build_report
 
         console.print(f"[bold green]report: {escape(str(build_report(output_dir)))}[/bold green]")
     except Exception as exc:  # noqa: BLE001

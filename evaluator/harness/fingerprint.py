@@ -23,7 +23,7 @@ from pathlib import Path
 
 from agents.config import field_names, load_config
 from agents.cruise.prompts import prompts_dir
-from evaluation.harness.models import agent_loads_profile_models
+from evaluator.harness.models import agent_loads_profile_models
 
 # Config fields that say where a served model runs and how it is reached, not which model it is:
 # shards pointed at different replicas of one model stay one system (`merge`), and a resumed run
@@ -70,7 +70,7 @@ def system_fingerprint(agent_spec: str, profile: str, preset: str | None, *, sea
     if search != "none":  # a MODULE:FUNC factory is handed the same config, indices included
         fingerprint["indices"] = search_indices(profile, web, web_contents)
     if search == "default":
-        from evaluation.harness.search import search_config
+        from evaluator.harness.search import search_config
 
         sc = search_config(profile, web_contents=web_contents if web else None)
         fingerprint["search_models"] = {"image_model": sc.image_model, "text_model": sc.text_model,
@@ -87,7 +87,7 @@ def search_indices(profile: str, web: bool, web_contents: str | None = None) -> 
     """{"image": {"id", "revision"}, "web": ... (Task 1: None), "contents": the full-page
     database (None without --web-contents)} that `profile` searches (search_config, so --indices /
     CRAG_MM_INDICES decide); revision None where not cached yet."""
-    from evaluation.harness.search import index_revision, search_config
+    from evaluator.harness.search import index_revision, search_config
 
     sc = search_config(profile, web_contents=web_contents if web else None)
     ids = {"image": sc.image_index, "web": sc.web_index if web else None, "contents": sc.web_contents}

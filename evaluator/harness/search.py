@@ -19,9 +19,9 @@ turn its web search (s3_retrieve catches it); index_check refuses a database wit
   opens the indices from our Hugging Face cache, offline;
 - any other ids (the l40s profile's official models and indices): passed through untouched,
   so huggingface_hub downloads or reads its usual cache.
-- before any model loads, each index is checked (evaluation/harness/index_check.py): a
+- before any model loads, each index is checked (evaluator/harness/index_check.py): a
   missing, partly downloaded or foreign index stops with one SearchIndexError message;
-- the package's indices open through evaluation/harness/paged_metadata.py, which reads
+- the package's indices open through evaluator/harness/paged_metadata.py, which reads
   metadata per hit, so indices of any size open;
 - the cpu profile's image model, EfficientNet-Lite0's pooled features, is not a CLIP: the
   package's two image loaders hand it over (minibench.search_models.image_model_classes);
@@ -167,7 +167,7 @@ def offline_hub(cache: str | Path):
 def harness_module(name: str):
     """A module beside this one (index_check, paged_metadata), also when this file was loaded
     outside its package: crag_mm_harness loads it by path under another project's `evaluation`
-    package (facebookresearch/CRAG-MM has one), where `evaluation.harness.NAME` is not ours."""
+    package (facebookresearch/CRAG-MM has one), where `evaluator.harness.NAME` is not ours."""
     if __package__:
         return importlib.import_module(f"{__package__}.{name}")
     alias = f"{__name__}_{name}"

@@ -13,7 +13,7 @@ from collections import deque
 from collections.abc import Iterator, Sequence
 
 from agents.base_agent import MAX_BATCH_SIZE, MIN_BATCH_SIZE
-from evaluation.harness.dataset import Conversation
+from evaluator.harness.dataset import Conversation
 
 # Two sessions of the public validation split that the official iterator skips (it logs a
 # warning and drops them; they still take a slot in the batch where they are popped).

@@ -5,7 +5,7 @@ holds, with replacement, and recomputes every score from the drawn conversations
 multi-turn conversation's turns are drawn together (a cluster), because they share an image and a
 history and so succeed or fail together; a single-turn session is a cluster of one, which makes
 the bootstrap the ordinary one over turns. The turns resampled are the COUNTED rows
-(evaluation.scoring.scores.counted_rows): the multi-turn cut is already applied under kddcup2025,
+(evaluator.scoring.scores.counted_rows): the multi-turn cut is already applied under kddcup2025,
 and each turn carries its conversation's score, so no resample re-runs the cut.
 
 A paired comparison draws the same conversations for both runs in each resample, so what the two

@@ -3,7 +3,7 @@
 Rows hold `session_id`, `image` (PIL or None), `image_url` (None marks an egocentric image),
 `image_quality`, `turns` and `answers`. An `answers` entry may carry, beside the official
 `interaction_id` and `ans_full`, the mini benchmark's `ans_accepted` and `abstain_expected` (for the
-offline lexical judge, evaluation/scoring/lexical_judge.py); the official splits have neither. Depending on how a dataset was built, `turns` and
+offline lexical judge, evaluator/scoring/lexical_judge.py); the official splits have neither. Depending on how a dataset was built, `turns` and
 `answers` come as a list of dicts or as a dict of lists; `normalise_records` turns both into a
 list of dicts. Images are decoded lazily, one conversation at a time, because decoding every
 image of the validation split up front would take minutes and gigabytes.
