@@ -10,20 +10,21 @@ Register ours there (first in the mapping) and pass e.g. `--model-name cruise-cp
     MODEL_KEYWORD_TO_AGENT = {MODEL_KEYWORD: CragMMHarnessAgent, ...}
 
 The model name chooses our profile: `cruise-<profile>` (`cruise-cpu`, `cruise-l40s`), or plain
-`cruise` for CRUISE_PROFILE / auto-detection. With no pipeline passed, the agent builds its own
-from the profile's search models and indices (the evaluator's `SEARCH_PROFILES`), so that
-`harness_context="merge"` reranks our retrieval together with the harness's; with
-`harness_context="only"` it builds none.
+`cruise` for CRUISE_PROFILE / auto-detection (that harness builds the agent itself, so this is
+the AIcrowd-like boundary where the environment may speak). With no pipeline passed, the agent
+builds its own from the profile's search models and indices (agents/profiles.py, built by our
+evaluator's search layer), so that `harness_context="merge"` reranks our retrieval together with
+the harness's; with `harness_context="only"` it builds none. Our evaluator's package is named
+`evaluator`, theirs `evaluation`: both import side by side.
 """
 from __future__ import annotations
 
-import importlib.util
 import logging
-import sys
-from pathlib import Path
+import os
 
-from agents.config import PROFILES, REPO_ROOT, load_config
+from agents.config import config_from_environment, load_config
 from agents.cruise_agent import CruiseAgent
+from agents.profiles import PROFILES
 
 log = logging.getLogger(__name__)
 
@@ -45,40 +46,23 @@ def profile_from_model_name(model_name: str | None) -> str | None:
     return name
 
 
-def own_module(dotted: str):
-    """A module of this repository by its dotted name, also when another project's package of the
-    same top-level name was imported first or comes first on sys.path (facebookresearch/CRAG-MM
-    has its own `evaluation` package, imported before the agent is built)."""
-    path = REPO_ROOT.joinpath(*dotted.split(".")).with_suffix(".py")
-    top_name = dotted.split(".")[0]
-    if top_name in sys.modules:
-        origin = getattr(sys.modules[top_name], "__file__", None)
-    else:
-        spec = importlib.util.find_spec(top_name)
-        origin = spec.origin if spec else None
-    if origin and Path(origin).resolve().parent == (REPO_ROOT / top_name).resolve():
-        return importlib.import_module(dotted)
-    alias = "cruiseagent_" + dotted.replace(".", "_")
-    if alias not in sys.modules:
-        loaded = importlib.util.spec_from_file_location(alias, path)
-        module = importlib.util.module_from_spec(loaded)
-        sys.modules[alias] = module
-        loaded.loader.exec_module(module)
-    return sys.modules[alias]
-
-
 def build_own_pipeline(profile: str, web: bool):
-    """The profile's search pipeline, as our evaluator builds it (evaluator/harness/search.py)."""
-    search = own_module("evaluator.harness.search")
-    return search.build_search_pipeline(search.search_config(profile), web=web)
+    """The profile's search pipeline, as our evaluator builds it (evaluator/search/pipeline.py)."""
+    from evaluator.search.pipeline import build_search_pipeline, search_config
+
+    return build_search_pipeline(search_config(profile), web=web)
 
 
 class CragMMHarnessAgent(CruiseAgent):
     def __init__(self, model_name: str | None = None, is_multi_turn: bool = False, search_pipeline=None,
                  **overrides):
         profile = overrides.pop("profile", None) or profile_from_model_name(model_name)
-        cfg = load_config(profile, overrides.get("preset"),
-                          **{k: v for k, v in overrides.items() if k not in ("preset", "engines")})
+        engines = overrides.pop("engines", None)
+        preset = overrides.pop("preset", None)
+        if preset or overrides:  # built from Python with settings
+            cfg = load_config(profile, preset, **overrides)
+        else:  # built by that harness from a model name: the profile is the name's, the rest the environment's
+            cfg = config_from_environment({**os.environ, **({"CRUISE_PROFILE": profile} if profile else {})})
         self.model_name = model_name
         self.is_multi_turn = is_multi_turn
         self.search_error: str | None = None
@@ -89,4 +73,4 @@ class CragMMHarnessAgent(CruiseAgent):
                 self.search_error = f"{type(exc).__name__}: {exc}"
                 log.warning("CruiseAgent could not build its own search pipeline (%s); answering from the "
                             "harness's retrieval only", self.search_error)
-        super().__init__(search_pipeline, profile=cfg.profile, **overrides)
+        super().__init__(search_pipeline, cfg, engines=engines)

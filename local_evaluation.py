@@ -19,6 +19,8 @@ import argparse
 import os
 import sys
 
+from agents.profiles import PROFILES
+
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 EPILOG = """\
@@ -39,7 +41,7 @@ modes:
              and scores the merged turn rows as one run.
 
 search (--search):
-  default      evaluator.harness.search.build_search_pipeline(search_config(profile), web=...)
+  default      evaluator.search.pipeline.build_search_pipeline(search_config(profile, indices), web=...)
   none         the agent gets search_pipeline=None
   MODULE:FUNC  FUNC(search_config, web=bool) builds the pipeline (tests pass a fake this way)
   --web-contents [HF_ID] goes into search_config (its web_contents) for either
@@ -83,21 +85,24 @@ def evaluation_parser() -> argparse.ArgumentParser:
                    help="hub id or local folder (default: data/crag-mm-mini/<type> on cpu, "
                         "crag-mm-2025/crag-mm-<type>-public on l40s)")
     p.add_argument("--agent", default="agents.user_config:UserAgent", help="MODULE:CLASS")
-    p.add_argument("--profile", default="auto", choices=["auto", "cpu", "l40s", "served"],
-                   help="auto = l40s when CUDA is present, else cpu; served = the l40s models behind "
-                        "OpenAI-compatible servers (docs/serving.md)")
-    p.add_argument("--preset", default=None, help="ablation preset, passed as CRUISE_PRESET")
+    p.add_argument("--profile", default="auto", choices=["auto", *sorted(PROFILES)],
+                   help="the machine (agents/profiles.py; `python -m agents.config show NAME`): auto = l40s "
+                        "when CUDA is present, else cpu; served = the l40s models behind OpenAI-compatible "
+                        "servers (docs/serving.md)")
+    p.add_argument("--preset", default=None,
+                   help="ablation preset (agents/config.py PRESETS), or several joined by '+', e.g. "
+                        "no_cov+paper_finalizer; handed to the agent")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="config override, passed as CRUISE_<FIELD>; repeatable")
+                   help="config override handed to the agent (a JSON object for a dict field); repeatable")
     p.add_argument("--calibration", default=None, metavar="FILE",
-                   help="thresholds from `python -m evaluator.calibrate` (calibration.json), passed as "
-                        "CRUISE_CALIBRATION; --set still wins")
+                   help="thresholds from `python -m tools.calibrate` (calibration.json), handed to the agent; "
+                        "--set still wins")
     p.add_argument("--search", default="default", help="default | none | MODULE:FUNC (see below)")
     p.add_argument("--indices", default=None, choices=["public-test", "validation"],
                    help="which published search indices the l40s and served profiles search: public-test "
                         "(default; crag-mm-2025/{image,web}-search-index-public-test, what the relaunched "
                         "facebookresearch/CRAG-MM evaluator uses) or validation (the 2025 starter kit's "
-                        "*-search-index-validation); default: $CRAG_MM_INDICES, else public-test")
+                        "*-search-index-validation)")
     p.add_argument("--web-contents", nargs="?", const="default", default=None, metavar="HF_ID",
                    help="web hits carry their full page (page_result, page_last_modified) from this "
                         "full-content database, which the search package reads as sharded LMDB files; "
@@ -136,14 +141,14 @@ def merge_parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> None:
     argv = list(sys.argv[1:] if argv is None else argv)
-    from evaluator.harness import commands
+    from evaluator import commands
 
     if argv and argv[0] == "merge":
         commands.run_merge(merge_parser().parse_args(argv[1:]))
         return
     args = evaluation_parser().parse_args(argv)
     if args.workers or args.ray:
-        from evaluator.harness.workers import run_on_ray
+        from evaluator.workers import run_on_ray
 
         args.workers = args.workers or 1
         run_on_ray(args, argv, merge_parser)

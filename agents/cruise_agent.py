@@ -1,10 +1,13 @@
 """CruiseAgent: the CRUISE verification-centric multi-modal RAG chain as a CRAG-MM agent.
 
-    agent = CruiseAgent(search_pipeline)                      # profile from CRUISE_PROFILE or auto
-    agent = CruiseAgent(search_pipeline, preset="no_cov", tau_ret=0.4)
+    agent = CruiseAgent(search_pipeline, config=load_config("cpu", "no_cov"))   # settings passed
+    agent = CruiseAgent(search_pipeline, profile="cpu", preset="no_cov", tau_ret=0.4)
+    agent = CruiseAgent(search_pipeline)   # the AIcrowd boundary: CRUISE_* from the environment
 
-Keyword overrides are `CruiseConfig` fields (agents/config.py), plus `profile` and `preset`.
-`engines` replaces the model engines (tests pass scripted ones). After every call,
+Keyword overrides are `CruiseConfig` fields (agents/config.py). Built with nothing but a search
+pipeline (as AIcrowd builds `UserAgent`), the agent reads its settings from the environment
+(`config_from_environment`); given a config, a profile, a preset or overrides it reads nothing
+from there. `engines` replaces the model engines (tests pass scripted ones). After every call,
 `last_batch_report` holds one trace per turn and the engine calls of that batch.
 """
 from __future__ import annotations
@@ -13,18 +16,29 @@ import dataclasses
 import time
 
 from agents.base_agent import MAX_BATCH_SIZE, BaseAgent
-from agents.config import load_config
+from agents.config import CruiseConfig, config_from_environment, load_config, load_config_from_settings
 from agents.cruise.chain import run_chain, stage_priors
 from agents.cruise.deadline import StageCosts
 from agents.cruise.stages.s0_inputs import prepare_turns
 from agents.cruise.stages.s0a_perceive import perception_wanted, warm_up_perception
 from agents.engines.base import Ledger
 
+# Config fields that say where a served model runs and how it is reached, not which model it is.
+SERVED_WHERE = ("vlm_base_url", "router_base_url", "reranker_base_url", "served_max_in_flight", "served_timeout_s")
+
 
 class CruiseAgent(BaseAgent):
-    def __init__(self, search_pipeline=None, *, engines=None, profile=None, preset=None, **overrides):
+    TRACE_VIEW = "agents.cruise.trace_view"
+
+    def __init__(self, search_pipeline=None, config: CruiseConfig | None = None, *, engines=None, profile=None,
+                 preset=None, **overrides):
         super().__init__(search_pipeline)
-        self.config = load_config(profile, preset, **overrides)
+        if config is None:
+            explicit = profile is not None or preset is not None or overrides
+            config = load_config(profile, preset, **overrides) if explicit else config_from_environment()
+        elif profile is not None or preset is not None or overrides:
+            raise ValueError("pass either a config or profile/preset/overrides, not both")
+        self.config = config
         self.ledger = Ledger()
         if engines is None:
             from agents.engines.factory import build_engines  # loads models: only when needed
@@ -45,6 +59,35 @@ class CruiseAgent(BaseAgent):
             self.warmup_s = warm_up(self.engines, self.search_pipeline, self.config)
             self.ledger.drain()  # its engine calls are no scored batch's
 
+    # --- what a harness that passes settings asks (agents/base_agent.py) ------------------------
+    @classmethod
+    def configure(cls, *, profile: str, preset: str | None = None, settings=(), calibration=None) -> CruiseConfig:
+        return load_config_from_settings(profile, preset, settings, calibration)
+
+    @classmethod
+    def describe(cls, config: CruiseConfig) -> dict:
+        """Every config field ("config"; "where" for the fields that say where a served model
+        runs and how it is reached, not which model it is) and the prompt files' hashes."""
+        from agents.cruise.prompts import prompt_hashes
+
+        fields = dataclasses.asdict(config)
+        return {"config": {k: v for k, v in fields.items() if k not in SERVED_WHERE},
+                "where": {k: v for k, v in fields.items() if k in SERVED_WHERE},
+                "prompts": prompt_hashes()}
+
+    @classmethod
+    def hub_models(cls, config: CruiseConfig) -> list[str]:
+        from agents.preload import hub_models
+
+        return hub_models(config)
+
+    @classmethod
+    def preload_problems(cls, config: CruiseConfig) -> list[str]:
+        from agents.preload import preload_problems
+
+        return preload_problems(config)
+
+    # --- the contract ----------------------------------------------------------------------------
     def get_batch_size(self) -> int:
         return self.config.batch_size
 

@@ -119,9 +119,9 @@ def measure(pipeline, reranker, cfg, turns: list[RecallTurn] | None = None, vari
 def main() -> None:
     import dataclasses
 
-    from agents.config import load_config, settings_to_env
+    from agents.config import load_config, parse_settings
     from agents.engines.reranker import MiniLMReranker
-    from evaluator.harness.search import build_search_pipeline, search_config
+    from evaluator.search.pipeline import build_search_pipeline, search_config
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunker", nargs="+", default=["infobox", "paper_fields"])
@@ -132,7 +132,10 @@ def main() -> None:
     parser.add_argument("--web-contents", action="store_true",
                         help="web hits with their full pages (the mini benchmark's full-content database)")
     args = parser.parse_args()
-    settings_to_env("cpu", "full", args.set)  # checked and typed like local_evaluation.py --set
+    try:  # checked and typed like local_evaluation.py --set
+        overrides = parse_settings(args.set, load_config("cpu", "full"))
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
     search = search_config("cpu", web_contents="default" if args.web_contents else None)
     if args.image_model:
         search = dataclasses.replace(search, image_model=args.image_model)
@@ -147,7 +150,7 @@ def main() -> None:
             for miss in misses:
                 print("  miss:", json.dumps(miss, ensure_ascii=False))
         for chunker in args.chunker:
-            cfg = load_config("cpu", "full", chunker=chunker)
+            cfg = load_config("cpu", "full", **{**overrides, "chunker": chunker})
             result = measure(pipeline, reranker, cfg, variant=variant)
             misses = result.pop("misses")
             print(json.dumps(result))

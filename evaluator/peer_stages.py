@@ -182,10 +182,10 @@ def measure(setting: str, turns: list[RecallTurn], engines, pipeline, base_cfg) 
 
 
 def main() -> None:
-    from agents.config import load_config, settings_to_env
+    from agents.config import load_config_from_settings
     from agents.engines.base import Engines, Ledger
     from agents.engines.factory import build_engines
-    from evaluator.harness.search import build_search_pipeline, search_config
+    from evaluator.search.pipeline import build_search_pipeline, search_config
     from minibench.build_indices import prepare_indices
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -195,9 +195,11 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE")
     parser.add_argument("--json", action="store_true", help="print JSON lines instead of a table")
     args = parser.parse_args()
-    settings_to_env("cpu", "full", args.set)
     # No deadline here: this measures what the stages find, not whether they fit in time.
-    cfg = load_config().replace(turn_budget_s=1e6)
+    try:
+        cfg = load_config_from_settings("cpu", "full", args.set).replace(turn_budget_s=1e6)
+    except ValueError as exc:
+        raise SystemExit(str(exc)) from None
     real = build_engines(cfg, Ledger())
     model = real.vlm if args.engine == "cpu" else capable_engine()
     cached = CountingCache(model)

@@ -17,7 +17,7 @@ import json
 import uuid
 from pathlib import Path
 
-from agents.config import REPO_ROOT
+from agents.profiles import REPO_ROOT
 from minibench import content
 from minibench.images import image_bytes
 

@@ -36,7 +36,7 @@ import shutil
 import time
 from pathlib import Path
 
-from agents.config import cache_dir
+from agents.profiles import cache_dir
 from minibench import content
 from minibench.images import image_bytes
 from minibench.search_models import resolve_search_model
@@ -270,7 +270,7 @@ def build_web_index(repo_id: str, model: str) -> Path:
 
 
 def prepare_indices(search) -> dict:
-    """Make sure the local indices of `search` (an evaluator.harness.search.SearchConfig, or anything with
+    """Make sure the local indices of `search` (an evaluator.search.pipeline.SearchConfig, or anything with
     image_index, web_index, image_model and text_model) exist in the HF cache; fast when built.
 
     Returns the cache root, each snapshot directory and the seconds spent. Raises ValueError

@@ -20,7 +20,7 @@ import argparse
 import uuid
 from pathlib import Path
 
-from agents.config import REPO_ROOT, cache_dir
+from agents.profiles import REPO_ROOT, cache_dir
 
 MINI = REPO_ROOT / "data" / "crag-mm-mini"
 SPLIT_FILE = "data/validation-00000-of-00001.parquet"

@@ -26,7 +26,7 @@ import math
 import re
 import zlib
 
-from agents.config import load_config
+from agents.config import config_from_environment
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import ChatEngine, ChatResult, Engines, Ledger, Reranker
 from agents.engines.factory import build_reranker
@@ -167,20 +167,22 @@ class MemoSearch:
 
 class StandInCruiseAgent(CruiseAgent):
     """The real CruiseAgent chain, search pipeline and reranker, with `InstantEngine` for both
-    chat models. Profile and preset come from the environment, as for CruiseAgent."""
+    chat models. Its settings arrive as CruiseAgent's do (the evaluator passes `config`)."""
 
-    def __init__(self, search_pipeline=None):
-        config = load_config()
+    def __init__(self, search_pipeline=None, config=None):
+        config = config or config_from_environment()
         engine = InstantEngine()
-        super().__init__(search_pipeline, engines=Engines(engine, engine, build_reranker(config, Ledger())))
+        super().__init__(search_pipeline, config,
+                         engines=Engines(engine, engine, build_reranker(config, Ledger())))
 
 
 class MemoStandInCruiseAgent(CruiseAgent):
     """`StandInCruiseAgent` whose reranker and search pipeline compute each distinct query once
     (`MemoReranker`, `MemoSearch`): for runs over the synthetic full split."""
 
-    def __init__(self, search_pipeline=None):
-        config = load_config()
+    def __init__(self, search_pipeline=None, config=None):
+        config = config or config_from_environment()
         engine = InstantEngine()
         search = MemoSearch(search_pipeline) if search_pipeline is not None else None
-        super().__init__(search, engines=Engines(engine, engine, MemoReranker(build_reranker(config, Ledger()))))
+        super().__init__(search, config,
+                         engines=Engines(engine, engine, MemoReranker(build_reranker(config, Ledger()))))

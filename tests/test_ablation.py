@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import REPO_ROOT
+from agents.profiles import REPO_ROOT
 from tools.ablation import conversation_indices, main
 
 AGENT = ["--agent", "tests.fakes:InstantCruiseAgent", "--search", "none", "--num-conversations", "4"]

@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from agents.config import REPO_ROOT
+from agents.profiles import REPO_ROOT
 from minibench.build_benchmark import SPLIT_FILE, build
 
 DATA = REPO_ROOT / "data" / "crag-mm-mini"

@@ -9,7 +9,7 @@ import pytest
 
 from agents.config import load_config
 from agents.engines.base import TOKEN_COUNT
-from evaluator.calibrate import (
+from tools.calibrate import (
     DEFAULTS,
     MIN_JUDGED_ANSWERED,
     PAPER,
@@ -217,7 +217,7 @@ def test_traces_whose_token_probabilities_may_hold_the_end_token_are_refused(tmp
 def test_a_calibration_file_that_does_not_say_how_it_counted_tokens_cannot_switch_the_gate_on(tmp_path):
     old = tmp_path / "old.json"
     old.write_text(json.dumps({"settings": {"tau_low": 0.8, "min_token_prob": 0.2}}))
-    with pytest.raises(ValueError, match="evaluator.calibrate` again"):
+    with pytest.raises(ValueError, match="tools.calibrate` again"):
         load_config("cpu", calibration=old)
     old.write_text(json.dumps({"settings": {"tau_low": 0.8, "min_token_prob": 0.0}}))  # the gate stays off
     assert load_config("cpu", calibration=old).tau_low == 0.8

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import REPO_ROOT
+from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import LABEL_FIELDS, label_name, label_vocabularies, load_split, read_conversations
 
 MINI_SINGLE = REPO_ROOT / "data" / "crag-mm-mini" / "single-turn"

@@ -5,7 +5,7 @@ import json
 
 import pytest
 
-from agents.config import REPO_ROOT
+from agents.profiles import REPO_ROOT
 from evaluator.scoring.coverage import answer_in_context, evidence_coverage, key_in_text, provenance_for
 
 

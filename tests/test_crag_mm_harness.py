@@ -64,8 +64,8 @@ def shadowed_evaluation(monkeypatch, tmp_path):
 
 def test_our_search_module_loads_under_a_shadowing_evaluation_package(shadowed_evaluation):
     with pytest.raises(ImportError):
-        __import__("evaluator.harness.search")
-    search = own_module("evaluator.harness.search")
+        __import__("evaluator.search.pipeline")
+    search = own_module("evaluator.search.pipeline")
     assert search.__name__ == "cruiseagent_evaluation_harness_search" and "cpu" in search.SEARCH_PROFILES
 
 

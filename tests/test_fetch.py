@@ -10,7 +10,7 @@ import pytest
 import requests
 
 from evaluator.harness.models import loaded_models
-from evaluator.harness.search import INDICES_ENV, search_config
+from evaluator.search.pipeline import INDICES_ENV, search_config
 from tools import fetch
 
 GB = 1e9

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import REPO_ROOT
+from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import load_split, read_conversations
 from evaluator.harness.outputs import finalize
 from evaluator.harness.runner import append_jsonl, read_jsonl

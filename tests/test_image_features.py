@@ -64,6 +64,6 @@ def test_the_package_loaders_are_swapped_only_for_our_model_and_only_inside_the_
 
 
 def test_the_index_check_reads_the_width_from_our_config(model_dir):
-    from evaluator.harness.index_check import model_width
+    from evaluator.search.index_check import model_width
 
     assert model_width(model_dir, "image") == 1280

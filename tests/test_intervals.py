@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import REPO_ROOT
+from agents.profiles import REPO_ROOT
 from evaluator.harness.outputs import INTERVALS_KEY, finalize
 from evaluator.harness.runner import ANSWERS, RUN_CONFIG, append_jsonl
 from evaluator.scoring.intervals import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, score_intervals

@@ -19,7 +19,7 @@ FORBIDDEN = {
     "agents": {"minibench", "evaluator", *TOP},
     "minibench": {"evaluator", *TOP},
     "evaluator": TOP,
-    "evaluator.scoring": {"evaluator.harness", "evaluator.report", "evaluator.calibrate",
+    "evaluator.scoring": {"evaluator.harness", "evaluator.report", "tools.calibrate",
                            "evaluator.answer_recall"},
 }
 

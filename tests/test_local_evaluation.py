@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from agents.base_agent import JUDGED_ANSWER_TOKENS
-from agents.config import REPO_ROOT
+from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import fetch_image_bytes, load_split, read_conversations
 from evaluator.scoring.truncate import load_truncator
 from tests.scripted_agent import FakeOpenAIServer, build_dataset, png_bytes

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from agents.config import REPO_ROOT
-from evaluator.calibrate import rag_verdicts
+from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import load_split, read_conversations
 from evaluator.scoring.lexical_judge import OFFLINE_JUDGE_LABEL, lexical_verdict, matching_form, normalise
 from evaluator.scoring.scores import SCORE_KEYS
 from tests.scripted_agent import FakeOpenAIServer, build_dataset
+from tools.calibrate import rag_verdicts
 
 MINI = REPO_ROOT / "data" / "crag-mm-mini"
 

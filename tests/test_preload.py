@@ -16,7 +16,7 @@ import pytest
 
 from agents.config import REPO_ROOT, load_config
 from evaluator.harness.models import is_hub_id, loaded_models
-from evaluator.harness.search import search_config
+from evaluator.search.pipeline import search_config
 
 L40S_MODELS = loaded_models("l40s")
 L40S_DATASETS = ["crag-mm-2025/crag-mm-single-turn-public", search_config("l40s").image_index,

@@ -11,7 +11,7 @@ import os
 import subprocess
 import sys
 
-from agents.config import REPO_ROOT
+from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import load_split
 from tests.scripted_agent import build_dataset
 

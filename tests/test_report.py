@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from agents.config import REPO_ROOT
+from agents.profiles import REPO_ROOT
 from evaluator.report.html import EXTENDED_CSV, OFFICIAL_CSV, load_turn_rows
 from tests.conftest import PAPER_FINALIZER
 from tests.scripted_agent import build_dataset

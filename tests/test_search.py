@@ -245,7 +245,7 @@ def test_answer_recall_at_k_rerank_on_the_rebuilt_benchmark(pipeline):
 def test_web_contents_flag_reaches_run_config():
     from types import SimpleNamespace
 
-    from evaluator.harness.commands import web_contents_id
+    from evaluator.commands import web_contents_id
     from local_evaluation import evaluation_parser
 
     bare = evaluation_parser().parse_args(["--web-contents"])

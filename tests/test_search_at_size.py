@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 from evaluator.harness import search
-from evaluator.harness.index_check import SearchIndexError
+from evaluator.search.index_check import SearchIndexError
 from minibench import synthetic_indices as synth
 
 pytestmark = pytest.mark.slow  # builds 67k-record indices and loads the search package
@@ -105,7 +105,7 @@ def _run_env(cache: Path) -> dict:
 
 L40S_RUN = textwrap.dedent("""
     import json, sys
-    from evaluator.harness.search import build_search_pipeline, search_config
+    from evaluator.search.pipeline import build_search_pipeline, search_config
     pipeline = build_search_pipeline(search_config("l40s"), web=True)
     image_hits = pipeline(sys.argv[1], k=3)
     text_hits = pipeline(sys.argv[2], k=3)
@@ -284,7 +284,7 @@ def test_another_embedding_width_is_named(monkeypatch, bad_cache, stand_ins):
 def test_the_evaluator_prints_the_message_not_a_traceback(monkeypatch, bad_cache, stand_ins):
     from types import SimpleNamespace
 
-    from evaluator.harness.commands import build_search
+    from evaluator.commands import build_search
 
     monkeypatch.setitem(search.SEARCH_PROFILES, "test", _config(stand_ins, web_index="synthetic/not-downloaded"))
     with search.offline_hub(bad_cache), pytest.raises(SystemExit) as stopped:

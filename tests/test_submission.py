@@ -17,7 +17,7 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def test_aicrowd_json_lists_exactly_the_l40s_models():
-    from evaluator.harness.search import search_config
+    from evaluator.search.pipeline import search_config
 
     doc = json.loads((REPO / "aicrowd.json").read_text())
     assert doc == preflight.aicrowd_document(doc["challenge_id"])

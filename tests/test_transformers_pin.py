@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import cache_dir
 from agents.engines.base import ChatRequest, Sampling
 from agents.engines.local_models import resolve_model
+from agents.profiles import cache_dir
 
 REPO = Path(__file__).resolve().parent.parent
 PINNED = ("transformers", "tokenizers")

@@ -14,9 +14,9 @@ import time
 import pandas as pd
 import pytest
 
-from agents.config import REPO_ROOT
+from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import load_split, read_conversations
-from evaluator.harness.workers import (
+from evaluator.workers import (
     DRIVER_FLAGS,
     JUDGE_FLAGS,
     gpus_per_worker,
@@ -121,7 +121,7 @@ def test_a_shard_dies_with_the_worker_that_started_it(tmp_path):
     pid_file = tmp_path / "shard.pid"
     worker = textwrap.dedent(f"""
         import subprocess, sys
-        from evaluator.harness.workers import die_with_parent
+        from evaluator.workers import die_with_parent
         child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
                                  preexec_fn=die_with_parent)
         open({str(pid_file)!r}, "w").write(str(child.pid))

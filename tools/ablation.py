@@ -5,7 +5,7 @@
 
 1. `local_evaluation.py --preset full --shard 0/2` on each dataset: traces of one half of the
    conversations (split by conversation index, as --shard splits them);
-2. `python -m evaluator.calibrate` on those traces: the finalizer's thresholds (the judge is the
+2. `python -m tools.calibrate` on those traces: the finalizer's thresholds (the judge is the
    evaluation's own: the offline lexical judge when no LLM judge is configured);
 3. `local_evaluation.py --preset P --calibration FILE` for every preset and dataset, once, on the
    whole dataset;
@@ -72,7 +72,7 @@ def calibrate(args, output_dir: Path) -> Path:
     trace_dirs = [evaluate(args, dataset_type, "full", output_dir / "calibration-traces" / dataset_type,
                            "--shard", f"{1 - HELD_OUT}/{HALVES}") for dataset_type in args.datasets]
     calibration = output_dir / "calibration.json"
-    cmd = [sys.executable, "-m", "evaluator.calibrate", *map(str, trace_dirs), "--output", str(calibration)]
+    cmd = [sys.executable, "-m", "tools.calibrate", *map(str, trace_dirs), "--output", str(calibration)]
     print("$ " + shlex.join(cmd), flush=True)
     subprocess.run(cmd, cwd=REPO_ROOT, check=True)
     return calibration

@@ -29,7 +29,7 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
-from agents.config import REPO_ROOT, cache_dir
+from agents.profiles import REPO_ROOT, cache_dir
 from evaluator.report.html import build_report
 from evaluator.scoring.judge import Judge, JudgeItem
 from minibench.full_split import MULTI_TURN_CONVERSATIONS, SINGLE_TURN_SESSIONS, build_full_split

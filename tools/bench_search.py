@@ -36,7 +36,7 @@ def _stand_in_models(cache: Path) -> None:
     import torch
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
 
-    from evaluator.harness.search import search_config
+    from evaluator.search.pipeline import search_config
     from minibench import synthetic_indices as synth
     from minibench.search_models import _tiny_clip_tokenizer
 
@@ -65,7 +65,7 @@ def _stand_in_models(cache: Path) -> None:
 
 def _indices(root: Path, size: int) -> tuple[Path, float]:
     """An HF cache holding both indices of `size` records (written once) and the seconds it took."""
-    from evaluator.harness.search import search_config
+    from evaluator.search.pipeline import search_config
     from minibench import synthetic_indices as synth
 
     cache = root / f"hf-{size}"
@@ -92,7 +92,7 @@ def child(variant: str, queries: int) -> dict:
     """Runs in the measured process (HF_HUB_CACHE set by the parent)."""
     import numpy as np
 
-    from evaluator.harness.search import build_search_pipeline, search_config
+    from evaluator.search.pipeline import build_search_pipeline, search_config
 
     l40s = search_config("l40s")
     start = time.perf_counter()

@@ -4,11 +4,11 @@
     python -m tools.fetch --profile l40s             # sizes, disk check, then download
     python -m tools.fetch --indices validation       # the 2025 starter kit's indices instead
 
-The indices are the pair `--indices` (else CRAG_MM_INDICES, else public-test) names, as
+The indices are the pair `--indices` (else public-test) names, as
 local_evaluation.py's `--indices` picks them.
 
 The list comes from the code that loads things: `loaded_models(profile)` (the agent's and the
-search pipeline's hub models), the profile's search indices (evaluator/harness/search.py),
+search pipeline's hub models), the profile's search indices (evaluator/search/pipeline.py),
 with `--web-contents [HF_ID]` the full-content web database (sharded LMDB files; its size is an
 estimate until the hub answers, and a snapshot with shard files missing counts as partial), and
 the evaluator's default datasets for both tasks. Sizes come from the hub when it answers
@@ -86,20 +86,23 @@ class Row:
 def plan(profile: str, tasks: tuple[str, ...] = ("single-turn", "multi-turn"), indices: str | None = None,
          web_contents: str | None = None) -> list[Item]:
     """What a run of `profile` loads from the hub (nothing for profiles that build everything
-    locally); `indices`: the INDEX_SETS name (None: CRAG_MM_INDICES, else public-test);
-    `web_contents` as local_evaluation.py's --web-contents."""
-    from evaluator.harness.commands import default_dataset
+    locally); `indices`: the PUBLISHED_INDICES name (None: public-test); `web_contents` as
+    local_evaluation.py's --web-contents."""
+    from agents.profiles import default_dataset
+    from evaluator.harness.agent_setup import setup_agent
     from evaluator.harness.models import is_hub_id, loaded_models
-    from evaluator.harness.search import search_config
-    from minibench.build_indices import is_local_index
+    from evaluator.search.pipeline import search_config
+    from evaluator.search.providers import load_provider
 
     search = search_config(profile, indices, web_contents)
+    provider = load_provider(search.provider)
     roles = {search.image_model: "image search model", search.text_model: "web search model"}
-    items = [Item(roles.get(m, "chain model"), m, "model") for m in loaded_models(profile)]
+    agent = setup_agent("agents.user_config:UserAgent", profile=profile)
+    items = [Item(roles.get(m, "chain model"), m, "model") for m in loaded_models(profile, agent)]
     hub_data = [("image index", search.image_index), ("web index", search.web_index),
                 (CONTENTS_ROLE, search.web_contents)]
     for role, index in hub_data:
-        if index and not is_local_index(index):
+        if index and not (provider is not None and provider.owns(index)):
             items.append(Item(role, index, "dataset"))
     for task in tasks:
         dataset = default_dataset(profile, task)
@@ -166,7 +169,7 @@ def local_state(cache: Path, item: Item, files: dict[str, int] | None) -> str:
 def contents_problem(snapshot: Path) -> str | None:
     """What is missing of a full-content database's snapshot, read from its files alone (offline,
     the hub's file list is not known): no shard at all, or shard files missing between others."""
-    from evaluator.harness.index_check import contents_shards, missing_shards
+    from evaluator.search.index_check import contents_shards, missing_shards
 
     shards = contents_shards(snapshot)
     if not shards:
@@ -267,7 +270,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--task", choices=["single-turn", "multi-turn"], action="append",
                         help="only this task's dataset (repeatable; default both)")
     parser.add_argument("--indices", choices=["public-test", "validation"], default=None,
-                        help="which published search indices (default: $CRAG_MM_INDICES, else public-test)")
+                        help="which published search indices (default: public-test)")
     parser.add_argument("--web-contents", nargs="?", const="default", default=None, metavar="HF_ID",
                         help="also the full-content web database, as local_evaluation.py --web-contents "
                              "(bare: the profile's)")

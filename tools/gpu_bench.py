@@ -42,8 +42,8 @@ from pathlib import Path
 
 import torch
 
-from agents.config import REPO_ROOT, cache_dir
 from agents.engines.local_models import publish
+from agents.profiles import REPO_ROOT, cache_dir
 
 CONFIGS = Path(__file__).resolve().parent / "gpu_bench_configs"
 MODEL_FILES = {"vlm": "llama-3.2-11b-vision-instruct.json", "router": "llama-3.2-1b-instruct.json",
@@ -307,7 +307,7 @@ def run_engine(engine: str, models: dict, turns, args, device: str) -> list[dict
 
     overrides = dict(engine=engine, vlm_model=models["vlm"], router_model=models["router"],
                      reranker_model=models["reranker"], reranker_backend="flag",
-                     dtype="bfloat16" if device == "cuda" else "float32", stage_cost_priors_s={},
+                     dtype="bfloat16" if device == "cuda" else "float32", cost_priors="",
                      turn_budget_s=1e6, warmup_at_load=args.warmup == "on", batch_size=args.batch_sizes[0])
     if args.tiny:
         overrides.update(TINY_TOKENS)

@@ -29,7 +29,7 @@ from importlib import metadata
 from pathlib import Path
 
 from agents.base_agent import MAX_BATCH_SIZE, MIN_BATCH_SIZE, TURN_BUDGET_S
-from agents.config import REPO_ROOT as REPO
+from agents.profiles import REPO_ROOT as REPO
 
 CHALLENGE_IDS = ("single-source-augmentation", "multi-source-augmentation", "multi-turn-qa")
 # Imported only by the cpu profile's model aliases (agents/engines/local_models.py), its
@@ -52,9 +52,11 @@ class Check:
 def submission_models() -> list[dict]:
     """Every hub model the l40s process loads, the search pipeline's included: AIcrowd bakes only
     these into the offline container (evaluator.harness.models.loaded_models is the one list)."""
+    from evaluator.harness.agent_setup import setup_agent
     from evaluator.harness.models import loaded_models
 
-    return [{"repo_id": m, "revision": "main"} for m in loaded_models("l40s")]
+    agent = setup_agent("agents.user_config:UserAgent", profile="l40s")
+    return [{"repo_id": m, "revision": "main"} for m in loaded_models("l40s", agent)]
 
 
 def aicrowd_document(challenge_id: str) -> dict:
@@ -144,7 +146,7 @@ class _NoNetwork:
 
 
 def import_agent(spec: str):
-    from evaluator.harness.commands import import_object
+    from evaluator.harness.agent_setup import import_object
 
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
@@ -211,19 +213,24 @@ def check_gpu_memory() -> Check:
 
 
 def run(args) -> list[Check]:
-    from agents.config import detect_profile, settings_to_env
+    from agents.profiles import resolve_profile
+    from evaluator.harness.agent_setup import setup_agent
 
-    profile = detect_profile() if args.profile == "auto" else args.profile
-    settings_to_env(profile, None, args.set)
+    profile = resolve_profile(args.profile)
     checks = [check_aicrowd(Path(args.aicrowd)), check_requirements(REPO / "requirements.txt"), check_gpu_memory()]
     agent_cls, imported = import_agent(args.agent)
     checks.insert(0, imported)
     if agent_cls is None:
         return checks
-    from evaluator.harness.search import build_search_pipeline, search_config
+    try:
+        setup = setup_agent(args.agent, profile=profile, settings=args.set)
+    except ValueError as exc:
+        checks.append(Check("settings", False, str(exc)))
+        return checks
+    from evaluator.search.pipeline import build_search_pipeline, search_config
 
     pipeline = build_search_pipeline(search_config(profile), web=not args.suppress_web_search_api)
-    agent = agent_cls(search_pipeline=pipeline)
+    agent = setup.build(pipeline)
     size, batch_check = check_batch_size(agent)
     checks.append(batch_check)
     if batch_check.ok:

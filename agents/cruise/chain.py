@@ -24,6 +24,7 @@ from typing import Callable
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
+from agents.cruise.cost_priors import l40s_stage_cost_priors
 from agents.cruise.deadline import Deadline, StageCosts
 from agents.cruise.stages.s0a_perceive import perceive_batch, perception_wanted, with_pictures
 from agents.cruise.stages.s1_route import route_batch
@@ -39,7 +40,7 @@ from agents.cruise.stages.s6_answer import answer_batch
 from agents.cruise.stages.s7_consistency import consistency_batch
 from agents.cruise.stages.s8_verify import verify_batch
 from agents.cruise.stages.s9_finalize import decide_from_trace, decision_inputs
-from agents.cruise.trace import turn_trace
+from agents.cruise.trace import funnel_flags, turn_trace
 from agents.cruise.types import (
     Answers,
     CropPlan,
@@ -59,10 +60,12 @@ STAGES_WITHOUT_ENGINE = ("perceive", "retrieve")
 
 
 def stage_priors(cfg: CruiseConfig) -> dict[str, float]:
-    """Seconds per turn each stage is expected to take before it is timed: the config's, and
-    nothing for the grounding check (milliseconds, no model), which the deadline would otherwise
-    charge the dearest request's cost until it had run once."""
-    priors = dict(cfg.stage_cost_priors_s)
+    """Seconds per turn each stage is expected to take before it is timed: the config's prior
+    model at the config's own generation lengths, the stages it sets outright, and nothing for
+    the grounding check (milliseconds, no model), which the deadline would otherwise charge the
+    dearest request's cost until it had run once."""
+    priors = l40s_stage_cost_priors(cfg) if cfg.cost_priors == "l40s" else {}
+    priors.update(cfg.stage_cost_priors_s)
     if cfg.cov_mode == "grounding":
         priors["verify"] = 0.0
     return priors
@@ -232,16 +235,16 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
         else:
             decision = decide_from_trace(decision_inputs(routes[i], evidence[i], answers[i], check), cfg)
         final.append(decision.answer)
-        traces.append(
-            turn_trace(
-                preset=cfg.preset, turn=turns[i], route=routes[i], summary=summaries[i], retrieval=retrievals[i],
-                evidence=evidence[i], answers=answers[i], check=check, decision=decision,
-                sub_queries=got.sub_queries[i], crops=got.crops[i], domain_notes=bool(notes[i]),
-                perception=got.perceptions[i],
-                stage_ms=dict(run.stage_ms), deadline_cut=run.cut_before, deadline_cut_during=run.cut_during,
-                errors=run.errors[i],
-            )
+        trace = turn_trace(
+            preset=cfg.preset, turn=turns[i], route=routes[i], summary=summaries[i], retrieval=retrievals[i],
+            evidence=evidence[i], answers=answers[i], check=check, decision=decision,
+            sub_queries=got.sub_queries[i], crops=got.crops[i], domain_notes=bool(notes[i]),
+            perception=got.perceptions[i],
+            stage_ms=dict(run.stage_ms), deadline_cut=run.cut_before, deadline_cut_during=run.cut_during,
+            errors=run.errors[i],
         )
+        trace["funnel"] = funnel_flags(trace, cfg)
+        traces.append(trace)
     return final, traces
 
 

@@ -94,8 +94,7 @@ def projected_stage_s(stage: str, max_tokens: int | None) -> tuple[float, float]
 
 def l40s_stage_cost_priors(cfg) -> dict[str, float]:
     """Seconds per turn for each stage of a batch on one L40S (see the module's docstring), at
-    the generation lengths of `cfg` (a CruiseConfig; taken as an argument so that this module
-    stays below agents/config.py, which builds the l40s profile from it)."""
+    the generation lengths of `cfg`, the CruiseConfig in force (`cost_priors = "l40s"`)."""
     tokens = stage_max_tokens(cfg)
     priors = {}
     for stage in CHAIN_STAGES:

@@ -9,15 +9,16 @@ editing the repository); the evaluator's resume fingerprint hashes the folder in
 from __future__ import annotations
 
 import functools
+import hashlib
 import os
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
 from typing import Callable
 
-from agents.config import REPO_ROOT
 from agents.cruise.types import Turn
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
+from agents.profiles import REPO_ROOT
 
 PROMPTS_DIR = REPO_ROOT / "prompts"
 
@@ -42,6 +43,15 @@ class PromptTemplate:
 
 def prompts_dir() -> Path:
     return Path(os.environ.get("CRUISE_PROMPTS_DIR") or PROMPTS_DIR)
+
+
+def prompt_hashes(folder: Path | None = None) -> dict[str, str]:
+    """prompts/*.txt file name -> sha256 of its bytes (the folder the agent reads; rglob: the
+    domain notes in prompts/domains/ change answers too). The judge's prompts (judge_*.txt)
+    decide verdicts, not answers: --rejudge is for those."""
+    folder = Path(folder or prompts_dir())
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*.txt")) if not p.name.startswith("judge_")}
 
 
 def load_prompt(name: str) -> PromptTemplate:

@@ -2,6 +2,7 @@
 MAD filter can be re-decided offline with other thresholds without running a model again."""
 from __future__ import annotations
 
+from agents.base_agent import IDK_ANSWER
 from agents.cruise.stages.s9_finalize import decision_inputs
 from agents.cruise.types import (
     Answers,
@@ -199,3 +200,28 @@ def peer_trace(route: Route, retrieval: Retrieval, evidence: Evidence, sub_queri
         "chunks_dropped_irrelevant": evidence.dropped_irrelevant,
         "relevance_raw": evidence.relevance_raw,
     }
+
+
+def funnel_flags(trace: dict, cfg) -> dict[str, bool]:
+    """The report's funnel for one turn: each check of the chain in order, passed or not, at the
+    thresholds and switches this run used (a check the preset switched off counts as passed).
+    The harness appends "answered" and "correct"."""
+    def not_idk(answer) -> bool:
+        return bool(answer) and IDK_ANSWER.lower() not in str(answer).lower()
+
+    steps = {"routed to retrieval": trace.get("needs_external") is True}
+    if cfg.use_tool_route:
+        steps["tool router chose a search"] = trace.get("route_search") != "none"
+    steps["retrieved"] = bool(trace.get("retrieved"))
+    if cfg.use_entity_check:
+        steps["chunks left after the entity check"] = bool(trace.get("chunks"))
+    if cfg.use_relevance_filter:
+        steps["context after the MAD filter"] = bool(trace.get("context") or trace.get("chunks_dropped_irrelevant"))
+    steps["non-empty context"] = bool(trace.get("context"))
+    steps["RAG answer not IDK"] = not_idk(trace.get("rag_answer"))
+    steps["consistent"] = trace.get("consistent") is True or not cfg.use_self_consistency
+    threshold = cfg.tau_low if trace.get("context") else cfg.tau_high
+    confidence = trace.get("cov_confidence")
+    steps[f"CoV >= {cfg.tau_low:g} with context, >= {cfg.tau_high:g} without"] = (
+        not cfg.use_cov or (confidence is not None and float(confidence) >= threshold))
+    return steps

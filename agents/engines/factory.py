@@ -3,8 +3,7 @@
 When the router and the VLM are the same model (the cpu profile: SmolLM2 plays both), one engine
 serves both roles. With vLLM the two models are two `vllm.LLM` instances in one process, each
 held to its own share of the GPU (`router_gpu_memory_utilization`, `vlm_gpu_memory_utilization`;
-see tools/memory_plan.py). `config.engine_overrides` may hold `{"router": {...}, "vlm": {...}}`: extra
-keyword arguments for that engine's constructor (for vLLM: passed on to `vllm.LLM`).
+see tools/memory_plan.py).
 """
 from __future__ import annotations
 
@@ -38,7 +37,6 @@ def served_roles(config: CruiseConfig) -> list[str]:
 
 def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEngine:
     """The engine of one role ("vlm" or "router") with the arguments the config gives it."""
-    extra = dict(config.engine_overrides.get(role, {}))
     if config.engine == "openai":  # nothing loads here: the model id only names it (and its config)
         from agents.engines.openai_engine import OpenAIChatEngine
 
@@ -47,7 +45,7 @@ def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEn
             config.vlm_model if role == "vlm" else config.router_model, ledger, base_url=url, served_name=name,
             max_in_flight=config.served_max_in_flight, timeout_s=config.served_timeout_s,
             stop_strings=config.served_stop_strings, image_placeholder=config.served_image_placeholder,
-            batch_images=config.batch_images, **extra)
+            batch_images=config.batch_images)
     model = resolve_model(config.vlm_model if role == "vlm" else config.router_model)
     if config.engine == "vllm":
         from agents.engines.vllm_engine import VLLMEngine
@@ -58,12 +56,11 @@ def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEn
             max_model_len=config.vlm_max_model_len if role == "vlm" else config.router_max_model_len,
             gpu_memory_utilization=(config.vlm_gpu_memory_utilization if role == "vlm"
                                     else config.router_gpu_memory_utilization),
-            **extra,
         )
     if config.engine == "transformers":
         from agents.engines.transformers_engine import TransformersEngine
 
-        return TransformersEngine(model, ledger, dtype=config.dtype, cudnn_attention=config.cudnn_attention, **extra)
+        return TransformersEngine(model, ledger, dtype=config.dtype, cudnn_attention=config.cudnn_attention)
     raise ValueError(f"unknown engine {config.engine!r}; choose 'vllm', 'transformers' or 'openai'")
 
 
@@ -84,7 +81,7 @@ def build_reranker(config: CruiseConfig, ledger: Ledger) -> Reranker:
 def build_engines(config: CruiseConfig, ledger: Ledger) -> Engines:
     # The VLM first: it is the larger model, and on a GPU it should claim its share first.
     vlm = build_chat_engine(config, "vlm", ledger)
-    same = config.router_model == config.vlm_model and not config.engine_overrides.get("router")
+    same = config.router_model == config.vlm_model
     if config.engine == "openai":
         same = same and served_endpoint(config, "router") == served_endpoint(config, "vlm")
     router = vlm if same else build_chat_engine(config, "router", ledger)

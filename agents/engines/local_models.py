@@ -17,7 +17,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from agents.config import cache_dir
+from agents.profiles import cache_dir
 
 
 def models_dir() -> Path:

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from agents.config import cache_dir
+from agents.profiles import cache_dir
 
 # The official batch iterator (facebookresearch/CRAG-MM utils/crag_batch_iterator.py, and the
 # 2025 starter kit's) resizes egocentric frames only -- rows whose image_url is None or empty --

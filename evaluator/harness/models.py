@@ -1,105 +1,46 @@
 """Every hub model a run loads, and a look before anything loads at whether it (and the data) is there.
 
-`loaded_models(profile)` is the one list of the hub models that a profile's process loads: the
-agent's (VLM, router, reranker: agents/config.py) and the search factory's (image and text
-embedding models: evaluator/harness/search.py). `aicrowd.json` generation, preflight's aicrowd check
-and the evaluator's pre-load check all read it, so none of them can forget a model.
+`loaded_models(profile, agent)` is the one list of the hub models a run's process loads: the
+search pipeline's image and text embedding models (evaluator/search/pipeline.py) and the
+agent's own (asked of its class: `AgentSetup.hub_models`, agents/base_agent.py). `aicrowd.json`
+generation, preflight's aicrowd check and the evaluator's pre-load check all read it, so none of
+them can forget a model.
 
-`served_problem(profile)` asks each model server a run will use (engine "openai", reranker
-backend "server") whether it is up and serves the named model.
-
-`preload_problem(...)` is that pre-load check (the served check included): without loading anything and without waiting on
+`preload_problem(...)` is that pre-load check: without loading anything and without waiting on
 the network, it finds what would otherwise end deep inside a model load in a transformers
-`OSError` traceback, or in a dataset download's retry loop, and says it in one message.
+`OSError` traceback, or in a dataset download's retry loop, and says it in one message, with
+what the agent itself reports (`AgentSetup.preload_problems`: model servers, engine versions).
 """
 from __future__ import annotations
 
 import os
 from pathlib import Path
 
+from evaluator.harness.agent_setup import AgentSetup
+
 GATED_PREFIXES = ("meta-llama/",)
 HUB_PROBE_TIMEOUT_S = 5.0
 
 
 def is_hub_id(name: str) -> bool:
-    """"org/name" that is not a folder on this machine (our aliases such as smollm2 have no slash)."""
+    """"org/name" that is not a folder on this machine (local aliases such as smollm2 have no slash)."""
     return name.count("/") == 1 and not name.startswith((".", "/", "~")) and not Path(name).exists()
 
 
-def loaded_models(profile: str, *, agent: bool = True, search: bool = True, web: bool = True) -> list[str]:
+def loaded_models(profile: str, agent: AgentSetup | None = None, *, search: bool = True, web: bool = True) -> list[str]:
     """Hub model ids the process loads in `profile` (search pipeline first, as the evaluator
-    builds it first), each once. `web=False` is Task 1: the pipeline loads no text model."""
-    from agents.config import load_config
-    from evaluator.harness.search import search_config
+    builds it first), each once. `web=False` is Task 1: the pipeline loads no text model. A
+    search provider's models are local (providers.py)."""
+    from evaluator.search.pipeline import search_config
 
     ids = []
     if search:
         sc = search_config(profile)
-        ids += [sc.image_model] + ([sc.text_model] if web else [])
-    if agent:
-        from agents.engines.factory import served_roles
-
-        cfg = load_config(profile)
-        served = served_roles(cfg)  # those models live behind servers: nothing loads them here
-        ids += [getattr(cfg, f"{role}_model") for role in ("vlm", "router", "reranker") if role not in served]
+        if sc.provider is None:
+            ids += [sc.image_model] + ([sc.text_model] if web else [])
+    if agent is not None:
+        ids += agent.hub_models()
     return [m for m in dict.fromkeys(ids) if is_hub_id(m)]
-
-
-def vllm_problem(profile: str) -> str | None:
-    """Where the profile loads Llama-3.2-Vision in vLLM: an installed vLLM that can no longer serve
-    it stops the run here, before the search models and the router have loaded for minutes. Read
-    from the package's metadata (vLLM is not imported); no vLLM installed is left to the engine."""
-    from importlib import metadata
-
-    from agents.config import load_config
-    from agents.engines.vllm_engine import check_vllm_serves_mllama
-
-    cfg = load_config(profile)
-    if cfg.engine != "vllm" or "vision" not in cfg.vlm_model.lower():
-        return None
-    try:
-        check_vllm_serves_mllama(metadata.version("vllm"))
-    except metadata.PackageNotFoundError:
-        return None
-    except RuntimeError as exc:
-        return f"cannot start: {exc}"
-    return None
-
-
-def served_problem(profile: str) -> str | None:
-    """For the models a run reaches over HTTP (engine "openai", reranker_backend "server"): one
-    `GET /models` per server, short timeout, no retries. None when each server answers and lists
-    its model's served name; otherwise one line per problem, naming the URL and what it serves."""
-    import httpx
-
-    from agents.config import load_config
-    from agents.engines.factory import served_endpoint, served_roles
-    from agents.engines.served import PROBE_TIMEOUT_S, Endpoint
-    from agents.transient_waits import HTTPStatusFailure
-
-    cfg = load_config(profile)
-    wanted: dict[str, list[tuple[str, str]]] = {}
-    for role in served_roles(cfg):
-        url, name = served_endpoint(cfg, role)
-        wanted.setdefault(url, []).append((role, name))
-    problems = []
-    for url, roles in wanted.items():
-        names = ", ".join(f"{role} {name}" for role, name in roles)
-        endpoint = Endpoint(url, max_in_flight=1)
-        try:
-            served = endpoint.model_ids(PROBE_TIMEOUT_S)
-        except (httpx.HTTPError, HTTPStatusFailure, ValueError, AttributeError) as exc:
-            problems.append(f"cannot start: no model server answers at {url} (for {names}): "
-                            f"{type(exc).__name__}: {str(exc)[:200]}")
-            continue
-        finally:
-            endpoint.close()
-        missing = [name for _, name in roles if name not in served]
-        if missing and cfg.served_require_listed:
-            problems.append(f"cannot start: the server at {url} does not serve {', '.join(missing)}; it serves: "
-                            f"{', '.join(served) or 'no model'} (set the served name with --set "
-                            f"<role>_served_name=NAME)")
-    return "\n".join(problems) or None
 
 
 def model_is_cached(repo_id: str) -> bool:
@@ -173,41 +114,27 @@ def dataset_problem(dataset: str, revision: str | None, *, hub_reachable: bool =
     return None
 
 
-def agent_loads_profile_models(agent_spec: str) -> bool:
-    """Whether `--agent MODULE:CLASS` is CruiseAgent (or built on it), which loads the profile's
-    models; another agent loads what it likes, so its models cannot be checked for it."""
-    import importlib
-
-    from agents.cruise_agent import CruiseAgent
-
-    module_name, _, attr = agent_spec.partition(":")
-    try:
-        agent_cls = getattr(importlib.import_module(module_name), attr)
-    except Exception:  # noqa: BLE001 - the evaluator reports a bad --agent itself, later
-        return False
-    return isinstance(agent_cls, type) and issubclass(agent_cls, CruiseAgent)
-
-
-def preload_problem(profile: str, dataset: str, revision: str | None, *, agent_spec: str, search_spec: str,
-                    web: bool, web_contents: str | None = None) -> str | None:
+def preload_problem(profile: str, dataset: str, revision: str | None, *, agent: AgentSetup, search_spec: str,
+                    web: bool, indices: str | None = None, web_contents: str | None = None) -> str | None:
     """Everything a run is about to load that is not there, in one message (None if all is there):
-    the hub models of `loaded_models`, the dataset, and the search indices of the default factory."""
-    from evaluator.harness.search import search_config
-    from minibench.build_indices import is_local_index
+    the hub models of `loaded_models`, what the agent reports, the dataset, and the search
+    indices of the default factory (a provider's local indices are built, not fetched)."""
+    from evaluator.search.pipeline import search_config
+    from evaluator.search.providers import load_provider
 
     default_search = search_spec == "default"
-    agent = agent_loads_profile_models(agent_spec)
-    models = loaded_models(profile, agent=agent, search=default_search, web=web)
-    problems = [vllm_problem(profile) if agent else None, missing_models_message(models, profile),
-                served_problem(profile) if agent else None]
+    models = loaded_models(profile, agent, search=default_search, web=web)
+    problems = [*agent.preload_problems(), missing_models_message(models, profile)]
     datasets = {dataset: revision}
+    provider = None
     if default_search:
-        sc = search_config(profile, web_contents=web_contents)
+        sc = search_config(profile, indices, web_contents=web_contents)
+        provider = load_provider(sc.provider)
         web_ids = [sc.web_index] + ([sc.web_contents] if sc.web_contents else [])
         datasets.update({index: None for index in [sc.image_index] + (web_ids if web else [])})
     reachable = True
     for name, rev in datasets.items():
-        if is_local_index(name):
+        if provider is not None and provider.owns(name):
             continue
         try:
             problems.append(dataset_problem(name, rev, hub_reachable=reachable))

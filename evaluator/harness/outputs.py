@@ -25,7 +25,6 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from agents.cruise.trace import parse_failure_counts, peer_stage_counts
 from evaluator.harness.runner import (
     ANSWERS,
     BATCHES,
@@ -39,6 +38,7 @@ from evaluator.harness.runner import (
     read_jsonl,
     saved_answers,
 )
+from evaluator.harness.trace_view import agent_summary
 from evaluator.scoring.coverage import evidence_coverage
 from evaluator.scoring.intervals import method, score_intervals
 from evaluator.scoring.judge import Judge, JudgeItem
@@ -267,14 +267,14 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         # turns a stage fault turned into "I don't know" (a model server gone, an engine error)
         "stage_fault_turns": sum(1 for t in traces if t.get("branch") == "error"),
         "stage_faults": sorted({e for t in traces if t.get("branch") == "error" for e in t.get("errors") or []})[:20],
-        **parse_failure_counts(traces),
         "image_load_failures": [e for b in batches for e in (b.get("image_errors") or [])],
         **batch_summary(batches),
         "scores": scores,
         INTERVALS_KEY: intervals,
         "breakdowns": {c: breakdown(counted_all, c) for c in BREAKDOWN_COLUMNS},
         "evidence_coverage": evidence_coverage(traces, records, run_config.get("dataset")),
-        "peer_stages": peer_stage_counts(traces),  # what the peers' stages did (zeros when off)
+        # the agent's own figures over its traces (harness/trace_view.py)
+        "agent_summary": agent_summary(run_config, traces),
         "notices": notices,
     }
     (output_dir / "run_summary.json").write_text(json.dumps(summary, indent=2, default=str))

@@ -27,6 +27,7 @@ from pathlib import Path
 from agents.base_agent import IDK_ANSWER
 from evaluator.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY
 from evaluator.harness.runner import ANSWERS, RUN_CONFIG, TRACES, read_jsonl
+from evaluator.harness.trace_view import load_trace_view
 from evaluator.report import charts
 from evaluator.report.paired import OUTCOMES, PairedComparison, compare_to_first, outcome_of
 from evaluator.scoring.coverage import ANSWER_SOURCES, COVERAGE_LABELS, coverage_figures
@@ -41,21 +42,6 @@ BOOL_COLUMNS = ("is_ego", "is_exact_match", "is_correct", "is_miss", "is_semanti
 THUMBNAIL_PX = 160
 TURNS_PER_PAGE = 100
 
-# Trace keys the turn details lay out by hand; any other key is shown as it is under "more".
-SHOWN_TRACE_KEYS = {
-    "interaction_id", "session_id", "turn_idx", "preset", "needs_external", "is_real_time", "router_parsed",
-    "router_raw", "summary", "retrieval_query", "retrieved", "chunks", "theta", "kept_chunks", "context",
-    "retrieval_score", "rag_answer", "rag_raw", "direct_answer", "direct_raw", "consistent", "consistency_raw",
-    "cov_confidence", "cov_raw", "branch", "final_answer", "stage_ms", "deadline_cut", "deadline_cut_before",
-    "errors",
-    # the peer stages (shown in their own rows)
-    "route_search", "question_type", "domain", "domain_source", "domain_notes", "router_extras_parsed",
-    "searches_run", "crop_object", "crop_boxes", "crop_raw", "crops_searched", "sub_queries", "decompose_raw",
-    "entity_verdicts", "entities_rejected", "entity_check_raw", "chunks_dropped_entity", "relevance",
-    "chunks_dropped_irrelevant", "relevance_raw",
-    # perception for a text-only VLM (its own row)
-    "perception",
-}
 # run_summary.json's judge figures (outputs.judge_rows), in the order a reader asks about them.
 JUDGE_FIGURES = [
     ("needing_judge", "turns that needed the judge"), ("judge_asked", "asked"),
@@ -100,99 +86,78 @@ def read_json(path: Path) -> dict:
     return json.loads(path.read_text()) if path.exists() else {}
 
 
-# --------------------------------------------------------------------------- thresholds
-def run_thresholds(summary: dict, run_config: dict) -> dict:
-    """tau_low, tau_high and the preset's switches as the agent ran them: the profile and preset
-    from the run, with the run's --set overrides. Missing pieces fall back to the defaults."""
-    from agents.config import PRESETS, PROFILES, load_config
-
-    profile = summary.get("profile") or run_config.get("profile") or "cpu"
-    preset = summary.get("preset") or run_config.get("preset") or "full"
-    settings = (summary.get("run_config") or run_config.get("args") or {}).get("set") or []
-    try:
-        cfg = load_config(profile if profile in PROFILES else "cpu",
-                          preset if preset in PRESETS else "full")
-        overrides = {}
-        for setting in settings:
-            key, _, value = str(setting).partition("=")
-            key = key.strip().lower()
-            if key in ("tau_low", "tau_high", "tau_ret"):
-                overrides[key] = float(value)
-        cfg = cfg.replace(**overrides)
-    except ValueError:  # a malformed setting: show the defaults
-        from agents.config import CruiseConfig
-
-        cfg = CruiseConfig()
-    return {"tau_low": cfg.tau_low, "tau_high": cfg.tau_high, "tau_ret": cfg.tau_ret,
-            "use_self_consistency": cfg.use_self_consistency, "use_cov": cfg.use_cov}
-
-
 # --------------------------------------------------------------------------- the funnel
-def funnel_steps(turns: list[dict], thresholds: dict) -> list[dict]:
-    """Counts at each step of the chain: turns passing the check alone, and passing it together
-    with every earlier check. A turn without a trace (agent error, unreadable image) passes none."""
-    def rag_not_idk(t):
-        return bool(t.get("rag_answer")) and not is_miss(str(t["rag_answer"]))
+def funnel_steps(turns: list[dict]) -> list[dict]:
+    """Counts at each step of the agent's own funnel (its traces' "funnel": {step: passed}, in
+    the order the agent lists them, decided at the settings the run used), then "answered" and
+    "correct" from the scored rows: turns passing the step alone, and passing it together with
+    every earlier one. A turn without a trace passes none; [] when the agent reports no funnel."""
+    labels: list[str] = []
+    for t in turns:
+        for label in ((t["trace"] or {}).get("funnel") or {}):
+            if label not in labels:
+                labels.append(label)
+    if not labels:
+        return []
 
-    def cov_passes(t):
-        if not thresholds["use_cov"]:
-            return True
-        threshold = thresholds["tau_low"] if t.get("context") else thresholds["tau_high"]
-        return t.get("cov_confidence") is not None and float(t["cov_confidence"]) >= threshold
+    def agent_step(label):
+        return lambda t: t["trace"] is not None and bool((t["trace"].get("funnel") or {}).get(label))
 
-    ran = peer_stages_that_ran([t["trace"] for t in turns if t["trace"] is not None])
-    checks = [
-        ("routed to retrieval", lambda t, row: t.get("needs_external") is True),
-        *([("tool router chose a search", lambda t, row: t.get("route_search") != "none")] if "tool route" in ran else []),
-        ("retrieved", lambda t, row: bool(t.get("retrieved"))),
-        *([("chunks left after the entity check", lambda t, row: bool(t.get("chunks")))] if "entity check" in ran else []),
-        *([("context after the MAD filter", lambda t, row: bool(t.get("context") or t.get("chunks_dropped_irrelevant")))]
-          if "relevance filter" in ran else []),
-        ("non-empty context", lambda t, row: bool(t.get("context"))),
-        ("RAG answer not IDK", lambda t, row: rag_not_idk(t)),
-        ("consistent", lambda t, row: t.get("consistent") is True or not thresholds["use_self_consistency"]),
-        (f"CoV >= threshold ({thresholds['tau_low']:g} / {thresholds['tau_high']:g})", lambda t, row: cov_passes(t)),
-        ("answered", lambda t, row: bool(t.get("final_answer")) and not is_miss(str(t["final_answer"]))),
-        ("correct", lambda t, row: row["is_correct"]),
+    checks = [(label, agent_step(label)) for label in labels] + [
+        ("answered", lambda t: t["trace"] is not None and not is_miss(str(t["row"].get("agent_response") or IDK_ANSWER))),
+        ("correct", lambda t: t["trace"] is not None and t["row"]["is_correct"]),
     ]
     steps = [{"label": "all turns", "count": len(turns), "chained": len(turns)}]
-    passing = [t for t in turns if t["trace"] is not None]
+    passing = list(turns)
     for label, check in checks:
-        count = sum(1 for t in turns if t["trace"] is not None and check(t["trace"], t["row"]))
-        passing = [t for t in passing if check(t["trace"], t["row"])]
+        count = sum(1 for t in turns if check(t))
+        passing = [t for t in passing if check(t)]
         steps.append({"label": label, "count": count, "chained": len(passing)})
     return steps
 
 
-def peer_stages_that_ran(traces: list[dict]) -> set[str]:
-    """The peer stages that left a mark on some turn of the run."""
-    marks = {"tool route": "route_search", "domain route": "domain", "decomposition": "sub_queries",
-             "crop search": "crops_searched", "entity check": "entity_verdicts", "relevance filter": "relevance"}
-    return {stage for stage, key in marks.items() if any(t.get(key) for t in traces)}
-
-
-def peer_rows(summary: dict) -> list[tuple[str, str]]:
-    """The report's "added stages" table: (what, how many) from run_summary.json's peer_stages."""
-    counts = summary.get("peer_stages") or {}
-    if not any(v for v in counts.values()):
+# --------------------------------------------------------------------------- the agent's view
+def agent_sections(run: "RunData") -> list[dict]:
+    """The agent's own tables (its trace view's report_sections over the run's agent_summary; a
+    run summarized before agent_summary existed kept those figures at the top of the summary)."""
+    view = load_trace_view(run.run_config)
+    sections = getattr(view, "report_sections", None)
+    if sections is None:
         return []
+    return sections(run.summary.get("agent_summary") or run.summary)
 
-    def tally(name):
-        return ", ".join(f"{k} {v}" for k, v in sorted((counts.get(name) or {}).items(), key=lambda kv: -kv[1])) or "-"
 
-    return [
-        ("search chosen by the tool router", tally("route_search")),
-        ("question type (decomposition)", tally("question_type")),
-        ("domain", tally("domain")),
-        ("turns whose answer prompt got domain notes", str(counts.get("turns_with_domain_notes", 0))),
-        ("turns decomposed / sub-queries searched", f"{counts.get('turns_decomposed', 0)} / {counts.get('sub_queries', 0)}"),
-        ("turns cropped / crops searched", f"{counts.get('turns_cropped', 0)} / {counts.get('crops_searched', 0)}"),
-        ("entities checked / rejected", f"{counts.get('entities_checked', 0)} / {counts.get('entities_rejected', 0)}"),
-        ("chunks dropped with rejected entities", str(counts.get("chunks_dropped_entity", 0))),
-        ("chunks judged / dropped as irrelevant", f"{counts.get('chunks_judged_relevance', 0)} / "
-                                                  f"{counts.get('chunks_dropped_irrelevant', 0)}"),
-        ("turns whose context the relevance filter emptied", str(counts.get("turns_context_emptied_by_relevance", 0))),
-    ]
+def recorded_settings(run_config: dict) -> list[tuple[str, str]]:
+    """The agent's settings as the run recorded them (agents/base_agent.py `describe`), shown
+    as they are; [] for an agent that described none."""
+    described = run_config.get("agent_description") or {}
+    shown = []
+    for section in ("config", "where"):
+        for key, value in (described.get(section) or {}).items():
+            shown.append((key, json.dumps(value) if isinstance(value, (dict, list)) else str(value)))
+    return shown
+
+
+def turn_renderer(run_config: dict):
+    """turn -> the HTML rows of its trace, by the agent's TURN_TEMPLATE; None without one. Also
+    sets the turn's "extra": the trace keys that template does not lay out."""
+    view = load_trace_view(run_config)
+    template_path = getattr(view, "TURN_TEMPLATE", None)
+    shown = set(getattr(view, "SHOWN_TRACE_KEYS", ()))
+    prepare = getattr(view, "prepare_turn", None)
+    macro = None
+    if template_path is not None:
+        macro = template_environment(str(Path(template_path).parent)).get_template(
+            Path(template_path).name).module.trace_details
+
+    def render_turn(turn: dict) -> None:
+        trace = turn["trace"] or {}
+        if prepare is not None:
+            turn.update(prepare(trace))
+        turn["extra"] = {k: v for k, v in trace.items() if k not in shown}
+        turn["trace_html"] = macro(turn) if macro is not None and turn["trace"] is not None else ""
+
+    return render_turn
 
 
 # --------------------------------------------------------------------------- images
@@ -223,7 +188,7 @@ def cached_url_image(url: str | None):
 
     from PIL import Image
 
-    from agents.config import cache_dir
+    from agents.profiles import cache_dir
 
     if not url:
         return None
@@ -313,10 +278,8 @@ def timing_section(summary: dict) -> dict:
 
 
 def run_health(summary: dict) -> dict:
-    """The run_summary.json figures besides scores and timing, as labelled rows: the judge, the
-    parsers' unreadable outputs per stage, evidence coverage and what went wrong in the run."""
-    read = summary.get("parsed_outputs") if isinstance(summary.get("parsed_outputs"), dict) else {}
-    failures = summary.get("parse_failures") if isinstance(summary.get("parse_failures"), dict) else {}
+    """The run_summary.json figures besides scores and timing, as labelled rows: the judge,
+    evidence coverage and what went wrong in the run."""
     coverage = summary.get("evidence_coverage") if isinstance(summary.get("evidence_coverage"), dict) else {}
     # a coverage figure without a label yet (one another change adds) is listed under its key
     labelled = {key for key, _, _ in COVERAGE_LABELS} | {"turns", *(f"{s}_turns" for s in ANSWER_SOURCES)}
@@ -330,8 +293,6 @@ def run_health(summary: dict) -> dict:
     return {
         "rules": summary.get("rules"),
         "judge": [(label, summary[key]) for key, label in JUDGE_FIGURES if key in summary],
-        "parsing": [{"stage": stage, "unreadable": count, "read": read.get(stage, 0)}
-                    for stage, count in failures.items()],
         "coverage": coverage_figures(coverage) + unlabelled,
         "coverage_turns": coverage.get("turns"),
         "errors": errors,
@@ -356,7 +317,6 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
     run = load_run(run_dir)
     path = Path(out) if out else run.run_dir / REPORT_NAME
     pages_dir = turn_pages_dir(path)
-    thresholds = run_thresholds(run.summary, run.run_config)
     session_ids = {t["row"]["session_id"] for t in run.turns}
     thumbs, image_notice = thumbnails(run.run_config, session_ids) if images else ({}, None)
     pages = [run.turns[i:i + TURNS_PER_PAGE] for i in range(0, len(run.turns), TURNS_PER_PAGE)]
@@ -366,14 +326,14 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
             turn["page"] = f"{pages_dir.name}/{name}"
             turn["domain"] = turn["row"].get("domain_name") or turn["row"].get("domain") or "-"
             turn["cut"] = (turn["trace"] or {}).get("deadline_cut") is True
-    steps = funnel_steps(run.turns, thresholds)
+    steps = funnel_steps(run.turns)
     notices = list(run.summary.get("notices") or []) + ([image_notice] if image_notice else [])
     intervals = run_intervals(run)
     page = render("report.html.j2", run=run, scores=run.scores, intervals=intervals,
-                  thresholds=thresholds, notices=notices,
+                  notices=notices, settings=recorded_settings(run.run_config),
                   scores_chart=charts.scores_chart(run.scores, intervals) if run.scores else "",
-                  breakdowns=breakdown_sections(run.rows), funnel=steps, funnel_chart=charts.funnel_chart(steps),
-                  peer_rows=peer_rows(run.summary),
+                  breakdowns=breakdown_sections(run.rows), funnel=steps,
+                  funnel_chart=charts.funnel_chart(steps) if steps else "", agent_sections=agent_sections(run),
                   timing=timing_section(run.summary), health=run_health(run.summary),
                   outcomes=OUTCOMES, branches=sorted({t["branch"] for t in run.turns}),
                   domains=sorted({t["domain"] for t in run.turns}), turn_pages=page_names,
@@ -381,14 +341,11 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
     # the pages of an earlier build may hold turns this one does not
     shutil.rmtree(pages_dir, ignore_errors=True)
     pages_dir.mkdir(parents=True)
+    render_turn = turn_renderer(run.run_config)
     for n, (name, page_turns) in enumerate(zip(page_names, pages)):
         for turn in page_turns:
             turn["thumbnail"] = thumbs.get(turn["row"]["session_id"])
-            trace = turn["trace"] or {}
-            kept = set(trace.get("kept_chunks") or [])
-            turn["chunks"] = sorted(({**c, "kept": c.get("text") in kept} for c in trace.get("chunks") or []),
-                                    key=lambda c: -(c.get("score") or 0.0))
-            turn["extra"] = {k: v for k, v in trace.items() if k not in SHOWN_TRACE_KEYS}
+            render_turn(turn)
         first = n * TURNS_PER_PAGE + 1
         (pages_dir / name).write_text(render(
             "turns.html.j2", run=run, turns=page_turns, first=first, last=first + len(page_turns) - 1,
@@ -457,12 +414,14 @@ def interval_text(interval, kind: str = "rate") -> str:
     return f"[{low:.4f}, {high:.4f}]"
 
 
-@functools.lru_cache(maxsize=1)
-def template_environment():
-    """One Jinja2 environment per process: it compiles each template once, not once per turn page."""
+@functools.lru_cache(maxsize=4)
+def template_environment(agent_templates: str | None = None):
+    """One Jinja2 environment per process (and agent template folder): it compiles each template
+    once, not once per turn page. An agent's turn template finds the report's macros beside it."""
     from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
 
-    env = Environment(loader=FileSystemLoader(TEMPLATES), autoescape=select_autoescape(["html", "j2"]),
+    folders = [TEMPLATES] + ([agent_templates] if agent_templates else [])
+    env = Environment(loader=FileSystemLoader(folders), autoescape=select_autoescape(["html", "j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["pretty"] = lambda value: json.dumps(value, indent=1, ensure_ascii=False, default=str)
     env.filters["pct"] = lambda value: f"{value:.1%}"

@@ -48,7 +48,7 @@ from typing import Callable
 
 from pydantic import BaseModel
 
-from agents.config import REPO_ROOT, cache_dir
+from agents.profiles import REPO_ROOT, cache_dir
 from agents.transient_waits import TransientWaits, retry_after_s, waiting_helps  # noqa: F401 - re-exported
 from evaluator.scoring.rules import RULE_SETS, RuleSet, rule_set
 

@@ -8,7 +8,7 @@
     else                                                -> "I don't know"
 
 `decide_from_trace` reads Algorithm 1's inputs from a turn's trace record (the same keys
-agents/cruise/trace.py writes): the chain decides through it, and evaluator/calibrate.py
+agents/cruise/trace.py writes): the chain decides through it, and tools/calibrate.py
 replays saved traces through it with other thresholds, so both apply one rule set.
 
 The token-probability gate is QA-Dragon's white-box verifier (its section 3.7.2) reduced to one

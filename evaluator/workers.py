@@ -30,7 +30,7 @@ import sys
 import time
 from pathlib import Path
 
-REPO_ROOT = Path(__file__).resolve().parents[2]
+REPO_ROOT = Path(__file__).resolve().parents[1]
 ENTRY = REPO_ROOT / "local_evaluation.py"
 # Flags of the run that the driver handles itself: they never reach a shard's command line.
 DRIVER_FLAGS = {"--workers": 1, "--ray": 1, "--worker-retries": 1, "--gpus-per-worker": 1, "--output-dir": 1,
@@ -38,13 +38,13 @@ DRIVER_FLAGS = {"--workers": 1, "--ray": 1, "--worker-retries": 1, "--gpus-per-w
 # Flags of the run that belong to the judge, the scores and the report: the merge gets them.
 JUDGE_FLAGS = {"--rules": 1, "--eval-model": 1, "--eval-base-url": 1, "--num-workers": 1, "--judge-timeout": 1,
                "--judge-retry-wait": 1, "--judge-max-wait": 1, "--display-conversations": 1, "--no_progress": 0}
-# Environment a shard on another node needs from the driver's (a local Ray gets it all).
-FORWARDED_ENV_PREFIXES = ("CRUISE_", "CRAG_MM_", "HF_", "TRANSFORMERS_", "PYTHONPATH")
+# Environment a shard on another node needs from the driver's (a local Ray gets it all): the Hugging
+# Face caches and switches, and the keys and cache paths the project reads (CRUISE_ENGINE_API_KEY,
+# CRUISE_CACHE); every setting of the run travels on the shard's command line.
+FORWARDED_ENV_PREFIXES = ("CRUISE_", "HF_", "TRANSFORMERS_", "PYTHONPATH")
 # Device lists Ray sets per task from the GPUs it granted: the driver's own must not override them,
 # or every shard would load onto the driver's devices.
 RAY_SET_ENV = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
-# Profiles whose engines load inside the shard's process and want a GPU of their own.
-GPU_PROFILES = ("l40s",)
 
 
 def split_flags(argv: list[str], flags: dict[str, int]) -> tuple[list[str], list[str]]:
@@ -95,15 +95,15 @@ def shard_env(driver_env: dict[str, str], remote: bool) -> dict[str, str]:
 
 
 def gpus_per_worker(requested: float | None, profile: str) -> float:
+    """--gpus-per-worker, else the profile's own (agents/profiles.py: 1 where its engines load in
+    the shard's process, 0 for a client of model servers or the CPU)."""
     if requested is not None:
         if requested < 0:
             raise SystemExit(f"--gpus-per-worker {requested}: give 0 or more")
         return requested
-    if profile == "auto":
-        from agents.config import detect_profile
+    from agents.profiles import get_profile, resolve_profile
 
-        profile = detect_profile()
-    return 1.0 if profile in GPU_PROFILES else 0.0
+    return get_profile(resolve_profile(profile)).gpus_per_worker
 
 
 def run_shard(command: list[str], folder: str, env: dict[str, str]) -> str:
@@ -160,7 +160,7 @@ def import_ray():
 def run_on_ray(args, run_argv: list[str], merge_parser) -> None:
     """Every shard as a Ray task, then one merge, judge, score and report into args.output_dir
     (`merge_parser`: local_evaluation.py's, which reads the merge's arguments)."""
-    from evaluator.harness.commands import default_output_dir, run_merge
+    from evaluator.commands import default_output_dir, run_merge
 
     ray = import_ray()
     n = args.workers

@@ -1,6 +1,6 @@
 """Calibrate the finalizer's thresholds offline from finished runs' traces; no model runs again.
 
-    python -m evaluator.calibrate RUN_DIR [RUN_DIR ...] [--folds 5] [--output FILE]
+    python -m tools.calibrate RUN_DIR [RUN_DIR ...] [--folds 5] [--output FILE]
                                    [--eval-model gpt-4o-mini] [--eval-base-url URL]
 
 Every trace keeps what Algorithm 1 reads (the RAG answer a', the real-time label, the context,
@@ -33,7 +33,7 @@ from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER
 from agents.calibration import CALIBRATED_FIELDS
-from agents.config import PRESETS, PROFILES, CruiseConfig, load_config, settings_to_overrides
+from agents.config import PRESETS, CruiseConfig, SettingError, config_from_record, load_config, parse_settings
 from agents.cruise.stages.s5_rerank import select_chunks
 from agents.cruise.stages.s9_finalize import decide_from_trace
 from agents.engines.base import TOKEN_COUNT
@@ -58,15 +58,30 @@ MIN_JUDGED_ANSWERED = 30  # fewer judged answered turns than this: the runs' own
 FOLDS = 5
 
 
-def run_config_for(run_dir: Path, preset: str | None) -> CruiseConfig:
-    """The configuration a run's agent had (profile, preset, --set), with default thresholds."""
+@functools.cache
+def recorded_config(run_dir: Path) -> CruiseConfig:
+    """The configuration the run's agent had, as run_config.json recorded it; a run recorded
+    before agents described themselves is rebuilt from its profile, preset and --set."""
     saved = json.loads((run_dir / RUN_CONFIG).read_text()) if (run_dir / RUN_CONFIG).exists() else {}
-    preset = preset if preset in PRESETS else saved.get("preset", "full")
-    profile = saved.get("profile") if saved.get("profile") in ("cpu", "l40s") else "cpu"
-    overrides = settings_to_overrides(profile, (saved.get("args") or {}).get("set") or [])
-    for name in GRID:  # the thresholds are what calibration replays; start from the defaults
-        overrides.pop(name, None)
-    return load_config(profile, preset, **overrides)
+    described = saved.get("agent_description") or {}
+    if described.get("config"):
+        return config_from_record({**described["config"], **(described.get("where") or {})})
+    profile = saved.get("profile") if saved.get("profile") in ("cpu", "l40s", "served") else "cpu"
+    preset = saved.get("preset") or "full"
+    try:
+        return load_config(profile, preset, **parse_settings((saved.get("args") or {}).get("set") or [],
+                                                             load_config(profile, preset)))
+    except SettingError:
+        return load_config(profile, preset)
+
+
+def run_config_for(run_dir: Path, preset: str | None) -> CruiseConfig:
+    """The configuration a run's agent had, with the thresholds its profile, stack and preset set
+    (not any --set of them): the replay starts there."""
+    cfg = recorded_config(Path(run_dir))
+    preset = preset if preset in PRESETS else cfg.preset
+    base = load_config(cfg.profile or "cpu", preset, stack=cfg.stack)
+    return cfg.replace(preset=preset, **{name: getattr(base, name) for name in GRID})
 
 
 def load_turns(run_dir: Path) -> list[dict]:
@@ -91,13 +106,9 @@ def load_turns(run_dir: Path) -> list[dict]:
     return turns
 
 
-@functools.cache
 def run_engine(run_dir: Path) -> str:
-    """The chat engine a run used: its profile's, or what its --set chose."""
-    saved = json.loads((run_dir / RUN_CONFIG).read_text()) if (run_dir / RUN_CONFIG).exists() else {}
-    profile = saved.get("profile") if saved.get("profile") in PROFILES else "cpu"
-    overrides = settings_to_overrides(profile, (saved.get("args") or {}).get("set") or [])
-    return str(overrides.get("engine") or PROFILES[profile].get("engine") or CruiseConfig().engine)
+    """The chat engine a run used."""
+    return recorded_config(Path(run_dir)).engine
 
 
 def check_token_count(trace: dict, engine: str, run_dir: Path) -> None:
@@ -219,7 +230,7 @@ def outcome_table(turns: list[dict], correct: dict[str, bool], settings: list[di
     return table
 
 
-def run_thresholds(turns: list[dict]) -> dict:
+def starting_thresholds(turns: list[dict]) -> dict:
     """The thresholds the runs' profile and preset set (the first turn's run): what calibration is
     measured against, and what stands when there are too few turns to move them."""
     cfg = base_config(turns[0])
@@ -299,7 +310,7 @@ def fmt_setting(s: dict) -> str:
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m evaluator.calibrate", description=__doc__,
+    parser = argparse.ArgumentParser(prog="python -m tools.calibrate", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("run_dirs", type=Path, nargs="+", metavar="RUN_DIR",
                         help="output folders of local_evaluation.py runs")
@@ -329,7 +340,7 @@ def main(argv=None) -> int:
     correct = {k: bool(v) for k, v in verdicts.items()}
     judged = judged_answered(turns, verdicts)
     table = outcome_table(turns, correct, settings_grid())
-    own = run_thresholds(turns)
+    own = starting_thresholds(turns)
     rows = calibrate(turns, correct, table, own)
     defaults = {**own, **score(outcome_table(turns, correct, [own])[0])}
     paper = replay(turns, correct, **PAPER)

@@ -1,24 +1,26 @@
-"""What `local_evaluation.py` does for each mode: run (or resume) an evaluation, rejudge, merge."""
+"""What `local_evaluation.py` does for each mode: run (or resume) an evaluation, rejudge, merge.
+
+The top of the evaluator: it drives the harness (generation, outputs), the search layer, the
+scoring and the report; none of those imports this module. The agent's settings (--profile,
+--preset, --set, --calibration) are handed to the agent class explicitly (harness/agent_setup.py).
+"""
 from __future__ import annotations
 
 import datetime
-import importlib
 import json
-import os
 from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
 
-from agents.calibration import load_calibration
-from agents.config import REPO_ROOT, detect_profile, load_config, settings_to_env
+from agents.profiles import REPO_ROOT, default_dataset, resolve_profile
+from evaluator.harness.agent_setup import AgentSetup, import_object, setup_agent
 from evaluator.harness.batching import clip_batch_size, planned_batches
 from evaluator.harness.dataset import apply_image_url_updates, load_split, read_conversations
 from evaluator.harness.fingerprint import differences, system_fingerprint
 from evaluator.harness.models import preload_problem
 from evaluator.harness.outputs import finalize, merge_runs
 from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
-from evaluator.harness.search import INDICES_ENV
 from evaluator.report.terminal import loud_notice, print_report
 from evaluator.scoring.judge import Judge, find_api_key
 from evaluator.scoring.rules import RuleSet, rule_set
@@ -29,14 +31,6 @@ RESUME_KEYS = ("dataset", "dataset_type", "split", "revision", "num_conversation
                "shard", "rules")
 # what a run_config.json written before a key existed meant by its absence
 RESUME_DEFAULTS = {"rules": "kddcup2025", "exact_conversations": False}
-
-
-def import_object(spec: str):
-    """`package.module:Name` -> the object."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"expected MODULE:NAME, got {spec!r}")
-    return getattr(importlib.import_module(module_name), attr)
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -86,19 +80,13 @@ def default_output_dir() -> Path:
     return REPO_ROOT / "outputs" / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-def default_dataset(profile: str, dataset_type: str) -> str:
-    if profile == "cpu":
-        return str(REPO_ROOT / "data" / "crag-mm-mini" / dataset_type)
-    return f"crag-mm-2025/crag-mm-{dataset_type}-public"
-
-
 def build_search(args, profile: str):
     if args.search == "none":
         return None
-    from evaluator.harness.index_check import SearchIndexError
-    from evaluator.harness.search import build_search_pipeline, search_config  # loads cragmm_search
+    from evaluator.search.index_check import SearchIndexError
+    from evaluator.search.pipeline import build_search_pipeline, search_config  # loads cragmm_search
 
-    search = search_config(profile, web_contents=getattr(args, "web_contents", None))
+    search = search_config(profile, getattr(args, "indices", None), web_contents=getattr(args, "web_contents", None))
     web = not args.suppress_web_search_api
     if args.search == "default":
         try:
@@ -112,14 +100,14 @@ def web_contents_id(args, profile: str) -> str | None:
     """The full-content database the run's web hits are read from (None: snippets only)."""
     if args.search == "none" or args.suppress_web_search_api or not getattr(args, "web_contents", None):
         return None
-    from evaluator.harness.search import search_config
+    from evaluator.search.pipeline import search_config
 
-    return search_config(profile, web_contents=args.web_contents).web_contents
+    return search_config(profile, getattr(args, "indices", None), web_contents=args.web_contents).web_contents
 
 
-def load_agent(args, profile: str, console: Console):
+def load_agent(args, profile: str, setup: AgentSetup, console: Console):
     pipeline = build_search(args, profile)
-    agent = import_object(args.agent)(search_pipeline=pipeline)
+    agent = setup.build(pipeline)
     console.print(f"agent {escape(args.agent)}, batch size {clip_batch_size(agent.get_batch_size())}, profile {profile}")
     return agent
 
@@ -134,13 +122,13 @@ def conversation_selection(args, served: int, turns: int) -> str:
             f"served ({served} served, {turns} turns)")
 
 
-def current_fingerprint(args, profile: str) -> dict:
-    """The system this command would run (call after the CRUISE_* environment is set)."""
-    # --calibration reaches the agent as CRUISE_CALIBRATION; an exported CRUISE_CALIBRATION counts too
-    calibration = getattr(args, "calibration", None) or os.environ.get("CRUISE_CALIBRATION")
+def current_fingerprint(args, profile: str, setup: AgentSetup) -> dict:
+    """The system this command would run."""
+    calibration = getattr(args, "calibration", None)
     try:
-        return system_fingerprint(args.agent, profile, os.environ.get("CRUISE_PRESET", "full"), search=args.search,
-                                  web=not args.suppress_web_search_api, calibration=calibration,
+        return system_fingerprint(setup, profile, getattr(args, "preset", None), search=args.search,
+                                  web=not args.suppress_web_search_api, indices=getattr(args, "indices", None),
+                                  calibration=str(Path(calibration).resolve()) if calibration else None,
                                   web_contents=getattr(args, "web_contents", None))
     except OSError as exc:
         raise SystemExit(f"cannot read {exc.filename}: {exc.strerror}") from None
@@ -200,20 +188,17 @@ def run_evaluation(args) -> None:
     if (output_dir / ANSWERS).exists() and not args.resume:
         raise SystemExit(f"{output_dir} already holds answers: pass --resume to continue it, or pick a new folder")
 
-    profile = detect_profile() if args.profile == "auto" else args.profile
-    if args.indices:  # every search_config call below (pre-load check, fingerprint, pipeline) reads it
-        os.environ[INDICES_ENV] = args.indices
     try:
-        settings_to_env(profile, args.preset, args.set)
-        if getattr(args, "calibration", None):
-            load_calibration(args.calibration)  # a bad file fails here, not inside the agent
-            os.environ["CRUISE_CALIBRATION"] = str(Path(args.calibration).resolve())
-        load_config(profile)  # contradictory switches fail here, with both fields named
+        profile = resolve_profile(args.profile)
+        # the agent's configuration, built here and handed to it: a bad --set, preset or
+        # calibration file, or contradictory switches, fail now with one line
+        setup = setup_agent(args.agent, profile=profile, preset=args.preset, settings=args.set,
+                            calibration=str(Path(args.calibration).resolve()) if args.calibration else None)
         shard = parse_shard(args.shard)
         rules = rule_set(args.rules)
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
-    fingerprint = current_fingerprint(args, profile)
+    fingerprint = current_fingerprint(args, profile, setup)
     config_path = output_dir / RUN_CONFIG
     earlier = json.loads(config_path.read_text()) if args.resume and config_path.exists() else {}
     changed = resume_differences(output_dir, earlier, fingerprint) if args.resume else []
@@ -225,8 +210,9 @@ def run_evaluation(args) -> None:
                                "differences": changed})
         console.print("[bold yellow]resuming with --force from another system:[/bold yellow] " + escape("; ".join(changed)))
     dataset = args.dataset or default_dataset(profile, args.dataset_type)
-    problem = preload_problem(profile, dataset, args.revision, agent_spec=args.agent, search_spec=args.search,
-                              web=not args.suppress_web_search_api, web_contents=getattr(args, "web_contents", None))
+    problem = preload_problem(profile, dataset, args.revision, agent=setup, search_spec=args.search,
+                              web=not args.suppress_web_search_api, indices=args.indices,
+                              web_contents=getattr(args, "web_contents", None))
     if problem:  # a missing model or dataset: one message, before anything loads
         raise SystemExit(problem)
     console.print(f"[bold blue]Loading {escape(dataset)}[/bold blue] (revision {args.revision}, split {args.split})")
@@ -253,7 +239,7 @@ def run_evaluation(args) -> None:
     # run takes it from the run it continues, so a finished run is rescored without the agent.
     agent, batch_size = None, earlier.get("batch_size")
     if batch_size is None:
-        agent = load_agent(args, profile, console)
+        agent = load_agent(args, profile, setup, console)
         batch_size = clip_batch_size(agent.get_batch_size())
     stop_after = None if args.exact_conversations else args.num_conversations
     batches = planned_batches(conversations, batch_size, stop_after)
@@ -266,11 +252,14 @@ def run_evaluation(args) -> None:
         "num_conversations": args.num_conversations, "exact_conversations": bool(args.exact_conversations),
         "conversation_selection": conversation_selection(args, served, len(planned)),
         "shard": args.shard, "agent": args.agent, "rules": rules.name, "image_url_updates": updated,
-        "profile": profile, "preset": os.environ.get("CRUISE_PRESET", "full"), "tokenizer": truncator.name,
+        "profile": profile, "preset": args.preset or "full", "tokenizer": truncator.name,
         "judge_model": judge.model if judge else None, "judge_base_url": judge.base_url if judge else None,
         "batch_size": batch_size, "expected_turns": len(planned),
         "indices": fingerprint.get("indices"), "web_contents": web_contents_id(args, profile),
         "fingerprint": fingerprint, "forced_resumes": forced_resumes,
+        # what the agent said decides its answers (agents/base_agent.py `describe`): the report
+        # reads the agent's settings from here, as the run used them
+        "agent_description": setup.description, "trace_view": setup.trace_view,
     }
     if earlier:
         clashes = [k for k in RESUME_KEYS if earlier.get(k, RESUME_DEFAULTS.get(k)) != run_config[k]]
@@ -282,7 +271,7 @@ def run_evaluation(args) -> None:
     if args.resume and all(iid in done for iid in planned):
         console.print("every turn already has a saved answer: the agent is not loaded")
     else:
-        agent = agent or load_agent(args, profile, console)
+        agent = agent or load_agent(args, profile, setup, console)
         if clip_batch_size(agent.get_batch_size()) != batch_size:
             raise SystemExit(f"cannot resume {output_dir}: the agent's batch size is now "
                              f"{clip_batch_size(agent.get_batch_size())}, the run used {batch_size}")

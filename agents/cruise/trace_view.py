@@ -1,0 +1,84 @@
+"""How the evaluator's report shows CruiseAgent's traces (the TRACE_VIEW of agents/base_agent.py).
+
+- `summarize(traces)`: run_summary.json's "agent_summary": the parsers' unreadable outputs per
+  stage and what the peers' stages did (agents/cruise/trace.py);
+- `report_sections(agent_summary)`: those figures as the report's tables;
+- `prepare_turn(trace)`: what the turn template reads besides the trace (the chunks best first,
+  each marked kept or not);
+- `TURN_TEMPLATE` with the macro `trace_details(t)`: every stage of one turn, as table rows;
+  `SHOWN_TRACE_KEYS`: the keys it lays out (the report lists any other key as it is).
+
+Only the standard library and agents/cruise/trace.py are imported: the report runs without the
+agent's models.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from agents.cruise.trace import parse_failure_counts, peer_stage_counts
+
+TURN_TEMPLATE = Path(__file__).with_name("report_turn.html.j2")
+
+SHOWN_TRACE_KEYS = {
+    "interaction_id", "session_id", "turn_idx", "preset", "needs_external", "is_real_time", "router_parsed",
+    "router_raw", "summary", "retrieval_query", "retrieved", "chunks", "theta", "kept_chunks", "context",
+    "retrieval_score", "rag_answer", "rag_raw", "direct_answer", "direct_raw", "consistent", "consistency_raw",
+    "cov_confidence", "cov_raw", "branch", "final_answer", "stage_ms", "deadline_cut", "deadline_cut_before",
+    "errors", "funnel",
+    # the peer stages (shown in their own rows)
+    "route_search", "question_type", "domain", "domain_source", "domain_notes", "router_extras_parsed",
+    "searches_run", "crop_object", "crop_boxes", "crop_raw", "crops_searched", "sub_queries", "decompose_raw",
+    "entity_verdicts", "entities_rejected", "entity_check_raw", "chunks_dropped_entity", "relevance",
+    "chunks_dropped_irrelevant", "relevance_raw",
+    # perception for a text-only VLM (its own row)
+    "perception",
+}
+
+
+def summarize(traces: list[dict]) -> dict:
+    return {**parse_failure_counts(traces), "peer_stages": peer_stage_counts(traces)}
+
+
+def prepare_turn(trace: dict) -> dict:
+    kept = set(trace.get("kept_chunks") or [])
+    chunks = [{**c, "kept": c.get("text") in kept} for c in trace.get("chunks") or [] if isinstance(c, dict)]
+    return {"chunks": sorted(chunks, key=lambda c: -(c.get("score") or 0.0))}
+
+
+def report_sections(agent_summary: dict) -> list[dict]:
+    """Tables for the report: {"title", "header", "rows"}; none for figures that are all zero."""
+    sections = []
+    failures = agent_summary.get("parse_failures") if isinstance(agent_summary.get("parse_failures"), dict) else {}
+    read = agent_summary.get("parsed_outputs") if isinstance(agent_summary.get("parsed_outputs"), dict) else {}
+    if failures:
+        sections.append({"title": "Parsers: unreadable model outputs per stage", "id": "parsers",
+                         "header": ["stage", "unreadable", "read"],
+                         "rows": [[stage, count, read.get(stage, 0)] for stage, count in failures.items()]})
+    peer = peer_rows(agent_summary.get("peer_stages") or {})
+    if peer:
+        sections.append({"title": "What the added stages did", "id": "peer-stages", "header": ["what", "how many"],
+                         "rows": [list(row) for row in peer]})
+    return sections
+
+
+def peer_rows(counts: dict) -> list[tuple[str, str]]:
+    """The "added stages" table: (what, how many) from the summary's peer_stages."""
+    if not any(v for v in counts.values()):
+        return []
+
+    def tally(name):
+        return ", ".join(f"{k} {v}" for k, v in sorted((counts.get(name) or {}).items(), key=lambda kv: -kv[1])) or "-"
+
+    return [
+        ("search chosen by the tool router", tally("route_search")),
+        ("question type (decomposition)", tally("question_type")),
+        ("domain", tally("domain")),
+        ("turns whose answer prompt got domain notes", str(counts.get("turns_with_domain_notes", 0))),
+        ("turns decomposed / sub-queries searched", f"{counts.get('turns_decomposed', 0)} / {counts.get('sub_queries', 0)}"),
+        ("turns cropped / crops searched", f"{counts.get('turns_cropped', 0)} / {counts.get('crops_searched', 0)}"),
+        ("entities checked / rejected", f"{counts.get('entities_checked', 0)} / {counts.get('entities_rejected', 0)}"),
+        ("chunks dropped with rejected entities", str(counts.get("chunks_dropped_entity", 0))),
+        ("chunks judged / dropped as irrelevant", f"{counts.get('chunks_judged_relevance', 0)} / "
+                                                  f"{counts.get('chunks_dropped_irrelevant', 0)}"),
+        ("turns whose context the relevance filter emptied", str(counts.get("turns_context_emptied_by_relevance", 0))),
+    ]

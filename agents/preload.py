@@ -1,0 +1,83 @@
+"""What would stop CruiseAgent once it starts loading, found before anything loads.
+
+`hub_models(cfg)`: the Hugging Face models the agent loads in this process (the models a role
+reaches over HTTP load elsewhere). `preload_problems(cfg)`: an installed vLLM that can no longer
+serve Llama-3.2-Vision, and model servers that do not answer or do not serve the named model,
+one line each. The evaluator asks these through CruiseAgent's class (agents/base_agent.py).
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+from agents.config import CruiseConfig
+
+
+def is_hub_id(name: str) -> bool:
+    """"org/name" that is not a folder on this machine (our aliases such as smollm2 have no slash)."""
+    return name.count("/") == 1 and not name.startswith((".", "/", "~")) and not Path(name).exists()
+
+
+def hub_models(cfg: CruiseConfig) -> list[str]:
+    """The hub ids of the VLM, router and reranker that load in this process, each once."""
+    from agents.engines.factory import served_roles
+
+    served = served_roles(cfg)  # those models live behind servers: nothing loads them here
+    ids = [getattr(cfg, f"{role}_model") for role in ("vlm", "router", "reranker") if role not in served]
+    return [m for m in dict.fromkeys(ids) if is_hub_id(m)]
+
+
+def preload_problems(cfg: CruiseConfig) -> list[str]:
+    return [p for p in (vllm_problem(cfg), served_problem(cfg)) if p]
+
+
+def vllm_problem(cfg: CruiseConfig) -> str | None:
+    """Where the profile loads Llama-3.2-Vision in vLLM: an installed vLLM that can no longer serve
+    it stops the run here, before the search models and the router have loaded for minutes. Read
+    from the package's metadata (vLLM is not imported); no vLLM installed is left to the engine."""
+    from importlib import metadata
+
+    from agents.engines.vllm_engine import check_vllm_serves_mllama
+
+    if cfg.engine != "vllm" or "vision" not in cfg.vlm_model.lower():
+        return None
+    try:
+        check_vllm_serves_mllama(metadata.version("vllm"))
+    except metadata.PackageNotFoundError:
+        return None
+    except RuntimeError as exc:
+        return f"cannot start: {exc}"
+    return None
+
+
+def served_problem(cfg: CruiseConfig) -> str | None:
+    """For the models a run reaches over HTTP (engine "openai", reranker_backend "server"): one
+    `GET /models` per server, short timeout, no retries. None when each server answers and lists
+    its model's served name; otherwise one line per problem, naming the URL and what it serves."""
+    import httpx
+
+    from agents.engines.factory import served_endpoint, served_roles
+    from agents.engines.served import PROBE_TIMEOUT_S, Endpoint
+    from agents.transient_waits import HTTPStatusFailure
+
+    wanted: dict[str, list[tuple[str, str]]] = {}
+    for role in served_roles(cfg):
+        url, name = served_endpoint(cfg, role)
+        wanted.setdefault(url, []).append((role, name))
+    problems = []
+    for url, roles in wanted.items():
+        names = ", ".join(f"{role} {name}" for role, name in roles)
+        endpoint = Endpoint(url, max_in_flight=1)
+        try:
+            served = endpoint.model_ids(PROBE_TIMEOUT_S)
+        except (httpx.HTTPError, HTTPStatusFailure, ValueError, AttributeError) as exc:
+            problems.append(f"cannot start: no model server answers at {url} (for {names}): "
+                            f"{type(exc).__name__}: {str(exc)[:200]}")
+            continue
+        finally:
+            endpoint.close()
+        missing = [name for _, name in roles if name not in served]
+        if missing and cfg.served_require_listed:
+            problems.append(f"cannot start: the server at {url} does not serve {', '.join(missing)}; it serves: "
+                            f"{', '.join(served) or 'no model'} (set the served name with --set "
+                            f"<role>_served_name=NAME)")
+    return "\n".join(problems) or None

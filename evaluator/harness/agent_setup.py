@@ -1,0 +1,69 @@
+"""The agent a run evaluates, and the settings it is built with, passed explicitly.
+
+`setup_agent(spec, profile=..., preset=..., settings=..., calibration=...)` imports the class
+that `--agent MODULE:CLASS` names and asks it the optional questions of agents/base_agent.py:
+its configuration for these settings (`configure`), that configuration as a JSON record
+(`describe`: run_config.json and the resume fingerprint keep it), the hub models it loads
+and what would stop it loading. An agent class that answers none of them is built as the
+official evaluators build it, `AgentClass(search_pipeline=...)`, and is refused any --preset,
+--set or --calibration (it would not receive them). Nothing here knows which agent it is.
+"""
+from __future__ import annotations
+
+import importlib
+from dataclasses import dataclass, field
+
+
+def import_object(spec: str):
+    """`package.module:Name` -> the object."""
+    module_name, _, attr = spec.partition(":")
+    if not module_name or not attr:
+        raise ValueError(f"expected MODULE:NAME, got {spec!r}")
+    return getattr(importlib.import_module(module_name), attr)
+
+
+@dataclass
+class AgentSetup:
+    spec: str  # MODULE:CLASS
+    cls: type
+    config: object | None = None  # what cls.configure returned; None: the agent takes no settings
+    description: dict = field(default_factory=dict)  # cls.describe(config), JSON
+
+    @property
+    def trace_view(self) -> str | None:
+        """The module that shows this agent's traces in the report (agents/base_agent.py)."""
+        return getattr(self.cls, "TRACE_VIEW", None)
+
+    def hub_models(self) -> list[str]:
+        ask = getattr(self.cls, "hub_models", None)
+        return list(ask(self.config)) if ask and self.config is not None else []
+
+    def preload_problems(self) -> list[str]:
+        ask = getattr(self.cls, "preload_problems", None)
+        return list(ask(self.config)) if ask and self.config is not None else []
+
+    def build(self, search_pipeline):
+        if self.config is None:
+            return self.cls(search_pipeline=search_pipeline)
+        return self.cls(search_pipeline=search_pipeline, config=self.config)
+
+
+def setup_agent(spec: str, *, profile: str, preset: str | None = None, settings: list[str] | tuple[str, ...] = (),
+                calibration: str | None = None) -> AgentSetup:
+    """ValueError (one line) for an agent that cannot be imported or settings it refuses."""
+    try:
+        cls = import_object(spec)
+    except (ImportError, AttributeError, ValueError) as exc:
+        raise ValueError(f"--agent {spec}: cannot import it ({type(exc).__name__}: {exc})") from None
+    configure = getattr(cls, "configure", None)
+    config = configure(profile=profile, preset=preset, settings=list(settings or ()),
+                       calibration=calibration) if configure else None
+    if config is None:
+        given = [flag for flag, value in (("--preset", preset), ("--set", settings), ("--calibration", calibration))
+                 if value]
+        if given:
+            raise ValueError(f"--agent {spec} takes no settings (it has no configure()), so {', '.join(given)} "
+                             "would not reach it")
+        return AgentSetup(spec, cls)
+    describe = getattr(cls, "describe", None)
+    return AgentSetup(spec, cls, config, dict(describe(config)) if describe else {})

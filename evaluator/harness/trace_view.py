@@ -1,0 +1,35 @@
+"""The agent's own view of its traces, for the run summary and the report (agents/base_agent.py).
+
+A run records the module its agent named (`TRACE_VIEW`) in run_config.json as "trace_view"; a
+run recorded before it did is asked through its agent class. The module may provide:
+- `summarize(traces) -> dict`: figures over the run's traces (run_summary.json "agent_summary");
+- `report_sections(agent_summary) -> list[{"title", "header", "rows"}]`: tables for the report;
+- `TURN_TEMPLATE`: a Jinja file with a macro `trace_details(t)` that shows one turn's trace.
+An agent without one gets neither: its traces are shown key by key.
+"""
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
+
+def load_trace_view(run_config: dict) -> ModuleType | None:
+    name = run_config.get("trace_view")
+    if not name and ":" in str(run_config.get("agent") or ""):
+        module, _, attr = str(run_config["agent"]).partition(":")
+        try:
+            name = getattr(getattr(importlib.import_module(module), attr), "TRACE_VIEW", None)
+        except Exception:  # noqa: BLE001 - an agent that cannot be imported here has no view
+            return None
+    if not name:
+        return None
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        return None
+
+
+def agent_summary(run_config: dict, traces: list[dict]) -> dict:
+    view = load_trace_view(run_config)
+    summarize = getattr(view, "summarize", None)
+    return summarize(traces) if summarize else {}

@@ -1,0 +1,43 @@
+"""The door through which local search indices reach the evaluator.
+
+A profile whose search runs over indices built on this machine (the cpu profile: the mini
+benchmark's) names a provider module in its `SearchSpec.provider` (agents/profiles.py). The
+module exports `PROVIDER`, an object with these methods; the search layer calls nothing else of
+it, and imports it by that name only when the profile asks for it:
+
+- `owns(index_id) -> bool`: the id is one of its local indices (or its full-page database);
+- `prepare(search) -> Path`: builds whatever of `search`'s indices is missing (fast when built)
+  and returns the Hugging Face cache folder that holds them;
+- `index_folder(index_id) -> Path`: the index's repo folder in that cache (its refs/main names
+  the snapshot a run searched);
+- `resolve_model(name) -> str`: a local model name -> a folder the search package can load;
+- `model_classes(image_model)`: a context manager inside which the package can load that image
+  model (a non-CLIP one needs its own loader classes).
+"""
+from __future__ import annotations
+
+import importlib
+from pathlib import Path
+from typing import ContextManager, Protocol
+
+
+class SearchProvider(Protocol):
+    def owns(self, index_id: str) -> bool: ...
+
+    def prepare(self, search) -> Path: ...
+
+    def index_folder(self, index_id: str) -> Path: ...
+
+    def resolve_model(self, name: str) -> str: ...
+
+    def model_classes(self, image_model: str) -> ContextManager: ...
+
+
+def load_provider(module: str | None) -> SearchProvider | None:
+    """The provider a SearchSpec names (None: every index and model is a hub id)."""
+    if not module:
+        return None
+    provider = getattr(importlib.import_module(module), "PROVIDER", None)
+    if provider is None:
+        raise ValueError(f"search provider module {module!r} exports no PROVIDER")
+    return provider
