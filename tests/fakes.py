@@ -109,9 +109,9 @@ def echo_engine():
 class ScriptedCruiseAgent(CruiseAgent):
     """The real CruiseAgent chain over the echo engine, for runs through local_evaluation.py."""
 
-    def __init__(self, search_pipeline=None):
+    def __init__(self, search_pipeline=None, config=None):
         engine = echo_engine()
-        super().__init__(search_pipeline, engines=Engines(engine, engine, FunctionReranker(lambda q, c: 0.9)))
+        super().__init__(search_pipeline, config, engines=Engines(engine, engine, FunctionReranker(lambda q, c: 0.9)))
 
 
 DIRECTIVE = re.compile(r"#(\w+)=(\S+)")

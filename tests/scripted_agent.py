@@ -28,8 +28,26 @@ from pathlib import Path
 
 # --------------------------------------------------------------------------- agent and search
 class ScriptedAgent:
-    def __init__(self, search_pipeline=None):
+    """Not a CruiseAgent, and not built on our BaseAgent: it answers the harness's optional
+    questions itself (agents/base_agent.py), taking --profile and --set as plain strings."""
+
+    @classmethod
+    def configure(cls, *, profile, preset=None, settings=(), calibration=None):
+        parsed = {}
+        for setting in settings:
+            key, sep, value = setting.partition("=")
+            if not sep:
+                raise ValueError(f"--set {setting!r}: expected FIELD=VALUE")
+            parsed[key.strip()] = value
+        return {"profile": profile, "preset": preset, "settings": parsed}
+
+    @classmethod
+    def describe(cls, config) -> dict:
+        return {"settings": config["settings"]}
+
+    def __init__(self, search_pipeline=None, config=None):
         self.search_pipeline = search_pipeline
+        self.config = config or {"profile": None, "settings": {}}
         self.script = json.loads(Path(os.environ["SCRIPTED_AGENT_SCRIPT"]).read_text())
         self.calls = 0
         self.last_batch_report = None
@@ -47,8 +65,8 @@ class ScriptedAgent:
                     "image_sizes": [list(im.size) for im in images],
                     "search": type(self.search_pipeline).__name__,
                     "web": getattr(self.search_pipeline, "web", None),
-                    "profile": os.environ.get("CRUISE_PROFILE"),
-                    "k_recall": os.environ.get("CRUISE_K_RECALL"),
+                    "profile": self.config["profile"],
+                    "k_recall": self.config["settings"].get("k_recall"),
                     "cuda_visible_devices": os.environ.get("CUDA_VISIBLE_DEVICES"),
                 }) + "\n")
         time.sleep(s.get("sleep_s", 0.0))

@@ -12,7 +12,8 @@ from agents.cruise_agent import CruiseAgent
 from agents.engines.base import TOKEN_COUNT, Engines
 from tests.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 
-pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
+# The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
+# paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
 
 WHERE, COLOR, PRICE = "Where does this bus go?", "What color is the bus?", "What does a ticket cost today?"
 
@@ -84,7 +85,7 @@ def make_agent(preset="full", sleep_s=None, fail=None, web_hits=None, **override
     # The fake hits are in the paper's KG shape (description / caption / summary); the chunks
     # the chain sees of the official infobox shape are tested in test_chunking.py.
     overrides.setdefault("chunker", "paper_fields")
-    return CruiseAgent(FakePipeline(IMAGE_HITS, web_hits), engines=engines, profile="cpu", preset=preset, **overrides)
+    return CruiseAgent(FakePipeline(IMAGE_HITS, web_hits), engines=engines, profile="cpu", preset=f"{preset}+paper_finalizer", **overrides)
 
 
 def batch(queries):
@@ -279,7 +280,7 @@ def test_answer_token_probabilities_reach_the_trace_and_the_gate():
     def agent_with(**overrides):
         engines = Engines(router=ScriptedEngine({"route": route}), vlm=LogprobEngine(VLM_SCRIPT),
                           reranker=FunctionReranker(rerank_score))
-        return CruiseAgent(FakePipeline(IMAGE_HITS), engines=engines, profile="cpu", **overrides)
+        return CruiseAgent(FakePipeline(IMAGE_HITS), engines=engines, profile="cpu", preset="full+paper_finalizer", **overrides)
 
     agent = agent_with()
     assert agent.batch_generate_response(*batch([WHERE])) == ["Camden."]
@@ -299,7 +300,7 @@ def test_unreadable_outputs_are_counted_per_stage():
                   consistency=lambda req: "Hmm.", verify=lambda req: "REASONING: fine")
     engines = Engines(router=ScriptedEngine({"route": lambda req: "I think so."}), vlm=ScriptedEngine(script),
                       reranker=FunctionReranker(rerank_score))
-    agent = CruiseAgent(FakePipeline(IMAGE_HITS), engines=engines, profile="cpu", consistency_skip_identical=False)
+    agent = CruiseAgent(FakePipeline(IMAGE_HITS), engines=engines, profile="cpu", preset="full+paper_finalizer", consistency_skip_identical=False)
     assert agent.batch_generate_response(*batch([WHERE, COLOR])) == [IDK_ANSWER, IDK_ANSWER]
     where, color = agent.last_batch_report["traces"]
     # The unreadable router counts as "needs external" and not real-time: both turns summarize.

@@ -5,7 +5,7 @@ import pytest
 from PIL import Image
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import PRESETS, load_config
+from agents.config import PRESETS, load_config, load_config_from_settings
 from agents.cruise.prompts import PROMPTS_DIR, load_prompt, quote_notes
 from agents.cruise.stages.s0_inputs import clean_text, prepare_image, trim_history
 from agents.cruise.stages.s1_route import parse_route
@@ -225,13 +225,12 @@ def test_every_prompt_loads_and_fills(name):
     assert "$" not in messages[-1]["content"]
 
 
-def test_presets_and_overrides(monkeypatch):
-    assert set(PRESETS) == {"vision_only", "rag_baseline", "no_cov_no_sc", "no_cov", "full", "extended"}
+def test_presets_and_overrides():
+    assert set(PRESETS) == {"vision_only", "rag_baseline", "no_cov_no_sc", "no_cov", "full", "extended",
+                            "paper_finalizer"}
     cfg = load_config("cpu", "no_cov", tau_ret=0.3)
     assert (cfg.use_cov, cfg.use_self_consistency, cfg.tau_ret) == (False, True, 0.3)
-    monkeypatch.setenv("CRUISE_TAU_LOW", "0.8")
-    monkeypatch.setenv("CRUISE_CHUNK_FIELDS", "description,summary")
-    cfg = load_config("l40s")
+    cfg = load_config_from_settings("l40s", None, ["tau_low=0.8", "chunk_fields=description,summary"])
     assert cfg.tau_low == 0.8 and cfg.chunk_fields == ("description", "summary")
     assert cfg.vlm_model == "meta-llama/Llama-3.2-11B-Vision-Instruct"
     with pytest.raises(ValueError):
@@ -421,24 +420,22 @@ def test_contradictory_switches_are_rejected_naming_both_fields(overrides, first
     assert first in str(info.value) and second in str(info.value)
 
 
-def test_every_preset_is_a_valid_config(monkeypatch):
+def test_every_preset_is_a_valid_config():
     for preset in PRESETS:
         load_config("cpu", preset)
-    monkeypatch.setenv("CRUISE_USE_DUAL_PATH", "false")
     with pytest.raises(ValueError, match="use_dual_path"):
-        load_config("cpu", "full")
-    assert not load_config("cpu", "no_cov_no_sc").use_dual_path
+        load_config_from_settings("cpu", "full", ["use_dual_path=false"])
+    assert not load_config_from_settings("cpu", "no_cov_no_sc", ["use_dual_path=false"]).use_dual_path
 
 
-def test_calibration_file_sets_only_thresholds(tmp_path, monkeypatch):
+def test_calibration_file_sets_only_thresholds(tmp_path):
     good = tmp_path / "calibration.json"
     good.write_text('{"settings": {"tau_low": 0.8, "min_token_prob": 0.2, "mad_lambda": 2.0}, '
                     f'"token_count": "{TOKEN_COUNT}"}}')
     cfg = load_config("cpu", calibration=good)
     assert (cfg.tau_low, cfg.min_token_prob, cfg.mad_lambda) == (0.8, 0.2, 2.0)
-    monkeypatch.setenv("CRUISE_CALIBRATION", str(good))
-    monkeypatch.setenv("CRUISE_TAU_LOW", "0.85")  # the environment's explicit setting wins
-    assert load_config("cpu").tau_low == 0.85 and load_config("cpu").min_token_prob == 0.2
+    cfg = load_config_from_settings("cpu", None, ["tau_low=0.85"], calibration=good)  # --set wins
+    assert cfg.tau_low == 0.85 and cfg.min_token_prob == 0.2
     bad = tmp_path / "bad.json"
     bad.write_text('{"settings": {"use_cov": false}}')
     with pytest.raises(ValueError, match="settings may only hold"):

@@ -16,7 +16,8 @@ from agents.cruise.deadline import Deadline, StageCosts
 from tests import fakes
 from tests.test_cruise_chain import WHERE, batch, make_agent
 
-pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
+# The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
+# paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
 
 
 class WorstSeenCosts(StageCosts):

@@ -14,7 +14,8 @@ from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
 from tests.fakes import FakePipeline, ScriptedEngine, last_user_text
 
-pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
+# The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
+# paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
 
 QUESTIONS = ["Who designed this building?", "How tall is this tower?", "When did the museum open?"]
 DOMAINS = ["Sightseeing", "Sightseeing", "Others"]
@@ -103,7 +104,7 @@ def reranker():
 
 
 def agent(reranker, pipeline=None, **overrides):
-    return CruiseAgent(pipeline, engines=engines(reranker), profile="cpu", **overrides)
+    return CruiseAgent(pipeline, engines=engines(reranker), profile="cpu", preset="full+paper_finalizer", **overrides)
 
 
 def batch(n=len(QUESTIONS)):
@@ -196,7 +197,7 @@ def test_wrong_lengths_are_a_clear_error(reranker):
 def test_the_router_gate_applies_to_handed_over_passages(reranker):
     vlm = ScriptedEngine({"route": lambda r: "Needs External Info: no\nIs Real-Time: no",
                           "answer": first_note, "consistency": lambda r: "yes", "verify": lambda r: "CONFIDENCE: 1.0"})
-    a = CruiseAgent(None, engines=Engines(vlm, vlm, reranker), profile="cpu")
+    a = CruiseAgent(None, engines=Engines(vlm, vlm, reranker), profile="cpu", preset="full+paper_finalizer")
     a.batch_generate_response(*batch(1), rag_context_list=[crag_mm_context(QUESTIONS[0], IMAGE_HITS, WEB_HITS)])
     trace = a.last_batch_report["traces"][0]
     assert trace["chunks"] == [] and trace["harness_passages"] == 1

@@ -381,19 +381,17 @@ def test_resume_refuses_another_system_and_names_what_differs(world, full_run, t
     out = tmp_path / "run"
     shutil.copytree(full_run["out"], out)
     before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
-    prompts = tmp_path / "prompts"  # the repository's prompts, then one of them edited
-    shutil.copytree(REPO_ROOT / "prompts", prompts)
-    (prompts / "verify.txt").write_text((prompts / "verify.txt").read_text() + "\nAnswer in one line.\n")
     cases = [(["--preset", "vision_only"], {}, ["preset: full -> vision_only"]),
              (["--set", "k_recall=5"], {}, ["--set k_recall: 7 -> 5"]),
-             ([], {"CRUISE_PROMPTS_DIR": str(prompts)}, ["prompt verify.txt changed"]),
-             (["--set", "k_recall=5", "--profile", "l40s", "--agent", "tests.slow_agent:SlowAgent"], {},
+             (["--profile", "l40s", "--agent", "tests.slow_agent:SlowAgent"], {},
               ["agent: tests.scripted_agent:ScriptedAgent -> tests.slow_agent:SlowAgent", "profile: cpu -> l40s",
                "search indices: crag-mm-mini/image-search-index -> crag-mm-2025/image-search-index-public-test",
-               "--set k_recall: 7 -> 5"])]
+               "settings: 1 fields -> (not recorded)"])]
     for extra, env, expected in cases:
-        proc = run_cli(world, generation_args(world, out, "--resume", *extra), write_script(world, "refused"),
-                       expect_rc=1, env_extra=env)
+        args = generation_args(world, out, "--resume", *extra)
+        if "tests.slow_agent:SlowAgent" in extra:  # an agent that takes no settings is given none
+            args = [a for a in args if a not in ("--set", "k_recall=7")]
+        proc = run_cli(world, args, write_script(world, "refused"), expect_rc=1, env_extra=env)
         assert proc.stderr.strip() == refusal(out, expected)
     assert "Traceback" not in proc.stderr
     assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # nothing written, nothing answered
@@ -477,13 +475,9 @@ def test_resume_refuses_other_search_indices_in_one_line(world, tmp_path):
     assert proc.stderr.strip() == refusal(out, [f"search indices: {PUBLIC_IMAGE_INDEX}@aaaaaaaaaaaa -> "
                                                 f"{PUBLIC_IMAGE_INDEX}@bbbbbbbbbbbb"])
     assert (out / "answers.jsonl").read_bytes() == before
-    # CRAG_MM_INDICES is the same setting as --indices
-    proc = run_cli(world, [*first, "--resume"], script, expect_rc=1,
-                   env_extra={**env, "CRAG_MM_INDICES": "validation"})
-    assert f"search indices: {PUBLIC_IMAGE_INDEX}@aaaaaaaaaaaa -> {VALIDATION_IMAGE_INDEX}" in proc.stderr
-    # back at the recorded snapshot the run resumes
+    # back at the recorded snapshot the run resumes (the environment does not pick the indices)
     cached_index(hub, PUBLIC_IMAGE_INDEX, "a" * 40)
-    run_cli(world, [*first, "--resume"], script, env_extra=env)
+    run_cli(world, [*first, "--resume"], script, env_extra={**env, "CRAG_MM_INDICES": "validation"})
 
 
 def test_resume_refuses_full_pages_switched_on_whatever_builds_the_search(world, tmp_path):
@@ -531,24 +525,29 @@ def test_an_index_revision_counts_only_when_both_runs_know_it():
         f"search indices: {VALIDATION_IMAGE_INDEX} -> {PUBLIC_IMAGE_INDEX}"]
 
 
-def test_a_cruise_agent_resume_compares_every_config_field_before_loading_models(world, tmp_path, monkeypatch):
+def test_a_cruise_agent_resume_compares_every_config_field_before_loading_models(world, tmp_path):
+    from evaluator.harness.agent_setup import setup_agent
     from evaluator.harness.fingerprint import system_fingerprint
 
-    for name in [k for k in os.environ if k.startswith("CRUISE_")]:
-        monkeypatch.delenv(name)
     out = tmp_path / "cruise"
     out.mkdir()
     (out / "answers.jsonl").write_text(json.dumps({"interaction_id": "s1-0", "agent_response": "x"}) + "\n")
-    earlier = system_fingerprint("agents.user_config:UserAgent", "cpu", "full", search="tests.scripted_agent:make_fake_search",
-                                 web=False)
+    earlier = system_fingerprint(setup_agent("agents.user_config:UserAgent", profile="cpu"), "cpu", "full",
+                                 search="tests.scripted_agent:make_fake_search", web=False)
     assert earlier["config"]["tau_ret"] == 0.9 and earlier["config"]["vlm_model"] and "settings" not in earlier
+    assert "vlm_base_url" not in earlier["config"]  # where a server runs is not which model it is
     (out / "run_config.json").write_text(json.dumps({"fingerprint": earlier}))
     args = ["--dataset", str(world["dataset"]), "--dataset-type", "multi-turn", "--profile", "cpu",
             "--agent", "agents.user_config:UserAgent", "--search", "tests.scripted_agent:make_fake_search",
             "--suppress-web-search-api", "--output-dir", str(out), "--resume", "--preset", "no_cov", "--set", "tau_ret=0.4"]
     proc = run_cli(world, args, None, expect_rc=1)
-    assert proc.stderr.strip() == refusal(out, ["preset: full -> no_cov", "config.tau_ret: 0.9 -> 0.4",
-                                                "config.use_cov: True -> False"])
+    assert proc.stderr.strip() == refusal(out, ["preset: full -> no_cov", "config.tau_ret: 0.9 -> 0.4", "config.use_cov: True -> False"])
+    # the agent's prompt files are part of its system: another prompt folder is refused too
+    prompts = tmp_path / "prompts"  # the repository's prompts, then one of them edited
+    shutil.copytree(REPO_ROOT / "prompts", prompts)
+    (prompts / "verify.txt").write_text((prompts / "verify.txt").read_text() + "\nAnswer in one line.\n")
+    proc = run_cli(world, args[:-4], None, expect_rc=1, env_extra={"CRUISE_PROMPTS_DIR": str(prompts)})
+    assert proc.stderr.strip() == refusal(out, ["prompt verify.txt changed"])
 
 
 def test_a_rate_limited_judge_is_waited_out_and_every_turn_is_judged(world, tmp_path):
@@ -573,8 +572,7 @@ def test_a_rate_limited_judge_is_waited_out_and_every_turn_is_judged(world, tmp_
 
 # ------------------------------------------------------------------ helpers behind the CLI
 def test_the_agent_reads_the_prompt_folder_the_fingerprint_hashes(tmp_path, monkeypatch):
-    from agents.cruise.prompts import load_prompt
-    from evaluator.harness.fingerprint import prompt_hashes
+    from agents.cruise.prompts import load_prompt, prompt_hashes
 
     shutil.copytree(REPO_ROOT / "prompts", tmp_path / "prompts")
     route = tmp_path / "prompts" / "route.txt"
@@ -587,17 +585,18 @@ def test_the_agent_reads_the_prompt_folder_the_fingerprint_hashes(tmp_path, monk
     assert "judge_crag_mm.txt" not in repo_hashes  # the judge's prompt decides verdicts, not answers
 
 
-def test_fingerprint_differences_for_calibration_and_prompt_files(tmp_path, monkeypatch):
+def test_fingerprint_differences_for_calibration_and_prompt_files(tmp_path):
+    from evaluator.harness.agent_setup import setup_agent
     from evaluator.harness.fingerprint import differences, system_fingerprint
 
-    for name in [k for k in os.environ if k.startswith("CRUISE_")]:
-        monkeypatch.delenv(name)
     calibration = tmp_path / "calibration.json"
     calibration.write_text('{"tau_ret": 0.3}')
 
-    def fingerprint(calibration_file=None):
-        return system_fingerprint("tests.scripted_agent:ScriptedAgent", "cpu", "full", search="none", web=True,
-                                  calibration=calibration_file)
+    def fingerprint(calibration_file=None, settings=()):
+        agent = setup_agent("agents.user_config:UserAgent", profile="cpu")
+        scripted = setup_agent("tests.scripted_agent:ScriptedAgent", profile="cpu", settings=settings)
+        return {**system_fingerprint(agent, "cpu", "full", search="none", web=True, calibration=calibration_file),
+                **({"settings": scripted.description["settings"]} if settings else {})}
 
     plain, calibrated = fingerprint(), fingerprint(str(calibration))
     assert differences(plain, fingerprint()) == []
@@ -611,8 +610,7 @@ def test_fingerprint_differences_for_calibration_and_prompt_files(tmp_path, monk
     edited = {**plain, "prompts": {**plain["prompts"], "extra.txt": "0" * 64}}
     del edited["prompts"]["route.txt"]
     assert differences(plain, edited) == ["prompt extra.txt added", "prompt route.txt removed"]
-    monkeypatch.setenv("CRUISE_K_RECALL", "4")
-    assert differences(plain, fingerprint()) == ["--set k_recall: (not set) -> 4"]
+    assert differences({**plain, "settings": {}}, fingerprint(settings=["k_recall=4"])) == ["--set k_recall: (not set) -> 4"]
 
 
 def test_both_dataset_forms_give_the_same_conversations(tmp_path):

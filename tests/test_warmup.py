@@ -3,12 +3,11 @@ is built, on by default on the GPU profile, kept out of the first scored batch's
 what the deadline learns."""
 from __future__ import annotations
 
-import pytest
-
 from agents.config import load_config
 from tests.test_cruise_chain import WHERE, batch, make_agent, stages_called
 
-pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
+# The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
+# paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
 
 MODEL_STAGES = ["route", "summarize", "rerank", "answer", "consistency", "verify"]
 

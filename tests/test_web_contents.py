@@ -26,7 +26,8 @@ from agents.engines.base import Engines
 from evaluator.search.index_check import IndexSpec, SearchIndexError, check_contents
 from tests.fakes import FunctionReranker, ScriptedEngine, last_user_text
 
-pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
+# The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
+# paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
 
 QUESTION = "When does the last Route 24 bus leave for Camden?"
 FACT = "The last Route 24 bus to Camden leaves Pimlico at 23:40."  # only in the page's body
@@ -105,7 +106,7 @@ def make_agent(pipeline, **overrides) -> tuple[CruiseAgent, ScriptedEngine]:
     router = ScriptedEngine({"route": lambda r: "Needs External Info: yes\nIs Real-Time: no"})
     reranker = FunctionReranker(lambda query, chunk: 0.95 if "23:40" in chunk else 0.3)
     agent = CruiseAgent(pipeline, engines=Engines(router=router, vlm=vlm, reranker=reranker), profile="cpu",
-                        preset="full", **overrides)
+                        preset="full+paper_finalizer", **overrides)
     return agent, vlm
 
 

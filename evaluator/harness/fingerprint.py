@@ -129,7 +129,7 @@ def differences(earlier: dict, now: dict) -> list[str]:
         elif isinstance(old, dict) and isinstance(new, dict):
             prefix = "--set " if key == "settings" else f"{key}."
             for name in sorted(set(old) | set(new)):
-                if old.get(name) != new.get(name):
+                if old.get(name) != new.get(name) and name not in KEYS:  # a key listed above is said once
                     lines.append(f"{prefix}{name}: {_show(old.get(name))} -> {_show(new.get(name))}")
         elif isinstance(old, dict) or isinstance(new, dict):  # recorded on one side only
             lines.append(f"{key}: {_count(old)} -> {_count(new)}")

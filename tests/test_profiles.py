@@ -1,0 +1,120 @@
+"""Profiles and model stacks (agents/profiles.py) and the configuration built from them
+(agents/config.py): each profile one record, the paper's values as the defaults, settings
+passed explicitly, the environment read at the AIcrowd boundary only."""
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from agents.config import (
+    CruiseConfig,
+    SettingError,
+    config_from_environment,
+    config_from_record,
+    diff,
+    load_config,
+    load_config_from_settings,
+    main,
+    parse_settings,
+    show,
+)
+from agents.profiles import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM, PROFILES, STACKS, default_dataset
+
+
+def test_the_defaults_are_the_papers_values():
+    cfg = CruiseConfig()
+    assert (cfg.router_model, cfg.vlm_model, cfg.reranker_model) == (PAPER_ROUTER, PAPER_VLM, PAPER_RERANKER)
+    # section 3.2 and Algorithm 1
+    assert (cfg.k_recall, cfg.mad_tau, cfg.mad_lambda, cfg.mad_top_k, cfg.k_rerank) == (10, 0.1, 1.5, 10, 3)
+    assert (cfg.tau_low, cfg.tau_high, cfg.tau_ret_scope, cfg.cov_mode) == (0.9, 1.0, "real_time", "text")
+
+
+def test_l40s_is_the_paper_plus_its_machine():
+    cfg = load_config("l40s")
+    paper = CruiseConfig()
+    changed = {f.name for f in dataclasses.fields(CruiseConfig) if getattr(cfg, f.name) != getattr(paper, f.name)}
+    machine = {name for name, value in PROFILES["l40s"].agent.items() if getattr(paper, name) != value}
+    assert changed == {"profile"} | machine and "vlm_model" not in changed
+    assert STACKS["llama-3.2-vision"].settings == {}
+
+
+def test_every_change_a_profile_or_stack_makes_is_a_field():
+    names = {f.name for f in dataclasses.fields(CruiseConfig)}
+    for record in [*PROFILES.values(), *STACKS.values()]:
+        assert set(getattr(record, "agent", {})) | set(getattr(record, "settings", {})) <= names, record.name
+
+
+def test_load_config_does_not_read_the_environment(monkeypatch):
+    monkeypatch.setenv("CRUISE_TAU_LOW", "0.11")
+    monkeypatch.setenv("CRUISE_PROFILE", "l40s")
+    monkeypatch.setenv("CRUISE_PRESET", "no_cov")
+    cfg = load_config("cpu")
+    assert (cfg.profile, cfg.preset, cfg.tau_low) == ("cpu", "full", 0.6)
+
+
+def test_the_aicrowd_boundary_reads_the_environment():
+    env = {"CRUISE_PROFILE": "cpu", "CRUISE_PRESET": "no_cov", "CRUISE_TAU_RET": "0.3",
+           "CRUISE_CHUNK_FIELDS": "description,summary"}
+    cfg = config_from_environment(env)
+    assert (cfg.profile, cfg.preset, cfg.use_cov, cfg.tau_ret) == ("cpu", "no_cov", False, 0.3)
+    assert cfg.chunk_fields == ("description", "summary")
+    with pytest.raises(SettingError, match="use_cov"):
+        config_from_environment({"CRUISE_PROFILE": "cpu", "CRUISE_USE_COV": "perhaps"})
+
+
+def test_a_dict_field_is_set_as_json_or_refused_in_one_line():
+    cfg = load_config_from_settings("l40s", None, ['stage_cost_priors_s={"answer": 2.5}'])
+    assert cfg.stage_cost_priors_s == {"answer": 2.5}
+    for bad in ["stage_cost_priors_s=answer:2", "stage_cost_priors_s=[1, 2]"]:
+        with pytest.raises(SettingError) as info:
+            load_config_from_settings("l40s", None, [bad])
+        assert "stage_cost_priors_s" in str(info.value) and "\n" not in str(info.value)
+    with pytest.raises(ValueError, match="seconds per turn"):
+        load_config_from_settings("l40s", None, ['stage_cost_priors_s={"answer": "slow"}'])
+
+
+def test_settings_are_typed_as_the_field_is_where_they_land():
+    base = load_config("cpu")
+    assert parse_settings(["tau_low=0.5", "k_recall=7", "use_cov=off", "vlm_model=x/y"], base) == \
+        {"tau_low": 0.5, "k_recall": 7, "use_cov": False, "vlm_model": "x/y"}
+    for bad in ["nofield=1", "tau_low", "profile=l40s"]:
+        with pytest.raises(SettingError):
+            parse_settings([bad], base)
+
+
+def test_presets_join_left_to_right():
+    cfg = load_config("cpu", "no_cov+paper_finalizer")
+    assert not cfg.use_cov and cfg.cov_mode == "text" and cfg.tau_low == 0.9 and cfg.preset == "no_cov+paper_finalizer"
+    assert load_config("cpu", "paper_finalizer+no_cov").tau_low == 0.9
+    with pytest.raises(SettingError, match="nope"):
+        load_config("cpu", "full+nope")
+
+
+def test_a_recorded_config_comes_back_equal():
+    cfg = load_config_from_settings("cpu", "extended", ["chunk_fields=a,b", 'stage_cost_priors_s={"x": 1.0}'])
+    import json
+
+    record = json.loads(json.dumps(dataclasses.asdict(cfg)))
+    assert config_from_record(record) == cfg
+    assert config_from_record({**record, "engine_overrides": {}}) == cfg  # a field since removed is dropped
+
+
+def test_show_and_diff_name_every_part_of_a_profile(capsys):
+    shown = show("cpu")
+    for line in ["vlm_model = smollm2", "search.image_model = efficientnet-lite0",
+                 "search.provider = minibench.search_provider", "dataset = data/crag-mm-mini/{dataset_type}",
+                 "gpus_per_worker = 0.0", "cov_mode = grounding"]:
+        assert line in shown.splitlines(), line
+    changed = diff("cpu", "l40s")
+    assert "vlm_model" in changed and "smollm2" in changed and PAPER_VLM in changed
+    assert "search.text_model" in changed and "BAAI/bge-large-en-v1.5" in changed
+    assert "k_recall" not in changed  # the same on both
+    assert main(["diff", "cpu", "served"]) == 0
+    out = capsys.readouterr().out
+    assert "engine" in out and "openai" in out
+
+
+def test_default_dataset_is_the_profiles():
+    assert default_dataset("l40s", "multi-turn") == "crag-mm-2025/crag-mm-multi-turn-public"
+    assert default_dataset("cpu", "single-turn").endswith("data/crag-mm-mini/single-turn")
