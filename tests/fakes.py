@@ -160,9 +160,9 @@ class SteeredCruiseAgent(CruiseAgent):
     which each question picks its own outcome and Algorithm 1 branch. Image search returns one
     hit with two relevant paragraphs and one filler paragraph."""
 
-    def __init__(self, search_pipeline=None):
+    def __init__(self, search_pipeline=None, config=None):
         engine = steered_engine()
-        super().__init__(FakePipeline(STEERED_HITS), engines=Engines(engine, engine, FunctionReranker(steered_score)))
+        super().__init__(FakePipeline(STEERED_HITS), config, engines=Engines(engine, engine, FunctionReranker(steered_score)))
 
 
 # Hits whose paragraphs carry the judge stub's markers (tests.scripted_agent.FakeOpenAIServer):
@@ -183,6 +183,6 @@ class InstantCruiseAgent(CruiseAgent):
     once, in its own format), fixed image hits and a hashed reranker score: runs of hundreds of
     turns through local_evaluation.py in seconds."""
 
-    def __init__(self, search_pipeline=None):
+    def __init__(self, search_pipeline=None, config=None):
         engine = InstantEngine()
-        super().__init__(FakePipeline(INSTANT_HITS), engines=Engines(engine, engine, FunctionReranker(hashed_score)))
+        super().__init__(FakePipeline(INSTANT_HITS), config, engines=Engines(engine, engine, FunctionReranker(hashed_score)))

@@ -9,8 +9,9 @@ from types import SimpleNamespace
 import pytest
 import requests
 
+from evaluator.harness.agent_setup import setup_agent
 from evaluator.harness.models import loaded_models
-from evaluator.search.pipeline import INDICES_ENV, search_config
+from evaluator.search.pipeline import search_config
 from tools import fetch
 
 GB = 1e9
@@ -47,16 +48,12 @@ def _cached(cache, item, names, incomplete=False):
         (folder / "blobs" / "deadbeef.incomplete").write_text("x")
 
 
-@pytest.fixture(autouse=True)
-def default_indices(monkeypatch):
-    monkeypatch.delenv(INDICES_ENV, raising=False)  # a developer's exported choice must not change the plan
-
-
 def test_the_l40s_plan_is_every_hub_model_index_and_dataset_the_run_loads():
     items = fetch.plan("l40s")
     search = search_config("l40s")
-    assert [i.repo_id for i in items if i.repo_type == "model"] == loaded_models("l40s")
-    assert "meta-llama/Llama-3.2-11B-Vision-Instruct" in loaded_models("l40s")
+    models = loaded_models("l40s", setup_agent("agents.user_config:UserAgent", profile="l40s"))
+    assert [i.repo_id for i in items if i.repo_type == "model"] == models
+    assert "meta-llama/Llama-3.2-11B-Vision-Instruct" in models
     datasets = [(i.repo_id, i.revision) for i in items if i.repo_type == "dataset"]
     # the datasets at the revision local_evaluation.py evaluates by default, the indices at main
     assert datasets == [(search.image_index, None), (search.web_index, None),
@@ -76,9 +73,8 @@ def test_the_indices_are_the_public_test_pair_unless_validation_is_chosen(monkey
     validation = ["crag-mm-2025/image-search-index-validation", "crag-mm-2025/web-search-index-validation"]
     assert index_ids(fetch.plan("l40s")) == public == index_ids(fetch.plan("served"))
     assert index_ids(fetch.plan("l40s", indices="validation")) == validation
-    monkeypatch.setenv(INDICES_ENV, "validation")  # what local_evaluation.py --indices validation sets
-    assert index_ids(fetch.plan("l40s")) == validation
-    assert index_ids(fetch.plan("l40s", indices="public-test")) == public
+    monkeypatch.setenv("CRAG_MM_INDICES", "validation")  # the environment does not choose them
+    assert index_ids(fetch.plan("l40s")) == public
     # every index id has a size estimate, and the offline table says it is one
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
     for choice, ids in (("validation", validation), ("public-test", public)):

@@ -181,17 +181,17 @@ def test_a_seeing_vlm_or_perception_off_leaves_the_prompts_as_written(model_runs
 
 
 def test_the_report_turn_page_shows_what_the_picture_shows(model_runs):
-    from evaluator.report.html import template_environment
+    from evaluator.report.html import template_environment, turn_renderer
 
     agent = run_agent(BlindEngine(SCRIPT))
     trace = agent.last_batch_report["traces"][0]
     row = dict(interaction_id="t-0", session_id="s-0", turn_idx=0, query="Where does this bus go?",
                domain="vehicle", query_category="simple", dynamism="static", image_quality="normal",
                is_ego=False, ground_truth="Camden", agent_response="Camden.")
+    turn = dict(row=row, trace=trace, outcome="correct", branch=trace["branch"], thumbnail=None, answer={})
+    turn_renderer({"trace_view": type(agent).TRACE_VIEW})(turn)  # the agent's own turn template
     page = template_environment().from_string(
-        '{% from "_turn.html.j2" import turn_details %}{{ turn_details(t) }}'
-    ).render(t=dict(row=row, trace=trace, outcome="correct", branch=trace["branch"], thumbnail=None,
-                    answer={}, chunks=[], extra={}))
+        '{% from "_turn.html.j2" import turn_details %}{{ turn_details(t) }}').render(t=turn)
     assert "<th>what the picture shows</th>" in page and "(end of what the picture shows)" in page
     for text, _ in trace["perception"]["ocr_lines"]:
         assert f"<q>{text}</q>" in page

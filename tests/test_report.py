@@ -19,7 +19,6 @@ from PIL import Image
 
 from agents.profiles import REPO_ROOT
 from evaluator.report.html import EXTENDED_CSV, OFFICIAL_CSV, load_turn_rows
-from tests.conftest import PAPER_FINALIZER
 from tests.scripted_agent import build_dataset
 
 # session, ego?, [(interaction_id, question with directives, gold)]; outcome / branch of the full preset
@@ -45,7 +44,7 @@ BRANCHES = {"c1-0": "context_verified", "c2-0": "context_verified", "c3-0": "not
 # tau_high with 1.0 -> 6 alone; chained 5.
 # answered: c1 c2 c4 c7-0 c7-1 (5); chained (c4 left out at "routed") 4. correct: c1 c4 c7-0 (3); chained 2.
 FUNNEL = [("all turns", 8, 8), ("routed to retrieval", 7, 7), ("retrieved", 7, 7), ("non-empty context", 7, 7),
-          ("RAG answer not IDK", 8, 7), ("consistent", 7, 6), ("CoV >= threshold (0.9 / 1)", 6, 5),
+          ("RAG answer not IDK", 8, 7), ("consistent", 7, 6), ("CoV >= 0.9 with context, >= 1 without", 6, 5),
           ("answered", 5, 4), ("correct", 3, 2)]
 
 
@@ -63,7 +62,9 @@ def runs(tmp_path_factory):
     out = {}
     for preset in ("full", "rag_baseline"):
         out[preset] = root / preset
-        run_cli(["--dataset", str(dataset), "--dataset-type", "multi-turn", "--profile", "cpu", "--preset", preset,
+        # the scripted engines write the paper's CoV reply: the paper's finalizer reads it
+        run_cli(["--dataset", str(dataset), "--dataset-type", "multi-turn", "--profile", "cpu",
+                 "--preset", f"{preset}+paper_finalizer" if preset == "full" else preset,
                  "--agent", "tests.fakes:SteeredCruiseAgent", "--search", "none", "--eval-model", "None",
                  "--output-dir", str(out[preset]), "--no_progress"], root)
     return out
@@ -73,8 +74,6 @@ def run_cli(args: list[str], root: Path, module: str = "local_evaluation.py") ->
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_DATASETS_CACHE=str(root / "hf-datasets"),
                CRUISE_CACHE=str(root / "cache"))
-    # the scripted engines write the paper's CoV reply: the paper's finalizer reads it
-    env.update({f"CRUISE_{name.upper()}": str(value) for name, value in PAPER_FINALIZER.items()})
     command = [sys.executable, module, *args] if module.endswith(".py") else [sys.executable, "-m", module, *args]
     proc = subprocess.run(command, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
@@ -142,7 +141,8 @@ def test_the_command_line_builds_the_same_report_and_a_comparison(runs, tmp_path
     # figures other changes add to the traces and to evidence coverage show up without template
     # changes; a figure of an unexpected shape does not stop the report
     summary = json.loads((copy / "run_summary.json").read_text())
-    summary.update(evidence_coverage={"answerable_turns": 6, "gold_in_context": 4}, parse_failures=3)
+    summary.update(evidence_coverage={"answerable_turns": 6, "gold_in_context": 4},
+                   agent_summary={"parse_failures": 3})
     (copy / "run_summary.json").write_text(json.dumps(summary))
     traces = [{**json.loads(line), "verifier_note": f"note for {json.loads(line)['interaction_id']}"}
               for line in (copy / "traces.jsonl").read_text().splitlines()]
@@ -153,12 +153,12 @@ def test_the_command_line_builds_the_same_report_and_a_comparison(runs, tmp_path
     assert turn_pages(copy).count('<details class="turn"') == 8
     coverage = page.split('id="coverage-table"')[1].split("</table>")[0]
     assert "<td>gold_in_context</td><td class=\"num\">4</td>" in coverage
-    assert "no parser figures in run_summary.json" in page
+    assert 'id="parsers-table"' not in page  # the agent's view shows no table it cannot read
     assert "note for c6-0" in turn_pages(copy) and "<th>verifier_note</th>" in turn_pages(copy)
     compare = tmp_path / "compare.html"
     run_cli([str(runs["full"]), str(runs["rag_baseline"]), "--out", str(compare)], tmp_path, module="evaluator.report")
     page = compare.read_text()
-    assert "full (full)" in page and "rag_baseline (rag_baseline)" in page
+    assert "full+paper_finalizer (full)" in page and "rag_baseline (rag_baseline)" in page
     # rag_baseline returns every answer unverified: c5 (Yes) and c6 (Elizabeth Tower) become correct,
     # c3 (Someone) a hallucination; the full preset missed all three.
     baseline = scores(runs["rag_baseline"])["all"]
@@ -241,13 +241,41 @@ def test_the_summary_figures_have_their_own_tables(runs):
 
     assert f"<td>asked</td><td class=\"num\">{summary['judge_asked']}</td>" in table("judge-table")
     assert f"<td>left unjudged</td><td class=\"num\">{summary['unjudged_turns']}</td>" in table("judge-table")
-    parsing = table("parse-table")
-    assert summary["parse_failures"] and summary["parsed_outputs"]["route"] > 0
-    for stage, count in summary["parse_failures"].items():
-        read = summary["parsed_outputs"].get(stage, 0)
-        assert f"<td>{stage}</td><td class=\"num\">{count}</td><td class=\"num\">{read}</td>" in parsing, stage
+    parsing = table("parsers-table")  # the agent's own table (agents/cruise/trace_view.py)
+    figures = summary["agent_summary"]
+    assert figures["parse_failures"] and figures["parsed_outputs"]["route"] > 0
+    for stage, count in figures["parse_failures"].items():
+        read = figures["parsed_outputs"].get(stage, 0)
+        assert f"<td>{stage}</td><td>{count}</td><td>{read}</td>" in parsing, stage
     coverage = summary["evidence_coverage"]
     assert f"({coverage['turns']} turns)" in table("coverage-table")
     assert f"<td>Turns with context after the MAD filter</td><td class=\"num\">{coverage['context_share']:.2%}</td>" \
         in table("coverage-table")
     assert f"<td>agent-error turns</td><td class=\"num\">{summary['agent_error_turns']}</td>" in table("errors-table")
+
+
+def test_a_calibrated_run_draws_its_funnel_at_the_files_thresholds(tmp_path, monkeypatch):
+    """The funnel comes from what the run recorded (each trace's steps, decided at the thresholds
+    the agent ran with), not from the run's arguments worked out again: a --calibration file's
+    tau_low moves c3 (CoV 0.3) into the "CoV" step. In-process: the settings travel as arguments."""
+    import local_evaluation
+    from agents.engines.base import TOKEN_COUNT
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-datasets"))
+    calibration = tmp_path / "calibration.json"
+    calibration.write_text(json.dumps({"settings": {"tau_low": 0.25}, "token_count": TOKEN_COUNT}))
+    dataset = build_dataset(tmp_path / "dataset", [
+        dict(session_id=session, image=Image.new("RGB", (96, 64), "red"), image_url=None, image_quality="normal",
+             turns=[(iid, q, gold, "landmark", "simple", "static") for iid, q, gold in turns])
+        for session, _, turns in CONVERSATIONS[:3]], form="list")
+    out = tmp_path / "calibrated"
+    local_evaluation.main(["--dataset", str(dataset), "--dataset-type", "multi-turn", "--profile", "cpu",
+                           "--preset", "full+paper_finalizer", "--calibration", str(calibration),
+                           "--agent", "tests.fakes:SteeredCruiseAgent", "--search", "none", "--eval-model", "None",
+                           "--output-dir", str(out), "--no_progress", "--display-conversations", "0"])
+    recorded = json.loads((out / "run_config.json").read_text())["agent_description"]["config"]
+    assert recorded["tau_low"] == 0.25 and recorded["tau_high"] == 1.0
+    page = (out / "report.html").read_text()
+    assert '<td>CoV &gt;= 0.25 with context, &gt;= 1 without</td><td class="num">3</td>' in page
+    assert "<th>tau_low</th><td>0.25</td>" in page  # the recorded settings, shown as they are

@@ -277,14 +277,12 @@ class BodyFactAgent(CruiseAgent):
     """The real chain with scripted chat models, a reranker that rates the chunk holding the fact
     (the models are outside the unit), and whatever search pipeline the evaluator hands over."""
 
-    def __init__(self, search_pipeline=None):
+    def __init__(self, search_pipeline=None, config=None):
         vlm = ScriptedEngine({"summarize": lambda r: "A palace by a lake.", "answer": body_fact_reply,
                               "consistency": lambda r: "yes", "verify": lambda r: "CONFIDENCE: 0.95"})
         router = ScriptedEngine({"route": lambda r: "Needs External Info: yes\nIs Real-Time: no"})
         reranker = FunctionReranker(lambda query, chunk: 0.95 if BODY_FACT in chunk else 0.3)
-        super().__init__(search_pipeline, engines=Engines(router=router, vlm=vlm, reranker=reranker),
-                         profile="cpu", preset="full", cov_mode="text", tau_ret_scope="real_time",
-                         min_token_prob=0.0)  # scripted replies carry no token probabilities
+        super().__init__(search_pipeline, config, engines=Engines(router=router, vlm=vlm, reranker=reranker))
 
 
 @pytest.mark.slow  # builds the mini indices with EfficientNet-Lite0 and MiniLM
@@ -309,7 +307,7 @@ def test_local_evaluation_web_contents_brings_a_body_only_fact_to_the_prompt_and
     for name, extra in (("pages", ["--web-contents"]), ("snippets", [])):
         out = tmp_path / name
         proc = subprocess.run([sys.executable, "local_evaluation.py", "--dataset", str(dataset),
-                               "--dataset-type", "single-turn", "--profile", "cpu",
+                               "--dataset-type", "single-turn", "--profile", "cpu", "--preset", "full+paper_finalizer",
                                "--agent", "tests.test_web_contents:BodyFactAgent", "--output-dir", str(out),
                                "--eval-model", "None", "--no_progress", *extra],
                               cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)

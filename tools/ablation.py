@@ -33,7 +33,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agents.config import PRESETS, REPO_ROOT
+from agents.config import PRESETS
+from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import load_split, read_conversations
 from evaluator.scoring.rules import rule_set
 from evaluator.scoring.scores import score_rows

@@ -14,9 +14,10 @@ import argparse
 import statistics
 import time
 
-from agents.config import REPO_ROOT, load_config
+from agents.config import load_config
 from agents.cruise.stages.s1_route import route_batch
 from agents.cruise.types import Turn
+from agents.profiles import REPO_ROOT
 
 MINI = REPO_ROOT / "data" / "crag-mm-mini"
 

@@ -58,7 +58,6 @@ MIN_JUDGED_ANSWERED = 30  # fewer judged answered turns than this: the runs' own
 FOLDS = 5
 
 
-@functools.cache
 def recorded_config(run_dir: Path) -> CruiseConfig:
     """The configuration the run's agent had, as run_config.json recorded it; a run recorded
     before agents described themselves is rebuilt from its profile, preset and --set."""
@@ -93,6 +92,7 @@ def load_turns(run_dir: Path) -> list[dict]:
     # the accepted answer forms, where the run's data carried them (the offline judge's input)
     forms = {iid: {k: r.get(k) for k in ANSWER_FORM_KEYS} for iid, r in saved_answers(run_dir).items()}
     configs: dict[str, CruiseConfig] = {}
+    engine = run_engine(run_dir)
     turns = []
     for trace in read_jsonl(run_dir / "traces.jsonl"):
         iid = trace.get("interaction_id")
@@ -100,7 +100,7 @@ def load_turns(run_dir: Path) -> list[dict]:
             preset = trace.get("preset", "full")
             if preset not in configs:
                 configs[preset] = run_config_for(run_dir, preset)
-            check_token_count(trace, run_engine(run_dir), run_dir)
+            check_token_count(trace, engine, run_dir)
             turns.append({**trace, "query": truth.at[iid, "query"], "ground_truth": truth.at[iid, "ground_truth"],
                           **forms.get(iid, {}), "run": str(run_dir), "config": configs[preset]})
     return turns
