@@ -324,31 +324,33 @@ def models_answer(ids):
     return answer
 
 
-def test_the_served_profile_checks_each_server_and_names_what_it_serves(loopback, monkeypatch):
-    from evaluator.harness.models import loaded_models, served_problem
+def test_the_served_profile_checks_each_server_and_names_what_it_serves(loopback):
+    from agents.preload import served_problem
+    from evaluator.harness.agent_setup import setup_agent
+    from evaluator.harness.models import loaded_models
 
     vlm = loopback(models_answer(["meta-llama/Llama-3.2-11B-Vision-Instruct"]))
     router = loopback(models_answer(["some/other-model"]))
     reranker = loopback(models_answer(["BAAI/bge-reranker-v2-m3"]))
-    for role, server in (("VLM", vlm), ("ROUTER", router), ("RERANKER", reranker)):
-        monkeypatch.setenv(f"CRUISE_{role}_BASE_URL", server.base_url)
-    problem = served_problem("served")
+    urls = dict(vlm_base_url=vlm.base_url, router_base_url=router.base_url, reranker_base_url=reranker.base_url)
+    problem = served_problem(load_config("served", **urls))
     assert problem.count("\n") == 0
     assert router.base_url in problem and "meta-llama/Llama-3.2-1B-Instruct" in problem and "some/other-model" in problem
-    monkeypatch.setenv("CRUISE_ROUTER_SERVED_NAME", "some/other-model")
-    assert served_problem("served") is None
+    assert served_problem(load_config("served", router_served_name="some/other-model", **urls)) is None
     # the served models are not looked for in the local Hugging Face cache
-    assert not {"meta-llama/Llama-3.2-11B-Vision-Instruct", "BAAI/bge-reranker-v2-m3"} & set(loaded_models("served"))
+    agent = setup_agent("agents.user_config:UserAgent", profile="served")
+    assert not {"meta-llama/Llama-3.2-11B-Vision-Instruct", "BAAI/bge-reranker-v2-m3"} & set(loaded_models("served", agent))
     cfg = load_config("served")
     assert (cfg.engine, cfg.reranker_backend, cfg.served_image_placeholder) == ("openai", "server", "<|image|>")
 
 
-def test_the_cpu_chain_on_one_server_asks_it_for_its_served_name_in_both_roles(loopback, monkeypatch):
+def test_the_cpu_chain_on_one_server_asks_it_for_its_served_name_in_both_roles(loopback):
     """README's line: `--profile cpu --set engine=openai --set vlm_base_url=URL --set vlm_served_name=NAME`.
     The router is the VLM's model on the VLM's URL, so it is that server and takes that name."""
+    from agents.config import load_config_from_settings
     from agents.engines.base import Ledger
     from agents.engines.factory import build_engines
-    from evaluator.harness.models import served_problem
+    from agents.preload import served_problem
 
     def answer(path, body, count):
         if path == "/v1/models":
@@ -356,15 +358,15 @@ def test_the_cpu_chain_on_one_server_asks_it_for_its_served_name_in_both_roles(l
         return vllm_chat_answer(path, body, count)
 
     server = loopback(answer)
-    for key, value in (("ENGINE", "openai"), ("VLM_BASE_URL", server.base_url), ("VLM_SERVED_NAME", "NAME")):
-        monkeypatch.setenv(f"CRUISE_{key}", value)
-    assert served_problem("cpu") is None
-    engines = build_engines(load_config("cpu"), Ledger())
+    settings = ["engine=openai", f"vlm_base_url={server.base_url}", "vlm_served_name=NAME"]
+    cfg = load_config_from_settings("cpu", None, settings)
+    assert served_problem(cfg) is None
+    engines = build_engines(cfg, Ledger())
     engines.router.generate([ChatRequest([{"role": "user", "content": "Which city?"}])], Sampling(), stage="route")
     assert engines.router is engines.vlm and server.requests[-1][2]["model"] == "NAME"
     # a router that is another model on the same server keeps its own name
-    monkeypatch.setenv("CRUISE_ROUTER_MODEL", "HuggingFaceTB/SmolLM2-135M-Instruct")
-    problem = served_problem("cpu")
+    problem = served_problem(load_config_from_settings(
+        "cpu", None, [*settings, "router_model=HuggingFaceTB/SmolLM2-135M-Instruct"]))
     assert problem is not None and "does not serve HuggingFaceTB/SmolLM2-135M-Instruct;" in problem
 
 

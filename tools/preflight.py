@@ -199,11 +199,15 @@ def check_dry_run(agent, batch, turn_budget_s: float) -> Check:
     return Check("dry run", wall <= budget, detail if wall <= budget else "OVER BUDGET: " + detail)
 
 
-def check_gpu_memory() -> Check:
-    from agents.config import load_config
+def check_gpu_memory(settings: list[str] | tuple[str, ...] = ()) -> Check:
+    """The l40s profile's memory plan, with the run's --set applied."""
+    from agents.config import load_config_from_settings
     from tools.memory_plan import plan_l40s
 
-    plan = plan_l40s(load_config("l40s"))
+    try:
+        plan = plan_l40s(load_config_from_settings("l40s", None, settings))
+    except ValueError as exc:
+        return Check("gpu memory", False, str(exc))
     detail = (f"{plan.total_gib:.1f} of {plan.gpu_gib:.1f} GiB planned, {plan.spare_gib:.1f} GiB spare (l40s profile; "
               f"python -m tools.memory_plan)")
     return Check("gpu memory", plan.fits, detail if plan.fits else "; ".join(plan.problems()) + f" ({detail})")
@@ -217,7 +221,8 @@ def run(args) -> list[Check]:
     from evaluator.harness.agent_setup import setup_agent
 
     profile = resolve_profile(args.profile)
-    checks = [check_aicrowd(Path(args.aicrowd)), check_requirements(REPO / "requirements.txt"), check_gpu_memory()]
+    checks = [check_aicrowd(Path(args.aicrowd)), check_requirements(REPO / "requirements.txt"),
+              check_gpu_memory(args.set)]
     agent_cls, imported = import_agent(args.agent)
     checks.insert(0, imported)
     if agent_cls is None:
