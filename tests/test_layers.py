@@ -1,9 +1,10 @@
 """The floors of the house: no module imports from a floor above its own.
 
 agents (the submission) <- minibench (the benchmark it is measured on) <- evaluator (the harness
-that runs both) <- tools and the entry points. Inside evaluator, scoring (rules, judge, metrics)
-sits below the harness and the report, which both read scores. Every import counts, including
-those inside functions (a lazy import still ties the floors together).
+that runs both) <- tools, benchmarks and the entry points. Inside evaluator, scoring (rules,
+judge, metrics) sits below the harness and the report, which both read scores. tools (what a user
+runs) never import benchmarks (measurements and experiments), and neither imports tests. Every
+import counts, including those inside functions (a lazy import still ties the floors together).
 """
 from __future__ import annotations
 
@@ -12,15 +13,15 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ENTRY_POINTS = {"local_evaluation", "crag_mm_harness"}
-TOP = {"tools", "tests", *ENTRY_POINTS}
+TOP = {"tools", "benchmarks", "tests", *ENTRY_POINTS}
 
 # package (dotted prefix) -> the top-level names it may not import
 FORBIDDEN = {
     "agents": {"minibench", "evaluator", *TOP},
     "minibench": {"evaluator", *TOP},
     "evaluator": TOP,
-    "evaluator.scoring": {"evaluator.harness", "evaluator.report", "evaluator.calibrate",
-                           "evaluator.answer_recall"},
+    "evaluator.scoring": {"evaluator.harness", "evaluator.report", "evaluator.calibrate"},
+    "tools": {"benchmarks", "tests"},
 }
 
 
@@ -79,18 +80,21 @@ def test_the_check_sees_an_import_that_runs_back_up(tmp_path):
     (tmp_path / "minibench" / "content.py").write_text("import tools.preflight\n")
     (tmp_path / "evaluator" / "scoring" / "judge.py").write_text("from ..report import html\n")
     (tmp_path / "evaluator" / "runner.py").write_text("from agents.cruise import chain\nfrom minibench import content\n")
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "preflight.py").write_text("from evaluator import runner\nfrom benchmarks import search\n")
     got = layer_violations(tmp_path)
     assert got == [
         "agents/cruise/chain.py:2: agents.cruise.chain (agents) imports evaluator.harness.runner",
         "evaluator/scoring/judge.py:1: evaluator.scoring.judge (evaluator.scoring) imports evaluator.report.html",
         "minibench/content.py:1: minibench.content (minibench) imports tools.preflight",
+        "tools/preflight.py:2: tools.preflight (tools) imports benchmarks.search",
     ]
 
 
 def import_graph(root: Path) -> dict[str, set[str]]:
     """module -> the project's modules it imports (a `from m import name` counts as importing m
     when `m.name` is no module of its own)."""
-    paths = {module_name(root, p): p for package in ("agents", "minibench", "evaluator", "tools")
+    paths = {module_name(root, p): p for package in ("agents", "minibench", "evaluator", "tools", "benchmarks")
              for p in (root / package).rglob("*.py")}
     paths.update({name: root / f"{name}.py" for name in ENTRY_POINTS if (root / f"{name}.py").exists()})
     graph = {}

@@ -62,7 +62,7 @@ def test_pairs_are_cut_to_max_length(model_dir):
 
 
 def test_the_test_models_have_heads_vllm_can_serve(model_dir):
-    """`vllm serve` (the served profile's reranker, tools/vllm_cpu_check.sh --serve) refuses an
+    """`vllm serve` (the served profile's reranker, benchmarks/vllm_cpu_check.sh --serve) refuses an
     attention head size its PagedAttention lacks; both tiny models must load there as they do
     in-process."""
     from transformers import AutoConfig

@@ -96,7 +96,7 @@ def build_tiny_mllama(path: Path | None = None, *, template: str = HUB_LIKE_TEMP
                       llama_vocab: bool = False) -> str:
     """A random-weight MllamaForConditionalGeneration (56 px tiles, 3 text layers) with a processor.
 
-    `llama_vocab=True` builds the variant vLLM serves (tools/vllm_cpu_check.sh): the real Llama 3.2
+    `llama_vocab=True` builds the variant vLLM serves (benchmarks/vllm_cpu_check.sh): the real Llama 3.2
     tokenizer with the full 128,256-token vocabulary, text heads of 32 (PagedAttention's smallest
     head size), the last vision layer kept out of `intermediate_layers_indices` (vLLM appends the
     final state once more than transformers does), the vision gates opened, and the

@@ -1,6 +1,6 @@
 """In-process engine vs served engine, then 2 evaluator shards against one server vs 1 process.
 
-    python -m tools.bench_served [--turns 16]
+    python -m benchmarks.served [--turns 16]
 
 Same model (the cpu profile's SmolLM2), same machine: `transformers serve` on a loopback port
 (tools/transformers_serve.py) against the in-process transformers engine, on the first N
@@ -9,6 +9,8 @@ everywhere (`direct_temperature=0`; transformers serve never samples) and a 60 s
 deadline cuts), no judge. Prints wall time per run (process start to exit: model and index
 loading included), the agent's own time (the sum of batch wall times), the ratios, and how many
 answers agree. Runs one after another; the shards run at the same time.
+
+Fills docs/benchmarks.md, "Served vs in-process".
 """
 from __future__ import annotations
 
