@@ -116,7 +116,7 @@ def model_config(role: str, tiny: bool) -> dict:
 
 
 def _llama_tokenizer():
-    from tests.tiny_models import llama32_tokenizer
+    from testkit.tiny_models import llama32_tokenizer
 
     return llama32_tokenizer()
 
@@ -152,7 +152,7 @@ def _build(role: str, doc: dict, folder: Path, device: str, dtype: torch.dtype) 
     else:
         from transformers import AutoTokenizer
 
-        from tests.tiny_models import build_tiny_xlmr_reranker
+        from testkit.tiny_models import build_tiny_xlmr_reranker
 
         AutoTokenizer.from_pretrained(build_tiny_xlmr_reranker()).save_pretrained(folder)
     model.save_pretrained(folder, max_shard_size="5GB")

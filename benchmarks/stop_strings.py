@@ -56,7 +56,7 @@ def main() -> None:
     args = parser.parse_args()
     from agents.cruise.stages.s8_verify import COV_STOPS
     from agents.engines.local_models import resolve_model
-    from tests.tiny_models import build_tiny_mllama
+    from testkit.tiny_models import build_tiny_mllama
 
     cases = [("SmolLM2-135M, batch 8, 24 tokens", resolve_model("smollm2"), 24),
              ("tiny Mllama + Llama 3.2 vocabulary, batch 8, 16 tokens", build_tiny_mllama(llama_vocab=True), 16)]

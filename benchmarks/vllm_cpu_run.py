@@ -178,7 +178,7 @@ def main() -> int:
     from agents.engines.base import ChatRequest, Ledger, Sampling
     from agents.engines.factory import build_chat_engine
     from agents.engines.local_models import resolve_model
-    from tests.tiny_models import build_tiny_mllama
+    from testkit.tiny_models import build_tiny_mllama
 
     results: list[bool] = []
     import vllm

@@ -56,7 +56,7 @@ class VLLMServer:
     every process it started, by PID (vLLM's engine process outlives a killed server)."""
 
     def __init__(self, model: str, served_name: str, *args: str, log_dir: Path):
-        from tools.transformers_serve import free_port
+        from testkit.transformers_serve import free_port
 
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -255,7 +255,7 @@ def main() -> int:
     import vllm
 
     from agents.engines.local_models import resolve_model
-    from tests.tiny_models import build_tiny_mllama, build_tiny_xlmr_reranker
+    from testkit.tiny_models import build_tiny_mllama, build_tiny_xlmr_reranker
 
     print(f"vllm {vllm.__version__} serve, VLLM_USE_V1={os.environ.get('VLLM_USE_V1')}", flush=True)
     work = Path(tempfile.mkdtemp(prefix="vllm-serve-check-"))

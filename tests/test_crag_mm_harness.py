@@ -11,7 +11,7 @@ from PIL import Image
 
 from agents.engines.base import Engines
 from crag_mm_harness import MODEL_KEYWORD, CragMMHarnessAgent, own_module, profile_from_model_name
-from tests.fakes import FunctionReranker, echo_engine
+from testkit.fakes import FunctionReranker, echo_engine
 
 pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
 

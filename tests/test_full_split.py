@@ -19,8 +19,8 @@ from evaluator.harness.dataset import load_split, read_conversations
 from evaluator.harness.outputs import finalize
 from evaluator.harness.runner import append_jsonl, read_jsonl
 from minibench.full_split import MINI, build_full_split
+from testkit.scripted_agent import FakeOpenAIServer
 from tests.conftest import PAPER_FINALIZER
-from tests.scripted_agent import FakeOpenAIServer
 
 CONVERSATIONS = 160  # multi-turn conversations of 2-6 turns: 640 turns
 TURNS = 640
@@ -94,9 +94,9 @@ def script(world, name: str, **extra) -> Path:
     return path
 
 
-SCRIPTED = "tests.scripted_agent:ScriptedAgent"
+SCRIPTED = "testkit.scripted_agent:ScriptedAgent"
 # the real chain over an engine that answers every stage at once
-INSTANT_CHAIN = "tests.fakes:InstantCruiseAgent"
+INSTANT_CHAIN = "testkit.fakes:InstantCruiseAgent"
 
 
 def command(world, out: Path, *extra: str, agent: str = SCRIPTED) -> tuple[list[str], dict]:

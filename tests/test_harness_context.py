@@ -12,7 +12,7 @@ from PIL import Image
 
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
-from tests.fakes import FakePipeline, ScriptedEngine, last_user_text
+from testkit.fakes import FakePipeline, ScriptedEngine, last_user_text
 
 pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
 

@@ -20,7 +20,7 @@ from agents.cruise.stages.s5a_relevance import read_relevance
 from agents.cruise.trace import parse_failure_counts, peer_stage_counts
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
-from tests.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
+from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 
 pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
 

@@ -141,10 +141,10 @@ def test_offline_the_hub_is_not_asked(tmp_path):
     assert seconds < 20
 
 
-@pytest.mark.parametrize("agent", ["tests.scripted_agent:ScriptedAgent", "no.such.module:Agent"])
+@pytest.mark.parametrize("agent", ["testkit.scripted_agent:ScriptedAgent", "no.such.module:Agent"])
 def test_another_agent_is_not_held_to_the_profile_models(agent):
     from evaluator.harness.models import agent_loads_profile_models
 
     assert agent_loads_profile_models("agents.user_config:UserAgent")
-    assert agent_loads_profile_models("tests.fakes:ScriptedCruiseAgent")  # built on CruiseAgent
+    assert agent_loads_profile_models("testkit.fakes:ScriptedCruiseAgent")  # built on CruiseAgent
     assert not agent_loads_profile_models(agent)

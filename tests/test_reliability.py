@@ -14,8 +14,8 @@ from PIL import Image
 from agents.base_agent import IDK_ANSWER
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
+from testkit.fakes import FakePipeline, FunctionReranker, echo_engine, last_user_text
 from tests.conftest import PAPER_FINALIZER
-from tests.fakes import FakePipeline, FunctionReranker, echo_engine, last_user_text
 
 pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
 
@@ -143,7 +143,7 @@ def test_a_pipeline_that_raises_costs_only_that_turns_context():
 
 
 def corrupt_dataset(folder: Path) -> Path:
-    from tests.scripted_agent import build_dataset, png_bytes
+    from testkit.scripted_agent import build_dataset, png_bytes
 
     good = Image.open(io.BytesIO(png_bytes((200, 10, 10))))
     convs = [
@@ -168,7 +168,7 @@ def test_local_evaluation_survives_bad_rows_and_reports_them(tmp_path):
     env.update({f"CRUISE_{name.upper()}": str(value) for name, value in PAPER_FINALIZER.items()})  # its process too
     proc = subprocess.run(
         [sys.executable, "local_evaluation.py", "--dataset", str(dataset), "--dataset-type", "multi-turn",
-         "--profile", "cpu", "--agent", "tests.fakes:ScriptedCruiseAgent", "--search", "none",
+         "--profile", "cpu", "--agent", "testkit.fakes:ScriptedCruiseAgent", "--search", "none",
          "--eval-model", "None", "--output-dir", str(out), "--no_progress"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]

@@ -1,7 +1,7 @@
 """report.html and compare.html, built on runs that local_evaluation.py makes with the real chain
-(scripted engines: tests.fakes.SteeredCruiseAgent), checked as data and in headless Chromium.
+(scripted engines: testkit.fakes.SteeredCruiseAgent), checked as data and in headless Chromium.
 
-Each question steers its own turn (see tests.fakes.steered_engine), so every outcome, branch and
+Each question steers its own turn (see testkit.fakes.steered_engine), so every outcome, branch and
 funnel count below is known by hand.
 """
 from __future__ import annotations
@@ -19,8 +19,8 @@ from PIL import Image
 
 from agents.config import REPO_ROOT
 from evaluator.report.html import EXTENDED_CSV, OFFICIAL_CSV, load_turn_rows
+from testkit.scripted_agent import build_dataset
 from tests.conftest import PAPER_FINALIZER
-from tests.scripted_agent import build_dataset
 
 # session, ego?, [(interaction_id, question with directives, gold)]; outcome / branch of the full preset
 CONVERSATIONS = [
@@ -64,7 +64,7 @@ def runs(tmp_path_factory):
     for preset in ("full", "rag_baseline"):
         out[preset] = root / preset
         run_cli(["--dataset", str(dataset), "--dataset-type", "multi-turn", "--profile", "cpu", "--preset", preset,
-                 "--agent", "tests.fakes:SteeredCruiseAgent", "--search", "none", "--eval-model", "None",
+                 "--agent", "testkit.fakes:SteeredCruiseAgent", "--search", "none", "--eval-model", "None",
                  "--output-dir", str(out[preset]), "--no_progress"], root)
     return out
 

@@ -7,7 +7,7 @@ import math
 import pytest
 
 from agents.engines.reranker import CrossEncoderReranker
-from tests.tiny_models import build_tiny_xlmr_reranker
+from testkit.tiny_models import build_tiny_xlmr_reranker
 
 QUERIES = [
     "What is the name of the brand shown on the label of this product?",
@@ -67,7 +67,7 @@ def test_the_test_models_have_heads_vllm_can_serve(model_dir):
     in-process."""
     from transformers import AutoConfig
 
-    from tests.tiny_models import VLLM_HEAD_SIZES, build_tiny_mllama
+    from testkit.tiny_models import VLLM_HEAD_SIZES, build_tiny_mllama
 
     reranker = AutoConfig.from_pretrained(model_dir)
     mllama = AutoConfig.from_pretrained(build_tiny_mllama(llama_vocab=True)).text_config

@@ -14,7 +14,7 @@ import pytest
 from agents.config import CruiseConfig, l40s_stage_cost_priors, load_config
 from agents.cruise import cost_priors
 from agents.cruise.deadline import StageCosts
-from tests.test_cruise_chain import WHERE, batch, make_agent, stages_called
+from testkit.scripted_chain import WHERE, batch, make_agent, stages_called
 
 pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
 

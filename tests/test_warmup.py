@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from agents.config import load_config
-from tests.test_cruise_chain import WHERE, batch, make_agent, stages_called
+from testkit.scripted_chain import WHERE, batch, make_agent, stages_called
 
 pytestmark = pytest.mark.usefixtures("paper_finalizer_on_cpu")  # scripted CoV replies (conftest.py)
 
