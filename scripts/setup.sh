@@ -2,7 +2,7 @@
 # Create .venv in the repository root, install the CPU requirements and build what the CPU
 # profile needs into .cache/ (SmolLM2 converted from its GGUF file, a tiny CLIP, the mini
 # benchmark's search indices). Safe to run again: a step whose inputs have not changed is
-# skipped. Each step prints a "==> " line (tools/time_quickstart.sh times the steps by them).
+# skipped. Each step prints a "==> " line (benchmarks/time_quickstart.sh times the steps by them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PYTHON=${PYTHON:-python3}

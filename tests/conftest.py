@@ -2,8 +2,11 @@
 from __future__ import annotations
 
 import pytest
+from PIL import Image
 
-from tests.browser import HeadlessChromium, find_chromium
+from testkit.browser import HeadlessChromium, find_chromium
+from testkit.evaluation_world import CONVERSATIONS, generation_args, read_log, run_cli, write_script
+from testkit.scripted_agent import FakeOpenAIServer, build_dataset, png_bytes
 
 
 @pytest.fixture(scope="module")
@@ -15,15 +18,31 @@ def browser():
         yield chromium
 
 
-# The paper's CoV reading and finalizer, for the tests whose scripted engines write the paper's
-# "CONFIDENCE: x" reply: the cpu profile's own verifier (grounding, calibrated thresholds) is
-# tested in test_cruise_units.py and by the end-to-end runs.
-PAPER_FINALIZER = dict(cov_mode="text", tau_ret_scope="real_time", tau_ret=0.5, tau_low=0.9, tau_high=1.0,
-                       min_token_prob=0.0)
+# local_evaluation.py end to end over testkit/evaluation_world.py's dataset and scripted judge
+# (test_local_evaluation.py, test_workers.py): one world and one full run per test module.
+@pytest.fixture(scope="module")
+def world(tmp_path_factory):
+    root = tmp_path_factory.mktemp("evalworld")
+    images = {"s2.png": png_bytes((200, 10, 10)), "s6.png": png_bytes((10, 200, 10))}
+    with FakeOpenAIServer(images=images, lifetime_s=600) as server:
+        convs = []
+        for session, source, quality, turns in CONVERSATIONS:
+            embedded = Image.new("RGB", (64, 48), (30, 60, 90)) if "embedded" in source else None
+            url = None
+            if source == "url":
+                url = f"{server.base}/img/{session.split('-')[0]}.png"
+            elif source == "embedded+url":
+                url = "http://127.0.0.1:9/never-fetched.png"  # image present: must not be fetched
+            convs.append(dict(session_id=session, image=embedded, image_url=url, image_quality=quality,
+                              turns=[(t[0], t[1], t[2], t[3], t[4], "static") for t in turns]))
+        dataset = build_dataset(root / "dataset", convs, form="dict")
+        answers = {t[1]: t[5] for _, _, _, turns in CONVERSATIONS for t in turns}
+        yield dict(root=root, server=server, dataset=dataset, answers=answers, convs=convs)
 
 
-@pytest.fixture
-def paper_finalizer_on_cpu(monkeypatch):
-    from agents import config
-
-    monkeypatch.setitem(config.PROFILES, "cpu", {**config.PROFILES["cpu"], **PAPER_FINALIZER})
+@pytest.fixture(scope="module")
+def full_run(world):
+    out = world["root"] / "full"
+    script = write_script(world, "full")
+    proc = run_cli(world, generation_args(world, out), script)
+    return dict(out=out, proc=proc, log=read_log(world["root"] / "full.log.jsonl"))

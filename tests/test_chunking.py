@@ -21,7 +21,7 @@ from agents.cruise.stages.s4_chunk import (
 )
 from agents.cruise.types import Turn
 from agents.cruise.wikitext import clean_wikitext
-from tests.fakes import FakePipeline, FunctionReranker, echo_engine
+from testkit.fakes import FakePipeline, FunctionReranker, echo_engine
 
 SPRUCE_ATTRIBUTES = {
     "name": "8 Spruce Street<br />(New York by Gehry)",

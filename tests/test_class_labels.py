@@ -112,7 +112,7 @@ def run_evaluation(root: Path, dataset: Path, name: str, *extra: str) -> tuple[P
                HF_DATASETS_CACHE=str(root / "hf-datasets"), CRUISE_CACHE=str(root / "cache"),
                SCRIPTED_AGENT_SCRIPT=str(script))
     cmd = [sys.executable, "local_evaluation.py", "--dataset", str(dataset), "--profile", "cpu",
-           "--agent", "tests.scripted_agent:ScriptedAgent", "--search", "none", "--output-dir", str(out),
+           "--agent", "testkit.scripted_agent:ScriptedAgent", "--search", "none", "--output-dir", str(out),
            "--no_progress", "--display-conversations", "0", *extra]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -11,7 +11,7 @@ from PIL import Image
 
 from agents.engines.base import Engines
 from crag_mm_harness import MODEL_KEYWORD, CragMMHarnessAgent, profile_from_model_name
-from tests.fakes import FunctionReranker, echo_engine
+from testkit.fakes import FunctionReranker, echo_engine
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: the agents here run the
 # paper_finalizer preset over the cpu profile (agents/config.py PRESETS).

@@ -17,7 +17,7 @@ from evaluator.scoring.judge import Judge
 from evaluator.scoring.rules import RULE_SETS, rule_set
 from evaluator.scoring.scores import needs_judge, score_rows, verdict_fields
 from evaluator.scoring.truncate import load_truncator
-from tests.scripted_agent import FakeOpenAIServer
+from testkit.scripted_agent import FakeOpenAIServer
 
 CRAG_MM = RULE_SETS["crag-mm"]
 KDDCUP = RULE_SETS["kddcup2025"]

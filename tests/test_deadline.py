@@ -13,8 +13,8 @@ import pytest
 from agents.base_agent import IDK_ANSWER
 from agents.cruise import chain
 from agents.cruise.deadline import Deadline, StageCosts
-from tests import fakes
-from tests.test_cruise_chain import WHERE, batch, make_agent
+from testkit import fakes
+from testkit.scripted_chain import WHERE, batch, make_agent
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
 # paper_finalizer preset over the cpu profile (agents/config.py PRESETS).

@@ -13,7 +13,8 @@ from PIL import Image
 
 from agents.engines.base import ChatRequest, Ledger, Sampling
 from agents.engines.local_models import resolve_model
-from tests.tiny_models import build_tiny_mllama, build_tiny_xlmr_reranker
+from testkit.tiny_models import build_tiny_mllama, build_tiny_xlmr_reranker
+from testkit.vllm_outputs import CompletionOutput, Logprob, RequestOutput, vllm_output
 
 QUESTIONS = ["What is the capital of France?", "Name one primary color.", "What is 2 + 2?",
              "Which planet do we live on?"]
@@ -257,32 +258,6 @@ def test_factory_rejects_an_unknown_engine():
 
 # --- vLLM request building (vLLM itself replaced by a recording stand-in) -----------------------
 @dataclass
-class _Logprob:
-    logprob: float
-    decoded_token: str
-
-
-@dataclass
-class _Completion:
-    """vllm.outputs.CompletionOutput's fields that the engine reads."""
-
-    text: str
-    token_ids: list
-    logprobs: list | None
-    finish_reason: str | None = "length"
-    stop_reason: int | str | None = None
-
-
-@dataclass
-class _Output:
-    """vllm.outputs.RequestOutput's fields that the engine reads."""
-
-    prompt_token_ids: list
-    outputs: list
-    encoder_prompt_token_ids: list | None = None
-
-
-@dataclass
 class RecordingLLM:
     """Stands in for vllm.LLM: records every generate call and answers from the prompt's length."""
 
@@ -299,8 +274,8 @@ class RecordingLLM:
             ids = self.tokenizer(item["prompt"]).input_ids
             chosen = [5, 6]
             # A top-1 entry that is not the chosen token, as vLLM returns when sampling.
-            steps = [{5: _Logprob(-0.5, "a"), 9: _Logprob(-0.1, "z")}, {6: _Logprob(-1.5, "b")}]
-            outs.append(_Output(ids, [_Completion(f" answer {len(ids)} ", chosen, steps)]))
+            steps = [{5: Logprob(-0.5, "a"), 9: Logprob(-0.1, "z")}, {6: Logprob(-1.5, "b")}]
+            outs.append(RequestOutput(ids, [CompletionOutput(f" answer {len(ids)} ", chosen, steps)]))
         return outs
 
 
@@ -402,11 +377,6 @@ def test_vllm_engine_sends_a_list_of_sampling_params_when_requests_differ():
 
 # --- how every engine counts an answer's tokens ------------------------------------------------------
 EOT = 128009  # Llama 3's <|eot_id|>
-
-
-def vllm_output(ids, logprobs, words, finish_reason, stop_reason, encoder=None):
-    steps = [{i: _Logprob(lp, w)} for i, lp, w in zip(ids, logprobs, words)]
-    return _Output([1, 2, 3], [_Completion("".join(words), ids, steps, finish_reason, stop_reason)], encoder)
 
 
 @pytest.mark.parametrize("finish_reason, stop_reason, counted", [
@@ -537,7 +507,7 @@ class SteppingLLMEngine:
             wanted = next(v for k, v in self.tokens_wanted.items() if k in prompt)
             done = n >= wanted
             outs.append(_StepOutput(request_id, done, [1, 2, 3],
-                                    [_Completion(f"words {n}", list(range(n)), None)]))
+                                    [CompletionOutput(f"words {n}", list(range(n)), None)]))
             if done:
                 del self.running[request_id]
             else:
@@ -611,11 +581,11 @@ def test_vllm_choices_are_read_among_the_top_logprobs():
 
     kwargs = to_sampling_kwargs(Sampling(max_tokens=64, choices=("yes", "no")))
     assert kwargs["max_tokens"] == 1 and kwargs["logprobs"] >= 2 and kwargs["temperature"] == 0.0
-    top = {11: _Logprob(-0.4, " Yes"), 12: _Logprob(-2.0, "yes"), 13: _Logprob(-1.0, " No"), 14: _Logprob(-3.0, " Maybe")}
-    result = to_chat_result(_Output([1, 2], [_Completion(" Yes", [11], [top])]), False, ("yes", "no"))
+    top = {11: Logprob(-0.4, " Yes"), 12: Logprob(-2.0, "yes"), 13: Logprob(-1.0, " No"), 14: Logprob(-3.0, " Maybe")}
+    result = to_chat_result(RequestOutput([1, 2], [CompletionOutput(" Yes", [11], [top])]), False, ("yes", "no"))
     assert result.text == "yes" and result.prompt_tokens == 2
     assert math.isclose(math.exp(result.choice_logprobs["yes"]), math.exp(-0.4) + math.exp(-2.0))
-    neither = to_chat_result(_Output([1], [_Completion(" Maybe", [14], [{14: top[14]}])]), False, ("yes", "no"))
+    neither = to_chat_result(RequestOutput([1], [CompletionOutput(" Maybe", [14], [{14: top[14]}])]), False, ("yes", "no"))
     assert neither.text == ""  # unreadable: the stage's safe default
 
 

@@ -19,8 +19,7 @@ from evaluator.harness.dataset import load_split, read_conversations
 from evaluator.harness.outputs import finalize
 from evaluator.harness.runner import append_jsonl, read_jsonl
 from minibench.full_split import MINI, build_full_split
-from tests.conftest import PAPER_FINALIZER
-from tests.scripted_agent import FakeOpenAIServer
+from testkit.scripted_agent import FakeOpenAIServer
 
 CONVERSATIONS = 160  # multi-turn conversations of 2-6 turns: 640 turns
 TURNS = 640
@@ -94,9 +93,9 @@ def script(world, name: str, **extra) -> Path:
     return path
 
 
-SCRIPTED = "tests.scripted_agent:ScriptedAgent"
+SCRIPTED = "testkit.scripted_agent:ScriptedAgent"
 # the real chain over an engine that answers every stage at once
-INSTANT_CHAIN = "tests.fakes:InstantCruiseAgent"
+INSTANT_CHAIN = "testkit.fakes:InstantCruiseAgent"
 
 
 def command(world, out: Path, *extra: str, agent: str = SCRIPTED) -> tuple[list[str], dict]:
@@ -104,9 +103,8 @@ def command(world, out: Path, *extra: str, agent: str = SCRIPTED) -> tuple[list[
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_DATASETS_CACHE=str(world["root"] / "hf-datasets"),
                CRUISE_CACHE=str(world["root"] / "cache"), OPENAI_API_KEY=SECRET)
     # the real chain's scripted engines write the paper's CoV reply: the paper's finalizer reads it
-    env.update({f"CRUISE_{name.upper()}": str(value) for name, value in PAPER_FINALIZER.items()})
     return [sys.executable, "local_evaluation.py", "--dataset", str(world["dataset"]), "--dataset-type", "multi-turn",
-            "--profile", "cpu", "--agent", agent, "--search", "none",
+            "--profile", "cpu", "--preset", "full+paper_finalizer", "--agent", agent, "--search", "none",
             "--eval-model", "judge-model", "--eval-base-url", world["server"].url, "--output-dir", str(out),
             "--no_progress", *extra], env
 

@@ -1,4 +1,4 @@
-"""tools/gpu_bench.py on CPU with tiny models (what it runs on a GPU at real size): the same code
+"""benchmarks/gpu_bench.py on CPU with tiny models (what it runs on a GPU at real size): the same code
 path (models built from the kept configs, loaded through the factory, the chain over the mini
 benchmark), and the JSON holds figures measured in the run."""
 from __future__ import annotations
@@ -8,7 +8,7 @@ import math
 
 import pytest
 
-from tools import gpu_bench
+from benchmarks import gpu_bench
 
 MODEL_STAGES = ["route", "summarize", "rerank", "answer", "consistency", "verify"]
 

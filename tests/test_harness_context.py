@@ -12,7 +12,7 @@ from PIL import Image
 
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
-from tests.fakes import FakePipeline, ScriptedEngine, last_user_text
+from testkit.fakes import FakePipeline, ScriptedEngine, last_user_text
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
 # paper_finalizer preset over the cpu profile (agents/config.py PRESETS).

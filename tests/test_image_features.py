@@ -35,7 +35,7 @@ def test_the_package_embeds_unit_1280_vectors_in_which_a_crop_stays_near_its_pho
     import torch
     from cragmm_search.image_search_mock_api.image_search import extract_features
 
-    from evaluator.answer_recall import off_centre_crop, tilted
+    from benchmarks.answer_recall import off_centre_crop, tilted
 
     model, processor = load_image_model(model_dir)
     photos = [_photo("chelsea"), _photo("coffee"), _photo("rocket")]

@@ -13,7 +13,7 @@ from evaluator.scoring.judge import (
     retry_after_s,
 )
 from evaluator.scoring.rules import RULE_SETS
-from tests.scripted_agent import FakeOpenAIServer
+from testkit.scripted_agent import FakeOpenAIServer
 
 
 def make_judge(server, tmp_path, **kw):

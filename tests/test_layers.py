@@ -1,9 +1,12 @@
 """The floors of the house: no module imports from a floor above its own.
 
 agents (the submission) <- minibench (the benchmark it is measured on) <- evaluator (the harness
-that runs both) <- tools and the entry points. Inside evaluator, scoring (rules, judge, metrics)
-sits below the harness and the report, which both read scores. Every import counts, including
-those inside functions (a lazy import still ties the floors together).
+that runs both) <- tools (what a user runs), testkit (what tests and benchmarks share) and the
+entry points <- benchmarks (measurements and experiments). Inside evaluator, scoring (rules,
+judge, metrics) sits below the harness and the report, which both read scores. Nothing outside
+tests/ imports tests (the image ships without it), and no test module imports another: what they
+share lives in testkit or conftest.py. Every import counts, including those inside functions (a
+lazy import still ties the floors together).
 """
 from __future__ import annotations
 
@@ -12,15 +15,23 @@ from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ENTRY_POINTS = {"local_evaluation", "crag_mm_harness"}
-TOP = {"tools", "tests", *ENTRY_POINTS}
+TOP = {"tools", "benchmarks", "tests", *ENTRY_POINTS}
 
 # package (dotted prefix) -> the top-level names it may not import
 FORBIDDEN = {
-    "agents": {"minibench", "evaluator", *TOP},
-    "minibench": {"evaluator", *TOP},
-    "evaluator": TOP,
-    "evaluator.scoring": {"evaluator.harness", "evaluator.report", "tools.calibrate",
-                           "evaluator.answer_recall"},
+    "agents": {"minibench", "evaluator", "testkit", *TOP},
+    "minibench": {"evaluator", "testkit", *TOP},
+    # the evaluator scores any agent on any benchmark: it knows neither the mini benchmark nor
+    # CruiseAgent (see AGENT_MODULES_THE_EVALUATOR_READS)
+    "evaluator": {"minibench", "testkit", *TOP},
+    "evaluator.scoring": {"evaluator.harness", "evaluator.search", "evaluator.report", "evaluator.commands",
+                          "evaluator.workers"},
+    "evaluator.search": {"evaluator.harness", "evaluator.report", "evaluator.commands", "evaluator.workers"},
+    "evaluator.harness": {"evaluator.report", "evaluator.commands", "evaluator.workers"},
+    "evaluator.report": {"evaluator.commands", "evaluator.workers"},
+    "testkit": TOP,
+    "tools": {"benchmarks", "testkit", "tests"},
+    "benchmarks": {"tests"},
 }
 
 
@@ -79,18 +90,94 @@ def test_the_check_sees_an_import_that_runs_back_up(tmp_path):
     (tmp_path / "minibench" / "content.py").write_text("import tools.preflight\n")
     (tmp_path / "evaluator" / "scoring" / "judge.py").write_text("from ..report import html\n")
     (tmp_path / "evaluator" / "runner.py").write_text("from agents.cruise import chain\nfrom minibench import content\n")
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "preflight.py").write_text("from evaluator import runner\nfrom benchmarks import search\n")
     got = layer_violations(tmp_path)
     assert got == [
         "agents/cruise/chain.py:2: agents.cruise.chain (agents) imports evaluator.harness.runner",
         "evaluator/scoring/judge.py:1: evaluator.scoring.judge (evaluator.scoring) imports evaluator.report.html",
         "minibench/content.py:1: minibench.content (minibench) imports tools.preflight",
+        "tools/preflight.py:2: tools.preflight (tools) imports benchmarks.search",
+    ]
+
+
+# What of the agents package the evaluator may read: the contract (agents/base_agent.py) and the
+# machines it runs on (agents/profiles.py: search, dataset, GPUs). Everything else an agent says
+# about itself reaches the evaluator through the agent class (agents/base_agent.py's questions).
+AGENT_MODULES_THE_EVALUATOR_READS = ("agents.base_agent", "agents.profiles")
+
+
+def evaluator_reads_of_agents(root: Path) -> list[str]:
+    out = []
+    for path in sorted((root / "evaluator").rglob("*.py")):
+        module = module_name(root, path)
+        for line, name in imported_names(path, module):
+            if below(name, "agents") and not any(below(name, allowed) for allowed in AGENT_MODULES_THE_EVALUATOR_READS):
+                out.append(f"{path.relative_to(root)}:{line}: {module} imports {name}")
+    return out
+
+
+def test_the_evaluator_reads_only_the_contract_and_the_profiles_of_the_agents_package(tmp_path):
+    assert evaluator_reads_of_agents(REPO_ROOT) == []
+    (tmp_path / "evaluator" / "harness").mkdir(parents=True)
+    (tmp_path / "evaluator" / "harness" / "models.py").write_text(
+        "from agents.profiles import PROFILES\nfrom agents.base_agent import IDK_ANSWER\n"
+        "def f():\n    from agents.cruise_agent import CruiseAgent\n")
+    assert evaluator_reads_of_agents(tmp_path) == [
+        "evaluator/harness/models.py:4: evaluator.harness.models imports agents.cruise_agent.CruiseAgent"]
+
+
+def python_files(root: Path) -> list[Path]:
+    """Every .py file of the project: at the top and in its folders (not the hidden ones, such as
+    .venv and .cache, nor outputs/)."""
+    found = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith(".") or entry.name == "outputs" or entry.is_symlink():
+            continue
+        if entry.is_dir():
+            found += sorted(entry.rglob("*.py"))
+        elif entry.suffix == ".py":
+            found.append(entry)
+    return found
+
+
+def imports_of_tests(root: Path) -> list[str]:
+    """Imports of the tests package from outside tests/, and of one test module by another."""
+    out = []
+    for path in python_files(root):
+        module = module_name(root, path)
+        in_tests = below(module, "tests")
+        for line, name in imported_names(path, module):
+            if below(name, "tests") and (not in_tests or name.startswith("tests.test_")):
+                out.append(f"{path.relative_to(root)}:{line}: {module} imports {name}")
+    return out
+
+
+def test_nothing_imports_tests_but_a_test_and_no_test_imports_another():
+    assert imports_of_tests(REPO_ROOT) == []
+
+
+def test_the_tests_check_sees_a_tool_and_a_test_module_importing_tests(tmp_path):
+    (tmp_path / "tests").mkdir()
+    (tmp_path / "benchmarks").mkdir()
+    (tmp_path / "benchmarks" / "gpu_bench.py").write_text("def build():\n    from testkit.tiny_models import build\n")
+    (tmp_path / "tests" / "conftest.py").write_text("PAPER = 1\n")
+    (tmp_path / "tests" / "test_a.py").write_text(
+        "from tests.test_b import make_agent\nfrom tests.conftest import PAPER\nfrom testkit import fakes\n")
+    (tmp_path / "tests" / "test_b.py").write_text("from tests import test_a\n")
+    (tmp_path / "local_evaluation.py").write_text("import tests\n")
+    assert imports_of_tests(tmp_path) == [
+        "benchmarks/gpu_bench.py:2: benchmarks.gpu_bench imports testkit.tiny_models.build",
+        "local_evaluation.py:1: local_evaluation imports tests",
+        "tests/test_a.py:1: tests.test_a imports tests.test_b.make_agent",
+        "tests/test_b.py:1: tests.test_b imports tests.test_a",
     ]
 
 
 def import_graph(root: Path) -> dict[str, set[str]]:
     """module -> the project's modules it imports (a `from m import name` counts as importing m
     when `m.name` is no module of its own)."""
-    paths = {module_name(root, p): p for package in ("agents", "minibench", "evaluator", "tools")
+    paths = {module_name(root, p): p for package in ("agents", "minibench", "evaluator", "testkit", "tools", "benchmarks")
              for p in (root / package).rglob("*.py")}
     paths.update({name: root / f"{name}.py" for name in ENTRY_POINTS if (root / f"{name}.py").exists()})
     graph = {}

@@ -5,10 +5,7 @@ The scripted agent's answers are fixed, the judge is a scripted server on 127.0.
 [yes]/[no]/[fail]/[flaky] in an answer decide its verdict), so every score is known by hand.
 """
 import json
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -18,36 +15,17 @@ from agents.base_agent import JUDGED_ANSWER_TOKENS
 from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import fetch_image_bytes, load_split, read_conversations
 from evaluator.scoring.truncate import load_truncator
-from tests.scripted_agent import FakeOpenAIServer, build_dataset, png_bytes
-
-SECRET = "sk-test-never-written-4242"
-LONG_APPLES = "[yes] " + "apple " * 100
-LONG_CHEESE = "[flaky] cheddar cheese" + " and more words" * 40
-
-# session, ego?, image source, quality, [(interaction_id, query, ground truth, domain, category, answer)]
-CONVERSATIONS = [
-    ("s1-ego", "embedded", "normal", [
-        ("s1-0", "s1q0", "Paris", "geo", "simple", "  paris "),          # exact match
-        ("s1-1", "s1q1", "blue", "color", "simple", "[no] it is red"),   # judged wrong
-        ("s1-2", "s1q2", "42", "math", "reasoning", "I don't know")]),    # miss
-    ("s2-url", "url", "low", [
-        ("s2-0", "s2q0", "Lion", "animal", "simple", "[no] a zebra"),    # judged wrong
-        ("s2-1", "s2q1", "savanna", "animal", "simple", "Sorry, I don't know."),  # miss -> cut
-        ("s2-2", "s2q2", "tiger", "animal", "comparison", "Tiger"),      # exact, cut -> miss
-        ("s2-3", "s2q3", "stripes", "animal", "simple", "[yes] it has stripes")]),  # cut -> miss
-    ("s3-web", "embedded+url", "normal", [
-        ("s3-0", "s3q0", "Eiffel Tower", "place", "simple", "[yes] the Eiffel tower"),  # judged right
-        ("s3-1", "s3q1", "1889", "place", "reasoning", "[fail] 1887")]),  # judge fails -> hallucination
-    ("s4-ego", "embedded", "low", [
-        ("s4-0", "s4q0", "apple", "food", "simple", LONG_APPLES)]),      # truncated, judged right
-    ("s5-ego", "embedded", "normal", [
-        ("s5-0", "s5q0", "a", "misc", "simple", "I don't know"),
-        ("s5-1", "s5q1", "b", "misc", "simple", "i DON'T know either"),  # two misses -> cut
-        ("s5-2", "s5q2", "Yes", "misc", "simple", "yes")]),              # exact, cut -> miss
-    ("s6-url", "url", "normal", [
-        ("s6-0", "s6q0", "cheese", "food", "simple", LONG_CHEESE),       # 2 x HTTP 500, then right
-        ("s6-1", "s6q1", "moon ", "space", "simple", "Moon")]),          # exact match
-]
+from testkit.evaluation_world import (
+    LONG_APPLES,
+    LONG_CHEESE,
+    SECRET,
+    generation_args,
+    read_log,
+    read_scores,
+    run_cli,
+    write_script,
+)
+from testkit.scripted_agent import FakeOpenAIServer, build_dataset, png_bytes
 
 
 def expected_scores(total, exact, correct, miss, conversation_mean) -> dict:
@@ -59,7 +37,7 @@ def expected_scores(total, exact, correct, miss, conversation_mean) -> dict:
             "mean_multi_turn_conversation_score": conversation_mean}
 
 
-# Worked out by hand from the table above (15 turns; after the cuts: correct s1-0, s3-0, s4-0,
+# Worked out by hand from CONVERSATIONS (testkit/evaluation_world.py; 15 turns; after the cuts: correct s1-0, s3-0, s4-0,
 # s6-0, s6-1; exact s1-0, s6-1; misses s1-2, s2-1..3, s5-0..2; hallucinations s1-1, s2-0, s3-1).
 # Conversation scores: s1 0, s2 -1/4, s3 0, s4 1, s5 0, s6 1.
 EXPECTED_ALL = expected_scores(15.0, 2.0, 5.0, 7.0, 1.75 / 6)
@@ -78,74 +56,6 @@ OFFICIAL_COLUMNS = [
 OUTPUT_FILES = ["turn_evaluation_results_all.csv", "turn_evaluation_results_ego.csv",
                 "scores_dictionary.json", "turn_evaluation_results_all_extended.csv",
                 "turn_evaluation_results_ego_extended.csv", "run_summary.json", "traces.jsonl"]
-
-
-@pytest.fixture(scope="module")
-def world(tmp_path_factory):
-    root = tmp_path_factory.mktemp("evalworld")
-    images = {"s2.png": png_bytes((200, 10, 10)), "s6.png": png_bytes((10, 200, 10))}
-    with FakeOpenAIServer(images=images, lifetime_s=600) as server:
-        convs = []
-        for session, source, quality, turns in CONVERSATIONS:
-            embedded = Image.new("RGB", (64, 48), (30, 60, 90)) if "embedded" in source else None
-            url = None
-            if source == "url":
-                url = f"{server.base}/img/{session.split('-')[0]}.png"
-            elif source == "embedded+url":
-                url = "http://127.0.0.1:9/never-fetched.png"  # image present: must not be fetched
-            convs.append(dict(session_id=session, image=embedded, image_url=url, image_quality=quality,
-                              turns=[(t[0], t[1], t[2], t[3], t[4], "static") for t in turns]))
-        dataset = build_dataset(root / "dataset", convs, form="dict")
-        answers = {t[1]: t[5] for _, _, _, turns in CONVERSATIONS for t in turns}
-        yield dict(root=root, server=server, dataset=dataset, answers=answers, convs=convs)
-
-
-def write_script(world, name, **extra) -> Path:
-    path = world["root"] / f"{name}.json"
-    script = {"answers": world["answers"], "batch_size": 2, "log": str(world["root"] / f"{name}.log.jsonl"),
-              "deadline_cut_queries": ["s4q0"], **extra}
-    path.write_text(json.dumps(script))
-    return path
-
-
-def run_cli(world, args, script: Path | None, *, key: str | None = SECRET, judge=True, expect_rc=0,
-            judge_url: str | None = None, judge_max_wait="0", env_extra: dict | None = None):
-    """local_evaluation.py in a subprocess. judge_max_wait "0": every failed judge request costs an
-    attempt (the request counts below rely on it); the rate-limit test passes its own."""
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY",) and not k.startswith("CRUISE_")}
-    env.update(PYTHONPATH=str(REPO_ROOT), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
-               HF_DATASETS_CACHE=str(world["root"] / "hf-datasets"), CRUISE_CACHE=str(world["root"] / "cache"),
-               SCRIPTED_AGENT_SCRIPT=str(script or world["root"] / "no-such-script.json"), **(env_extra or {}))
-    if key:
-        env["OPENAI_API_KEY"] = key
-    judge_args = ["--eval-model", "judge-model", "--eval-base-url", judge_url or world["server"].url] if judge else []
-    cmd = [sys.executable, "local_evaluation.py", *args, *judge_args, "--judge-retry-wait", "0.01",
-           "--judge-max-wait", judge_max_wait, "--no_progress", "--display-conversations", "3"]
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=240)
-    assert proc.returncode == expect_rc, proc.stdout[-3000:] + proc.stderr[-3000:]
-    return proc
-
-
-def generation_args(world, out: Path, *extra):
-    return ["--dataset", str(world["dataset"]), "--dataset-type", "multi-turn", "--profile", "cpu",
-            "--agent", "tests.scripted_agent:ScriptedAgent", "--search", "tests.scripted_agent:make_fake_search",
-            "--suppress-web-search-api", "--set", "k_recall=7", "--output-dir", str(out), *extra]
-
-
-def read_scores(out: Path) -> dict:
-    return json.loads((out / "scores_dictionary.json").read_text())
-
-
-def read_log(path: Path) -> list[dict]:
-    return [json.loads(line) for line in path.read_text().splitlines()]
-
-
-@pytest.fixture(scope="module")
-def full_run(world):
-    out = world["root"] / "full"
-    script = write_script(world, "full")
-    proc = run_cli(world, generation_args(world, out), script)
-    return dict(out=out, proc=proc, log=read_log(world["root"] / "full.log.jsonl"))
 
 
 def test_every_score_matches_the_hand_computed_values(full_run):
@@ -383,13 +293,13 @@ def test_resume_refuses_another_system_and_names_what_differs(world, full_run, t
     before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     cases = [(["--preset", "vision_only"], {}, ["preset: full -> vision_only"]),
              (["--set", "k_recall=5"], {}, ["--set k_recall: 7 -> 5"]),
-             (["--profile", "l40s", "--agent", "tests.slow_agent:SlowAgent"], {},
-              ["agent: tests.scripted_agent:ScriptedAgent -> tests.slow_agent:SlowAgent", "profile: cpu -> l40s",
+             (["--profile", "l40s", "--agent", "testkit.slow_agent:SlowAgent"], {},
+              ["agent: testkit.scripted_agent:ScriptedAgent -> testkit.slow_agent:SlowAgent", "profile: cpu -> l40s",
                "search indices: crag-mm-mini/image-search-index -> crag-mm-2025/image-search-index-public-test",
                "settings: 1 fields -> (not recorded)"])]
     for extra, env, expected in cases:
         args = generation_args(world, out, "--resume", *extra)
-        if "tests.slow_agent:SlowAgent" in extra:  # an agent that takes no settings is given none
+        if "testkit.slow_agent:SlowAgent" in extra:  # an agent that takes no settings is given none
             args = [a for a in args if a not in ("--set", "k_recall=7")]
         proc = run_cli(world, args, write_script(world, "refused"), expect_rc=1, env_extra=env)
         assert proc.stderr.strip() == refusal(out, expected)
@@ -533,12 +443,12 @@ def test_a_cruise_agent_resume_compares_every_config_field_before_loading_models
     out.mkdir()
     (out / "answers.jsonl").write_text(json.dumps({"interaction_id": "s1-0", "agent_response": "x"}) + "\n")
     earlier = system_fingerprint(setup_agent("agents.user_config:UserAgent", profile="cpu"), "cpu", "full",
-                                 search="tests.scripted_agent:make_fake_search", web=False)
+                                 search="testkit.scripted_agent:make_fake_search", web=False)
     assert earlier["config"]["tau_ret"] == 0.9 and earlier["config"]["vlm_model"] and "settings" not in earlier
     assert "vlm_base_url" not in earlier["config"]  # where a server runs is not which model it is
     (out / "run_config.json").write_text(json.dumps({"fingerprint": earlier}))
     args = ["--dataset", str(world["dataset"]), "--dataset-type", "multi-turn", "--profile", "cpu",
-            "--agent", "agents.user_config:UserAgent", "--search", "tests.scripted_agent:make_fake_search",
+            "--agent", "agents.user_config:UserAgent", "--search", "testkit.scripted_agent:make_fake_search",
             "--suppress-web-search-api", "--output-dir", str(out), "--resume", "--preset", "no_cov", "--set", "tau_ret=0.4"]
     proc = run_cli(world, args, None, expect_rc=1)
     assert proc.stderr.strip() == refusal(out, ["preset: full -> no_cov", "config.tau_ret: 0.9 -> 0.4", "config.use_cov: True -> False"])
@@ -594,7 +504,7 @@ def test_fingerprint_differences_for_calibration_and_prompt_files(tmp_path):
 
     def fingerprint(calibration_file=None, settings=()):
         agent = setup_agent("agents.user_config:UserAgent", profile="cpu")
-        scripted = setup_agent("tests.scripted_agent:ScriptedAgent", profile="cpu", settings=settings)
+        scripted = setup_agent("testkit.scripted_agent:ScriptedAgent", profile="cpu", settings=settings)
         return {**system_fingerprint(agent, "cpu", "full", search="none", web=True, calibration=calibration_file),
                 **({"settings": scripted.description["settings"]} if settings else {})}
 

@@ -14,7 +14,7 @@ from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import load_split, read_conversations
 from evaluator.scoring.lexical_judge import OFFLINE_JUDGE_LABEL, lexical_verdict, matching_form, normalise
 from evaluator.scoring.scores import SCORE_KEYS
-from tests.scripted_agent import FakeOpenAIServer, build_dataset
+from testkit.scripted_agent import FakeOpenAIServer, build_dataset
 from tools.calibrate import rag_verdicts
 
 MINI = REPO_ROOT / "data" / "crag-mm-mini"
@@ -108,7 +108,7 @@ def _run(tmp_path: Path, dataset: Path, out: Path, *extra: str) -> subprocess.Co
                HF_DATASETS_CACHE=str(tmp_path / "hf-datasets"), CRUISE_CACHE=str(tmp_path / "cache"),
                SCRIPTED_AGENT_SCRIPT=str(script))
     cmd = [sys.executable, "local_evaluation.py", "--dataset", str(dataset), "--dataset-type", "single-turn",
-           "--profile", "cpu", "--agent", "tests.scripted_agent:ScriptedAgent", "--search", "none",
+           "--profile", "cpu", "--agent", "testkit.scripted_agent:ScriptedAgent", "--search", "none",
            "--output-dir", str(out), "--no_progress", *extra]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -20,7 +20,7 @@ from agents.cruise.stages.s5a_relevance import read_relevance
 from agents.cruise.trace import funnel_flags, parse_failure_counts, peer_stage_counts
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
-from tests.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
+from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
 # paper_finalizer preset over the cpu profile (agents/config.py PRESETS).

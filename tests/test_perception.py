@@ -16,8 +16,8 @@ from agents.cruise.stages import s0a_perceive
 from agents.cruise.stages.s0a_perceive import PerceptionCache, perceive_batch, reading_order
 from agents.cruise.types import Turn
 from agents.engines import image_classifier, ocr
-from tests.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
-from tests.test_cruise_chain import IMAGE_HITS, VLM_SCRIPT, rerank_score, route
+from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
+from testkit.scripted_chain import IMAGE_HITS, VLM_SCRIPT, rerank_score, route
 
 MPL_DATA = Path(matplotlib.get_data_path())
 FONT = MPL_DATA / "fonts" / "ttf" / "DejaVuSans-Bold.ttf"

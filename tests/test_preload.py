@@ -155,10 +155,10 @@ def test_each_agent_names_its_own_models():
     assert setup_agent(USER_AGENT, profile="l40s").hub_models() == [
         "meta-llama/Llama-3.2-11B-Vision-Instruct", "meta-llama/Llama-3.2-1B-Instruct", "BAAI/bge-reranker-v2-m3"]
     # built on CruiseAgent: the same answers, with the settings it was given
-    assert setup_agent("tests.fakes:ScriptedCruiseAgent", profile="l40s",
+    assert setup_agent("testkit.fakes:ScriptedCruiseAgent", profile="l40s",
                        settings=["reranker_backend=server"]).hub_models()[-1] == "meta-llama/Llama-3.2-1B-Instruct"
     # an agent that answers none of the harness's questions loads what it likes: nothing is held to it
-    other = setup_agent("tests.slow_agent:SlowAgent", profile="l40s")
+    other = setup_agent("testkit.slow_agent:SlowAgent", profile="l40s")
     assert other.config is None and other.hub_models() == [] and other.preload_problems() == []
     with pytest.raises(ValueError, match="cannot import"):
         setup_agent("no.such.module:Agent", profile="cpu")

@@ -13,7 +13,7 @@ import sys
 
 from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import load_split
-from tests.scripted_agent import build_dataset
+from testkit.scripted_agent import build_dataset
 
 
 def test_public_test_is_chosen_over_validation_when_both_are_there(tmp_path):
@@ -47,8 +47,8 @@ def _run(dataset, out, split, tmp_path):
                HF_DATASETS_CACHE=str(tmp_path / "hf-datasets"), CRUISE_CACHE=str(tmp_path / "cache"),
                SCRIPTED_AGENT_SCRIPT=str(script))
     cmd = [sys.executable, "local_evaluation.py", "--dataset", str(dataset), "--dataset-type", "single-turn",
-           "--split", split, "--profile", "cpu", "--agent", "tests.scripted_agent:ScriptedAgent",
-           "--search", "tests.scripted_agent:make_fake_search", "--eval-model", "None", "--no_progress",
+           "--split", split, "--profile", "cpu", "--agent", "testkit.scripted_agent:ScriptedAgent",
+           "--search", "testkit.scripted_agent:make_fake_search", "--eval-model", "None", "--no_progress",
            "--output-dir", str(out)]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=240)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]

@@ -14,7 +14,7 @@ from PIL import Image
 from agents.base_agent import IDK_ANSWER
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
-from tests.fakes import FakePipeline, FunctionReranker, echo_engine, last_user_text
+from testkit.fakes import FakePipeline, FunctionReranker, echo_engine, last_user_text
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
 # paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
@@ -143,7 +143,7 @@ def test_a_pipeline_that_raises_costs_only_that_turns_context():
 
 
 def corrupt_dataset(folder: Path) -> Path:
-    from tests.scripted_agent import build_dataset, png_bytes
+    from testkit.scripted_agent import build_dataset, png_bytes
 
     good = Image.open(io.BytesIO(png_bytes((200, 10, 10))))
     convs = [
@@ -167,7 +167,7 @@ def test_local_evaluation_survives_bad_rows_and_reports_them(tmp_path):
                HF_DATASETS_CACHE=str(tmp_path / "hf"))
     proc = subprocess.run(
         [sys.executable, "local_evaluation.py", "--dataset", str(dataset), "--dataset-type", "multi-turn",
-         "--profile", "cpu", "--preset", "full+paper_finalizer", "--agent", "tests.fakes:ScriptedCruiseAgent",
+         "--profile", "cpu", "--preset", "full+paper_finalizer", "--agent", "testkit.fakes:ScriptedCruiseAgent",
          "--search", "none",
          "--eval-model", "None", "--output-dir", str(out), "--no_progress"],
         cwd=REPO, env=env, capture_output=True, text=True, timeout=300)

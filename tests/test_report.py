@@ -1,7 +1,7 @@
 """report.html and compare.html, built on runs that local_evaluation.py makes with the real chain
-(scripted engines: tests.fakes.SteeredCruiseAgent), checked as data and in headless Chromium.
+(scripted engines: testkit.fakes.SteeredCruiseAgent), checked as data and in headless Chromium.
 
-Each question steers its own turn (see tests.fakes.steered_engine), so every outcome, branch and
+Each question steers its own turn (see testkit.fakes.steered_engine), so every outcome, branch and
 funnel count below is known by hand.
 """
 from __future__ import annotations
@@ -19,7 +19,7 @@ from PIL import Image
 
 from agents.profiles import REPO_ROOT
 from evaluator.report.html import EXTENDED_CSV, OFFICIAL_CSV, load_turn_rows
-from tests.scripted_agent import build_dataset
+from testkit.scripted_agent import build_dataset
 
 # session, ego?, [(interaction_id, question with directives, gold)]; outcome / branch of the full preset
 CONVERSATIONS = [
@@ -65,7 +65,7 @@ def runs(tmp_path_factory):
         # the scripted engines write the paper's CoV reply: the paper's finalizer reads it
         run_cli(["--dataset", str(dataset), "--dataset-type", "multi-turn", "--profile", "cpu",
                  "--preset", f"{preset}+paper_finalizer" if preset == "full" else preset,
-                 "--agent", "tests.fakes:SteeredCruiseAgent", "--search", "none", "--eval-model", "None",
+                 "--agent", "testkit.fakes:SteeredCruiseAgent", "--search", "none", "--eval-model", "None",
                  "--output-dir", str(out[preset]), "--no_progress"], root)
     return out
 
@@ -272,7 +272,7 @@ def test_a_calibrated_run_draws_its_funnel_at_the_files_thresholds(tmp_path, mon
     out = tmp_path / "calibrated"
     local_evaluation.main(["--dataset", str(dataset), "--dataset-type", "multi-turn", "--profile", "cpu",
                            "--preset", "full+paper_finalizer", "--calibration", str(calibration),
-                           "--agent", "tests.fakes:SteeredCruiseAgent", "--search", "none", "--eval-model", "None",
+                           "--agent", "testkit.fakes:SteeredCruiseAgent", "--search", "none", "--eval-model", "None",
                            "--output-dir", str(out), "--no_progress", "--display-conversations", "0"])
     recorded = json.loads((out / "run_config.json").read_text())["agent_description"]["config"]
     assert recorded["tau_low"] == 0.25 and recorded["tau_high"] == 1.0

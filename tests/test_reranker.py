@@ -7,7 +7,7 @@ import math
 import pytest
 
 from agents.engines.reranker import CrossEncoderReranker
-from tests.tiny_models import build_tiny_xlmr_reranker
+from testkit.tiny_models import build_tiny_xlmr_reranker
 
 QUERIES = [
     "What is the name of the brand shown on the label of this product?",
@@ -62,12 +62,12 @@ def test_pairs_are_cut_to_max_length(model_dir):
 
 
 def test_the_test_models_have_heads_vllm_can_serve(model_dir):
-    """`vllm serve` (the served profile's reranker, tools/vllm_cpu_check.sh --serve) refuses an
+    """`vllm serve` (the served profile's reranker, benchmarks/vllm_cpu_check.sh --serve) refuses an
     attention head size its PagedAttention lacks; both tiny models must load there as they do
     in-process."""
     from transformers import AutoConfig
 
-    from tests.tiny_models import VLLM_HEAD_SIZES, build_tiny_mllama
+    from testkit.tiny_models import VLLM_HEAD_SIZES, build_tiny_mllama
 
     reranker = AutoConfig.from_pretrained(model_dir)
     mllama = AutoConfig.from_pretrained(build_tiny_mllama(llama_vocab=True)).text_config

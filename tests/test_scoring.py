@@ -18,7 +18,7 @@ from evaluator.scoring.scores import (
     score_rows,
     verdict_fields,
 )
-from tests.scripted_agent import FakeOpenAIServer
+from testkit.scripted_agent import FakeOpenAIServer
 
 CRAG_MM = RULE_SETS["crag-mm"]
 

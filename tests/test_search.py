@@ -101,7 +101,7 @@ def test_the_cpu_profile_searches_with_efficientnet_features_through_the_officia
 
 
 def _top1_on_crops_and_tilts(pipeline) -> float:
-    from evaluator.answer_recall import image_top1_entity
+    from benchmarks.answer_recall import image_top1_entity
 
     shares = [image_top1_entity(pipeline, variant) for variant in ("crop", "rotate")]
     assert all(s["pictures"] >= 10 for s in shares)
@@ -110,7 +110,7 @@ def _top1_on_crops_and_tilts(pipeline) -> float:
 
 def test_trained_features_find_crops_and_tilts_that_the_random_clip_misses(search_cache, pipeline):
     """A crop or a tilted shot of a benchmark photo (neither is in the index) must find the
-    photo's entity first. Measured (python -m evaluator.answer_recall --query-image crop rotate):
+    photo's entity first. Measured (python -m benchmarks.answer_recall --query-image crop rotate):
     EfficientNet-Lite0 0.75 on crops and 0.83 on tilts, where every miss is a look-alike copy of
     the same photo (a hard negative) or a drawn cover of the same design; the random CLIP 0.50
     and 0.08."""
@@ -220,7 +220,7 @@ def test_search_returns_infobox_entities_in_the_official_shape(pipeline):
 
 
 # Answer recall at K_rerank of stages 3-5 (MiniLM reranker, q' = the question alone), measured
-# with `python -m evaluator.answer_recall` on the rebuilt benchmark: infobox chunker KG 0.8235
+# with `python -m benchmarks.answer_recall` on the rebuilt benchmark: infobox chunker KG 0.8235
 # (28/34), web 0.8333 (15/18); the paper's three fields KG 0.2941 (10/34), web 0.8333. The
 # margin allows two turns of drift (a near-tie broken differently by another torch build).
 MEASURED_KG_RECALL, MEASURED_WEB_RECALL, MARGIN_TURNS = 28 / 34, 15 / 18, 2
@@ -230,7 +230,7 @@ MEASURED_KG_RECALL, MEASURED_WEB_RECALL, MARGIN_TURNS = 28 / 34, 15 / 18, 2
 def test_answer_recall_at_k_rerank_on_the_rebuilt_benchmark(pipeline):
     from agents.config import load_config
     from agents.engines.reranker import MiniLMReranker
-    from evaluator.answer_recall import measure
+    from benchmarks.answer_recall import measure
 
     cfg = load_config("cpu", "full")
     got = measure(pipeline, MiniLMReranker(), cfg)

@@ -316,7 +316,7 @@ def test_an_l40s_evaluation_runs_on_indices_past_the_sqlite_bound(big_cache, sta
     scoring and the report. The planted photo's entity and the planted page come back."""
     from PIL import Image
 
-    from tests.scripted_agent import build_dataset
+    from testkit.scripted_agent import build_dataset
 
     _stand_in_agent_models(big_cache, tmp_path / "agent-models")
     question = "When was the Quillon Light first lit? " + PLANTED_TEXT

@@ -1,6 +1,6 @@
 """The served engines (`engine = "openai"`, `reranker_backend = "server"`) and the pre-run server check.
 
-- Against a REAL OpenAI-compatible server (slow tier; tools/transformers_serve.py): `transformers
+- Against a REAL OpenAI-compatible server (slow tier; testkit/transformers_serve.py): `transformers
   serve` serving the cpu profile's SmolLM2 on a free loopback port. The chain through it answers
   as the in-process transformers engine does; stop strings are honoured (cut here: that server
   fails on `stop`); a server that hangs costs the batch's deadline, not more; a server killed in
@@ -27,7 +27,7 @@ from agents.config import load_config
 from agents.engines.base import ChatRequest, Sampling, time_limit
 from agents.engines.openai_engine import OpenAIChatEngine, read_completion, request_messages
 from agents.engines.reranker import ServerReranker
-from tools.transformers_serve import SERVED_NAME, ServedModel, evaluation_settings, free_port, serving_copy
+from testkit.transformers_serve import SERVED_NAME, ServedModel, evaluation_settings, free_port, serving_copy
 
 REPO = Path(__file__).resolve().parent.parent
 OFFLINE = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
@@ -236,7 +236,7 @@ def test_transformers_vllm_and_a_vllm_server_count_one_answer_alike(loopback):
     listing the end token last, give one count and one list of log-probabilities."""
     from agents.engines.transformers_engine import TransformersEngine
     from agents.engines.vllm_engine import to_chat_result
-    from tests.test_engines import vllm_output
+    from testkit.vllm_outputs import vllm_output
 
     smol = TransformersEngine("smollm2")
     sampling = Sampling(max_tokens=24, logprobs=True)

@@ -16,7 +16,7 @@ from agents.cruise import cost_priors
 from agents.cruise.chain import stage_priors
 from agents.cruise.cost_priors import l40s_stage_cost_priors
 from agents.cruise.deadline import StageCosts
-from tests.test_cruise_chain import WHERE, batch, make_agent, stages_called
+from testkit.scripted_chain import WHERE, batch, make_agent, stages_called
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
 # paper_finalizer preset over the cpu profile (agents/config.py PRESETS).

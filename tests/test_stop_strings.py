@@ -1,5 +1,5 @@
 """Stop strings in the transformers engine (`StopOnText`) give the text that transformers' own
-`stop_strings=` gives (kept for comparison as `tools.bench_stop_strings.LegacyStopStrings`),
+`stop_strings=` gives (kept for comparison as `benchmarks.stop_strings.LegacyStopStrings`),
 on SmolLM2 and on the tiny Mllama with the real Llama 3.2 vocabulary (128k tokens)."""
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from agents.cruise.stages.s8_verify import COV_STOPS
 from agents.engines.base import Sampling
 from agents.engines.local_models import resolve_model
 from agents.engines.transformers_engine import StopOnText, TransformersEngine
-from tests.tiny_models import build_tiny_mllama
-from tools.bench_stop_strings import LegacyStopStrings, requests
+from benchmarks.stop_strings import LegacyStopStrings, requests
+from testkit.tiny_models import build_tiny_mllama
 
 
 def stops_found_in(texts: list[str]) -> tuple[str, ...]:
@@ -48,7 +48,7 @@ def test_stop_on_text_gives_the_text_transformers_stop_strings_gave(which, token
 def test_stop_on_text_stops_a_row_on_the_step_that_completes_a_stop_string():
     from transformers import PreTrainedTokenizerFast
 
-    from tests.tiny_models import build_word_tokenizer
+    from testkit.tiny_models import build_word_tokenizer
 
     tokenizer = build_word_tokenizer(PreTrainedTokenizerFast, vocab_size=400)
     prompt = tokenizer("question answer\n", add_special_tokens=False)["input_ids"]

@@ -141,7 +141,7 @@ def test_preflight_passes_on_the_cpu_profile():
     "args, failing",
     [
         (["--set", "batch_size=32"], "batch size"),
-        (["--agent", "tests.slow_agent:SlowAgent", "--turn-budget", "0.2"], "dry run"),
+        (["--agent", "testkit.slow_agent:SlowAgent", "--turn-budget", "0.2"], "dry run"),
     ],
 )
 def test_preflight_fails_clearly(args, failing):

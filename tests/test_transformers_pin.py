@@ -5,7 +5,7 @@ transformers 4.55.4 and tokenizers 0.21.4 (requirements.txt), and code written a
 newer version broke there unseen (`from_pretrained(dtype=...)`). So the pinned wheels
 are installed once, with `pip install --no-deps --target`, into
 .cache/pins/transformers-<ver>-tokenizers-<ver>/ (reused while the pins stay the same; measured
-here: ~8-10 s and 122 MB the first time), and tests/pin_check.py runs in a subprocess with that
+here: ~8-10 s and 122 MB the first time), and testkit/pin_check.py runs in a subprocess with that
 folder first on PYTHONPATH: it builds the tiny models with the pinned version, loads them through
 our engines and generates (~25 s on 2 cores).
 """
@@ -62,7 +62,7 @@ def run_pin_check(site: Path, smollm2: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRUISE_")}
     env.update(PYTHONPATH=os.pathsep.join([str(site), str(REPO)]), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                CRUISE_CACHE=str(site / "models-cache"))  # tiny models built by the pinned version
-    proc = subprocess.run([sys.executable, "-m", "tests.pin_check", smollm2], cwd=REPO, env=env,
+    proc = subprocess.run([sys.executable, "-m", "testkit.pin_check", smollm2], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     line = next(line for line in proc.stdout.splitlines() if line.startswith("PIN-CHECK "))

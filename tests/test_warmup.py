@@ -4,7 +4,7 @@ what the deadline learns."""
 from __future__ import annotations
 
 from agents.config import load_config
-from tests.test_cruise_chain import WHERE, batch, make_agent, stages_called
+from testkit.scripted_chain import WHERE, batch, make_agent, stages_called
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
 # paper_finalizer preset over the cpu profile (agents/config.py PRESETS).

@@ -24,7 +24,7 @@ from agents.cruise.stages.s4_chunk import chunks_from_web_hit
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
 from evaluator.search.index_check import IndexSpec, SearchIndexError, check_contents
-from tests.fakes import FunctionReranker, ScriptedEngine, last_user_text
+from testkit.fakes import FunctionReranker, ScriptedEngine, last_user_text
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
 # paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
@@ -293,7 +293,7 @@ def test_local_evaluation_web_contents_brings_a_body_only_fact_to_the_prompt_and
 
     from agents.profiles import REPO_ROOT
     from minibench import content
-    from tests.scripted_agent import build_dataset
+    from testkit.scripted_agent import build_dataset
 
     page = next(p for p in content.WEB_PAGES if p["page_url"].endswith("/summer-palace"))
     assert BODY_FACT in page["text"] and BODY_FACT not in page["page_snippet"]

@@ -24,15 +24,7 @@ from evaluator.workers import (
     shard_env,
     split_flags,
 )
-from tests.test_local_evaluation import (  # noqa: F401 - world and full_run are fixtures
-    full_run,
-    generation_args,
-    read_log,
-    read_scores,
-    run_cli,
-    world,
-    write_script,
-)
+from testkit.evaluation_world import generation_args, read_log, read_scores, run_cli, write_script
 
 
 def turn_rows(out):
@@ -71,7 +63,7 @@ def test_a_shard_never_inherits_the_drivers_device_list():
     assert local["HOME"] == "/root" and "HOME" not in remote  # a remote node keeps its own
 
 
-def test_two_workers_give_the_single_process_run(world, full_run):  # noqa: F811
+def test_two_workers_give_the_single_process_run(world, full_run):
     out = world["root"] / "two-workers"
     run_cli(world, generation_args(world, out, "--workers", "2"), write_script(world, "two-workers"))
     assert read_scores(out) == read_scores(full_run["out"])
@@ -97,7 +89,7 @@ def test_two_workers_give_the_single_process_run(world, full_run):  # noqa: F811
     assert decided and not asked_again & decided
 
 
-def test_each_worker_gets_a_gpu_of_its_own(world):  # noqa: F811
+def test_each_worker_gets_a_gpu_of_its_own(world):
     """Two GPUs declared to Ray (this machine has none): each shard's process sees one device,
     the one Ray granted it, even though the driver itself sees both."""
     out = world["root"] / "gpu-workers"
@@ -108,7 +100,7 @@ def test_each_worker_gets_a_gpu_of_its_own(world):  # noqa: F811
     assert seen == {"0", "1"}
 
 
-def test_a_local_ray_without_the_gpus_asked_for_stops_with_one_line(world):  # noqa: F811
+def test_a_local_ray_without_the_gpus_asked_for_stops_with_one_line(world):
     out = world["root"] / "no-gpu"
     proc = run_cli(world, generation_args(world, out, "--workers", "2", "--gpus-per-worker", "1"),
                    write_script(world, "no-gpu"), expect_rc=1)
@@ -145,7 +137,7 @@ def test_a_shard_dies_with_the_worker_that_started_it(tmp_path):
     pytest.fail("the shard's process outlived the worker that started it")
 
 
-def test_the_mini_benchmark_over_two_workers_is_the_single_process_run(world):  # noqa: F811
+def test_the_mini_benchmark_over_two_workers_is_the_single_process_run(world):
     """The shipped multi-turn mini benchmark, scored by its offline lexical judge: answers right on
     some turns, wrong on others, abstained on the rest (so the early stop and the conversation
     scores matter), one process against two Ray workers."""
@@ -161,7 +153,7 @@ def test_the_mini_benchmark_over_two_workers_is_the_single_process_run(world):  
     for name, extra in (("mini-one", ()), ("mini-two", ("--workers", "2"))):
         out = world["root"] / name
         args = ["--dataset", str(mini), "--dataset-type", "multi-turn", "--profile", "cpu",
-                "--agent", "tests.scripted_agent:ScriptedAgent", "--search", "tests.scripted_agent:make_fake_search",
+                "--agent", "testkit.scripted_agent:ScriptedAgent", "--search", "testkit.scripted_agent:make_fake_search",
                 "--suppress-web-search-api", "--output-dir", str(out), *extra]
         run_cli(world, args, write_script(world, name, answers=answers, batch_size=4), key=None, judge=False)
         runs[name] = out
@@ -172,7 +164,7 @@ def test_the_mini_benchmark_over_two_workers_is_the_single_process_run(world):  
     pd.testing.assert_frame_equal(turn_rows(runs["mini-one"]), turn_rows(runs["mini-two"]))
 
 
-def test_a_worker_killed_mid_shard_is_run_again_resumed(world, full_run):  # noqa: F811
+def test_a_worker_killed_mid_shard_is_run_again_resumed(world, full_run):
     out = world["root"] / "killed-worker"
     flag = world["root"] / "killed-worker.flag"
     script = write_script(world, "killed-worker", crash_on_call=2, crash_flag=str(flag))

@@ -182,7 +182,7 @@ def start_batch(turns: list[Turn], cfg: CruiseConfig, costs: StageCosts, ledger:
 
 def gather_evidence(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, run: BatchRun) -> Gathered:
     """Route, summarize, retrieve and rerank (and the peer stages that are on) under `run`'s guards:
-    the context each turn's answer will see. evaluator.peer_stages measures this part alone."""
+    the context each turn's answer will see. benchmarks.peer_stages measures this part alone."""
     perceptions: list[Perception | None] = [None] * len(turns)  # None: perception did not run
     if perception_wanted(cfg, engines.vlm):
         perceptions = run.stage("perceive", perceive_batch, [turns], (cfg,), Perception)

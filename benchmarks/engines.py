@@ -1,8 +1,10 @@
 """Engine figures on this machine (cpu profile): load times, generation and reranking throughput.
 
-Run: HF_HUB_OFFLINE=1 python -m tools.bench_engines [--new-tokens 32] [--repeats 2]
+Run: HF_HUB_OFFLINE=1 python -m benchmarks.engines [--new-tokens 32] [--repeats 2]
 Prints a markdown table. The first SmolLM2 conversion is timed into a temporary directory, so
 the shared cache is left alone.
+
+Fills docs/benchmarks.md, "Engines on CPU".
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ what they did as JSON. tests/test_transformers_pin.py runs this module in a subp
 PYTHONPATH puts the GPU set's transformers / tokenizers pins (requirements.txt) in front of the
 venv's, so the pinned version builds the tiny models, loads them through our engines and generates.
 
-    python -m tests.pin_check SMOLLM2_DIR
+    python -m testkit.pin_check SMOLLM2_DIR
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ def main(smollm2_dir: str) -> dict:
     from agents.engines.base import ChatRequest, Sampling
     from agents.engines.reranker import CrossEncoderReranker
     from agents.engines.transformers_engine import TransformersEngine
-    from tests.tiny_models import build_tiny_mllama, build_tiny_xlmr_reranker
+    from testkit.tiny_models import build_tiny_mllama, build_tiny_xlmr_reranker
 
     question = [{"role": "system", "content": "Answer briefly."},
                 {"role": "user", "content": "What is the name of the river in this city?"}]

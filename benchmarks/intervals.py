@@ -1,12 +1,14 @@
 """What the 95% bootstrap intervals cost at the validation split's size.
 
-    python -m tools.bench_intervals [--single 1900 --multi 586]
+    python -m benchmarks.intervals [--single 1900 --multi 586]
 
 Builds turn rows in the shape of the synthetic full split (single-turn sessions, and multi-turn
 conversations of 2-6 turns), with outcomes drawn at a fixed seed, scores them with the project's
 scoring (the multi-turn cut included), then times each piece a finished run computes: the score
 intervals of all turns and of the egocentric ones, the breakdown tables (each row's interval), and
 one paired comparison of two such runs. Prints seconds per piece.
+
+Fills docs/benchmarks.md, "Bootstrap intervals".
 """
 from __future__ import annotations
 

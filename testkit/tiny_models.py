@@ -1,9 +1,10 @@
-"""Tiny random-weight models for tests, built from configs in well under a second (the way
-transformers and vLLM test themselves). Test-only: the submission never loads them.
+"""Tiny random-weight models, built from configs in well under a second (the way
+transformers and vLLM test themselves), for the tests and the benchmarks: the submission never
+loads them.
 
 - `build_tiny_mllama()`: a random-weight Llama-3.2-Vision (MllamaForConditionalGeneration) with a
   processor, a tokenizer holding the Llama-3.2 special tokens and one of our test chat templates
-  (tests/templates/: hub-like by default); `llama_vocab=True` gives the variant vLLM serves, with
+  (testkit/templates/: hub-like by default); `llama_vocab=True` gives the variant vLLM serves, with
   the real Llama 3.2 tokenizer (`llama32_tokenizer()`).
 - `build_tiny_xlmr_reranker()`: a random-weight XLM-R cross-encoder (one logit) with a
   SentencePiece tokenizer, in the shape `FlagEmbedding.FlagReranker` loads (bge-reranker-v2-m3's
@@ -59,7 +60,7 @@ LLAMA32_SPECIAL_TOKENS = (
 )
 
 TEMPLATES_DIR = Path(__file__).resolve().parent / "templates"
-# Our test templates (tests/templates/): one behaves like the hub's current
+# Our test templates (testkit/templates/): one behaves like the hub's current
 # Llama-3.2-11B-Vision-Instruct template, one like its September 2024 version.
 HUB_LIKE_TEMPLATE = "llama32_vision_hub_like"
 SEPT2024_LIKE_TEMPLATE = "llama32_vision_sept2024_like"
@@ -96,7 +97,7 @@ def build_tiny_mllama(path: Path | None = None, *, template: str = HUB_LIKE_TEMP
                       llama_vocab: bool = False) -> str:
     """A random-weight MllamaForConditionalGeneration (56 px tiles, 3 text layers) with a processor.
 
-    `llama_vocab=True` builds the variant vLLM serves (tools/vllm_cpu_check.sh): the real Llama 3.2
+    `llama_vocab=True` builds the variant vLLM serves (benchmarks/vllm_cpu_check.sh): the real Llama 3.2
     tokenizer with the full 128,256-token vocabulary, text heads of 32 (PagedAttention's smallest
     head size), the last vision layer kept out of `intermediate_layers_indices` (vLLM appends the
     final state once more than transformers does), the vision gates opened, and the

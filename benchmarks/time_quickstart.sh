@@ -4,11 +4,13 @@
 # are the "==> ..." lines that setup.sh and quickstart.sh print), the total, and the machine's
 # load before and after, since a busy machine inflates every figure.
 #
-#   bash tools/time_quickstart.sh [REPO] [-- QUICKSTART_ARGS...]
+#   bash benchmarks/time_quickstart.sh [REPO] [-- QUICKSTART_ARGS...]
 #
 # REPO defaults to this repository (its checked-out branch is cloned as committed, without
 # uncommitted changes). The clone,
 # its log and the empty pip cache stay in the printed folder; delete it when done.
+#
+# Fills docs/benchmarks.md, "Quickstart".
 set -euo pipefail
 here="$(cd "$(dirname "$0")/.." && pwd)"
 repo="$here"

@@ -1,11 +1,13 @@
 """Reranking throughput: FlagEmbedding's FlagReranker (the reference scorer) against
 CrossEncoderReranker, which runs the same model itself, on the same model and pairs.
 
-Run: HF_HUB_OFFLINE=1 python -m tools.bench_reranker [--model DIR] [--turns 8] [--chunks 40] [--repeats 3]
-Default model: the tiny random XLM-R cross-encoder of the tests (tests/tiny_models.py), so the
+Run: HF_HUB_OFFLINE=1 python -m benchmarks.reranker [--model DIR] [--turns 8] [--chunks 40] [--repeats 3]
+Default model: the tiny random XLM-R cross-encoder of the tests (testkit/tiny_models.py), so the
 figures show the host-side work (tokenizing, padding, copies), which is what differs; with the
 real bge-reranker-v2-m3 on a GPU the model's own time is added to both. Prints pairs/s
 (best / median of the repeats) for one batch: `turns` queries, each against `chunks` passages.
+
+Fills docs/benchmarks.md, "Reranker".
 """
 from __future__ import annotations
 
@@ -58,7 +60,7 @@ def main() -> None:
     from agents.engines.reranker import CrossEncoderReranker
 
     if args.model is None:
-        from tests.tiny_models import build_tiny_xlmr_reranker
+        from testkit.tiny_models import build_tiny_xlmr_reranker
 
         args.model = build_tiny_xlmr_reranker()
     cuda = torch.cuda.is_available()

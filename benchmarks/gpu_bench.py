@@ -1,11 +1,11 @@
 """The chain on a GPU before any weights are downloaded: random-weight models at the real sizes,
 loaded through the project's own factory, over the mini benchmark.
 
-    python -m tools.gpu_bench                      # CUDA: real sizes; batch 8 and 16
-    python -m tools.gpu_bench --tiny               # the same code with tiny models (CPU: automatic)
-    python -m tools.gpu_bench --batch-sizes 8 --batches 3 --warmup off --out outputs/gpu-bench
+    python -m benchmarks.gpu_bench                      # CUDA: real sizes; batch 8 and 16
+    python -m benchmarks.gpu_bench --tiny               # the same code with tiny models (CPU: automatic)
+    python -m benchmarks.gpu_bench --batch-sizes 8 --batches 3 --warmup off --out outputs/gpu-bench
 
-Models are built from the configs in tools/gpu_bench_configs/ (copies of the architecture fields
+Models are built from the configs in benchmarks/gpu_bench_configs/ (copies of the architecture fields
 of Llama-3.2-11B-Vision-Instruct, Llama-3.2-1B-Instruct and bge-reranker-v2-m3, each citing its
 source) with random weights (bf16 on CUDA), saved once under .cache/gpu_bench/ (~26 GB at real
 size) and loaded back by path through agents/engines/factory.py, as the real checkpoints would be.
@@ -23,6 +23,10 @@ the first), engine calls, requests and tokens, peak GPU memory (`max_memory_allo
 the process's peak RSS), the first batch against the steady ones, the warm-up at load, and the
 machine's bf16 matmul and copy ceilings. It writes gpu_bench.json and gpu_bench.md to --out.
 With vLLM installed (and CUDA) it runs the `vllm` engine the same way after the transformers one.
+
+Fills no table yet: it has not run on a GPU from this repository (docs/engines.md, "The GPU
+path: benchmark before downloading, and what it fixed"); its "image batch" lines are the
+real-size row that docs/benchmarks.md, "Images batched or one by one", lacks.
 """
 from __future__ import annotations
 
@@ -112,7 +116,7 @@ def model_config(role: str, tiny: bool) -> dict:
 
 
 def _llama_tokenizer():
-    from tests.tiny_models import llama32_tokenizer
+    from testkit.tiny_models import llama32_tokenizer
 
     return llama32_tokenizer()
 
@@ -148,7 +152,7 @@ def _build(role: str, doc: dict, folder: Path, device: str, dtype: torch.dtype) 
     else:
         from transformers import AutoTokenizer
 
-        from tests.tiny_models import build_tiny_xlmr_reranker
+        from testkit.tiny_models import build_tiny_xlmr_reranker
 
         AutoTokenizer.from_pretrained(build_tiny_xlmr_reranker()).save_pretrained(folder)
     model.save_pretrained(folder, max_shard_size="5GB")

@@ -1,6 +1,6 @@
 """The whole validation split at its real size through the evaluator, with models that answer at once.
 
-    python -m tools.bench_full_split [--out DIR] [--single 1900] [--multi 586] [--judge-latency 0.2]
+    python -m benchmarks.full_split [--out DIR] [--single 1900] [--multi 586] [--judge-latency 0.2]
 
 Builds the synthetic full split (minibench/full_split.py: 1,900 single-turn sessions, 586
 conversations of 2-6 turns), then runs local_evaluation.py over it with
@@ -13,6 +13,8 @@ judge alone over ~4k distinct turns at 8 workers, and prints every figure.
 
 Each evaluator run gets a private cache folder (links to the repository's .cache entries, its
 own judge/ verdict cache), so the stub's verdicts never land in the shared cache.
+
+Fills docs/benchmarks.md, "The whole validation split, synthetic".
 """
 from __future__ import annotations
 

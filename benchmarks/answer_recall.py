@@ -1,6 +1,6 @@
 """Answer recall at K_rerank of the retrieval stages alone, on the mini benchmark.
 
-    python -m evaluator.answer_recall [--chunker infobox paper_fields] [--set FIELD=VALUE ...]
+    python -m benchmarks.answer_recall [--chunker infobox paper_fields] [--set FIELD=VALUE ...]
         [--query-image photo crop rotate] [--image-model efficientnet-lite0|tiny-clip|...]
         [--web-contents]
 
@@ -19,6 +19,10 @@ swaps the cpu profile's image search model (e.g. `tiny-clip`, the random-weight 
 replaced); the index is rebuilt for it, as for any model change. `--web-contents`: web hits
 carry their full pages from the mini benchmark's full-content database (built on first use),
 as with local_evaluation.py --web-contents.
+
+Fills docs/benchmarks.md, "Answer recall on the mini benchmark" (its first row and the
+300-character figures), "With full pages (`--web-contents`)" and "Image search: random CLIP
+against EfficientNet-Lite0".
 """
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The search pipeline at the official indices' sizes: open time, peak memory, query latency.
 
-    python -m tools.bench_search                       # 30k, 40k, 200k records
-    python -m tools.bench_search --sizes 40000 1000000 --queries 100
+    python -m benchmarks.search                       # 30k, 40k, 200k records
+    python -m benchmarks.search --sizes 40000 1000000 --queries 100
 
 Per size it writes an image index (768-wide embeddings, as openai/clip-vit-large-patch14-336
 makes) and a web index (1024-wide, as BAAI/bge-large-en-v1.5 makes) of that many records into
@@ -14,6 +14,8 @@ and times the opening, the first image and text queries (chromadb loads the HNSW
 and `--queries` more of each (p50 / p95). Indices are kept under `--dir` between runs: a size
 already written is reused. Model loading is included in the open time but the stand-ins are
 small, so the figure is the indices' cost.
+
+Fills docs/benchmarks.md, "Search at the official sizes".
 """
 from __future__ import annotations
 
@@ -135,7 +137,7 @@ def _peak_rss_mb() -> float:
 def measure(cache: Path, variant: str, queries: int) -> dict:
     env = dict(os.environ, HF_HUB_CACHE=str(cache), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                HF_DATASETS_OFFLINE="1")
-    done = subprocess.run([sys.executable, "-m", "tools.bench_search", "--child", variant, "--queries", str(queries)],
+    done = subprocess.run([sys.executable, "-m", "benchmarks.search", "--child", variant, "--queries", str(queries)],
                           env=env, capture_output=True, text=True)
     for line in done.stdout.splitlines():
         if line.startswith("RESULT "):

@@ -1,14 +1,16 @@
 """In-process engine vs served engine, then 2 evaluator shards against one server vs 1 process.
 
-    python -m tools.bench_served [--turns 16]
+    python -m benchmarks.served [--turns 16]
 
 Same model (the cpu profile's SmolLM2), same machine: `transformers serve` on a loopback port
-(tools/transformers_serve.py) against the in-process transformers engine, on the first N
+(testkit/transformers_serve.py) against the in-process transformers engine, on the first N
 single-turn conversations of the shipped mini benchmark (`--exact-conversations`), temperature 0
 everywhere (`direct_temperature=0`; transformers serve never samples) and a 60 s turn budget (no
 deadline cuts), no judge. Prints wall time per run (process start to exit: model and index
 loading included), the agent's own time (the sum of batch wall times), the ratios, and how many
 answers agree. Runs one after another; the shards run at the same time.
+
+Fills docs/benchmarks.md, "Served vs in-process".
 """
 from __future__ import annotations
 
@@ -22,7 +24,7 @@ import time
 from pathlib import Path
 
 from agents.engines.local_models import resolve_model
-from tools.transformers_serve import ServedModel, evaluation_settings, serving_copy
+from testkit.transformers_serve import ServedModel, evaluation_settings, serving_copy
 
 REPO = Path(__file__).resolve().parent.parent
 COMMON = ["direct_temperature=0", "turn_budget_s=60"]

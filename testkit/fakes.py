@@ -165,7 +165,7 @@ class SteeredCruiseAgent(CruiseAgent):
         super().__init__(FakePipeline(STEERED_HITS), config, engines=Engines(engine, engine, FunctionReranker(steered_score)))
 
 
-# Hits whose paragraphs carry the judge stub's markers (tests.scripted_agent.FakeOpenAIServer):
+# Hits whose paragraphs carry the judge stub's markers (testkit.scripted_agent.FakeOpenAIServer):
 # the paragraph a question's notes start with decides whether its answer is judged right.
 INSTANT_HITS = [{"index": 0, "score": 0.9, "entities": [{"entity_name": "Stand-in entity", "entity_attributes": {
     "description": "[yes] the tower by the river.\n\n[no] a bridge over the water.\n\n"

@@ -1,12 +1,14 @@
 """What stop strings cost the transformers engine: no stop strings, transformers' own
 `stop_strings=` (its StopStringCriteria is rebuilt on every call), and the engine's `StopOnText`.
 
-Run: HF_HUB_OFFLINE=1 python -m tools.bench_stop_strings [--repeats 3]
+Run: HF_HUB_OFFLINE=1 python -m benchmarks.stop_strings [--repeats 3]
 Prints seconds per generate call (min / median) for
 - SmolLM2-135M (49k vocabulary), a batch of 8, 24 new tokens, CoV's stop strings;
 - the tiny random Mllama with the real Llama 3.2 vocabulary (128k), a batch of 8, 16 new tokens.
 Random and small models rarely write a stop string, so every row runs to max_tokens in all three
 columns: the difference is the stopping check's own cost.
+
+Fills docs/benchmarks.md, "Stop strings".
 """
 from __future__ import annotations
 
@@ -54,7 +56,7 @@ def main() -> None:
     args = parser.parse_args()
     from agents.cruise.stages.s8_verify import COV_STOPS
     from agents.engines.local_models import resolve_model
-    from tests.tiny_models import build_tiny_mllama
+    from testkit.tiny_models import build_tiny_mllama
 
     cases = [("SmolLM2-135M, batch 8, 24 tokens", resolve_model("smollm2"), 24),
              ("tiny Mllama + Llama 3.2 vocabulary, batch 8, 16 tokens", build_tiny_mllama(llama_vocab=True), 16)]

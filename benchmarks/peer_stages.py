@@ -1,6 +1,6 @@
 """What each peer stage does to the evidence, on the mini benchmark.
 
-    python -m evaluator.peer_stages [--engine cpu|scripted] [--limit N] [--set FIELD=VALUE ...]
+    python -m benchmarks.peer_stages [--engine cpu|scripted] [--limit N] [--set FIELD=VALUE ...]
 
 For every KG- and web-answerable turn, runs stages 1-5 of the chain (`gather_evidence`: router,
 summary, the peer stages that are on, the real search pipeline over the offline indices, the
@@ -17,6 +17,8 @@ knowing the benchmark's answers (which entity each photo shows, which source hol
 the question's category and domain): an upper bound on what the stages can do with these
 search indices, not a model's result. Identical requests are answered once and reused across
 settings (the cost columns still count every request a stage made).
+
+Fills docs/benchmarks.md, "Peer stages on the mini benchmark".
 """
 from __future__ import annotations
 
@@ -27,7 +29,7 @@ import json
 import re
 from collections import defaultdict
 
-from evaluator.answer_recall import RecallTurn, answerable_turns
+from benchmarks.answer_recall import RecallTurn, answerable_turns
 from minibench import content
 
 SETTINGS = ("full", "use_tool_route", "use_domain_route", "use_decompose", "use_crop_search", "use_entity_check",
