@@ -353,12 +353,10 @@ PRESETS: dict[str, dict] = {
 
 
 def detect_profile() -> str:
-    try:
-        import torch
+    """What `auto` means here: l40s where its memory plan fits the GPU, else cpu (agents/hardware.py)."""
+    from agents.hardware import choose_profile
 
-        return "l40s" if torch.cuda.is_available() else "cpu"
-    except Exception:  # noqa: BLE001 - torch missing or broken: only the CPU path can run anyway
-        return "cpu"
+    return choose_profile().profile
 
 
 def _coerce(value: str, current):
