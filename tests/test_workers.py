@@ -25,6 +25,7 @@ from evaluator.harness.workers import (
     split_flags,
 )
 from tests.test_local_evaluation import (  # noqa: F401 - world and full_run are fixtures
+    UNDECIDED,
     full_run,
     generation_args,
     read_log,
@@ -73,7 +74,8 @@ def test_a_shard_never_inherits_the_drivers_device_list():
 
 def test_two_workers_give_the_single_process_run(world, full_run):  # noqa: F811
     out = world["root"] / "two-workers"
-    run_cli(world, generation_args(world, out, "--workers", "2"), write_script(world, "two-workers"))
+    run_cli(world, generation_args(world, out, "--workers", "2"), write_script(world, "two-workers"),
+            expect_rc=UNDECIDED)
     assert read_scores(out) == read_scores(full_run["out"])
     pd.testing.assert_frame_equal(turn_rows(out), turn_rows(full_run["out"]))
     shards = [out / "shards" / f"{i}-of-2" for i in range(2)]
@@ -85,7 +87,8 @@ def test_two_workers_give_the_single_process_run(world, full_run):  # noqa: F811
     # The same command again (as after a driver that stopped once the merge was written): every shard
     # is resumed with nothing left to ask, and the merge already there is scored again, not refused.
     judged = (out / "judgments.jsonl").read_text()
-    again = run_cli(world, generation_args(world, out, "--workers", "2"), write_script(world, "two-workers-again"))
+    again = run_cli(world, generation_args(world, out, "--workers", "2"), write_script(world, "two-workers-again"),
+                    expect_rc=UNDECIDED)
     assert "already holds the merge of these folders" in " ".join(again.stdout.split())
     assert not (world["root"] / "two-workers-again.log.jsonl").exists()  # no agent was asked anything
     assert read_scores(out) == read_scores(full_run["out"])
@@ -103,7 +106,8 @@ def test_each_worker_gets_a_gpu_of_its_own(world):  # noqa: F811
     out = world["root"] / "gpu-workers"
     script = write_script(world, "gpu-workers")
     run_cli(world, generation_args(world, out, "--workers", "2", "--gpus-per-worker", "1"), script,
-            env_extra={"CUDA_VISIBLE_DEVICES": "0,1", "RAY_OVERRIDE_RESOURCES": json.dumps({"GPU": 2})})
+            env_extra={"CUDA_VISIBLE_DEVICES": "0,1", "RAY_OVERRIDE_RESOURCES": json.dumps({"GPU": 2})},
+            expect_rc=UNDECIDED)
     seen = {call["cuda_visible_devices"] for call in read_log(world["root"] / "gpu-workers.log.jsonl")}
     assert seen == {"0", "1"}
 
@@ -176,7 +180,7 @@ def test_a_worker_killed_mid_shard_is_run_again_resumed(world, full_run):  # noq
     out = world["root"] / "killed-worker"
     flag = world["root"] / "killed-worker.flag"
     script = write_script(world, "killed-worker", crash_on_call=2, crash_flag=str(flag))
-    run_cli(world, generation_args(world, out, "--workers", "2"), script)
+    run_cli(world, generation_args(world, out, "--workers", "2"), script, expect_rc=UNDECIDED)
     assert flag.exists()  # one shard's process died on its second call (os._exit)
     logs = [(out / "shards" / f"{i}-of-2" / "worker.log").read_text() for i in range(2)]
     attempts = [[line for line in log.splitlines() if line.startswith("$ ")] for log in logs]
