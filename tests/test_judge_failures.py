@@ -278,3 +278,19 @@ def test_a_refused_start_leaves_no_folder(world, env, tmp_path):
     argv[argv.index("--dataset") + 1] = str(tmp_path / "no-such-dataset")
     assert evaluate(argv) == 1
     assert not out.exists()
+
+
+@pytest.mark.parametrize("error, hint", [
+    ("AuthenticationError: Error code: 401 - {'error': {'code': 'invalid_api_key'}}", "check OPENAI_API_KEY"),
+    ("RateLimitError: Error code: 429 - {'error': {'code': 'insufficient_quota'}}", "the account's quota is used up"),
+    ("APIConnectionError: Connection error.", "the endpoint cannot be reached"),
+    ("APITimeoutError: Request timed out.", "the endpoint cannot be reached"),
+    ("ValueError: judge reply has no Result line: 'hm'", None),
+])
+def test_the_give_up_line_says_what_to_check(error, hint):
+    from evaluator.scoring.judge import give_up_line
+
+    line = give_up_line(5, error)
+    assert line.startswith(f"the judge failed every attempt on 5 turns in a row, so it was not asked again ({error}")
+    assert "\n" not in line
+    assert (hint in line) if hint else line.endswith(")")

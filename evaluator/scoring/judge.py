@@ -26,16 +26,17 @@ like any other failure. So a turn's sleeps stay below max_wait_s + the back-off 
 attempts (1 + 2 s by default), and the official 3 attempts still decide what a judge failure is.
 `x-should-retry: false` and OpenAI's `insufficient_quota` are not waited out (waiting cannot help).
 
-A judge that cannot answer at all (endpoint unreachable, key refused, quota gone) would cost every
-turn its 3 attempts and back-off. So once `give_up_after` turns in a row (in the order they end,
-none judged in between) have failed every attempt, the judge stops: `gave_up` holds one line
-saying why, and each later turn comes back at once without a verdict and without a request
-(`attempts` 0). Turns without a verdict are the caller's to report and rejudge.
 The SDK's own retries are off (`max_retries=0`): openai 3.54.0 (`_base_client`) would otherwise
 resend each 429, 5xx, 408, 409 and connection error twice with its own sleeps (Retry-After up to
 120 s, else 0.5-8 s), hidden inside each of our attempts, unbounded by our cap and unseen by our
 counts; with them off, one request of ours is one HTTP request. (The published CRAG-MM judge
 leaves them on, so its 3 attempts are up to 9 requests: there too 429/5xx waits come on top.)
+
+A judge that cannot answer at all (endpoint unreachable, key refused, quota gone) would cost every
+turn its 3 attempts and back-off. So once `give_up_after` turns in a row (in the order they end,
+none judged in between) have failed every attempt, the judge stops: `gave_up` holds one line
+saying why, and each later turn comes back at once without a verdict and without a request
+(`attempts` 0). Turns without a verdict are the caller's to report and rejudge.
 """
 from __future__ import annotations
 
@@ -369,6 +370,8 @@ def give_up_line(turns: int, error: str) -> str:
     line = f"the judge failed every attempt on {turns} turns in a row, so it was not asked again ({error[:200]})"
     if any(code in error for code in ("401", "403", "AuthenticationError", "PermissionDenied")):
         line += "; the endpoint refuses the key: check OPENAI_API_KEY (environment or .env)"
+    elif "insufficient_quota" in error:
+        line += "; the account's quota is used up"
     elif "Connection" in error or "Timeout" in error:
         line += "; the endpoint cannot be reached: check --eval-base-url and the network"
     return line
