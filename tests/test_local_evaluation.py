@@ -287,13 +287,15 @@ def test_three_shards_merged_equal_one_run(world, full_run):
     shard_dirs = []
     for i in range(3):
         out = world["root"] / f"shard{i}"
-        run_cli(world, generation_args(world, out, "--shard", f"{i}/3"), script, expect_rc=UNDECIDED if i == 2 else 0)  # shard 2/3 holds s3-1
+        # shard 2/3 holds s3-1, whose judge fails
+        run_cli(world, generation_args(world, out, "--shard", f"{i}/3"), script, expect_rc=UNDECIDED if i == 2 else 0)
         shard_dirs.append(out)
     sessions = {json.loads(line)["session_id"] for line in (shard_dirs[0] / "answers.jsonl").read_text().splitlines()}
     assert sessions == {"s1-ego", "s4-ego"}  # conversation index % 3 == 0
     merged = world["root"] / "merged"
     asked_before = len(world["server"].chat_requests())
-    run_cli(world, ["merge", *map(str, shard_dirs), "--output-dir", str(merged)], None, judge=False, expect_rc=UNDECIDED)
+    run_cli(world, ["merge", *map(str, shard_dirs), "--output-dir", str(merged)], None, judge=False,
+            expect_rc=UNDECIDED)
     # saved verdicts are reused; only the turn whose judge failed is asked again (3 attempts)
     assert len(world["server"].chat_requests()) - asked_before == 3
     assert read_scores(merged) == read_scores(full_run["out"])
@@ -332,7 +334,8 @@ def test_resume_refuses_a_different_dataset_selection(world, full_run):
 def test_crag_mm_rules_end_to_end_against_the_test_judge(world, full_run):
     out = world["root"] / "cragmm"
     asked_before = len(world["server"].chat_requests())
-    proc = run_cli(world, generation_args(world, out, "--rules", "crag-mm"), write_script(world, "cragmm"), expect_rc=UNDECIDED)
+    proc = run_cli(world, generation_args(world, out, "--rules", "crag-mm"), write_script(world, "cragmm"),
+                   expect_rc=UNDECIDED)
     scores = read_scores(out)
     assert list(scores)[:2] == ["all", "ego"]  # the official keys first, then our own (intervals_95)
     assert scores["all"] == pytest.approx(EXPECTED_ALL_CRAG_MM)
@@ -407,7 +410,8 @@ def test_resume_refuses_another_system_and_names_what_differs(world, full_run, t
     (out / "run_config.json").write_text(json.dumps(config))
     proc = run_cli(world, generation_args(world, out, "--resume"), write_script(world, "refused"), expect_rc=1)
     assert proc.stderr.strip() == refusal(out, ["the earlier run recorded no system fingerprint (it predates them)"])
-    run_cli(world, generation_args(world, out, "--resume", "--force"), write_script(world, "refused"), expect_rc=UNDECIDED)
+    run_cli(world, generation_args(world, out, "--resume", "--force"), write_script(world, "refused"),
+            expect_rc=UNDECIDED)
     assert json.loads((out / "run_summary.json").read_text())["resume_forced"] is True
     assert "fingerprint" in json.loads((out / "run_config.json").read_text())
 
@@ -418,7 +422,8 @@ def test_forced_resume_goes_on_with_the_new_system_and_is_recorded(world, full_r
     run_cli(world, generation_args(world, out), script, expect_rc=17)  # one batch saved, then a crash
     proc = run_cli(world, generation_args(world, out, "--resume", "--set", "k_recall=5"), script, expect_rc=1)
     assert proc.stderr.strip() == refusal(out, ["--set k_recall: 7 -> 5"])
-    proc = run_cli(world, generation_args(world, out, "--resume", "--force", "--set", "k_recall=5"), script, expect_rc=UNDECIDED)
+    proc = run_cli(world, generation_args(world, out, "--resume", "--force", "--set", "k_recall=5"), script,
+                   expect_rc=UNDECIDED)
     assert "resuming with --force from another system: --set k_recall: 7 -> 5" in " ".join(proc.stdout.split())
     calls = read_log(world["root"] / "forced.log.jsonl")
     assert [c["k_recall"] for c in calls] == ["7", "7"] + ["5"] * 7  # call 2 crashed; the rest ran as k_recall=5

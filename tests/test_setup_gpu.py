@@ -29,8 +29,9 @@ FAKE_PIP = textwrap.dedent('''\
     with open(os.environ["FAKE_PIP_LOG"], "a") as log:
         log.write(json.dumps({{"venv": venv, "args": sys.argv[1:]}}) + "\\n")
     if "-r" in sys.argv:
-        site = subprocess.run([f"{{venv}}/bin/python", "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-                              capture_output=True, text=True, check=True).stdout.strip()
+        where = "import sysconfig; print(sysconfig.get_paths()['purelib'])"
+        site = subprocess.run([f"{{venv}}/bin/python", "-c", where], capture_output=True, text=True,
+                              check=True).stdout.strip()
         stubs = {{
             "torch": "__version__ = '2.7.1'\\n"
                      "class version:\\n    cuda = '12.6'\\n"

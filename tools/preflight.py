@@ -162,7 +162,8 @@ def check_pins(requirements: Path) -> Check:
         return Check("pins", True, f"the {len(pins)} pins of {requirements.name} are installed")
     fix = "bash scripts/setup_gpu.sh, then run with .venv-gpu/bin/python" if requirements.name == "requirements.txt" \
         else "bash scripts/setup.sh"
-    return Check("pins", False, f"{len(wrong)} of {len(pins)} pins of {requirements.name} differ: " + ", ".join(wrong[:6])
+    return Check("pins", False, f"{len(wrong)} of {len(pins)} pins of {requirements.name} differ: "
+                 + ", ".join(wrong[:6])
                  + (", ..." if len(wrong) > 6 else "") + f" (install them: {fix})")
 
 

@@ -78,8 +78,8 @@ def unjudged_report(rows: list[dict], unjudged: set[str], rules: RuleSet, output
     cause = cause_text(counts, llm_judge)
     notice = (f"{len(unjudged)} of {counts.get('needing_judge', len(unjudged))} turns that needed the judge have "
               f"no verdict ({cause}). They count as not correct (hallucinated), as the official evaluator "
-              f"counts a failed judgement, so the scores above are lower bounds. With them left out: "
-              f"{scores_text(left_out)}. Judge them again: {how}")
+              f"counts a failed judgement: accuracy and truthfulness are lower bounds, the hallucination rate "
+              f"an upper one. With them left out: {scores_text(left_out)}. Judge them again: {how}")
     return {"turns": len(unjudged), "cause": cause, "gave_up": counts.get("judge_gave_up"),
             "scores_without_unjudged": left_out, "rejudge_command": command, "llm_judge": llm_judge,
             "notice": notice}

@@ -110,7 +110,7 @@ def unjudged_panel(unjudged: dict) -> Panel:
     lines = [Text(f"{unjudged['turns']} turns that needed the judge have no verdict ({unjudged['cause']}).",
                   style="bold red"),
              Text("They count as not correct (hallucinated), as the official evaluator counts a failed "
-                  "judgement: the scores above are lower bounds.")]
+                  "judgement: accuracy and truthfulness above are lower bounds, the hallucination rate an upper one.")]
     if unjudged.get("gave_up"):
         lines.append(Text(unjudged["gave_up"]))
     lines += [table, Text("Judge them again: ", style="bold") + Text(how)]
