@@ -18,6 +18,8 @@ RUN apt-get update \
     && python3.11 -m venv /opt/venv
 ENV PATH=/opt/venv/bin:$PATH
 
+# The GPU requirement set in a venv of its own, as scripts/setup_gpu.sh installs it into .venv-gpu
+# on a host (never into the CPU set's .venv).
 COPY requirements.txt /tmp/requirements.txt
 RUN python -m pip install --upgrade pip \
     && python -m pip install -r /tmp/requirements.txt \

@@ -45,6 +45,10 @@ search (--search):
   none         the agent gets search_pipeline=None
   MODULE:FUNC  FUNC(search_config, web=bool) builds the pipeline (tests pass a fake this way)
   --web-contents [HF_ID] goes into search_config (its web_contents) for either
+
+exit codes: 0 scored; 1 refused or failed (one line says why); 2 a bad flag; 3 scored, but the
+  LLM judge left turns without a verdict (counted as not correct, as officially; the console,
+  run_summary.json and report.html say how many, the scores without them, and the --rejudge command)
 """
 
 
@@ -64,6 +68,9 @@ def add_judge_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--judge-max-wait", type=float, default=120.0,
                         help="seconds a turn may spend waiting out HTTP 429/5xx answers (Retry-After or "
                              "back-off) before they count as failed attempts (default 120)")
+    parser.add_argument("--judge-give-up-after", type=int, default=5, metavar="N",
+                        help="stop asking the judge once N turns in a row failed every attempt (unreachable, "
+                             "key refused); the rest stay unjudged for --rejudge (default 5; 0 = never)")
     parser.add_argument("--display-conversations", type=int, default=10, help="example turns to show")
     parser.add_argument("--no_progress", action="store_true", help="no progress bars")
 
@@ -87,8 +94,8 @@ def evaluation_parser() -> argparse.ArgumentParser:
     p.add_argument("--agent", default="agents.user_config:UserAgent", help="MODULE:CLASS")
     p.add_argument("--profile", default="auto", choices=["auto", *sorted(PROFILES)],
                    help="the machine (agents/profiles.py; `python -m agents.config show NAME`): auto = l40s "
-                        "when CUDA is present, else cpu; served = the l40s models behind OpenAI-compatible "
-                        "servers (docs/serving.md)")
+                        "where its memory plan fits the GPU, else cpu (it says which and why); served = the "
+                        "l40s models behind OpenAI-compatible servers (docs/serving.md)")
     p.add_argument("--preset", default=None,
                    help="ablation preset (agents/config.py PRESETS), or several joined by '+', e.g. "
                         "no_cov+paper_finalizer; handed to the agent")

@@ -69,7 +69,11 @@ def served_problem(cfg: CruiseConfig) -> str | None:
         endpoint = Endpoint(url, max_in_flight=1)
         try:
             served = endpoint.model_ids(PROBE_TIMEOUT_S)
-        except (httpx.HTTPError, HTTPStatusFailure, ValueError, AttributeError) as exc:
+        except HTTPStatusFailure as exc:
+            # an answer, not silence: say what it said (a 401/403 names the key variable)
+            problems.append(f"cannot start: the model server at {url} (for {names}) refused: {str(exc)[:300]}")
+            continue
+        except (httpx.HTTPError, ValueError, AttributeError) as exc:
             problems.append(f"cannot start: no model server answers at {url} (for {names}): "
                             f"{type(exc).__name__}: {str(exc)[:200]}")
             continue

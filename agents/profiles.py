@@ -239,13 +239,11 @@ def get_stack(name: str) -> ModelStack:
 
 
 def detect_profile() -> str:
-    """`--profile auto`: l40s where CUDA is present, else cpu."""
-    try:
-        import torch
+    """What `--profile auto` means here: l40s where its memory plan fits the GPU, else cpu
+    (agents/hardware.py says why)."""
+    from agents.hardware import choose_profile
 
-        return "l40s" if torch.cuda.is_available() else "cpu"
-    except Exception:  # noqa: BLE001 - torch missing or broken: only the CPU path can run anyway
-        return "cpu"
+    return choose_profile().profile
 
 
 def resolve_profile(name: str | None) -> str:

@@ -383,6 +383,8 @@ def main(argv=None) -> dict:
     import transformers
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
+    if device == "cpu" and not args.tiny:  # the figures then say nothing about a GPU: say so first
+        print("gpu_bench: no CUDA device, so tiny models on the CPU instead of the real sizes (as --tiny)")
     args.tiny = args.tiny or device == "cpu"
     engines = args.engines or (["transformers"] + (["vllm"] if device == "cuda" and importlib.util.find_spec("vllm")
                                                     else []))

@@ -13,6 +13,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from agents.hardware import describe_auto_profile
 from agents.profiles import REPO_ROOT, default_dataset, resolve_profile
 from evaluator.harness.agent_setup import AgentSetup, import_object, setup_agent
 from evaluator.harness.batching import clip_batch_size, planned_batches
@@ -21,8 +22,9 @@ from evaluator.harness.fingerprint import differences, system_fingerprint
 from evaluator.harness.models import preload_problem
 from evaluator.harness.outputs import finalize, merge_runs
 from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
+from evaluator.harness.unjudged import exit_code
 from evaluator.report.terminal import loud_notice, print_report
-from evaluator.scoring.judge import Judge, find_api_key
+from evaluator.scoring.judge import DEFAULT_GIVE_UP_AFTER, Judge, find_api_key
 from evaluator.scoring.rules import RuleSet, rule_set
 from evaluator.scoring.truncate import load_truncator
 
@@ -58,7 +60,8 @@ def build_judge(model: str | None, base_url: str | None, args, console: Console,
                     "(the mini benchmark), the offline lexical judge (not the official judge) decides instead.")
         return None
     return Judge(model or rules.judge_model, base_url, key, rules=rules, num_workers=args.num_workers,
-                 timeout_s=args.judge_timeout, backoff_s=args.judge_retry_wait, max_wait_s=args.judge_max_wait)
+                 timeout_s=args.judge_timeout, backoff_s=args.judge_retry_wait, max_wait_s=args.judge_max_wait,
+                 give_up_after=getattr(args, "judge_give_up_after", DEFAULT_GIVE_UP_AFTER))
 
 
 def saved_rules(args, run_config: dict) -> RuleSet:
@@ -162,6 +165,8 @@ def finish(args, output_dir: Path, judge: Judge | None, console: Console, notice
         console.print(f"[bold green]report: {escape(str(build_report(output_dir)))}[/bold green]")
     except Exception as exc:  # noqa: BLE001
         console.print(f"[yellow]report.html not written: {escape(f'{type(exc).__name__}: {exc}')}[/yellow]")
+    if exit_code(results.summary):  # everything is written; a script must still notice the undecided turns
+        raise SystemExit(exit_code(results.summary))
 
 
 def run_evaluation(args) -> None:
@@ -173,7 +178,6 @@ def run_evaluation(args) -> None:
     if args.generate_only and args.rejudge:
         raise SystemExit("--generate-only and --rejudge exclude each other: one generates, the other scores")
     output_dir = Path(args.output_dir) if args.output_dir else default_output_dir()
-    output_dir.mkdir(parents=True, exist_ok=True)
     notices: list[str] = []
 
     if args.rejudge:
@@ -188,6 +192,8 @@ def run_evaluation(args) -> None:
     if (output_dir / ANSWERS).exists() and not args.resume:
         raise SystemExit(f"{output_dir} already holds answers: pass --resume to continue it, or pick a new folder")
 
+    if args.profile == "auto":  # say which profile the GPU memory chose, and why
+        console.print(f"--profile auto: {escape(describe_auto_profile())}")
     try:
         profile = resolve_profile(args.profile)
         # the agent's configuration, built here and handed to it: a bad --set, preset or
@@ -265,6 +271,7 @@ def run_evaluation(args) -> None:
         clashes = [k for k in RESUME_KEYS if earlier.get(k, RESUME_DEFAULTS.get(k)) != run_config[k]]
         if clashes:
             raise SystemExit(f"cannot resume {output_dir}: the earlier run differs on {clashes}")
+    output_dir.mkdir(parents=True, exist_ok=True)  # only now: a refused start leaves no folder behind
     config_path.write_text(json.dumps(run_config, indent=2, default=str))
 
     done = saved_answers(output_dir) if args.resume else {}

@@ -37,7 +37,8 @@ DRIVER_FLAGS = {"--workers": 1, "--ray": 1, "--worker-retries": 1, "--gpus-per-w
                 "--shard": 1, "--resume": 0, "--force": 0, "--rejudge": 0, "--generate-only": 0}
 # Flags of the run that belong to the judge, the scores and the report: the merge gets them.
 JUDGE_FLAGS = {"--rules": 1, "--eval-model": 1, "--eval-base-url": 1, "--num-workers": 1, "--judge-timeout": 1,
-               "--judge-retry-wait": 1, "--judge-max-wait": 1, "--display-conversations": 1, "--no_progress": 0}
+               "--judge-retry-wait": 1, "--judge-max-wait": 1, "--judge-give-up-after": 1, "--display-conversations": 1,
+               "--no_progress": 0}
 # Environment a shard on another node needs from the driver's (a local Ray gets it all): the Hugging
 # Face caches and switches, and the keys and cache paths the project reads (CRUISE_ENGINE_API_KEY,
 # CRUISE_CACHE); every setting of the run travels on the shard's command line.

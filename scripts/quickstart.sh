@@ -35,11 +35,18 @@ multi_status=0
 wait "$multi" || multi_status=$?
 trap - EXIT
 cat outputs/multi-turn.log
-if [ "$single_status" -ne 0 ] || [ "$multi_status" -ne 0 ]; then
-  echo "quickstart: an evaluation failed (single-turn exit $single_status, multi-turn exit $multi_status)"
-  exit 1
-fi
+# exit 3: scored and written, but the LLM judge left turns without a verdict (docs/evaluation.md)
+for status in "$single_status" "$multi_status"; do
+  if [ "$status" -ne 0 ] && [ "$status" -ne 3 ]; then
+    echo "quickstart: an evaluation failed (single-turn exit $single_status, multi-turn exit $multi_status)"
+    exit 1
+  fi
+done
 echo "==> reports (open in any browser; they work offline)"
 for kind in single-turn multi-turn; do
   echo "$kind: $(pwd)/outputs/$kind/report.html"
 done
+if [ "$single_status" -eq 3 ] || [ "$multi_status" -eq 3 ]; then
+  echo "quickstart: the judge left turns without a verdict (exit 3); each run printed how many and its --rejudge command"
+  exit 3
+fi

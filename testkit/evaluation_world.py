@@ -14,8 +14,10 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agents.config import REPO_ROOT
+from agents.profiles import REPO_ROOT
 
+# the exit code of a run whose judge left a turn without a verdict: every run over s3-1 ("[fail]")
+UNDECIDED = 3
 SECRET = "sk-test-never-written-4242"
 LONG_APPLES = "[yes] " + "apple " * 100
 LONG_CHEESE = "[flaky] cheddar cheese" + " and more words" * 40

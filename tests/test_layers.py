@@ -102,9 +102,10 @@ def test_the_check_sees_an_import_that_runs_back_up(tmp_path):
 
 
 # What of the agents package the evaluator may read: the contract (agents/base_agent.py) and the
-# machines it runs on (agents/profiles.py: search, dataset, GPUs). Everything else an agent says
+# machines it runs on (agents/profiles.py: search, dataset, GPUs; agents/hardware.py: which one
+# this is). Everything else an agent says
 # about itself reaches the evaluator through the agent class (agents/base_agent.py's questions).
-AGENT_MODULES_THE_EVALUATOR_READS = ("agents.base_agent", "agents.profiles")
+AGENT_MODULES_THE_EVALUATOR_READS = ("agents.base_agent", "agents.profiles", "agents.hardware")
 
 
 def evaluator_reads_of_agents(root: Path) -> list[str]:

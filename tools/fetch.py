@@ -17,6 +17,9 @@ the evaluator's default datasets for both tasks. Sizes come from the hub when it
 Downloads go through `huggingface_hub.snapshot_download`: it resumes a partial download, shows
 progress bars, and takes HF_ENDPOINT, HF_HUB_CACHE and HF_TOKEN (or `huggingface-cli login`)
 from the environment. The token is never printed; only whether one is set.
+
+This is the one download route: every message that finds something missing names this command
+with its flags (evaluator/harness/fetch_route.py builds it).
 """
 from __future__ import annotations
 
@@ -276,7 +279,11 @@ def main(argv: list[str] | None = None) -> int:
                              "(bare: the profile's)")
     args = parser.parse_args(argv)
     cache = Path(constants.HF_HUB_CACHE)
-    items = plan(args.profile, tuple(args.task or ("single-turn", "multi-turn")), args.indices, args.web_contents)
+    try:
+        items = plan(args.profile, tuple(args.task or ("single-turn", "multi-turn")), args.indices, args.web_contents)
+    except ValueError as exc:  # an unknown profile: one line, no traceback
+        print(f"tools.fetch: {exc}", file=sys.stderr)
+        return 2
     if not items:
         print(f"the {args.profile} profile loads nothing from the hub: nothing to fetch")
         return 0

@@ -1,5 +1,8 @@
 """How the memory of one L40S is shared in the l40s profile: a plan on paper, not a measurement.
 
+    python -m tools.memory_plan           # the plan on one L40S
+    python -m tools.memory_plan --cards   # whether it fits other common cards
+
 One process holds, in the order the evaluator builds them:
   1. the CUDA context (created by the first CUDA call, the search pipeline's model load);
   2. the search pipeline's two embedding models (cragmm_search 0.5.1 loads them itself);
@@ -36,6 +39,17 @@ SPARE_GIB_REQUIRED = 3.0
 # charged to nobody's budget. Estimate.
 CUDA_CONTEXT_GIB = 0.6
 BLOCK_SIZE = 16  # the KV block size vLLM sets on CUDA when none is given (vllm/platforms/cuda.py:138)
+# Common cards and the total memory their driver reports, in MiB (what torch and vLLM divide):
+# the L40S figure is the plan's own; the others are the figures nvidia-smi commonly shows for
+# them, not measured here. `--profile auto` reads the card's own figure (agents/hardware.py).
+COMMON_CARDS_MIB = {
+    "L40S (48 GB)": 46068,
+    "RTX 6000 Ada (48 GB)": 49140,
+    "A100 40 GB": 40960,
+    "A100 80 GB": 81920,
+    "H100 80 GB (SXM)": 81559,
+    "RTX 4090 (24 GB)": 24564,
+}
 
 
 @dataclass(frozen=True)
@@ -195,8 +209,8 @@ class MemoryPlan:
         return not self.problems()
 
 
-def _engine(role, model, utilization, max_model_len, max_num_seqs, profile_bytes, request_tokens, text):
-    budget = utilization * GPU_GIB
+def _engine(role, model, utilization, max_model_len, max_num_seqs, profile_bytes, request_tokens, text, gpu_gib):
+    budget = utilization * gpu_gib
     weights = text.params * 2 / GIB
     profile = profile_bytes / GIB
     kv = max(0.0, budget - weights - profile - NON_TORCH_PER_ENGINE_GIB)
@@ -208,8 +222,10 @@ def _engine(role, model, utilization, max_model_len, max_num_seqs, profile_bytes
                       max_num_seqs)
 
 
-def plan_l40s(config: CruiseConfig) -> MemoryPlan:
-    """The plan for `config` (the l40s profile's models and engine settings)."""
+def plan_l40s(config: CruiseConfig, gpu_gib: float = GPU_GIB) -> MemoryPlan:
+    """The plan for `config` (the l40s profile's models and engine settings) on a GPU of `gpu_gib`
+    (default: one L40S). vLLM gives each engine a share of the card's total memory, so a larger
+    card gives each engine more KV cache, and a smaller one may not hold the weights at all."""
     vlm_text = TEXT_MODELS[config.vlm_model]
     router_text = TEXT_MODELS[config.router_model]
     seqs = config.max_num_seqs
@@ -218,11 +234,11 @@ def plan_l40s(config: CruiseConfig) -> MemoryPlan:
                       decoder_profile_bytes(vlm_text, vlm_batch))
     image_tokens = image_encoder_tokens(VLM_VISION, VLM_VISION.max_num_tiles)
     vlm = _engine("vlm", config.vlm_model, config.vlm_gpu_memory_utilization, config.vlm_max_model_len, seqs,
-                  vlm_profile, (image_tokens, PLANNED_VLM_DECODER_TOKENS), vlm_text)
+                  vlm_profile, (image_tokens, PLANNED_VLM_DECODER_TOKENS), vlm_text, gpu_gib)
     router_batch = max_num_batched_tokens(config.router_max_model_len, seqs, multimodal=False)
     router = _engine("router", config.router_model, config.router_gpu_memory_utilization,
                      config.router_max_model_len, seqs, decoder_profile_bytes(router_text, router_batch),
-                     (PLANNED_ROUTER_TOKENS,), router_text)
+                     (PLANNED_ROUTER_TOKENS,), router_text, gpu_gib)
     outside = {
         "CUDA context": CUDA_CONTEXT_GIB,
         **{f"search: {m} (fp32)": p * SEARCH_BYTES_PER_PARAM / GIB for m, p in SEARCH_MODEL_PARAMS.items()},
@@ -231,7 +247,7 @@ def plan_l40s(config: CruiseConfig) -> MemoryPlan:
         "reranker: working memory (32 x 512 tokens)": reranker_working_bytes() / GIB,
     }
     total = vlm.budget_gib + router.budget_gib + sum(outside.values())
-    return MemoryPlan([vlm, router], outside, total, GPU_GIB)
+    return MemoryPlan([vlm, router], outside, total, gpu_gib)
 
 
 def format_plan(plan: MemoryPlan) -> str:
@@ -249,7 +265,32 @@ def format_plan(plan: MemoryPlan) -> str:
     return "\n".join(lines)
 
 
+def minimum_gpu_gib(config: CruiseConfig, low: float = 8.0, high: float = 200.0) -> float:
+    """The least card memory (GiB, to 0.01) on which the plan for `config` fits: vLLM's budgets grow
+    with the card, so a plan that fits one card fits every larger one."""
+    while high - low > 0.005:
+        middle = (low + high) / 2
+        low, high = (low, middle) if plan_l40s(config, middle).fits else (middle, high)
+    return high
+
+
+def cards_table(config: CruiseConfig) -> str:
+    """Whether the plan fits each of COMMON_CARDS_MIB (a markdown table)."""
+    lines = ["| card | GiB reported | plan total | spare | VLM requests at once | fits |", "|---|---|---|---|---|---|"]
+    for card, mib in COMMON_CARDS_MIB.items():
+        plan = plan_l40s(config, mib / 1024)
+        lines.append(f"| {card} | {mib / 1024:.1f} | {plan.total_gib:.1f} | {plan.spare_gib:.1f} "
+                     f"| {plan.engines[0].concurrent_requests:.1f} | {'yes' if plan.fits else 'no'} |")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
+    import sys
+
     from agents.config import load_config
 
-    print(format_plan(plan_l40s(load_config("l40s"))))
+    if "--cards" in sys.argv[1:]:
+        print(cards_table(load_config("l40s")))
+        print(f"\nThe plan fits a card of {minimum_gpu_gib(load_config('l40s')):.2f} GiB or more.")
+    else:
+        print(format_plan(plan_l40s(load_config("l40s"))))

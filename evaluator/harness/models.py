@@ -17,6 +17,7 @@ import os
 from pathlib import Path
 
 from evaluator.harness.agent_setup import AgentSetup
+from evaluator.harness.fetch_route import fetch_command
 
 GATED_PREFIXES = ("meta-llama/",)
 HUB_PROBE_TIMEOUT_S = 5.0
@@ -61,7 +62,7 @@ def missing_models_message(ids: list[str], profile: str) -> str | None:
              f"are not in the Hugging Face cache ({constants.HF_HUB_CACHE}):"]
     lines += [f"  {m}" + ("  (gated)" if m.startswith(GATED_PREFIXES) else "") for m in missing]
     lines.append("Fetch them into that cache (on a machine with network access), then run again:")
-    lines += [f"  huggingface-cli download {m}" for m in missing]
+    lines.append(f"  {fetch_command(profile)}")  # the files a run loads only: no original/ checkpoints
     if any(m.startswith(GATED_PREFIXES) for m in missing):
         lines.append("The meta-llama models are gated: accept their licence on the model's Hugging Face "
                      "page and log in first (huggingface-cli login, or HF_TOKEN).")
@@ -96,19 +97,21 @@ def dataset_problem(dataset: str, revision: str | None, *, hub_reachable: bool =
     if not is_hub_id(dataset) or dataset_is_cached(dataset):
         return None
     name = f"{dataset!r}" + (f" (revision {revision})" if revision else "")
+    command = fetch_command(None, dataset)  # None: a dataset tools.fetch does not know
+    fetch = f"; fetch it with: {command}" if command else ""
     if _hub_offline():
         return (f"cannot load the dataset {name}: it is not in the Hugging Face cache, and the hub is "
-                f"switched off (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE)")
+                f"switched off (HF_HUB_OFFLINE / HF_DATASETS_OFFLINE){fetch}")
     unreachable = f"cannot load the dataset {name}: it is not in the Hugging Face cache, and the hub cannot be reached"
     if not hub_reachable:
-        return unreachable
+        return unreachable + fetch
     import requests
     from huggingface_hub import HfApi
 
     try:
         HfApi().dataset_info(dataset, revision=revision, timeout=HUB_PROBE_TIMEOUT_S)
     except (requests.ConnectionError, requests.Timeout):
-        raise HubUnreachable(f"{unreachable} (one try, {HUB_PROBE_TIMEOUT_S:.0f} s timeout)") from None
+        raise HubUnreachable(f"{unreachable} (one try, {HUB_PROBE_TIMEOUT_S:.0f} s timeout){fetch}") from None
     except Exception as exc:  # noqa: BLE001 - not found, gated, bad revision: the load would fail too
         return f"cannot load the dataset {name}: the hub refuses it ({type(exc).__name__})"
     return None

@@ -11,7 +11,9 @@ raw_answer, judge_reply, error) and run_summary.json (rule set, tokenizer, judge
 breakdowns, notices), plus traces.jsonl. With no LLM judge, turns whose data carries accepted
 answer forms are decided by the offline lexical judge (evaluator/scoring/lexical_judge.py): its
 label then stands in run_summary.json's "judge" and under scores_dictionary.json's own "judge"
-key (beside the official "all" and "ego"), with the abstention counts. Under `--rules crag-mm` also response.jsonl, the
+key (beside the official "all" and "ego"), with the abstention counts. Turns left without a
+verdict count as not correct (official) and are reported under run_summary.json's "unjudged",
+with the scores without them and the rejudge command (evaluator/harness/unjudged.py). Under `--rules crag-mm` also response.jsonl, the
 generated turns as that harness writes them (the official CSVs' first 13 columns).
 
 Works only from the output folder (answers.jsonl, judgments.jsonl, batches.jsonl, traces.jsonl,
@@ -39,6 +41,7 @@ from evaluator.harness.runner import (
     saved_answers,
 )
 from evaluator.harness.trace_view import agent_summary
+from evaluator.harness.unjudged import unjudged_report
 from evaluator.scoring.coverage import evidence_coverage
 from evaluator.scoring.intervals import method, score_intervals
 from evaluator.scoring.judge import Judge, JudgeItem
@@ -92,8 +95,9 @@ def judge_turns(records: list[dict], output_dir: Path, judge: Judge | None, prog
     """(interaction_id -> verdict or None, interaction_id -> judge reply, counts) for every turn
     the judge must decide."""
     needing = [r for r in records if needs_judge(r["agent_response"], r["ground_truth"], rules)]
-    counts = {"needing_judge": len(needing), "judge_failures": 0, "unjudged_turns": 0,
-              "judge_cache_hits": 0, "judge_asked": 0, "judge_rate_limit_waits": 0, "judge_waited_s_max_turn": 0.0}
+    counts = {"needing_judge": len(needing), "judge_failures": 0, "judge_not_asked": 0, "unjudged_turns": 0,
+              "judge_gave_up": None, "judge_cache_hits": 0, "judge_asked": 0, "judge_rate_limit_waits": 0,
+              "judge_waited_s_max_turn": 0.0}
     if judge is None:
         # no LLM judge: turns whose data carries accepted forms go to the offline lexical judge
         verdicts, replies = {}, {}
@@ -124,6 +128,7 @@ def judge_turns(records: list[dict], output_dir: Path, judge: Judge | None, prog
         verdicts[outcome.key] = outcome.verdict
         replies[outcome.key] = outcome.reply
         counts["judge_cache_hits"] += int(outcome.cached)
+        counts["judge_not_asked"] += int(outcome.verdict is None and outcome.attempts == 0 and not outcome.cached)
         counts["judge_rate_limit_waits"] += outcome.waits
         counts["judge_waited_s_max_turn"] = max(counts["judge_waited_s_max_turn"], round(outcome.waited_s, 3))
         append_jsonl(output_dir / JUDGMENTS, [{
@@ -135,7 +140,10 @@ def judge_turns(records: list[dict], output_dir: Path, judge: Judge | None, prog
 
     judge.judge_all(items, on_done)
     bar.close()
-    counts["judge_failures"] = sum(1 for r in needing if verdicts.get(r["interaction_id"]) is None)
+    # every turn without a verdict is unjudged: it failed every attempt, or the judge had given up
+    counts["unjudged_turns"] = sum(1 for r in needing if verdicts.get(r["interaction_id"]) is None)
+    counts["judge_failures"] = counts["unjudged_turns"] - counts["judge_not_asked"]
+    counts["judge_gave_up"] = judge.gave_up
     return verdicts, replies, counts
 
 
@@ -222,7 +230,9 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         path.unlink(missing_ok=True)
         append_jsonl(path, [{c: row[c] for c in BASE_COLUMNS} for row in rows])
 
-    notices = list(notices or [])
+    unjudged = unjudged_report(rows, {iid for iid, verdict in verdicts.items() if verdict is None}, rules,
+                               output_dir, judge_counts, llm_judge=judge is not None)
+    notices = ([unjudged["notice"]] if unjudged else []) + list(notices or [])
     if not ego:
         notices.append("no egocentric turns in this run: the 'ego' rates are NaN (as the official "
                        "evaluator writes them), not measurements")
@@ -257,6 +267,8 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "image_url_updates": run_config.get("image_url_updates", []),
         "judge": judge_label,
         **judge_counts,
+        # the turns without a verdict: the scores with them left out and the command that judges them
+        "unjudged": unjudged,
         **offline_figures,
         "turns_expected": expected,
         "turns_answered": len(records),

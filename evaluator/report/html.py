@@ -28,6 +28,7 @@ from agents.base_agent import IDK_ANSWER
 from evaluator.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY
 from evaluator.harness.runner import ANSWERS, RUN_CONFIG, TRACES, read_jsonl
 from evaluator.harness.trace_view import load_trace_view
+from evaluator.harness.unjudged import SHOWN_SCORES as UNJUDGED_SCORES
 from evaluator.report import charts
 from evaluator.report.paired import OUTCOMES, PairedComparison, compare_to_first, outcome_of
 from evaluator.scoring.coverage import ANSWER_SOURCES, COVERAGE_LABELS, coverage_figures
@@ -46,7 +47,7 @@ TURNS_PER_PAGE = 100
 JUDGE_FIGURES = [
     ("needing_judge", "turns that needed the judge"), ("judge_asked", "asked"),
     ("judge_cache_hits", "answered from the verdict cache"), ("judge_failures", "failed every attempt"),
-    ("unjudged_turns", "left unjudged"), ("judge_rate_limit_waits", "HTTP 429/5xx waited out"),
+    ("judge_not_asked", "not asked (the judge had given up)"), ("unjudged_turns", "left unjudged"), ("judge_rate_limit_waits", "HTTP 429/5xx waited out"),
     ("judge_waited_s_max_turn", "longest wait for one turn (s)"),
     ("offline_judged_turns", "decided by the offline lexical judge"),
     ("abstain_expected_turns", "turns whose right reply is to abstain"),
@@ -327,10 +328,14 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
             turn["domain"] = turn["row"].get("domain_name") or turn["row"].get("domain") or "-"
             turn["cut"] = (turn["trace"] or {}).get("deadline_cut") is True
     steps = funnel_steps(run.turns)
-    notices = list(run.summary.get("notices") or []) + ([image_notice] if image_notice else [])
+    unjudged = run.summary.get("unjudged") or None
+    # the unjudged turns' notice is the banner's own text: shown once, in the banner
+    notices = [n for n in run.summary.get("notices") or [] if not unjudged or n != unjudged.get("notice")]
+    notices += [image_notice] if image_notice else []
     intervals = run_intervals(run)
     page = render("report.html.j2", run=run, scores=run.scores, intervals=intervals,
                   notices=notices, settings=recorded_settings(run.run_config),
+                  unjudged=unjudged, unjudged_scores=UNJUDGED_SCORES,
                   scores_chart=charts.scores_chart(run.scores, intervals) if run.scores else "",
                   breakdowns=breakdown_sections(run.rows), funnel=steps,
                   funnel_chart=charts.funnel_chart(steps) if steps else "", agent_sections=agent_sections(run),

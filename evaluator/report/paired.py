@@ -5,7 +5,7 @@ Two runs are compared only when the comparison means something: the same turns (
 ids, in the same conversations) scored under the same rule set. Otherwise the pair is refused with
 one line saying why. A different judge is flagged, not refused: rejudging the same answers is a
 legitimate study, but then the flips are the judge's, and the line says so. So are turns the
-judge did not decide (run_summary.json's judge_failures and unjudged_turns): the official scores
+judge did not decide (run_summary.json's unjudged_turns): the official scores
 count them as hallucinations, and the flag keeps them apart from wrong answers.
 
 For a compared pair: each score of both runs, the difference B - A and its paired-bootstrap 95%
@@ -83,7 +83,8 @@ def compare_pair(a, b, link=None) -> PairedComparison:
         pair.flags.append(f"judged differently ({b.label}: {b.summary.get('judge')}; {a.label}: "
                           f"{a.summary.get('judge')}): flips may be the judge's, not the agent's")
     for run in (a, b):
-        undecided = int(run.summary.get("judge_failures") or 0) + int(run.summary.get("unjudged_turns") or 0)
+        # unjudged_turns holds the judge's failures too; a run scored before it did counted them apart
+        undecided = max(int(run.summary.get("judge_failures") or 0), int(run.summary.get("unjudged_turns") or 0))
         if undecided:
             pair.flags.append(f"{run.label}: {undecided} turns the judge did not decide (failed or not asked) "
                               f"count as hallucinated; a flip on such a turn is not the agent's")

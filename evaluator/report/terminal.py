@@ -2,12 +2,13 @@
 example turns; and what a comparison of runs prints (print_paired)."""
 from __future__ import annotations
 
-from rich.console import Console
+from rich.console import Console, Group
 from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
 from evaluator.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY, Results
+from evaluator.harness.unjudged import SHOWN_SCORES as UNJUDGED_SCORES
 from evaluator.report.paired import PairedComparison
 from evaluator.scoring.coverage import coverage_figures
 from evaluator.scoring.scores import breakdown
@@ -94,9 +95,35 @@ def coverage_table(coverage: dict) -> Table:
     return table
 
 
+def unjudged_panel(unjudged: dict) -> Panel:
+    """Under the scores table: how many turns lack a verdict and why, the scores with them left
+    out, and the command that judges them again."""
+    table = Table(title="Scores with the unjudged turns left out", title_justify="left")
+    table.add_column("Metric")
+    table.add_column("All", justify="right")
+    table.add_column("Egocentric", justify="right")
+    left_out = unjudged["scores_without_unjudged"]
+    for key, label, fmt in [("total", "Turns", "{:.0f}"), *[(k, n, f) for k, n, f in UNJUDGED_SCORES]]:
+        table.add_row(label, *[fmt.format(left_out[subset][key]) for subset in ("all", "ego")])
+    command = unjudged["rejudge_command"]
+    how = command if unjudged.get("llm_judge") else f"set OPENAI_API_KEY (or add --eval-base-url URL), then {command}"
+    lines = [Text(f"{unjudged['turns']} turns that needed the judge have no verdict ({unjudged['cause']}).",
+                  style="bold red"),
+             Text("They count as not correct (hallucinated), as the official evaluator counts a failed "
+                  "judgement: accuracy and truthfulness above are lower bounds, the hallucination rate an upper one.")]
+    if unjudged.get("gave_up"):
+        lines.append(Text(unjudged["gave_up"]))
+    lines += [table, Text("Judge them again: ", style="bold") + Text(how)]
+    return Panel(Group(*lines), title=f"[bold red]{unjudged['turns']} TURNS WITHOUT A VERDICT[/bold red]",
+                 border_style="red", expand=False)
+
+
 def print_report(console: Console, results: Results, display_conversations: int) -> None:
     s = results.summary
     console.print(scores_table(results.scores, s.get(INTERVALS_KEY)))
+    unjudged = s.get("unjudged")
+    if unjudged:
+        console.print(unjudged_panel(unjudged))
     if results.rows_all:
         for column in BREAKDOWN_COLUMNS:
             console.print(breakdown_table(results.rows_all, column))
@@ -106,8 +133,9 @@ def print_report(console: Console, results: Results, display_conversations: int)
         console.print(examples_table(results.rows_all, display_conversations))
     console.print(Text(
         f"rules: {s['rules']}\ntokenizer: {s['tokenizer']}\nconversations: {s['conversation_selection']}\n"
-        f"judge: {s['judge']} (asked {s['judge_asked']}, "
-        f"from cache {s['judge_cache_hits']}, failures {s['judge_failures']}, unjudged {s['unjudged_turns']})\n"
+        f"judge: {s['judge']} (turns to judge {s['judge_asked']}, "
+        f"from cache {s['judge_cache_hits']}, failures {s['judge_failures']}, not asked {s.get('judge_not_asked', 0)}, "
+        f"unjudged {s['unjudged_turns']})\n"
         f"batches: {s['batches']}, wall ms p50 {s['wall_ms_p50']:.0f} / p95 {s['wall_ms_p95']:.0f} / "
         f"max {s['wall_ms_max']:.0f}, over the 10 s x batch-size budget: {s['over_budget_count']}\n"
         f"turns answered {s['turns_answered']} of {s['turns_expected']}; agent-error turns "
@@ -126,6 +154,8 @@ def print_report(console: Console, results: Results, display_conversations: int)
         console.print(Text("unreadable model outputs (safe default used): " + ", ".join(
             f"{stage} {count}/{read.get(stage, 0)}" for stage, count in s["parse_failures"].items())))
     for notice in s["notices"]:
+        if unjudged and notice == unjudged["notice"]:
+            continue  # said in the panel under the scores
         console.print(Text(f"notice: {notice}", style="yellow"))
 
 

@@ -25,11 +25,18 @@ way only until `max_wait_s` after its first request; after that such an answer c
 like any other failure. So a turn's sleeps stay below max_wait_s + the back-off between its
 attempts (1 + 2 s by default), and the official 3 attempts still decide what a judge failure is.
 `x-should-retry: false` and OpenAI's `insufficient_quota` are not waited out (waiting cannot help).
+
 The SDK's own retries are off (`max_retries=0`): openai 3.54.0 (`_base_client`) would otherwise
 resend each 429, 5xx, 408, 409 and connection error twice with its own sleeps (Retry-After up to
 120 s, else 0.5-8 s), hidden inside each of our attempts, unbounded by our cap and unseen by our
 counts; with them off, one request of ours is one HTTP request. (The published CRAG-MM judge
 leaves them on, so its 3 attempts are up to 9 requests: there too 429/5xx waits come on top.)
+
+A judge that cannot answer at all (endpoint unreachable, key refused, quota gone) would cost every
+turn its 3 attempts and back-off. So once `give_up_after` turns in a row (in the order they end,
+none judged in between) have failed every attempt, the judge stops: `gave_up` holds one line
+saying why, and each later turn comes back at once without a verdict and without a request
+(`attempts` 0). Turns without a verdict are the caller's to report and rejudge.
 """
 from __future__ import annotations
 
@@ -58,6 +65,9 @@ DUMMY_KEY = "not-needed"
 RESULT_LINE_TEMPERATURE = 0.0
 RESULT_LINE_MAX_TOKENS = 1024
 DEFAULT_MAX_WAIT_S = 120.0  # per turn, for 429/5xx waits (the SDK also honours Retry-After up to 120 s)
+# turns in a row that fail every attempt before the judge stops asking (0: never stops)
+DEFAULT_GIVE_UP_AFTER = 5
+NOT_ASKED = "not asked"  # the start of a turn's error when the judge had given up before it
 JUDGE_PROMPTS = Path(__file__).resolve().parent / "prompts"
 
 SYSTEM_PROMPT = (
@@ -267,7 +277,8 @@ class Judge:
                  api_key: str | None = None, *, rules: RuleSet | None = None, num_workers: int = 8,
                  timeout_s: float = 30.0, backoff_s: float = 1.0, max_wait_s: float = DEFAULT_MAX_WAIT_S,
                  cache_path: Path | None = None, sleep: Callable[[float], None] = time.sleep,
-                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None):
+                 clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None,
+                 give_up_after: int = DEFAULT_GIVE_UP_AFTER):
         from openai import OpenAI
 
         self.rules = rules or rule_set(None)
@@ -283,6 +294,10 @@ class Judge:
         self.client = OpenAI(api_key=api_key or DUMMY_KEY, base_url=base_url, max_retries=0,
                              timeout=timeout_s)
         self.cache = VerdictCache(cache_path or cache_dir() / "judge" / "verdicts.jsonl")
+        self.give_up_after = max(0, int(give_up_after))
+        self.gave_up: str | None = None  # why the judge stopped asking (None: it has not)
+        self._failed_in_a_row = 0
+        self._streak_lock = threading.Lock()
 
     @property
     def structured(self) -> bool:
@@ -306,6 +321,8 @@ class Judge:
         cached = self.cache.get(key)
         if cached is not None:
             return JudgeOutcome(item.key, cached.verdict, 0, True, reply=cached.text)
+        if self.gave_up:
+            return JudgeOutcome(item.key, None, 0, False, f"{NOT_ASKED}: {self.gave_up}")
         messages = self.protocol.messages(item)
         waits = TransientWaits(self.max_wait_s, self.backoff_s, sleep=self.sleep, clock=self.clock, rng=self.rng)
         error = None
@@ -318,9 +335,22 @@ class Judge:
                     self.sleep(self.backoff_s * 2 ** (attempt - 1))
                 continue
             self.cache.put(key, reply)
+            self._record(error=None)
             return JudgeOutcome(item.key, reply.verdict, attempt, False, reply=reply.text, waits=waits.waits,
                                 waited_s=waits.waited_s)
+        self._record(error=error)
         return JudgeOutcome(item.key, None, MAX_ATTEMPTS, False, error, waits=waits.waits, waited_s=waits.waited_s)
+
+    def _record(self, error: str | None) -> None:
+        """Count a turn that ended: a verdict resets the streak of failed turns; `give_up_after`
+        failures in a row make the judge stop asking."""
+        with self._streak_lock:
+            if error is None:
+                self._failed_in_a_row = 0
+                return
+            self._failed_in_a_row += 1
+            if self.give_up_after and self._failed_in_a_row >= self.give_up_after and not self.gave_up:
+                self.gave_up = give_up_line(self._failed_in_a_row, error)
 
     def judge_all(self, items: list[JudgeItem], on_done=None) -> dict[str, JudgeOutcome]:
         """Every item judged on `num_workers` threads; `on_done(outcome)` is called as each ends."""
@@ -333,6 +363,18 @@ class Judge:
                 if on_done:
                     on_done(outcome)
         return outcomes
+
+
+def give_up_line(turns: int, error: str) -> str:
+    """Why the judge stopped asking, in one line, with what the last failure said."""
+    line = f"the judge failed every attempt on {turns} turns in a row, so it was not asked again ({error[:200]})"
+    if any(code in error for code in ("401", "403", "AuthenticationError", "PermissionDenied")):
+        line += "; the endpoint refuses the key: check OPENAI_API_KEY (environment or .env)"
+    elif "insufficient_quota" in error:
+        line += "; the account's quota is used up"
+    elif "Connection" in error or "Timeout" in error:
+        line += "; the endpoint cannot be reached: check --eval-base-url and the network"
+    return line
 
 
 def _rejects_structured_output(exc: Exception) -> bool:

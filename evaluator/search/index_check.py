@@ -82,13 +82,12 @@ def snapshot_path(spec: IndexSpec) -> Path:
     try:
         path = Path(snapshot_download(repo_id=spec.repo_id, repo_type="dataset"))
     except Exception as exc:  # noqa: BLE001 - not cached offline, not on the hub, no access, network
-        raise SearchIndexError(
-            f"{label} is not available: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}\n"
-            f"  cache: {constants.HF_HUB_CACHE}; fetch it with: python -m tools.fetch") from None
+        raise SearchIndexError(f"{label} is not available: {unavailable_reason(exc)}\n"
+                               f"  cache: {constants.HF_HUB_CACHE}; fetch it with: {fetch_hint(spec)}") from None
     blobs = Path(constants.HF_HUB_CACHE) / ("datasets--" + spec.repo_id.replace("/", "--")) / "blobs"
     if blobs.is_dir() and any(blobs.glob("*.incomplete")):
         raise SearchIndexError(f"{label} is only partly downloaded (.incomplete files in {blobs}); "
-                               f"run python -m tools.fetch again to finish it")
+                               f"run {fetch_hint(spec)} again to finish it")
     if spec.kind == "contents":
         return path
     if not (path / "chroma.sqlite3").is_file():
@@ -97,6 +96,27 @@ def snapshot_path(spec: IndexSpec) -> Path:
         raise SearchIndexError(f"{label} at {path} is read-only; the search package updates the "
                                f"collection's settings when it opens it, so it must be writable")
     return path
+
+
+def unavailable_reason(exc: Exception) -> str:
+    """Why huggingface_hub could not hand over a snapshot, without its own advice: offline it
+    suggests HF_HUB_OFFLINE=0, which does nothing where the caller (the pre-flight, an offline
+    run) switched the hub off on purpose."""
+    if type(exc).__name__ == "LocalEntryNotFoundError":
+        return "it is not in the Hugging Face cache, and this process does not download"
+    first = str(exc).splitlines()[0] if str(exc) else ""
+    return f"{type(exc).__name__}: {first.split(' To enable repo look-ups')[0]}"
+
+
+def fetch_hint(spec: IndexSpec) -> str:
+    """The command that fetches (or builds) the index: tools.fetch with the flags for it."""
+    from minibench.build_indices import is_local_index
+
+    if is_local_index(spec.repo_id):
+        return "python -m minibench.build_indices"
+    from evaluator.harness.fetch_route import fetch_command
+
+    return fetch_command(None, spec.repo_id, spec.kind) or "python -m tools.fetch"
 
 
 CONTENTS_KEYS = ("page_name", "page_url", "page_snippet", "page_result")
@@ -133,7 +153,7 @@ def check_contents(spec: IndexSpec, path: Path) -> Path:
     if gaps:
         raise SearchIndexError(f"{label} at {path} is partly downloaded: {len(gaps)} of {count} shard files "
                                f"are missing ({', '.join(f'shard_{i}.mdb' for i in gaps[:5])}"
-                               f"{', ...' if len(gaps) > 5 else ''}); run python -m tools.fetch again")
+                               f"{', ...' if len(gaps) > 5 else ''}); run {fetch_hint(spec)} again")
     for number, shard in sorted(shards.items()):
         try:
             env = lmdb.open(str(shard), readonly=True, lock=False, subdir=False)
@@ -155,7 +175,7 @@ def check_contents(spec: IndexSpec, path: Path) -> Path:
         if owners != {number}:
             raise SearchIndexError(f"{label} at {path}: the keys of {shard.name} belong to a database of "
                                    f"another shard count than the {count} files found: its last shard files "
-                                   f"are missing (partly downloaded); run python -m tools.fetch again")
+                                   f"are missing (partly downloaded); run {fetch_hint(spec)} again")
         missing = [k for k in CONTENTS_KEYS if k not in record]
         if missing:
             raise SearchIndexError(f"{label}: a record of {shard.name} has no {missing} (it has {sorted(record)})")

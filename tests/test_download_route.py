@@ -1,0 +1,101 @@
+"""One download route: every message that says a model, dataset, search index or full-content
+database is not in the cache names `python -m tools.fetch` with the flags that fetch it, and none
+names another route (`huggingface-cli download` would also pull the 11B model's original/
+checkpoints, ~21 GB nothing loads). In-process, against an empty cache, offline.
+"""
+from __future__ import annotations
+
+import pytest
+
+from agents.profiles import PROFILES, PUBLISHED_INDICES
+from evaluator.harness.agent_setup import setup_agent
+from evaluator.harness.models import dataset_problem, loaded_models, missing_models_message
+from evaluator.search import index_check
+from tools import fetch, preflight
+
+INDEX_SETS = PUBLISHED_INDICES
+WEB_CONTENTS = {name: profile.search.web_contents for name, profile in PROFILES.items()}
+
+
+@pytest.fixture
+def empty_cache(tmp_path, monkeypatch):
+    from huggingface_hub import constants
+
+    hub = tmp_path / "hf" / "hub"
+    monkeypatch.setattr(constants, "HF_HUB_CACHE", str(hub))
+    monkeypatch.setattr(constants, "HF_HUB_OFFLINE", True)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf" / "datasets"))
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    return hub
+
+
+def assert_one_route(message: str, command: str) -> None:
+    assert command in message, message
+    assert "huggingface-cli download" not in message and "HF_HUB_OFFLINE=0" not in message
+
+
+@pytest.mark.parametrize("profile", ["l40s", "served"])
+def test_missing_models_name_the_fetch_command_of_their_profile(empty_cache, profile):
+    agent = setup_agent("agents.user_config:UserAgent", profile=profile)
+    message = missing_models_message(loaded_models(profile, agent), profile)
+    assert message.splitlines()[-2 if profile == "l40s" else -1] == f"  python -m tools.fetch --profile {profile}"
+    assert_one_route(message, f"python -m tools.fetch --profile {profile}")
+
+
+@pytest.mark.parametrize("repo_id, command", [
+    ("crag-mm-2025/crag-mm-single-turn-public", "python -m tools.fetch --profile l40s --task single-turn"),
+    ("crag-mm-2025/crag-mm-multi-turn-public", "python -m tools.fetch --profile l40s --task multi-turn"),
+    (INDEX_SETS["public-test"][0], "python -m tools.fetch --profile l40s"),
+    (INDEX_SETS["public-test"][1], "python -m tools.fetch --profile l40s"),
+    (INDEX_SETS["validation"][1], "python -m tools.fetch --profile l40s --indices validation"),
+    (WEB_CONTENTS["l40s"], "python -m tools.fetch --profile l40s --web-contents"),
+])
+def test_missing_datasets_and_indices_name_the_fetch_command(empty_cache, repo_id, command):
+    message = dataset_problem(repo_id, None)
+    assert "is not in the Hugging Face cache" in message
+    assert message.endswith(f"; fetch it with: {command}")
+    assert_one_route(message, command)
+
+
+def test_a_dataset_fetch_does_not_know_gets_no_false_command(empty_cache):
+    message = dataset_problem("someone/own-dataset", "v1")
+    assert "tools.fetch" not in message and "not in the Hugging Face cache" in message
+
+
+@pytest.mark.parametrize("kind, repo_id, command", [
+    ("image", INDEX_SETS["public-test"][0], "python -m tools.fetch --profile l40s"),
+    ("web", INDEX_SETS["validation"][1], "python -m tools.fetch --profile l40s --indices validation"),
+    ("contents", WEB_CONTENTS["l40s"], "python -m tools.fetch --profile l40s --web-contents"),
+    ("contents", "someone/contents-db", "python -m tools.fetch --profile l40s --web-contents someone/contents-db"),
+])
+def test_a_missing_index_names_the_fetch_command_and_no_hub_hint(empty_cache, kind, repo_id, command):
+    with pytest.raises(index_check.SearchIndexError) as caught:
+        index_check.snapshot_path(index_check.IndexSpec(kind, repo_id, None))
+    message = str(caught.value)
+    assert "it is not in the Hugging Face cache, and this process does not download" in message
+    assert message.endswith(f"; fetch it with: {command}")
+    assert_one_route(message, command)
+
+
+def test_the_preflight_cache_lines_name_the_fetch_command(empty_cache):
+    disk, checks = preflight.check_cache("l40s")
+    assert len(checks) == 7 and not any(c.ok for c in checks)
+    for check in checks:
+        assert_one_route(check.detail, "python -m tools.fetch --profile l40s")
+    assert "python -m tools.fetch --profile l40s" in disk.detail
+
+
+def test_fetch_refuses_an_unknown_profile_in_one_line(capsys):
+    assert fetch.main(["--profile", "bogus", "--dry-run"]) == 2
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    assert captured.err == "tools.fetch: unknown profile 'bogus'; choose one of ['cpu', 'l40s', 'served']\n"
+
+
+def test_the_route_knows_the_evaluators_default_datasets():
+    from evaluator.harness.fetch_route import fetch_command
+
+    for profile in ("l40s", "served"):
+        for task in ("single-turn", "multi-turn"):
+            assert fetch_command(profile, f"crag-mm-2025/crag-mm-{task}-public") == \
+                f"python -m tools.fetch --profile {profile} --task {task}"
