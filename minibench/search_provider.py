@@ -14,6 +14,8 @@ from minibench.search_models import image_model_classes, resolve_search_model
 
 
 class MiniBenchmarkSearch:
+    build_command = "python -m minibench.build_indices"
+
     def owns(self, index_id: str) -> bool:
         return is_local_index(index_id)
 

@@ -93,7 +93,7 @@ def test_fetch_refuses_an_unknown_profile_in_one_line(capsys):
 
 
 def test_the_route_knows_the_evaluators_default_datasets():
-    from evaluator.harness.fetch_route import fetch_command
+    from evaluator.search.fetch_route import fetch_command
 
     for profile in ("l40s", "served"):
         for task in ("single-turn", "multi-turn"):

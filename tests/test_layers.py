@@ -95,17 +95,19 @@ def test_the_check_sees_an_import_that_runs_back_up(tmp_path):
     got = layer_violations(tmp_path)
     assert got == [
         "agents/cruise/chain.py:2: agents.cruise.chain (agents) imports evaluator.harness.runner",
+        "evaluator/runner.py:2: evaluator.runner (evaluator) imports minibench.content",
         "evaluator/scoring/judge.py:1: evaluator.scoring.judge (evaluator.scoring) imports evaluator.report.html",
         "minibench/content.py:1: minibench.content (minibench) imports tools.preflight",
         "tools/preflight.py:2: tools.preflight (tools) imports benchmarks.search",
     ]
 
 
-# What of the agents package the evaluator may read: the contract (agents/base_agent.py) and the
+# What of the agents package the evaluator may read: the contract (agents/base_agent.py), the
 # machines it runs on (agents/profiles.py: search, dataset, GPUs; agents/hardware.py: which one
-# this is). Everything else an agent says
+# this is) and the HTTP waits the judge shares with the served engines (agents/transient_waits.py). Everything else an agent says
 # about itself reaches the evaluator through the agent class (agents/base_agent.py's questions).
-AGENT_MODULES_THE_EVALUATOR_READS = ("agents.base_agent", "agents.profiles", "agents.hardware")
+AGENT_MODULES_THE_EVALUATOR_READS = ("agents.base_agent", "agents.profiles", "agents.hardware",
+                                     "agents.transient_waits")
 
 
 def evaluator_reads_of_agents(root: Path) -> list[str]:
@@ -161,14 +163,14 @@ def test_nothing_imports_tests_but_a_test_and_no_test_imports_another():
 def test_the_tests_check_sees_a_tool_and_a_test_module_importing_tests(tmp_path):
     (tmp_path / "tests").mkdir()
     (tmp_path / "benchmarks").mkdir()
-    (tmp_path / "benchmarks" / "gpu_bench.py").write_text("def build():\n    from testkit.tiny_models import build\n")
+    (tmp_path / "benchmarks" / "gpu_bench.py").write_text("def build():\n    from tests.tiny_models import build\n")
     (tmp_path / "tests" / "conftest.py").write_text("PAPER = 1\n")
     (tmp_path / "tests" / "test_a.py").write_text(
         "from tests.test_b import make_agent\nfrom tests.conftest import PAPER\nfrom testkit import fakes\n")
     (tmp_path / "tests" / "test_b.py").write_text("from tests import test_a\n")
     (tmp_path / "local_evaluation.py").write_text("import tests\n")
     assert imports_of_tests(tmp_path) == [
-        "benchmarks/gpu_bench.py:2: benchmarks.gpu_bench imports testkit.tiny_models.build",
+        "benchmarks/gpu_bench.py:2: benchmarks.gpu_bench imports tests.tiny_models.build",
         "local_evaluation.py:1: local_evaluation imports tests",
         "tests/test_a.py:1: tests.test_a imports tests.test_b.make_agent",
         "tests/test_b.py:1: tests.test_b imports tests.test_a",

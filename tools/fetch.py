@@ -19,7 +19,7 @@ progress bars, and takes HF_ENDPOINT, HF_HUB_CACHE and HF_TOKEN (or `huggingface
 from the environment. The token is never printed; only whether one is set.
 
 This is the one download route: every message that finds something missing names this command
-with its flags (evaluator/harness/fetch_route.py builds it).
+with its flags (evaluator/search/fetch_route.py builds it).
 """
 from __future__ import annotations
 

