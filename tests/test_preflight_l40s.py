@@ -11,11 +11,13 @@ from importlib import metadata
 import pytest
 
 from agents.hardware import profile_for_gpu
+from evaluator.harness.agent_setup import setup_agent
 from evaluator.harness.models import loaded_models
 from evaluator.search.pipeline import search_config
 from tools import preflight
 
-L40S_ITEMS = loaded_models("l40s") + [search_config("l40s").image_index, search_config("l40s").web_index]
+L40S_ITEMS = loaded_models("l40s", setup_agent("agents.user_config:UserAgent", profile="l40s")) + [
+    search_config("l40s").image_index, search_config("l40s").web_index]
 COMMIT = "0" * 40
 
 
@@ -84,9 +86,8 @@ def test_what_is_in_the_cache_passes_and_a_partial_download_says_so(empty_cache,
     assert rows["batch size"][1] == f"not run: {len(L40S_ITEMS) - 1} cache items are missing"
 
 
-def test_the_validation_indices_are_named_with_their_flag(empty_cache, capsys, monkeypatch):
-    monkeypatch.setenv("CRAG_MM_INDICES", "validation")
-    preflight.main(["--profile", "l40s"])
+def test_the_validation_indices_are_named_with_their_flag(empty_cache, capsys):
+    preflight.main(["--profile", "l40s", "--indices", "validation"])
     rows = table(capsys.readouterr().out)
     assert rows["cache: web-search-index-validation"][1].endswith(
         "python -m tools.fetch --profile l40s --indices validation")

@@ -112,7 +112,7 @@ def test_gpu_memory_plan_refuses_what_does_not_fit(change, problem):
 
     plan = plan_l40s(load_config("l40s", **change))
     assert not plan.fits and any(problem in p for p in plan.problems())
-    check = preflight.check_gpu_memory([f"{k}={v}" for k, v in change.items()])  # as `preflight --set` passes it
+    check = preflight.check_gpu_memory(settings=[f"{k}={v}" for k, v in change.items()])  # as `preflight --set` passes it
     assert not check.ok and problem in check.detail
 
 

@@ -172,7 +172,7 @@ def check_pins(requirements: Path) -> Check:
 # ---- the Hugging Face cache and its disk ---------------------------------------------------------
 
 
-def check_cache(profile: str) -> tuple[Check, list[Check]]:
+def check_cache(profile: str, indices: str | None = None) -> tuple[Check, list[Check]]:
     """(disk, one check per model and search index the profile's process loads). Read from disk
     only: what tools.fetch would list as present, partial or missing, never asking the hub."""
     import shutil
@@ -183,7 +183,7 @@ def check_cache(profile: str) -> tuple[Check, list[Check]]:
     from tools.fetch import CONTENTS_ROLE, DISK_MARGIN, GB, local_state, needed_bytes, plan, survey
 
     cache = Path(constants.HF_HUB_CACHE)
-    everything = survey(plan(profile), cache, None)  # datasets too: the fetch command downloads them
+    everything = survey(plan(profile, indices=indices), cache, None)  # datasets too: the fetch command downloads them
     loaded = [r for r in everything if r.item.repo_type == "model" or "index" in r.item.role]
     checks = []
     for row in loaded:
@@ -348,7 +348,7 @@ def run(args) -> list[Check]:
             setup = setup_agent(args.agent, profile=profile, settings=args.set)
         except ValueError as exc:
             checks.append(Check("settings", False, str(exc)))
-    disk, cached = check_cache(profile)
+    disk, cached = check_cache(profile, args.indices)
     checks += [disk, *cached]
     missing = [c for c in cached if not c.ok]
     if setup is None or missing:
@@ -358,7 +358,7 @@ def run(args) -> list[Check]:
     from evaluator.search.pipeline import build_search_pipeline, search_config
 
     try:
-        pipeline = build_search_pipeline(search_config(profile), web=not args.suppress_web_search_api)
+        pipeline = build_search_pipeline(search_config(profile, args.indices), web=not args.suppress_web_search_api)
         agent = setup.build(pipeline)
     except Exception as exc:  # noqa: BLE001 - a search index or model that does not load: said, not raised
         return checks + [Check("agent load", False, f"{type(exc).__name__}: {exc}"),
@@ -383,6 +383,8 @@ def main(argv=None) -> int:
                         help="CruiseConfig override, as for local_evaluation.py")
     parser.add_argument("--turn-budget", type=float, default=TURN_BUDGET_S, help="seconds per turn (competition: 10)")
     parser.add_argument("--suppress-web-search-api", action="store_true", help="Task 1: image search only")
+    parser.add_argument("--indices", default=None, choices=["public-test", "validation"],
+                        help="which published search indices a hub profile searches (default: public-test)")
     parser.add_argument("--write-aicrowd", action="store_true", help="write aicrowd.json from the l40s profile and stop")
     parser.add_argument("--challenge-id", default="single-source-augmentation", choices=CHALLENGE_IDS)
     args = parser.parse_args(argv)
