@@ -99,6 +99,10 @@ def evaluation_parser() -> argparse.ArgumentParser:
     p.add_argument("--preset", default=None,
                    help="ablation preset (agents/config.py PRESETS), or several joined by '+', e.g. "
                         "no_cov+paper_finalizer; handed to the agent")
+    p.add_argument("--model-name", default=None, metavar="NAME",
+                   help="the VLM (and router) by name, on its family's model stack (agents/profiles.py STACKS); "
+                        "the relaunched facebookresearch/CRAG-MM evaluator's flag; --list-models shows the families")
+    p.add_argument("--list-models", action="store_true", help="list the model families --model-name knows, and stop")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="config override handed to the agent (a JSON object for a dict field); repeatable")
     p.add_argument("--calibration", default=None, metavar="FILE",
@@ -154,6 +158,13 @@ def main(argv: list[str] | None = None) -> None:
         commands.run_merge(merge_parser().parse_args(argv[1:]))
         return
     args = evaluation_parser().parse_args(argv)
+    if args.list_models:
+        from agents.profiles import STACKS
+
+        for stack in STACKS.values():
+            if stack.keywords:
+                print(f"{stack.name}: {stack.description} (--model-name containing {' or '.join(stack.keywords)})")
+        return
     if args.workers or args.ray:
         from evaluator.workers import run_on_ray
 

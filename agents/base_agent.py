@@ -9,8 +9,9 @@ Beyond the contract, a harness that passes settings explicitly (our local_evalua
 ask an agent class a few optional questions; the official evaluators ask none of them, and an
 agent that answers none still runs (it takes no --preset/--set, and its report has no funnel):
 
-- `configure(profile=..., preset=..., settings=[...], calibration=...)`: the configuration the
-  agent will be built with, handed back as `AgentClass(search_pipeline, config=...)`; bad
+- `configure(profile=..., preset=..., settings=[...], calibration=..., model_name=...)`: the
+  configuration the agent will be built with (`model_name`, passed only when a run names one:
+  the relaunched evaluator's `--model-name`), handed back as `AgentClass(search_pipeline, config=...)`; bad
   settings raise ValueError with one line, before anything loads;
 - `describe(config)`: that configuration as a JSON object (run_config.json records it; a
   resumed run must have the same);

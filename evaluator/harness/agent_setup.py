@@ -49,18 +49,24 @@ class AgentSetup:
 
 
 def setup_agent(spec: str, *, profile: str, preset: str | None = None, settings: list[str] | tuple[str, ...] = (),
-                calibration: str | None = None) -> AgentSetup:
+                calibration: str | None = None, model_name: str | None = None) -> AgentSetup:
     """ValueError (one line) for an agent that cannot be imported or settings it refuses."""
     try:
         cls = import_object(spec)
     except (ImportError, AttributeError, ValueError) as exc:
         raise ValueError(f"--agent {spec}: cannot import it ({type(exc).__name__}: {exc})") from None
     configure = getattr(cls, "configure", None)
-    config = configure(profile=profile, preset=preset, settings=list(settings or ()),
-                       calibration=calibration) if configure else None
+    named = {"model_name": model_name} if model_name else {}  # only agents that take a model name get one
+    try:
+        config = configure(profile=profile, preset=preset, settings=list(settings or ()), calibration=calibration,
+                           **named) if configure else None
+    except TypeError as exc:
+        if named and "model_name" in str(exc):
+            raise ValueError(f"--agent {spec} takes no --model-name") from None
+        raise
     if config is None:
-        given = [flag for flag, value in (("--preset", preset), ("--set", settings), ("--calibration", calibration))
-                 if value]
+        given = [flag for flag, value in (("--preset", preset), ("--set", settings), ("--calibration", calibration),
+                                          ("--model-name", model_name)) if value]
         if given:
             raise ValueError(f"--agent {spec} takes no settings (it has no configure()), so {', '.join(given)} "
                              "would not reach it")
