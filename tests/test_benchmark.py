@@ -87,6 +87,19 @@ def test_provenance_covers_every_turn_and_every_source(splits):
     assert sources == {"image", "kg", "web", "none"}
 
 
+def test_abstain_expected_marks_exactly_the_answers_no_source_holds(splits):
+    """What docs/evaluation.md and the offline judge say of `abstain_expected`: set where the
+    answer source is "none", and not for being real-time (a real-time question whose answer a
+    source holds is judged like any other)."""
+    provenance = json.loads((DATA / "provenance.json").read_text())
+    source = {t["interaction_id"]: t["answer_source"] for k in provenance for n in provenance[k] for t in n["turns"]}
+    rows = _rows(splits, "single-turn") + _rows(splits, "multi-turn")
+    dynamism = {t["interaction_id"]: t["dynamism"] for r in rows for t in r["turns"]}
+    marked = {a["interaction_id"]: a["abstain_expected"] for r in rows for a in r["answers"]}
+    assert marked == {iid: source[iid] == "none" for iid in marked}
+    assert any(dynamism[iid] == "real-time" and not flag for iid, flag in marked.items())
+
+
 def test_build_is_deterministic_and_matches_the_shipped_files(tmp_path):
     build(tmp_path / "a")
     build(tmp_path / "b")

@@ -6,7 +6,8 @@ OFFLINE_JUDGE_LABEL. It is used only when no LLM judge is configured and a turn'
 forms; data without them (the official splits) keeps exact match only.
 
 Rules, in order, for a turn that is neither a miss nor an exact match (scores.needs_judge):
-- abstain_expected (no source in the benchmark holds the answer, or it is real-time): any answer
+- abstain_expected (no source in the benchmark holds the answer; real-time questions are not
+  marked for being real-time): any answer
   is wrong, so it counts as a hallucination. An "I don't know" there is a miss, 0, as the
   official metric counts it; the run summary counts such correct abstentions separately.
 - else correct when one accepted form occurs in the answer. Answer and form are normalised the
