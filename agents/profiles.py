@@ -190,6 +190,10 @@ _register(PROFILES, Profile(
         # 2 cores: all-MiniLM-L6-v2's cosine, mapped to [0, 1], stands in (a bi-encoder).
         reranker_backend="minilm",
         reranker_model="minilm",
+        # Batch 8 (the default, kept on purpose here): SmolLM2 on one thread makes 43 tokens/s at
+        # batch 8 against 26 at batch 4 (docs/benchmarks.md's engine table), and every stage is one
+        # call per batch, so the benchmark needs half the calls.
+        batch_size=8,
         # On 2 cores reading the prompts (prefill) costs more than writing: a batch of 8 with
         # 800-character chunks spent 40 s in the answer stage (2026-11-23, a loaded machine). 300
         # characters keep the three kept chunks at ~230 tokens of every answer, consistency and
