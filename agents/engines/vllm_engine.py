@@ -31,11 +31,11 @@ from agents.engines.base import (
     ChatResult,
     Ledger,
     Sampling,
-    accepts_system_beside_image,
     call_end,
     deadline_cut_result,
     ended_on_end_token,
     image_groups,
+    image_layout,
     pick_choice,
     template_messages,
 )
@@ -49,18 +49,18 @@ def render_prompt(tokenizer, messages: list[dict]) -> str:
 def build_vllm_inputs(requests: list[ChatRequest], tokenizer, supports_images: bool) -> list[dict]:
     """Our chats -> vLLM prompt dicts (`prompt`, and `multi_modal_data` when there is an image).
 
-    Messages take the layout of `template_messages`; when the model's template refuses a system
-    message next to an image (asked once per call), the system text rides with the image."""
+    Messages take the layout of `template_messages` that the model's template accepts
+    (`image_layout`, asked once per call)."""
     bos = getattr(tokenizer, "bos_token", None)
     # vLLM tokenizes a text prompt with special tokens on; when both the template and the
     # tokenizer write the BOS, drop the template's copy so the model sees exactly one.
     adds_bos = bool(bos) and tokenizer("x").input_ids[:1] == [tokenizer.bos_token_id]
     any_image = supports_images and any(r.image is not None for r in requests)
-    beside = any_image and accepts_system_beside_image(lambda m: render_prompt(tokenizer, m))
+    layout = image_layout(lambda m: render_prompt(tokenizer, m)) if any_image else "own_turn"
     inputs = []
     for req in requests:
         with_image = supports_images and req.image is not None
-        prompt = render_prompt(tokenizer, template_messages(req.messages, with_image, beside))
+        prompt = render_prompt(tokenizer, template_messages(req.messages, with_image, layout))
         if adds_bos and prompt.startswith(bos):
             prompt = prompt[len(bos):]
         item = {"prompt": prompt}
