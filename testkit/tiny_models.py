@@ -253,12 +253,18 @@ def _tiny_path(family: str, path: Path | None) -> Path:
     return Path(path) if path else models_dir() / f"tiny-{family}-{_template_tag(template)}-tf{version}"
 
 
-def _video_processor():
-    """The family's video processor where torchvision is installed, else the stand-in the
-    transformers engine uses on such machines (agents/engines/processors.py)."""
+def _video_processor(name: str):
+    """The family's video processor (`name`, a transformers class) where torchvision is installed,
+    as the real checkpoints hold one; else the stand-in the transformers engine uses on such
+    machines (agents/engines/processors.py)."""
+    import transformers
+
     from agents.engines.processors import no_video_processor
 
-    return no_video_processor()
+    try:
+        return getattr(transformers, name)()
+    except ImportError:  # transformers' placeholder class: torchvision is missing
+        return no_video_processor()
 
 
 QWEN_SPECIAL_TOKENS = ("<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>",
@@ -298,13 +304,21 @@ def build_tiny_qwen2_5_vl(path: Path | None = None) -> str:
         image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
         vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
     )
+    # The published checkpoints' config.json holds the text model's fields at the top level too
+    # (written before transformers nested them), and vLLM 0.10.1.1 reads them there (vocab_size).
+    for key in ("vocab_size", *TINY_TEXT, "rope_scaling", "rope_theta", "rms_norm_eps", "hidden_act"):
+        setattr(config, key, getattr(config.text_config, key))
+    # As Qwen2.5-VL-7B's config says (the 3B ties them): transformers reads the text config's
+    # flag, vLLM the top level's, whose default is True.
+    config.tie_word_embeddings = config.text_config.tie_word_embeddings = False
     model = Qwen2_5_VLForConditionalGeneration(config).eval()
     model.generation_config.eos_token_id = ids["<|im_end|>"]
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     # small images: at most 112 x 112 pixels, 16 image tokens after the 2 x 2 merge
     image_processor = Qwen2VLImageProcessor(min_pixels=28 * 28, max_pixels=112 * 112)
     processor = Qwen2_5_VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
-                                    video_processor=_video_processor(), chat_template=tokenizer.chat_template)
+                                    video_processor=_video_processor("Qwen2VLVideoProcessor"),
+                                    chat_template=tokenizer.chat_template)
     return _save_tiny(path, model, processor, tokenizer)
 
 
@@ -348,7 +362,7 @@ def build_tiny_internvl(path: Path | None = None) -> str:
     image_processor = GotOcr2ImageProcessor(size={"height": 56, "width": 56}, crop_to_patches=False,
                                             image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225])
     processor = InternVLProcessor(image_processor=image_processor, tokenizer=tokenizer,
-                                  video_processor=_video_processor(), image_seq_length=4,
+                                  video_processor=_video_processor("InternVLVideoProcessor"), image_seq_length=4,
                                   chat_template=tokenizer.chat_template)
     return _save_tiny(path, model, processor, tokenizer)
 
