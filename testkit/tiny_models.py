@@ -391,6 +391,10 @@ def build_tiny_gemma3(path: Path | None = None) -> str:
         eos_token="<end_of_turn>", pad_token="<pad>", unk_token="<unk>", padding_side="left",
         extra_special_tokens={"image_token": "<image_soft_token>", "boi_token": "<start_of_image>",
                               "eoi_token": "<end_of_image>"})
+    # Gemma's SentencePiece vocabulary holds runs of one to four "\n" as pieces of their own, and vLLM's
+    # Gemma 3 processor looks them up by that text (the image's "\n\n" frame); a byte-level BPE
+    # spells them otherwise, so they are added as plain (not special) tokens.
+    tokenizer.add_tokens(["\n\n\n\n", "\n\n\n", "\n\n", "\n"])
     tokenizer.chat_template = chat_template(FAMILY_TEMPLATES["gemma-3"])
     ids = {t: tokenizer.convert_tokens_to_ids(t) for t in GEMMA3_SPECIAL_TOKENS}
     torch.manual_seed(0)
