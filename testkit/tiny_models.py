@@ -245,12 +245,20 @@ def _save_tiny(path: Path, model, processor, tokenizer) -> str:
 
 
 def _tiny_path(family: str, path: Path | None) -> Path:
+    """Where a family's tiny model is built: the name changes with its template, with its builder's
+    code (a cached build of an older builder is not reused) and with the transformers release (the
+    vLLM venvs build their own copies)."""
+    import hashlib
+    import inspect
+
     import transformers
 
-    template = FAMILY_TEMPLATES[family]
-    # the transformers major.minor in the name: the vLLM venvs build their own copies
+    if path:
+        return Path(path)
+    builder = inspect.getsource(FAMILY_BUILDERS[family])
+    tag = hashlib.sha256((chat_template(FAMILY_TEMPLATES[family]) + builder).encode()).hexdigest()[:8]
     version = ".".join(transformers.__version__.split(".")[:2])
-    return Path(path) if path else models_dir() / f"tiny-{family}-{_template_tag(template)}-tf{version}"
+    return models_dir() / f"tiny-{family}-{tag}-tf{version}"
 
 
 def _video_processor(name: str):
@@ -402,7 +410,9 @@ def build_tiny_gemma3(path: Path | None = None) -> str:
         vision_config=dict(model_type="siglip_vision_model", hidden_size=64, intermediate_size=128,
                            num_hidden_layers=2, num_attention_heads=2, image_size=56, patch_size=14,
                            vision_use_head=False),
-        text_config=dict(vocab_size=len(tokenizer), **TINY_TEXT, head_dim=32, sliding_window=64,
+        # the sliding window as long as vllm_cpu_families' max_model_len: no prompt there reaches it, so
+        # vLLM's CPU run with the window switched off computes the same (benchmarks/vllm_cpu_families.py)
+        text_config=dict(vocab_size=len(tokenizer), **TINY_TEXT, head_dim=32, sliding_window=1024,
                          query_pre_attn_scalar=32, bos_token_id=ids["<bos>"], eos_token_id=ids["<end_of_turn>"],
                          pad_token_id=tokenizer.pad_token_id),
         mm_tokens_per_image=4, image_token_index=ids["<image_soft_token>"], boi_token_index=ids["<start_of_image>"],
