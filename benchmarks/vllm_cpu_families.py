@@ -34,6 +34,7 @@ import os
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache per engine on CPU
 
@@ -133,10 +134,11 @@ def serve(family: str, port: int = 8766) -> dict:
 
     out = {"family": family, "vllm": vllm.__version__, "lines": []}
     path = FAMILY_BUILDERS[family]()
-    args = [sys.executable, "-m", "vllm.entrypoints.openai.api_server", "--model", path, "--served-model-name", "tiny",
+    # `vllm serve` as a user starts it, defaults kept (the chat template is the checkpoint's own, the
+    # content format "auto"): this venv's current release, not the pinned one
+    args = [str(Path(sys.executable).parent / "vllm"), "serve", path, "--served-model-name", "tiny",
             "--host", "127.0.0.1", "--port", str(port), "--dtype", "float32", "--seed", "0", "--enforce-eager",
             "--max-model-len", str(ENGINE_ARGS["max_model_len"]), "--max-num-seqs", str(ENGINE_ARGS["max_num_seqs"]),
-            "--max-num-batched-tokens", str(ENGINE_ARGS["max_num_batched_tokens"]),
             "--limit-mm-per-prompt", json.dumps({"image": 1})]
     log = open(f"/tmp/vllm-serve-{family}.log", "w")  # noqa: SIM115 - lives as long as the server
     server = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
@@ -185,12 +187,22 @@ def serve(family: str, port: int = 8766) -> dict:
         out["lines"].append(("prompt", all(same), f"served prompt tokens equal the in-process prompt's: {same}"))
         return out
     finally:
-        os.killpg(server.pid, 15)
-        try:
-            server.wait(60)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, 9)
+        stop_server(server)
         log.close()
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    """SIGTERM to the server's process group (its engine process included), SIGKILL after 60 s."""
+    for sig, wait in ((15, 60), (9, 10)):
+        try:
+            os.killpg(server.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            server.wait(wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
 
 
 def collapse(ids: list[int], token: int | None) -> list[int]:

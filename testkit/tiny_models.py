@@ -314,8 +314,11 @@ def build_tiny_qwen2_5_vl(path: Path | None = None) -> str:
     )
     # The published checkpoints' config.json holds the text model's fields at the top level too
     # (written before transformers nested them), and vLLM 0.10.1.1 reads them there (vocab_size).
-    for key in ("vocab_size", *TINY_TEXT, "rope_scaling", "rope_theta", "rms_norm_eps", "hidden_act"):
-        setattr(config, key, getattr(config.text_config, key))
+    # (transformers 5 keeps the rotary settings in rope_parameters, 4.5x in rope_scaling/rope_theta)
+    for key in ("vocab_size", *TINY_TEXT, "rope_scaling", "rope_theta", "rope_parameters", "rms_norm_eps",
+                "hidden_act"):
+        if key in config.text_config.to_dict():
+            setattr(config, key, getattr(config.text_config, key))
     # As Qwen2.5-VL-7B's config says (the 3B ties them): transformers reads the text config's
     # flag, vLLM the top level's, whose default is True.
     config.tie_word_embeddings = config.text_config.tie_word_embeddings = False
