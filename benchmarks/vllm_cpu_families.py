@@ -38,7 +38,7 @@ from pathlib import Path
 
 os.environ.setdefault("VLLM_CPU_KVCACHE_SPACE", "1")  # GiB of KV cache per engine on CPU
 
-FAMILIES = ("qwen2.5-vl", "gemma-3", "pixtral", "internvl")
+FAMILIES = ("qwen2.5-vl", "gemma-3", "pixtral", "internvl")  # in-process on the pin; Qwen3-VL: --serve
 LOGPROB_TOLERANCE = 1e-3
 # Small enough for 2 cores, large enough for every tiny family's image and prompt. vllm-cpu
 # 0.10.1.1's V1 CPU attention runs a chunked or prefix-cached prefill through

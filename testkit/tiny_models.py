@@ -227,6 +227,10 @@ def build_tiny_xlmr_reranker(path: Path | None = None) -> str:
 # vllm_cpu_families.py runs the same builders there): attention heads of 32, text hidden 128.
 FAMILY_TEMPLATES = {
     "qwen2.5-vl": "qwen2_vl_instruct",
+    # Qwen3-VL's own template could not be had here (testkit/templates/SOURCES.md): its tiny model
+    # carries Qwen2-VL's, which writes the same image placeholder. The served path renders whatever
+    # template the served checkpoint holds, so our code depends on neither.
+    "qwen3-vl": "qwen2_vl_instruct",
     "internvl": "internvl_hf",
     "gemma-3": "gemma3_it",
     "pixtral": "pixtral_12b_2409",
@@ -330,6 +334,49 @@ def build_tiny_qwen2_5_vl(path: Path | None = None) -> str:
     processor = Qwen2_5_VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
                                     video_processor=_video_processor("Qwen2VLVideoProcessor"),
                                     chat_template=tokenizer.chat_template)
+    return _save_tiny(path, model, processor, tokenizer)
+
+
+def build_tiny_qwen3_vl(path: Path | None = None) -> str:
+    """A random-weight Qwen3VLForConditionalGeneration (16 px patches merged 2 x 2, one DeepStack
+    layer) for the served path: vLLM loads Qwen3-VL from 0.11 on, so the pinned release cannot."""
+    path = _tiny_path("qwen3-vl", path)
+    if (path / "config.json").exists():
+        return str(path)
+    import torch
+    from transformers import (
+        Qwen2TokenizerFast,
+        Qwen2VLImageProcessor,
+        Qwen3VLConfig,
+        Qwen3VLForConditionalGeneration,
+        Qwen3VLProcessor,
+    )
+
+    tokenizer = build_word_tokenizer(Qwen2TokenizerFast, vocab_size=600, special_tokens=QWEN_SPECIAL_TOKENS,
+                                     eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token=None,
+                                     padding_side="left")
+    tokenizer.chat_template = chat_template(FAMILY_TEMPLATES["qwen3-vl"])
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
+    torch.manual_seed(0)
+    config = Qwen3VLConfig(
+        vision_config=dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=2, out_hidden_size=128,
+                           patch_size=16, spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64,
+                           deepstack_visual_indexes=[0]),
+        text_config=dict(vocab_size=len(tokenizer), **TINY_TEXT, head_dim=32,
+                         rope_scaling={"rope_type": "default", "mrope_section": [4, 6, 6], "mrope_interleaved": True},
+                         bos_token_id=ids["<|im_start|>"], eos_token_id=ids["<|im_end|>"]),
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=False,
+    )
+    model = Qwen3VLForConditionalGeneration(config).eval()
+    model.generation_config.eos_token_id = ids["<|im_end|>"]
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    # at most 128 x 128 pixels: 16 image tokens after the 2 x 2 merge of 16 px patches
+    image_processor = Qwen2VLImageProcessor(patch_size=16, merge_size=2, min_pixels=32 * 32, max_pixels=128 * 128)
+    processor = Qwen3VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
+                                 video_processor=_video_processor("Qwen3VLVideoProcessor"),
+                                 chat_template=tokenizer.chat_template)
     return _save_tiny(path, model, processor, tokenizer)
 
 
@@ -477,6 +524,7 @@ def build_tiny_pixtral(path: Path | None = None) -> str:
 
 FAMILY_BUILDERS = {
     "qwen2.5-vl": build_tiny_qwen2_5_vl,
+    "qwen3-vl": build_tiny_qwen3_vl,
     "internvl": build_tiny_internvl,
     "gemma-3": build_tiny_gemma3,
     "pixtral": build_tiny_pixtral,

@@ -1,4 +1,5 @@
-"""Every open family the agent runs in-process, end to end on CPU: a tiny random-weight model of
+"""Every open family the agent runs in-process (and Qwen3-VL, which the GPU image serves, through
+transformers), end to end on CPU: a tiny random-weight model of
 the family's own transformers classes (testkit/tiny_models.py), carrying the family's chat
 template (testkit/templates/SOURCES.md says where each comes from), through our
 TransformersEngine and then through the whole chain (`local_evaluation.py --model-name`).
@@ -28,11 +29,12 @@ MESSAGES = [{"role": "system", "content": "You answer questions about photos bri
 # Per family: an image size its tiny processor does not resize in a way we would have to guess,
 # what the family's template writes for the image, and what its processor turns that into (the
 # rule of each family, written out here: Qwen's pad repeated once per 28 px cell after the 2 x 2
-# merge; InternVL's <img> frame around image_seq_length context tokens per tile; Gemma 3's
+# merge (32 px for Qwen3-VL); InternVL's <img> frame around image_seq_length context tokens per tile; Gemma 3's
 # "\n\n" frame around mm_tokens_per_image soft tokens; Pixtral's rows of 16 px [IMG] patches
 # closed by [IMG_BREAK], the last by [IMG_END]).
 EXPANSIONS = {
     "qwen2.5-vl": ((84, 56), "<|image_pad|>", "<|image_pad|>" * (3 * 2)),
+    "qwen3-vl": ((96, 64), "<|image_pad|>", "<|image_pad|>" * (3 * 2)),  # 32 px cells: 16 px patches, 2 x 2
     "internvl": ((56, 56), "<IMG_CONTEXT>", "<img>" + "<IMG_CONTEXT>" * 4 + "</img>"),
     "gemma-3": ((56, 56), "<start_of_image>", "\n\n<start_of_image>" + "<image_soft_token>" * 4 + "<end_of_image>\n\n"),
     "pixtral": ((64, 48), "[IMG]", ("[IMG]" * 4 + "[IMG_BREAK]") * 2 + "[IMG]" * 4 + "[IMG_END]"),
