@@ -230,3 +230,37 @@ def test_gemmas_served_requests_open_the_first_user_message_with_the_image():
     [system, user] = request_messages(request, True, cfg.served_image_placeholder, cfg.served_image_layout)
     assert system == {"role": "system", "content": "S"}
     assert [p["type"] for p in user["content"]] == ["image_url", "text"] and user["content"][1]["text"] == "Q"
+
+
+# --- sizes on one L40S, and the image search switched off --------------------------------------
+@pytest.mark.parametrize("name, verdict, passes", [
+    ("Qwen/Qwen2.5-VL-7B-Instruct", "fits in bf16", True),
+    ("google/gemma-3-27b-it", "needs 4-bit weights (AWQ/GPTQ) to fit", False),
+    ("Qwen/Qwen2.5-VL-32B-Instruct-AWQ", "needs 4-bit weights (AWQ/GPTQ) to fit", True),
+    ("OpenGVLab/InternVL3-78B", "does not fit even in 4 bits: more GPUs (tensor parallel) or a larger card", False),
+])
+def test_the_memory_plan_and_the_pre_flight_say_which_sizes_fit_one_l40s(name, verdict, passes):
+    from tools.memory_plan import GPU_GIB, family_fit
+    from tools.preflight import check_gpu_memory
+
+    fit = family_fit(name, load_config("l40s"))
+    assert fit.verdict == verdict and fit.budget_gib == pytest.approx(0.81 * GPU_GIB)
+    check = check_gpu_memory("l40s", gpu=None, model_name=name)
+    assert check.ok is passes and verdict in check.detail and f"{fit.params_b:.1f} B" in check.detail
+
+
+def test_without_image_search_the_chain_searches_the_web_only_and_records_no_error():
+    from agents.cruise.stages.s3_retrieve import retrieve_one
+    from agents.cruise.types import Turn
+    from evaluator.search.pipeline import WithoutImageSearch
+    from testkit.fakes import FakePipeline
+
+    inner = FakePipeline(image_hits=[{"score": 0.9, "entities": []}],
+                         web_hits=[{"page_name": "P", "page_snippet": "A tower in Paris.", "page_url": "u", "score": 0.8}])
+    pipeline = WithoutImageSearch(inner)
+    with pytest.raises(ValueError, match="suppress-image-search-api"):
+        pipeline(Image.new("RGB", (8, 8)), k=3)
+    turn = Turn(query="Where is this tower?", image=Image.new("RGB", (32, 32)), history=[])
+    found = retrieve_one(turn, "", pipeline, load_config("cpu"))
+    assert found.searches == ["web"] and found.errors == [] and inner.calls == ["text"]
+    assert pipeline.web_search is True  # everything else is the pipeline's
