@@ -223,6 +223,14 @@ def test_a_served_qwen_gets_every_image_as_an_image_part_and_no_llama_token(tmp_
     assert config["args"]["model_name"] == name
 
 
+@pytest.mark.parametrize("name", ["google/gemma-3-12b-it", "mistral-community/pixtral-12b", "OpenGVLab/InternVL3-8B",
+                                  "Qwen/Qwen3-VL-8B-Instruct"])
+def test_a_served_family_model_is_sent_its_images_though_no_config_is_here(name):
+    from agents.engines.openai_engine import sees_images
+
+    assert sees_images(name) and not sees_images("HuggingFaceTB/SmolLM2-135M-Instruct")
+
+
 def test_gemmas_served_requests_open_the_first_user_message_with_the_image():
     image = Image.new("RGB", (32, 24), (200, 10, 10))
     request = ChatRequest([{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}], image=image)

@@ -170,7 +170,8 @@ def finish_result(text: str, logprobs: list[tuple[str, float]] | None, usage: di
 
 def sees_images(model: str) -> bool:
     """Whether the model reads images, from its config.json when this machine has it (a folder,
-    an alias of agents/engines/local_models.py, or the Hugging Face cache); otherwise by its name."""
+    an alias of agents/engines/local_models.py, or the Hugging Face cache); otherwise by its name:
+    a VLM family's (agents/profiles.py STACKS), or a word VLM names carry."""
     from agents.engines.local_models import resolve_model
 
     path = Path(resolve_model(model))
@@ -187,6 +188,11 @@ def sees_images(model: str) -> bool:
             config = None
     if config is not None and config.exists():
         return "vision_config" in json.loads(config.read_text())
+    from agents.profiles import family_of
+
+    family = family_of(model)
+    if family is not None and family.image_placeholder:  # a VLM family by name (Gemma 3, Pixtral, InternVL)
+        return True
     return any(word in model.lower() for word in ("vision", "-vl", "vlm", "llava"))
 
 
