@@ -86,6 +86,9 @@ def evaluation_parser() -> argparse.ArgumentParser:
     p.add_argument("--exact-conversations", action="store_true",
                    help="with --num-conversations N: exactly the first N conversations, all their turns")
     p.add_argument("--suppress-web-search-api", action="store_true", help="Task 1: image search only")
+    p.add_argument("--suppress-image-search-api", action="store_true",
+                   help="no image search: the agent's pipeline refuses image queries (the relaunched "
+                        "facebookresearch/CRAG-MM evaluator's flag)")
     p.add_argument("--output-dir", default=None, help="default: outputs/<timestamp> in the repo")
     p.add_argument("--revision", default="v0.1.2", help="dataset revision for hub ids")
     p.add_argument("--dataset", default=None,
@@ -159,11 +162,9 @@ def main(argv: list[str] | None = None) -> None:
         return
     args = evaluation_parser().parse_args(argv)
     if args.list_models:
-        from agents.profiles import STACKS
+        from agents.profiles import families_listing
 
-        for stack in STACKS.values():
-            if stack.keywords:
-                print(f"{stack.name}: {stack.description} (--model-name containing {' or '.join(stack.keywords)})")
+        print(families_listing())
         return
     if args.workers or args.ray:
         from evaluator.workers import run_on_ray

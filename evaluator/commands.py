@@ -93,10 +93,16 @@ def build_search(args, profile: str):
     web = not args.suppress_web_search_api
     if args.search == "default":
         try:
-            return build_search_pipeline(search, web=web)
+            pipeline = build_search_pipeline(search, web=web)
         except SearchIndexError as exc:
             raise SystemExit(f"cannot search: {exc}") from None
-    return import_object(args.search)(search, web=web)
+    else:
+        pipeline = import_object(args.search)(search, web=web)
+    if getattr(args, "suppress_image_search_api", False):
+        from evaluator.search.pipeline import WithoutImageSearch
+
+        return WithoutImageSearch(pipeline)
+    return pipeline
 
 
 def web_contents_id(args, profile: str) -> str | None:
@@ -129,12 +135,15 @@ def current_fingerprint(args, profile: str, setup: AgentSetup) -> dict:
     """The system this command would run."""
     calibration = getattr(args, "calibration", None)
     try:
-        return system_fingerprint(setup, profile, getattr(args, "preset", None), search=args.search,
-                                  web=not args.suppress_web_search_api, indices=getattr(args, "indices", None),
-                                  calibration=str(Path(calibration).resolve()) if calibration else None,
-                                  web_contents=getattr(args, "web_contents", None))
+        fingerprint = system_fingerprint(setup, profile, getattr(args, "preset", None), search=args.search,
+                                         web=not args.suppress_web_search_api, indices=getattr(args, "indices", None),
+                                         calibration=str(Path(calibration).resolve()) if calibration else None,
+                                         web_contents=getattr(args, "web_contents", None))
     except OSError as exc:
         raise SystemExit(f"cannot read {exc.filename}: {exc.strerror}") from None
+    if getattr(args, "suppress_image_search_api", False):  # only then: earlier runs' fingerprints lack the key
+        fingerprint["image_search"] = False
+    return fingerprint
 
 
 def resume_differences(output_dir: Path, earlier: dict | None, fingerprint: dict) -> list[str]:

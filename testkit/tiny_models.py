@@ -218,3 +218,314 @@ def build_tiny_xlmr_reranker(path: Path | None = None) -> str:
     tokenizer.save_pretrained(tmp)
     publish(tmp, path)
     return str(path)
+
+
+# --------------------------------------------------------------------------- open VLM families
+# One builder per family the agent runs in-process (agents/profiles.py STACKS), each from the
+# family's own transformers classes and with its chat template (testkit/templates/SOURCES.md says
+# where each comes from). Sizes are what vLLM's CPU code accepts as well (benchmarks/
+# vllm_cpu_families.py runs the same builders there): attention heads of 32, text hidden 128.
+FAMILY_TEMPLATES = {
+    "qwen2.5-vl": "qwen2_vl_instruct",
+    # Qwen3-VL's own template could not be had here (testkit/templates/SOURCES.md): its tiny model
+    # carries Qwen2-VL's, which writes the same image placeholder. The served path renders whatever
+    # template the served checkpoint holds, so our code depends on neither.
+    "qwen3-vl": "qwen2_vl_instruct",
+    "internvl": "internvl_hf",
+    "gemma-3": "gemma3_it",
+    "pixtral": "pixtral_12b_2409",
+}
+TINY_TEXT = dict(hidden_size=128, intermediate_size=256, num_hidden_layers=2, num_attention_heads=4,
+                 num_key_value_heads=2, max_position_embeddings=4096)
+
+
+def _save_tiny(path: Path, model, processor, tokenizer) -> str:
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    model.save_pretrained(tmp)
+    processor.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    publish(tmp, path)
+    return str(path)
+
+
+def _tiny_path(family: str, path: Path | None) -> Path:
+    """Where a family's tiny model is built: the name changes with its template, with its builder's
+    code (a cached build of an older builder is not reused) and with the transformers release (the
+    vLLM venvs build their own copies)."""
+    import hashlib
+    import inspect
+
+    import transformers
+
+    if path:
+        return Path(path)
+    builder = inspect.getsource(FAMILY_BUILDERS[family])
+    tag = hashlib.sha256((chat_template(FAMILY_TEMPLATES[family]) + builder).encode()).hexdigest()[:8]
+    version = ".".join(transformers.__version__.split(".")[:2])
+    return models_dir() / f"tiny-{family}-{tag}-tf{version}"
+
+
+def _video_processor(name: str):
+    """The family's video processor (`name`, a transformers class) where torchvision is installed,
+    as the real checkpoints hold one; else the stand-in the transformers engine uses on such
+    machines (agents/engines/processors.py)."""
+    import transformers
+
+    from agents.engines.processors import no_video_processor
+
+    try:
+        return getattr(transformers, name)()
+    except ImportError:  # transformers' placeholder class: torchvision is missing
+        return no_video_processor()
+
+
+QWEN_SPECIAL_TOKENS = ("<|im_start|>", "<|im_end|>", "<|vision_start|>", "<|vision_end|>", "<|image_pad|>",
+                       "<|video_pad|>")
+
+
+def build_tiny_qwen2_5_vl(path: Path | None = None) -> str:
+    """A random-weight Qwen2_5_VLForConditionalGeneration with the Qwen2-VL-Instruct chat template.
+
+    vLLM's CPU attention takes heads of 32 (16 fails); the rotary sections (mrope_section) sum to
+    half the head size; the vision tower's output width is the text width (FINDINGS' probe)."""
+    path = _tiny_path("qwen2.5-vl", path)
+    if (path / "config.json").exists():
+        return str(path)
+    import torch
+    from transformers import (
+        Qwen2_5_VLConfig,
+        Qwen2_5_VLForConditionalGeneration,
+        Qwen2_5_VLProcessor,
+        Qwen2TokenizerFast,
+        Qwen2VLImageProcessor,
+    )
+
+    tokenizer = build_word_tokenizer(Qwen2TokenizerFast, vocab_size=600, special_tokens=QWEN_SPECIAL_TOKENS,
+                                     eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token=None,
+                                     padding_side="left")
+    tokenizer.chat_template = chat_template(FAMILY_TEMPLATES["qwen2.5-vl"])
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
+    torch.manual_seed(0)
+    config = Qwen2_5_VLConfig(
+        vision_config=dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=2, out_hidden_size=128,
+                           patch_size=14, spatial_merge_size=2, temporal_patch_size=2, window_size=56,
+                           fullatt_block_indexes=[1]),
+        text_config=dict(vocab_size=len(tokenizer), **TINY_TEXT,
+                         rope_scaling={"type": "mrope", "mrope_section": [4, 6, 6]},
+                         bos_token_id=ids["<|im_start|>"], eos_token_id=ids["<|im_end|>"]),
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+    )
+    # The published checkpoints' config.json holds the text model's fields at the top level too
+    # (written before transformers nested them), and vLLM 0.10.1.1 reads them there (vocab_size).
+    # (transformers 5 keeps the rotary settings in rope_parameters, 4.5x in rope_scaling/rope_theta)
+    for key in ("vocab_size", *TINY_TEXT, "rope_scaling", "rope_theta", "rope_parameters", "rms_norm_eps",
+                "hidden_act"):
+        if key in config.text_config.to_dict():
+            setattr(config, key, getattr(config.text_config, key))
+    # As Qwen2.5-VL-7B's config says (the 3B ties them): transformers reads the text config's
+    # flag, vLLM the top level's, whose default is True.
+    config.tie_word_embeddings = config.text_config.tie_word_embeddings = False
+    model = Qwen2_5_VLForConditionalGeneration(config).eval()
+    model.generation_config.eos_token_id = ids["<|im_end|>"]
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    # small images: at most 112 x 112 pixels, 16 image tokens after the 2 x 2 merge
+    image_processor = Qwen2VLImageProcessor(min_pixels=28 * 28, max_pixels=112 * 112)
+    processor = Qwen2_5_VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
+                                    video_processor=_video_processor("Qwen2VLVideoProcessor"),
+                                    chat_template=tokenizer.chat_template)
+    return _save_tiny(path, model, processor, tokenizer)
+
+
+def build_tiny_qwen3_vl(path: Path | None = None) -> str:
+    """A random-weight Qwen3VLForConditionalGeneration (16 px patches merged 2 x 2, one DeepStack
+    layer) for the served path: vLLM loads Qwen3-VL from 0.11 on, so the pinned release cannot."""
+    path = _tiny_path("qwen3-vl", path)
+    if (path / "config.json").exists():
+        return str(path)
+    import torch
+    from transformers import (
+        Qwen2TokenizerFast,
+        Qwen2VLImageProcessor,
+        Qwen3VLConfig,
+        Qwen3VLForConditionalGeneration,
+        Qwen3VLProcessor,
+    )
+
+    tokenizer = build_word_tokenizer(Qwen2TokenizerFast, vocab_size=600, special_tokens=QWEN_SPECIAL_TOKENS,
+                                     eos_token="<|im_end|>", pad_token="<|endoftext|>", unk_token=None,
+                                     padding_side="left")
+    tokenizer.chat_template = chat_template(FAMILY_TEMPLATES["qwen3-vl"])
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in QWEN_SPECIAL_TOKENS}
+    torch.manual_seed(0)
+    config = Qwen3VLConfig(
+        vision_config=dict(depth=2, hidden_size=64, intermediate_size=128, num_heads=2, out_hidden_size=128,
+                           patch_size=16, spatial_merge_size=2, temporal_patch_size=2, num_position_embeddings=64,
+                           deepstack_visual_indexes=[0]),
+        text_config=dict(vocab_size=len(tokenizer), **TINY_TEXT, head_dim=32,
+                         rope_scaling={"rope_type": "default", "mrope_section": [4, 6, 6], "mrope_interleaved": True},
+                         bos_token_id=ids["<|im_start|>"], eos_token_id=ids["<|im_end|>"]),
+        image_token_id=ids["<|image_pad|>"], video_token_id=ids["<|video_pad|>"],
+        vision_start_token_id=ids["<|vision_start|>"], vision_end_token_id=ids["<|vision_end|>"],
+        tie_word_embeddings=False,
+    )
+    model = Qwen3VLForConditionalGeneration(config).eval()
+    model.generation_config.eos_token_id = ids["<|im_end|>"]
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    # at most 128 x 128 pixels: 16 image tokens after the 2 x 2 merge of 16 px patches
+    image_processor = Qwen2VLImageProcessor(patch_size=16, merge_size=2, min_pixels=32 * 32, max_pixels=128 * 128)
+    processor = Qwen3VLProcessor(image_processor=image_processor, tokenizer=tokenizer,
+                                 video_processor=_video_processor("Qwen3VLVideoProcessor"),
+                                 chat_template=tokenizer.chat_template)
+    return _save_tiny(path, model, processor, tokenizer)
+
+
+INTERNVL_SPECIAL_TOKENS = ("<|im_start|>", "<|im_end|>", "<img>", "</img>", "<IMG_CONTEXT>", "<video>")
+
+
+def build_tiny_internvl(path: Path | None = None) -> str:
+    """A random-weight InternVLForConditionalGeneration (the `-hf` checkpoints' class) with a Qwen2
+    text model, as InternVL3 has, and the template transformers' converter writes."""
+    path = _tiny_path("internvl", path)
+    if (path / "config.json").exists():
+        return str(path)
+    import torch
+    from transformers import (
+        GotOcr2ImageProcessor,
+        InternVLConfig,
+        InternVLForConditionalGeneration,
+        InternVLProcessor,
+        Qwen2TokenizerFast,
+    )
+
+    tokenizer = build_word_tokenizer(
+        Qwen2TokenizerFast, vocab_size=600, special_tokens=INTERNVL_SPECIAL_TOKENS, eos_token="<|im_end|>",
+        pad_token="<|endoftext|>", unk_token=None, padding_side="left",
+        extra_special_tokens={"start_image_token": "<img>", "end_image_token": "</img>",
+                              "context_image_token": "<IMG_CONTEXT>", "video_token": "<video>"})
+    tokenizer.chat_template = chat_template(FAMILY_TEMPLATES["internvl"])
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in INTERNVL_SPECIAL_TOKENS}
+    torch.manual_seed(0)
+    config = InternVLConfig(
+        vision_config=dict(hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=2,
+                           image_size=[56, 56], patch_size=[14, 14], use_absolute_position_embeddings=True),
+        text_config=dict(model_type="qwen2", vocab_size=len(tokenizer), **TINY_TEXT,
+                         bos_token_id=ids["<|im_start|>"], eos_token_id=ids["<|im_end|>"]),
+        image_token_id=ids["<IMG_CONTEXT>"], downsample_ratio=0.5,
+    )
+    model = InternVLForConditionalGeneration(config).eval()
+    model.generation_config.eos_token_id = ids["<|im_end|>"]
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    # one 56 px tile per image (no crops), 16 patches -> 4 tokens after the 0.5 pixel shuffle
+    image_processor = GotOcr2ImageProcessor(size={"height": 56, "width": 56}, crop_to_patches=False,
+                                            image_mean=[0.485, 0.456, 0.406], image_std=[0.229, 0.224, 0.225])
+    processor = InternVLProcessor(image_processor=image_processor, tokenizer=tokenizer,
+                                  video_processor=_video_processor("InternVLVideoProcessor"), image_seq_length=4,
+                                  chat_template=tokenizer.chat_template)
+    return _save_tiny(path, model, processor, tokenizer)
+
+
+GEMMA3_SPECIAL_TOKENS = ("<bos>", "<eos>", "<start_of_turn>", "<end_of_turn>", "<start_of_image>", "<end_of_image>",
+                         "<image_soft_token>")
+
+
+def build_tiny_gemma3(path: Path | None = None) -> str:
+    """A random-weight Gemma3ForConditionalGeneration (SigLIP tower, 4 soft tokens an image) with
+    the Gemma 3 instruction template."""
+    path = _tiny_path("gemma-3", path)
+    if (path / "config.json").exists():
+        return str(path)
+    import torch
+    from transformers import (
+        Gemma3Config,
+        Gemma3ForConditionalGeneration,
+        Gemma3ImageProcessor,
+        Gemma3Processor,
+        GemmaTokenizerFast,
+    )
+
+    tokenizer = build_word_tokenizer(
+        GemmaTokenizerFast, vocab_size=600, special_tokens=GEMMA3_SPECIAL_TOKENS, bos_token="<bos>",
+        eos_token="<end_of_turn>", pad_token="<pad>", unk_token="<unk>", padding_side="left",
+        extra_special_tokens={"image_token": "<image_soft_token>", "boi_token": "<start_of_image>",
+                              "eoi_token": "<end_of_image>"})
+    # Gemma's SentencePiece vocabulary holds runs of one to four "\n" as pieces of their own, and vLLM's
+    # Gemma 3 processor looks them up by that text (the image's "\n\n" frame); a byte-level BPE
+    # spells them otherwise, so they are added as plain (not special) tokens.
+    tokenizer.add_tokens(["\n\n\n\n", "\n\n\n", "\n\n", "\n"])
+    tokenizer.chat_template = chat_template(FAMILY_TEMPLATES["gemma-3"])
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in GEMMA3_SPECIAL_TOKENS}
+    torch.manual_seed(0)
+    config = Gemma3Config(
+        vision_config=dict(model_type="siglip_vision_model", hidden_size=64, intermediate_size=128,
+                           num_hidden_layers=2, num_attention_heads=2, image_size=56, patch_size=14,
+                           vision_use_head=False),
+        # the sliding window as long as vllm_cpu_families' max_model_len: no prompt there reaches it, so
+        # vLLM's CPU run with the window switched off computes the same (benchmarks/vllm_cpu_families.py)
+        text_config=dict(vocab_size=len(tokenizer), **TINY_TEXT, head_dim=32, sliding_window=1024,
+                         query_pre_attn_scalar=32, bos_token_id=ids["<bos>"], eos_token_id=ids["<end_of_turn>"],
+                         pad_token_id=tokenizer.pad_token_id),
+        mm_tokens_per_image=4, image_token_index=ids["<image_soft_token>"], boi_token_index=ids["<start_of_image>"],
+        eoi_token_index=ids["<end_of_image>"],
+    )
+    model = Gemma3ForConditionalGeneration(config).eval()
+    model.generation_config.eos_token_id = [ids["<end_of_turn>"], ids["<eos>"]]
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    image_processor = Gemma3ImageProcessor(size={"height": 56, "width": 56})
+    processor = Gemma3Processor(image_processor=image_processor, tokenizer=tokenizer, image_seq_length=4,
+                                chat_template=tokenizer.chat_template)
+    return _save_tiny(path, model, processor, tokenizer)
+
+
+PIXTRAL_SPECIAL_TOKENS = ("[INST]", "[/INST]", "[IMG]", "[IMG_BREAK]", "[IMG_END]")
+
+
+def build_tiny_pixtral(path: Path | None = None) -> str:
+    """A random-weight Pixtral in the Hugging Face layout (LlavaForConditionalGeneration with a
+    Pixtral vision tower and a Mistral text model) with the template Mistral's own library
+    generates for Pixtral-12B-2409's tokenizer."""
+    path = _tiny_path("pixtral", path)
+    if (path / "config.json").exists():
+        return str(path)
+    import torch
+    from transformers import (
+        LlavaConfig,
+        LlavaForConditionalGeneration,
+        PixtralImageProcessor,
+        PixtralProcessor,
+        PreTrainedTokenizerFast,
+    )
+
+    tokenizer = build_word_tokenizer(PreTrainedTokenizerFast, vocab_size=600, special_tokens=PIXTRAL_SPECIAL_TOKENS,
+                                     bos_token="<s>", eos_token="</s>", pad_token="<pad>", unk_token="<unk>",
+                                     padding_side="left")
+    tokenizer.chat_template = chat_template(FAMILY_TEMPLATES["pixtral"])
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in PIXTRAL_SPECIAL_TOKENS}
+    torch.manual_seed(0)
+    config = LlavaConfig(
+        vision_config=dict(model_type="pixtral", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                           num_attention_heads=2, image_size=64, patch_size=16, head_dim=32),
+        text_config=dict(model_type="mistral", vocab_size=len(tokenizer), **TINY_TEXT, head_dim=32,
+                         bos_token_id=tokenizer.bos_token_id, eos_token_id=tokenizer.eos_token_id,
+                         sliding_window=None),
+        image_token_index=ids["[IMG]"], vision_feature_layer=-1, vision_feature_select_strategy="full",
+        projector_hidden_act="gelu", multimodal_projector_bias=True,
+    )
+    model = LlavaForConditionalGeneration(config).eval()
+    model.generation_config.eos_token_id = tokenizer.eos_token_id
+    model.generation_config.pad_token_id = tokenizer.pad_token_id
+    # at most 64 px a side in 16 px patches: up to 4 rows of 4 [IMG], an [IMG_BREAK] per row
+    image_processor = PixtralImageProcessor(size={"longest_edge": 64}, patch_size={"height": 16, "width": 16})
+    processor = PixtralProcessor(image_processor=image_processor, tokenizer=tokenizer, patch_size=16,
+                                 spatial_merge_size=1, image_token="[IMG]", image_break_token="[IMG_BREAK]",
+                                 image_end_token="[IMG_END]", chat_template=tokenizer.chat_template)
+    return _save_tiny(path, model, processor, tokenizer)
+
+
+FAMILY_BUILDERS = {
+    "qwen2.5-vl": build_tiny_qwen2_5_vl,
+    "qwen3-vl": build_tiny_qwen3_vl,
+    "internvl": build_tiny_internvl,
+    "gemma-3": build_tiny_gemma3,
+    "pixtral": build_tiny_pixtral,
+}

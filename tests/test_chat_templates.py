@@ -121,8 +121,12 @@ def test_template_messages_keep_contents_plain_and_the_order_of_the_starter_kit(
     assert template_messages(messages, with_image=False) == messages
     assert template_messages(messages, with_image=True) == [
         {"role": "system", "content": "S"}, {"role": "user", "content": [{"type": "image"}]}, *messages[1:]]
-    assert template_messages(messages, with_image=True, system_beside_image=False) == [
+    assert template_messages(messages, with_image=True, layout="own_turn_system_text") == [
         {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "S"}]}, *messages[1:]]
+    # roles alternate: the image opens the first user message, its text follows as a text part
+    assert template_messages(messages, with_image=True, layout="first_user") == [
+        {"role": "system", "content": "S"},
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "q1"}]}, *messages[2:]]
     no_system = messages[1:]
     assert template_messages(no_system, with_image=True) == [
         {"role": "user", "content": [{"type": "image"}]}, *no_system]

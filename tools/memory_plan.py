@@ -1,7 +1,8 @@
 """How the memory of one L40S is shared in the l40s profile: a plan on paper, not a measurement.
 
-    python -m tools.memory_plan           # the plan on one L40S
-    python -m tools.memory_plan --cards   # whether it fits other common cards
+    python -m tools.memory_plan             # the plan on one L40S
+    python -m tools.memory_plan --cards     # whether it fits other common cards
+    python -m tools.memory_plan --families  # which sizes of each model family fit one L40S
 
 One process holds, in the order the evaluator builds them:
   1. the CUDA context (created by the first CUDA call, the search pipeline's model load);
@@ -284,12 +285,93 @@ def cards_table(config: CruiseConfig) -> str:
     return "\n".join(lines)
 
 
+# --- the other families on one L40S ------------------------------------------------------------
+# A family stack's --model-name VLM is also its router: one vLLM engine, which takes both roles'
+# shares of the card (agents/engines/factory.py engine_memory_share). Within that budget it needs
+# its weights and, besides, an allowance: the 11B Llama plan's profiling peak (3.7 GiB) and
+# non-torch memory (0.25 GiB), and about 2 GiB of KV cache for max_num_seqs requests of one image
+# (ModelStack.image_tokens) and 1,024 text tokens (a 7B decoder's 28 layers x 4 KV heads x 128 x
+# 2 bytes x 2 = 57 KiB a token; 8 x 2,624 tokens = 1.2 GiB). An estimate on paper: a family's own
+# plan needs its config (layers, KV heads) and vLLM's profiling run on the card.
+FAMILY_ALLOWANCE_GIB = 6.0
+# 4-bit weights (AWQ, GPTQ): half a byte a parameter, plus ~15% for group scales and the parts
+# usually kept in 16 bits (the vision tower, embeddings, the output layer). Estimate.
+QUANTIZED_BYTES_PER_PARAM = 0.5 * 1.15
+
+
+@dataclass
+class FamilyFit:
+    model: str
+    family: str
+    params_b: float
+    bf16_gib: float
+    quantized_gib: float
+    budget_gib: float
+
+    @property
+    def verdict(self) -> str:
+        room = self.budget_gib - FAMILY_ALLOWANCE_GIB
+        if self.bf16_gib <= room:
+            return "fits in bf16"
+        if self.quantized_gib <= room:
+            return "needs 4-bit weights (AWQ/GPTQ) to fit"
+        return "does not fit even in 4 bits: more GPUs (tensor parallel) or a larger card"
+
+
+def params_of(model: str) -> float | None:
+    """Billions of parameters of a checkpoint: the family record's figure, else the "<N>B" of its name."""
+    import re
+
+    from agents.profiles import STACKS
+
+    for stack in STACKS.values():
+        for name, params in stack.checkpoints:
+            if name.lower() == model.lower():
+                return params
+    found = re.search(r"(?<![\d.])(\d+(?:\.\d+)?)[bB](?![a-zA-Z])", model.split("/")[-1])
+    return float(found.group(1)) if found else None
+
+
+def family_fit(model: str, config: CruiseConfig, gpu_gib: float = GPU_GIB) -> FamilyFit | None:
+    """Whether `model` (a family checkpoint) fits one card as the VLM and router of `config`."""
+    from agents.engines.factory import engine_memory_share
+    from agents.profiles import family_of
+
+    params = params_of(model)
+    stack = family_of(model)
+    if params is None or stack is None:
+        return None
+    share = engine_memory_share(config.replace(vlm_model=model, router_model=model), "vlm")
+    return FamilyFit(model, stack.family, params, params * 1e9 * 2 / GIB, params * 1e9 * QUANTIZED_BYTES_PER_PARAM / GIB,
+                     share * gpu_gib)
+
+
+def family_sizes_table(config: CruiseConfig, gpu_gib: float = GPU_GIB) -> str:
+    """Every checkpoint the family records name (ModelStack.checkpoints), on one card of `gpu_gib`."""
+    from agents.profiles import STACKS
+
+    lines = ["| family | checkpoint | parameters (B) | bf16 weights (GiB) | 4-bit weights (GiB) | on one L40S |",
+             "|---|---|---|---|---|---|"]
+    for stack in STACKS.values():
+        for name, _ in stack.checkpoints:
+            fit = family_fit(name, config, gpu_gib)
+            lines.append(f"| {fit.family} | {name} | {fit.params_b:.1f} | {fit.bf16_gib:.1f} | {fit.quantized_gib:.1f} "
+                         f"| {fit.verdict} |")
+    budget = family_fit(STACKS["qwen2.5-vl"].checkpoints[0][0], config, gpu_gib).budget_gib
+    lines.append(f"\nOne engine for VLM and router: a budget of {budget:.1f} GiB, of which {FAMILY_ALLOWANCE_GIB:.0f} GiB "
+                 "is kept for profiling and the KV cache (estimate); the search models and the reranker stay "
+                 "outside it, as in the plan above.")
+    return "\n".join(lines)
+
+
 if __name__ == "__main__":
     import sys
 
     from agents.config import load_config
 
-    if "--cards" in sys.argv[1:]:
+    if "--families" in sys.argv[1:]:
+        print(family_sizes_table(load_config("l40s")))
+    elif "--cards" in sys.argv[1:]:
         print(cards_table(load_config("l40s")))
         print(f"\nThe plan fits a card of {minimum_gpu_gib(load_config('l40s')):.2f} GiB or more.")
     else:

@@ -13,7 +13,9 @@ before anything is downloaded; the exit code is 1 if any check fails (2: a bad -
   aicrowd       aicrowd.json is well formed and lists every model the l40s process loads
                 (the agent's and the search pipeline's)
   gpu memory    the l40s profile's memory plan (tools/memory_plan.py) fits one L40S with 3 GiB
-                spare, and (l40s profile) the GPU this machine has, or says that it has none
+                spare, and (l40s profile) the GPU this machine has, or says that it has none; with
+                --model-name NAME, whether that family checkpoint fits one L40S in bf16, needs
+                4-bit weights, or more than one card
   disk          the Hugging Face cache's disk holds what `python -m tools.fetch` still has to download
   cache: ...    each model and search index the profile's process loads is in the cache; one that
                 is not fails with the command that fetches it
@@ -289,18 +291,31 @@ def check_dry_run(agent, batch, turn_budget_s: float) -> Check:
 NO_GPU = object()  # check_gpu_memory's default: look at this machine
 
 
-def check_gpu_memory(profile: str = "cpu", gpu=NO_GPU, settings: list[str] | tuple[str, ...] = ()) -> Check:
+def check_gpu_memory(profile: str = "cpu", gpu=NO_GPU, settings: list[str] | tuple[str, ...] = (),
+                     model_name: str | None = None) -> Check:
     """The l40s plan (with the run's --set applied) on one L40S (the submission's card); on the l40s
     profile also on the GPU this machine has (`gpu`: (name, GiB) or None; default: what torch
-    sees), or 'no GPU'."""
+    sees), or 'no GPU'. A VLM of another family (`--model-name`) is weighed by its size instead
+    (tools/memory_plan.py family_fit): whether it fits one L40S in bf16, needs 4-bit weights, or
+    more than one card."""
     from agents.config import load_config_from_settings
     from agents.hardware import visible_gpu
-    from tools.memory_plan import plan_l40s
+    from tools.memory_plan import TEXT_MODELS, family_fit, plan_l40s
 
     try:
-        config = load_config_from_settings("l40s", None, settings)
+        config = load_config_from_settings("l40s", None, settings, model_name=model_name)
     except ValueError as exc:
         return Check("gpu memory", False, str(exc))
+    if config.vlm_model not in TEXT_MODELS:
+        fit = family_fit(config.vlm_model, config)
+        if fit is None:
+            return Check("gpu memory", None, f"{config.vlm_model}: no size known to plan with (name its size, e.g. 7B)")
+        quantized = any(word in config.vlm_model.lower() for word in ("awq", "gptq", "int4", "4bit", "4-bit"))
+        ok = fit.verdict == "fits in bf16" or (fit.verdict.startswith("needs 4-bit") and quantized)
+        return Check("gpu memory", ok, f"{config.vlm_model} ({fit.family}, {fit.params_b:.1f} B parameters): "
+                                       f"{fit.bf16_gib:.1f} GiB in bf16, {fit.quantized_gib:.1f} GiB in 4 bits, "
+                                       f"one engine's budget {fit.budget_gib:.1f} GiB on one L40S: {fit.verdict} "
+                                       "(on paper: python -m tools.memory_plan --families)")
     plan = plan_l40s(config)
     detail = (f"{plan.total_gib:.1f} of {plan.gpu_gib:.1f} GiB planned, {plan.spare_gib:.1f} GiB spare (l40s profile; "
               f"python -m tools.memory_plan)")
@@ -341,7 +356,8 @@ def run(args) -> list[Check]:
     agent_cls, imported = import_agent(args.agent)
     checks = [imported, check_requirements(REPO / "requirements.txt"),
               check_pins(REPO / ("requirements-cpu.txt" if profile == "cpu" else "requirements.txt")),
-              check_aicrowd(Path(args.aicrowd)), check_gpu_memory(profile, settings=args.set)]
+              check_aicrowd(Path(args.aicrowd)),
+              check_gpu_memory(profile, settings=args.set, model_name=getattr(args, "model_name", None))]
     setup = None
     if agent_cls is not None:
         try:
@@ -381,6 +397,8 @@ def main(argv=None) -> int:
     parser.add_argument("--dataset", default=None, help="for the dry run (default: the shipped mini benchmark)")
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="CruiseConfig override, as for local_evaluation.py")
+    parser.add_argument("--model-name", default=None, metavar="NAME",
+                        help="weigh a VLM of another family for one L40S (the gpu memory check only)")
     parser.add_argument("--turn-budget", type=float, default=TURN_BUDGET_S, help="seconds per turn (competition: 10)")
     parser.add_argument("--suppress-web-search-api", action="store_true", help="Task 1: image search only")
     parser.add_argument("--indices", default=None, choices=["public-test", "validation"],

@@ -39,40 +39,63 @@ class ChatRequest:
         return self.sampling if self.sampling is not None else default
 
 
-def template_messages(messages: list[dict], with_image: bool, system_beside_image: bool = True) -> list[dict]:
-    """Role/content messages as Llama-3.2-Vision's chat templates read them, and as the CRAG-MM
-    starter kit's vanilla agent sends them: every content stays a plain string (the hub's
-    template reads the system content as a string and trims it, so typed parts there would reach
-    the model as a Python list). With an image: the system message, then a user message holding
-    only the image part, then the conversation so far, then the question; the image comes before
-    every word it is asked about.
+# Where the image goes among the messages (`template_messages`); a chat template accepts one or
+# more of them, `image_layout` asks it which, in this order of preference.
+IMAGE_LAYOUTS = (
+    "own_turn",  # system, a user message holding only the image, the conversation, the question
+    "own_turn_system_text",  # the same, the system text after the image in that first user message
+    "first_user",  # system, then the image first in the first user message of the conversation
+)
 
-    `system_beside_image=False` is for a template that refuses a system message next to an image
-    (the September 2024 Llama-3.2-Vision template raised): the system text then follows the image
-    in that first user message, still ahead of the history and the question."""
+
+def template_messages(messages: list[dict], with_image: bool, layout: str = "own_turn") -> list[dict]:
+    """Role/content messages as the families' chat templates read them, and as the CRAG-MM
+    starter kit's vanilla agent sends them: every content stays a plain string (Llama's hub
+    template reads the system content as a string and trims it, so typed parts there would reach
+    the model as a Python list). With an image, `layout` (IMAGE_LAYOUTS) says where it goes; the
+    image always comes before every word it is asked about.
+
+    - "own_turn": the system message, then a user message holding only the image part, then the
+      conversation so far, then the question;
+    - "own_turn_system_text": for a template that refuses a system message next to an image (the
+      September 2024 Llama-3.2-Vision template raised): the system text follows the image in that
+      first user message, still ahead of the history and the question;
+    - "first_user": for a template that insists on alternating roles (Gemma 3 raises on two user
+      messages in a row): the image part opens the first user message, followed by its text."""
+    if layout not in IMAGE_LAYOUTS:
+        raise ValueError(f"unknown image layout {layout!r}; choose one of {IMAGE_LAYOUTS}")
     out = [dict(m) for m in messages]
     if not with_image:
         return out
     system = [out.pop(0)] if out and out[0]["role"] == "system" else []
+    if layout == "first_user":
+        first = next((i for i, m in enumerate(out) if m["role"] == "user"), None)
+        if first is not None:
+            out[first]["content"] = [{"type": "image"}, {"type": "text", "text": out[first]["content"]}]
+            return [*system, *out]
+        return [*system, {"role": "user", "content": [{"type": "image"}]}, *out]
     image_turn = {"role": "user", "content": [{"type": "image"}]}
-    if system and not system_beside_image:
+    if system and layout == "own_turn_system_text":
         image_turn["content"].append({"type": "text", "text": system[0]["content"]})
         system = []
     return [*system, image_turn, *out]
 
 
-def accepts_system_beside_image(render: Callable[[list[dict]], str]) -> bool:
-    """Whether a chat template renders a system message in a conversation with an image;
-    `render(messages)` applies the template. The template's own error is the answer: the hub's
-    current Llama-3.2-Vision template renders it, its September 2024 version raised
-    "Prompting with images is incompatible with system messages"."""
-    probe = template_messages([{"role": "system", "content": "probe"}, {"role": "user", "content": "probe"}],
-                              with_image=True)
-    try:
-        render(probe)
-    except Exception:  # noqa: BLE001 - jinja2's TemplateError from raise_exception, or the like
-        return False
-    return True
+def image_layout(render: Callable[[list[dict]], str]) -> str:
+    """The first of IMAGE_LAYOUTS that a chat template renders for a system message, a question
+    and an image; `render(messages)` applies the template. The template's own error is the
+    answer: the hub's current Llama-3.2-Vision template renders "own_turn", its September 2024
+    version raised "Prompting with images is incompatible with system messages", Gemma 3's
+    raises "Conversation roles must alternate" for both "own_turn" layouts."""
+    probe = [{"role": "system", "content": "probe"}, {"role": "user", "content": "probe"},
+             {"role": "assistant", "content": "probe"}, {"role": "user", "content": "probe"}]
+    for layout in IMAGE_LAYOUTS:
+        try:
+            render(template_messages(probe, with_image=True, layout=layout))
+        except Exception:  # noqa: BLE001 - jinja2's TemplateError from raise_exception, or the like
+            continue
+        return layout
+    return IMAGE_LAYOUTS[0]  # none renders: the first one's error will say why, on the real request
 
 
 # How many seconds the current engine call may still take: the chain sets it around each stage

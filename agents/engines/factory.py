@@ -35,6 +35,14 @@ def served_roles(config: CruiseConfig) -> list[str]:
     return roles + (["reranker"] if config.reranker_backend == "server" else [])
 
 
+def engine_memory_share(config: CruiseConfig, role: str) -> float:
+    """The share of the GPU a vLLM engine takes. One engine serves both roles when the router is
+    the VLM's model (a family stack's `--model-name`), and then it takes both roles' shares."""
+    if role == "vlm" and config.router_model == config.vlm_model:
+        return config.vlm_gpu_memory_utilization + config.router_gpu_memory_utilization
+    return config.vlm_gpu_memory_utilization if role == "vlm" else config.router_gpu_memory_utilization
+
+
 def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEngine:
     """The engine of one role ("vlm" or "router") with the arguments the config gives it."""
     if config.engine == "openai":  # nothing loads here: the model id only names it (and its config)
@@ -45,6 +53,7 @@ def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEn
             config.vlm_model if role == "vlm" else config.router_model, ledger, base_url=url, served_name=name,
             max_in_flight=config.served_max_in_flight, timeout_s=config.served_timeout_s,
             stop_strings=config.served_stop_strings, image_placeholder=config.served_image_placeholder,
+            image_layout=config.served_image_layout,
             batch_images=config.batch_images)
     model = resolve_model(config.vlm_model if role == "vlm" else config.router_model)
     if config.engine == "vllm":
@@ -54,8 +63,7 @@ def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEn
             model, ledger, dtype=config.dtype, max_num_seqs=config.max_num_seqs, seed=config.seed,
             batch_images=config.batch_images,
             max_model_len=config.vlm_max_model_len if role == "vlm" else config.router_max_model_len,
-            gpu_memory_utilization=(config.vlm_gpu_memory_utilization if role == "vlm"
-                                    else config.router_gpu_memory_utilization),
+            gpu_memory_utilization=engine_memory_share(config, role),
         )
     if config.engine == "transformers":
         from agents.engines.transformers_engine import TransformersEngine

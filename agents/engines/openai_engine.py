@@ -5,10 +5,12 @@ One engine call sends every request of the batch to `POST {base_url}/chat/comple
 once (at most `max_in_flight` open at a time) and returns the results in order: one call in
 the ledger, as with the in-process engines. Each request:
 - carries the messages in the layout the in-process engines render (`template_messages`:
-  plain-string contents; with an image, the system message, then a user message holding only
-  the image, then the history and the question). The image travels as a
-  `data:image/png;base64,...` `image_url` part (lossless). `image_placeholder` (e.g. "<|image|>") adds the
-  model's image token as a text part right before it: for a vLLM server started with
+  plain-string contents; with an image, by default the system message, then a user message
+  holding only the image, then the history and the question; `image_layout` "first_user" for a
+  family whose template insists on alternating roles, Gemma 3). The image travels as a
+  `data:image/png;base64,...` `image_url` part (lossless); the server's own template writes the
+  family's image token. Only `image_placeholder` (the Llama stack's "<|image|>") adds the model's
+  image token as a text part right before it: for a vLLM server started with
   `--chat-template-content-format string`, which then writes no placeholder of its own and the
   prompt is the one `build_vllm_inputs` renders in-process (docs/serving.md);
 - carries its own sampling (temperature, top_p, max_tokens, seed, stop) and asks for
@@ -62,15 +64,23 @@ def image_data_url(image) -> str:
     return "data:image/png;base64," + base64.b64encode(buffer.getvalue()).decode("ascii")
 
 
-def request_messages(request: ChatRequest, with_image: bool, image_placeholder: str = "") -> list[dict]:
-    """`template_messages` with the image part written the OpenAI way (see the module notes)."""
-    messages = template_messages(request.messages, with_image)
+def request_messages(request: ChatRequest, with_image: bool, image_placeholder: str = "",
+                     layout: str = "own_turn") -> list[dict]:
+    """`template_messages` in `layout` with the image part written the OpenAI way (see the module
+    notes)."""
+    messages = template_messages(request.messages, with_image, layout)
     if not with_image:
         return messages
     parts = [{"type": "image_url", "image_url": {"url": image_data_url(request.image)}}]
     if image_placeholder:
         parts.insert(0, {"type": "text", "text": image_placeholder})
-    return [dict(m, content=parts) if m["content"] == [{"type": "image"}] else m for m in messages]
+
+    def written(content):
+        if not isinstance(content, list):
+            return content
+        return [part for item in content for part in (parts if item == {"type": "image"} else [item])]
+
+    return [dict(m, content=written(m["content"])) for m in messages]
 
 
 def request_payload(model: str, messages: list[dict], sampling: Sampling, send_stop: bool) -> dict:
@@ -160,7 +170,8 @@ def finish_result(text: str, logprobs: list[tuple[str, float]] | None, usage: di
 
 def sees_images(model: str) -> bool:
     """Whether the model reads images, from its config.json when this machine has it (a folder,
-    an alias of agents/engines/local_models.py, or the Hugging Face cache); otherwise by its name."""
+    an alias of agents/engines/local_models.py, or the Hugging Face cache); otherwise by its name:
+    a VLM family's (agents/profiles.py STACKS), or a word VLM names carry."""
     from agents.engines.local_models import resolve_model
 
     path = Path(resolve_model(model))
@@ -177,13 +188,19 @@ def sees_images(model: str) -> bool:
             config = None
     if config is not None and config.exists():
         return "vision_config" in json.loads(config.read_text())
+    from agents.profiles import family_of
+
+    family = family_of(model)
+    if family is not None and family.image_placeholder:  # a VLM family by name (Gemma 3, Pixtral, InternVL)
+        return True
     return any(word in model.lower() for word in ("vision", "-vl", "vlm", "llava"))
 
 
 class OpenAIChatEngine(ChatEngine):
     def __init__(self, model: str, ledger: Ledger | None = None, *, base_url: str, served_name: str | None = None,
                  max_in_flight: int = 32, timeout_s: float = DEFAULT_TIMEOUT_S, stop_strings: str = "server",
-                 image_placeholder: str = "", supports_images: bool | None = None, batch_images: bool = True):
+                 image_placeholder: str = "", image_layout: str = "own_turn", supports_images: bool | None = None,
+                 batch_images: bool = True):
         super().__init__(model, ledger)
         if stop_strings not in STOP_MODES:
             raise ValueError(f"stop_strings={stop_strings!r}: choose one of {STOP_MODES}")
@@ -192,6 +209,7 @@ class OpenAIChatEngine(ChatEngine):
         self.max_in_flight = max(1, int(max_in_flight))
         self.send_stop = stop_strings == "server"
         self.image_placeholder = image_placeholder
+        self.image_layout = image_layout
         self.supports_images = sees_images(model) if supports_images is None else supports_images
         self.batch_images = batch_images
 
@@ -214,7 +232,7 @@ class OpenAIChatEngine(ChatEngine):
 
     def _one(self, request: ChatRequest, sampling: Sampling, end: float) -> ChatResult:
         with_image = self.supports_images and request.image is not None
-        messages = request_messages(request, with_image, self.image_placeholder)
+        messages = request_messages(request, with_image, self.image_placeholder, self.image_layout)
         payload = request_payload(self.served_name, messages, sampling, self.send_stop)
         bodies = self.endpoint.post("/chat/completions", payload, end - time.monotonic())
         return finish_result(*read_completion(bodies), sampling.stop)

@@ -25,11 +25,11 @@ from agents.engines.base import (
     ChatRequest,
     ChatResult,
     Sampling,
-    accepts_system_beside_image,
     call_end,
     choice_variants,
     cut_at_stop,
     deadline_cut_result,
+    image_layout,
     template_messages,
 )
 from agents.engines.local_models import dtype_argument, resolve_model
@@ -147,9 +147,11 @@ class TransformersEngine(ChatEngine):
         config = AutoConfig.from_pretrained(self.path)
         self.supports_images = hasattr(config, "vision_config")
         if self.supports_images:
-            from transformers import AutoModelForImageTextToText, AutoProcessor
+            from transformers import AutoModelForImageTextToText
 
-            self.processor = AutoProcessor.from_pretrained(self.path)
+            from agents.engines.processors import load_processor
+
+            self.processor = load_processor(self.path)
             self.tokenizer = self.processor.tokenizer
             self.net = AutoModelForImageTextToText.from_pretrained(self.path, **dtype_argument(torch_dtype))
         else:
@@ -168,7 +170,7 @@ class TransformersEngine(ChatEngine):
         eos = [eos] if isinstance(eos, int) else list(eos or [])
         self.end_ids = [i for i in dict.fromkeys(eos + [self.tokenizer.eos_token_id]) if i is not None]
         self.pad_id = self.tokenizer.pad_token_id
-        self._system_beside_image: bool | None = None  # asked of the chat template on first use
+        self._image_layout: str | None = None  # asked of the chat template on first use
 
     # --- prompt building -------------------------------------------------------------------
     def _render(self, messages: list[dict]) -> str:
@@ -177,9 +179,9 @@ class TransformersEngine(ChatEngine):
 
     def prompt_text(self, request: ChatRequest, with_image: bool) -> str:
         """The rendered chat, laid out exactly as the vLLM engine lays it out (`template_messages`)."""
-        if with_image and self._system_beside_image is None:
-            self._system_beside_image = accepts_system_beside_image(self._render)
-        return self._render(template_messages(request.messages, with_image, bool(self._system_beside_image)))
+        if with_image and self._image_layout is None:
+            self._image_layout = image_layout(self._render)
+        return self._render(template_messages(request.messages, with_image, self._image_layout or "own_turn"))
 
     # --- generation ------------------------------------------------------------------------
     def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
@@ -262,7 +264,11 @@ class TransformersEngine(ChatEngine):
 
     def _prompt_counts(self, batch, images: bool) -> list[int]:
         counts = batch["attention_mask"].sum(dim=1)
-        if images:
+        if images and "aspect_ratio_mask" in batch:
+            # A cross-attention model (Mllama) reads its image beside the prompt; every other
+            # family's processor already wrote the image's tokens into the prompt (Qwen's
+            # <|image_pad|>, InternVL's <IMG_CONTEXT>, Gemma's soft tokens, Pixtral's [IMG] rows),
+            # so the attention mask counts them, as vLLM's prompt_token_ids do.
             counts = counts + self._image_tokens(batch)
         return counts.tolist()
 

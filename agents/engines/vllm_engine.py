@@ -22,7 +22,6 @@ unit-tested with stand-ins for vLLM's API.
 from __future__ import annotations
 
 import itertools
-import re
 import time
 
 from agents.engines.base import (
@@ -31,11 +30,11 @@ from agents.engines.base import (
     ChatResult,
     Ledger,
     Sampling,
-    accepts_system_beside_image,
     call_end,
     deadline_cut_result,
     ended_on_end_token,
     image_groups,
+    image_layout,
     pick_choice,
     template_messages,
 )
@@ -46,21 +45,40 @@ def render_prompt(tokenizer, messages: list[dict]) -> str:
     return tokenizer.apply_chat_template(messages, tokenize=False, add_generation_prompt=True)
 
 
-def build_vllm_inputs(requests: list[ChatRequest], tokenizer, supports_images: bool) -> list[dict]:
+def renders_image_parts(render) -> bool:
+    """Whether a chat template places a typed image part (a text-only template, such as the
+    original InternVL checkpoints' ChatML, prints the part as a Python list instead)."""
+    try:
+        shown = render([{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "probe"}]}])
+    except Exception:  # noqa: BLE001 - a template that refuses the part places none either
+        return False
+    return "'type'" not in shown
+
+
+def build_vllm_inputs(requests: list[ChatRequest], tokenizer, supports_images: bool,
+                      text_placeholder: str = "") -> list[dict]:
     """Our chats -> vLLM prompt dicts (`prompt`, and `multi_modal_data` when there is an image).
 
-    Messages take the layout of `template_messages`; when the model's template refuses a system
-    message next to an image (asked once per call), the system text rides with the image."""
+    Messages take the layout of `template_messages` that the model's template accepts
+    (`image_layout`, asked once per call). A template that places no typed image part gets the
+    family's placeholder as text instead (`text_placeholder`, ModelStack.text_placeholder: what
+    the relaunched evaluator writes for InternVL), which vLLM's processor then expands."""
     bos = getattr(tokenizer, "bos_token", None)
     # vLLM tokenizes a text prompt with special tokens on; when both the template and the
     # tokenizer write the BOS, drop the template's copy so the model sees exactly one.
     adds_bos = bool(bos) and tokenizer("x").input_ids[:1] == [tokenizer.bos_token_id]
     any_image = supports_images and any(r.image is not None for r in requests)
-    beside = any_image and accepts_system_beside_image(lambda m: render_prompt(tokenizer, m))
+    render = lambda m: render_prompt(tokenizer, m)  # noqa: E731
+    as_text = any_image and bool(text_placeholder) and not renders_image_parts(render)
+    layout = image_layout(render) if any_image and not as_text else "own_turn"
     inputs = []
     for req in requests:
         with_image = supports_images and req.image is not None
-        prompt = render_prompt(tokenizer, template_messages(req.messages, with_image, beside))
+        messages = template_messages(req.messages, with_image, layout)
+        if with_image and as_text:
+            messages = [dict(m, content=text_placeholder) if m["content"] == [{"type": "image"}] else m
+                        for m in messages]
+        prompt = render_prompt(tokenizer, messages)
         if adds_bos and prompt.startswith(bos):
             prompt = prompt[len(bos):]
         item = {"prompt": prompt}
@@ -148,27 +166,58 @@ def generate_until(llm_engine, inputs: list[dict], params: list, end: float, clo
     return [finished.get(request_id) for request_id in ids]
 
 
-def _is_vision_model(path: str) -> bool:
-    from transformers import AutoConfig
+def read_checkpoint_config(path: str) -> dict:
+    """config.json of a local checkpoint (or the Hugging Face cache's copy of a hub id); {} when
+    there is none to read here, as for a test's stand-in."""
+    import json
+    from pathlib import Path
 
-    return hasattr(AutoConfig.from_pretrained(path), "vision_config")
+    folder = Path(path)
+    file = folder / "config.json" if folder.is_dir() else None
+    if file is None:
+        try:
+            from transformers.utils import cached_file
+
+            found = cached_file(path, "config.json", local_files_only=True,
+                                _raise_exceptions_for_missing_entries=False,
+                                _raise_exceptions_for_connection_errors=False)
+            file = Path(found) if isinstance(found, str) else None
+        except Exception:  # noqa: BLE001 - not a hub id, or not in the cache
+            file = None
+    return json.loads(file.read_text()) if file is not None and file.exists() else {}
 
 
-# vLLM removed the V0 encoder-decoder path after 0.10.2; its registry lists Mllama
-# (Llama-3.2-Vision) among previously supported models since then.
-LAST_VLLM_WITH_MLLAMA = (0, 10, 2)
+def _is_vision_model(config: dict) -> bool:
+    return "vision_config" in config or config.get("model_type") == "mllama"
 
 
-def check_vllm_serves_mllama(version: str) -> None:
-    """Raise a clear error when this vLLM release can no longer load Llama-3.2-Vision."""
-    # the release numbers only: 0.10.2rc1, 0.10.2.dev5 and 0.10.2+cu128 are all 0.10.2
-    release = re.match(r"\d+(?:\.\d+)*", version.strip())
-    parts = tuple(int(n) for n in release.group().split(".")[:3]) if release else ()
-    if parts > LAST_VLLM_WITH_MLLAMA:
-        raise RuntimeError(
-            f"vLLM {version} cannot serve Llama-3.2-Vision (MllamaForConditionalGeneration): vLLM served it "
-            "only up to 0.10.2. Install vllm==0.10.1.1 (requirements.txt), or serve the VLM with SGLang "
-            "(docs/serving.md) and use the served profile.")
+def needs_remote_code(config: dict) -> bool:
+    """A checkpoint whose model type transformers does not know ships its config class as code
+    (the original InternVL checkpoints, model_type internvl_chat): vLLM must be allowed to run it,
+    as the relaunched evaluator allows every model (trust_remote_code=True)."""
+    from transformers import CONFIG_MAPPING
+
+    model_type = config.get("model_type")
+    return bool(model_type) and model_type not in CONFIG_MAPPING
+
+
+def check_vllm_loads(config: dict, version: str, model: str = "") -> None:
+    """Raise a clear error when this vLLM release cannot load the checkpoint's family in-process
+    (agents/profiles.py: vllm_min / vllm_max of each family), naming the path that can."""
+    from agents.profiles import stack_for_checkpoint, vllm_release_problem
+
+    stack = stack_for_checkpoint(config)
+    problem = vllm_release_problem(stack, version, model) if stack is not None else None
+    if problem:
+        raise RuntimeError(problem)
+
+
+def text_placeholder_for(config: dict) -> str:
+    """The family's placeholder where its checkpoints may carry a text-only template (ModelStack.text_placeholder)."""
+    from agents.profiles import stack_for_checkpoint
+
+    stack = stack_for_checkpoint(config)
+    return stack.image_placeholder if stack is not None and stack.text_placeholder else ""
 
 
 class VLLMEngine(ChatEngine):
@@ -181,30 +230,35 @@ class VLLMEngine(ChatEngine):
         import vllm
 
         path = resolve_model(model)
-        vision = _is_vision_model(path)
+        checkpoint = read_checkpoint_config(path)
+        check_vllm_loads(checkpoint, vllm.__version__, model)
+        vision = _is_vision_model(checkpoint)
         if vision:
-            check_vllm_serves_mllama(vllm.__version__)
             llm_kwargs.setdefault("limit_mm_per_prompt", {"image": 1})
+        if needs_remote_code(checkpoint):
+            llm_kwargs.setdefault("trust_remote_code", True)
         llm = vllm.LLM(model=path, dtype=dtype, max_model_len=max_model_len, max_num_seqs=max_num_seqs,
                        gpu_memory_utilization=gpu_memory_utilization, enforce_eager=enforce_eager,
                        seed=seed, swap_space=swap_space, **llm_kwargs)
-        self._attach(llm, vllm.SamplingParams, vision)
+
+        self._attach(llm, vllm.SamplingParams, vision, text_placeholder_for(checkpoint))
 
     @classmethod
     def from_llm(cls, llm, sampling_params_cls, *, model: str, supports_images: bool,
-                 ledger: Ledger | None = None, batch_images: bool = True) -> "VLLMEngine":
+                 ledger: Ledger | None = None, batch_images: bool = True, text_placeholder: str = "") -> "VLLMEngine":
         """Wrap an already built `vllm.LLM` (or an object with its `generate`/`get_tokenizer`)."""
         engine = cls.__new__(cls)
         ChatEngine.__init__(engine, model, ledger)
         engine.batch_images = batch_images
-        engine._attach(llm, sampling_params_cls, supports_images)
+        engine._attach(llm, sampling_params_cls, supports_images, text_placeholder)
         return engine
 
-    def _attach(self, llm, sampling_params_cls, supports_images: bool) -> None:
+    def _attach(self, llm, sampling_params_cls, supports_images: bool, text_placeholder: str = "") -> None:
         self.llm = llm
         self.tokenizer = llm.get_tokenizer()
         self.sampling_params_cls = sampling_params_cls
         self.supports_images = supports_images
+        self.text_placeholder = text_placeholder
 
     def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
         results: list[ChatResult | None] = [None] * len(requests)
@@ -214,7 +268,7 @@ class VLLMEngine(ChatEngine):
         return results
 
     def _generate_together(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
-        inputs = build_vllm_inputs(requests, self.tokenizer, self.supports_images)
+        inputs = build_vllm_inputs(requests, self.tokenizer, self.supports_images, self.text_placeholder)
         samplings = [r.sampling_or(sampling) for r in requests]
         end = call_end()
         if end is not None:

@@ -157,6 +157,27 @@ def build_search_pipeline(search: SearchConfig, web: bool = True):
                          lambda: provider.model_classes(image_model))
 
 
+class WithoutImageSearch:
+    """A search pipeline with image search switched off (`local_evaluation.py
+    --suppress-image-search-api`, the relaunched facebookresearch/CRAG-MM evaluator's flag): an
+    image query raises ValueError, as the package itself does for a text query without a web
+    index; `image_search` is False, the way UnifiedSearchPipeline's `web_search` says that, so an
+    agent can skip the image search instead of failing it. Everything else is the pipeline's."""
+
+    image_search = False
+
+    def __init__(self, pipeline):
+        self._pipeline = pipeline
+
+    def __call__(self, inputs, *args, **kwargs):
+        if not isinstance(inputs, str):
+            raise ValueError("image search is switched off (--suppress-image-search-api)")
+        return self._pipeline(inputs, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._pipeline, name)
+
+
 def check_indices(image_model: str, image_index: str, text_model: str | None, web_index: str | None,
                   web_contents: str | None = None, remedy: str | None = None) -> None:
     """SearchIndexError (one message) for an unusable index, before any search model loads;

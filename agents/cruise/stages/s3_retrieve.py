@@ -46,6 +46,12 @@ def web_search_enabled(pipeline) -> bool:
     return bool(getattr(pipeline, "web_search", True))
 
 
+def image_search_enabled(pipeline) -> bool:
+    # A harness that switched image search off says so (the evaluator's --suppress-image-search-api
+    # sets `image_search` False); other pipelines are tried and may refuse.
+    return bool(getattr(pipeline, "image_search", True))
+
+
 def fusion_query(query: str, names: list[str]) -> str:
     """q' followed by the entity names it does not already contain."""
     extra = [n for n in names if n.lower() not in query.lower()]
@@ -134,7 +140,7 @@ def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig, *, route
     found = Retrieval(summary=summary, query=query, web_query=query)
     use_image, use_web = searches_allowed(route, cfg) if route is not None else (True, True)
     pool: list[tuple] = []  # (chunk, source id, image entity name or "", page date or "")
-    if turn.image is not None and use_image:
+    if turn.image is not None and use_image and image_search_enabled(pipeline):
         try:
             image_hits, found.crops_searched = image_search(turn, pipeline, cfg, crops)
             found.searches.append("image")
