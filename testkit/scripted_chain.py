@@ -31,7 +31,9 @@ def answer(req):
         return "Answer: Camden."
     if COLOR in text:
         return "Red"
-    return "Five pounds" if "<<<NOTES" in text else "I'm not sure."
+    # the notes: in the question's message (our prompts) or in their own (the baseline's layout)
+    notes = any(mark in str(m["content"]) for m in req.messages for mark in ("<<<NOTES", "<search_results>"))
+    return "Five pounds" if notes else "I'm not sure."
 
 
 def verify(req):
