@@ -168,6 +168,7 @@ _register(STACKS, ModelStack(
     dict(
         engine="hosted",
         vlm_base_url="https://api.openai.com/v1",
+        router_base_url="",  # the router is the VLM's provider (a profile's own router server does not apply)
         # The reasoning effort per stage (the API's own default is medium, which spends thousands
         # of tokens and seconds on a one-line label); each stage's budget grows by the effort's
         # allowance (agents/engines/hosted_engine.py DEFAULT_ALLOWANCE), so every stage gets text.
@@ -185,6 +186,7 @@ _register(STACKS, ModelStack(
     dict(
         engine="hosted",
         vlm_base_url="https://api.anthropic.com/v1",
+        router_base_url="",  # the router is the VLM's provider (a profile's own router server does not apply)
         # no extended thinking is asked for: each stage's budget is all text
         baseline_style="hosted",
     ),
@@ -198,6 +200,7 @@ _register(STACKS, ModelStack(
     dict(
         engine="hosted",
         vlm_base_url="https://generativelanguage.googleapis.com/v1beta",
+        router_base_url="",  # the router is the VLM's provider (a profile's own router server does not apply)
         # Gemini 2.5's thinking budget / Gemini 3's thinking level from the same per-stage efforts;
         # the thoughts count against maxOutputTokens, so the allowance is added to each budget
         reasoning_effort=dict(_REASONING_EFFORT),

@@ -49,6 +49,7 @@ import json
 import math
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Callable
@@ -158,6 +159,7 @@ class Faults:
     retry_after_s: float = 0.05
     refuse_marker: str = ""
     refuse_as_http: bool = False  # Anthropic: the oversized-image 400 instead of stop_reason "refusal"
+    delay_s: float = 0.0  # seconds before each answer (a slow provider)
 
 
 class StandInProvider:
@@ -247,6 +249,8 @@ class StandInProvider:
                     exchange.injected = "429"
                     raise Rejected(429, self.error_payload("rate_limit_exceeded", "Rate limit reached."),
                                    self.retry_headers())
+                if self.faults.delay_s:
+                    time.sleep(self.faults.delay_s)
                 payload = self.answer(path, exchange.body, exchange)
             exchange.reply = payload
             return 200, {}, payload

@@ -11,7 +11,7 @@ from PIL import Image
 
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
-from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
+from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, has_notes, last_user_text
 
 WHERE, COLOR, PRICE = "Where does this bus go?", "What color is the bus?", "What does a ticket cost today?"
 
@@ -31,9 +31,7 @@ def answer(req):
         return "Answer: Camden."
     if COLOR in text:
         return "Red"
-    # the notes: in the question's message (our prompts) or in their own (the baseline's layout)
-    notes = any(mark in str(m["content"]) for m in req.messages for mark in ("<<<NOTES", "<search_results>"))
-    return "Five pounds" if notes else "I'm not sure."
+    return "Five pounds" if has_notes(req) else "I'm not sure."
 
 
 def verify(req):

@@ -143,6 +143,20 @@ def test_rate_limits_are_waited_out_inside_the_deadline():
     assert len(server.posts()) <= 2
 
 
+def test_a_provider_slower_than_the_deadline_is_cut_not_a_fault():
+    with StandInProvider("gemini", faults=Faults(delay_s=2.0)) as server:
+        ledger = Ledger()
+        engine = engine_for(server, "gemini-2.5-flash", ledger)
+        with time_limit(lambda: 0.3):
+            result = ask(engine, "answer")
+        assert result.cut_by_deadline and result.text == ""
+        assert ledger.records[0].cut_by_deadline == 1 and ledger.records[0].empty_replies == 0
+        # outside a batch (no deadline) the same wait is the per-request cap's: a failure
+        slow = engine_for(server, "gemini-2.5-flash", timeout_s=0.3)
+        with pytest.raises(Exception, match="(?i)time"):
+            ask(slow, "answer")
+
+
 def test_the_models_each_side_knows_agree():
     """Our rules and the stand-in's tables are written apart from the same documentation."""
     for model, efforts in OPENAI_MODELS.items():
@@ -215,6 +229,13 @@ def test_a_hosted_name_picks_its_stack_engine_and_provider_url():
         # the paper's stage modes (the cpu stack's 135M-model choices do not carry over)
         assert (cfg.router_mode, cfg.consistency_mode, cfg.cov_mode, cfg.min_token_prob) == ("text", "text", "text", 0.0)
     assert load_config("cpu", model_name="gpt-5-mini").reasoning_effort["answer"] == "low"
+    # on the served profile (its router has a server of its own) the router is still the VLM's provider
+    served = load_config("served", model_name="claude-sonnet-4-5")
+    assert served.router_base_url == "" and served.engine == "hosted"
+    from agents.engines.factory import build_engines
+
+    engines = build_engines(served.replace(reranker_backend="minilm", reranker_model="minilm"), Ledger())
+    assert engines.router is engines.vlm
 
 
 def test_stages_that_read_probabilities_fall_back_to_text_and_say_so():

@@ -54,6 +54,7 @@ from agents.engines.base import (
     Ledger,
     Sampling,
     cut_at_stop,
+    deadline_cut_result,
     seconds_left,
     template_messages,
 )
@@ -77,6 +78,7 @@ DEFAULT_EFFORT = "minimal"
 # room for reasoning (it suggests 25,000 tokens when starting out); only the tokens used are billed.
 DEFAULT_ALLOWANCE = {"none": 0, "minimal": 1024, "low": 4096, "medium": 16384, "high": 32768, "xhigh": 65536}
 JPEG_QUALITY = 90
+DEADLINE_SLACK_S = 0.05  # a time-out this close to the call's end is the deadline's doing
 # A 400 answer that is a provider declining this one request, not a malformed request of ours.
 _REFUSAL_400 = re.compile(r"content[ _-]?(policy|filter|management)|safety|image[^.\"]{0,40}(exceeds|too large|"
                           r"dimensions)|could not process image|invalid image", re.IGNORECASE)
@@ -337,13 +339,17 @@ class HostedChatEngine(ChatEngine):
         return super().generate(requests, sampling, stage=stage)
 
     def _generate(self, requests: list[ChatRequest], sampling: Sampling) -> list[ChatResult]:
-        end = time.monotonic() + self.endpoint.budget_s(seconds_left())
+        # One end for the whole call, read here (the context does not follow into the worker
+        # threads); whether that end is the batch's deadline or only the per-request cap.
+        left = seconds_left()
+        end = time.monotonic() + self.endpoint.budget_s(left)
+        at_deadline = left is not None and left <= self.endpoint.timeout_s
         stage = self._stage
         # every request of the call at once (at most max_in_flight open): a provider batches nothing
         # of ours, so image requests need not wait for each other
         pool = ThreadPoolExecutor(max_workers=min(self.max_in_flight, len(requests)))
         try:
-            futures = [pool.submit(self._one, r, r.sampling_or(sampling), end, stage) for r in requests]
+            futures = [pool.submit(self._one, r, r.sampling_or(sampling), end, stage, at_deadline) for r in requests]
             return [future.result() for future in futures]
         finally:  # after a failure, requests not yet sent are not sent: the call has failed
             pool.shutdown(wait=True, cancel_futures=True)
@@ -369,7 +375,10 @@ class HostedChatEngine(ChatEngine):
                     gemini_request(self.model, messages, image, sampling, effort, allowance))
         return "/chat/completions", openai_request(self.model, messages, image, sampling, effort, allowance)
 
-    def _one(self, request: ChatRequest, sampling: Sampling, end: float, stage: str) -> ChatResult:
+    def _one(self, request: ChatRequest, sampling: Sampling, end: float, stage: str,
+             at_deadline: bool = False) -> ChatResult:
+        import httpx
+
         path, body = self.request_body(request, sampling, stage)
         try:
             answer = self.endpoint.post(path, body, end - time.monotonic())[0]
@@ -378,6 +387,12 @@ class HostedChatEngine(ChatEngine):
             if reason is None:
                 raise
             return ChatResult(text="", refusal=reason)
+        except (httpx.TimeoutException, TimeoutError):
+            if at_deadline and time.monotonic() >= end - DEADLINE_SLACK_S:
+                # the batch's deadline stopped it, as the in-process engines stop theirs: an empty
+                # cut result (the chain starts nothing after the stage), not a stage fault
+                return deadline_cut_result()
+            raise
         reader = {"anthropic": read_anthropic, "gemini": read_gemini}.get(self.provider.name, read_openai)
         result = reader(answer)
         result.text, _ = cut_at_stop(result.text, sampling.stop)
