@@ -158,8 +158,12 @@ class Faults:
     rate_limited: int = 0
     retry_after_s: float = 0.05
     refuse_marker: str = ""
+    refuse_also_needs: str = ""  # refuse only requests that also contain this (one stage's prompt)
     refuse_as_http: bool = False  # Anthropic: the oversized-image 400 instead of stop_reason "refusal"
     delay_s: float = 0.0  # seconds before each answer (a slow provider)
+
+    def refuses(self, text: str) -> bool:
+        return bool(self.refuse_marker) and self.refuse_marker in text and self.refuse_also_needs in text
 
 
 class StandInProvider:
@@ -353,7 +357,7 @@ class StandInProvider:
         if budget is not None and (not isinstance(budget, int) or budget < 1):
             raise self.bad("max_completion_tokens must be a positive integer", param="max_completion_tokens")
         prompt_tokens = text_tokens(text) + image_tokens + 4 * len(messages)
-        if self.faults.refuse_marker and self.faults.refuse_marker in text:
+        if self.faults.refuses(text):
             exchange.injected = "refusal"
             message = {"role": "assistant", "content": None, "refusal": "I'm sorry, I can't help with that."}
             return self.openai_completion(model, message, "stop", prompt_tokens, 8, 0)
@@ -461,7 +465,7 @@ class StandInProvider:
             raise self.bad("assistant message prefill is not supported for this model")
         text = "\n".join(texts)
         prompt_tokens = text_tokens(text) + image_tokens
-        if self.faults.refuse_marker and self.faults.refuse_marker in text:
+        if self.faults.refuses(text):
             exchange.injected = "refusal"
             if self.faults.refuse_as_http:
                 raise Rejected(400, self.error_payload("invalid_request_error",
@@ -535,7 +539,7 @@ class StandInProvider:
             raise self.bad("Request payload size exceeds the limit: 20971520 bytes.")
         text = "\n".join(texts)
         usage = {"promptTokenCount": text_tokens(text) + image_tokens}
-        if self.faults.refuse_marker and self.faults.refuse_marker in text:
+        if self.faults.refuses(text):
             exchange.injected = "refusal"
             return {"promptFeedback": {"blockReason": "SAFETY"}, "usageMetadata": usage}
         limit = budget if budget is not None else 10 ** 9

@@ -217,6 +217,31 @@ def test_a_refused_request_answers_its_turn_i_dont_know_and_is_counted():
         assert sum(len(c["refusals"]) for c in calls) == 1
 
 
+def test_a_refusal_in_a_later_stage_fails_the_turn_it_belongs_to():
+    """The answer stage sends the RAG answers first and the direct ones after: a refused RAG
+    request of the second turn fails that turn, whatever its place in the call."""
+    from agents.cruise_agent import CruiseAgent
+    from agents.engines.base import Engines
+    from testkit.fakes import FakePipeline, FunctionReranker
+    from testkit.scripted_chain import IMAGE_HITS, rerank_score
+
+    faults = Faults(refuse_marker="FORBIDDEN", refuse_also_needs="Reference notes")
+    with StandInProvider("openai", faults=faults) as server:
+        cfg = load_config("cpu", model_name="gpt-5-mini", vlm_base_url=server.url)
+        vlm = build_chat_engine(cfg, "vlm", Ledger())
+        agent = CruiseAgent(config=cfg, engines=Engines(router=vlm, vlm=vlm, reranker=FunctionReranker(rerank_score)))
+        agent.search_pipeline = FakePipeline(IMAGE_HITS)
+        questions = ["Where does this bus go?", "FORBIDDEN: where does this bus go?", "Where is it going?"]
+        agent.batch_generate_response(questions, [PHOTO] * 3, [[], [], []])
+    traces = agent.last_batch_report["traces"]
+    assert [t["branch"] for t in traces][1] == "refused"
+    assert all(t["branch"] != "refused" for i, t in enumerate(traces) if i != 1)
+    assert traces[1]["errors"][0].startswith("answer: the provider refused")
+    answer_call = next(c for c in agent.last_batch_report["engine_calls"] if c["stage"] == "answer")
+    assert answer_call["refusals"] and answer_call["refusals"][0][0] == 1
+    assert server.rejected() == []
+
+
 # --------------------------------------------------------------------------- configuration
 def test_a_hosted_name_picks_its_stack_engine_and_provider_url():
     for name, stack, url in [("gpt-5-mini", "gpt-5", "https://api.openai.com/v1"),

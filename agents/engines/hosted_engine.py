@@ -81,7 +81,7 @@ JPEG_QUALITY = 90
 DEADLINE_SLACK_S = 0.05  # a time-out this close to the call's end is the deadline's doing
 # A 400 answer that is a provider declining this one request, not a malformed request of ours.
 _REFUSAL_400 = re.compile(r"content[ _-]?(policy|filter|management)|safety|image[^.\"]{0,40}(exceeds|too large|"
-                          r"dimensions)|could not process image|invalid image", re.IGNORECASE)
+                          r"dimensions)|(could not|unable to) process (input )?image|invalid image", re.IGNORECASE)
 
 
 def effort_for(stage: str, efforts: dict) -> str:
@@ -122,9 +122,10 @@ def fit_image(image, limits: ImageLimits) -> tuple[str, str, tuple[int, int]]:
 
 class _ImageCache:
     """The last few images' encodings: every stage of a turn sends the same picture. Keyed by the
-    object itself (held here, so its id cannot be reused while cached)."""
+    object itself (held here, so its id cannot be reused while cached); a batch's worth (at most
+    16 turns), so that only its images are kept alive."""
 
-    def __init__(self, size: int = 64):
+    def __init__(self, size: int = 16):
         self.size = size
         self.items: OrderedDict[int, tuple[object, tuple[str, str, tuple[int, int]]]] = OrderedDict()
         self.lock = threading.Lock()
