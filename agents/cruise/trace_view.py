@@ -8,7 +8,7 @@
 - `TURN_TEMPLATE` with the macro `trace_details(t)`: every stage of one turn, as table rows;
   `SHOWN_TRACE_KEYS`: the keys it lays out (the report lists any other key as it is).
 
-Only the standard library and agents/cruise/trace.py are imported: the report runs without the
+Only the standard library, agents/base_agent.py and agents/cruise/trace.py are imported: the report runs without the
 agent's models.
 """
 from __future__ import annotations
