@@ -23,8 +23,13 @@ agent that answers none still runs (it takes no --preset/--set, and its report h
   run_summary.json's "agent_summary"; `report_sections(agent_summary)`; `TURN_TEMPLATE`).
 
 After each call an agent may leave `last_batch_report = {"traces": [...], "engine_calls": [...]}`,
-one trace per turn (a JSON object). The harness reads a few keys of a trace, each optional:
-`branch` (what decided the turn), `deadline_cut` (bool), `errors` (list of str), `funnel`
+one trace per turn (a JSON object) and one record per model call. The harness sums a call's
+`stage`, `kind` ("chat" or "rerank"), `requests`, `prompt_tokens`, `output_tokens` (the answer
+text), `reasoning_tokens` (hidden reasoning a hosted model bills as output), `wall_ms`,
+`empty_replies` and `refusals` (one entry per request a provider refused) per stage: the report's
+tokens and times. It reads a few keys of a trace, each optional:
+`branch` (what decided the turn; "error" a stage fault, "refused" a provider's refusal, both
+answered "I don't know"), `deadline_cut` (bool), `errors` (list of str), `funnel`
 (ordered {step: passed} of the agent's own checks, the report's funnel), and, for a
 retrieval-augmented agent, `retrieved` (hits), `chunks` and `kept_chunks` (its context: the
 evidence-coverage figures).

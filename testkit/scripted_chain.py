@@ -11,7 +11,7 @@ from PIL import Image
 
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
-from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
+from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, has_notes, last_user_text
 
 WHERE, COLOR, PRICE = "Where does this bus go?", "What color is the bus?", "What does a ticket cost today?"
 
@@ -31,7 +31,7 @@ def answer(req):
         return "Answer: Camden."
     if COLOR in text:
         return "Red"
-    return "Five pounds" if "<<<NOTES" in text else "I'm not sure."
+    return "Five pounds" if has_notes(req) else "I'm not sure."
 
 
 def verify(req):

@@ -132,7 +132,7 @@ def test_caller_errors_raise_value_error(args):
 @pytest.mark.parametrize("turn_budget_s, ran_stages", [
     (10.0, ["route", "summarize", "rerank", "answer", "consistency", "verify"]),
     (0.42, ["route", "summarize", "rerank"]),
-    (0.0, []),
+    (0.001, []),  # no time for any stage
 ])
 def test_deadline_stops_before_a_stage_would_overrun(turn_budget_s, ran_stages):
     sleep = {s: 0.15 for s in ("route", "summarize", "answer", "consistency", "verify")}
@@ -150,6 +150,21 @@ def test_deadline_stops_before_a_stage_would_overrun(turn_budget_s, ran_stages):
     assert trace["deadline_cut"] is (turn_budget_s < 10)
     if trace["deadline_cut"]:
         assert answers == [IDK_ANSWER]  # nothing verified: no answer
+
+
+def test_a_turn_budget_of_zero_means_no_budget():
+    """turn_budget_s 0 switches the per-turn budget off (the relaunched benchmark has none): a
+    batch far slower than 10 s a turn still runs every stage, and its traces say which budget held."""
+    sleep = {s: 0.15 for s in ("route", "summarize", "answer", "consistency", "verify")}
+    agent = make_agent("full", sleep_s=sleep, consistency_skip_identical=False, turn_budget_s=0.0,
+                       safety_margin_s=0.0, engine_margin_s=0.0)
+    agent.batch_generate_response(*batch([WHERE]))
+    agent.costs.priors = {s: 1e6 for s in sleep}  # every stage now "expected" to take days
+    agent.costs.samples.clear()
+    agent.batch_generate_response(*batch([WHERE]))
+    assert stages_called(agent) == ["route", "summarize", "rerank", "answer", "consistency", "verify"]
+    trace = agent.last_batch_report["traces"][0]
+    assert trace["deadline_cut"] is False and trace["turn_budget_s"] == 0.0
 
 
 # ---- verification signals ---------------------------------------------------------------------

@@ -159,6 +159,7 @@ def test_the_command_line_builds_the_same_report_and_a_comparison(runs, tmp_path
     run_cli([str(runs["full"]), str(runs["rag_baseline"]), "--out", str(compare)], tmp_path, module="evaluator.report")
     page = compare.read_text()
     assert "full+paper_finalizer (full)" in page and "rag_baseline (rag_baseline)" in page
+    assert 'id="cost-table"' in page  # what each run's model calls read and wrote, per turn
     # rag_baseline returns every answer unverified: c5 (Yes) and c6 (Elizabeth Tower) become correct,
     # c3 (Someone) a hallucination; the full preset missed all three.
     baseline = scores(runs["rag_baseline"])["all"]

@@ -15,9 +15,13 @@ wraps every stage with the same three guards: the deadline (a stage that would o
 started, and nothing after it; an engine call still running at the deadline is stopped by the
 engine, and nothing after it starts), faults (a stage that raises is retried once on each half of its
 turns; turns that still fail answer "I don't know"), and timing (per-stage wall ms for the trace).
+A request a hosted provider refused (content policy, an image it will not take) fails its own turn
+only, with no retry: the turn answers "I don't know" under the branch "refused", counted apart
+from the faults.
 """
 from __future__ import annotations
 
+import math
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -85,6 +89,7 @@ class BatchRun:
     ledger: Ledger | None = None  # the engines' call records: how many requests a stage sent
     errors: list[list[str]] = field(default_factory=list)
     failed: set[int] = field(default_factory=set)
+    refused: set[int] = field(default_factory=set)  # turns a provider refused a request of (also failed)
     stage_ms: dict[str, float] = field(default_factory=dict)
     cut_before: str | None = None  # the stage the deadline did not let start
     cut_during: str | None = None  # the stage whose engine call the deadline stopped part-way
@@ -99,6 +104,20 @@ class BatchRun:
     def fail(self, i: int, message: str) -> None:
         self.failed.add(i)
         self.errors[i].append(message)
+
+    def refuse(self, i: int, message: str) -> None:
+        self.refused.add(i)
+        self.fail(i, message)
+
+    def _refusals(self, name: str, group: list[int], calls_before: int) -> None:
+        """Fail the turns of `group` whose requests the provider refused in the calls made since
+        `calls_before` (each request names its turn's position in the group: ChatRequest.turn)."""
+        if self.ledger is None:
+            return
+        for record in self.ledger.records[calls_before:]:
+            for position, reason in record.refusals or []:
+                if isinstance(position, int) and 0 <= position < len(group) and group[position] not in self.refused:
+                    self.refuse(group[position], f"{name}: the provider refused the request: {reason}")
 
     def stage(self, name: str, fn: Callable, lists: list[list], fixed: tuple, fallback: Callable[[], object]) -> list:
         """fn(*lists restricted to the live turns, *fixed) -> one result per live turn."""
@@ -136,10 +155,14 @@ class BatchRun:
         for attempt in range(2):
             failed_groups = []
             for group in groups:
+                calls_before = len(self.ledger.records) if self.ledger is not None else 0
                 try:
-                    yield group, fn(*[[values[i] for i in group] for values in lists], *fixed)
+                    results = fn(*[[values[i] for i in group] for values in lists], *fixed)
                 except Exception as exc:  # noqa: BLE001 - a stage fault costs only its own turns
                     failed_groups.append((group, f"{name}: {type(exc).__name__}: {exc}"))
+                    continue
+                self._refusals(name, group, calls_before)
+                yield group, results
             if not failed_groups:
                 return
             if attempt == 0:  # retry once, each failed group split in half
@@ -170,7 +193,8 @@ def start_batch(turns: list[Turn], cfg: CruiseConfig, costs: StageCosts, ledger:
     """The batch's deadline and guards; `ledger` (the engines') lets the deadline count each stage's
     requests; `started` (time.monotonic) is when the budget began, default now."""
     n = len(turns)
-    budget = cfg.turn_budget_s * max(n, 1) - cfg.safety_margin_s
+    # turn_budget_s 0: no per-turn budget (the relaunched benchmark has none)
+    budget = math.inf if cfg.turn_budget_s <= 0 else cfg.turn_budget_s * max(n, 1) - cfg.safety_margin_s
     costs.new_batch()
     run = BatchRun(n, Deadline(budget, start=started), costs, ledger=ledger, engine_margin_s=cfg.engine_margin_s,
                    engine_free=engine_free_stages(cfg))
@@ -230,7 +254,9 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
     final, traces = [], []
     for i in range(n):
         check = checks[i]
-        if i in run.failed:
+        if i in run.refused:
+            decision = Decision(IDK_ANSWER, "refused")
+        elif i in run.failed:
             decision = Decision(IDK_ANSWER, "error")
         else:
             decision = decide_from_trace(decision_inputs(routes[i], evidence[i], answers[i], check), cfg)
@@ -244,6 +270,10 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
             errors=run.errors[i],
         )
         trace["funnel"] = funnel_flags(trace, cfg)
+        # what the run's settings did besides the stages: the per-turn budget in force (0: none),
+        # and the stages switched to text modes for an engine without token probabilities
+        trace["turn_budget_s"] = cfg.turn_budget_s
+        trace["mode_fallbacks"] = list(cfg.mode_fallbacks)
         traces.append(trace)
     return final, traces
 

@@ -100,7 +100,7 @@ def ask_vlm_results(
     prompt = load_prompt(prompt_name or stage)
     requests = [
         ChatRequest(prompt.messages(turns[i].history if with_history else None, turns[i].picture, **values(i)),
-                    image=vlm_image(turns[i], engine))
+                    image=vlm_image(turns[i], engine), turn=i)
         for i in wanted
     ]
     return engine.generate(requests, sampling, stage=stage)

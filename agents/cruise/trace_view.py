@@ -8,7 +8,7 @@
 - `TURN_TEMPLATE` with the macro `trace_details(t)`: every stage of one turn, as table rows;
   `SHOWN_TRACE_KEYS`: the keys it lays out (the report lists any other key as it is).
 
-Only the standard library and agents/cruise/trace.py are imported: the report runs without the
+Only the standard library, agents/base_agent.py and agents/cruise/trace.py are imported: the report runs without the
 agent's models.
 """
 from __future__ import annotations
@@ -24,7 +24,7 @@ SHOWN_TRACE_KEYS = {
     "router_raw", "summary", "retrieval_query", "retrieved", "chunks", "theta", "kept_chunks", "context",
     "retrieval_score", "rag_answer", "rag_raw", "direct_answer", "direct_raw", "consistent", "consistency_raw",
     "cov_confidence", "cov_raw", "branch", "final_answer", "stage_ms", "deadline_cut", "deadline_cut_before",
-    "errors", "funnel",
+    "errors", "funnel", "turn_budget_s", "mode_fallbacks",
     # the peer stages (shown in their own rows)
     "route_search", "question_type", "domain", "domain_source", "domain_notes", "router_extras_parsed",
     "searches_run", "crop_object", "crop_boxes", "crop_raw", "crops_searched", "sub_queries", "decompose_raw",
@@ -36,7 +36,30 @@ SHOWN_TRACE_KEYS = {
 
 
 def summarize(traces: list[dict]) -> dict:
-    return {**parse_failure_counts(traces), "peer_stages": peer_stage_counts(traces)}
+    return {**parse_failure_counts(traces), "peer_stages": peer_stage_counts(traces),
+            "run_settings": run_settings(traces)}
+
+
+def run_settings(traces: list[dict]) -> dict:
+    """The per-turn budgets the turns ran under (seconds; 0 = none) and the stages switched to
+    their text modes for an engine without token probabilities, as the traces recorded them."""
+    budgets = sorted({t["turn_budget_s"] for t in traces if isinstance(t.get("turn_budget_s"), (int, float))})
+    fallbacks = sorted({line for t in traces for line in t.get("mode_fallbacks") or []})
+    return {"turn_budget_s": budgets, "mode_fallbacks": fallbacks,
+            "refused_turns": sum(1 for t in traces if t.get("branch") == "refused")}
+
+
+def budget_line(budgets: list[float]) -> str:
+    """What the report says of the per-turn budget."""
+    from agents.base_agent import TURN_BUDGET_S
+
+    def one(seconds: float) -> str:
+        if seconds <= 0:
+            return "none (turn_budget_s 0: the relaunched benchmark has no time limit; these timings are not the competition's)"
+        if seconds == TURN_BUDGET_S:
+            return f"{seconds:g} s a turn, the competition's"
+        return f"{seconds:g} s a turn, widened from the competition's {TURN_BUDGET_S:g} s"
+    return "; ".join(one(b) for b in budgets) or "not recorded"
 
 
 def prepare_turn(trace: dict) -> dict:
@@ -54,6 +77,13 @@ def report_sections(agent_summary: dict) -> list[dict]:
         sections.append({"title": "Parsers: unreadable model outputs per stage", "id": "parsers",
                          "header": ["stage", "unreadable", "read"],
                          "rows": [[stage, count, read.get(stage, 0)] for stage, count in failures.items()]})
+    settings = agent_summary.get("run_settings") if isinstance(agent_summary.get("run_settings"), dict) else {}
+    if settings:
+        rows = [["the agent's per-turn budget", budget_line(settings.get("turn_budget_s") or [])]]
+        rows += [["stage switched to its text mode", line] for line in settings.get("mode_fallbacks") or []]
+        rows.append(["turns a hosted provider refused (answered I don't know)", settings.get("refused_turns", 0)])
+        sections.append({"title": "Budget and model modes", "id": "run-settings", "header": ["what", "setting"],
+                         "rows": rows})
     peer = peer_rows(agent_summary.get("peer_stages") or {})
     if peer:
         sections.append({"title": "What the added stages did", "id": "peer-stages", "header": ["what", "how many"],

@@ -34,6 +34,11 @@ class ChatRequest:
     # This request's own sampling, when it differs from the call's (e.g. one sampled answer in a
     # call of greedy ones). Both engines honour it within the same single engine call.
     sampling: Sampling | None = None
+    # Which turn the request serves: its position in the list of turns the stage was handed. A
+    # hosted provider may refuse one request (content policy, an image it will not take); the
+    # chain then answers that turn "I don't know" and counts it (chain.BatchRun), which it can
+    # only do for a request that says whose it is. None: no turn (warm-up, benchmarks).
+    turn: int | None = None
 
     def sampling_or(self, default: Sampling) -> Sampling:
         return self.sampling if self.sampling is not None else default
@@ -181,6 +186,15 @@ class ChatResult:
     # The engine stopped this request at the batch's deadline before it ended on its own: its
     # text is empty, which every stage's parser reads as unreadable (the safe default).
     cut_by_deadline: bool = False
+    # Hidden reasoning tokens the model spent before its answer (a hosted reasoning model's
+    # `reasoning_tokens`, Gemini's `thoughtsTokenCount`); billed as output, not in output_tokens.
+    reasoning_tokens: int = 0
+    # Why the provider declined this request ("" when it answered): a content-policy refusal, an
+    # image it would not take. The text is empty; the chain answers the turn "I don't know".
+    refusal: str = ""
+    # The model used its whole token budget before writing any text (a reasoning model that spent
+    # it all on reasoning): the text is empty, and the run counts it as an empty reply.
+    budget_exhausted: bool = False
 
 
 def choice_variants(word: str) -> list[str]:
@@ -216,6 +230,13 @@ def ended_on_end_token(finish_reason, stopped_by) -> bool:
     return finish_reason == "stop" and not isinstance(stopped_by, str)
 
 
+def is_empty_reply(result: ChatResult) -> bool:
+    """An answer with no text that neither the deadline nor a refusal explains: a model that wrote
+    nothing, or spent its whole budget on hidden reasoning (`budget_exhausted`). A one-word choice
+    read from probabilities is never empty when a word was found."""
+    return not result.text.strip() and not result.cut_by_deadline and not result.refusal
+
+
 def deadline_cut_result() -> ChatResult:
     """What a request the deadline stopped (or never let start) returns."""
     return ChatResult(text="", cut_by_deadline=True)
@@ -230,6 +251,10 @@ class CallRecord:
     output_tokens: int
     wall_ms: float
     cut_by_deadline: int = 0  # requests of this call the engine stopped at the deadline
+    reasoning_tokens: int = 0  # hidden reasoning tokens (billed as output; not in output_tokens)
+    empty_replies: int = 0  # requests answered with no text though no deadline cut them
+    # [turn position, reason] of each request the provider refused (ChatRequest.turn)
+    refusals: list = field(default_factory=list)
 
 
 @dataclass
@@ -291,6 +316,9 @@ class ChatEngine(ABC):
                 output_tokens=sum(r.output_tokens for r in results),
                 wall_ms=(time.perf_counter() - start) * 1000.0,
                 cut_by_deadline=sum(1 for r in results if r.cut_by_deadline),
+                reasoning_tokens=sum(r.reasoning_tokens for r in results),
+                empty_replies=sum(1 for r in results if is_empty_reply(r)),
+                refusals=[[q.turn, r.refusal] for q, r in zip(requests, results) if r.refusal],
             )
         )
         return results

@@ -43,12 +43,39 @@ def engine_memory_share(config: CruiseConfig, role: str) -> float:
     return config.vlm_gpu_memory_utilization if role == "vlm" else config.router_gpu_memory_utilization
 
 
+def hosted_provider(config: CruiseConfig, role: str) -> str:
+    """The provider of a role's hosted model: the config's, else the one the model's name says."""
+    from agents.engines.hosted_rules import provider_for_model
+
+    return config.hosted_provider or provider_for_model(getattr(config, f"{role}_model")) or "openai"
+
+
 def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEngine:
     """The engine of one role ("vlm" or "router") with the arguments the config gives it."""
+    if config.engine == "hosted":
+        from agents.engines.hosted_engine import HostedChatEngine
+
+        url = getattr(config, f"{role}_base_url") or config.vlm_base_url
+        return HostedChatEngine(
+            getattr(config, f"{role}_model"), ledger, provider=hosted_provider(config, role), base_url=url,
+            efforts=config.reasoning_effort, allowances=config.reasoning_allowance_tokens,
+            max_in_flight=config.served_max_in_flight, timeout_s=config.served_timeout_s)
     if config.engine == "openai":  # nothing loads here: the model id only names it (and its config)
+        from agents.engines.hosted_rules import is_openai_reasoning_model
         from agents.engines.openai_engine import OpenAIChatEngine
+        from agents.engines.served import API_KEY_ENV
 
         url, name = served_endpoint(config, role)
+        if is_openai_reasoning_model(name):
+            # OpenAI's reasoning models refuse what a vLLM-style request carries (max_tokens,
+            # temperature, stop, logprobs): such a served name gets OpenAI's own request rules,
+            # with the served engine's URL and key variable
+            from agents.engines.hosted_engine import HostedChatEngine
+
+            return HostedChatEngine(
+                name, ledger, provider="openai", base_url=url, efforts=config.reasoning_effort,
+                allowances=config.reasoning_allowance_tokens, max_in_flight=config.served_max_in_flight,
+                timeout_s=config.served_timeout_s, key_variable=API_KEY_ENV)
         return OpenAIChatEngine(
             config.vlm_model if role == "vlm" else config.router_model, ledger, base_url=url, served_name=name,
             max_in_flight=config.served_max_in_flight, timeout_s=config.served_timeout_s,
@@ -69,7 +96,7 @@ def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEn
         from agents.engines.transformers_engine import TransformersEngine
 
         return TransformersEngine(model, ledger, dtype=config.dtype, cudnn_attention=config.cudnn_attention)
-    raise ValueError(f"unknown engine {config.engine!r}; choose 'vllm', 'transformers' or 'openai'")
+    raise ValueError(f"unknown engine {config.engine!r}; choose 'vllm', 'transformers', 'openai' or 'hosted'")
 
 
 def build_reranker(config: CruiseConfig, ledger: Ledger) -> Reranker:
@@ -90,6 +117,8 @@ def build_engines(config: CruiseConfig, ledger: Ledger) -> Engines:
     # The VLM first: it is the larger model, and on a GPU it should claim its share first.
     vlm = build_chat_engine(config, "vlm", ledger)
     same = config.router_model == config.vlm_model
+    if config.engine == "hosted":
+        same = same and (config.router_base_url or config.vlm_base_url) == config.vlm_base_url
     if config.engine == "openai":
         same = same and served_endpoint(config, "router") == served_endpoint(config, "vlm")
     router = vlm if same else build_chat_engine(config, "router", ledger)

@@ -38,11 +38,18 @@ class ServerGaveUp(RuntimeError):
 class Endpoint:
     """One OpenAI-style base URL (e.g. http://localhost:8000/v1); thread-safe."""
 
-    def __init__(self, base_url: str, *, max_in_flight: int = 32, timeout_s: float = DEFAULT_TIMEOUT_S):
+    def __init__(self, base_url: str, *, max_in_flight: int = 32, timeout_s: float = DEFAULT_TIMEOUT_S,
+                 headers: dict | None = None, key_variable: str = API_KEY_ENV, secret: str | None = None):
+        """`headers`/`key_variable`/`secret`: a hosted provider's own authentication
+        (agents/engines/hosted_engine.py): its headers, the variable its key came from (named in
+        a 401/403 message) and the key itself, which is blanked out of every error message."""
         self.base_url = base_url.rstrip("/")
         self.timeout_s = timeout_s
-        key = os.environ.get(API_KEY_ENV)
-        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        self.key_variable = key_variable
+        if headers is None:
+            secret = os.environ.get(API_KEY_ENV)
+            headers = {"Authorization": f"Bearer {secret}"} if secret else {}
+        self._secret = secret
         self.client = httpx.Client(
             headers=headers, timeout=timeout_s,
             limits=httpx.Limits(max_connections=max_in_flight, max_keepalive_connections=max_in_flight))
@@ -69,7 +76,7 @@ class Endpoint:
         with self.client.stream("POST", self.base_url + path, json=payload, timeout=httpx.Timeout(left)) as response:
             if response.status_code >= 400:
                 response.read()
-                raise _status_failure(response, f"{self.base_url}{path}")
+                raise _status_failure(response, f"{self.base_url}{path}", self.key_variable, self._secret)
             if response.headers.get("content-type", "").startswith("text/event-stream"):
                 return list(_events(response.iter_lines(), end, f"{self.base_url}{path}"))
             response.read()
@@ -77,26 +84,34 @@ class Endpoint:
 
     def model_ids(self, timeout_s: float = PROBE_TIMEOUT_S) -> list[str]:
         """The ids `GET /models` lists (one request, no retries)."""
-        response = self.client.get(self.base_url + "/models", timeout=timeout_s)
+        return [str(m.get("id")) for m in self.get("/models", timeout_s).get("data", []) if isinstance(m, dict)]
+
+    def get(self, path: str, timeout_s: float = PROBE_TIMEOUT_S) -> dict:
+        """One GET of a JSON answer (no retries): the pre-run checks."""
+        response = self.client.get(self.base_url + path, timeout=timeout_s)
         if response.status_code >= 400:
-            raise _status_failure(response, f"{self.base_url}/models")
-        return [str(m.get("id")) for m in response.json().get("data", []) if isinstance(m, dict)]
+            raise _status_failure(response, f"{self.base_url}{path}", self.key_variable, self._secret)
+        return response.json()
 
     def close(self) -> None:
         self.client.close()
 
 
-def _status_failure(response: httpx.Response, where: str) -> HTTPStatusFailure:
+def _status_failure(response: httpx.Response, where: str, key_variable: str = API_KEY_ENV,
+                    secret: str | None = None) -> HTTPStatusFailure:
     code = None
     try:
         error = response.json().get("error")
         code = error.get("code") if isinstance(error, dict) else None
     except (ValueError, AttributeError):
         pass
-    body = response.text[:300].replace("\n", " ")
+    body = response.text
+    if secret:  # a server that echoes the key back must not put it in a trace or a log
+        body = body.replace(secret, "[key]")
+    body = body[:300].replace("\n", " ")
     status = f"HTTP {response.status_code}"
     if response.status_code in (401, 403):  # the key this process sends, or its absence
-        status += f" (the server refuses the key: set {API_KEY_ENV} to the key it expects)"
+        status += f" (the server refuses the key: set {key_variable} to the key it expects)"
     return HTTPStatusFailure(response.status_code, response, code, f"{where}: {status}: {body}")
 
 

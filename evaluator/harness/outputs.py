@@ -196,6 +196,35 @@ def batch_summary(batches: list[dict]) -> dict:
     }
 
 
+TOKEN_KINDS = ("prompt", "completion", "reasoning")
+
+
+def token_summary(batches: list[dict]) -> dict:
+    """What the run's model calls read and wrote, from each batch's `stage_tokens`: per stage the
+    requests, tokens (prompt; completion = the answer text; reasoning = hidden reasoning, billed as
+    output), replies with no text and refused requests, and the same per turn; None where no
+    batch reported engine calls."""
+    reported = [b for b in batches if isinstance(b.get("stage_tokens"), dict)]
+    if not reported:
+        return {"per_stage": None, "per_turn": None, "turns": 0}
+    per_stage: dict[str, dict[str, int]] = {}
+    for batch in reported:
+        for stage, counts in batch["stage_tokens"].items():
+            totals = per_stage.setdefault(stage, dict.fromkeys(("requests", *TOKEN_KINDS, "empty", "refused"), 0))
+            for name in totals:
+                totals[name] += int((counts or {}).get(name) or 0)
+    turns = sum(int(b.get("turns") or 0) for b in reported)
+    totals = {name: sum(c[name] for c in per_stage.values()) for name in ("requests", *TOKEN_KINDS, "empty", "refused")}
+    return {
+        "per_stage": per_stage,
+        "total": totals,
+        "turns": turns,
+        "per_turn": {name: round(totals[name] / turns, 1) if turns else 0.0 for name in ("requests", *TOKEN_KINDS)},
+        "empty_replies": totals["empty"],
+        "refused_requests": totals["refused"],
+    }
+
+
 def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = None, progress: bool = True,
              notices: list[str] | None = None) -> Results:
     output_dir = Path(output_dir)
@@ -279,8 +308,13 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         # turns a stage fault turned into "I don't know" (a model server gone, an engine error)
         "stage_fault_turns": sum(1 for t in traces if t.get("branch") == "error"),
         "stage_faults": sorted({e for t in traces if t.get("branch") == "error" for e in t.get("errors") or []})[:20],
+        # turns a hosted provider refused a request of (content policy, an image it would not
+        # take), answered "I don't know" and counted apart from the faults
+        "refused_turns": sum(1 for t in traces if t.get("branch") == "refused"),
+        "refusals": sorted({e for t in traces if t.get("branch") == "refused" for e in t.get("errors") or []})[:20],
         "image_load_failures": [e for b in batches for e in (b.get("image_errors") or [])],
         **batch_summary(batches),
+        "tokens": token_summary(batches),
         "scores": scores,
         INTERVALS_KEY: intervals,
         "breakdowns": {c: breakdown(counted_all, c) for c in BREAKDOWN_COLUMNS},

@@ -174,9 +174,15 @@ def _call_agent(agent, queries, images, histories) -> tuple[list[str], str | Non
     return list(answers), error, wall_ms, report if isinstance(report, dict) else None
 
 
+# What an agent's engine calls may say about their tokens (agents/base_agent.py): "completion"
+# is the answer text's tokens, "reasoning" the hidden reasoning a hosted model bills as output.
+TOKEN_FIELDS = {"prompt": "prompt_tokens", "completion": "output_tokens", "reasoning": "reasoning_tokens"}
+
+
 def _report_parts(report: dict | None, n: int) -> tuple[list[dict | None], int | None, dict | None, dict | None]:
-    """(one trace per turn or None, number of engine calls, wall ms per stage, prompt tokens per
-    stage) from a report."""
+    """(one trace per turn or None, number of engine calls, wall ms per stage, tokens per stage)
+    from a report. Tokens per stage: {stage: {"requests", "prompt", "completion", "reasoning",
+    "empty", "refused"}}, summed over the stage's calls."""
     if report is None:
         return [None] * n, None, None, None
     traces = report.get("traces")
@@ -186,17 +192,22 @@ def _report_parts(report: dict | None, n: int) -> tuple[list[dict | None], int |
     if not isinstance(calls, list):
         return traces, None, None, None
     stage_ms: dict[str, float] = {}
-    stage_tokens: dict[str, int] = {}
+    stage_tokens: dict[str, dict[str, int]] = {}
     for call in calls:
         if isinstance(call, dict):
             stage = str(call.get("stage", "?"))
             try:
                 wall = float(call.get("wall_ms") or 0.0)
-                tokens = int(call.get("prompt_tokens") or 0)
+                counts = {name: int(call.get(key) or 0) for name, key in TOKEN_FIELDS.items()}
+                counts["requests"] = int(call.get("requests") or 0) if call.get("kind", "chat") == "chat" else 0
+                counts["empty"] = int(call.get("empty_replies") or 0)
+                counts["refused"] = len(call.get("refusals") or [])
             except (TypeError, ValueError):  # a malformed report must not stop the run
-                wall, tokens = 0.0, 0
+                wall, counts = 0.0, {}
             stage_ms[stage] = stage_ms.get(stage, 0.0) + wall
-            stage_tokens[stage] = stage_tokens.get(stage, 0) + tokens
+            totals = stage_tokens.setdefault(stage, {})
+            for name, value in counts.items():
+                totals[name] = totals.get(name, 0) + value
     return traces, len(calls), stage_ms, stage_tokens
 
 
@@ -262,7 +273,7 @@ def _run_batch(agent, conversations, pending, number, batch_size, images, answer
     append_jsonl(output_dir / BATCHES, [{
         "batch": number, "shard": shard, "turns": len(pending), "batch_size": batch_size,
         "wall_ms": round(wall_ms, 3), "budget_ms": TURN_BUDGET_S * 1000.0 * batch_size,
-        "engine_calls": engine_calls, "stage_ms": stage_ms, "stage_prompt_tokens": stage_tokens, "error": error, "tokenizer": truncator.name,
+        "engine_calls": engine_calls, "stage_ms": stage_ms, "stage_tokens": stage_tokens, "error": error, "tokenizer": truncator.name,
         "image_errors": stats.image_failures[failures_before:],
     }])
     append_jsonl(output_dir / ANSWERS, answer_records)

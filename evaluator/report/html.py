@@ -278,6 +278,12 @@ def timing_section(summary: dict) -> dict:
             "wall_total_s": sum(b["wall_ms"] for b in batches) / 1000.0}
 
 
+def token_section(summary: dict) -> dict:
+    """run_summary.json's "tokens" (harness/outputs.py token_summary), empty for a run without them."""
+    tokens = summary.get("tokens") if isinstance(summary.get("tokens"), dict) else {}
+    return tokens if tokens.get("per_stage") else {"per_stage": None}
+
+
 def run_health(summary: dict) -> dict:
     """The run_summary.json figures besides scores and timing, as labelled rows: the judge,
     evidence coverage and what went wrong in the run."""
@@ -287,6 +293,8 @@ def run_health(summary: dict) -> dict:
     unlabelled = [(key, f"{value:.4g}" if isinstance(value, float) else str(value))
                   for key, value in coverage.items() if key not in labelled]
     errors = [("agent-error turns", summary.get("agent_error_turns", 0)),
+              ("stage-fault turns", summary.get("stage_fault_turns", 0)),
+              ("turns a provider refused", summary.get("refused_turns", 0)),
               ("deadline-cut turns", summary.get("deadline_cut_turns", 0)),
               ("image load failures", len(summary.get("image_load_failures") or [])),
               ("forced resumes", len(summary.get("forced_resumes") or [])),
@@ -339,7 +347,7 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
                   scores_chart=charts.scores_chart(run.scores, intervals) if run.scores else "",
                   breakdowns=breakdown_sections(run.rows), funnel=steps,
                   funnel_chart=charts.funnel_chart(steps) if steps else "", agent_sections=agent_sections(run),
-                  timing=timing_section(run.summary), health=run_health(run.summary),
+                  timing=timing_section(run.summary), tokens=token_section(run.summary), health=run_health(run.summary),
                   outcomes=OUTCOMES, branches=sorted({t["branch"] for t in run.turns}),
                   domains=sorted({t["domain"] for t in run.turns}), turn_pages=page_names,
                   pages_dir=pages_dir.name, outcome_totals=outcome_counts(run.rows), idk=IDK_ANSWER)

@@ -118,6 +118,19 @@ def unjudged_panel(unjudged: dict) -> Panel:
                  border_style="red", expand=False)
 
 
+def tokens_table(tokens: dict) -> Table:
+    """What the run's model calls read and wrote, per stage (run_summary.json "tokens")."""
+    per_turn = tokens["per_turn"]
+    table = Table(title=f"Tokens per stage ({tokens['turns']} turns; per turn {per_turn['prompt']:.0f} prompt, "
+                        f"{per_turn['completion']:.0f} completion, {per_turn['reasoning']:.0f} reasoning)")
+    for name in ("stage", "requests", "prompt", "completion", "reasoning", "empty", "refused"):
+        table.add_column(name, justify="left" if name == "stage" else "right")
+    for stage, counts in tokens["per_stage"].items():
+        table.add_row(stage, *(str(counts.get(k, 0)) for k in ("requests", "prompt", "completion", "reasoning",
+                                                                "empty", "refused")))
+    return table
+
+
 def print_report(console: Console, results: Results, display_conversations: int) -> None:
     s = results.summary
     console.print(scores_table(results.scores, s.get(INTERVALS_KEY)))
@@ -139,10 +152,14 @@ def print_report(console: Console, results: Results, display_conversations: int)
         f"batches: {s['batches']}, wall ms p50 {s['wall_ms_p50']:.0f} / p95 {s['wall_ms_p95']:.0f} / "
         f"max {s['wall_ms_max']:.0f}, over the 10 s x batch-size budget: {s['over_budget_count']}\n"
         f"turns answered {s['turns_answered']} of {s['turns_expected']}; agent-error turns "
-        f"{s['agent_error_turns']}; stage-fault turns {s.get('stage_fault_turns', 0)}; deadline-cut turns "
+        f"{s['agent_error_turns']}; stage-fault turns {s.get('stage_fault_turns', 0)}; turns a provider refused "
+        f"{s.get('refused_turns', 0)}; deadline-cut turns "
         f"{s['deadline_cut_turns']}; image load failures "
         f"{len(s['image_load_failures'])}"
     ))
+    tokens = s.get("tokens") or {}
+    if tokens.get("per_stage"):
+        console.print(tokens_table(tokens))
     if "abstain_expected_turns" in s:
         console.print(Text(
             f"{s['judge']}: {s.get('offline_judged_turns', 0)} turns decided; of "

@@ -82,7 +82,7 @@ def route_batch(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> lis
         return [route_domain(r, t, cfg) for r, t in zip(route_yes_no(turns, engine, cfg), turns)]
     prompt = load_prompt("route_extended" if extended else "route")
     values = dict(domains=", ".join(DOMAINS)) if extended else {}
-    requests = [ChatRequest(prompt.messages(t.history, query=t.query, **values)) for t in turns]
+    requests = [ChatRequest(prompt.messages(t.history, query=t.query, **values), turn=i) for i, t in enumerate(turns)]
     max_tokens = cfg.router_extended_max_tokens if extended else cfg.router_max_tokens
     results = engine.generate(requests, Sampling(max_tokens=max_tokens, seed=cfg.seed), stage="route")
     routes = [parse_route(r.text) for r in results]
@@ -99,8 +99,8 @@ def route_yes_no(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> li
     """Both labels from next-token probabilities: 2 requests per turn, one engine call. An
     answer that is neither word (an engine without the probabilities, a cut request) is
     unreadable, with the same defaults as `parse_route`."""
-    requests = [ChatRequest(load_prompt(name).messages(t.history, query=t.query))
-                for name, _ in ROUTE_QUESTIONS for t in turns]
+    requests = [ChatRequest(load_prompt(name).messages(t.history, query=t.query), turn=i)
+                for name, _ in ROUTE_QUESTIONS for i, t in enumerate(turns)]
     results = engine.generate(requests, Sampling(max_tokens=1, seed=cfg.seed, choices=YES_NO), stage="route")
     n = len(turns)
     routes = []

@@ -50,7 +50,7 @@ def entity_check_batch(
             for name in entities_to_check(r, cfg.entity_check_max)]
     prompt = load_prompt("entity_check")
     requests = [ChatRequest(prompt.messages(None, entity=name.replace('"', "'"), query=turns[i].query),
-                            image=vlm_image(turns[i], engine)) for i, name in asks]
+                            image=vlm_image(turns[i], engine), turn=i) for i, name in asks]
     sampling = Sampling(max_tokens=cfg.entity_check_max_tokens, seed=cfg.seed)
     replies = [r.text for r in engine.generate(requests, sampling, stage="entity_check")] if requests else []
     out = list(retrievals)

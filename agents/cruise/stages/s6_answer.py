@@ -8,6 +8,9 @@ variance). `direct_temperature=0` falls back to copying a'.
 
 a' is generated with log-probabilities (no extra call); its minimum and mean token probability
 are the white-box signal of QA-Dragon's verifier (finalizer gate `min_token_prob`).
+
+`answer_prompts = "baseline"` (the rag_baseline preset) asks in the layout of the relaunched
+repository's straightforward agent for the model's family instead (agents/cruise/baseline_prompt.py).
 """
 from __future__ import annotations
 
@@ -16,6 +19,7 @@ import re
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
+from agents.cruise.baseline_prompt import baseline_messages
 from agents.cruise.parsing import content_lines
 from agents.cruise.prompts import load_prompt, quote_notes, vlm_image
 from agents.cruise.types import Answers, Evidence, Turn
@@ -56,9 +60,14 @@ def token_probabilities(result: ChatResult) -> tuple[float | None, float | None]
 
 
 def answer_request(turn: Turn, context: str, sampling: Sampling | None = None, notes: str = "",
-                   engine: ChatEngine | None = None) -> ChatRequest:
-    """`notes`: the domain's own lines (domain routing, s1b), added at the end of the question."""
-    if context:
+                   engine: ChatEngine | None = None, *, position: int | None = None,
+                   baseline_style: str | None = None) -> ChatRequest:
+    """`notes`: the domain's own lines (domain routing, s1b), added at the end of the question.
+    `position`: the turn's place in the stage's list (ChatRequest.turn). `baseline_style`: the
+    straightforward agent's prompt for that family (agents/cruise/baseline_prompt.py) instead of ours."""
+    if baseline_style is not None:
+        messages = baseline_messages(turn, context, baseline_style)
+    elif context:
         messages = load_prompt("answer_with_context").messages(
             turn.history, turn.picture, query=turn.query, context=quote_notes(context)
         )
@@ -67,7 +76,7 @@ def answer_request(turn: Turn, context: str, sampling: Sampling | None = None, n
     if notes:
         messages[-1] = {**messages[-1], "content": messages[-1]["content"] + "\n\n" + notes}
     return ChatRequest(messages, image=vlm_image(turn, engine) if engine is not None else turn.image,
-                       sampling=sampling)
+                       sampling=sampling, turn=position)
 
 
 def answer_batch(
@@ -78,13 +87,15 @@ def answer_batch(
     notes = domain_notes or [""] * len(turns)
     greedy = Sampling(max_tokens=cfg.answer_max_tokens, seed=cfg.seed, logprobs=True)
     sampled = Sampling(max_tokens=cfg.answer_max_tokens, temperature=cfg.direct_temperature, seed=cfg.seed)
-    rag_requests = [answer_request(t, e.context, notes=n, engine=engine) for t, e, n in zip(turns, evidence, notes)]
+    style = cfg.baseline_style if cfg.answer_prompts == "baseline" else None
+    rag_requests = [answer_request(t, e.context, notes=n, engine=engine, position=i, baseline_style=style)
+                    for i, (t, e, n) in enumerate(zip(turns, evidence, notes))]
     # The non-RAG answer: greedy where there is context (another prompt), sampled where there is
     # none (the same prompt); with direct_temperature 0 and no context it is a copy of a'.
     direct_for = [i for i, e in enumerate(evidence)
                   if cfg.use_dual_path and (e.context or cfg.direct_temperature > 0)]
-    direct_requests = [answer_request(turns[i], "", None if evidence[i].context else sampled, notes[i], engine)
-                       for i in direct_for]
+    direct_requests = [answer_request(turns[i], "", None if evidence[i].context else sampled, notes[i], engine,
+                                      position=i, baseline_style=style) for i in direct_for]
     results = engine.generate(rag_requests + direct_requests, greedy, stage="answer")
     answers = []
     for r in results[: len(turns)]:
