@@ -1,0 +1,64 @@
+"""Pre-answer, step 2: the domain-specific chain of thought, D-CoT (seed 001, 3.1.2). The VLM
+sees the photo, the conversation and the question, with the domain's own lines where
+prompts/domains/ has them (the paper's in-domain prompt; its few-shot examples are not
+reproduced), and writes:
+
+    Object: <the exact name of the thing asked about, or its kind>
+    1. <one sentence per step, at most five>
+    Draft answer: <a short answer, or I don't know>
+
+The steps are the reasoning trace the search router reads; a step that says what cannot be
+determined is the paper's explicit uncertainty signal. A reply without a readable draft answer
+(cut by max_tokens or the deadline, or off-format) counts as a failed draft: the router then
+sends the turn to RAG.
+"""
+from __future__ import annotations
+
+import re
+
+from agents.base_agent import IDK_ANSWER
+from agents.config import CruiseConfig
+from agents.cruise.parsing import labelled_value, strip_markdown
+from agents.cruise.prompts import ask_vlm, load_prompt_lines
+from agents.cruise.stages.s1b_domain_route import domain_slug
+from agents.cruise.stages.s6_answer import read_answer
+from agents.cruise.types import Turn
+from agents.engines.base import ChatEngine, Sampling
+from agents.peers.qa_dragon.types import DomainRoute, Draft
+
+_STEP = re.compile(r"^\s*(?:step\s*)?\d+[.):]\s*(.+)$", re.IGNORECASE)
+_ANSWER_LABEL = r"draft[\s_-]*answer|final[\s_-]*answer|answer"
+_OBJECT_LABEL = r"object|item|subject"
+MAX_STEPS = 5
+
+
+def read_draft(text: str) -> Draft:
+    """The Object line, the numbered steps (at most five) and the draft answer ("I don't know"
+    for any abstention); parsed False when no answer line could be read."""
+    plain = strip_markdown(text or "")
+    object_name = (labelled_value(plain, _OBJECT_LABEL) or "").strip()
+    steps = []
+    for line in plain.splitlines():
+        found = _STEP.match(line)
+        if found and not re.match(rf"\s*(?:{_ANSWER_LABEL})\s*[:=]", found.group(1), re.IGNORECASE):
+            steps.append(found.group(1).strip())
+    value = labelled_value(plain, _ANSWER_LABEL)
+    if value is None:
+        return Draft(IDK_ANSWER, object_name[:120], steps[:MAX_STEPS], text, parsed=False)
+    answer, parsed = read_answer(value)
+    return Draft(answer, object_name[:120], steps[:MAX_STEPS], text, parsed=parsed)
+
+
+def domain_lines(domain: DomainRoute) -> str:
+    """The domain's own lines for the D-CoT prompt ("" for none)."""
+    return load_prompt_lines(f"domains/{domain_slug(domain.domain)}") if domain.domain else ""
+
+
+def draft_batch(turns: list[Turn], domains: list[DomainRoute], engine: ChatEngine, cfg: CruiseConfig) -> list[Draft]:
+    wanted = list(range(len(turns)))
+    replies = ask_vlm(
+        engine, "draft", turns, wanted,
+        lambda i: dict(query=turns[i].query, domain_notes=domain_lines(domains[i])),
+        Sampling(max_tokens=cfg.qa_dragon_draft_max_tokens, seed=cfg.seed), prompt_name="qa_dragon_draft",
+    )
+    return [read_draft(text) for text in replies]
