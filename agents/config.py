@@ -140,14 +140,17 @@ class CruiseConfig:
     # `consistency_mode`, a support check by `cov_mode` against `tau_low`.
     system: str = "cruise"
     qa_dragon_domain_max_tokens: int = 8  # the domain router names one of the 14 domains
-    qa_dragon_draft_max_tokens: int = 160  # D-CoT: an object line, at most five steps, a draft answer
+    # The D-CoT's and the post-answer's budgets in answer lengths (x answer_max_tokens, which each
+    # model stack sets for its own model): an object line, at most five steps and a draft answer
+    # (64 -> 160 tokens on the paper's stack); a reason line and an answer line (64 -> 96).
+    qa_dragon_draft_lengths: float = 2.5
+    qa_dragon_answer_lengths: float = 1.5
     qa_dragon_tool_max_tokens: int = 24  # the tool router's two flags
     qa_dragon_rephrase_queries: int = 2  # rephrased web queries per text search (0: none)
     qa_dragon_rephrase_max_tokens: int = 48
     qa_dragon_coarse_k: int = 5  # K1: chunks the coarse stage passes to the fine one
     qa_dragon_coarse_min: float = 0.1  # tau_coarse: a chunk below this reranker score is dropped
     qa_dragon_fine_min: float = 0.5  # tau_fine: kept when fine x coarse >= tau_fine x tau_coarse
-    qa_dragon_answer_max_tokens: int = 96  # the post-answer's reason and answer lines
     qa_dragon_verify_max_tokens: int = 24  # the verifier's verdict line (text mode)
     sam_rag_batch_docs: int = 3  # documents judged per isRel round
     sam_rag_rounds: int = 3  # isRel rounds at most ("retrieve until a relevant document is found")

@@ -17,12 +17,11 @@ import time
 
 from agents.base_agent import MAX_BATCH_SIZE, BaseAgent
 from agents.config import CruiseConfig, config_from_environment, load_config, load_config_from_settings
-from agents.cruise.chain import stage_priors
 from agents.cruise.deadline import StageCosts
 from agents.cruise.stages.s0_inputs import prepare_turns
 from agents.cruise.stages.s0a_perceive import perception_wanted, warm_up_perception
 from agents.engines.base import Ledger
-from agents.peers.registry import chain_for
+from agents.peers.registry import chain_for, stage_priors_for
 
 # Config fields that say where a served model runs and how it is reached, not which model it is.
 SERVED_WHERE = ("vlm_base_url", "router_base_url", "reranker_base_url", "served_max_in_flight", "served_timeout_s")
@@ -51,7 +50,7 @@ class CruiseAgent(BaseAgent):
         self.engines = engines
         if perception_wanted(self.config, self.engines.vlm):
             warm_up_perception(self.config)  # seconds at load, not in the first scored batch's budget
-        self.costs = StageCosts(priors=stage_priors(self.config))
+        self.costs = StageCosts(priors=stage_priors_for(self.config))
         self.last_batch_report: dict | None = None
         self.warmup_s: dict[str, float] | None = None  # seconds per stage of the warm-up batch
         if self.config.warmup_at_load:

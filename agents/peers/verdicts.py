@@ -38,16 +38,30 @@ def check_sampling(cfg: CruiseConfig, max_tokens: int) -> Sampling:
     return Sampling(max_tokens=max_tokens, seed=cfg.seed)
 
 
-def read_check(result: ChatResult) -> Check:
-    """The odds where the engine gave them, else the written word; unreadable: passed None."""
+def read_check(result: ChatResult, min_p_yes: float = 0.5) -> Check:
+    """The odds where the engine gave them (yes from `min_p_yes` up), else the written word;
+    unreadable: passed None."""
     if result.choice_logprobs:
         p_yes, parsed = yes_odds(result.choice_logprobs)
         if parsed:
-            return Check(p_yes >= 0.5, p_yes, result.text)
+            return Check(p_yes >= min_p_yes, p_yes, result.text)
     verdict, parsed = read_verdict(result.text)
     if not parsed:
         return Check(None, None, result.text)
     return Check(verdict, 1.0 if verdict else 0.0, result.text)
+
+
+_ANSWER_LABEL_ONLY = re.compile(r"^\W*(?:the\s+)?(?:final\s+|draft\s+|short\s+)?answer(?:\s+is)?\s*[:=]\s*",
+                                re.IGNORECASE)
+
+
+def without_answer_labels(text: str) -> str:
+    """A reply's answer without answer labels in front ("The answer is: Draft answer: X" -> "X"):
+    a model that repeats the label line leaves nothing of its own."""
+    previous = None
+    while text != previous:
+        previous, text = text, _ANSWER_LABEL_ONLY.sub("", text.strip(), count=1)
+    return text.strip()
 
 
 def evidence_text(context: str, picture_text: str) -> str:

@@ -19,22 +19,25 @@ import re
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
 from agents.cruise.parsing import labelled_value, strip_markdown
-from agents.cruise.prompts import ask_vlm, load_prompt_lines
+from agents.cruise.prompts import ask_vlm, load_prompt, load_prompt_lines
 from agents.cruise.stages.s1b_domain_route import domain_slug
 from agents.cruise.stages.s6_answer import read_answer
 from agents.cruise.types import Turn
 from agents.engines.base import ChatEngine, Sampling
 from agents.peers.qa_dragon.types import DomainRoute, Draft
+from agents.peers.verdicts import without_answer_labels
 
 _STEP = re.compile(r"^\s*(?:step\s*)?\d+[.):]\s*(.+)$", re.IGNORECASE)
-_ANSWER_LABEL = r"draft[\s_-]*answer|final[\s_-]*answer|answer"
+_ANSWER_LABEL = r"draft[\s_-]*answer|final[\s_-]*answer|(?:the\s+)?answer(?:\s+is)?"
 _OBJECT_LABEL = r"object|item|subject"
 MAX_STEPS = 5
+_WORD = re.compile(r"[a-z0-9']+")
 
 
-def read_draft(text: str) -> Draft:
+def read_draft(text: str, instructions: str = "") -> Draft:
     """The Object line, the numbered steps (at most five) and the draft answer ("I don't know"
-    for any abstention); parsed False when no answer line could be read."""
+    for any abstention); parsed False when no answer line could be read, or when the answer
+    only repeats words of the prompt's `instructions` (a model copying the format)."""
     plain = strip_markdown(text or "")
     object_name = (labelled_value(plain, _OBJECT_LABEL) or "").strip()
     steps = []
@@ -42,11 +45,22 @@ def read_draft(text: str) -> Draft:
         found = _STEP.match(line)
         if found and not re.match(rf"\s*(?:{_ANSWER_LABEL})\s*[:=]", found.group(1), re.IGNORECASE):
             steps.append(found.group(1).strip())
-    value = labelled_value(plain, _ANSWER_LABEL)
-    if value is None:
+    value = without_answer_labels(labelled_value(plain, _ANSWER_LABEL) or "")
+    if not value or copies(value, instructions):
         return Draft(IDK_ANSWER, object_name[:120], steps[:MAX_STEPS], text, parsed=False)
     answer, parsed = read_answer(value)
     return Draft(answer, object_name[:120], steps[:MAX_STEPS], text, parsed=parsed)
+
+
+def copies(value: str, instructions: str, min_words: int = 4) -> bool:
+    """Whether `value` is a run of at least `min_words` words of the instructions."""
+    words = _WORD.findall(value.lower())
+    return len(words) >= min_words and f" {' '.join(words)} " in f" {' '.join(_WORD.findall(instructions.lower()))} "
+
+
+def lengths(cfg: CruiseConfig, answers: float) -> int:
+    """A generation budget of `answers` answer lengths (the stack's answer_max_tokens)."""
+    return max(1, round(answers * cfg.answer_max_tokens))
 
 
 def domain_lines(domain: DomainRoute) -> str:
@@ -59,6 +73,7 @@ def draft_batch(turns: list[Turn], domains: list[DomainRoute], engine: ChatEngin
     replies = ask_vlm(
         engine, "draft", turns, wanted,
         lambda i: dict(query=turns[i].query, domain_notes=domain_lines(domains[i])),
-        Sampling(max_tokens=cfg.qa_dragon_draft_max_tokens, seed=cfg.seed), prompt_name="qa_dragon_draft",
+        Sampling(max_tokens=lengths(cfg, cfg.qa_dragon_draft_lengths), seed=cfg.seed), prompt_name="qa_dragon_draft",
     )
-    return [read_draft(text) for text in replies]
+    instructions = load_prompt("qa_dragon_draft").user.template
+    return [read_draft(text, instructions) for text in replies]

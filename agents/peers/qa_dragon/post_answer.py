@@ -22,19 +22,26 @@ from agents.cruise.prompts import load_prompt, quote_notes, vlm_image
 from agents.cruise.stages.s6_answer import read_answer, token_probabilities
 from agents.cruise.types import Turn
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
+from agents.peers.qa_dragon.draft import lengths
 from agents.peers.qa_dragon.types import Draft, PostAnswer, Reranked, SearchRoute
+from agents.peers.verdicts import without_answer_labels
 
 _ANSWER_LABEL = r"final[\s_-]*answer|answer"
+_REASON_LINE = re.compile(r"^[^\S\n]*[*_#>\s]*reason(?:ing)?[*_\s]*[:=]", re.IGNORECASE)
 _ANSWER_LINE = re.compile(r"^[^\S\n]*[*_#>\s]*(?:final[\s_-]*)?answer[*_\s]*[:=]", re.IGNORECASE | re.MULTILINE)
 
 
 def read_post_answer(text: str) -> tuple[str, str, bool]:
     """(answer, reason, parsed): the Answer line ("I don't know" for any abstention) and the Reason
-    line; parsed False when there is no Answer line."""
+    line. A reply without an Answer line is read as CRUISE reads an answer (s6_answer): its first
+    line that is not the Reason line; parsed False when nothing is left."""
     plain = strip_markdown(text or "")
     reason = labelled_value(plain, r"reason|reasoning") or ""
     value = labelled_value(plain, _ANSWER_LABEL)
     if value is None:
+        value = "\n".join(line for line in plain.splitlines() if not _REASON_LINE.match(line))
+    value = without_answer_labels(value)
+    if not value:
         return IDK_ANSWER, reason, False
     answer, parsed = read_answer(value)
     return answer, reason, parsed
@@ -79,7 +86,7 @@ def post_answer_batch(turns: list[Turn], drafts: list[Draft], routes: list[Searc
                                             context=quote_notes(reranked[i].evidence.context),
                                             draft=draft_text(drafts[i])),
                             image=vlm_image(turns[i], engine)) for i in wanted]
-    sampling = Sampling(max_tokens=cfg.qa_dragon_answer_max_tokens, seed=cfg.seed, logprobs=True)
+    sampling = Sampling(max_tokens=lengths(cfg, cfg.qa_dragon_answer_lengths), seed=cfg.seed, logprobs=True)
     results = engine.generate(requests, sampling, stage="post_answer")
     for i, result in zip(wanted, results):
         answer, reason, parsed = read_post_answer(result.text)

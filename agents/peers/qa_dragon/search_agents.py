@@ -35,3 +35,4 @@ def query_subject(draft: Draft) -> str:
     """What q' adds to the question: the object the D-CoT named (its kind when unnamed)."""
     name = " ".join(draft.object_name.split())
     return "" if name.lower().strip(".") in _UNNAMED else name
+

@@ -5,8 +5,9 @@ RAG turns ask the VLM two yes/no questions over the photo, the question and the 
 turn), the paper's two flags:
 - image search: is the thing asked about still unnamed, so that look-alike photos must name it?
 - text search: does the answer need facts the photo does not show?
-Each is read as the stack reads a yes/no check (agents/peers/verdicts.py); an unreadable flag
-searches (retrieving rather than guessing). Two rules of the paper's decision logic are applied
+Each is read as the stack reads a yes/no check (agents/peers/verdicts.py), the odds cut where the
+stack cuts its router's "needs external information" (`router_external_min_p`: the same question,
+asked of the same kind of model); an unreadable flag searches (retrieving rather than guessing). Two rules of the paper's decision logic are applied
 after the model by the domain router's label: Math and science needs neither search, Book and
 Plants and Gardening need no image search.
 
@@ -62,7 +63,8 @@ def tool_batch(turns: list[Turn], drafts: list[Draft], routes: list[SearchRoute]
                 for i in wanted for name in TOOL_PROMPTS]
     results = engine.generate(requests, check_sampling(cfg, cfg.qa_dragon_tool_max_tokens), stage="tool_route")
     for k, i in enumerate(wanted):
-        image, text = read_check(results[2 * k]), read_check(results[2 * k + 1])
+        image = read_check(results[2 * k], cfg.router_external_min_p)
+        text = read_check(results[2 * k + 1], cfg.router_external_min_p)
         choice = ToolChoice(image=image.passed is not False, text=text.passed is not False, image_check=image.raw,
                             text_check=text.raw, parsed=image.passed is not None and text.passed is not None)
         out[i] = apply_rules(choice, domains[i], web)
