@@ -77,7 +77,11 @@ def run_sam_rag(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig
                                      (engines.vlm, cfg), lambda: None))
         uses = _keep(uses, run.stage("is_use", is_use_batch, [turns, answers, uses], (engines.vlm, cfg), lambda: None))
     candidates = [u.regenerated if u.regenerated is not None else a.rag for u, a in zip(uses, answers)]
-    supports = run.stage("is_sup", is_sup_batch, [turns, evidence, candidates], (engines.vlm, cfg), SupportCheck)
+    # isSup judges only answers that passed isUse (Table 1: isUse true leads to isSup)
+    checked = [c if u.passed else IDK_ANSWER for c, u in zip(candidates, uses)]
+    supports = [SupportCheck() for _ in turns]
+    if any(c != IDK_ANSWER for c in checked):
+        supports = run.stage("is_sup", is_sup_batch, [turns, evidence, checked], (engines.vlm, cfg), SupportCheck)
 
     final, traces = [], []
     for i in range(n):

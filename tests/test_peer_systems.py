@@ -1,0 +1,376 @@
+"""QA-Dragon and SAM-RAG run whole (presets qa_dragon, sam_rag) inside the real CruiseAgent, over
+scripted engines and a fake search pipeline.
+
+The turns and the scripted replies come from the seeds, not from the presets' code:
+- QA-Dragon's Table 1 (seed 001, section 3.2) gives one question per branch: "What is written on
+  these umbrellas?" (Direct Output: the draft succeeds and the question is self-contained, OCR),
+  "In which year did the car on the right begin production?" (Search Verify: the draft succeeds
+  but evidence is recommended), "Who founded this cafe?" (RAG: the draft fails, an entity is
+  asked about). Search Verify runs the text toolchain then the verifier; RAG the visual and text
+  toolchains, chosen by the tool router, then the verifier; Direct Output emits the draft.
+- SAM-RAG's Table 1 (seed 002): isRel keeps only relevant documents and retrieval goes on until
+  one is found; isUse false means the answer is regenerated; isSup false means the answer is not
+  given as supported.
+The scripted engines write text verdicts, so the agents run on the paper's model stack
+(`stack="llama-3.2-vision"`: text router, text consistency and CoV readings) on the cpu machine.
+"""
+from __future__ import annotations
+
+import math
+
+import pytest
+from PIL import Image
+
+from agents.base_agent import IDK_ANSWER
+from agents.config import load_config
+from agents.cruise.trace_view import report_sections, summarize
+from agents.cruise_agent import CruiseAgent
+from agents.engines.base import ChatResult, Engines
+from agents.peers.qa_dragon.draft import read_draft
+from agents.peers.qa_dragon.post_answer import answer_line_probabilities, read_post_answer
+from agents.peers.qa_dragon.search_router import names_something
+from agents.peers.qa_dragon.verifier import read_verifier
+from agents.peers.registry import decide_from_trace
+from agents.peers.sam_rag.support import read_support
+from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
+
+UMBRELLAS = "What is written on these umbrellas?"
+CAR = "In which year did the car on the right begin production?"
+CAFE = "Who founded this cafe?"
+
+CAFE_HIT = {"index": 0, "score": 0.93, "entities": [{"entity_name": "Blue Bottle Coffee", "entity_attributes": {
+    "description": "Blue Bottle Coffee is a coffee roaster founded by James Freeman in 2002."}}]}
+CAR_PAGE = {"page_name": "Ford Mustang - history", "page_url": "https://example.org/mustang",
+            "page_snippet": "The Ford Mustang began production in March 1964 in Dearborn, Michigan."}
+
+
+def draft(request) -> str:
+    """The D-CoT a capable model writes for each of Table 1's questions."""
+    text = last_user_text(request)
+    if UMBRELLAS in text:
+        return ("Object: umbrellas\n1. The umbrellas carry printed words.\n2. The words read RAIN OR SHINE.\n"
+                "Draft answer: RAIN OR SHINE")
+    if CAR in text:
+        return ("Object: Ford Mustang\n1. The car on the right is a Ford Mustang.\n"
+                "2. It probably began production around 1964.\nDraft answer: 1964")
+    return ("Object: cafe\n1. The photo shows the front of a cafe.\n"
+            "2. I cannot determine who founded it from the photo.\nDraft answer: I don't know")
+
+
+def post_answer(request) -> str:
+    text = last_user_text(request)
+    if CAR in text:
+        return "Reason: The notes say the Ford Mustang began production in 1964.\nAnswer: 1964"
+    if "James Freeman" in text:
+        return "Reason: The notes say Blue Bottle Coffee was founded by James Freeman.\nAnswer: James Freeman"
+    return "Reason: Nothing in the notes names the founder.\nAnswer: I don't know"
+
+
+def qa_dragon_engines(verify=None, tool=None):
+    vlm = ScriptedEngine({
+        "draft": draft,
+        # the cafe is not named, and who founded it is not in the photo: both searches
+        "tool_route": tool or (lambda r: "yes"),
+        "rephrase": lambda r: "Query: Blue Bottle Coffee founder",
+        "entity_check": lambda r: "yes",
+        "crop": lambda r: "Object: cafe\nBox: 100, 100, 700, 800",
+        "fine_rerank": lambda r: "yes" if ("founded" in last_user_text(r) or "1964" in last_user_text(r)) else "no",
+        "post_answer": post_answer,
+        "verify": verify or (lambda r: "Verdict: correct\nWhy: the notes say so."),
+    })
+    router = ScriptedEngine({"domain": lambda r: "Domain: Text understanding" if UMBRELLAS in last_user_text(r)
+                             else "Domain: Vehicles" if CAR in last_user_text(r) else "Domain: Food"})
+    return Engines(router, vlm, FunctionReranker(lambda q, c: 0.9 if ("founded" in c or "1964" in c) else 0.3))
+
+
+def qa_dragon_agent(pipeline=None, engines=None, **overrides):
+    pipeline = pipeline if pipeline is not None else FakePipeline([CAFE_HIT], [CAR_PAGE])
+    config = load_config("cpu", "qa_dragon", stack="llama-3.2-vision", chunker="paper_fields", **overrides)
+    return CruiseAgent(pipeline, config=config, engines=engines or qa_dragon_engines())
+
+
+def ask(agent, *questions):
+    answers = agent.batch_generate_response(list(questions), [Image.new("RGB", (64, 48), "gray")] * len(questions),
+                                            [[] for _ in questions])
+    return answers, agent.last_batch_report["traces"]
+
+
+def stages(agent) -> list[str]:
+    return [c["stage"] for c in agent.last_batch_report["engine_calls"]]
+
+
+# ---- QA-Dragon: each branch on the turn built to need it -----------------------------------------
+
+
+def test_direct_output_emits_the_draft_of_an_ocr_question_without_searching():
+    pipeline = FakePipeline([CAFE_HIT], [CAR_PAGE])
+    agent = qa_dragon_agent(pipeline)
+    answers, (trace,) = ask(agent, UMBRELLAS)
+    assert answers == ["RAIN OR SHINE"]
+    assert trace["system"] == "qa_dragon" and trace["branch"] == "direct_output"
+    assert trace["router_features"]["answer_type"] == "ocr" and trace["decision"] == "direct_output"
+    assert trace["draft_steps"] == ["The umbrellas carry printed words.", "The words read RAIN OR SHINE."]
+    assert pipeline.calls == []  # no search of any kind
+    assert stages(agent) == ["domain", "draft"]  # nothing after the pre-answer
+    assert trace["tool_search"] is None and trace["post_answer"] is None and trace["verifier_confidence"] is None
+    assert all(trace["funnel"].values())
+
+
+def test_search_verify_checks_an_uncertain_draft_with_the_text_toolchain():
+    pipeline = FakePipeline([CAFE_HIT], [CAR_PAGE])
+    agent = qa_dragon_agent(pipeline)
+    answers, (trace,) = ask(agent, CAR)
+    assert answers == ["1964"]
+    assert trace["branch"] == "search_verify" and trace["router_features"]["hedged"] is True
+    assert trace["draft_object"] == "Ford Mustang" and trace["router_features"]["named"] is True
+    # the text toolchain alone: the tool router is not asked and no image search runs
+    assert trace["tool_search"] == "web" and pipeline.calls and set(pipeline.calls) == {"text"}
+    assert "tool_route" not in stages(agent) and "crop" not in stages(agent)
+    assert any("Ford Mustang" in q for q in pipeline.text_queries)  # q' names the object the draft named
+    assert any("1964" in c for c in trace["kept_chunks"])
+    assert trace["post_answer"] == "1964" and trace["verifier_confidence"] == 1.0 and trace["decision"] == "verified"
+
+
+def test_rag_lets_the_tool_router_pick_the_searches_for_a_question_about_an_entity():
+    pipeline = FakePipeline([CAFE_HIT], [CAR_PAGE])
+    agent = qa_dragon_agent(pipeline)
+    answers, (trace,) = ask(agent, CAFE)
+    assert answers == ["James Freeman"]
+    assert trace["branch"] == "rag" and trace["router_features"]["failed"] is True
+    assert trace["tool_search"] == "both" and "image" in pipeline.calls and "text" in pipeline.calls
+    calls = dict((c["stage"], c["requests"]) for c in agent.last_batch_report["engine_calls"])
+    assert calls["tool_route"] == 2  # the paper's two flags: image search? text search?
+    assert calls["rephrase"] == 1 and "Blue Bottle Coffee founder" in pipeline.text_queries
+    assert trace["entity_verdicts"] == {"Blue Bottle Coffee": True}
+    assert trace["fine_rerank_ran"] and any("James Freeman" in c for c in trace["kept_chunks"])
+    assert trace["decision"] == "verified"
+
+
+def test_one_batch_takes_all_three_branches_with_one_engine_call_per_step():
+    agent = qa_dragon_agent()
+    answers, traces = ask(agent, UMBRELLAS, CAR, CAFE)
+    assert answers == ["RAIN OR SHINE", "1964", "James Freeman"]
+    assert [t["branch"] for t in traces] == ["direct_output", "search_verify", "rag"]
+    called = stages(agent)
+    assert len(called) == len(set(called))  # each step one call for the batch
+    summary = summarize(traces)
+    assert summary["system"] == "qa_dragon"
+    assert {b: v["turns"] for b, v in summary["qa_dragon"]["branches"].items()} == {
+        "direct_output": 1, "search_verify": 1, "rag": 1}
+    titles = [s["title"] for s in report_sections(summary)]
+    assert "QA-Dragon: the search router's branches" in titles
+
+
+def test_the_tool_router_saying_no_search_leaves_the_post_answer_without_evidence():
+    pipeline = FakePipeline([CAFE_HIT], [CAR_PAGE])
+    agent = qa_dragon_agent(pipeline, qa_dragon_engines(tool=lambda r: "no"))
+    answers, (trace,) = ask(agent, CAFE)
+    assert trace["branch"] == "rag" and trace["tool_search"] == "none"
+    assert pipeline.calls == [] and trace["context"] == ""
+    assert answers == [IDK_ANSWER] and trace["decision"] == "abstained"
+
+
+def test_the_verifier_rejects_an_answer_the_evidence_does_not_support():
+    agent = qa_dragon_agent(engines=qa_dragon_engines(verify=lambda r: "**Verdict:** Incorrect\nWhy: unsupported."))
+    answers, traces = ask(agent, UMBRELLAS, CAR)
+    assert answers == ["RAIN OR SHINE", IDK_ANSWER]  # Direct Output is not verified (Table 1)
+    assert traces[1]["decision"] == "verifier_rejected" and traces[1]["verifier_confidence"] == 0.0
+    assert list(traces[1]["funnel"].values()) == [True, False]
+
+
+def test_the_token_gate_rejects_an_answer_the_engine_gave_no_probabilities_for():
+    agent = qa_dragon_agent(min_token_prob=0.2)
+    answers, (trace,) = ask(agent, CAR)
+    assert answers == [IDK_ANSWER] and trace["decision"] == "low_token_prob"
+    assert trace["rag_min_token_prob"] is None
+    assert list(trace["funnel"])[-1].startswith("least likely answer token >= 0.2")
+
+
+def test_task_one_without_web_search_verifies_with_the_image_search():
+    pipeline = FakePipeline([CAFE_HIT], None)  # Task 1: the image KG only
+    agent = qa_dragon_agent(pipeline)
+    _, (trace,) = ask(agent, CAR)
+    assert trace["branch"] == "search_verify" and trace["tool_search"] == "image"
+    assert set(pipeline.calls) == {"image"} and "no web search" in trace["tool_rule"]
+
+
+def test_a_step_the_deadline_does_not_start_leaves_direct_output_answers_standing():
+    # the post-answer is expected to take far longer than the batch's budget: it is not started
+    agent = qa_dragon_agent(stage_cost_priors_s={"post_answer": 1000.0})
+    answers, traces = ask(agent, UMBRELLAS, CAR)
+    assert answers == ["RAIN OR SHINE", IDK_ANSWER]
+    assert all(t["deadline_cut_before"] == "post_answer" for t in traces)
+    assert traces[1]["decision"] == "abstained" and "post_answer" not in stages(agent)
+
+
+def test_a_stage_fault_costs_its_turns_only_with_branch_error():
+    engines = qa_dragon_engines()
+    engines.vlm.fail = {"post_answer": lambda r: CAR in last_user_text(r)}
+    agent = qa_dragon_agent(engines=engines)
+    # the guard retries a failing step once on each half of its turns: the car's half is itself
+    answers, traces = ask(agent, CAR, UMBRELLAS, CAFE)
+    assert answers == [IDK_ANSWER, "RAIN OR SHINE", "James Freeman"]
+    assert traces[0]["branch"] == "error" and traces[0]["errors"]
+    assert [t["branch"] for t in traces[1:]] == ["direct_output", "rag"]
+
+
+# ---- SAM-RAG: Table 1's actions ------------------------------------------------------------------
+
+DOCUMENTS = {"index": 0, "score": 0.9, "entities": [{"entity_name": "Blue Bottle Coffee", "entity_attributes": {
+    "description": "\n\n".join([
+        "Blue Bottle Coffee sells beans online.",  # ranked first, not about the founder
+        "Blue Bottle Coffee has a blue logo.",
+        "Blue Bottle Coffee opened shops in Tokyo.",
+        "Blue Bottle Coffee was founded by James Freeman in 2002.",  # ranked fourth: the second round
+        "Blue Bottle Coffee serves pastries.",
+    ])}}]}
+RANK = ["sells beans", "blue logo", "Tokyo", "founded by", "pastries"]
+
+
+def rank_score(query: str, chunk: str) -> float:
+    return next((0.9 - 0.1 * k for k, words in enumerate(RANK) if words in chunk), 0.1)
+
+
+def sam_rag_agent(is_use=None, is_sup=None, is_rel=None, answer=None, regenerate=None, **overrides):
+    vlm = ScriptedEngine({
+        "summarize": lambda r: "The front of a cafe with a blue bottle logo.",
+        "is_rel": is_rel or (lambda r: "yes" if "founded by" in last_user_text(r) else "no"),
+        "answer": answer or (lambda r: "James Freeman" if "founded by" in last_user_text(r) else "I don't know"),
+        "is_use": is_use or (lambda r: "yes"),
+        "regenerate": regenerate or (lambda r: "James Freeman"),
+        "is_sup": is_sup or (lambda r: "Supported: fully"),
+    })
+    config = load_config("cpu", "sam_rag", stack="llama-3.2-vision", chunker="paper_fields", **overrides)
+    return CruiseAgent(FakePipeline([DOCUMENTS]), config=config,
+                       engines=Engines(vlm, vlm, FunctionReranker(rank_score))), vlm
+
+
+def test_relevance_rounds_go_on_until_a_relevant_document_is_found():
+    agent, vlm = sam_rag_agent()
+    answers, (trace,) = ask(agent, CAFE)
+    assert answers == ["James Freeman"] and trace["branch"] == "supported"
+    assert trace["relevance_rounds"] == 2 and trace["relevance_judged"] == 5  # 3, then the 2 left
+    assert trace["kept_chunks"] == ["Blue Bottle Coffee was founded by James Freeman in 2002."]
+    assert "founded by James Freeman" in trace["context"] and "sells beans" not in trace["context"]
+    assert [c for c in stages(agent) if c == "is_rel"] == ["is_rel", "is_rel"]
+
+
+def test_relevance_rounds_stop_at_their_bound_when_nothing_is_relevant():
+    agent, vlm = sam_rag_agent(is_rel=lambda r: "no", sam_rag_rounds=2, sam_rag_batch_docs=2)
+    answers, (trace,) = ask(agent, CAFE)
+    # 2 rounds of 2: the fifth document is never judged
+    assert trace["relevance_rounds"] == 2 and trace["relevance_judged"] == 4 and trace["context"] == ""
+    assert answers == [IDK_ANSWER] and trace["funnel"]["relevant document kept (isRel)"] is False
+
+
+def test_an_answer_that_misses_the_question_is_regenerated_once_then_given():
+    agent, vlm = sam_rag_agent(answer=lambda r: "Coffee is a drink.",
+                               is_use=lambda r: "no" if "Coffee is a drink" in last_user_text(r) else "yes")
+    answers, (trace,) = ask(agent, CAFE)
+    assert answers == ["James Freeman"] and trace["branch"] == "supported_after_regeneration"
+    assert trace["first_answer"] == "Coffee is a drink." and trace["is_use_first"] is False
+    assert trace["regenerated"] and trace["is_use_second"] is True
+    regenerate = [r for stage, r in vlm.requests if stage == "regenerate"]
+    assert len(regenerate) == 1 and "Coffee is a drink." in last_user_text(regenerate[0])
+
+
+def test_an_answer_that_keeps_missing_the_question_is_regenerated_once_then_stops():
+    agent, vlm = sam_rag_agent(answer=lambda r: "Coffee is a drink.", regenerate=lambda r: "Coffee is a drink.",
+                               is_use=lambda r: "no")
+    answers, (trace,) = ask(agent, CAFE)
+    assert answers == [IDK_ANSWER] and trace["branch"] == "not_useful"
+    assert stages(agent).count("answer") == 1 and stages(agent).count("regenerate") == 1
+    assert stages(agent).count("is_use") == 2 and "is_sup" not in stages(agent) and trace["is_use"] is False
+    assert trace["funnel"]["isUse: answers the question (one regeneration at most)"] is False
+
+
+def test_an_unsupported_answer_is_not_given():
+    agent, vlm = sam_rag_agent(is_sup=lambda r: "Supported: no")
+    answers, (trace,) = ask(agent, CAFE)
+    assert answers == [IDK_ANSWER] and trace["branch"] == "unsupported"
+    assert trace["is_sup_confidence"] == 0.0 and trace["rag_answer"] == "James Freeman"
+    summary = summarize([trace])
+    assert summary["system"] == "sam_rag" and summary["sam_rag"]["outcomes"]["unsupported"] == 1
+
+
+def test_a_partly_supported_answer_passes_only_a_threshold_at_or_below_one_half():
+    strict, _ = sam_rag_agent(is_sup=lambda r: "Supported: partially")
+    lenient, _ = sam_rag_agent(is_sup=lambda r: "Supported: partially", tau_low=0.5)
+    assert ask(strict, CAFE)[0] == [IDK_ANSWER]
+    assert ask(lenient, CAFE)[0] == ["James Freeman"]
+
+
+# ---- the readers -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("reply, answer, parsed", [
+    ("Object: Ford Mustang\n1. It is a Ford Mustang.\nDraft answer: 1964", "1964", True),
+    ("**Object:** Eiffel Tower\n1. The tower is in Paris.\n**Draft Answer:** 1889", "1889", True),
+    ("Object: cafe\n1. I cannot determine the founder.\nDraft answer: I'm not sure", IDK_ANSWER, True),
+    ("The answer is: 42", "42", True),
+    ("Object: car\n1. It is red.", IDK_ANSWER, False),  # cut before the answer
+    ("The answer is:\nThe answer is:", IDK_ANSWER, False),  # a repeated label, no answer
+    ("Draft answer: a short answer, or I don't know", IDK_ANSWER, False),  # the format copied
+])
+def test_draft_reader(reply, answer, parsed):
+    from agents.cruise.prompts import load_prompt
+
+    found = read_draft(reply, load_prompt("qa_dragon_draft").user.template)
+    assert (found.answer, found.parsed) == (answer, parsed)
+
+
+@pytest.mark.parametrize("phrase, named", [
+    ("Ford Mustang", True), ("iPhone 13", True), ("BMW", True), ("Pride and Prejudice", True),
+    ("the red car", False), ("Car", False), ("unknown", False), ("The car on the right", False), ("", False),
+])
+def test_what_counts_as_a_named_object(phrase, named):
+    assert names_something(phrase) is named
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("Reason: the notes say so.\nAnswer: Paris", ("Paris", "the notes say so.", True)),
+    ("Reason: nothing fits.\nAnswer: I don't know", (IDK_ANSWER, "nothing fits.", True)),
+    ("The tower is in Paris.", ("The tower is in Paris.", "", True)),  # no labels: read as CRUISE reads an answer
+    ("Reason: cut off before the", (IDK_ANSWER, "cut off before the", False)),
+])
+def test_post_answer_reader(reply, expected):
+    assert read_post_answer(reply) == expected
+
+
+def test_the_white_box_signal_is_the_answer_lines_least_likely_token():
+    tokens = ["Reason", ":", " a", " guess", "\n", "Answer", ":", " Paris"]
+    probs = [0.9, 0.9, 0.9, 0.01, 0.9, 0.9, 0.9, 0.6]
+    result = ChatResult(text="".join(tokens), tokens=tokens, token_logprobs=[math.log(p) for p in probs])
+    lowest, mean = answer_line_probabilities(result)
+    assert lowest == pytest.approx(0.6) and mean == pytest.approx(0.6)
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("Verdict: correct\nWhy: supported.", (1.0, True)), ("**Verdict:** Incorrect", (0.0, True)),
+    ("Response: Correct Answer", (1.0, True)), ("The answer is not supported.", (0.0, True)), ("", (0.0, False)),
+])
+def test_verifier_reader(reply, expected):
+    assert read_verifier(reply) == expected
+
+
+@pytest.mark.parametrize("reply, expected", [
+    ("Supported: fully", (1.0, True)), ("supported: Partially", (0.5, True)), ("Supported: no", (0.0, True)),
+    ("**Supported:** Yes", (1.0, True)), ("maybe", (0.0, False)),
+])
+def test_support_reader(reply, expected):
+    assert read_support(reply) == expected
+
+
+# ---- calibration replays each system's own rule ----------------------------------------------------
+
+
+def test_the_calibration_replay_decides_a_peer_trace_by_its_systems_rule():
+    qa = load_config("cpu", "qa_dragon", stack="llama-3.2-vision")
+    trace = {"branch": "rag", "rag_answer": "James Freeman", "verifier_confidence": 1.0, "rag_min_token_prob": 0.3}
+    assert decide_from_trace(trace, qa).answer == "James Freeman"
+    assert decide_from_trace(trace, qa.replace(min_token_prob=0.5)).branch == "low_token_prob"
+    assert decide_from_trace({**trace, "branch": "direct_output"}, qa.replace(min_token_prob=0.5)).answer == "James Freeman"
+    sam = load_config("cpu", "sam_rag", stack="llama-3.2-vision")
+    trace = {"branch": "supported", "rag_answer": "James Freeman", "is_use": True, "is_sup_confidence": 0.5}
+    assert decide_from_trace(trace, sam).answer == IDK_ANSWER
+    assert decide_from_trace(trace, sam.replace(tau_low=0.5)).answer == "James Freeman"
