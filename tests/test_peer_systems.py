@@ -2,12 +2,10 @@
 scripted engines and a fake search pipeline.
 
 The turns and the scripted replies come from the seeds, not from the presets' code:
-- QA-Dragon's Table 1 (seed 001, section 3.2) gives one question per branch: "What is written on
-  these umbrellas?" (Direct Output: the draft succeeds and the question is self-contained, OCR),
-  "In which year did the car on the right begin production?" (Search Verify: the draft succeeds
-  but evidence is recommended), "Who founded this cafe?" (RAG: the draft fails, an entity is
-  asked about). Search Verify runs the text toolchain then the verifier; RAG the visual and text
-  toolchains, chosen by the tool router, then the verifier; Direct Output emits the draft.
+- QA-Dragon's Table 1 (seed 001, section 3.2) gives one question per branch (testkit/scripted_peers.py):
+  Direct Output emits the draft of a self-contained (OCR) question; Search Verify runs the text
+  toolchain then the verifier on a hedged draft; RAG, on a failed draft about an entity, runs
+  the toolchains the tool router picks, then the verifier.
 - SAM-RAG's Table 1 (seed 002): isRel keeps only relevant documents and retrieval goes on until
   one is found; isUse false means the answer is regenerated; isSup false means the answer is not
   given as supported.
@@ -16,6 +14,7 @@ The scripted engines write text verdicts, so the agents run on the paper's model
 """
 from __future__ import annotations
 
+import json
 import math
 
 import pytest
@@ -33,54 +32,7 @@ from agents.peers.qa_dragon.verifier import read_verifier
 from agents.peers.registry import decide_from_trace
 from agents.peers.sam_rag.support import read_support
 from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
-
-UMBRELLAS = "What is written on these umbrellas?"
-CAR = "In which year did the car on the right begin production?"
-CAFE = "Who founded this cafe?"
-
-CAFE_HIT = {"index": 0, "score": 0.93, "entities": [{"entity_name": "Blue Bottle Coffee", "entity_attributes": {
-    "description": "Blue Bottle Coffee is a coffee roaster founded by James Freeman in 2002."}}]}
-CAR_PAGE = {"page_name": "Ford Mustang - history", "page_url": "https://example.org/mustang",
-            "page_snippet": "The Ford Mustang began production in March 1964 in Dearborn, Michigan."}
-
-
-def draft(request) -> str:
-    """The D-CoT a capable model writes for each of Table 1's questions."""
-    text = last_user_text(request)
-    if UMBRELLAS in text:
-        return ("Object: umbrellas\n1. The umbrellas carry printed words.\n2. The words read RAIN OR SHINE.\n"
-                "Draft answer: RAIN OR SHINE")
-    if CAR in text:
-        return ("Object: Ford Mustang\n1. The car on the right is a Ford Mustang.\n"
-                "2. It probably began production around 1964.\nDraft answer: 1964")
-    return ("Object: cafe\n1. The photo shows the front of a cafe.\n"
-            "2. I cannot determine who founded it from the photo.\nDraft answer: I don't know")
-
-
-def post_answer(request) -> str:
-    text = last_user_text(request)
-    if CAR in text:
-        return "Reason: The notes say the Ford Mustang began production in 1964.\nAnswer: 1964"
-    if "James Freeman" in text:
-        return "Reason: The notes say Blue Bottle Coffee was founded by James Freeman.\nAnswer: James Freeman"
-    return "Reason: Nothing in the notes names the founder.\nAnswer: I don't know"
-
-
-def qa_dragon_engines(verify=None, tool=None):
-    vlm = ScriptedEngine({
-        "draft": draft,
-        # the cafe is not named, and who founded it is not in the photo: both searches
-        "tool_route": tool or (lambda r: "yes"),
-        "rephrase": lambda r: "Query: Blue Bottle Coffee founder",
-        "entity_check": lambda r: "yes",
-        "crop": lambda r: "Object: cafe\nBox: 100, 100, 700, 800",
-        "fine_rerank": lambda r: "yes" if ("founded" in last_user_text(r) or "1964" in last_user_text(r)) else "no",
-        "post_answer": post_answer,
-        "verify": verify or (lambda r: "Verdict: correct\nWhy: the notes say so."),
-    })
-    router = ScriptedEngine({"domain": lambda r: "Domain: Text understanding" if UMBRELLAS in last_user_text(r)
-                             else "Domain: Vehicles" if CAR in last_user_text(r) else "Domain: Food"})
-    return Engines(router, vlm, FunctionReranker(lambda q, c: 0.9 if ("founded" in c or "1964" in c) else 0.3))
+from testkit.scripted_peers import CAFE, CAFE_HIT, CAR, CAR_PAGE, UMBRELLAS, qa_dragon_engines
 
 
 def qa_dragon_agent(pipeline=None, engines=None, **overrides):
@@ -374,3 +326,34 @@ def test_the_calibration_replay_decides_a_peer_trace_by_its_systems_rule():
     trace = {"branch": "supported", "rag_answer": "James Freeman", "is_use": True, "is_sup_confidence": 0.5}
     assert decide_from_trace(trace, sam).answer == IDK_ANSWER
     assert decide_from_trace(trace, sam.replace(tau_low=0.5)).answer == "James Freeman"
+
+
+# ---- a whole evaluation, in process: the report shows the system's own steps ---------------------
+
+
+def test_an_evaluation_reports_the_branch_of_each_turn_and_the_systems_funnel(tmp_path, monkeypatch):
+    import local_evaluation
+    from testkit.scripted_agent import build_dataset
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-datasets"))
+    questions = [("u", UMBRELLAS, "RAIN OR SHINE"), ("m", CAR, "1964"), ("f", CAFE, "James Freeman")]
+    dataset = build_dataset(tmp_path / "dataset", [
+        dict(session_id=f"s-{key}", image=Image.new("RGB", (96, 64), "gray"), image_url=None, image_quality="normal",
+             turns=[(f"{key}-0", question, gold, "others", "simple", "static")]) for key, question, gold in questions],
+        form="list")
+    out = tmp_path / "qa_dragon"
+    local_evaluation.main(["--dataset", str(dataset), "--dataset-type", "single-turn", "--profile", "cpu",
+                           "--preset", "qa_dragon+paper_finalizer", "--agent", "testkit.scripted_peers:TableOneAgent",
+                           "--search", "none", "--eval-model", "None", "--output-dir", str(out), "--no_progress",
+                           "--display-conversations", "0"])
+    summary = json.loads((out / "run_summary.json").read_text())
+    assert summary["over_budget_count"] == 0
+    assert summary["agent_summary"]["system"] == "qa_dragon"
+    page = (out / "report.html").read_text()
+    assert "QA-Dragon: the search router&#39;s branches" in page
+    assert "<td>answer written (not I don&#39;t know)</td>" in page
+    assert "<td>verifier &gt;= 0.9 (Direct Output: not checked)</td>" in page
+    assert all(f'data-branch="{branch}"' in page for branch in ("direct_output", "search_verify", "rag"))
+    turn_pages = "".join(p.read_text() for p in (out / "report_turns").glob("*.html"))
+    assert "<th>D-CoT draft</th>" in turn_pages and "<th>search router</th>" in turn_pages
