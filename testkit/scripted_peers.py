@@ -11,6 +11,9 @@ verifier writes text verdicts).
   but is hedged: evidence is recommended; the text toolchain, then the verifier);
 - "Who founded this cafe?": RAG (the draft fails; an entity is asked about; the tool router picks
   the searches).
+
+The same engines answer SAM-RAG's steps over the same turns (a document is relevant when it holds
+the fact asked about), so that both systems run on this world.
 """
 from __future__ import annotations
 
@@ -50,6 +53,13 @@ def post_answer(request) -> str:
     return "Reason: Nothing in the notes names the founder.\nAnswer: I don't know"
 
 
+def sam_rag_answer(request) -> str:
+    text = last_user_text(request)
+    if UMBRELLAS in text:
+        return "RAIN OR SHINE"
+    return "1964" if "1964" in text else "James Freeman" if "James Freeman" in text else "I don't know"
+
+
 def relevant(text: str) -> bool:
     return "founded" in text or "1964" in text
 
@@ -65,6 +75,13 @@ def qa_dragon_engines(verify=None, tool=None) -> Engines:
         "fine_rerank": lambda r: "yes" if relevant(last_user_text(r)) else "no",
         "post_answer": post_answer,
         "verify": verify or (lambda r: "Verdict: correct\nWhy: the notes say so."),
+        # SAM-RAG's steps over the same world (seed 002, Table 1)
+        "summarize": lambda r: "Umbrellas, a car or a cafe front.",
+        "is_rel": lambda r: "yes" if relevant(last_user_text(r).split("<<<DOCUMENT")[-1]) else "no",
+        "answer": sam_rag_answer,
+        "is_use": lambda r: "yes",
+        "regenerate": sam_rag_answer,
+        "is_sup": lambda r: "Supported: fully",
     })
     router = ScriptedEngine({"domain": lambda r: "Domain: Text understanding" if UMBRELLAS in last_user_text(r)
                              else "Domain: Vehicles" if CAR in last_user_text(r) else "Domain: Food"})

@@ -331,7 +331,19 @@ def test_the_calibration_replay_decides_a_peer_trace_by_its_systems_rule():
 # ---- a whole evaluation, in process: the report shows the system's own steps ---------------------
 
 
-def test_an_evaluation_reports_the_branch_of_each_turn_and_the_systems_funnel(tmp_path, monkeypatch):
+REPORTED = {
+    "qa_dragon": ("QA-Dragon: the search router&#39;s branches",
+                  ["answer written (not I don&#39;t know)", "verifier &gt;= 0.9 (Direct Output: not checked)"],
+                  ["direct_output", "search_verify", "rag"], "<th>D-CoT draft</th>"),
+    "sam_rag": ("SAM-RAG: what its checks did",
+                ["retrieved", "relevant document kept (isRel)", "answer written (not I don&#39;t know)",
+                 "isUse: answers the question (one regeneration at most)", "isSup: supported (&gt;= 0.9)"],
+                ["supported"], "<th>isRel</th>"),
+}
+
+
+@pytest.mark.parametrize("system", sorted(REPORTED))
+def test_an_evaluation_reports_each_turns_branch_and_the_systems_funnel(system, tmp_path, monkeypatch):
     import local_evaluation
     from testkit.scripted_agent import build_dataset
 
@@ -342,18 +354,18 @@ def test_an_evaluation_reports_the_branch_of_each_turn_and_the_systems_funnel(tm
         dict(session_id=f"s-{key}", image=Image.new("RGB", (96, 64), "gray"), image_url=None, image_quality="normal",
              turns=[(f"{key}-0", question, gold, "others", "simple", "static")]) for key, question, gold in questions],
         form="list")
-    out = tmp_path / "qa_dragon"
+    out = tmp_path / system
+    # the scripted verifiers write text verdicts: the paper's readings (paper_finalizer) over the cpu stack
     local_evaluation.main(["--dataset", str(dataset), "--dataset-type", "single-turn", "--profile", "cpu",
-                           "--preset", "qa_dragon+paper_finalizer", "--agent", "testkit.scripted_peers:TableOneAgent",
+                           "--preset", f"{system}+paper_finalizer", "--agent", "testkit.scripted_peers:TableOneAgent",
                            "--search", "none", "--eval-model", "None", "--output-dir", str(out), "--no_progress",
                            "--display-conversations", "0"])
     summary = json.loads((out / "run_summary.json").read_text())
-    assert summary["over_budget_count"] == 0
-    assert summary["agent_summary"]["system"] == "qa_dragon"
+    assert summary["over_budget_count"] == 0 and summary["agent_summary"]["system"] == system
+    table, steps, branches, turn_row = REPORTED[system]
     page = (out / "report.html").read_text()
-    assert "QA-Dragon: the search router&#39;s branches" in page
-    assert "<td>answer written (not I don&#39;t know)</td>" in page
-    assert "<td>verifier &gt;= 0.9 (Direct Output: not checked)</td>" in page
-    assert all(f'data-branch="{branch}"' in page for branch in ("direct_output", "search_verify", "rag"))
+    assert table in page
+    assert all(f"<td>{step}</td>" in page for step in steps)
+    assert all(f'data-branch="{branch}"' in page for branch in branches)
     turn_pages = "".join(p.read_text() for p in (out / "report_turns").glob("*.html"))
-    assert "<th>D-CoT draft</th>" in turn_pages and "<th>search router</th>" in turn_pages
+    assert turn_row in turn_pages
