@@ -369,3 +369,27 @@ def test_an_evaluation_reports_each_turns_branch_and_the_systems_funnel(system, 
     assert all(f'data-branch="{branch}"' in page for branch in branches)
     turn_pages = "".join(p.read_text() for p in (out / "report_turns").glob("*.html"))
     assert turn_row in turn_pages
+
+
+# ---- the presets on any profile and stack ------------------------------------------------------------
+
+SWITCHES = {"system", "preset", "use_router", "use_dual_path", "use_self_consistency", "use_cov", "use_crop_search",
+            "use_entity_check"}
+
+
+@pytest.mark.parametrize("profile", ["cpu", "l40s", "served"])
+@pytest.mark.parametrize("system", ["qa_dragon", "sam_rag"])
+def test_a_peer_preset_changes_switches_only_and_keeps_each_stacks_settings(profile, system):
+    import dataclasses
+
+    full = dataclasses.asdict(load_config(profile, "full"))
+    peer = dataclasses.asdict(load_config(profile, system))
+    assert {k for k in full if full[k] != peer[k]} <= SWITCHES
+    assert peer["system"] == system and not peer["use_cov"] and not peer["use_dual_path"]
+
+
+def test_a_peer_system_refuses_cruises_own_stages_and_an_unknown_system_in_one_line():
+    with pytest.raises(ValueError, match="use_cov=True: system qa_dragon has no such stage"):
+        load_config("cpu", "qa_dragon", use_cov=True)
+    with pytest.raises(ValueError, match="unknown system 'dragon'"):
+        load_config("cpu", "full", system="dragon")

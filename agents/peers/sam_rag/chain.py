@@ -59,8 +59,10 @@ def run_sam_rag(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig
     summaries = run.stage("summarize", _caption, [turns, routes, perceptions], (engines.vlm, scfg), Summary)
     retrievals = run.stage("retrieve", _retrieve, [turns, routes, [s.text for s in summaries]], (pipeline, scfg),
                            Retrieval)
-    states = run.stage("rank", rank_batch, [retrievals], (engines.reranker, cfg), RelevanceSearch)
     # A step no turn needs is not started: the deadline would otherwise weigh a step with nothing to do.
+    states = [RelevanceSearch() for _ in turns]
+    if any(r.chunks for r in retrievals):
+        states = run.stage("rank", rank_batch, [retrievals], (engines.reranker, cfg), RelevanceSearch)
     for _ in range(max(cfg.sam_rag_rounds, 0)):
         if not any(searching(s, cfg) for s in states) or run.cut_before or run.cut_during:
             break
@@ -71,7 +73,8 @@ def run_sam_rag(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig
     answers = run.stage("answer", answer_batch, [turns, evidence], (engines.vlm, cfg.replace(use_dual_path=False)),
                         lambda: Answers(rag=IDK_ANSWER))
     uses = [UseCheck() for _ in turns]
-    uses = _keep(uses, run.stage("is_use", is_use_batch, [turns, answers, uses], (engines.vlm, cfg), lambda: None))
+    if any(a.rag != IDK_ANSWER for a in answers):
+        uses = _keep(uses, run.stage("is_use", is_use_batch, [turns, answers, uses], (engines.vlm, cfg), lambda: None))
     if any(u.first is not None and u.first.passed is False for u in uses):
         uses = _keep(uses, run.stage("regenerate", regenerate_batch, [turns, evidence, answers, uses],
                                      (engines.vlm, cfg), lambda: None))
