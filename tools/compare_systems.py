@@ -136,19 +136,32 @@ def tables(results: dict) -> str:
     return "\n".join(lines)
 
 
-def report(results: dict, calibrations: dict, argv: list[str], started: str) -> str:
+def measured_span(run_dirs: list[Path]) -> tuple[str, str]:
+    """When the runs were made (UTC): the first run_config.json written (a run's start), the last
+    scores_dictionary.json (a run's end); a table rebuilt from reused runs keeps their dates."""
+    def stamp(seconds: float) -> str:
+        return datetime.datetime.fromtimestamp(seconds, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+
+    starts = [(d / "run_config.json").stat().st_mtime for d in run_dirs if (d / "run_config.json").exists()]
+    ends = [(d / "scores_dictionary.json").stat().st_mtime for d in run_dirs if (d / "scores_dictionary.json").exists()]
+    return stamp(min(starts)), stamp(max(ends))
+
+
+def report(results: dict, calibrations: dict, argv: list[str]) -> str:
     judges = sorted({str(r["judge"]) for found in results.values() for r in found["rows"]})
-    finished = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    runs = [Path(r["run_dir"]) for found in results.values() for r in found["rows"]]
+    runs += [Path(run) for path in calibrations.values() for run in json.loads(Path(path).read_text()).get("runs", [])]
+    started, finished = measured_span(runs)
     cal_lines = []
     for preset, path in calibrations.items():
         saved = json.loads(Path(path).read_text())
         cal_lines.append(f"- `{preset}`: {saved.get('verdict', 'settings given')}: "
                          + ", ".join(f"{k}={v}" for k, v in saved.get("settings", {}).items()))
     return "\n".join([
-        f"Date: {started} to {finished}. Machine: {platform.machine()}, {os.cpu_count()} CPU cores, "
+        f"Date: runs made {started} to {finished}. Machine: {platform.machine()}, {os.cpu_count()} CPU cores, "
         f"{platform.platform()}.",
         f"Command: `python -m tools.compare_systems {shlex.join(argv)}`".rstrip() + ".",
-        f"Judge: {', '.join(judges)}. Outcome of each outcome pair in {', '.join(OUTCOMES)}.",
+        f"Judge: {', '.join(judges)}. A turn's outcome is one of: {', '.join(OUTCOMES)}.",
         "Calibration (each system on its own traces of shard 0/2, `python -m tools.calibrate`):",
         *cal_lines,
         f"Held-out half: the conversations with index % {HALVES} == {HELD_OUT}, which calibration never saw.",
@@ -189,7 +202,6 @@ def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
     systems = [BASELINE] + [s for s in args.systems if s != BASELINE]
-    started = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     output_dir = args.output_dir or REPO_ROOT / "outputs" / datetime.datetime.now().strftime("systems-%Y%m%d-%H%M%S")
     output_dir.mkdir(parents=True, exist_ok=True)
     calibrations = {preset: calibrate_system(args, preset, output_dir) for preset in systems
@@ -204,7 +216,7 @@ def main(argv=None) -> int:
             "rows": [run_row(preset, run_dirs[preset]) for preset in systems],
             "pairs": [paired_row(preset, run_dirs[BASELINE], run_dirs[preset]) for preset in systems[1:]],
         }
-    text = report(results, {k: str(v) for k, v in calibrations.items()}, argv, started)
+    text = report(results, {k: str(v) for k, v in calibrations.items()}, argv)
     (output_dir / "systems.md").write_text(text)
     (output_dir / "systems.json").write_text(json.dumps({"calibrations": {k: str(v) for k, v in calibrations.items()},
                                                          "results": results}, indent=1, default=str))
