@@ -393,3 +393,30 @@ def test_a_peer_system_refuses_cruises_own_stages_and_an_unknown_system_in_one_l
         load_config("cpu", "qa_dragon", use_cov=True)
     with pytest.raises(ValueError, match="unknown system 'dragon'"):
         load_config("cpu", "full", system="dragon")
+
+
+# ---- room for the answer -----------------------------------------------------------------------------
+
+
+def test_qa_dragon_skips_an_optional_step_that_would_leave_no_time_for_the_answer():
+    # two turns: 19 s of budget; the post-answer is expected at 8 s a turn, the fine reranker at 3
+    agent = qa_dragon_agent(stage_cost_priors_s={"post_answer": 8.0, "fine_rerank": 3.0})
+    answers, traces = ask(agent, CAR, CAFE)
+    assert answers == ["1964", "James Freeman"]  # from the coarse reranker's context
+    assert all(t["skipped_for_time"] == ["fine_rerank"] and not t["fine_rerank_ran"] for t in traces)
+    assert "fine_rerank" not in stages(agent) and "post_answer" in stages(agent)
+
+
+def test_without_time_for_the_tool_router_a_rag_turn_runs_every_search():
+    agent = qa_dragon_agent(stage_cost_priors_s={"post_answer": 8.0, "tool_route": 2.0})
+    _, (trace,) = ask(agent, CAFE)
+    assert trace["branch"] == "rag" and trace["tool_search"] == "both" and "tool_route" in trace["skipped_for_time"]
+    assert trace["tool_rule"].startswith("not asked (no time)")
+
+
+def test_sam_rag_answers_without_relevance_rounds_when_they_would_leave_no_time_for_the_answer():
+    # one turn: 9 s of budget; an isRel round is expected at 5 s, the answer at 5
+    agent, vlm = sam_rag_agent(stage_cost_priors_s={"answer": 5.0, "is_rel": 5.0})
+    _, (trace,) = ask(agent, CAFE)
+    assert trace["skipped_for_time"] == ["is_rel"] and trace["relevance_rounds"] == 0
+    assert "is_rel" not in stages(agent) and "answer" in stages(agent)

@@ -46,7 +46,7 @@ SHOWN_TRACE_KEYS = {
     "rephrase_raw", "fine_rerank_ran", "post_answer", "post_reason", "post_raw", "reply_min_token_prob",
     "rag_min_token_prob", "verifier_confidence", "verifier_raw", "decision", "summary_raw", "relevance_rounds",
     "relevance_judged", "first_answer", "first_raw", "is_use_first", "is_use_first_raw", "regenerated",
-    "regenerated_answer", "regenerated_raw", "is_use_second", "is_use", "is_sup_confidence", "is_sup_raw",
+    "regenerated_answer", "regenerated_raw", "is_use_second", "is_use", "is_sup_confidence", "is_sup_raw", "skipped_for_time",
 }
 
 

@@ -24,6 +24,7 @@ from agents.cruise.stages.s3_retrieve import retrieve_batch, web_search_enabled
 from agents.cruise.stages.s3a_entity_check import entity_check_batch
 from agents.cruise.types import CropPlan, Decision, Perception, Retrieval, SubQueries, Turn
 from agents.engines.base import Engines
+from agents.peers.budget import leaves_room
 from agents.peers.qa_dragon.decide import decide_from_trace
 from agents.peers.qa_dragon.domain_router import domain_batch
 from agents.peers.qa_dragon.draft import draft_batch
@@ -32,7 +33,7 @@ from agents.peers.qa_dragon.rephrase import rephrase_batch
 from agents.peers.qa_dragon.rerank import coarse_batch, coarse_pick, fine_batch
 from agents.peers.qa_dragon.search_agents import query_subject, search_config, search_routes
 from agents.peers.qa_dragon.search_router import route_batch
-from agents.peers.qa_dragon.tool_router import planned_tools, tool_batch
+from agents.peers.qa_dragon.tool_router import planned_tools, tool_batch, unasked_tools
 from agents.peers.qa_dragon.trace import funnel_flags, turn_trace
 from agents.peers.qa_dragon.types import (
     DomainRoute,
@@ -43,6 +44,11 @@ from agents.peers.qa_dragon.types import (
     SearchRoute,
 )
 from agents.peers.qa_dragon.verifier import needs_check, verify_batch
+
+# What the answer needs after the searches: the post-answer and its verifier; and before them,
+# the search and the coarse reranker.
+ANSWER_STEPS = ("post_answer", "verify")
+SEARCH_THEN = ("retrieve", "rerank", *ANSWER_STEPS)
 
 
 def run_qa_dragon(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts,
@@ -59,33 +65,47 @@ def run_qa_dragon(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConf
     routes = route_batch(turns, drafts, domains)
     web = pipeline is not None and web_search_enabled(pipeline)
     # A step no turn needs is not started (the deadline would otherwise weigh a step with nothing
-    # to do); a turn a step did not reach keeps what it had.
+    # to do), an optional one only when it leaves room for the answer (budget.py); a turn a step
+    # did not reach keeps what it had.
+    skipped: list[str] = []
+
+    def room(step: str, then: tuple[str, ...]) -> bool:
+        if leaves_room(run, step, then):
+            return True
+        skipped.append(step)
+        return False
+
     tools = planned_tools(routes, web)
     if any(r.branch == "rag" for r in routes):
-        tools = _keep(tools, run.stage("tool_route", tool_batch, [turns, drafts, routes, domains, tools],
-                                       (engines.vlm, cfg, web), lambda: None))
+        if room("tool_route", SEARCH_THEN):
+            tools = _keep(tools, run.stage("tool_route", tool_batch, [turns, drafts, routes, domains, tools],
+                                           (engines.vlm, cfg, web), lambda: None))
+        else:
+            tools = unasked_tools(routes, domains, tools, web)
     rephrased = [SubQueries() for _ in turns]
-    if cfg.qa_dragon_rephrase_queries > 0 and any(t.text for t in tools):
+    if cfg.qa_dragon_rephrase_queries > 0 and any(t.text for t in tools) and room("rephrase", SEARCH_THEN):
         rephrased = _keep(rephrased, run.stage("rephrase", rephrase_batch, [turns, drafts, tools], (engines.vlm, cfg),
                                                lambda: None))
     scfg = search_config(cfg)
     sroutes = search_routes(tools)
     crops = [CropPlan() for _ in turns]
-    if cfg.use_crop_search and any(t.image and turn.image is not None for t, turn in zip(tools, turns)):
+    if (cfg.use_crop_search and any(t.image and turn.image is not None for t, turn in zip(tools, turns))
+            and room("crop", SEARCH_THEN)):
         crops = _keep(crops, run.stage("crop", crop_batch, [turns, sroutes], (engines.vlm, scfg), lambda: None))
     subjects = [query_subject(d) for d in drafts]
     retrievals = [Retrieval() for _ in turns]
     if any(r.needs_external for r in sroutes):
         retrievals = _keep(retrievals, run.stage("retrieve", _retrieve, [turns, sroutes, subjects, crops, rephrased],
                                                  (pipeline, scfg), lambda: None))
-    if cfg.use_entity_check and any(r.chunk_entities for r in retrievals):
+    if (cfg.use_entity_check and any(r.chunk_entities for r in retrievals)
+            and room("entity_check", ("rerank", *ANSWER_STEPS))):
         retrievals = _keep(retrievals, run.stage("entity_check", entity_check_batch, [turns, retrievals],
                                                  (engines.vlm, cfg), lambda: None))
     reranked = [Reranked() for _ in turns]
     if any(r.chunks for r in retrievals):
         reranked = _keep(reranked, run.stage("rerank", coarse_batch, [retrievals], (engines.reranker, cfg),
                                              lambda: None))
-    if any(coarse_pick(r.evidence.chunk_scores, cfg) for r in reranked):
+    if any(coarse_pick(r.evidence.chunk_scores, cfg) for r in reranked) and room("fine_rerank", ANSWER_STEPS):
         reranked = _keep(reranked, run.stage("fine_rerank", fine_batch, [retrievals, reranked], (engines.vlm, cfg),
                                              lambda: None))
     posts = [PostAnswer() for _ in turns]
@@ -110,7 +130,7 @@ def run_qa_dragon(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConf
             rephrased=rephrased[i], crops=crops[i], retrieval=retrievals[i], reranked=reranked[i], post=posts[i],
             check=checks[i], candidate=candidate, decision=decision, perception=perceptions[i],
             stage_ms=dict(run.stage_ms), deadline_cut=run.cut_before, deadline_cut_during=run.cut_during,
-            errors=run.errors[i])
+            skipped_for_time=skipped, errors=run.errors[i])
         trace["funnel"] = funnel_flags(trace, cfg)
         traces.append(trace)
     return final, traces

@@ -69,3 +69,16 @@ def tool_batch(turns: list[Turn], drafts: list[Draft], routes: list[SearchRoute]
                             text_check=text.raw, parsed=image.passed is not None and text.passed is not None)
         out[i] = apply_rules(choice, domains[i], web)
     return out
+
+
+def unasked_tools(routes: list[SearchRoute], domains: list[DomainRoute], planned: list[ToolChoice],
+                  web: bool) -> list[ToolChoice]:
+    """`planned` with the RAG turns' choices when there was no time to ask the tool router: every
+    search, as for an unreadable reply, then the paper's domain rules."""
+    out = list(planned)
+    for i, route in enumerate(routes):
+        if route.branch == "rag":
+            choice = apply_rules(ToolChoice(image=True, text=True), domains[i], web)
+            choice.rule = "; ".join(part for part in ("not asked (no time): every search", choice.rule) if part)
+            out[i] = choice
+    return out

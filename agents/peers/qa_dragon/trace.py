@@ -32,7 +32,8 @@ def parse_outcomes(domain: DomainRoute, draft: Draft, tool: ToolChoice, rephrase
 def turn_trace(*, preset: str, turn: Turn, domain: DomainRoute, draft: Draft, route: SearchRoute, tool: ToolChoice,
                rephrased: SubQueries, crops: CropPlan, retrieval: Retrieval, reranked: Reranked, post: PostAnswer,
                check: PostCheck, candidate: str, decision: Decision, perception: Perception | None,
-               stage_ms: dict, deadline_cut: str | None, deadline_cut_during: str | None, errors: list[str]) -> dict:
+               stage_ms: dict, deadline_cut: str | None, deadline_cut_during: str | None, errors: list[str],
+               skipped_for_time: list[str] | None = None) -> dict:
     evidence = reranked.evidence
     parsed = parse_outcomes(domain, draft, tool, rephrased, crops, retrieval, post, check)
     direct = route.branch == "direct_output"
@@ -103,6 +104,8 @@ def turn_trace(*, preset: str, turn: Turn, domain: DomainRoute, draft: Draft, ro
         "deadline_cut": deadline_cut is not None or deadline_cut_during is not None,
         "deadline_cut_before": deadline_cut,
         "deadline_cut_during": deadline_cut_during,
+        # optional steps the batch skipped to leave the answer its time (agents/peers/budget.py)
+        "skipped_for_time": list(skipped_for_time or []),
         "errors": errors + retrieval.errors,
         "perception": perception_trace(perception),
     }

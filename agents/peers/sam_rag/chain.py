@@ -26,6 +26,7 @@ from agents.cruise.stages.s5_rerank import context_block
 from agents.cruise.stages.s6_answer import answer_batch
 from agents.cruise.types import Answers, Decision, Evidence, Perception, Retrieval, Route, Summary, Turn
 from agents.engines.base import Engines
+from agents.peers.budget import leaves_room
 from agents.peers.sam_rag.decide import decide_from_trace
 from agents.peers.sam_rag.relevance import is_rel_round, rank_batch, searching
 from agents.peers.sam_rag.support import is_sup_batch
@@ -41,6 +42,10 @@ def relevant_evidence(retrieval: Retrieval, state: RelevanceSearch) -> Evidence:
     dates = [retrieval.chunk_dates[i] for i in kept] if retrieval.chunk_dates else []
     return Evidence(chunk_scores=list(state.scores), kept=chunks, kept_dates=dates, context=context_block(chunks, dates),
                     retrieval_score=max(state.scores, default=0.0))
+
+
+# What the answer needs after the relevance rounds.
+ANSWER_STEPS = ("answer", "is_use", "is_sup")
 
 
 def run_sam_rag(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts,
@@ -59,12 +64,23 @@ def run_sam_rag(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig
     summaries = run.stage("summarize", _caption, [turns, routes, perceptions], (engines.vlm, scfg), Summary)
     retrievals = run.stage("retrieve", _retrieve, [turns, routes, [s.text for s in summaries]], (pipeline, scfg),
                            Retrieval)
-    # A step no turn needs is not started: the deadline would otherwise weigh a step with nothing to do.
+    # A step no turn needs is not started (the deadline would otherwise weigh a step with nothing
+    # to do), an optional one only when it leaves room for the answer (agents/peers/budget.py).
+    skipped: list[str] = []
+
+    def room(step: str, then: tuple[str, ...]) -> bool:
+        if leaves_room(run, step, then):
+            return True
+        skipped.append(step)
+        return False
+
     states = [RelevanceSearch() for _ in turns]
     if any(r.chunks for r in retrievals):
         states = run.stage("rank", rank_batch, [retrievals], (engines.reranker, cfg), RelevanceSearch)
     for _ in range(max(cfg.sam_rag_rounds, 0)):
         if not any(searching(s, cfg) for s in states) or run.cut_before or run.cut_during:
+            break
+        if not room("is_rel", ANSWER_STEPS):
             break
         judged = run.stage("is_rel", is_rel_round, [turns, summaries, retrievals, states], (engines.vlm, cfg),
                            lambda: None)
@@ -75,7 +91,7 @@ def run_sam_rag(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig
     uses = [UseCheck() for _ in turns]
     if any(a.rag != IDK_ANSWER for a in answers):
         uses = _keep(uses, run.stage("is_use", is_use_batch, [turns, answers, uses], (engines.vlm, cfg), lambda: None))
-    if any(u.first is not None and u.first.passed is False for u in uses):
+    if any(u.first is not None and u.first.passed is False for u in uses) and room("regenerate", ("is_use", "is_sup")):
         uses = _keep(uses, run.stage("regenerate", regenerate_batch, [turns, evidence, answers, uses],
                                      (engines.vlm, cfg), lambda: None))
         uses = _keep(uses, run.stage("is_use", is_use_batch, [turns, answers, uses], (engines.vlm, cfg), lambda: None))
@@ -96,7 +112,8 @@ def run_sam_rag(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig
             preset=cfg.preset, turn=turns[i], summary=summaries[i], retrieval=retrievals[i], relevance=states[i],
             context=evidence[i].context, answers=answers[i], use=uses[i], support=supports[i],
             candidate=candidates[i], decision=decision, perception=perceptions[i], stage_ms=dict(run.stage_ms),
-            deadline_cut=run.cut_before, deadline_cut_during=run.cut_during, errors=run.errors[i])
+            deadline_cut=run.cut_before, deadline_cut_during=run.cut_during, errors=run.errors[i],
+            skipped_for_time=skipped)
         trace["funnel"] = funnel_flags(trace, cfg)
         traces.append(trace)
     return final, traces

@@ -27,7 +27,7 @@ def parse_outcomes(summary: Summary, relevance: RelevanceSearch, answers: Answer
 def turn_trace(*, preset: str, turn: Turn, summary: Summary, retrieval: Retrieval, relevance: RelevanceSearch,
                context: str, answers: Answers, use: UseCheck, support: SupportCheck, candidate: str,
                decision: Decision, perception: Perception | None, stage_ms: dict, deadline_cut: str | None,
-               deadline_cut_during: str | None, errors: list[str]) -> dict:
+               deadline_cut_during: str | None, errors: list[str], skipped_for_time: list[str] | None = None) -> dict:
     parsed = parse_outcomes(summary, relevance, answers, use, support)
     kept = relevance.kept
     return {
@@ -79,6 +79,8 @@ def turn_trace(*, preset: str, turn: Turn, summary: Summary, retrieval: Retrieva
         "deadline_cut": deadline_cut is not None or deadline_cut_during is not None,
         "deadline_cut_before": deadline_cut,
         "deadline_cut_during": deadline_cut_during,
+        # optional steps the batch skipped to leave the answer its time (agents/peers/budget.py)
+        "skipped_for_time": list(skipped_for_time or []),
         "errors": errors + retrieval.errors,
         "perception": perception_trace(perception),
     }
