@@ -420,3 +420,23 @@ def test_sam_rag_answers_without_relevance_rounds_when_they_would_leave_no_time_
     _, (trace,) = ask(agent, CAFE)
     assert trace["skipped_for_time"] == ["is_rel"] and trace["relevance_rounds"] == 0
     assert "is_rel" not in stages(agent) and "answer" in stages(agent)
+
+
+def test_two_systems_judged_by_the_same_offline_judge_are_not_flagged_as_judged_differently():
+    """The scores' judge block also counts each run's own abstentions; two agents answer differently,
+    so those counts differ while the judge is the same."""
+    from types import SimpleNamespace
+
+    from evaluator.report.paired import compare_pair
+
+    def run(label, correct, abstained):
+        rows = [dict(interaction_id=f"t{i}", session_id=f"s{i}", turn_idx=0, is_correct=i < correct,
+                     is_miss=i >= correct, is_hallucination=False, is_ego=False) for i in range(4)]
+        judge = {"name": "offline lexical judge (not the official judge)", "official": False,
+                 "abstain_expected_turns": 1, "abstain_expected_abstained": abstained,
+                 "abstain_expected_answered": 1 - abstained}
+        return SimpleNamespace(label=label, rows=rows, summary={"judge": judge["name"]}, run_config={},
+                               scores={"judge": judge})
+
+    pair = compare_pair(run("full", 1, 1), run("qa_dragon", 2, 0))
+    assert pair.refused is None and not any("judged differently" in f for f in pair.flags)
