@@ -158,6 +158,28 @@ class CruiseConfig:
     entity_check_max_tokens: int = 4
     relevance_max_tokens: int = 24
 
+    # --- the peer systems run whole (presets qa_dragon, sam_rag; agents/peers/, docs/chain.md) --------
+    # Which chain answers a batch: "cruise" (agents/cruise/chain.py), "qa_dragon" or "sam_rag".
+    # The peers read verdicts the way the stack reads CRUISE's: a yes/no check by
+    # `consistency_mode`, a support check by `cov_mode` against `tau_low`.
+    system: str = "cruise"
+    qa_dragon_domain_max_tokens: int = 8  # the domain router names one of the 14 domains
+    # The D-CoT's and the post-answer's budgets in answer lengths (x answer_max_tokens, which each
+    # model stack sets for its own model): an object line, at most five steps and a draft answer
+    # (64 -> 160 tokens on the paper's stack); a reason line and an answer line (64 -> 96).
+    qa_dragon_draft_lengths: float = 2.5
+    qa_dragon_answer_lengths: float = 1.5
+    qa_dragon_tool_max_tokens: int = 24  # the tool router's two flags
+    qa_dragon_rephrase_queries: int = 2  # rephrased web queries per text search (0: none)
+    qa_dragon_rephrase_max_tokens: int = 48
+    qa_dragon_coarse_k: int = 5  # K1: chunks the coarse stage passes to the fine one
+    qa_dragon_coarse_min: float = 0.1  # tau_coarse: a chunk below this reranker score is dropped
+    qa_dragon_fine_min: float = 0.5  # tau_fine: kept when fine x coarse >= tau_fine x tau_coarse
+    qa_dragon_verify_max_tokens: int = 24  # the verifier's verdict line (text mode)
+    sam_rag_batch_docs: int = 3  # documents judged per isRel round
+    sam_rag_rounds: int = 3  # isRel rounds at most ("retrieve until a relevant document is found")
+    sam_rag_check_max_tokens: int = 8  # isRel / isUse / isSup verdicts (text mode)
+
     # --- perception for a VLM that cannot see (ours; agents/cruise/stages/s0a_perceive.py) -------
     # "auto": on when the VLM role is text-only (its engine drops images); "on"; "off". Each image
     # becomes one "What the picture shows" block (ImageNet labels + OCR lines) in the answer,
@@ -301,6 +323,7 @@ PERCEPTION_MODES = ("auto", "on", "off")  # agents/cruise/stages/s0a_perceive.py
 COST_PRIOR_MODELS = ("", "l40s")  # agents/cruise/cost_priors.py
 ANSWER_PROMPTS = ("cruise", "baseline")  # agents/cruise/stages/s6_answer.py
 BASELINE_STYLES = ("open", "hosted", "gemini")  # agents/cruise/baseline_prompt.py
+SYSTEMS = ("cruise", "qa_dragon", "sam_rag")  # CruiseConfig.system: agents/peers/registry.py
 PEER_SWITCHES = ("use_tool_route", "use_domain_route", "use_decompose", "use_crop_search", "use_entity_check",
                  "use_relevance_filter")
 
@@ -329,6 +352,13 @@ PRESETS: dict[str, dict] = {
     # chose (the cpu stack's grounding verifier and calibrated thresholds): for a chat model that
     # writes CoV's "CONFIDENCE: x" line in place of the stack's own, e.g. a scripted one in tests.
     "paper_finalizer": {name: getattr(CruiseConfig(), name) for name in FINALIZER_FIELDS},
+    # The peer systems whole, not as switches on CRUISE (docs/chain.md, "QA-Dragon" and "SAM-RAG"):
+    # neither has CRUISE's router, dual path, self-consistency or CoV. QA-Dragon's image search
+    # agent crops the asked-about object and checks each entity (seed 001, 3.4.2 and 3.4.4).
+    "qa_dragon": dict(system="qa_dragon", use_router=False, use_dual_path=False, use_self_consistency=False,
+                      use_cov=False, use_crop_search=True, use_entity_check=True),
+    "sam_rag": dict(system="sam_rag", use_router=False, use_dual_path=False, use_self_consistency=False,
+                    use_cov=False),
 }
 PRESET_JOIN = "+"  # "no_cov+paper_finalizer": presets applied left to right
 
@@ -457,6 +487,13 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
     if cfg.turn_budget_s < 0:
         raise ValueError(f"turn_budget_s={cfg.turn_budget_s} must be >= 0 (0: no per-turn budget)")
     validate_hosted(cfg)
+    if cfg.system not in SYSTEMS:
+        raise ValueError(f"unknown system {cfg.system!r}; choose one of {SYSTEMS}")
+    if cfg.system != "cruise":
+        for name in ("use_dual_path", "use_self_consistency", "use_cov"):
+            if getattr(cfg, name):
+                raise ValueError(f"{name}=True: system {cfg.system} has no such stage (a CRUISE stage); "
+                                 f"switch it off or run system cruise")
     return cfg
 
 

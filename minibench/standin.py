@@ -84,19 +84,48 @@ def verify_reply(text: str) -> str:
     return f"CONFIDENCE: {confidence}\nREASONING: stand-in check.\nSUB-QUESTIONS: none"
 
 
+def draft_reply(text: str) -> str:
+    """QA-Dragon's D-CoT, one of three kinds by the question: a failed draft, a hedged one about
+    a named thing, a plain one about a kind of thing."""
+    question = question_of(text)
+    guess = "It is " + " ".join(question.split()[-3:]).rstrip("?")
+    kind = bucket(question + "/draft", 3)
+    if kind == 0:
+        return "Object: unknown\n1. I cannot determine what the photo shows.\nDraft answer: I don't know"
+    if kind == 1:
+        return f"Object: Stand-In Thing\n1. The photo probably shows the Stand-In Thing.\nDraft answer: {guess}"
+    return f"Object: thing\n1. The photo shows a thing.\nDraft answer: {guess}"
+
+
+def yes_or_no(salt: str, no_in: int):
+    """A yes/no reply that is "no" for one question in `no_in`."""
+    return lambda text: "no" if bucket(question_of(text) + salt, no_in) == 0 else "yes"
+
+
 STAGE_REPLIES = {
     "route": route_reply,
     "summarize": lambda text: "A photo of the object the question asks about.",
     "answer": answer_reply,
     "consistency": consistency_reply,
     "verify": verify_reply,
+    # the peer systems' steps (agents/peers/)
+    "domain": lambda text: "Domain: Others",
+    "draft": draft_reply,
+    "tool_route": yes_or_no("/tool", 3),
+    "rephrase": lambda text: "Query: " + " ".join(question_of(text).split()[-5:]),
+    "fine_rerank": yes_or_no("/fine", 4),
+    "post_answer": lambda text: "Reason: the notes.\nAnswer: " + answer_reply(text),
+    "is_rel": lambda text: "no" if bucket(text, 3) else "yes",  # one document in three is relevant
+    "is_use": yes_or_no("/use", 4),
+    "regenerate": answer_reply,
+    "is_sup": lambda text: "Supported: " + ("no" if bucket(text, 4) == 0 else "fully"),
 }
 
 
 class InstantEngine(ChatEngine):
-    """A chat engine that answers every stage of the chain at once, in that stage's format. A
-    stage it has no reply for (one of the optional peer stages) gets an empty reply, which the
-    chain's parsers treat as unreadable output."""
+    """A chat engine that answers every stage of the chain, and of the peer systems, at once, in
+    that stage's format. A stage it has no reply for (one of CRUISE's optional peer stages) gets
+    an empty reply, which the chain's parsers treat as unreadable output."""
 
     supports_images = True
 

@@ -8,7 +8,10 @@
 - `TURN_TEMPLATE` with the macro `trace_details(t)`: every stage of one turn, as table rows;
   `SHOWN_TRACE_KEYS`: the keys it lays out (the report lists any other key as it is).
 
-Only the standard library, agents/base_agent.py and agents/cruise/trace.py are imported: the report runs without the
+A run of a peer system (CruiseConfig.system qa_dragon or sam_rag, agents/peers/) has its own
+summary, tables and turn rows: its traces say which system wrote them ("system").
+
+Only the standard library and the trace modules are imported: the report runs without the
 agent's models.
 """
 from __future__ import annotations
@@ -16,6 +19,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from agents.cruise.trace import parse_failure_counts, peer_stage_counts
+from agents.peers.qa_dragon import trace as qa_dragon_trace
+from agents.peers.sam_rag import trace as sam_rag_trace
+
+# The trace modules of the peer systems, by the "system" their traces and summaries carry.
+PEER_VIEWS = {"qa_dragon": qa_dragon_trace, "sam_rag": sam_rag_trace}
 
 TURN_TEMPLATE = Path(__file__).with_name("report_turn.html.j2")
 
@@ -32,10 +40,20 @@ SHOWN_TRACE_KEYS = {
     "chunks_dropped_irrelevant", "relevance_raw",
     # perception for a text-only VLM (its own row)
     "perception",
+    # the peer systems' own steps (agents/cruise/peer_turns.html.j2)
+    "system", "domain_raw", "draft_object", "draft_steps", "draft_answer", "draft_raw", "router_reason",
+    "router_features", "tool_search", "tool_image_check", "tool_text_check", "tool_rule", "rephrased_queries",
+    "rephrase_raw", "fine_rerank_ran", "post_answer", "post_reason", "post_raw", "reply_min_token_prob",
+    "rag_min_token_prob", "verifier_confidence", "verifier_raw", "decision", "summary_raw", "relevance_rounds",
+    "relevance_judged", "first_answer", "first_raw", "is_use_first", "is_use_first_raw", "regenerated",
+    "regenerated_answer", "regenerated_raw", "is_use_second", "is_use", "is_sup_confidence", "is_sup_raw", "skipped_for_time",
 }
 
 
 def summarize(traces: list[dict]) -> dict:
+    systems = {t.get("system") for t in traces} & set(PEER_VIEWS)
+    if len(systems) == 1:
+        return {**PEER_VIEWS[systems.pop()].summarize(traces), "run_settings": run_settings(traces)}
     return {**parse_failure_counts(traces), "peer_stages": peer_stage_counts(traces),
             "run_settings": run_settings(traces)}
 
@@ -71,6 +89,7 @@ def prepare_turn(trace: dict) -> dict:
 def report_sections(agent_summary: dict) -> list[dict]:
     """Tables for the report: {"title", "header", "rows"}; none for figures that are all zero."""
     sections = []
+    view = PEER_VIEWS.get(agent_summary.get("system"))
     failures = agent_summary.get("parse_failures") if isinstance(agent_summary.get("parse_failures"), dict) else {}
     read = agent_summary.get("parsed_outputs") if isinstance(agent_summary.get("parsed_outputs"), dict) else {}
     if failures:
@@ -84,6 +103,8 @@ def report_sections(agent_summary: dict) -> list[dict]:
         rows.append(["turns a hosted provider refused (answered I don't know)", settings.get("refused_turns", 0)])
         sections.append({"title": "Budget and model modes", "id": "run-settings", "header": ["what", "setting"],
                          "rows": rows})
+    if view is not None:
+        return sections + view.report_sections(agent_summary)
     peer = peer_rows(agent_summary.get("peer_stages") or {})
     if peer:
         sections.append({"title": "What the added stages did", "id": "peer-stages", "header": ["what", "how many"],

@@ -21,6 +21,7 @@ from evaluator.scoring.intervals import paired_differences
 from evaluator.scoring.rules import DEFAULT_RULES
 
 OUTCOMES = ("correct", "missed", "hallucinated")
+JUDGE_IDENTITY = ("name", "official")  # the keys of scores_dictionary.json's "judge" that name the judge
 
 
 def outcome_of(row: dict) -> str:
@@ -55,7 +56,10 @@ def judge_of(run) -> str:
     parts = [str(run.summary.get("judge", "unknown")), str(run.run_config.get("judge_model")),
              str(run.run_config.get("judge_base_url"))]
     if isinstance(run.scores.get("judge"), dict):
-        parts.append(json.dumps(run.scores["judge"], sort_keys=True))
+        # which judge it was, not what it found: the block also counts the run's own answers
+        # (abstain_expected_answered, ...), which differ between any two agents
+        identity = {k: v for k, v in run.scores["judge"].items() if k in JUDGE_IDENTITY}
+        parts.append(json.dumps(identity, sort_keys=True))
     return " | ".join(parts)
 
 

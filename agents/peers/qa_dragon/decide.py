@@ -1,0 +1,39 @@
+"""How a QA-Dragon turn's final answer is decided from its trace (the chain decides through this,
+and tools/calibrate.py replays saved traces through it with other thresholds):
+
+    Direct Output                                   -> the draft answer, unchecked (Table 1)
+    Search Verify or RAG:
+      post-answer "I don't know"                    -> "I don't know"
+      verifier not run (deadline) or < tau_low      -> "I don't know"   (MLLM-based verifier)
+      gate on and least Answer-token prob < min_token_prob -> "I don't know"   (white-box verifier)
+      otherwise                                     -> the post-answer
+"""
+from __future__ import annotations
+
+from agents.base_agent import IDK_ANSWER
+from agents.config import CruiseConfig
+from agents.cruise.types import Decision
+from agents.peers.verdicts import support_passes
+
+
+def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
+    """Decision.branch says which rule decided (the trace's "decision")."""
+    branch = trace.get("branch")
+    answer = trace.get("rag_answer") or IDK_ANSWER
+    if branch == "error":
+        return Decision(IDK_ANSWER, "error")
+    if answer == IDK_ANSWER:
+        return Decision(IDK_ANSWER, "abstained")
+    if branch == "direct_output":
+        return Decision(answer, "direct_output")
+    if not cfg.use_finalizer:
+        return Decision(answer, "no_finalizer")
+    confidence = trace.get("verifier_confidence")
+    if confidence is None:
+        return Decision(IDK_ANSWER, "not_verified")
+    if not support_passes(float(confidence), cfg):
+        return Decision(IDK_ANSWER, "verifier_rejected")
+    token_prob = trace.get("rag_min_token_prob")
+    if cfg.min_token_prob > 0 and (token_prob is None or token_prob < cfg.min_token_prob):
+        return Decision(IDK_ANSWER, "low_token_prob")
+    return Decision(answer, "verified")

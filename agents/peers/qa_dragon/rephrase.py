@@ -1,0 +1,35 @@
+"""The text search agent's query rephrasing (seed 001, 3.5.1): from the question, the object the
+D-CoT named and its reasoning, the VLM writes up to `qa_dragon_rephrase_queries` self-contained
+web queries, one part of a many-part question each, with the thing's name in place of "this" or
+"it" (prompts/qa_dragon_rephrase.txt; one engine call for the turns whose text search runs). Each
+runs as one more web search beside the fused query (s3_retrieve). Text only: the reasoning
+carries what the photo showed. The paper's separate sub-question enhancement pass is folded into
+the same request. A reply without a usable query leaves the turn with its fused query alone.
+"""
+from __future__ import annotations
+
+from agents.config import CruiseConfig
+from agents.cruise.prompts import load_prompt
+from agents.cruise.stages.s2a_decompose import read_sub_queries
+from agents.cruise.types import SubQueries, Turn
+from agents.engines.base import ChatEngine, ChatRequest, Sampling
+from agents.peers.qa_dragon.types import Draft, ToolChoice
+
+
+def rephrase_batch(turns: list[Turn], drafts: list[Draft], tools: list[ToolChoice], engine: ChatEngine,
+                   cfg: CruiseConfig) -> list[SubQueries]:
+    out = [SubQueries() for _ in turns]
+    limit = cfg.qa_dragon_rephrase_queries
+    wanted = [i for i, tool in enumerate(tools) if tool.text and limit > 0]
+    if not wanted:
+        return out
+    prompt = load_prompt("qa_dragon_rephrase")
+    requests = [ChatRequest(prompt.messages(turns[i].history, query=turns[i].query,
+                                            object=drafts[i].object_name or "(not named)",
+                                            reasoning=drafts[i].reasoning or "(none)", max_queries=str(limit)))
+                for i in wanted]
+    results = engine.generate(requests, Sampling(max_tokens=cfg.qa_dragon_rephrase_max_tokens, seed=cfg.seed),
+                              stage="rephrase")
+    for i, result in zip(wanted, results):
+        out[i] = read_sub_queries(result.text, turns[i].query, limit)
+    return out

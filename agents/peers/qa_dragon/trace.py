@@ -1,0 +1,186 @@
+"""QA-Dragon's trace: one JSON-ready record per turn with every step's output, so that a reader
+sees each turn's branch and what decided it, and tools/calibrate.py can replay decide.py; its
+funnel; and the run's figures for the report (agents/cruise/trace_view.py shows them)."""
+from __future__ import annotations
+
+from agents.base_agent import IDK_ANSWER
+from agents.cruise.trace import perception_trace
+from agents.cruise.types import CropPlan, Decision, Perception, Retrieval, SubQueries, Turn
+from agents.engines.base import TOKEN_COUNT
+from agents.peers.qa_dragon.types import (
+    BRANCHES,
+    DomainRoute,
+    Draft,
+    PostAnswer,
+    PostCheck,
+    Reranked,
+    SearchRoute,
+    ToolChoice,
+)
+
+PARSED_STAGES = ("domain", "draft", "tool_route", "rephrase", "crop", "entity_check", "post_answer", "verify")
+
+
+def parse_outcomes(domain: DomainRoute, draft: Draft, tool: ToolChoice, rephrased: SubQueries, crops: CropPlan,
+                   retrieval: Retrieval, post: PostAnswer, check: PostCheck) -> dict[str, bool]:
+    parsed = {"domain": domain.parsed, "draft": draft.parsed, "tool_route": tool.parsed, "rephrase": rephrased.parsed,
+              "crop": crops.parsed, "entity_check": retrieval.entity_check_parsed, "post_answer": post.parsed,
+              "verify": check.parsed}
+    return {stage: ok for stage, ok in parsed.items() if ok is not None}
+
+
+def turn_trace(*, preset: str, turn: Turn, domain: DomainRoute, draft: Draft, route: SearchRoute, tool: ToolChoice,
+               rephrased: SubQueries, crops: CropPlan, retrieval: Retrieval, reranked: Reranked, post: PostAnswer,
+               check: PostCheck, candidate: str, decision: Decision, perception: Perception | None,
+               stage_ms: dict, deadline_cut: str | None, deadline_cut_during: str | None, errors: list[str],
+               skipped_for_time: list[str] | None = None) -> dict:
+    evidence = reranked.evidence
+    parsed = parse_outcomes(domain, draft, tool, rephrased, crops, retrieval, post, check)
+    direct = route.branch == "direct_output"
+    return {
+        "preset": preset,
+        "system": "qa_dragon",
+        "harness_domain": turn.domain,
+        "harness_passages": None if turn.passages is None else len(turn.passages),
+        # pre-answer
+        "domain": domain.domain,
+        "domain_source": domain.source,
+        "domain_raw": domain.raw,
+        "draft_object": draft.object_name,
+        "draft_steps": draft.steps,
+        "draft_answer": draft.answer,
+        "draft_raw": draft.raw,
+        # search router and tool router
+        "branch": route.branch,
+        "router_reason": route.reason,
+        "router_features": route.features,
+        "tool_search": None if direct else tool.search,
+        "tool_image_check": tool.image_check,
+        "tool_text_check": tool.text_check,
+        "tool_rule": tool.rule,
+        # search agents
+        "rephrased_queries": rephrased.queries,
+        "rephrase_raw": rephrased.raw,
+        "retrieval_query": retrieval.query,
+        "web_query": retrieval.web_query,
+        "searches_run": retrieval.searches,
+        "retrieved": retrieval.items,
+        "crop_object": crops.object_name,
+        "crop_boxes": crops.crops,
+        "crops_searched": retrieval.crops_searched,
+        "sub_queries": retrieval.sub_queries,
+        "entity_verdicts": retrieval.entity_verdicts,
+        "entities_rejected": [name for name, shown in retrieval.entity_verdicts.items() if shown is False],
+        "chunks_dropped_entity": retrieval.chunks_dropped_entity,
+        # coarse-to-fine reranker
+        "chunks": [{"text": text, "source": source, "score": score, "fine": fine,
+                    **({"last_modified": date} if date else {})}
+                   for text, source, score, fine, date in zip(
+                       retrieval.chunks, retrieval.chunk_sources, evidence.chunk_scores,
+                       reranked.fine or [None] * len(retrieval.chunks),
+                       retrieval.chunk_dates or [""] * len(retrieval.chunks))],
+        "fine_rerank_ran": reranked.fine_ran,
+        "theta": evidence.theta,
+        "kept_chunks": evidence.kept,
+        "context": evidence.context,
+        "retrieval_score": evidence.retrieval_score,
+        # post-answer
+        "post_answer": None if direct else post.answer,
+        "post_reason": post.reason,
+        "post_raw": post.raw,
+        # the answer the verifiers judge (decide.py; calibration judges it too)
+        "rag_answer": candidate,
+        "rag_min_token_prob": post.min_token_prob,
+        "rag_mean_token_prob": post.mean_token_prob,
+        "reply_min_token_prob": post.reply_min_token_prob,
+        "token_count": TOKEN_COUNT,
+        "verifier_confidence": check.confidence,
+        "verifier_raw": check.raw,
+        "decision": decision.branch,
+        "final_answer": decision.answer,
+        "parsed_stages": sorted(parsed, key=PARSED_STAGES.index),
+        "parse_failures": [stage for stage in PARSED_STAGES if parsed.get(stage) is False],
+        "stage_ms": stage_ms,
+        "deadline_cut": deadline_cut is not None or deadline_cut_during is not None,
+        "deadline_cut_before": deadline_cut,
+        "deadline_cut_during": deadline_cut_during,
+        # optional steps the batch skipped to leave the answer its time (agents/peers/budget.py)
+        "skipped_for_time": list(skipped_for_time or []),
+        "errors": errors + retrieval.errors,
+        "perception": perception_trace(perception),
+    }
+
+
+def not_idk(answer) -> bool:
+    return bool(answer) and IDK_ANSWER.lower() not in str(answer).lower()
+
+
+def funnel_flags(trace: dict, cfg) -> dict[str, bool]:
+    """Where a turn's answer can be lost, in order; a check its branch skips counts as passed."""
+    direct = trace.get("branch") == "direct_output"
+    steps = {"answer written (not I don't know)": not_idk(trace.get("rag_answer"))}
+    confidence = trace.get("verifier_confidence")
+    steps[f"verifier >= {cfg.tau_low:g} (Direct Output: not checked)"] = (
+        direct or (confidence is not None and float(confidence) >= cfg.tau_low))
+    if cfg.min_token_prob > 0:
+        token_prob = trace.get("rag_min_token_prob")
+        steps[f"least likely answer token >= {cfg.min_token_prob:g} (Direct Output: not checked)"] = (
+            direct or (token_prob is not None and token_prob >= cfg.min_token_prob))
+    return steps
+
+
+def tally(traces: list[dict], key: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for t in traces:
+        value = t.get(key)
+        out[str(value if value is not None else "-")] = out.get(str(value if value is not None else "-"), 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
+
+
+def summarize(traces: list[dict]) -> dict:
+    """run_summary.json's agent_summary for a QA-Dragon run."""
+    failures = dict.fromkeys(PARSED_STAGES, 0)
+    outputs = dict.fromkeys(PARSED_STAGES, 0)
+    for t in traces:
+        for stage in t.get("parsed_stages") or []:
+            outputs[stage] = outputs.get(stage, 0) + 1
+        for stage in t.get("parse_failures") or []:
+            failures[stage] = failures.get(stage, 0) + 1
+    by_branch = {b: {"turns": 0, "answered": 0} for b in BRANCHES}
+    for t in traces:
+        if t.get("branch") in by_branch:
+            by_branch[t["branch"]]["turns"] += 1
+            by_branch[t["branch"]]["answered"] += not_idk(t.get("final_answer"))
+    return {
+        "system": "qa_dragon",
+        "parse_failures": {k: v for k, v in failures.items() if outputs.get(k) or v},
+        "parsed_outputs": {k: v for k, v in outputs.items() if v},
+        "qa_dragon": {
+            "branches": by_branch,
+            "router_reasons": tally(traces, "router_reason"),
+            "decisions": tally(traces, "decision"),
+            "domains": tally(traces, "domain"),
+            "tool_searches": tally([t for t in traces if t.get("tool_search") is not None], "tool_search"),
+            "tool_rules": tally([t for t in traces if t.get("tool_rule")], "tool_rule"),
+            "turns_with_context": sum(1 for t in traces if t.get("context")),
+            "fine_rerank_turns": sum(1 for t in traces if t.get("fine_rerank_ran")),
+        },
+    }
+
+
+def report_sections(summary: dict) -> list[dict]:
+    figures = summary.get("qa_dragon") or {}
+    branches = figures.get("branches") or {}
+    sections = [{"title": "QA-Dragon: the search router's branches", "id": "qa-dragon-branches",
+                 "header": ["branch", "turns", "answered (not I don't know)"],
+                 "rows": [[b, v.get("turns", 0), v.get("answered", 0)] for b, v in branches.items()]}]
+    rows = [[f"router: {k}", v] for k, v in (figures.get("router_reasons") or {}).items()]
+    rows += [[f"decision: {k}", v] for k, v in (figures.get("decisions") or {}).items()]
+    rows += [[f"domain: {k}", v] for k, v in (figures.get("domains") or {}).items()]
+    rows += [[f"tool router: {k}", v] for k, v in (figures.get("tool_searches") or {}).items()]
+    rows += [[f"tool rule: {k}", v] for k, v in (figures.get("tool_rules") or {}).items()]
+    rows += [["turns with context", figures.get("turns_with_context", 0)],
+             ["turns the fine reranker scored", figures.get("fine_rerank_turns", 0)]]
+    sections.append({"title": "QA-Dragon: what its steps did", "id": "qa-dragon-steps", "header": ["what", "turns"],
+                     "rows": rows})
+    return sections

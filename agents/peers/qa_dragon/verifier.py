@@ -1,0 +1,79 @@
+"""The post-answer module, part 2: the answer verifier (seed 001, 3.7.2), on Search Verify and
+RAG turns whose post-answer is not "I don't know".
+
+The MLLM-based verifier asks whether the answer is supported by the photo and the evidence,
+uncontradicted and complete (prompts/qa_dragon_verify.txt: "Verdict: correct | incorrect", the
+verdict first so that a cut reply is still read). Read as the stack reads a support check
+(agents/peers/verdicts.py, `cov_mode`): the written verdict (1 or 0), the odds of a one-word
+yes/no (prompts/qa_dragon_verify_yes_no.txt), or, where the stack's model cannot verify, the
+grounding share of the answer's words in the evidence and the picture. It passes at `tau_low`.
+
+The white-box verifier is the token-probability gate `min_token_prob` on the Answer line's least
+likely token (decide.py). The paper passes the minimum and the mean through a linear threshold
+whose weights it does not give; one threshold on the minimum is what our calibration tool can fit.
+"""
+from __future__ import annotations
+
+import re
+
+from agents.base_agent import IDK_ANSWER
+from agents.config import CruiseConfig
+from agents.cruise.parsing import labelled_value, strip_markdown
+from agents.cruise.prompts import ask_vlm_results, quote_notes
+from agents.cruise.types import Turn
+from agents.engines.base import ChatEngine, Sampling
+from agents.peers.qa_dragon.types import PostAnswer, PostCheck, Reranked
+from agents.peers.verdicts import YES_NO, grounding_confidence, read_check
+
+_WRONG = re.compile(r"\b(?:incorrect|not\s+correct|wrong|unsupported|not\s+supported|contradict\w*)\b", re.IGNORECASE)
+_RIGHT = re.compile(r"\b(?:correct|supported)\b", re.IGNORECASE)
+
+
+def read_verifier(text: str) -> tuple[float, bool]:
+    """(1.0 correct / 0.0 incorrect, parsed) from "Verdict: correct"; a reply with neither word is
+    unreadable (0.0, False)."""
+    plain = strip_markdown(text or "")
+    for value in (labelled_value(plain, r"verdict|response|judg(?:e)?ment|assessment"), plain):
+        if value:
+            if _WRONG.search(value):
+                return 0.0, True
+            if _RIGHT.search(value):
+                return 1.0, True
+    return 0.0, False
+
+
+def needs_check(post: PostAnswer) -> bool:
+    return post.parsed is not None and post.answer != IDK_ANSWER
+
+
+def verify_batch(turns: list[Turn], posts: list[PostAnswer], reranked: list[Reranked], engine: ChatEngine,
+                 cfg: CruiseConfig) -> list[PostCheck]:
+    out = [PostCheck() for _ in turns]
+    wanted = [i for i, p in enumerate(posts) if needs_check(p)]
+    if cfg.cov_mode == "grounding":
+        for i in wanted:
+            confidence = grounding_confidence(posts[i].answer, turns[i].query, reranked[i].evidence.context,
+                                              turns[i].picture_text)
+            out[i] = PostCheck(confidence, f"grounded {confidence}", parsed=True)
+        return out
+
+    def values(i):
+        return dict(query=turns[i].query, context=quote_notes(reranked[i].evidence.context), answer=posts[i].answer,
+                    reason=posts[i].reason or "(none given)")
+
+    if cfg.cov_mode == "yes_no":
+        results = ask_vlm_results(engine, "verify", turns, wanted, values,
+                                  Sampling(max_tokens=1, seed=cfg.seed, choices=YES_NO),
+                                  prompt_name="qa_dragon_verify_yes_no")
+        for i, result in zip(wanted, results):
+            check = read_check(result)
+            out[i] = PostCheck(check.p_yes if check.p_yes is not None else 0.0, result.text,
+                               parsed=check.passed is not None)
+        return out
+    results = ask_vlm_results(engine, "verify", turns, wanted, values,
+                              Sampling(max_tokens=cfg.qa_dragon_verify_max_tokens, seed=cfg.seed),
+                              prompt_name="qa_dragon_verify")
+    for i, result in zip(wanted, results):
+        confidence, parsed = read_verifier(result.text)
+        out[i] = PostCheck(confidence, result.text, parsed)
+    return out

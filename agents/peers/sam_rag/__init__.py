@@ -1,0 +1,2 @@
+"""SAM-RAG (seed 002), run whole: see chain.py for its steps and docs/chain.md for where each
+comes from in the paper."""

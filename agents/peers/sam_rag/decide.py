@@ -1,0 +1,36 @@
+"""How a SAM-RAG turn's final answer is decided from its trace (the chain decides through this,
+and tools/calibrate.py replays saved traces through it with another `tau_low`):
+
+    the answer (regenerated, if isUse failed once) is "I don't know"  -> "I don't know"
+    isUse not passed (after one regeneration), or never asked         -> "I don't know"
+    isSup not checked, or below tau_low                               -> "I don't know"
+    otherwise                                                         -> the answer
+"""
+from __future__ import annotations
+
+from agents.base_agent import IDK_ANSWER
+from agents.config import CruiseConfig
+from agents.cruise.types import Decision
+from agents.peers.verdicts import support_passes
+
+
+def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
+    """Decision.branch: the path the turn took (the trace's "branch")."""
+    if trace.get("branch") == "error":
+        return Decision(IDK_ANSWER, "error")
+    answer = trace.get("rag_answer") or IDK_ANSWER
+    if answer == IDK_ANSWER:
+        return Decision(IDK_ANSWER, "abstained")
+    if not cfg.use_finalizer:
+        return Decision(answer, "no_finalizer")
+    use = trace.get("is_use")
+    if use is None:
+        return Decision(IDK_ANSWER, "not_checked")
+    if use is False:
+        return Decision(IDK_ANSWER, "not_useful")
+    confidence = trace.get("is_sup_confidence")
+    if confidence is None:
+        return Decision(IDK_ANSWER, "not_checked")
+    if not support_passes(float(confidence), cfg):
+        return Decision(IDK_ANSWER, "unsupported")
+    return Decision(answer, "supported_after_regeneration" if trace.get("regenerated") else "supported")

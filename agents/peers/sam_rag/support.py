@@ -1,0 +1,69 @@
+"""SAM-RAG's support verification, isSup (seed 002, Table 1 third row): is the final answer
+supported by the relevant documents C (and the photo, aligned to text like the documents)?
+
+Read as the stack reads a support check (agents/peers/verdicts.py, `cov_mode`): the written
+verdict (prompts/sam_rag_is_sup.txt: "Supported: fully | partially | no", 1, 0.5 or 0), the odds of
+a one-word yes/no (prompts/sam_rag_is_sup_yes_no.txt), or the grounding share of the answer's
+words in C and the picture where the stack's model cannot verify. It passes at `tau_low`. The
+paper answers "no" by emptying C and "partially" by keeping it, and retrieves again in both
+cases; the retrieval rounds here ran before the answer, within the turn's deadline, so an answer
+that does not pass is not given ("I don't know").
+"""
+from __future__ import annotations
+
+import re
+
+from agents.base_agent import IDK_ANSWER
+from agents.config import CruiseConfig
+from agents.cruise.parsing import labelled_value, strip_markdown
+from agents.cruise.prompts import ask_vlm_results, quote_notes
+from agents.cruise.types import Evidence, Turn
+from agents.engines.base import ChatEngine, Sampling
+from agents.peers.sam_rag.types import SupportCheck
+from agents.peers.verdicts import YES_NO, grounding_confidence, read_check
+
+SUPPORT_LEVELS = (("partially", re.compile(r"\bpartial(?:ly)?\b", re.I), 0.5),
+                  ("no", re.compile(r"\b(?:no|not|unsupported|none)\b", re.I), 0.0),
+                  ("fully", re.compile(r"\b(?:fully|full|yes|supported)\b", re.I), 1.0))
+
+
+def read_support(text: str) -> tuple[float, bool]:
+    """(1.0 fully / 0.5 partially / 0.0 no, parsed) from "Supported: fully"; unreadable (0.0, False)."""
+    plain = strip_markdown(text or "")
+    for value in (labelled_value(plain, r"support(?:ed)?|verdict"), plain):
+        if value:
+            for _, pattern, level in SUPPORT_LEVELS:
+                if pattern.search(value):
+                    return level, True
+    return 0.0, False
+
+
+def is_sup_batch(turns: list[Turn], evidence: list[Evidence], answers: list[str], engine: ChatEngine,
+                 cfg: CruiseConfig) -> list[SupportCheck]:
+    out = [SupportCheck() for _ in turns]
+    wanted = [i for i, a in enumerate(answers) if a and a != IDK_ANSWER]
+    if cfg.cov_mode == "grounding":
+        for i in wanted:
+            confidence = grounding_confidence(answers[i], turns[i].query, evidence[i].context, turns[i].picture_text)
+            out[i] = SupportCheck(confidence, f"grounded {confidence}", parsed=True)
+        return out
+
+    def values(i):
+        return dict(query=turns[i].query, context=quote_notes(evidence[i].context), answer=answers[i])
+
+    if cfg.cov_mode == "yes_no":
+        results = ask_vlm_results(engine, "is_sup", turns, wanted, values,
+                                  Sampling(max_tokens=1, seed=cfg.seed, choices=YES_NO),
+                                  prompt_name="sam_rag_is_sup_yes_no")
+        for i, result in zip(wanted, results):
+            check = read_check(result)
+            out[i] = SupportCheck(check.p_yes if check.p_yes is not None else 0.0, result.text,
+                                  parsed=check.passed is not None)
+        return out
+    results = ask_vlm_results(engine, "is_sup", turns, wanted, values,
+                              Sampling(max_tokens=cfg.sam_rag_check_max_tokens, seed=cfg.seed),
+                              prompt_name="sam_rag_is_sup")
+    for i, result in zip(wanted, results):
+        confidence, parsed = read_support(result.text)
+        out[i] = SupportCheck(confidence, result.text, parsed)
+    return out

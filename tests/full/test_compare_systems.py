@@ -1,0 +1,91 @@
+"""tools/compare_systems.py end to end: every system of the comparison through local_evaluation.py
+subprocesses, over the real chains with engines that answer at once (testkit.fakes:InstantCruiseAgent,
+whose stand-in engine replies to every step of CRUISE, QA-Dragon and SAM-RAG), on the first 4
+conversations of each mini benchmark split."""
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from tools.ablation import conversation_indices
+from tools.compare_systems import DOC_END, DOC_START, main
+
+SYSTEMS = ["full", "qa_dragon", "sam_rag", "rag_baseline"]
+ARGS = ["--agent", "testkit.fakes:InstantCruiseAgent", "--search", "none", "--num-conversations", "4"]
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    root = tmp_path_factory.mktemp("systems")
+    saved = dict(os.environ)
+    for key in list(os.environ):
+        if key == "OPENAI_API_KEY" or key.startswith("CRUISE_"):
+            del os.environ[key]
+    os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+                      HF_DATASETS_CACHE=str(root / "hf-datasets"), CRUISE_CACHE=str(root / "cache"))
+    doc = root / "benchmarks.md"
+    doc.write_text(f"# Benchmarks\n\nbefore\n{DOC_START}\nold figures\n{DOC_END}\nafter\n")
+    out = root / "out"
+    try:
+        assert main([*ARGS, "--systems", *SYSTEMS, "--output-dir", str(out), "--write-doc", str(doc)]) == 0
+        yield out, doc
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def test_each_system_is_calibrated_on_its_own_traces_of_shard_zero(compared):
+    out, _ = compared
+    assert sorted(p.name for p in out.glob("calibration-*.json")) == [
+        "calibration-full.json", "calibration-qa_dragon.json", "calibration-sam_rag.json"]  # rag_baseline has none
+    for system in ("full", "qa_dragon", "sam_rag"):
+        calibration = json.loads((out / f"calibration-{system}.json").read_text())
+        for run in map(Path, calibration["runs"]):
+            assert run.parent.name == system
+            traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+            index = conversation_indices(run)
+            assert traces and all(index[t["session_id"]] % 2 == 0 for t in traces)
+            assert {t.get("system", "cruise") for t in traces} == {"cruise" if system == "full" else system}
+        for dataset in ("single-turn", "multi-turn"):
+            config = json.loads((out / "runs" / dataset / system / "run_config.json").read_text())
+            assert config["preset"] == system and Path(config["args"]["calibration"]) == out / f"calibration-{system}.json"
+
+
+def test_the_tables_hold_every_system_and_its_pairing_with_full(compared):
+    out, doc = compared
+    results = json.loads((out / "systems.json").read_text())["results"]
+    assert list(results) == ["single-turn", "multi-turn"]
+    for dataset, found in results.items():
+        assert [r["system"] for r in found["rows"]] == SYSTEMS
+        assert all(r["over_budget"] == 0 for r in found["rows"])
+        official = json.loads((Path(found["rows"][1]["run_dir"]) / "scores_dictionary.json").read_text())
+        assert found["rows"][1]["scores"]["truthfulness_score"] == pytest.approx(official["all"]["truthfulness_score"])
+        assert [p["system"] for p in found["pairs"]] == SYSTEMS[1:]
+        for pair in found["pairs"]:
+            assert not pair.get("refused")
+            difference = pair["differences"]["truthfulness_score"]
+            assert difference["difference"] == pytest.approx(difference["b"] - difference["a"])
+            assert sum(pair["flips"].values()) + pair["unchanged"] == found["rows"][0]["turns"]
+    table = (out / "systems.md").read_text()
+    assert "python -m tools.compare_systems" in table and "Machine:" in table and "Date:" in table
+    for system in SYSTEMS:
+        assert f"| `{system}` |" in table
+    text = doc.read_text()
+    assert text.startswith("# Benchmarks\n\nbefore\n") and text.endswith(f"{DOC_END}\nafter\n")
+    assert "old figures" not in text and table.strip() in text
+
+
+def test_the_peer_runs_trace_their_own_branches_and_funnels(compared):
+    out, _ = compared
+    for system, branches in (("qa_dragon", {"direct_output", "search_verify", "rag"}),
+                             ("sam_rag", {"supported", "supported_after_regeneration", "unsupported", "not_useful",
+                                          "not_checked", "abstained"})):
+        for dataset in ("single-turn", "multi-turn"):
+            run = out / "runs" / dataset / system
+            traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+            assert traces and all(t["system"] == system and t["branch"] in branches and t["funnel"] for t in traces)
+            summary = json.loads((run / "run_summary.json").read_text())
+            assert summary["agent_summary"]["system"] == system and summary["over_budget_count"] == 0
