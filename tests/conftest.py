@@ -1,12 +1,43 @@
-"""Fixtures shared by several test files."""
+"""The two test tiers, and the fixtures shared by several test files.
+
+Tiers come from the layout: tests/ is the default tier (units and in-process integration, a few
+minutes on 2 cores), tests/full/ the full tier (subprocesses, real models, Ray, Chromium, big
+data), which CI runs. `pytest` alone collects tests/ without tests/full/; `pytest --full`, or
+naming tests/full (or a file in it) on the command line, collects the full tier too.
+"""
 from __future__ import annotations
+
+from pathlib import Path
 
 import pytest
 from PIL import Image
 
 from testkit.browser import HeadlessChromium, find_chromium
-from testkit.evaluation_world import CONVERSATIONS, UNDECIDED, generation_args, read_log, run_cli, write_script
+from testkit.evaluation_world import CONVERSATIONS, UNDECIDED, generation_args, read_log, run_in_process, write_script
 from testkit.scripted_agent import FakeOpenAIServer, build_dataset, png_bytes
+
+FULL_TIER = Path(__file__).resolve().parent / "full"
+
+
+def pytest_addoption(parser):
+    parser.addoption("--full", action="store_true",
+                     help="also run the full tier, tests/full/ (subprocesses, real models, Ray, Chromium, big data: "
+                          "what CI runs, scripts/test.sh)")
+
+
+def named_on_the_command_line(config, folder: Path) -> bool:
+    """Whether an argument names `folder`, a path inside it, or a test in a file inside it."""
+    for arg in config.args:
+        path = (config.invocation_params.dir / arg.split("::")[0]).resolve()
+        if path == folder or folder in path.parents:
+            return True
+    return False
+
+
+def pytest_ignore_collect(collection_path, config):
+    if collection_path == FULL_TIER and not config.getoption("--full"):
+        return not named_on_the_command_line(config, FULL_TIER)
+    return None
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +50,8 @@ def browser():
 
 
 # local_evaluation.py end to end over testkit/evaluation_world.py's dataset and scripted judge
-# (test_local_evaluation.py, test_workers.py): one world and one full run per test module.
+# (test_local_evaluation.py, full/test_local_evaluation.py, full/test_workers.py): one world and
+# one full run, in this process, per test module.
 @pytest.fixture(scope="module")
 def world(tmp_path_factory):
     root = tmp_path_factory.mktemp("evalworld")
@@ -44,5 +76,8 @@ def world(tmp_path_factory):
 def full_run(world):
     out = world["root"] / "full"
     script = write_script(world, "full")
-    proc = run_cli(world, generation_args(world, out), script, expect_rc=UNDECIDED)  # s3-1's judge fails
+    import local_evaluation
+
+    proc = run_in_process(local_evaluation.main, world, generation_args(world, out), script,
+                          expect_rc=UNDECIDED)  # s3-1's judge fails
     return dict(out=out, proc=proc, log=read_log(world["root"] / "full.log.jsonl"))
