@@ -14,6 +14,7 @@ from PIL import Image
 
 from testkit.browser import HeadlessChromium, find_chromium
 from testkit.evaluation_world import CONVERSATIONS, UNDECIDED, generation_args, read_log, run_in_process, write_script
+from testkit.report_world import build_report_runs
 from testkit.scripted_agent import FakeOpenAIServer, build_dataset, png_bytes
 
 FULL_TIER = Path(__file__).resolve().parent / "full"
@@ -81,3 +82,11 @@ def full_run(world):
     proc = run_in_process(local_evaluation.main, world, generation_args(world, out), script,
                           expect_rc=UNDECIDED)  # s3-1's judge fails
     return dict(out=out, proc=proc, log=read_log(world["root"] / "full.log.jsonl"))
+
+
+# report.html's runs (testkit/report_world.py), for test_report.py and full/test_report.py
+@pytest.fixture(scope="module")
+def report_runs(tmp_path_factory):
+    import local_evaluation
+
+    return build_report_runs(tmp_path_factory.mktemp("reportworld"), local_evaluation.main)
