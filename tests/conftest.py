@@ -14,6 +14,7 @@ from PIL import Image
 
 from testkit.browser import HeadlessChromium, find_chromium
 from testkit.evaluation_world import CONVERSATIONS, UNDECIDED, generation_args, read_log, run_in_process, write_script
+from testkit.loopback import Loopback
 from testkit.report_world import build_report_runs
 from testkit.scripted_agent import FakeOpenAIServer, build_dataset, png_bytes
 
@@ -90,3 +91,27 @@ def report_runs(tmp_path_factory):
     import local_evaluation
 
     return build_report_runs(tmp_path_factory.mktemp("reportworld"), local_evaluation.main)
+
+
+# SmolLM2 (the cpu profile's model, real weights) through transformers, loaded once per session
+# for the full tier's engine, stop-string and served-engine tests; the tests that change its
+# state (prefill estimate, warnings) put it back
+@pytest.fixture(scope="session")
+def smol():
+    from agents.engines.transformers_engine import TransformersEngine
+
+    return TransformersEngine("smollm2")
+
+
+# loopback HTTP servers answering in the served engines' shapes (testkit/loopback.py)
+@pytest.fixture
+def loopback():
+    servers = []
+
+    def start(answer):
+        servers.append(Loopback(answer))
+        return servers[-1]
+
+    yield start
+    for server in servers:
+        server.close()
