@@ -8,11 +8,11 @@ import multiprocessing
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parent.parent
+from agents.profiles import REPO_ROOT
+
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
@@ -37,7 +37,7 @@ def test_no_batch_overruns_on_a_cold_start_with_the_cores_held_by_busy_loops(tmp
             [sys.executable, "local_evaluation.py", "--profile", "cpu", "--preset", "full",
              "--dataset-type", "single-turn", "--num-conversations", "16", "--exact-conversations",
              "--eval-model", "None", "--output-dir", str(out), "--no_progress"],
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=1500)
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500)
     finally:
         stop.set()
         for loop in loops:

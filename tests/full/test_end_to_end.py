@@ -6,15 +6,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from agents.profiles import REPO_ROOT
 from evaluator.scoring.scores import SCORE_KEYS
 
 pytestmark = pytest.mark.slow  # real SmolLM2, MiniLM and the mini benchmark's indices
 
-REPO = Path(__file__).resolve().parent.parent
 TRACE_FIELDS = {
     "preset", "needs_external", "is_real_time", "router_raw", "summary", "retrieval_query", "retrieved",
     "web_query", "chunks", "theta", "kept_chunks", "context", "retrieval_score", "rag_answer", "direct_answer",
@@ -32,7 +31,7 @@ def test_cpu_profile_runs_the_full_chain(tmp_path, dataset_type, conversations):
         [sys.executable, "local_evaluation.py", "--profile", "cpu", "--dataset-type", dataset_type,
          "--num-conversations", str(conversations), "--exact-conversations", "--eval-model", "None", "--output-dir", str(out),
          "--no_progress"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     scores = json.loads((out / "scores_dictionary.json").read_text())
     assert set(SCORE_KEYS) <= set(scores["all"]) and scores["all"]["total"] >= conversations
