@@ -7,7 +7,10 @@ naming tests/full (or a file in it) on the command line, collects the full tier 
 """
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from types import SimpleNamespace
+from unittest import mock
 
 import pytest
 from PIL import Image
@@ -115,3 +118,25 @@ def loopback():
     yield start
     for server in servers:
         server.close()
+
+
+# The mini benchmark's search models and indices, built from scratch once per session into a cache
+# of their own (EfficientNet-Lite0, MiniLM), for the full tier's search tests. CRUISE_CACHE points
+# there only inside the tests that ask for `search_cache`: a session-wide setting would send every
+# later test's models (SmolLM2's conversion) into this folder too.
+@pytest.fixture(scope="session")
+def mini_search_cache(tmp_path_factory):
+    from evaluator.search.pipeline import search_config
+    from minibench.build_indices import prepare_indices
+
+    folder = tmp_path_factory.mktemp("cruise-cache")
+    with mock.patch.dict(os.environ, {"CRUISE_CACHE": str(folder)}):
+        config = search_config("cpu")
+        return SimpleNamespace(folder=folder, config=config, info=prepare_indices(config))
+
+
+@pytest.fixture
+def search_cache(mini_search_cache, monkeypatch):
+    """(search config, what prepare_indices built), with CRUISE_CACHE on that cache for this test."""
+    monkeypatch.setenv("CRUISE_CACHE", str(mini_search_cache.folder))
+    return mini_search_cache.config, mini_search_cache.info

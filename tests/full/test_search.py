@@ -1,13 +1,15 @@
 """The real cragmm_search.UnifiedSearchPipeline over the mini benchmark's offline indices.
 
-The indices are built once per test session into a temporary CRUISE_CACHE, so these tests do
-not depend on an earlier build.
+The indices are built once per test session into a cache of their own (the fixtures
+`mini_search_cache` and `search_cache` in tests/conftest.py), so these tests do not depend on an
+earlier build.
 """
 from __future__ import annotations
 
 import io
 import json
 import os
+from unittest import mock
 
 import pytest
 
@@ -18,21 +20,9 @@ from minibench.build_indices import kg_records, prepare_indices, repo_folder
 
 
 @pytest.fixture(scope="session")
-def search_cache(tmp_path_factory):
-    saved = os.environ.get("CRUISE_CACHE")
-    os.environ["CRUISE_CACHE"] = str(tmp_path_factory.mktemp("cruise-cache"))
-    config = search.search_config("cpu")
-    info = prepare_indices(config)
-    yield config, info
-    if saved is None:
-        os.environ.pop("CRUISE_CACHE", None)
-    else:
-        os.environ["CRUISE_CACHE"] = saved
-
-
-@pytest.fixture(scope="session")
-def pipeline(search_cache):
-    return search.build_search_pipeline(search_cache[0], web=True)
+def pipeline(mini_search_cache):
+    with mock.patch.dict(os.environ, {"CRUISE_CACHE": str(mini_search_cache.folder)}):
+        return search.build_search_pipeline(mini_search_cache.config, web=True)
 
 
 def _picture(key):
