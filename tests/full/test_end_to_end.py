@@ -12,8 +12,6 @@ import pytest
 from agents.profiles import REPO_ROOT
 from evaluator.scoring.scores import SCORE_KEYS
 
-pytestmark = pytest.mark.slow  # real SmolLM2, MiniLM and the mini benchmark's indices
-
 TRACE_FIELDS = {
     "preset", "needs_external", "is_real_time", "router_raw", "summary", "retrieval_query", "retrieved",
     "web_query", "chunks", "theta", "kept_chunks", "context", "retrieval_score", "rag_answer", "direct_answer",

@@ -31,7 +31,6 @@ def smol_answers(smol):
 
 
 # --- SmolLM2 through transformers -----------------------------------------------------------
-@pytest.mark.slow  # real SmolLM2
 def test_smollm2_answers_a_batch_of_four_in_english(smol_answers):
     assert len(smol_answers) == 4
     assert "paris" in smol_answers[0].text.lower()
@@ -39,7 +38,6 @@ def test_smollm2_answers_a_batch_of_four_in_english(smol_answers):
         assert res.text and res.prompt_tokens > 0 and 0 < res.output_tokens <= 12
 
 
-@pytest.mark.slow  # real SmolLM2
 def test_smollm2_logprobs_one_per_output_token(smol_answers):
     for res in smol_answers:
         assert len(res.token_logprobs) == res.output_tokens == len(res.tokens)
@@ -50,21 +48,18 @@ def test_smollm2_logprobs_one_per_output_token(smol_answers):
     assert paris and paris[0] > -1.0
 
 
-@pytest.mark.slow  # real SmolLM2
 def test_smollm2_greedy_is_deterministic_across_batch_sizes(smol, smol_answers):
     again = smol.generate([chat(QUESTIONS[0])], Sampling(max_tokens=12, logprobs=True))
     assert again[0].text == smol_answers[0].text
     assert again[0].token_logprobs == pytest.approx(smol_answers[0].token_logprobs, abs=1e-3)
 
 
-@pytest.mark.slow  # real SmolLM2
 def test_smollm2_honours_max_tokens(smol):
     results = smol.generate([chat(q) for q in QUESTIONS[:2]], Sampling(max_tokens=3))
     assert all(0 < r.output_tokens <= 3 for r in results)
     assert any(r.output_tokens == 3 for r in results)
 
 
-@pytest.mark.slow  # real SmolLM2
 def test_smollm2_cuts_at_the_first_stop_string(smol, smol_answers):
     full = smol_answers[0].text
     words = full.split()
@@ -75,7 +70,6 @@ def test_smollm2_cuts_at_the_first_stop_string(smol, smol_answers):
     assert results[0].output_tokens < smol_answers[0].output_tokens
 
 
-@pytest.mark.slow  # real SmolLM2
 def test_sampling_is_seeded(smol):
     sampling = Sampling(max_tokens=6, temperature=1.0, seed=7)
     first = smol.generate([chat("Tell me a word.")] * 2, sampling)
@@ -83,7 +77,6 @@ def test_sampling_is_seeded(smol):
     assert [r.text for r in first] == [r.text for r in second]
 
 
-@pytest.mark.slow  # real SmolLM2
 def test_text_only_engine_warns_once_and_still_answers(smol, caplog):
     smol._warned_image = False
     with caplog.at_level(logging.WARNING, logger="agents.engines.transformers_engine"):
@@ -96,7 +89,6 @@ def test_text_only_engine_warns_once_and_still_answers(smol, caplog):
 
 
 # --- factory ---------------------------------------------------------------------------------
-@pytest.mark.slow  # real SmolLM2
 def test_cpu_profile_builds_one_chat_engine_for_both_roles():
     from agents.config import load_config
     from agents.engines.factory import build_engines
@@ -110,7 +102,6 @@ def test_cpu_profile_builds_one_chat_engine_for_both_roles():
     assert engines.vlm.ledger is ledger and engines.reranker.ledger is ledger
 
 
-@pytest.mark.slow  # real SmolLM2
 def test_factory_builds_two_engines_and_a_flag_reranker_when_asked():
     from agents.config import load_config
     from agents.engines.factory import build_engines
@@ -125,7 +116,6 @@ def test_factory_builds_two_engines_and_a_flag_reranker_when_asked():
 
 
 # --- per-request sampling: one engine call, each request with its own sampling ---------------------
-@pytest.mark.slow  # real SmolLM2
 def test_smollm2_honours_per_request_sampling_in_one_call(smol, smol_answers):
     sampled = Sampling(max_tokens=6, temperature=1.0, seed=7)
     mixed = [chat(QUESTIONS[0]), ChatRequest(chat("Tell me a word.").messages, sampling=sampled)]
@@ -143,7 +133,6 @@ def test_smollm2_honours_per_request_sampling_in_one_call(smol, smol_answers):
 LONG_ASK = "Write a long story about a lighthouse keeper, at least five hundred words."
 
 
-@pytest.mark.slow  # real SmolLM2
 def test_smollm2_stops_at_the_deadline_and_says_so(smol):
     import time
 
@@ -167,7 +156,6 @@ def test_smollm2_stops_at_the_deadline_and_says_so(smol):
 
 
 # --- yes/no from next-token probabilities (Sampling.choices) --------------------------------
-@pytest.mark.slow  # real SmolLM2
 def test_smollm2_choices_read_the_next_token_probabilities(smol):
     asks = [chat("Is Paris the capital of France, the country in western Europe? Answer with one word, yes or no."),
             chat("Is the sun cold? Answer yes or no.")]
@@ -182,7 +170,6 @@ def test_smollm2_choices_read_the_next_token_probabilities(smol):
     assert alone.choice_logprobs == pytest.approx(results[1].choice_logprobs, abs=1e-3)
 
 
-@pytest.mark.slow  # real SmolLM2
 def test_smollm2_does_not_start_a_prefill_that_would_outlive_the_deadline(smol):
     import time
 

@@ -25,8 +25,6 @@ from evaluator.search import pipeline as search
 from evaluator.search.index_check import SearchIndexError
 from minibench import synthetic_indices as synth
 
-pytestmark = pytest.mark.slow  # builds 67k-record indices and loads the search package
-
 L40S = search.search_config("l40s", "public-test")
 PUBLIC_TEST_INDICES = ["crag-mm-2025/image-search-index-public-test", "crag-mm-2025/web-search-index-public-test"]
 SQLITE_MAX_VARIABLES = 32_766

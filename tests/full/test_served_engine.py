@@ -28,7 +28,6 @@ from testkit.transformers_serve import SERVED_NAME, ServedModel, evaluation_sett
 OFFLINE = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
 
 
-@pytest.mark.slow  # real SmolLM2
 def test_transformers_vllm_and_a_vllm_server_count_one_answer_alike(smol, loopback):
     """SmolLM2's greedy answer, ended by its end token: transformers' result, and the same
     tokens as vLLM reports them offline (a RequestOutput) and served (a chat completion), each
@@ -79,7 +78,6 @@ COMPARED_TURNS = 8
 QUESTIONS = ["What is the capital of France?", "Name three colours.", "Who wrote Hamlet?"]
 
 
-@pytest.mark.slow
 def test_a_real_server_answers_as_the_in_process_engine_and_stop_strings_are_cut(served, smol):
     requests = [ChatRequest([{"role": "system", "content": "Answer in one sentence."}, {"role": "user", "content": q}])
                 for q in QUESTIONS]
@@ -97,7 +95,6 @@ def test_a_real_server_answers_as_the_in_process_engine_and_stop_strings_are_cut
     assert cut.text == full[: full.index(stop)].strip() and stop not in cut.text
 
 
-@pytest.mark.slow
 def test_a_server_that_hangs_costs_the_deadline_not_more(served):
     """transformers serve never answers a request that carries `stop`: with stop strings sent to the
     server, the engine gives up when the batch's time is spent."""
@@ -140,7 +137,6 @@ def answers(out: Path) -> dict[str, str]:
     return {r["interaction_id"]: r["raw_answer"] for r in map(json.loads, (out / "answers.jsonl").read_text().splitlines())}
 
 
-@pytest.mark.slow
 def test_the_chain_through_the_server_answers_as_in_process(served, tmp_path):
     evaluate(tmp_path / "served", *evaluation_settings(served), turns=COMPARED_TURNS)
     evaluate(tmp_path / "local", turns=COMPARED_TURNS)
@@ -152,7 +148,6 @@ def test_the_chain_through_the_server_answers_as_in_process(served, tmp_path):
     assert summary["stage_fault_turns"] == 0 and summary["deadline_cut_turns"] == 0
 
 
-@pytest.mark.slow
 def test_a_server_killed_mid_run_costs_only_its_turns(smollm2_dir, tmp_path):
     server = ServedModel(serving_copy(smollm2_dir, tmp_path / "model"), tmp_path / "server.log")
     out = tmp_path / "out"
