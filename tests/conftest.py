@@ -30,6 +30,13 @@ def pytest_addoption(parser):
                           "what CI runs, scripts/test.sh)")
 
 
+def pytest_configure(config):
+    # No test reaches a model hub: a bare `pytest` gets what scripts/test.sh exports. Set before
+    # any test module imports huggingface_hub, which reads these once, at import.
+    for name in ("HF_HUB_OFFLINE", "TRANSFORMERS_OFFLINE", "HF_DATASETS_OFFLINE"):
+        os.environ.setdefault(name, "1")
+
+
 def named_on_the_command_line(config, folder: Path) -> bool:
     """Whether an argument names `folder`, a path inside it, or a test in a file inside it."""
     for arg in config.args:
