@@ -147,3 +147,25 @@ def search_cache(mini_search_cache, monkeypatch):
     """(search config, what prepare_indices built), with CRUISE_CACHE on that cache for this test."""
     monkeypatch.setenv("CRUISE_CACHE", str(mini_search_cache.folder))
     return mini_search_cache.config, mini_search_cache.info
+
+
+# the real OCR and classifier runs of the perception stage, counted (testkit/perception_scenes.py)
+@pytest.fixture
+def model_runs(monkeypatch):
+    """Counts the images each model is run on, around the real functions (outside the stage)."""
+    from agents.engines import image_classifier, ocr
+
+    runs = {"ocr": 0, "classifier": 0}
+    real_read, real_labels = ocr.read_text, image_classifier.top_labels
+
+    def read_text(image, *args, **kwargs):
+        runs["ocr"] += 1
+        return real_read(image, *args, **kwargs)
+
+    def top_labels(images, *args, **kwargs):
+        runs["classifier"] += 1 if isinstance(images, Image.Image) else len(images)
+        return real_labels(images, *args, **kwargs)
+
+    monkeypatch.setattr(ocr, "read_text", read_text)
+    monkeypatch.setattr(image_classifier, "top_labels", top_labels)
+    return runs

@@ -1,6 +1,6 @@
 """The engine layer on CPU with tiny random models: Mllama (the Llama-3.2-Vision architecture), the
-two rerankers, the factory's refusals, vLLM's request building and results (vLLM itself replaced by
-a recording stand-in), the clock criteria. SmolLM2's real weights: tests/full/test_engines.py.
+cross-encoder reranker, the factory's refusals, vLLM's request building and results (vLLM itself replaced by
+a recording stand-in), the clock criteria. SmolLM2's and MiniLM's real weights: tests/full/test_engines.py.
 """
 from __future__ import annotations
 
@@ -108,33 +108,19 @@ def flag_reranker():
     return CrossEncoderReranker(build_tiny_xlmr_reranker())
 
 
-@pytest.fixture(scope="session")
-def minilm_reranker():
-    from agents.engines.reranker import MiniLMReranker
-
-    return MiniLMReranker("minilm")
-
-
 def test_flag_reranker_scores_are_probabilities(flag_reranker):
     scores = flag_reranker.score(PAIRS)
     assert len(scores) == len(PAIRS) and all(0.0 <= s <= 1.0 for s in scores)
     assert flag_reranker.score(PAIRS[:1]) == pytest.approx(scores[:1], abs=1e-4)
 
 
-def test_minilm_reranker_ranks_on_topic_first(minilm_reranker):
-    scores = minilm_reranker.score(PAIRS)
-    assert len(scores) == len(PAIRS) and all(0.0 <= s <= 1.0 for s in scores)
-    assert scores[0] > scores[1] + 0.1
-
-
 @pytest.mark.parametrize("batch", [1, 5])
-def test_ledger_records_one_call_per_score(minilm_reranker, flag_reranker, batch):
-    for reranker in (minilm_reranker, flag_reranker):
-        reranker.ledger = Ledger()
-        pairs = [(f"query {i}", f"passage number {i}") for i in range(batch)]
-        assert len(reranker.score(pairs, stage="rerank")) == batch
-        records = reranker.ledger.drain()
-        assert len(records) == 1 and records[0].kind == "rerank" and records[0].requests == batch
+def test_ledger_records_one_call_per_score(flag_reranker, batch):
+    flag_reranker.ledger = Ledger()
+    pairs = [(f"query {i}", f"passage number {i}") for i in range(batch)]
+    assert len(flag_reranker.score(pairs, stage="rerank")) == batch
+    records = flag_reranker.ledger.drain()
+    assert len(records) == 1 and records[0].kind == "rerank" and records[0].requests == batch
 
 
 def test_factory_rejects_an_unknown_engine():

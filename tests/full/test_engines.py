@@ -1,7 +1,8 @@
-"""The engine layer on CPU with SmolLM2's real weights (the fixture `smol`, loaded once per session:
+"""The engine layer on CPU with real weights. SmolLM2 (the fixture `smol`, loaded once per session:
 tests/conftest.py): batches, log-probabilities, stop strings, sampling, the deadline inside a
-generation, yes/no from next-token odds; the factory building the cpu profile's engines. Its
-generations stay a few tokens long. The tiny models and the vLLM stand-ins: tests/test_engines.py.
+generation, yes/no from next-token odds, its generations a few tokens long; the factory building
+the cpu profile's engines; MiniLM's reranker. The tiny models and the vLLM stand-ins:
+tests/test_engines.py.
 """
 from __future__ import annotations
 
@@ -187,3 +188,31 @@ def test_smollm2_does_not_start_a_prefill_that_would_outlive_the_deadline(smol):
         result = smol.generate([prompt], Sampling(max_tokens=8), stage="verify")[0]
     assert result.cut_by_deadline and time.monotonic() - start < 0.5
     smol.prefill_s_per_token = measured
+
+
+# --- MiniLM, the cpu profile's reranker ---------------------------------------------------------
+PAIRS = [("What is the capital of France?", "Paris is the capital and largest city of France."),
+         ("What is the capital of France?", "Golden retrievers are friendly dogs that love to swim."),
+         ("What is the capital of France?", "")]
+
+
+@pytest.fixture(scope="module")
+def minilm_reranker():
+    from agents.engines.reranker import MiniLMReranker
+
+    return MiniLMReranker("minilm")
+
+
+def test_minilm_reranker_ranks_on_topic_first(minilm_reranker):
+    scores = minilm_reranker.score(PAIRS)
+    assert len(scores) == len(PAIRS) and all(0.0 <= s <= 1.0 for s in scores)
+    assert scores[0] > scores[1] + 0.1
+
+
+@pytest.mark.parametrize("batch", [1, 5])
+def test_the_minilm_ledger_records_one_call_per_score(minilm_reranker, batch):
+    minilm_reranker.ledger = Ledger()
+    pairs = [(f"query {i}", f"passage number {i}") for i in range(batch)]
+    assert len(minilm_reranker.score(pairs, stage="rerank")) == batch
+    records = minilm_reranker.ledger.drain()
+    assert len(records) == 1 and records[0].kind == "rerank" and records[0].requests == batch
