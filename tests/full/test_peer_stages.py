@@ -1,15 +1,13 @@
 """The peers' optional stages (the `extended` preset) on the cpu profile's real models: SmolLM2,
-MiniLM and the mini benchmark's indices, through `local_evaluation.py` in a subprocess. Their
+MiniLM and the mini benchmark's indices, through `local_evaluation.py` (in this process). Their
 readers, fallbacks and counts with scripted engines: tests/test_peer_stages.py.
 """
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
-from agents.profiles import REPO_ROOT
+import local_evaluation
+from testkit.in_process import run_main
 
 # The first N single-turn conversations: the plumbing shows on every turn, so a few suffice (six
 # took 49 s on a quiet 2-core machine).
@@ -21,13 +19,10 @@ def test_extended_runs_on_the_cpu_profile_with_smollm2(tmp_path):
     keeps a format, so this proves the plumbing, not the stages' worth: every turn gets a trace
     with the peer keys, the run summary counts them and the report shows them."""
     out = tmp_path / "out"
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
-    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    proc = subprocess.run(
-        [sys.executable, "local_evaluation.py", "--profile", "cpu", "--preset", "extended", "--dataset-type",
-         "single-turn", "--num-conversations", str(TURNS), "--exact-conversations", "--eval-model", "None",
-         "--output-dir", str(out), "--no_progress"],
-        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
+    proc = run_main(local_evaluation.main, [  # in this process (testkit/in_process.py)
+        "--profile", "cpu", "--preset", "extended", "--dataset-type", "single-turn", "--num-conversations", str(TURNS),
+        "--exact-conversations", "--eval-model", "None", "--output-dir", str(out), "--no_progress"],
+        env=dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     traces = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
     assert len(traces) == TURNS and all(t["preset"] == "extended" and not t["errors"] for t in traces)
