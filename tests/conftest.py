@@ -15,6 +15,7 @@ from unittest import mock
 import pytest
 from PIL import Image
 
+import local_evaluation
 from testkit.browser import HeadlessChromium, find_chromium
 from testkit.evaluation_world import CONVERSATIONS, UNDECIDED, generation_args, read_log, run_in_process, write_script
 from testkit.loopback import Loopback
@@ -88,8 +89,6 @@ def world(tmp_path_factory):
 def full_run(world):
     out = world["root"] / "full"
     script = write_script(world, "full")
-    import local_evaluation
-
     proc = run_in_process(local_evaluation.main, world, generation_args(world, out), script,
                           expect_rc=UNDECIDED)  # s3-1's judge fails
     return dict(out=out, proc=proc, log=read_log(world["root"] / "full.log.jsonl"))
@@ -98,8 +97,6 @@ def full_run(world):
 # report.html's runs (testkit/report_world.py), for test_report.py and full/test_report.py
 @pytest.fixture(scope="module")
 def report_runs(tmp_path_factory):
-    import local_evaluation
-
     return build_report_runs(tmp_path_factory.mktemp("reportworld"), local_evaluation.main)
 
 
