@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Set up (idempotent), make sure headless Chromium is there for the report's browser tests,
-# and run the whole test suite offline.
+# and run both test tiers offline: `pytest --full` (tests/ and tests/full/). This is what CI runs.
+# The default tier alone, while working: .venv/bin/python -m pytest
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
@@ -22,5 +23,5 @@ if ! command -v chromium >/dev/null 2>&1; then
 fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 .venv/bin/ruff check .
-# pytest settings live in pyproject.toml; `-m "not slow"` skips the real-model tests
-.venv/bin/python -m pytest -q "$@"
+# pytest settings live in pyproject.toml, the tiers in tests/conftest.py
+.venv/bin/python -m pytest -q --full "$@"

@@ -1,6 +1,7 @@
-"""A hand-made multi-turn dataset and local_evaluation.py run in a subprocess over it, for the
-tests of the evaluator end to end (tests/test_local_evaluation.py, tests/test_workers.py; the
-fixtures `world` and `full_run` in tests/conftest.py build it).
+"""A hand-made multi-turn dataset and local_evaluation.py run over it, in this process
+(run_in_process) or in a subprocess (run_cli), for the tests of the evaluator end to end
+(tests/test_local_evaluation.py, tests/full/test_local_evaluation.py, tests/full/test_workers.py;
+the fixtures `world` and `full_run` in tests/conftest.py build it).
 
 The scripted agent's answers are fixed (CONVERSATIONS), the judge is a scripted server on
 127.0.0.1 (markers [yes]/[no]/[fail]/[flaky] in an answer decide its verdict), so every score is
@@ -15,6 +16,7 @@ import sys
 from pathlib import Path
 
 from agents.profiles import REPO_ROOT
+from testkit.in_process import run_main
 
 # the exit code of a run whose judge left a turn without a verdict: every run over s3-1 ("[fail]")
 UNDECIDED = 3
@@ -56,20 +58,41 @@ def write_script(world, name, **extra) -> Path:
     return path
 
 
-def run_cli(world, args, script: Path | None, *, key: str | None = SECRET, judge=True, expect_rc=0,
-            judge_url: str | None = None, judge_max_wait="0", env_extra: dict | None = None):
-    """local_evaluation.py in a subprocess. judge_max_wait "0": every failed judge request costs an
-    attempt (the tests' request counts rely on it); the rate-limit test passes its own."""
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY",) and not k.startswith("CRUISE_")}
-    env.update(PYTHONPATH=str(REPO_ROOT), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
-               HF_DATASETS_CACHE=str(world["root"] / "hf-datasets"), CRUISE_CACHE=str(world["root"] / "cache"),
+def run_env(world, script: Path | None, key: str | None, env_extra: dict | None) -> dict[str, str]:
+    """What a run over the world adds to the environment (OPENAI_API_KEY and CRUISE_* are dropped first)."""
+    env = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_DATASETS_CACHE=str(world["root"] / "hf-datasets"),
+               CRUISE_CACHE=str(world["root"] / "cache"),
                SCRIPTED_AGENT_SCRIPT=str(script or world["root"] / "no-such-script.json"), **(env_extra or {}))
     if key:
         env["OPENAI_API_KEY"] = key
+    return env
+
+
+def run_argv(world, args, *, judge: bool, judge_url: str | None, judge_max_wait: str) -> list[str]:
+    """judge_max_wait "0": every failed judge request costs an attempt (the tests' request counts
+    rely on it); the rate-limit test passes its own."""
     judge_args = ["--eval-model", "judge-model", "--eval-base-url", judge_url or world["server"].url] if judge else []
-    cmd = [sys.executable, "local_evaluation.py", *args, *judge_args, "--judge-retry-wait", "0.01",
-           "--judge-max-wait", judge_max_wait, "--no_progress", "--display-conversations", "3"]
+    return [*args, *judge_args, "--judge-retry-wait", "0.01", "--judge-max-wait", judge_max_wait, "--no_progress",
+            "--display-conversations", "3"]
+
+
+def run_cli(world, args, script: Path | None, *, key: str | None = SECRET, judge=True, expect_rc=0,
+            judge_url: str | None = None, judge_max_wait="0", env_extra: dict | None = None):
+    """local_evaluation.py in a subprocess (the full tier: workers, a real interpreter's exit)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY",) and not k.startswith("CRUISE_")}
+    env.update(PYTHONPATH=str(REPO_ROOT), **run_env(world, script, key, env_extra))
+    cmd = [sys.executable, "local_evaluation.py",
+           *run_argv(world, args, judge=judge, judge_url=judge_url, judge_max_wait=judge_max_wait)]
     proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=240)
+    assert proc.returncode == expect_rc, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+def run_in_process(main, world, args, script: Path | None, *, key: str | None = SECRET, judge=True, expect_rc=0,
+                   judge_url: str | None = None, judge_max_wait="0", env_extra: dict | None = None):
+    """The same run as run_cli, in this process: `main` is local_evaluation.main (testkit/in_process.py)."""
+    proc = run_main(main, run_argv(world, args, judge=judge, judge_url=judge_url, judge_max_wait=judge_max_wait),
+                    env=run_env(world, script, key, env_extra))
     assert proc.returncode == expect_rc, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 

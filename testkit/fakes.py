@@ -192,3 +192,29 @@ class InstantCruiseAgent(CruiseAgent):
     def __init__(self, search_pipeline=None, config=None):
         engine = InstantEngine()
         super().__init__(FakePipeline(INSTANT_HITS), config, engines=Engines(engine, engine, FunctionReranker(hashed_score)))
+
+
+# A fact of the mini benchmark's Summer Palace page that only its body holds (its snippet stops
+# before the practical notes), asked through `local_evaluation.py --web-contents` with the search
+# pipeline the evaluator itself builds over the mini indices and the mini contents database
+# (tests/full/test_web_contents.py).
+BODY_QUESTION = "which subway station is nearest to the summer palace in beijing?"
+
+
+BODY_FACT = "Beigongmen"
+
+
+def body_fact_reply(request) -> str:
+    return f"{BODY_FACT} station." if BODY_FACT in last_user_text(request) else "I don't know."
+
+
+class BodyFactAgent(CruiseAgent):
+    """The real chain with scripted chat models, a reranker that rates the chunk holding the fact
+    (the models are outside the unit), and whatever search pipeline the evaluator hands over."""
+
+    def __init__(self, search_pipeline=None, config=None):
+        vlm = ScriptedEngine({"summarize": lambda r: "A palace by a lake.", "answer": body_fact_reply,
+                              "consistency": lambda r: "yes", "verify": lambda r: "CONFIDENCE: 0.95"})
+        router = ScriptedEngine({"route": lambda r: "Needs External Info: yes\nIs Real-Time: no"})
+        reranker = FunctionReranker(lambda query, chunk: 0.95 if BODY_FACT in chunk else 0.3)
+        super().__init__(search_pipeline, config, engines=Engines(router=router, vlm=vlm, reranker=reranker))

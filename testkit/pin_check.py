@@ -1,5 +1,5 @@
 """Load and run the project's engines under whatever transformers is first on the path, and print
-what they did as JSON. tests/test_transformers_pin.py runs this module in a subprocess whose
+what they did as JSON. tests/full/test_transformers_pin.py runs this module in a subprocess whose
 PYTHONPATH puts the GPU set's transformers / tokenizers pins (requirements.txt) in front of the
 venv's, so the pinned version builds the tiny models, loads them through our engines and generates.
 

@@ -1,6 +1,6 @@
 """A real OpenAI-compatible server on this machine: `transformers serve` (transformers 4.57.6,
 with fastapi and uvicorn) serving the cpu profile's SmolLM2 on a free loopback port. The served
-engine's tests (tests/test_served_engine.py) and benchmark (benchmarks/served.py) start it;
+engine's tests (tests/full/test_served_engine.py) and benchmark (benchmarks/served.py) start it;
 `python -m testkit.transformers_serve` starts one and prints the settings that point a run at it.
 
 Two of its limits are worked around here, in a serving copy of the converted model (links to

@@ -5,15 +5,14 @@ official CSVs keep the values as the harnesses write them."""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
+import local_evaluation
 from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import LABEL_FIELDS, label_name, label_vocabularies, load_split, read_conversations
+from testkit.in_process import run_main
 
 MINI_SINGLE = REPO_ROOT / "data" / "crag-mm-mini" / "single-turn"
 
@@ -97,7 +96,7 @@ def test_label_name_edge_cases():
 
 
 def run_evaluation(root: Path, dataset: Path, name: str, *extra: str) -> tuple[Path, str]:
-    """local_evaluation.py with the scripted agent (no models, no judge): it answers the gold
+    """local_evaluation.py in this process with the scripted agent (no models, no judge): it answers the gold
     answer on every third turn, a wrong one on the next, "I don't know" otherwise."""
     original, _, _ = load_split(str(MINI_SINGLE), None, "validation")
     answers = {}
@@ -107,14 +106,11 @@ def run_evaluation(root: Path, dataset: Path, name: str, *extra: str) -> tuple[P
     script = root / f"{name}.json"
     script.write_text(json.dumps({"answers": answers, "batch_size": 8}))
     out = root / f"out-{name}"
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
-    env.update(PYTHONPATH=str(REPO_ROOT), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
-               HF_DATASETS_CACHE=str(root / "hf-datasets"), CRUISE_CACHE=str(root / "cache"),
-               SCRIPTED_AGENT_SCRIPT=str(script))
-    cmd = [sys.executable, "local_evaluation.py", "--dataset", str(dataset), "--profile", "cpu",
-           "--agent", "testkit.scripted_agent:ScriptedAgent", "--search", "none", "--output-dir", str(out),
-           "--no_progress", "--display-conversations", "0", *extra]
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=300)
+    env = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_DATASETS_CACHE=str(root / "hf-datasets"),
+               CRUISE_CACHE=str(root / "cache"), SCRIPTED_AGENT_SCRIPT=str(script))
+    argv = ["--dataset", str(dataset), "--profile", "cpu", "--agent", "testkit.scripted_agent:ScriptedAgent",
+            "--search", "none", "--output-dir", str(out), "--no_progress", "--display-conversations", "0", *extra]
+    proc = run_main(local_evaluation.main, argv, env=env)  # in this process (testkit/in_process.py)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return out, proc.stdout
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 import json
 import math
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -16,10 +14,11 @@ import pandas as pd
 import pytest
 
 from agents.base_agent import IDK_ANSWER
-from agents.profiles import REPO_ROOT
 from evaluator.harness.outputs import INTERVALS_KEY, finalize
 from evaluator.harness.runner import ANSWERS, RUN_CONFIG, append_jsonl
+from evaluator.report.__main__ import main as report_main
 from evaluator.scoring.intervals import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, score_intervals
+from testkit.in_process import run_main
 
 GOLD = "the gold answer"
 ANSWER_OF = {"correct": GOLD, "missed": IDK_ANSWER, "hallucinated": "a wrong answer"}
@@ -94,15 +93,18 @@ def test_the_intervals_match_a_plain_loop_over_the_extended_csv(tmp_path):
     table = pd.read_csv(run / "turn_evaluation_results_all_extended.csv", dtype={"session_id": str})
     sessions = sorted(table["session_id"].unique())
     groups = [table[table["session_id"] == s] for s in sessions]
+    # each conversation's (turns, correct, hallucinated, conversation score), read from its rows once
+    counted = [(len(g), int(g["is_correct"].sum()), int(g["is_hallucination"].sum()),
+                float(g["multi_turn_conversation_score"].iloc[0])) for g in groups]
     draws = np.random.default_rng(BOOTSTRAP_SEED).integers(0, len(sessions), size=(BOOTSTRAP_RESAMPLES, len(sessions)))
     truth, conversation = [], []
-    for draw in draws:
-        picked = [groups[i] for i in draw]
-        turns = sum(len(g) for g in picked)
-        correct = sum(int(g["is_correct"].sum()) for g in picked)
-        hallucinated = sum(int(g["is_hallucination"].sum()) for g in picked)
+    for draw in draws.tolist():
+        picked = [counted[i] for i in draw]
+        turns = sum(p[0] for p in picked)
+        correct = sum(p[1] for p in picked)
+        hallucinated = sum(p[2] for p in picked)
         truth.append((correct - hallucinated) / turns)
-        conversation.append(sum(float(g["multi_turn_conversation_score"].iloc[0]) for g in picked) / len(picked))
+        conversation.append(sum(p[3] for p in picked) / len(picked))
     found = saved(run)[INTERVALS_KEY]["all"]
     assert found["truthfulness_score"] == pytest.approx(list(np.percentile(truth, [2.5, 97.5])), abs=1e-12)
     assert found["mean_multi_turn_conversation_score"] == pytest.approx(
@@ -131,9 +133,7 @@ def test_clustered_intervals_are_wider_when_a_conversations_turns_agree(tmp_path
 
 def compare(tmp_path: Path, *runs: Path) -> tuple[str, str]:
     out = tmp_path / "compare.html"
-    proc = subprocess.run([sys.executable, "-m", "evaluator.report", *map(str, runs), "--out", str(out)],
-                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=300,
-                          env={"COLUMNS": "250", "PATH": "/usr/bin:/bin"})
+    proc = run_main(report_main, [*map(str, runs), "--out", str(out)], columns=250)  # python -m evaluator.report
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc.stdout, out.read_text()
 

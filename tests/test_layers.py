@@ -151,7 +151,8 @@ def imports_of_tests(root: Path) -> list[str]:
         module = module_name(root, path)
         in_tests = below(module, "tests")
         for line, name in imported_names(path, module):
-            if below(name, "tests") and (not in_tests or name.startswith("tests.test_")):
+            a_test_module = any(part.startswith("test_") for part in name.split("."))  # tests/ or tests/full/
+            if below(name, "tests") and (not in_tests or a_test_module):
                 out.append(f"{path.relative_to(root)}:{line}: {module} imports {name}")
     return out
 
@@ -167,13 +168,17 @@ def test_the_tests_check_sees_a_tool_and_a_test_module_importing_tests(tmp_path)
     (tmp_path / "tests" / "conftest.py").write_text("PAPER = 1\n")
     (tmp_path / "tests" / "test_a.py").write_text(
         "from tests.test_b import make_agent\nfrom tests.conftest import PAPER\nfrom testkit import fakes\n")
-    (tmp_path / "tests" / "test_b.py").write_text("from tests import test_a\n")
+    (tmp_path / "tests" / "test_b.py").write_text("from tests import test_a\nfrom tests.full.test_c import world\n")
+    (tmp_path / "tests" / "full").mkdir()
+    (tmp_path / "tests" / "full" / "test_c.py").write_text("from tests.test_a import make_agent\nimport tests.full\n")
     (tmp_path / "local_evaluation.py").write_text("import tests\n")
     assert imports_of_tests(tmp_path) == [
         "benchmarks/gpu_bench.py:2: benchmarks.gpu_bench imports tests.tiny_models.build",
         "local_evaluation.py:1: local_evaluation imports tests",
+        "tests/full/test_c.py:1: tests.full.test_c imports tests.test_a.make_agent",
         "tests/test_a.py:1: tests.test_a imports tests.test_b.make_agent",
         "tests/test_b.py:1: tests.test_b imports tests.test_a",
+        "tests/test_b.py:2: tests.test_b imports tests.full.test_c.world",
     ]
 
 

@@ -1,5 +1,6 @@
-"""local_evaluation.py end to end (subprocesses) on a hand-made multi-turn dataset, plus the
-dataset, image and truncation helpers behind it.
+"""local_evaluation.py end to end (in this process: testkit/in_process.py) on a hand-made
+multi-turn dataset, plus the dataset, image and truncation helpers behind it. The same runs in a
+real interpreter (exit codes, a crash): tests/full/test_local_evaluation.py.
 
 The scripted agent's answers are fixed, the judge is a scripted server on 127.0.0.1 (markers
 [yes]/[no]/[fail]/[flaky] in an answer decide its verdict), so every score is known by hand.
@@ -11,6 +12,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
+import local_evaluation
 from agents.base_agent import JUDGED_ANSWER_TOKENS
 from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import fetch_image_bytes, load_split, read_conversations
@@ -23,10 +25,15 @@ from testkit.evaluation_world import (
     generation_args,
     read_log,
     read_scores,
-    run_cli,
+    run_in_process,
     write_script,
 )
 from testkit.scripted_agent import FakeOpenAIServer, build_dataset, png_bytes
+
+
+def evaluate(world, args, script, **kwargs):
+    """local_evaluation.py over the world, in this process (testkit/evaluation_world.py run_in_process)."""
+    return run_in_process(local_evaluation.main, world, args, script, **kwargs)
 
 
 def expected_scores(total, exact, correct, miss, conversation_mean) -> dict:
@@ -156,11 +163,11 @@ def test_agent_saw_official_batches_histories_images_and_settings(full_run, worl
 def test_resume_after_a_crash_gives_the_same_scores(world, full_run):
     out = world["root"] / "crashed"
     script = write_script(world, "crash", crash_on_call=4, crash_flag=str(world["root"] / "crash.flag"))
-    run_cli(world, generation_args(world, out), script, expect_rc=17)
+    evaluate(world, generation_args(world, out), script, expect_rc=17)
     assert not (out / "scores_dictionary.json").exists()
     saved = read_log(out / "answers.jsonl")
     assert len(saved) == 6  # three batches of two finished before the crash
-    run_cli(world, generation_args(world, out, "--resume"), script, expect_rc=UNDECIDED)
+    evaluate(world, generation_args(world, out, "--resume"), script, expect_rc=UNDECIDED)
     assert read_scores(out) == read_scores(full_run["out"])
     assert (out / "turn_evaluation_results_all.csv").read_text() == \
         (full_run["out"] / "turn_evaluation_results_all.csv").read_text()
@@ -177,7 +184,7 @@ def test_resume_after_a_crash_gives_the_same_scores(world, full_run):
 def test_agent_errors_become_i_dont_know_and_the_run_finishes(world):
     out = world["root"] / "errors"
     script = write_script(world, "errors", raise_on_query="s3q0", short_on_query="s6q1")
-    run_cli(world, generation_args(world, out), script, expect_rc=UNDECIDED)
+    evaluate(world, generation_args(world, out), script, expect_rc=UNDECIDED)
     answers = {r["interaction_id"]: r for r in read_log(out / "answers.jsonl")}
     failed = {k for k, r in answers.items() if r["error"]}
     assert failed == {"s2-3", "s3-0", "s6-1", "s5-1"}  # the two batches holding those queries
@@ -197,13 +204,13 @@ def test_three_shards_merged_equal_one_run(world, full_run):
     for i in range(3):
         out = world["root"] / f"shard{i}"
         # shard 2/3 holds s3-1, whose judge fails
-        run_cli(world, generation_args(world, out, "--shard", f"{i}/3"), script, expect_rc=UNDECIDED if i == 2 else 0)
+        evaluate(world, generation_args(world, out, "--shard", f"{i}/3"), script, expect_rc=UNDECIDED if i == 2 else 0)
         shard_dirs.append(out)
     sessions = {json.loads(line)["session_id"] for line in (shard_dirs[0] / "answers.jsonl").read_text().splitlines()}
     assert sessions == {"s1-ego", "s4-ego"}  # conversation index % 3 == 0
     merged = world["root"] / "merged"
     asked_before = len(world["server"].chat_requests())
-    run_cli(world, ["merge", *map(str, shard_dirs), "--output-dir", str(merged)], None, judge=False,
+    evaluate(world, ["merge", *map(str, shard_dirs), "--output-dir", str(merged)], None, judge=False,
             expect_rc=UNDECIDED)
     # saved verdicts are reused; only the turn whose judge failed is asked again (3 attempts)
     assert len(world["server"].chat_requests()) - asked_before == 3
@@ -220,22 +227,22 @@ def test_three_shards_merged_equal_one_run(world, full_run):
 
 def test_no_key_disables_the_judge_loudly_then_rejudge_restores_the_scores(world, full_run):
     out = world["root"] / "nokey"
-    proc = run_cli(world, generation_args(world, out), write_script(world, "nokey"), key=None, judge=False)
+    proc = evaluate(world, generation_args(world, out), write_script(world, "nokey"), key=None, judge=False)
     assert proc.stdout.count("NO JUDGE") == 1
     s = json.loads((out / "run_summary.json").read_text())
     assert s["judge"] == "disabled" and s["unjudged_turns"] == 7
     assert read_scores(out)["all"]["correct"] == 2.0  # exact matches only: s1-0, s6-1
     # rejudge from the saved answers; no script file exists, so building the agent would fail
-    run_cli(world, ["--rejudge", "--output-dir", str(out)], None, key=None, expect_rc=UNDECIDED)
+    evaluate(world, ["--rejudge", "--output-dir", str(out)], None, key=None, expect_rc=UNDECIDED)
     assert read_scores(out) == read_scores(full_run["out"])
     assert json.loads((out / "run_summary.json").read_text())["judge_failures"] == 1
 
 
 def test_resume_refuses_a_different_dataset_selection(world, full_run):
-    proc = run_cli(world, generation_args(world, full_run["out"], "--resume", "--num-conversations", "2"),
+    proc = evaluate(world, generation_args(world, full_run["out"], "--resume", "--num-conversations", "2"),
                    write_script(world, "clash"), expect_rc=1)
     assert "differs on ['num_conversations']" in proc.stderr
-    proc = run_cli(world, generation_args(world, full_run["out"], "--resume", "--rules", "crag-mm"),
+    proc = evaluate(world, generation_args(world, full_run["out"], "--resume", "--rules", "crag-mm"),
                    write_script(world, "clash"), expect_rc=1)
     assert "differs on ['rules']" in proc.stderr
 
@@ -243,7 +250,7 @@ def test_resume_refuses_a_different_dataset_selection(world, full_run):
 def test_crag_mm_rules_end_to_end_against_the_test_judge(world, full_run):
     out = world["root"] / "cragmm"
     asked_before = len(world["server"].chat_requests())
-    proc = run_cli(world, generation_args(world, out, "--rules", "crag-mm"), write_script(world, "cragmm"),
+    proc = evaluate(world, generation_args(world, out, "--rules", "crag-mm"), write_script(world, "cragmm"),
                    expect_rc=UNDECIDED)
     scores = read_scores(out)
     assert list(scores)[:2] == ["all", "ego"]  # the official keys first, then our own (intervals_95)
@@ -271,14 +278,14 @@ def test_crag_mm_rules_end_to_end_against_the_test_judge(world, full_run):
 def test_num_conversations_overshoots_like_the_official_loop_unless_exact(world):
     # batch size 2: batches [s1q0 s2q0] [s2q1 s1q1] [s1q2 s2q2] [s2q3 s3q0] -> 3 > 2 conversations
     out = world["root"] / "overshoot"
-    run_cli(world, generation_args(world, out, "--num-conversations", "2"), write_script(world, "overshoot"))
+    evaluate(world, generation_args(world, out, "--num-conversations", "2"), write_script(world, "overshoot"))
     answered = [r["interaction_id"] for r in read_log(out / "answers.jsonl")]
     assert sorted(answered) == ["s1-0", "s1-1", "s1-2", "s2-0", "s2-1", "s2-2", "s2-3", "s3-0"]
     summary = json.loads((out / "run_summary.json").read_text())
     assert summary["turns_expected"] == 8 and summary["complete"]
     assert summary["conversation_selection"].startswith("official --num-conversations 2")
     exact = world["root"] / "exact"
-    run_cli(world, generation_args(world, exact, "--num-conversations", "2", "--exact-conversations"),
+    evaluate(world, generation_args(world, exact, "--num-conversations", "2", "--exact-conversations"),
             write_script(world, "exact"))
     answered = [r["interaction_id"] for r in read_log(exact / "answers.jsonl")]
     assert sorted(answered) == ["s1-0", "s1-1", "s1-2", "s2-0", "s2-1", "s2-2", "s2-3"]
@@ -306,7 +313,7 @@ def test_resume_refuses_another_system_and_names_what_differs(world, full_run, t
         args = generation_args(world, out, "--resume", *extra)
         if "testkit.slow_agent:SlowAgent" in extra:  # an agent that takes no settings is given none
             args = [a for a in args if a not in ("--set", "k_recall=7")]
-        proc = run_cli(world, args, write_script(world, "refused"), expect_rc=1, env_extra=env)
+        proc = evaluate(world, args, write_script(world, "refused"), expect_rc=1, env_extra=env)
         assert proc.stderr.strip() == refusal(out, expected)
     assert "Traceback" not in proc.stderr
     assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before  # nothing written, nothing answered
@@ -315,9 +322,9 @@ def test_resume_refuses_another_system_and_names_what_differs(world, full_run, t
     config = json.loads((out / "run_config.json").read_text())
     del config["fingerprint"]
     (out / "run_config.json").write_text(json.dumps(config))
-    proc = run_cli(world, generation_args(world, out, "--resume"), write_script(world, "refused"), expect_rc=1)
+    proc = evaluate(world, generation_args(world, out, "--resume"), write_script(world, "refused"), expect_rc=1)
     assert proc.stderr.strip() == refusal(out, ["the earlier run recorded no system fingerprint (it predates them)"])
-    run_cli(world, generation_args(world, out, "--resume", "--force"), write_script(world, "refused"),
+    evaluate(world, generation_args(world, out, "--resume", "--force"), write_script(world, "refused"),
             expect_rc=UNDECIDED)
     assert json.loads((out / "run_summary.json").read_text())["resume_forced"] is True
     assert "fingerprint" in json.loads((out / "run_config.json").read_text())
@@ -326,10 +333,10 @@ def test_resume_refuses_another_system_and_names_what_differs(world, full_run, t
 def test_forced_resume_goes_on_with_the_new_system_and_is_recorded(world, full_run):
     out = world["root"] / "forced"
     script = write_script(world, "forced", crash_on_call=2, crash_flag=str(world["root"] / "forced.flag"))
-    run_cli(world, generation_args(world, out), script, expect_rc=17)  # one batch saved, then a crash
-    proc = run_cli(world, generation_args(world, out, "--resume", "--set", "k_recall=5"), script, expect_rc=1)
+    evaluate(world, generation_args(world, out), script, expect_rc=17)  # one batch saved, then a crash
+    proc = evaluate(world, generation_args(world, out, "--resume", "--set", "k_recall=5"), script, expect_rc=1)
     assert proc.stderr.strip() == refusal(out, ["--set k_recall: 7 -> 5"])
-    proc = run_cli(world, generation_args(world, out, "--resume", "--force", "--set", "k_recall=5"), script,
+    proc = evaluate(world, generation_args(world, out, "--resume", "--force", "--set", "k_recall=5"), script,
                    expect_rc=UNDECIDED)
     assert "resuming with --force from another system: --set k_recall: 7 -> 5" in " ".join(proc.stdout.split())
     calls = read_log(world["root"] / "forced.log.jsonl")
@@ -339,19 +346,19 @@ def test_forced_resume_goes_on_with_the_new_system_and_is_recorded(world, full_r
     assert [f["differences"] for f in summary["forced_resumes"]] == [["--set k_recall: 7 -> 5"]]
     assert any(n.startswith("resumed with --force") and n.endswith("--set k_recall: 7 -> 5") for n in summary["notices"])
     # the folder now holds the new system: resuming as k_recall=5 needs no --force, and the record stays
-    run_cli(world, generation_args(world, out, "--resume", "--set", "k_recall=5"), script, expect_rc=UNDECIDED)
+    evaluate(world, generation_args(world, out, "--resume", "--set", "k_recall=5"), script, expect_rc=UNDECIDED)
     again = json.loads((out / "run_summary.json").read_text())
     assert again["forced_resumes"] == summary["forced_resumes"] and again["resume_forced"] is True
-    proc = run_cli(world, generation_args(world, world["root"] / "unforced", "--force"), script, expect_rc=1)
+    proc = evaluate(world, generation_args(world, world["root"] / "unforced", "--force"), script, expect_rc=1)
     assert proc.stderr.strip() == "--force only applies to --resume" and not (world["root"] / "unforced").exists()
 
 
 def test_shards_of_different_systems_are_not_merged(world):
     script = write_script(world, "mixed")
     first, second = world["root"] / "mixed0", world["root"] / "mixed1"
-    run_cli(world, generation_args(world, first, "--shard", "0/2"), script, expect_rc=UNDECIDED)  # s1, s3, s5
-    run_cli(world, generation_args(world, second, "--shard", "1/2", "--preset", "no_cov"), script)
-    proc = run_cli(world, ["merge", str(first), str(second), "--output-dir", str(world["root"] / "mixed")], None,
+    evaluate(world, generation_args(world, first, "--shard", "0/2"), script, expect_rc=UNDECIDED)  # s1, s3, s5
+    evaluate(world, generation_args(world, second, "--shard", "1/2", "--preset", "no_cov"), script)
+    proc = evaluate(world, ["merge", str(first), str(second), "--output-dir", str(world["root"] / "mixed")], None,
                    judge=False, expect_rc=1)
     assert proc.stderr.strip() == (f"cannot merge: these folders used another system than {first}:\n"
                                    f"  {second}: preset: full -> no_cov")
@@ -376,25 +383,25 @@ def test_resume_refuses_other_search_indices_in_one_line(world, tmp_path):
     out = tmp_path / "l40s"
     script = write_script(world, "indices")
     first = [*generation_args(world, out, "--exact-conversations", "--num-conversations", "2"), "--profile", "l40s"]
-    run_cli(world, first, script, env_extra=env)
+    evaluate(world, first, script, env_extra=env)
     config = json.loads((out / "run_config.json").read_text())
     recorded = {"image": {"id": PUBLIC_IMAGE_INDEX, "revision": "a" * 40}, "web": None,  # Task 1: no web index
                 "contents": None}
     assert config["indices"] == config["fingerprint"]["indices"] == recorded
     before = (out / "answers.jsonl").read_bytes()
     # the starter kit's indices: refused, one line naming both
-    proc = run_cli(world, [*first, "--resume", "--indices", "validation"], script, expect_rc=1, env_extra=env)
+    proc = evaluate(world, [*first, "--resume", "--indices", "validation"], script, expect_rc=1, env_extra=env)
     assert proc.stderr.strip() == refusal(out, [f"search indices: {PUBLIC_IMAGE_INDEX}@aaaaaaaaaaaa -> "
                                                 f"{VALIDATION_IMAGE_INDEX}"])
     # the same id at another snapshot: refused too
     cached_index(hub, PUBLIC_IMAGE_INDEX, "b" * 40)
-    proc = run_cli(world, [*first, "--resume"], script, expect_rc=1, env_extra=env)
+    proc = evaluate(world, [*first, "--resume"], script, expect_rc=1, env_extra=env)
     assert proc.stderr.strip() == refusal(out, [f"search indices: {PUBLIC_IMAGE_INDEX}@aaaaaaaaaaaa -> "
                                                 f"{PUBLIC_IMAGE_INDEX}@bbbbbbbbbbbb"])
     assert (out / "answers.jsonl").read_bytes() == before
     # back at the recorded snapshot the run resumes (the environment does not pick the indices)
     cached_index(hub, PUBLIC_IMAGE_INDEX, "a" * 40)
-    run_cli(world, [*first, "--resume"], script, env_extra={**env, "CRAG_MM_INDICES": "validation"})
+    evaluate(world, [*first, "--resume"], script, env_extra={**env, "CRAG_MM_INDICES": "validation"})
 
 
 def test_resume_refuses_full_pages_switched_on_whatever_builds_the_search(world, tmp_path):
@@ -404,9 +411,9 @@ def test_resume_refuses_full_pages_switched_on_whatever_builds_the_search(world,
     args = [a for a in generation_args(world, out, "--exact-conversations", "--num-conversations", "2")
             if a != "--suppress-web-search-api"] + ["--profile", "l40s"]
     script = write_script(world, "pages")
-    run_cli(world, args, script)
+    evaluate(world, args, script)
     assert json.loads((out / "run_config.json").read_text())["indices"]["contents"] is None
-    proc = run_cli(world, [*args, "--resume", "--web-contents"], script, expect_rc=1)
+    proc = evaluate(world, [*args, "--resume", "--web-contents"], script, expect_rc=1)
     assert proc.stderr.strip() == refusal(out, [
         "search indices: crag-mm-2025/image-search-index-public-test, crag-mm-2025/web-search-index-public-test -> "
         "crag-mm-2025/image-search-index-public-test, crag-mm-2025/web-search-index-public-test, "
@@ -416,10 +423,10 @@ def test_resume_refuses_full_pages_switched_on_whatever_builds_the_search(world,
 def test_shards_over_other_search_indices_are_not_merged(world, tmp_path):
     script = write_script(world, "indices-merge")
     first, second = tmp_path / "val0", tmp_path / "pub1"
-    run_cli(world, [*generation_args(world, first, "--shard", "0/2"), "--profile", "l40s", "--indices", "validation"],
+    evaluate(world, [*generation_args(world, first, "--shard", "0/2"), "--profile", "l40s", "--indices", "validation"],
             script, expect_rc=UNDECIDED)  # s1, s3, s5
-    run_cli(world, [*generation_args(world, second, "--shard", "1/2"), "--profile", "l40s"], script)
-    proc = run_cli(world, ["merge", str(first), str(second), "--output-dir", str(tmp_path / "merged")], None,
+    evaluate(world, [*generation_args(world, second, "--shard", "1/2"), "--profile", "l40s"], script)
+    proc = evaluate(world, ["merge", str(first), str(second), "--output-dir", str(tmp_path / "merged")], None,
                    judge=False, expect_rc=1)
     assert proc.stderr.strip() == (f"cannot merge: these folders used another system than {first}:\n"
                                    f"  {second}: search indices: {VALIDATION_IMAGE_INDEX} -> {PUBLIC_IMAGE_INDEX}")
@@ -457,13 +464,13 @@ def test_a_cruise_agent_resume_compares_every_config_field_before_loading_models
     args = ["--dataset", str(world["dataset"]), "--dataset-type", "multi-turn", "--profile", "cpu",
             "--agent", "agents.user_config:UserAgent", "--search", "testkit.scripted_agent:make_fake_search",
             "--suppress-web-search-api", "--output-dir", str(out), "--resume", "--preset", "no_cov", "--set", "tau_ret=0.4"]
-    proc = run_cli(world, args, None, expect_rc=1)
+    proc = evaluate(world, args, None, expect_rc=1)
     assert proc.stderr.strip() == refusal(out, ["preset: full -> no_cov", "config.tau_ret: 0.9 -> 0.4", "config.use_cov: True -> False"])
     # the agent's prompt files are part of its system: another prompt folder is refused too
     prompts = tmp_path / "prompts"  # the repository's prompts, then one of them edited
     shutil.copytree(REPO_ROOT / "prompts", prompts)
     (prompts / "verify.txt").write_text((prompts / "verify.txt").read_text() + "\nAnswer in one line.\n")
-    proc = run_cli(world, args[:-4], None, expect_rc=1, env_extra={"CRUISE_PROMPTS_DIR": str(prompts)})
+    proc = evaluate(world, args[:-4], None, expect_rc=1, env_extra={"CRUISE_PROMPTS_DIR": str(prompts)})
     assert proc.stderr.strip() == refusal(out, ["prompt verify.txt changed"])
 
 
@@ -472,7 +479,7 @@ def test_a_rate_limited_judge_is_waited_out_and_every_turn_is_judged(world, tmp_
     script = write_script(world, "throttled", answers={**world["answers"], "s3q1": "[yes] 1889"})  # no [fail] turn
     throttle = ["1", "date+2", None, "1", None, "1"]  # Retry-After in seconds, as an HTTP date, or absent
     with FakeOpenAIServer(throttle=throttle) as server:
-        run_cli(world, generation_args(world, out), script, judge_url=server.url, judge_max_wait="30")
+        evaluate(world, generation_args(world, out), script, judge_url=server.url, judge_max_wait="30")
         codes = [r["status"] for r in server.chat_requests()]
     assert sorted(codes) == [200] * 7 + [429] * 6 + [500] * 2  # 7 turns judged once each; [flaky] gave two 500s
     summary = json.loads((out / "run_summary.json").read_text())

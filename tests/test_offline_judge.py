@@ -2,18 +2,18 @@
 from __future__ import annotations
 
 import json
-import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
+import local_evaluation
 from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import load_split, read_conversations
 from evaluator.scoring.lexical_judge import OFFLINE_JUDGE_LABEL, lexical_verdict, matching_form, normalise
 from evaluator.scoring.scores import SCORE_KEYS
+from testkit.in_process import run_main
 from testkit.scripted_agent import FakeOpenAIServer, build_dataset
 from tools.calibrate import rag_verdicts
 
@@ -101,16 +101,15 @@ def test_the_reader_takes_the_extra_keys_in_both_shapes_and_the_official_shape_w
 
 
 def _run(tmp_path: Path, dataset: Path, out: Path, *extra: str) -> subprocess.CompletedProcess:
+    """local_evaluation.py in this process (testkit/in_process.py)."""
     script = tmp_path / "script.json"
     script.write_text(json.dumps({"answers": {t[1]: t[3] for t in TURNS}, "batch_size": 3}))
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
-    env.update(PYTHONPATH=str(REPO_ROOT), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
-               HF_DATASETS_CACHE=str(tmp_path / "hf-datasets"), CRUISE_CACHE=str(tmp_path / "cache"),
-               SCRIPTED_AGENT_SCRIPT=str(script))
-    cmd = [sys.executable, "local_evaluation.py", "--dataset", str(dataset), "--dataset-type", "single-turn",
-           "--profile", "cpu", "--agent", "testkit.scripted_agent:ScriptedAgent", "--search", "none",
-           "--output-dir", str(out), "--no_progress", *extra]
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=240)
+    env = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_DATASETS_CACHE=str(tmp_path / "hf-datasets"),
+               CRUISE_CACHE=str(tmp_path / "cache"), SCRIPTED_AGENT_SCRIPT=str(script))
+    argv = ["--dataset", str(dataset), "--dataset-type", "single-turn", "--profile", "cpu",
+            "--agent", "testkit.scripted_agent:ScriptedAgent", "--search", "none", "--output-dir", str(out),
+            "--no_progress", *extra]
+    proc = run_main(local_evaluation.main, argv, env=env)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 

@@ -7,12 +7,10 @@ local_evaluation.py picks the split so:
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 
-from agents.profiles import REPO_ROOT
+import local_evaluation
 from evaluator.harness.dataset import load_split
+from testkit.in_process import run_main
 from testkit.scripted_agent import build_dataset
 
 
@@ -42,15 +40,12 @@ def _run(dataset, out, split, tmp_path):
     script = tmp_path / "script.json"
     # the first public_test answer is its ground truth (an exact match), the rest abstain
     script.write_text(json.dumps({"answers": {"pq0": "pa0"}, "batch_size": 2}))
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith(("CRUISE_", "CRAG_MM_"))}
-    env.update(PYTHONPATH=str(REPO_ROOT), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
-               HF_DATASETS_CACHE=str(tmp_path / "hf-datasets"), CRUISE_CACHE=str(tmp_path / "cache"),
-               SCRIPTED_AGENT_SCRIPT=str(script))
-    cmd = [sys.executable, "local_evaluation.py", "--dataset", str(dataset), "--dataset-type", "single-turn",
-           "--split", split, "--profile", "cpu", "--agent", "testkit.scripted_agent:ScriptedAgent",
-           "--search", "testkit.scripted_agent:make_fake_search", "--eval-model", "None", "--no_progress",
-           "--output-dir", str(out)]
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=240)
+    env = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", HF_DATASETS_CACHE=str(tmp_path / "hf-datasets"),
+               CRUISE_CACHE=str(tmp_path / "cache"), SCRIPTED_AGENT_SCRIPT=str(script))
+    argv = ["--dataset", str(dataset), "--dataset-type", "single-turn", "--split", split, "--profile", "cpu",
+            "--agent", "testkit.scripted_agent:ScriptedAgent", "--search", "testkit.scripted_agent:make_fake_search",
+            "--eval-model", "None", "--no_progress", "--output-dir", str(out)]
+    proc = run_main(local_evaluation.main, argv, env=env)  # in this process (testkit/in_process.py)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 

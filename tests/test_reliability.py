@@ -3,18 +3,17 @@ from __future__ import annotations
 
 import io
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
+import local_evaluation
 from agents.base_agent import IDK_ANSWER
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
 from testkit.fakes import FakePipeline, FunctionReranker, echo_engine, last_user_text
+from testkit.in_process import run_main
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
 # paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
@@ -162,15 +161,12 @@ def corrupt_dataset(folder: Path) -> Path:
 def test_local_evaluation_survives_bad_rows_and_reports_them(tmp_path):
     dataset = corrupt_dataset(tmp_path / "data")
     out = tmp_path / "out"
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
-    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", CRUISE_CACHE=str(tmp_path / "cache"),
+    env = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", CRUISE_CACHE=str(tmp_path / "cache"),
                HF_DATASETS_CACHE=str(tmp_path / "hf"))
-    proc = subprocess.run(
-        [sys.executable, "local_evaluation.py", "--dataset", str(dataset), "--dataset-type", "multi-turn",
-         "--profile", "cpu", "--preset", "full+paper_finalizer", "--agent", "testkit.fakes:ScriptedCruiseAgent",
-         "--search", "none",
-         "--eval-model", "None", "--output-dir", str(out), "--no_progress"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    proc = run_main(local_evaluation.main, [  # in this process (testkit/in_process.py)
+        "--dataset", str(dataset), "--dataset-type", "multi-turn", "--profile", "cpu",
+        "--preset", "full+paper_finalizer", "--agent", "testkit.fakes:ScriptedCruiseAgent", "--search", "none",
+        "--eval-model", "None", "--output-dir", str(out), "--no_progress"], env=env)
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     answers = {json.loads(line)["interaction_id"]: json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()}
     assert answers["b0"]["agent_response"] == IDK_ANSWER and "image could not be loaded" in answers["b0"]["error"]

@@ -1,90 +1,25 @@
-"""The served engines (`engine = "openai"`, `reranker_backend = "server"`) and the pre-run server check.
-
-- Against a REAL OpenAI-compatible server (slow tier; testkit/transformers_serve.py): `transformers
-  serve` serving the cpu profile's SmolLM2 on a free loopback port. The chain through it answers
-  as the in-process transformers engine does; stop strings are honoured (cut here: that server
-  fails on `stop`); a server that hangs costs the batch's deadline, not more; a server killed in
-  the middle of a run costs the turns it fails, and the summary counts them.
-- Against loopback HTTP servers written here that answer in the shapes read from vLLM 0.10.1.1's
-  source (entrypoints/openai/protocol.py): `/rerank` (no reranker server runs cheaply on this
-  machine), `/v1/models`, a chat completion with log-probabilities (transformers serve sends
-  none), 503 with Retry-After. These stand in for what could not run here, and say so.
+"""The served engines (`engine = "openai"`, `reranker_backend = "server"`) and the pre-run server
+check, against loopback HTTP servers (testkit/loopback.py) that answer in the shapes read from vLLM
+0.10.1.1's source (entrypoints/openai/protocol.py) and SGLang's: `/rerank` (no reranker server runs
+cheaply on this machine), `/v1/models`, a chat completion with log-probabilities (transformers
+serve sends none), 503 with Retry-After. These stand in for what could not run here, and say so.
+Against a real server (`transformers serve` with SmolLM2): tests/full/test_served_engine.py.
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
 import pytest
 
+import local_evaluation
 from agents.config import load_config
-from agents.engines.base import ChatRequest, Sampling, time_limit
+from agents.engines.base import ChatRequest, Sampling
 from agents.engines.openai_engine import OpenAIChatEngine, read_completion, request_messages
 from agents.engines.reranker import ServerReranker
-from testkit.transformers_serve import SERVED_NAME, ServedModel, evaluation_settings, free_port, serving_copy
-
-REPO = Path(__file__).resolve().parent.parent
-OFFLINE = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-
-
-# --- loopback servers in vLLM's shapes ------------------------------------------------------------
-
-class Loopback:
-    """A threaded HTTP server on a free port; `answer(handler, path, body) -> (status, headers, json)`."""
-
-    def __init__(self, answer):
-        self.requests: list[tuple[str, dict, dict]] = []
-        outer = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def log_message(self, *args):
-                pass
-
-            def _reply(self, method):
-                length = int(self.headers.get("content-length") or 0)
-                body = json.loads(self.rfile.read(length) or b"{}") if method == "POST" else {}
-                outer.requests.append((self.path, dict(self.headers), body))
-                status, headers, payload = answer(self.path, body, len(outer.requests))
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                for key, value in {"content-type": "application/json", **headers}.items():
-                    self.send_header(key, value)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
-
-            def do_GET(self):
-                self._reply("GET")
-
-            def do_POST(self):
-                self._reply("POST")
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.base_url = f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
-
-
-@pytest.fixture
-def loopback():
-    servers = []
-
-    def start(answer):
-        servers.append(Loopback(answer))
-        return servers[-1]
-
-    yield start
-    for server in servers:
-        server.close()
+from testkit.in_process import run_main
+from testkit.loopback import chat_answer
+from testkit.transformers_serve import free_port
 
 
 def overlap_score(query: str, document: str) -> float:
@@ -156,20 +91,6 @@ def test_log_probabilities_and_token_counts_arrive_in_vllm_shape(loopback, monke
     assert "sk-test-secret" not in repr(engine.endpoint)
 
 
-def chat_answer(tokens, logprobs, text, finish):
-    """A chat completion in vLLM's shape with `finish` merged into its choice (SGLang's differs
-    only there: `matched_stop` instead of `stop_reason`)."""
-    def answer(path, body, count):
-        content = [{"token": t, "logprob": lp, "bytes": list(t.encode()), "top_logprobs": []}
-                   for t, lp in zip(tokens, logprobs)]
-        choice = {"index": 0, "message": {"role": "assistant", "content": text},
-                  "logprobs": {"content": content} if body.get("logprobs") else None, **finish}
-        return 200, {}, {"id": "c", "object": "chat.completion", "created": 0, "model": body["model"],
-                         "choices": [choice],
-                         "usage": {"prompt_tokens": 9, "completion_tokens": len(tokens), "total_tokens": 9 + len(tokens)}}
-    return answer
-
-
 PARIS = (["Paris", ".", "<|eot_id|>"], [-0.1, -0.2, -0.05], "Paris.")
 
 
@@ -227,32 +148,6 @@ def test_a_server_that_lists_no_end_token_keeps_every_token(loopback):
     engine = OpenAIChatEngine("m", base_url=loopback(answer).base_url)
     got = engine.generate([ChatRequest([{"role": "user", "content": "q"}])], Sampling(logprobs=True))[0]
     assert got.token_logprobs == [-0.1, -0.2] and got.output_tokens == 2
-
-
-@pytest.mark.slow  # real SmolLM2
-def test_transformers_vllm_and_a_vllm_server_count_one_answer_alike(loopback):
-    """SmolLM2's greedy answer, ended by its end token: transformers' result, and the same
-    tokens as vLLM reports them offline (a RequestOutput) and served (a chat completion), each
-    listing the end token last, give one count and one list of log-probabilities."""
-    from agents.engines.transformers_engine import TransformersEngine
-    from agents.engines.vllm_engine import to_chat_result
-    from testkit.vllm_outputs import vllm_output
-
-    smol = TransformersEngine("smollm2")
-    sampling = Sampling(max_tokens=24, logprobs=True)
-    question = ChatRequest([{"role": "user", "content": "What is the capital of France? Answer with one word."}])
-    got = smol.generate([question], sampling)[0]
-    assert got.output_tokens < sampling.max_tokens  # it ended on its end token, not on the limit
-    assert len(got.token_logprobs) == len(got.tokens) == got.output_tokens
-    eos = smol.tokenizer.eos_token_id
-    logprobs = [*got.token_logprobs, -0.01]
-    offline = to_chat_result(vllm_output([*range(100, 100 + got.output_tokens), eos], logprobs, [*got.tokens, ""],
-                                         "stop", None), want_logprobs=True)
-    finish = {"finish_reason": "stop", "stop_reason": None}
-    server = loopback(chat_answer([*got.tokens, smol.tokenizer.eos_token], logprobs, "".join(got.tokens), finish))
-    served = OpenAIChatEngine("smollm2", base_url=server.base_url).generate([question], sampling)[0]
-    for other in (offline, served):
-        assert (other.output_tokens, other.token_logprobs) == (got.output_tokens, got.token_logprobs)
 
 
 @pytest.mark.parametrize("batch_images", [True, False])
@@ -344,13 +239,18 @@ def test_the_served_profile_checks_each_server_and_names_what_it_serves(loopback
     assert (cfg.engine, cfg.reranker_backend, cfg.served_image_placeholder) == ("openai", "server", "<|image|>")
 
 
-def test_the_cpu_chain_on_one_server_asks_it_for_its_served_name_in_both_roles(loopback):
+def test_the_cpu_chain_on_one_server_asks_it_for_its_served_name_in_both_roles(loopback, monkeypatch):
     """README's line: `--profile cpu --set engine=openai --set vlm_base_url=URL --set vlm_served_name=NAME`.
     The router is the VLM's model on the VLM's URL, so it is that server and takes that name."""
     from agents.config import load_config_from_settings
+    from agents.engines import factory
     from agents.engines.base import Ledger
     from agents.engines.factory import build_engines
     from agents.preload import served_problem
+    from testkit.fakes import FunctionReranker
+
+    # the cpu profile's reranker (MiniLM, in-process) is not what is checked here
+    monkeypatch.setattr(factory, "build_reranker", lambda config, ledger: FunctionReranker(lambda query, chunk: 0.0))
 
     def answer(path, body, count):
         if path == "/v1/models":
@@ -371,140 +271,12 @@ def test_the_cpu_chain_on_one_server_asks_it_for_its_served_name_in_both_roles(l
 
 
 def test_no_server_at_start_is_one_line_and_exit_code_1(tmp_path):
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CRUISE_")}
     url = f"http://127.0.0.1:{free_port()}/v1"
-    proc = subprocess.run(
-        [sys.executable, "local_evaluation.py", "--profile", "cpu", "--set", "engine=openai", "--set",
-         f"vlm_base_url={url}", "--set", "vlm_served_name=smollm2", "--eval-model", "None",
-         "--output-dir", str(tmp_path / "out"), "--no_progress"],
-        cwd=REPO, env={**env, **OFFLINE}, capture_output=True, text=True, timeout=300)
+    proc = run_main(local_evaluation.main, [  # in this process (testkit/in_process.py)
+        "--profile", "cpu", "--set", "engine=openai", "--set", f"vlm_base_url={url}", "--set",
+        "vlm_served_name=smollm2", "--eval-model", "None", "--output-dir", str(tmp_path / "out"), "--no_progress"],
+        env=dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1"))
     assert proc.returncode == 1
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and url in lines[0] and "no model server answers" in lines[0], proc.stderr
     assert "Traceback" not in proc.stdout + proc.stderr
-
-
-# --- a real server: transformers serve with SmolLM2 -----------------------------------------------
-
-@pytest.fixture(scope="module")
-def smollm2_dir():
-    from agents.engines.local_models import resolve_model
-
-    return resolve_model("smollm2")
-
-
-@pytest.fixture(scope="module")
-def served(smollm2_dir, tmp_path_factory):
-    folder = tmp_path_factory.mktemp("served")
-    server = ServedModel(serving_copy(smollm2_dir, folder / "model"), folder / "server.log")
-    yield server
-    server.stop()
-
-
-def served_engine(server, **kwargs) -> OpenAIChatEngine:
-    kwargs.setdefault("stop_strings", "client")
-    return OpenAIChatEngine("smollm2", base_url=server.base_url, served_name=SERVED_NAME, **kwargs)
-
-
-# The mini benchmark's first N single-turn conversations, through the server and in-process. On a
-# 2-core machine shared with other jobs the pair of runs took 990 s, and 308 s on a quieter run.
-COMPARED_TURNS = 16
-QUESTIONS = ["What is the capital of France?", "Name three colours.", "Who wrote Hamlet?"]
-
-
-@pytest.mark.slow
-def test_a_real_server_answers_as_the_in_process_engine_and_stop_strings_are_cut(served, smollm2_dir):
-    from agents.engines.transformers_engine import TransformersEngine
-
-    requests = [ChatRequest([{"role": "system", "content": "Answer in one sentence."}, {"role": "user", "content": q}])
-                for q in QUESTIONS]
-    engine = served_engine(served)
-    assert not engine.supports_images  # SmolLM2's config has no vision part
-    greedy = Sampling(max_tokens=24, logprobs=True)
-    through_server = engine.generate(requests, greedy)
-    in_process = TransformersEngine(smollm2_dir).generate(requests, greedy)
-    assert [r.text for r in through_server] == [r.text for r in in_process]
-    assert all(r.token_logprobs is None for r in through_server)  # transformers serve sends none
-    # a stop string taken from the middle of each greedy answer: the text ends right before it
-    full = through_server[0].text
-    stop = " " + full.split()[2]
-    cut = engine.generate(requests[:1], Sampling(max_tokens=24, stop=(stop,)))[0]
-    assert cut.text == full[: full.index(stop)].strip() and stop not in cut.text
-
-
-@pytest.mark.slow
-def test_a_server_that_hangs_costs_the_deadline_not_more(served):
-    """transformers serve never answers a request that carries `stop`: with stop strings sent to the
-    server, the engine gives up when the batch's time is spent."""
-    engine = served_engine(served, stop_strings="server")
-    request = ChatRequest([{"role": "user", "content": "Name a colour."}])
-    end = time.monotonic() + 3.0
-    start = time.monotonic()
-    with time_limit(lambda: end - time.monotonic()), pytest.raises(Exception, match="(?i)time"):
-        engine.generate([request], Sampling(max_tokens=8, stop=("\n",)))
-    assert time.monotonic() - start < 10.0
-
-
-def evaluate(out: Path, *settings: str, turns: int = 16, env_extra: dict | None = None) -> subprocess.Popen:
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
-    env.update(OFFLINE, **(env_extra or {}))
-    args = [sys.executable, "local_evaluation.py", "--profile", "cpu", "--dataset-type", "single-turn",
-            "--num-conversations", str(turns), "--exact-conversations", "--eval-model", "None",
-            "--output-dir", str(out), "--no_progress"]
-    # temperature 0 everywhere (transformers serve does not sample: it never sets do_sample), no
-    # deadline cuts (the unbatched server is slower than the in-process engine on 2 cores), and
-    # yes/no questions answered in text (the served engine reads no next-token odds)
-    for setting in ("direct_temperature=0", "turn_budget_s=60", "router_mode=text", "consistency_mode=text",
-                    *settings):
-        args += ["--set", setting]
-    return subprocess.Popen(args, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-
-
-def answers(out: Path) -> dict[str, str]:
-    return {r["interaction_id"]: r["raw_answer"] for r in map(json.loads, (out / "answers.jsonl").read_text().splitlines())}
-
-
-@pytest.mark.slow
-def test_the_chain_through_the_server_answers_as_in_process(served, tmp_path):
-    served_run = evaluate(tmp_path / "served", *evaluation_settings(served), turns=COMPARED_TURNS)
-    log = served_run.communicate(timeout=1200)[0]
-    assert served_run.returncode == 0, log[-3000:]
-    local_run = evaluate(tmp_path / "local", turns=COMPARED_TURNS)
-    log = local_run.communicate(timeout=1200)[0]
-    assert local_run.returncode == 0, log[-3000:]
-    through_server, in_process = answers(tmp_path / "served"), answers(tmp_path / "local")
-    assert len(in_process) == COMPARED_TURNS and set(through_server) == set(in_process)
-    differ = {iid: (through_server[iid], in_process[iid]) for iid in in_process if through_server[iid] != in_process[iid]}
-    assert not differ, differ
-    summary = json.loads((tmp_path / "served" / "run_summary.json").read_text())
-    assert summary["stage_fault_turns"] == 0 and summary["deadline_cut_turns"] == 0
-
-
-@pytest.mark.slow
-def test_a_server_killed_mid_run_costs_only_its_turns(smollm2_dir, tmp_path):
-    server = ServedModel(serving_copy(smollm2_dir, tmp_path / "model"), tmp_path / "server.log")
-    out = tmp_path / "out"
-    try:
-        # 8 turns in 2 batches of 4; the server is killed once the first batch is answered
-        run = evaluate(out, *evaluation_settings(server), "batch_size=4", turns=8,
-                       env_extra={"CRUISE_ENGINE_API_KEY": "sk-never-written"})
-        end = time.monotonic() + 900
-        while time.monotonic() < end and run.poll() is None:
-            if (out / "answers.jsonl").exists() and (out / "answers.jsonl").read_text().count("\n") >= 4:
-                break
-            time.sleep(0.5)
-    finally:
-        server.stop()
-    log = run.communicate(timeout=900)[0]
-    assert run.returncode == 0, log[-3000:]
-    summary = json.loads((out / "run_summary.json").read_text())
-    assert summary["complete"] and summary["turns_answered"] == 8
-    assert summary["stage_fault_turns"] == 4 and summary["agent_error_turns"] == 0
-    assert summary["stage_faults"] and all("Error" in e for e in summary["stage_faults"])
-    traces = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
-    failed = [t for t in traces if t["branch"] == "error"]
-    assert len(failed) == 4 and all(t["final_answer"] == "I don't know" for t in failed)
-    assert all(t["branch"] != "error" for t in traces[:4])  # the first batch, before the kill
-    assert "stage-fault turns 4" in log
-    for path in (p for p in out.rglob("*") if p.is_file()):  # the report's turn pages too
-        assert "sk-never-written" not in path.read_text(errors="ignore"), path

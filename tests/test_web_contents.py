@@ -5,7 +5,8 @@ page's date, and a partly downloaded database is refused with a message that say
 
 The databases here are written with lmdb and `cragmm_search.utils.hash_key` / `shard_id` (the
 package's functions, not copies), and read back by the package's `lookup_web_content` inside
-its own `UnifiedSearchPipeline.postprocess`, so neither side can drift from the package.
+its own `UnifiedSearchPipeline.postprocess`, so neither side can drift from the package. Through
+local_evaluation.py over the mini benchmark's own indices: tests/full/test_web_contents.py.
 """
 from __future__ import annotations
 
@@ -261,65 +262,3 @@ def chunks_text(record: dict) -> str:
     return " ".join(page_text(record["page_result"], 10**7).split())
 
 
-# --------------------------------------------------------------------------- through the evaluator
-# A fact of the mini benchmark's Summer Palace page that only its body holds (its snippet stops
-# before the practical notes), asked through `local_evaluation.py --web-contents` with the search
-# pipeline the evaluator itself builds over the mini indices and the mini contents database.
-BODY_QUESTION = "which subway station is nearest to the summer palace in beijing?"
-BODY_FACT = "Beigongmen"
-
-
-def body_fact_reply(request) -> str:
-    return f"{BODY_FACT} station." if BODY_FACT in last_user_text(request) else "I don't know."
-
-
-class BodyFactAgent(CruiseAgent):
-    """The real chain with scripted chat models, a reranker that rates the chunk holding the fact
-    (the models are outside the unit), and whatever search pipeline the evaluator hands over."""
-
-    def __init__(self, search_pipeline=None, config=None):
-        vlm = ScriptedEngine({"summarize": lambda r: "A palace by a lake.", "answer": body_fact_reply,
-                              "consistency": lambda r: "yes", "verify": lambda r: "CONFIDENCE: 0.95"})
-        router = ScriptedEngine({"route": lambda r: "Needs External Info: yes\nIs Real-Time: no"})
-        reranker = FunctionReranker(lambda query, chunk: 0.95 if BODY_FACT in chunk else 0.3)
-        super().__init__(search_pipeline, config, engines=Engines(router=router, vlm=vlm, reranker=reranker))
-
-
-@pytest.mark.slow  # builds the mini indices with EfficientNet-Lite0 and MiniLM
-def test_local_evaluation_web_contents_brings_a_body_only_fact_to_the_prompt_and_the_trace(tmp_path):
-    import os
-    import subprocess
-    import sys
-
-    from agents.profiles import REPO_ROOT
-    from minibench import content
-    from testkit.scripted_agent import build_dataset
-
-    page = next(p for p in content.WEB_PAGES if p["page_url"].endswith("/summer-palace"))
-    assert BODY_FACT in page["text"] and BODY_FACT not in page["page_snippet"]
-    dataset = build_dataset(tmp_path / "dataset", [dict(
-        session_id="body-fact", image=Image.new("RGB", (64, 48), "green"), image_url=None, image_quality="normal",
-        turns=[("body-fact-0", BODY_QUESTION, f"{BODY_FACT} station", "travel", "simple", "static")])], form="dict")
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CRUISE_") and k != "OPENAI_API_KEY"}
-    env.update(PYTHONPATH=str(REPO_ROOT), HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1",
-               CRUISE_CACHE=str(tmp_path / "cache"))
-    runs = {}
-    for name, extra in (("pages", ["--web-contents"]), ("snippets", [])):
-        out = tmp_path / name
-        proc = subprocess.run([sys.executable, "local_evaluation.py", "--dataset", str(dataset),
-                               "--dataset-type", "single-turn", "--profile", "cpu", "--preset", "full+paper_finalizer",
-                               "--agent", "tests.test_web_contents:BodyFactAgent", "--output-dir", str(out),
-                               "--eval-model", "None", "--no_progress", *extra],
-                              cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=600)
-        assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
-        (trace,) = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
-        runs[name] = (json.loads((out / "run_config.json").read_text()), trace)
-    config, trace = runs["pages"]
-    assert config["web_contents"] == "crag-mm-mini/web-search-contents-db"
-    assert trace["final_answer"] == f"{BODY_FACT} station."
-    body = [c for c in trace["chunks"] if BODY_FACT in c["text"]]
-    assert body and body[0]["source"] == f"web:{page['page_url']}"
-    assert BODY_FACT in trace["context"]  # the notes the answer prompt was given
-    config, trace = runs["snippets"]  # without the flag the body is never read: nothing to verify
-    assert config["web_contents"] is None
-    assert not any(BODY_FACT in c["text"] for c in trace["chunks"]) and trace["final_answer"] != f"{BODY_FACT} station."

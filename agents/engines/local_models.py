@@ -41,7 +41,7 @@ def dtype_argument(dtype) -> dict:
     with a deprecation warning); 4.55.x, the GPU set's pin (requirements.txt), knows only
     `torch_dtype` and hands an unknown `dtype` on to the config, which then fails to serialise
     ("Object of type dtype is not JSON serializable"). The call takes **kwargs, so its signature
-    cannot tell; the version can. tests/test_transformers_pin.py loads our models on 4.55.4."""
+    cannot tell; the version can. tests/full/test_transformers_pin.py loads our models on 4.55.4."""
     import re
 
     import transformers

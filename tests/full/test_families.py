@@ -20,8 +20,6 @@ from agents.engines.transformers_engine import TransformersEngine
 from agents.profiles import stack_for_model
 from testkit.tiny_models import FAMILY_BUILDERS, FAMILY_TEMPLATES, chat_template
 
-pytestmark = pytest.mark.slow  # builds and runs four models, the mini benchmark's search
-
 MESSAGES = [{"role": "system", "content": "You answer questions about photos briefly."},
             {"role": "user", "content": "What is in the photo?"}, {"role": "assistant", "content": "A sign."},
             {"role": "user", "content": "What colour is the sign?"}]

@@ -19,19 +19,16 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 from agents.engines.base import ChatRequest, Sampling
 from agents.engines.local_models import resolve_model
-from agents.profiles import cache_dir
+from agents.profiles import REPO_ROOT, cache_dir
 
-REPO = Path(__file__).resolve().parent.parent
 PINNED = ("transformers", "tokenizers")
 
 
 def gpu_pins() -> dict[str, str]:
     pins = {}
-    for line in (REPO / "requirements.txt").read_text().splitlines():
+    for line in (REPO_ROOT / "requirements.txt").read_text().splitlines():
         match = re.match(r"^([A-Za-z0-9_.-]+)==([^\s#]+)", line.strip())
         if match and match.group(1).lower() in PINNED:
             pins[match.group(1).lower()] = match.group(2)
@@ -60,16 +57,15 @@ def pinned_site(pins: dict[str, str]) -> Path:
 
 def run_pin_check(site: Path, smollm2: str) -> dict:
     env = {k: v for k, v in os.environ.items() if not k.startswith("CRUISE_")}
-    env.update(PYTHONPATH=os.pathsep.join([str(site), str(REPO)]), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+    env.update(PYTHONPATH=os.pathsep.join([str(site), str(REPO_ROOT)]), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
                CRUISE_CACHE=str(site / "models-cache"))  # tiny models built by the pinned version
-    proc = subprocess.run([sys.executable, "-m", "testkit.pin_check", smollm2], cwd=REPO, env=env,
+    proc = subprocess.run([sys.executable, "-m", "testkit.pin_check", smollm2], cwd=REPO_ROOT, env=env,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     line = next(line for line in proc.stdout.splitlines() if line.startswith("PIN-CHECK "))
     return json.loads(line[len("PIN-CHECK "):])
 
 
-@pytest.mark.slow
 def test_the_engines_load_and_generate_on_the_gpu_transformers_pin():
     from agents.engines.transformers_engine import TransformersEngine
 

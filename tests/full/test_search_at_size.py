@@ -20,13 +20,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from agents.profiles import REPO_ROOT
 from evaluator.search import pipeline as search
 from evaluator.search.index_check import SearchIndexError
 from minibench import synthetic_indices as synth
 
-pytestmark = pytest.mark.slow  # builds 67k-record indices and loads the search package
-
-ROOT = Path(__file__).resolve().parents[1]
 L40S = search.search_config("l40s", "public-test")
 PUBLIC_TEST_INDICES = ["crag-mm-2025/image-search-index-public-test", "crag-mm-2025/web-search-index-public-test"]
 SQLITE_MAX_VARIABLES = 32_766
@@ -98,7 +96,7 @@ def big_cache(tmp_path_factory, stand_ins):
 def _run_env(cache: Path) -> dict:
     """A user's offline run over `cache`, with the default indices."""
     env = dict(os.environ, HF_HUB_CACHE=str(cache), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-               HF_DATASETS_OFFLINE="1", PYTHONPATH=str(ROOT))
+               HF_DATASETS_OFFLINE="1", PYTHONPATH=str(REPO_ROOT))
     return env
 
 
@@ -115,7 +113,7 @@ L40S_RUN = textwrap.dedent("""
 def test_l40s_pipeline_opens_indices_past_the_sqlite_bound_and_finds_the_planted_targets(big_cache, stand_ins):
     assert min(IMAGE_RECORDS, WEB_CHUNKS) > SQLITE_MAX_VARIABLES
     env = _run_env(big_cache)
-    done = subprocess.run([sys.executable, "-c", L40S_RUN, str(stand_ins["image"]), PLANTED_TEXT], cwd=ROOT,
+    done = subprocess.run([sys.executable, "-c", L40S_RUN, str(stand_ins["image"]), PLANTED_TEXT], cwd=REPO_ROOT,
                           env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stderr[-3000:]
     result = json.loads(done.stdout.split("RESULT ", 1)[1])
@@ -334,7 +332,7 @@ def test_an_l40s_evaluation_runs_on_indices_past_the_sqlite_bound(big_cache, sta
          "--dataset-type", "single-turn", "--agent", "minibench.standin:StandInCruiseAgent",
          "--set", "reranker_backend=minilm", "--set", "reranker_model=minilm", "--set", "warmup_at_load=false",
          "--output-dir", str(out), "--no_progress"],
-        cwd=ROOT, env=env, capture_output=True, text=True, timeout=900)
+        cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=900)
     assert done.returncode == 0, (done.stdout[-3000:], done.stderr[-3000:])
     summary = json.loads((out / "run_summary.json").read_text())
     assert summary["profile"] == "l40s"

@@ -1,6 +1,9 @@
 """The deadline in real time: a cold start of the cpu profile (no stage timed yet) while busy
 loops hold the cores (two per core), counted from run_summary.json as the competition would count
-it. Slow: two batches of the mini benchmark in a subprocess, two to four minutes on 2 cores."""
+it: the first batch of the mini benchmark (8 turns, 80 s of budget) in a subprocess. The first
+batch is the one a cold start can overrun (docs/benchmarks.md, "The deadline on a loaded machine": every
+overrun measured there was batch 0); how later batches plan from measured costs is
+tests/test_deadline.py's, on a scripted clock."""
 from __future__ import annotations
 
 import json
@@ -8,11 +11,9 @@ import multiprocessing
 import os
 import subprocess
 import sys
-from pathlib import Path
 
-import pytest
+from agents.profiles import REPO_ROOT
 
-REPO = Path(__file__).resolve().parent.parent
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
 
 
@@ -21,7 +22,6 @@ def spin(stop) -> None:
         pass
 
 
-@pytest.mark.slow
 def test_no_batch_overruns_on_a_cold_start_with_the_cores_held_by_busy_loops(tmp_path):
     out = tmp_path / "out"
     env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
@@ -35,9 +35,9 @@ def test_no_batch_overruns_on_a_cold_start_with_the_cores_held_by_busy_loops(tmp
     try:
         proc = subprocess.run(
             [sys.executable, "local_evaluation.py", "--profile", "cpu", "--preset", "full",
-             "--dataset-type", "single-turn", "--num-conversations", "16", "--exact-conversations",
+             "--dataset-type", "single-turn", "--num-conversations", "8", "--exact-conversations",
              "--eval-model", "None", "--output-dir", str(out), "--no_progress"],
-            cwd=REPO, env=env, capture_output=True, text=True, timeout=1500)
+            cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=1500)
     finally:
         stop.set()
         for loop in loops:
@@ -45,5 +45,5 @@ def test_no_batch_overruns_on_a_cold_start_with_the_cores_held_by_busy_loops(tmp
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     summary = json.loads((out / "run_summary.json").read_text())
     batches = [json.loads(line) for line in (out / "batches.jsonl").read_text().splitlines()]
-    assert summary["batches"] == len(batches) == 2
+    assert summary["batches"] == len(batches) == 1 and batches[0]["turns"] == 8
     assert summary["over_budget_count"] == 0, [(b["wall_ms"], b["budget_ms"], b["stage_ms"]) for b in batches]

@@ -13,8 +13,6 @@ from agents.engines.base import ChatRequest, Sampling  # noqa: E402
 from agents.engines.local_models import resolve_model  # noqa: E402
 from agents.engines.vllm_engine import VLLMEngine  # noqa: E402
 
-pytestmark = pytest.mark.slow  # starts vLLM
-
 
 @pytest.fixture(scope="module")
 def engine():

@@ -6,15 +6,14 @@ import json
 import os
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+import local_evaluation
+from agents.profiles import REPO_ROOT
 from evaluator.scoring.scores import SCORE_KEYS
+from testkit.in_process import run_main
 
-pytestmark = pytest.mark.slow  # real SmolLM2, MiniLM and the mini benchmark's indices
-
-REPO = Path(__file__).resolve().parent.parent
 TRACE_FIELDS = {
     "preset", "needs_external", "is_real_time", "router_raw", "summary", "retrieval_query", "retrieved",
     "web_query", "chunks", "theta", "kept_chunks", "context", "retrieval_score", "rag_answer", "direct_answer",
@@ -23,16 +22,20 @@ TRACE_FIELDS = {
 }
 
 
-@pytest.mark.parametrize("dataset_type, conversations", [("single-turn", 5), ("multi-turn", 2)])
-def test_cpu_profile_runs_the_full_chain(tmp_path, dataset_type, conversations):
+@pytest.mark.parametrize("dataset_type, conversations, in_process", [("single-turn", 5, False), ("multi-turn", 2, True)])
+def test_cpu_profile_runs_the_full_chain(tmp_path, dataset_type, conversations, in_process):
+    """The single-turn run as a user starts it (a subprocess); the multi-turn one in this process
+    (testkit/in_process.py), which spares a second interpreter start-up."""
     out = tmp_path / "out"
-    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
-    env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
-    proc = subprocess.run(
-        [sys.executable, "local_evaluation.py", "--profile", "cpu", "--dataset-type", dataset_type,
-         "--num-conversations", str(conversations), "--exact-conversations", "--eval-model", "None", "--output-dir", str(out),
-         "--no_progress"],
-        cwd=REPO, env=env, capture_output=True, text=True, timeout=900)
+    argv = ["--profile", "cpu", "--dataset-type", dataset_type, "--num-conversations", str(conversations),
+            "--exact-conversations", "--eval-model", "None", "--output-dir", str(out), "--no_progress"]
+    offline = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    if in_process:
+        proc = run_main(local_evaluation.main, argv, env=offline)
+    else:
+        env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
+        proc = subprocess.run([sys.executable, "local_evaluation.py", *argv], cwd=REPO_ROOT, env={**env, **offline},
+                              capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     scores = json.loads((out / "scores_dictionary.json").read_text())
     assert set(SCORE_KEYS) <= set(scores["all"]) and scores["all"]["total"] >= conversations

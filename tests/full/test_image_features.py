@@ -12,12 +12,10 @@ import pytest
 
 from minibench.search_models import EFFICIENTNET_SEARCH, image_model_classes, load_image_model, resolve_search_model
 
-pytestmark = pytest.mark.slow  # loads EfficientNet-Lite0 and the search package (~20 s on a loaded 2-core machine)
-
 
 @pytest.fixture
-def model_dir(tmp_path, monkeypatch):
-    monkeypatch.setenv("CRUISE_CACHE", str(tmp_path))
+def model_dir(search_cache):
+    """EfficientNet-Lite0 as the session's search cache holds it (tests/conftest.py)."""
     return resolve_search_model(EFFICIENTNET_SEARCH)
 
 
