@@ -12,12 +12,13 @@ QA_DRAGON_STEPS = {"domain", "draft"}  # always asked: the pre-answer runs on ev
 SAM_RAG_STEPS = {"summarize", "retrieve", "rank"}
 
 
-@pytest.mark.parametrize("system, branches, first_steps", [
-    ("qa_dragon", {"direct_output", "search_verify", "rag", "error"}, QA_DRAGON_STEPS),
+# Each system on one split (the other split is covered by tools.compare_systems' whole-benchmark
+# run, docs/benchmarks.md): QA-Dragon on single-turn turns, SAM-RAG on conversations with history.
+@pytest.mark.parametrize("system, branches, first_steps, dataset_type, conversations", [
+    ("qa_dragon", {"direct_output", "search_verify", "rag", "error"}, QA_DRAGON_STEPS, "single-turn", 8),
     ("sam_rag", {"supported", "supported_after_regeneration", "unsupported", "not_useful", "not_checked",
-                 "abstained", "error"}, SAM_RAG_STEPS),
+                 "abstained", "error"}, SAM_RAG_STEPS, "multi-turn", 2),
 ])
-@pytest.mark.parametrize("dataset_type, conversations", [("single-turn", 8), ("multi-turn", 2)])
 def test_a_peer_system_answers_the_mini_benchmark_within_budget(system, branches, first_steps, dataset_type,
                                                                 conversations, tmp_path, monkeypatch):
     import local_evaluation
