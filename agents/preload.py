@@ -7,9 +7,14 @@ one line each. The evaluator asks these through CruiseAgent's class (agents/base
 """
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 from agents.config import CruiseConfig
+
+# What a Hugging Face repo id may be: "name" or "org/name", letters, digits, "-", "_", ".";
+# huggingface_hub refuses anything else, and transformers then fails deep inside its loader.
+REPO_ID = re.compile(r"^(?:[\w.-]+/)?[\w.-]{1,96}$")
 
 
 def is_hub_id(name: str) -> bool:
@@ -17,19 +22,37 @@ def is_hub_id(name: str) -> bool:
     return name.count("/") == 1 and not name.startswith((".", "/", "~")) and not Path(name).exists()
 
 
-def hub_models(cfg: CruiseConfig) -> list[str]:
-    """The hub ids of the VLM, router and reranker that load in this process, each once."""
+def in_process_models(cfg: CruiseConfig) -> dict[str, str]:
+    """Role -> model name, for the VLM, router and reranker that load in this process."""
     from agents.engines.factory import served_roles
 
     served = served_roles(cfg)  # those models live behind servers: nothing loads them here
     if cfg.engine == "hosted":  # and those at a provider
         served = [*served, "vlm", "router"]
-    ids = [getattr(cfg, f"{role}_model") for role in ("vlm", "router", "reranker") if role not in served]
-    return [m for m in dict.fromkeys(ids) if is_hub_id(m)]
+    return {role: getattr(cfg, f"{role}_model") for role in ("vlm", "router", "reranker") if role not in served}
+
+
+def hub_models(cfg: CruiseConfig) -> list[str]:
+    """The hub ids of the VLM, router and reranker that load in this process, each once."""
+    return [m for m in dict.fromkeys(in_process_models(cfg).values()) if is_hub_id(m)]
 
 
 def preload_problems(cfg: CruiseConfig) -> list[str]:
-    return [p for p in (vllm_problem(cfg), served_problem(cfg), hosted_problem(cfg)) if p]
+    return [p for p in (model_name_problem(cfg), vllm_problem(cfg), served_problem(cfg), hosted_problem(cfg)) if p]
+
+
+def model_name_problem(cfg: CruiseConfig) -> str | None:
+    """A model setting that no loader could take (neither an alias, a folder here, nor a
+    well-formed hub id): said before the search models load, not as a loader's traceback."""
+    from agents.engines.local_models import ALIASES
+
+    problems = [
+        f"cannot start: {role}_model {name!r} is not a model: give a hub id (org/name), a folder on "
+        f"this machine, or one of the aliases {', '.join(ALIASES)}"
+        for role, name in in_process_models(cfg).items()
+        if name not in ALIASES and not REPO_ID.match(name) and not Path(name).expanduser().exists()
+    ]
+    return "\n".join(problems) or None
 
 
 def hosted_problem(cfg: CruiseConfig) -> str | None:

@@ -87,6 +87,8 @@ class ModelStack:
     `keywords`: a `--model-name` whose lower-cased text contains one of them runs on this stack
     (the first stack with a match wins, as facebookresearch/CRAG-MM's user_config picks its
     agents); the name itself becomes the VLM (and the router, unless one is named).
+    `name_prefixes`: as keywords, but only where the name (after any "org/") starts with one: the
+    two-letter o-series names would otherwise claim any checkpoint with "-o1" in its name.
 
     The family's facts (docs/models.md, "Model families", shows them for every family):
     - `model_types`: the `model_type` of its checkpoints' config.json ("llava:pixtral": a Llava
@@ -111,6 +113,7 @@ class ModelStack:
     description: str
     settings: dict = field(default_factory=dict)
     keywords: tuple[str, ...] = ()
+    name_prefixes: tuple[str, ...] = ()
     family: str = ""
     model_types: tuple[str, ...] = ()
     vllm_min: str = ""
@@ -371,7 +374,8 @@ _register(STACKS, ModelStack(
         # the relaunched repository's GPT agent: no tags, no reminder (agents/cruise/baseline_prompt.py)
         baseline_style="hosted",
     ),
-    keywords=("gpt-5", "gpt5", "o1", "o3", "o4"),
+    keywords=("gpt-5", "gpt5"),
+    name_prefixes=("o1", "o3", "o4"),
     family="GPT-5 family and o-series (OpenAI, hosted)",
     path="hosted",
     requirements="the project's own set (httpx); the key in OPENAI_API_KEY",
@@ -508,10 +512,11 @@ def get_profile(name: str) -> Profile:
 def stack_for_model(model_name: str) -> ModelStack:
     """The stack a `--model-name` runs on (ModelStack.keywords); ValueError naming the families."""
     lowered = model_name.strip().lower()
+    name = lowered.rsplit("/", 1)[-1]
     for stack in STACKS.values():
-        if any(keyword in lowered for keyword in stack.keywords):
+        if any(keyword in lowered for keyword in stack.keywords) or name.startswith(stack.name_prefixes or ("\0",)):
             return stack
-    known = ", ".join(f"{s.name} ({'/'.join(s.keywords)})" for s in STACKS.values() if s.keywords)
+    known = ", ".join(f"{s.name} ({'/'.join(s.keywords + s.name_prefixes)})" for s in STACKS.values() if s.keywords)
     raise ValueError(f"--model-name {model_name!r}: no model family matches it; known families: {known} "
                      "(`python local_evaluation.py --list-models`)")
 
@@ -582,7 +587,8 @@ def families_listing() -> str:
         if not stack.keywords:
             continue
         blocks.append("\n".join([
-            f"{stack.family or stack.name}  [stack {stack.name}; --model-name containing {' | '.join(stack.keywords)}]",
+            f"{stack.family or stack.name}  [stack {stack.name}; --model-name containing {' | '.join(stack.keywords)}"
+            + (f", or a name starting {' | '.join(stack.name_prefixes)}]" if stack.name_prefixes else "]"),
             f"  engine:       {engine_summary(stack)}",
             f"  requirements: {stack.requirements or 'none beyond the project'}",
             f"  tested:       {'; '.join(stack.tested) or TESTED_DOCUMENTED}",

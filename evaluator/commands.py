@@ -116,7 +116,13 @@ def web_contents_id(args, profile: str) -> str | None:
 
 def load_agent(args, profile: str, setup: AgentSetup, console: Console):
     pipeline = build_search(args, profile)
-    agent = setup.build(pipeline)
+    try:
+        agent = setup.build(pipeline)
+    except OSError as exc:  # a model or file the agent names is not there: one line, not a loader's traceback
+        first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise SystemExit(f"cannot build the agent {args.agent}: {type(exc).__name__}: {first_line} "
+                         f"(what it loads: python -m agents.config show {profile}; fetch models with "
+                         f"python -m tools.fetch)") from None
     console.print(f"agent {escape(args.agent)}, batch size {clip_batch_size(agent.get_batch_size())}, profile {profile}")
     return agent
 

@@ -45,6 +45,13 @@ def test_a_name_picks_its_familys_stack(name, stack):
     assert (cfg.stack, cfg.vlm_model, cfg.router_model) == (stack, name, name)
 
 
+def test_the_o_series_names_are_matched_at_the_start_of_a_name_only():
+    assert stack_for_model("o3-mini").name == "gpt-5" and stack_for_model("openai/o4-mini").name == "gpt-5"
+    with pytest.raises(ValueError, match="no model family matches"):
+        stack_for_model("acme/video-lm-o1")  # a checkpoint of no known family, not an OpenAI model
+    assert "a name starting o1 | o3 | o4" in families_listing()
+
+
 def test_open_families_see_and_write_with_the_papers_readings_and_no_borrowed_calibration():
     paper = load_config("l40s")
     for stack in ("qwen2.5-vl", "qwen3-vl", "internvl", "pixtral", "gemma-3"):

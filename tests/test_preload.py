@@ -40,3 +40,33 @@ def test_each_agent_names_its_own_models():
     assert other.config is None and other.hub_models() == [] and other.preload_problems() == []
     with pytest.raises(ValueError, match="cannot import"):
         setup_agent("no.such.module:Agent", profile="cpu")
+
+
+def test_a_model_setting_no_loader_can_take_is_named_before_anything_loads():
+    from agents.preload import model_name_problem
+
+    assert model_name_problem(load_config("cpu")) is None  # aliases
+    assert model_name_problem(load_config("l40s")) is None  # hub ids
+    assert model_name_problem(load_config("cpu", router_model=str(REPO_ROOT))) is None  # a folder here
+    problem = model_name_problem(load_config("cpu", router_model='{"a": 1}', reranker_model="org/name/extra"))
+    assert problem.count("\n") == 1 and "router_model '{\"a\": 1}'" in problem and "reranker_model" in problem
+    # a served role's name is its server's business, not a loader's
+    assert model_name_problem(load_config("cpu", engine="openai", router_model="my served name")) is None
+
+
+def test_an_agent_whose_model_is_missing_stops_the_run_in_one_line():
+    from types import SimpleNamespace
+
+    from evaluator.commands import load_agent
+    from evaluator.harness.agent_setup import AgentSetup
+
+    class AgentWithoutItsModel:  # stands in for an agent whose loader finds no weights
+        def __init__(self, search_pipeline=None):
+            raise OSError("no file named config.json in /nowhere\nmore detail that stays in the log")
+
+    setup = AgentSetup(spec="tests:AgentWithoutItsModel", cls=AgentWithoutItsModel)
+    with pytest.raises(SystemExit) as stop:
+        load_agent(SimpleNamespace(search="none", agent=setup.spec), "cpu", setup, console=None)
+    message = str(stop.value)
+    assert "\n" not in message and "OSError: no file named config.json in /nowhere" in message
+    assert "python -m agents.config show cpu" in message

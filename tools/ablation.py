@@ -49,8 +49,8 @@ FLAGS = ("is_exact_match", "is_correct", "is_miss")
 
 
 def evaluate(args, dataset_type: str, preset: str, output_dir: Path, *extra: str) -> Path:
-    """One local_evaluation.py run in its own process (the preset reaches the agent through the
-    environment, which must not leak into the next run); reused when already finished."""
+    """One local_evaluation.py run in its own process, so that each run's models are freed before
+    the next one loads and the printed command can be rerun by hand; reused when already finished."""
     if (output_dir / "scores_dictionary.json").exists() and (output_dir / "run_summary.json").exists():
         print(f"reusing {output_dir}")
         return output_dir

@@ -110,6 +110,9 @@ def build_smollm2(path: Path | None = None) -> str:
     return str(path)
 
 
+ALIASES = ("minilm", "smollm2")  # the names resolve_model builds or finds in a package
+
+
 def resolve_model(name: str) -> str:
     """Alias -> local directory; hub ids and paths pass through unchanged."""
     if name == "minilm":
