@@ -514,7 +514,8 @@ def stack_for_model(model_name: str) -> ModelStack:
     lowered = model_name.strip().lower()
     name = lowered.rsplit("/", 1)[-1]
     for stack in STACKS.values():
-        if any(keyword in lowered for keyword in stack.keywords) or name.startswith(stack.name_prefixes or ("\0",)):
+        if any(keyword in lowered for keyword in stack.keywords) or (
+                stack.name_prefixes and name.startswith(stack.name_prefixes)):
             return stack
     known = ", ".join(f"{s.name} ({'/'.join(s.keywords + s.name_prefixes)})" for s in STACKS.values() if s.keywords)
     raise ValueError(f"--model-name {model_name!r}: no model family matches it; known families: {known} "

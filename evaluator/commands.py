@@ -121,8 +121,8 @@ def load_agent(args, profile: str, setup: AgentSetup, console: Console):
     except OSError as exc:  # a model or file the agent names is not there: one line, not a loader's traceback
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise SystemExit(f"cannot build the agent {args.agent}: {type(exc).__name__}: {first_line} "
-                         f"(what it loads: python -m agents.config show {profile}; fetch models with "
-                         f"python -m tools.fetch)") from None
+                         f"(a model or file it loads is not there; the pre-flight, python -m tools.preflight "
+                         f"--profile {profile}, lists what is missing)") from None
     console.print(f"agent {escape(args.agent)}, batch size {clip_batch_size(agent.get_batch_size())}, profile {profile}")
     return agent
 

@@ -69,4 +69,4 @@ def test_an_agent_whose_model_is_missing_stops_the_run_in_one_line():
         load_agent(SimpleNamespace(search="none", agent=setup.spec), "cpu", setup, console=None)
     message = str(stop.value)
     assert "\n" not in message and "OSError: no file named config.json in /nowhere" in message
-    assert "python -m agents.config show cpu" in message
+    assert "python -m tools.preflight --profile cpu" in message
