@@ -62,7 +62,7 @@ def test_an_agent_whose_model_is_missing_stops_the_run_in_one_line():
 
     class AgentWithoutItsModel:  # stands in for an agent whose loader finds no weights
         def __init__(self, search_pipeline=None):
-            raise OSError("no file named config.json in /nowhere\nmore detail that stays in the log")
+            raise OSError("no file named config.json in /nowhere\nmore lines, left out of the one line")
 
     setup = AgentSetup(spec="tests:AgentWithoutItsModel", cls=AgentWithoutItsModel)
     with pytest.raises(SystemExit) as stop:
