@@ -60,7 +60,7 @@ def add_judge_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-model", default=None,
                         help="judge model (default: the rule set's); 'None' disables the judge")
     parser.add_argument("--eval-base-url", default=None, help="any OpenAI-compatible endpoint for the judge")
-    parser.add_argument("--num-workers", type=int, default=8, help="judge threads (default 8)")
+    parser.add_argument("--num-workers", type=int, default=8, help="judge threads (default 8; the starter kit's name: Ray shards are --workers)")
     parser.add_argument("--judge-timeout", type=float, default=30.0, help="seconds per judge request")
     parser.add_argument("--judge-retry-wait", type=float, default=1.0,
                         help="first back-off (seconds), doubled each time: between judge attempts, and "

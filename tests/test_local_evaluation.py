@@ -631,3 +631,9 @@ def test_a_run_without_egocentric_turns_scores_ego_as_nan_and_says_so(tmp_path):
     assert (tmp_path / "turn_evaluation_results_ego.csv").read_text().strip() == ",".join(OFFICIAL_COLUMNS)
     for name in OUTPUT_FILES:
         assert (tmp_path / name).exists()
+
+
+def test_the_two_worker_flags_say_which_is_which():
+    helps = {a.dest: a.help for a in local_evaluation.evaluation_parser()._actions}
+    assert "judge threads" in helps["num_workers"] and "--workers" in helps["num_workers"]
+    assert "Ray" in helps["workers"]
