@@ -25,6 +25,7 @@ import io
 import os
 import subprocess
 from collections.abc import Callable
+from pathlib import Path
 from unittest import mock
 
 
@@ -61,6 +62,12 @@ def fresh_environment(env: dict[str, str] | None = None, columns: int = 250):
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def offline_env(root: Path) -> dict[str, str]:
+    """No hub, and caches of the test's own under `root`: what a tool's runs are given."""
+    return dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+                HF_DATASETS_CACHE=str(root / "hf-datasets"), CRUISE_CACHE=str(root / "cache"))
 
 
 def run_main(main: Callable[[list[str]], object], argv: list[str], *, env: dict[str, str] | None = None,

@@ -39,17 +39,28 @@ def parse_outcomes(route: Route, summary: Summary, answers: Answers, check: Veri
     return {stage: ok for stage, ok in parsed.items() if ok is not None}
 
 
-def parse_failure_counts(traces: list[dict]) -> dict:
-    """run_summary.json's `parse_failures` (stage -> unreadable outputs) and `parsed_outputs`
-    (stage -> outputs a parser read or tried to read): a silent default becomes a visible rate.
-    The peer stages appear only in runs where they produced an output."""
-    failures = dict.fromkeys(PARSED_STAGES, 0)
-    outputs = dict.fromkeys(PARSED_STAGES, 0)
+def not_idk(answer) -> bool:
+    return bool(answer) and IDK_ANSWER.lower() not in str(answer).lower()
+
+
+def stage_counts(traces: list[dict], stages) -> tuple[dict[str, int], dict[str, int]]:
+    """(stage -> unreadable outputs, stage -> outputs a parser read or tried to read), every one
+    of `stages` present."""
+    failures = dict.fromkeys(stages, 0)
+    outputs = dict.fromkeys(stages, 0)
     for trace in traces:
         for stage in trace.get("parsed_stages") or []:
             outputs[stage] = outputs.get(stage, 0) + 1
         for stage in trace.get("parse_failures") or []:
             failures[stage] = failures.get(stage, 0) + 1
+    return failures, outputs
+
+
+def parse_failure_counts(traces: list[dict]) -> dict:
+    """run_summary.json's `parse_failures` (stage -> unreadable outputs) and `parsed_outputs`
+    (stage -> outputs a parser read or tried to read): a silent default becomes a visible rate.
+    The peer stages appear only in runs where they produced an output."""
+    failures, outputs = stage_counts(traces, PARSED_STAGES)
     for stage in PEER_PARSED_STAGES:
         if outputs.get(stage):
             failures.setdefault(stage, 0)
@@ -206,9 +217,6 @@ def funnel_flags(trace: dict, cfg) -> dict[str, bool]:
     """The report's funnel for one turn: each check of the chain in order, passed or not, at the
     thresholds and switches this run used (a check the preset switched off counts as passed).
     The harness appends "answered" and "correct"."""
-    def not_idk(answer) -> bool:
-        return bool(answer) and IDK_ANSWER.lower() not in str(answer).lower()
-
     steps = {"routed to retrieval": trace.get("needs_external") is True}
     if cfg.use_tool_route:
         steps["tool router chose a search"] = trace.get("route_search") != "none"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import math
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -12,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from agents.profiles import REPO_ROOT
+from testkit.in_process import fresh_environment, offline_env
 from tools.ablation import conversation_indices, main
 
 AGENT = ["--agent", "testkit.fakes:InstantCruiseAgent", "--search", "none", "--num-conversations", "4"]
@@ -21,15 +21,8 @@ PRESETS = ["vision_only", "full"]
 @pytest.fixture(scope="module")
 def clean_env(tmp_path_factory):
     root = tmp_path_factory.mktemp("ablation")
-    saved = dict(os.environ)
-    for key in list(os.environ):
-        if key == "OPENAI_API_KEY" or key.startswith("CRUISE_"):
-            del os.environ[key]
-    os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                      HF_DATASETS_CACHE=str(root / "hf-datasets"), CRUISE_CACHE=str(root / "cache"))
-    yield root
-    os.environ.clear()
-    os.environ.update(saved)
+    with fresh_environment(offline_env(root)):
+        yield root
 
 
 @pytest.fixture(scope="module")

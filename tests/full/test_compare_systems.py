@@ -5,11 +5,11 @@ conversations of each mini benchmark split."""
 from __future__ import annotations
 
 import json
-import os
 from pathlib import Path
 
 import pytest
 
+from testkit.in_process import fresh_environment, offline_env
 from tools.ablation import conversation_indices
 from tools.compare_systems import DOC_END, DOC_START, main
 
@@ -20,21 +20,12 @@ ARGS = ["--agent", "testkit.fakes:InstantCruiseAgent", "--search", "none", "--nu
 @pytest.fixture(scope="module")
 def compared(tmp_path_factory):
     root = tmp_path_factory.mktemp("systems")
-    saved = dict(os.environ)
-    for key in list(os.environ):
-        if key == "OPENAI_API_KEY" or key.startswith("CRUISE_"):
-            del os.environ[key]
-    os.environ.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                      HF_DATASETS_CACHE=str(root / "hf-datasets"), CRUISE_CACHE=str(root / "cache"))
     doc = root / "benchmarks.md"
     doc.write_text(f"# Benchmarks\n\nbefore\n{DOC_START}\nold figures\n{DOC_END}\nafter\n")
     out = root / "out"
-    try:
+    with fresh_environment(offline_env(root)):
         assert main([*ARGS, "--systems", *SYSTEMS, "--output-dir", str(out), "--write-doc", str(doc)]) == 0
         yield out, doc
-    finally:
-        os.environ.clear()
-        os.environ.update(saved)
 
 
 def test_each_system_is_calibrated_on_its_own_traces_of_shard_zero(compared):

@@ -3,8 +3,7 @@ sees each turn's branch and what decided it, and tools/calibrate.py can replay d
 funnel; and the run's figures for the report (agents/cruise/trace_view.py shows them)."""
 from __future__ import annotations
 
-from agents.base_agent import IDK_ANSWER
-from agents.cruise.trace import perception_trace
+from agents.cruise.trace import not_idk
 from agents.cruise.types import CropPlan, Decision, Perception, Retrieval, SubQueries, Turn
 from agents.engines.base import TOKEN_COUNT
 from agents.peers.qa_dragon.types import (
@@ -17,6 +16,7 @@ from agents.peers.qa_dragon.types import (
     SearchRoute,
     ToolChoice,
 )
+from agents.peers.trace import parse_summary, shared_fields
 
 PARSED_STAGES = ("domain", "draft", "tool_route", "rephrase", "crop", "entity_check", "post_answer", "verify")
 
@@ -98,21 +98,10 @@ def turn_trace(*, preset: str, turn: Turn, domain: DomainRoute, draft: Draft, ro
         "verifier_raw": check.raw,
         "decision": decision.branch,
         "final_answer": decision.answer,
-        "parsed_stages": sorted(parsed, key=PARSED_STAGES.index),
-        "parse_failures": [stage for stage in PARSED_STAGES if parsed.get(stage) is False],
-        "stage_ms": stage_ms,
-        "deadline_cut": deadline_cut is not None or deadline_cut_during is not None,
-        "deadline_cut_before": deadline_cut,
-        "deadline_cut_during": deadline_cut_during,
-        # optional steps the batch skipped to leave the answer its time (agents/peers/budget.py)
-        "skipped_for_time": list(skipped_for_time or []),
-        "errors": errors + retrieval.errors,
-        "perception": perception_trace(perception),
+        **shared_fields(parsed=parsed, stages=PARSED_STAGES, stage_ms=stage_ms, deadline_cut=deadline_cut,
+                        deadline_cut_during=deadline_cut_during, skipped_for_time=skipped_for_time,
+                        errors=errors + retrieval.errors, perception=perception),
     }
-
-
-def not_idk(answer) -> bool:
-    return bool(answer) and IDK_ANSWER.lower() not in str(answer).lower()
 
 
 def funnel_flags(trace: dict, cfg) -> dict[str, bool]:
@@ -139,13 +128,6 @@ def tally(traces: list[dict], key: str) -> dict[str, int]:
 
 def summarize(traces: list[dict]) -> dict:
     """run_summary.json's agent_summary for a QA-Dragon run."""
-    failures = dict.fromkeys(PARSED_STAGES, 0)
-    outputs = dict.fromkeys(PARSED_STAGES, 0)
-    for t in traces:
-        for stage in t.get("parsed_stages") or []:
-            outputs[stage] = outputs.get(stage, 0) + 1
-        for stage in t.get("parse_failures") or []:
-            failures[stage] = failures.get(stage, 0) + 1
     by_branch = {b: {"turns": 0, "answered": 0} for b in BRANCHES}
     for t in traces:
         if t.get("branch") in by_branch:
@@ -153,8 +135,7 @@ def summarize(traces: list[dict]) -> dict:
             by_branch[t["branch"]]["answered"] += not_idk(t.get("final_answer"))
     return {
         "system": "qa_dragon",
-        "parse_failures": {k: v for k, v in failures.items() if outputs.get(k) or v},
-        "parsed_outputs": {k: v for k, v in outputs.items() if v},
+        **parse_summary(traces, PARSED_STAGES),
         "qa_dragon": {
             "branches": by_branch,
             "router_reasons": tally(traces, "router_reason"),

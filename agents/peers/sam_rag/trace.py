@@ -3,11 +3,11 @@ per document and round, both answers and isUse verdicts when it regenerated, isS
 tools/calibrate.py can replay decide.py; its funnel; and the run's figures for the report."""
 from __future__ import annotations
 
-from agents.base_agent import IDK_ANSWER
-from agents.cruise.trace import perception_trace
+from agents.cruise.trace import not_idk
 from agents.cruise.types import Answers, Decision, Perception, Retrieval, Summary, Turn
 from agents.engines.base import TOKEN_COUNT
 from agents.peers.sam_rag.types import RelevanceSearch, SupportCheck, UseCheck
+from agents.peers.trace import parse_summary, shared_fields
 
 PARSED_STAGES = ("caption", "is_rel", "generate", "is_use", "regenerate", "is_sup")
 OUTCOMES = ("supported", "supported_after_regeneration", "unsupported", "not_useful", "not_checked", "abstained",
@@ -73,21 +73,10 @@ def turn_trace(*, preset: str, turn: Turn, summary: Summary, retrieval: Retrieva
         "is_sup_raw": support.raw,
         "branch": decision.branch,
         "final_answer": decision.answer,
-        "parsed_stages": sorted(parsed, key=PARSED_STAGES.index),
-        "parse_failures": [stage for stage in PARSED_STAGES if parsed.get(stage) is False],
-        "stage_ms": stage_ms,
-        "deadline_cut": deadline_cut is not None or deadline_cut_during is not None,
-        "deadline_cut_before": deadline_cut,
-        "deadline_cut_during": deadline_cut_during,
-        # optional steps the batch skipped to leave the answer its time (agents/peers/budget.py)
-        "skipped_for_time": list(skipped_for_time or []),
-        "errors": errors + retrieval.errors,
-        "perception": perception_trace(perception),
+        **shared_fields(parsed=parsed, stages=PARSED_STAGES, stage_ms=stage_ms, deadline_cut=deadline_cut,
+                        deadline_cut_during=deadline_cut_during, skipped_for_time=skipped_for_time,
+                        errors=errors + retrieval.errors, perception=perception),
     }
-
-
-def not_idk(answer) -> bool:
-    return bool(answer) and IDK_ANSWER.lower() not in str(answer).lower()
 
 
 def funnel_flags(trace: dict, cfg) -> dict[str, bool]:
@@ -103,13 +92,6 @@ def funnel_flags(trace: dict, cfg) -> dict[str, bool]:
 
 
 def summarize(traces: list[dict]) -> dict:
-    failures = dict.fromkeys(PARSED_STAGES, 0)
-    outputs = dict.fromkeys(PARSED_STAGES, 0)
-    for t in traces:
-        for stage in t.get("parsed_stages") or []:
-            outputs[stage] = outputs.get(stage, 0) + 1
-        for stage in t.get("parse_failures") or []:
-            failures[stage] = failures.get(stage, 0) + 1
     rounds: dict[str, int] = {}
     for t in traces:
         key = str(t.get("relevance_rounds", 0))
@@ -119,8 +101,7 @@ def summarize(traces: list[dict]) -> dict:
         outcomes[str(t.get("branch"))] = outcomes.get(str(t.get("branch")), 0) + 1
     return {
         "system": "sam_rag",
-        "parse_failures": {k: v for k, v in failures.items() if outputs.get(k) or v},
-        "parsed_outputs": {k: v for k, v in outputs.items() if v},
+        **parse_summary(traces, PARSED_STAGES),
         "sam_rag": {
             "outcomes": outcomes,
             "relevance_rounds": dict(sorted(rounds.items())),
