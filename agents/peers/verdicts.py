@@ -10,12 +10,13 @@ stack's model cannot verify at all; it passes at `tau_low`, the stack's cut for 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from agents.config import CruiseConfig
 from agents.cruise.stages.s7_consistency import read_verdict
 from agents.cruise.stages.s8_verify import grounding, yes_odds
-from agents.engines.base import ChatResult, Sampling
+from agents.engines.base import ChatEngine, ChatResult, Sampling
 
 YES_NO = ("yes", "no")
 # s5_rerank's "[Info m]" labels and page dates are no evidence of their own.
@@ -72,6 +73,38 @@ def evidence_text(context: str, picture_text: str) -> str:
 
 def grounding_confidence(answer: str, query: str, context: str, picture_text: str) -> float:
     return grounding(answer, query, evidence_text(context, picture_text))
+
+
+def support_checks(engine: ChatEngine, cfg: CruiseConfig, turns: list, wanted: list[int], *, stage: str,
+                   prompt: str, max_tokens: int, answer_of: Callable[[int], str], context_of: Callable[[int], str],
+                   values: Callable[[int], dict], read_text: Callable[[str], tuple[float, bool]],
+                   ) -> dict[int, tuple[float, str, bool]]:
+    """Turn index -> (confidence, raw reply, parsed) for each turn in `wanted`, read as the stack
+    reads a support check (`cov_mode`): the grounding share (no model call), the odds of a one-word
+    yes/no (prompt `<prompt>_yes_no`), or the written verdict (prompt `prompt`, `read_text`)."""
+    from agents.cruise.prompts import ask_vlm_results
+
+    if cfg.cov_mode == "grounding":
+        out = {}
+        for i in wanted:
+            confidence = grounding_confidence(answer_of(i), turns[i].query, context_of(i), turns[i].picture_text)
+            out[i] = (confidence, f"grounded {confidence}", True)
+        return out
+    if cfg.cov_mode == "yes_no":
+        results = ask_vlm_results(engine, stage, turns, wanted, values,
+                                  Sampling(max_tokens=1, seed=cfg.seed, choices=YES_NO), prompt_name=f"{prompt}_yes_no")
+        out = {}
+        for i, result in zip(wanted, results):
+            check = read_check(result)
+            out[i] = (check.p_yes if check.p_yes is not None else 0.0, result.text, check.passed is not None)
+        return out
+    results = ask_vlm_results(engine, stage, turns, wanted, values,
+                              Sampling(max_tokens=max_tokens, seed=cfg.seed), prompt_name=prompt)
+    out = {}
+    for i, result in zip(wanted, results):
+        confidence, parsed = read_text(result.text)
+        out[i] = (confidence, result.text, parsed)
+    return out
 
 
 def support_passes(confidence: float | None, cfg: CruiseConfig) -> bool:

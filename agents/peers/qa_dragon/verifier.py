@@ -19,11 +19,11 @@ import re
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
 from agents.cruise.parsing import labelled_value, strip_markdown
-from agents.cruise.prompts import ask_vlm_results, quote_notes
+from agents.cruise.prompts import quote_notes
 from agents.cruise.types import Turn
-from agents.engines.base import ChatEngine, Sampling
+from agents.engines.base import ChatEngine
 from agents.peers.qa_dragon.types import PostAnswer, PostCheck, Reranked
-from agents.peers.verdicts import YES_NO, grounding_confidence, read_check
+from agents.peers.verdicts import support_checks
 
 _WRONG = re.compile(r"\b(?:incorrect|not\s+correct|wrong|unsupported|not\s+supported|contradict\w*)\b", re.IGNORECASE)
 _RIGHT = re.compile(r"\b(?:correct|supported)\b", re.IGNORECASE)
@@ -50,30 +50,12 @@ def verify_batch(turns: list[Turn], posts: list[PostAnswer], reranked: list[Rera
                  cfg: CruiseConfig) -> list[PostCheck]:
     out = [PostCheck() for _ in turns]
     wanted = [i for i, p in enumerate(posts) if needs_check(p)]
-    if cfg.cov_mode == "grounding":
-        for i in wanted:
-            confidence = grounding_confidence(posts[i].answer, turns[i].query, reranked[i].evidence.context,
-                                              turns[i].picture_text)
-            out[i] = PostCheck(confidence, f"grounded {confidence}", parsed=True)
-        return out
-
-    def values(i):
-        return dict(query=turns[i].query, context=quote_notes(reranked[i].evidence.context), answer=posts[i].answer,
-                    reason=posts[i].reason or "(none given)")
-
-    if cfg.cov_mode == "yes_no":
-        results = ask_vlm_results(engine, "verify", turns, wanted, values,
-                                  Sampling(max_tokens=1, seed=cfg.seed, choices=YES_NO),
-                                  prompt_name="qa_dragon_verify_yes_no")
-        for i, result in zip(wanted, results):
-            check = read_check(result)
-            out[i] = PostCheck(check.p_yes if check.p_yes is not None else 0.0, result.text,
-                               parsed=check.passed is not None)
-        return out
-    results = ask_vlm_results(engine, "verify", turns, wanted, values,
-                              Sampling(max_tokens=cfg.qa_dragon_verify_max_tokens, seed=cfg.seed),
-                              prompt_name="qa_dragon_verify")
-    for i, result in zip(wanted, results):
-        confidence, parsed = read_verifier(result.text)
-        out[i] = PostCheck(confidence, result.text, parsed)
+    checks = support_checks(
+        engine, cfg, turns, wanted, stage="verify", prompt="qa_dragon_verify",
+        max_tokens=cfg.qa_dragon_verify_max_tokens, answer_of=lambda i: posts[i].answer,
+        context_of=lambda i: reranked[i].evidence.context, read_text=read_verifier,
+        values=lambda i: dict(query=turns[i].query, context=quote_notes(reranked[i].evidence.context),
+                              answer=posts[i].answer, reason=posts[i].reason or "(none given)"))
+    for i, (confidence, raw, parsed) in checks.items():
+        out[i] = PostCheck(confidence, raw, parsed)
     return out

@@ -16,11 +16,11 @@ import re
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
 from agents.cruise.parsing import labelled_value, strip_markdown
-from agents.cruise.prompts import ask_vlm_results, quote_notes
+from agents.cruise.prompts import quote_notes
 from agents.cruise.types import Evidence, Turn
-from agents.engines.base import ChatEngine, Sampling
+from agents.engines.base import ChatEngine
 from agents.peers.sam_rag.types import SupportCheck
-from agents.peers.verdicts import YES_NO, grounding_confidence, read_check
+from agents.peers.verdicts import support_checks
 
 SUPPORT_LEVELS = (("partially", re.compile(r"\bpartial(?:ly)?\b", re.I), 0.5),
                   ("no", re.compile(r"\b(?:no|not|unsupported|none)\b", re.I), 0.0),
@@ -42,28 +42,10 @@ def is_sup_batch(turns: list[Turn], evidence: list[Evidence], answers: list[str]
                  cfg: CruiseConfig) -> list[SupportCheck]:
     out = [SupportCheck() for _ in turns]
     wanted = [i for i, a in enumerate(answers) if a and a != IDK_ANSWER]
-    if cfg.cov_mode == "grounding":
-        for i in wanted:
-            confidence = grounding_confidence(answers[i], turns[i].query, evidence[i].context, turns[i].picture_text)
-            out[i] = SupportCheck(confidence, f"grounded {confidence}", parsed=True)
-        return out
-
-    def values(i):
-        return dict(query=turns[i].query, context=quote_notes(evidence[i].context), answer=answers[i])
-
-    if cfg.cov_mode == "yes_no":
-        results = ask_vlm_results(engine, "is_sup", turns, wanted, values,
-                                  Sampling(max_tokens=1, seed=cfg.seed, choices=YES_NO),
-                                  prompt_name="sam_rag_is_sup_yes_no")
-        for i, result in zip(wanted, results):
-            check = read_check(result)
-            out[i] = SupportCheck(check.p_yes if check.p_yes is not None else 0.0, result.text,
-                                  parsed=check.passed is not None)
-        return out
-    results = ask_vlm_results(engine, "is_sup", turns, wanted, values,
-                              Sampling(max_tokens=cfg.sam_rag_check_max_tokens, seed=cfg.seed),
-                              prompt_name="sam_rag_is_sup")
-    for i, result in zip(wanted, results):
-        confidence, parsed = read_support(result.text)
-        out[i] = SupportCheck(confidence, result.text, parsed)
+    checks = support_checks(
+        engine, cfg, turns, wanted, stage="is_sup", prompt="sam_rag_is_sup", max_tokens=cfg.sam_rag_check_max_tokens,
+        answer_of=lambda i: answers[i], context_of=lambda i: evidence[i].context, read_text=read_support,
+        values=lambda i: dict(query=turns[i].query, context=quote_notes(evidence[i].context), answer=answers[i]))
+    for i, (confidence, raw, parsed) in checks.items():
+        out[i] = SupportCheck(confidence, raw, parsed)
     return out
