@@ -440,3 +440,40 @@ def test_two_systems_judged_by_the_same_offline_judge_are_not_flagged_as_judged_
 
     pair = compare_pair(run("full", 1, 1), run("qa_dragon", 2, 0))
     assert pair.refused is None and not any("judged differently" in f for f in pair.flags)
+
+
+@pytest.mark.parametrize("system", ["qa_dragon", "sam_rag"])
+def test_a_yes_no_stack_reads_each_support_check_from_one_forward_pass(system):
+    from math import log
+
+    from agents.cruise.prompts import load_prompt
+    from agents.cruise.types import Evidence, Turn
+    from agents.engines.base import ChatEngine
+    from agents.peers.qa_dragon.types import PostAnswer, Reranked
+    from agents.peers.qa_dragon.verifier import verify_batch
+    from agents.peers.sam_rag.support import is_sup_batch
+
+    class OddsEngine(ChatEngine):  # the model is outside the unit: it answers with fixed odds
+        def __init__(self):
+            super().__init__("odds")
+            self.seen = []
+
+        def _generate(self, requests, sampling):
+            self.seen.append((sampling.choices, sampling.max_tokens, requests))
+            return [ChatResult(text="yes", choice_logprobs={"yes": log(0.6), "no": log(0.2)}) for _ in requests]
+
+    engine, cfg = OddsEngine(), load_config("cpu", system, cov_mode="yes_no")
+    turns = [Turn("what is this?", None, []), Turn("and this?", None, [])]
+    evidence = [Evidence(context="[Info 1] A cat."), Evidence()]
+    if system == "qa_dragon":  # an abstention is not checked
+        posts = [PostAnswer(answer="A cat.", parsed=True), PostAnswer(answer=IDK_ANSWER, parsed=True)]
+        out = verify_batch(turns, posts, [Reranked(evidence=e) for e in evidence], engine, cfg)
+        prompt = "qa_dragon_verify_yes_no"
+    else:
+        out = is_sup_batch(turns, evidence, ["A cat.", IDK_ANSWER], engine, cfg)
+        prompt = "sam_rag_is_sup_yes_no"
+    (choices, max_tokens, requests), = engine.seen
+    assert choices == ("yes", "no") and max_tokens == 1 and len(requests) == 1
+    assert requests[0].messages[-1]["content"].startswith(load_prompt(prompt).user.template.split("$")[0])
+    assert out[0].confidence == 0.75 and out[0].parsed
+    assert out[1].confidence is None or not out[1].parsed
