@@ -110,6 +110,26 @@ def build_smollm2(path: Path | None = None) -> str:
     return str(path)
 
 
+def read_checkpoint_config(path: str) -> dict:
+    """config.json of a local checkpoint (or the Hugging Face cache's copy of a hub id); {} when
+    there is none to read here, as for a test's stand-in."""
+    import json
+
+    folder = Path(path)
+    file = folder / "config.json" if folder.is_dir() else None
+    if file is None:
+        try:
+            from transformers.utils import cached_file
+
+            found = cached_file(path, "config.json", local_files_only=True,
+                                _raise_exceptions_for_missing_entries=False,
+                                _raise_exceptions_for_connection_errors=False)
+            file = Path(found) if isinstance(found, str) else None
+        except Exception:  # noqa: BLE001 - not a hub id, or not in the cache
+            file = None
+    return json.loads(file.read_text()) if file is not None and file.exists() else {}
+
+
 ALIASES = ("minilm", "smollm2")  # the names resolve_model builds or finds in a package
 
 

@@ -34,7 +34,6 @@ import io
 import json
 import time
 from concurrent.futures import ThreadPoolExecutor
-from pathlib import Path
 
 from agents.engines.base import (
     ChatEngine,
@@ -172,22 +171,11 @@ def sees_images(model: str) -> bool:
     """Whether the model reads images, from its config.json when this machine has it (a folder,
     an alias of agents/engines/local_models.py, or the Hugging Face cache); otherwise by its name:
     a VLM family's (agents/profiles.py STACKS), or a word VLM names carry."""
-    from agents.engines.local_models import resolve_model
+    from agents.engines.local_models import read_checkpoint_config, resolve_model
 
-    path = Path(resolve_model(model))
-    config = path / "config.json" if path.is_dir() else None
-    if config is None:
-        try:
-            from transformers.utils import cached_file
-
-            cached = cached_file(model, "config.json", local_files_only=True,
-                                 _raise_exceptions_for_missing_entries=False,
-                                 _raise_exceptions_for_connection_errors=False)
-            config = Path(cached) if isinstance(cached, str) else None
-        except Exception:  # noqa: BLE001 - not a hub id, or not in the cache
-            config = None
-    if config is not None and config.exists():
-        return "vision_config" in json.loads(config.read_text())
+    config = read_checkpoint_config(resolve_model(model))
+    if config:
+        return "vision_config" in config
     from agents.profiles import family_of
 
     family = family_of(model)

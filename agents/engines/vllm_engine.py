@@ -38,7 +38,7 @@ from agents.engines.base import (
     pick_choice,
     template_messages,
 )
-from agents.engines.local_models import resolve_model
+from agents.engines.local_models import read_checkpoint_config, resolve_model
 
 
 def render_prompt(tokenizer, messages: list[dict]) -> str:
@@ -164,27 +164,6 @@ def generate_until(llm_engine, inputs: list[dict], params: list, end: float, clo
         if running:
             llm_engine.abort_request(running)
     return [finished.get(request_id) for request_id in ids]
-
-
-def read_checkpoint_config(path: str) -> dict:
-    """config.json of a local checkpoint (or the Hugging Face cache's copy of a hub id); {} when
-    there is none to read here, as for a test's stand-in."""
-    import json
-    from pathlib import Path
-
-    folder = Path(path)
-    file = folder / "config.json" if folder.is_dir() else None
-    if file is None:
-        try:
-            from transformers.utils import cached_file
-
-            found = cached_file(path, "config.json", local_files_only=True,
-                                _raise_exceptions_for_missing_entries=False,
-                                _raise_exceptions_for_connection_errors=False)
-            file = Path(found) if isinstance(found, str) else None
-        except Exception:  # noqa: BLE001 - not a hub id, or not in the cache
-            file = None
-    return json.loads(file.read_text()) if file is not None and file.exists() else {}
 
 
 def _is_vision_model(config: dict) -> bool:
