@@ -180,6 +180,19 @@ class CruiseConfig:
     sam_rag_rounds: int = 3  # isRel rounds at most ("retrieve until a relevant document is found")
     sam_rag_check_max_tokens: int = 8  # isRel / isUse / isSup verdicts (text mode)
 
+    # --- conversations (ours; agents/stages/s1c_standalone.py, docs/chain.md "Conversations") --
+    # How a follow-up turn (one with history) becomes a standalone question for retrieval and the
+    # evidence checks: "rule" carries salient terms of earlier turns (history query expansion),
+    # "model" asks the VLM for a rewrite (prompts/standalone.txt), "both" adds the rule's terms to
+    # the rewrite, "off" searches with the plain question. A turn without history is never touched.
+    standalone_mode: str = "rule"
+    standalone_max_terms: int = 6  # terms the rule carries at most, newest turn first
+    standalone_max_chars: int = 400  # a longer rewrite is rejected: the plain question is kept
+    standalone_max_tokens: int = 48  # the model's rewrite: one question
+    # Image-search hits of a conversation's photo are kept for its later turns (the photo does
+    # not change within one): entries by conversation and image, least recently used dropped.
+    conversation_cache_size: int = 64
+
     # --- perception for a VLM that cannot see (ours; agents/cruise/stages/s0a_perceive.py) -------
     # "auto": on when the VLM role is text-only (its engine drops images); "on"; "off". Each image
     # becomes one "What the picture shows" block (ImageNet labels + OCR lines) in the answer,
@@ -320,6 +333,7 @@ CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
 HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
 CROP_MODES = ("box", "tiles", "box_or_tiles")  # agents/cruise/stages/s2b_crop.py
 PERCEPTION_MODES = ("auto", "on", "off")  # agents/cruise/stages/s0a_perceive.py
+STANDALONE_MODES = ("off", "rule", "model", "both")  # agents/stages/s1c_standalone.py
 COST_PRIOR_MODELS = ("", "l40s")  # agents/cruise/cost_priors.py
 ANSWER_PROMPTS = ("cruise", "baseline")  # agents/cruise/stages/s6_answer.py
 BASELINE_STYLES = ("open", "hosted", "gemini")  # agents/cruise/baseline_prompt.py
@@ -480,6 +494,8 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         raise ValueError(f"stage_cost_priors_s: each prior is seconds per turn >= 0, got {bad}")
     if cfg.perception not in PERCEPTION_MODES:
         raise ValueError(f"unknown perception {cfg.perception!r}; choose one of {PERCEPTION_MODES}")
+    if cfg.standalone_mode not in STANDALONE_MODES:
+        raise ValueError(f"unknown standalone_mode {cfg.standalone_mode!r}; choose one of {STANDALONE_MODES}")
     if cfg.answer_prompts not in ANSWER_PROMPTS:
         raise ValueError(f"unknown answer_prompts {cfg.answer_prompts!r}; choose one of {ANSWER_PROMPTS}")
     if cfg.baseline_style not in BASELINE_STYLES:

@@ -1,14 +1,16 @@
 """The CRUISE chain over one batch, top to bottom:
 
-    turn -> [perceive] -> route -> summarize -> retrieve + chunk -> rerank -> answer twice -> consistency
-         -> verify (CoV) -> finalize (Algorithm 1)
+    turn -> [perceive] -> route -> summarize -> [standalone] -> retrieve + chunk -> rerank -> answer twice
+         -> consistency -> verify (CoV) -> finalize (Algorithm 1)
 
 The peers' optional stages (docs/chain.md "Stages from the peer systems", all off in the paper's
 presets) slot in as `sNx` files that run right after stage N: decompose (s2a) and crop (s2b)
 before retrieval, the entity check (s3a) before reranking, the relevance filter (s5a) after it;
 tool and domain routing (s1a, s1b) are read from the router's reply. Perception (s0a) runs first
-when the VLM cannot see: the turns then carry their picture as text into every prompt. A stage that is off makes
-no engine call and passes its input on unchanged.
+when the VLM cannot see: the turns then carry their picture as text into every prompt. The
+standalone question (s1c, agents/stages/s1c_standalone.py) runs only in a batch holding follow-up
+turns: they then carry the question retrieval and the checks read (docs/chain.md "Conversations").
+A stage that is off makes no engine call and passes its input on unchanged.
 
 Each model stage is one batched engine call for all the turns that need it. `BatchRun.stage`
 wraps every stage with the same three guards: the deadline (a stage that would overrun is not
@@ -53,12 +55,14 @@ from agents.cruise.types import (
     Perception,
     Retrieval,
     Route,
+    Standalone,
     SubQueries,
     Summary,
     Turn,
     Verification,
 )
 from agents.engines.base import Engines, Ledger, time_limit
+from agents.stages.s1c_standalone import standalone_batch, standalone_trace, with_standalone
 
 STAGES_WITHOUT_ENGINE = ("perceive", "retrieve")
 
@@ -72,13 +76,16 @@ def stage_priors(cfg: CruiseConfig) -> dict[str, float]:
     priors.update(cfg.stage_cost_priors_s)
     if cfg.cov_mode == "grounding":
         priors["verify"] = 0.0
+    if cfg.standalone_mode == "rule":
+        priors["standalone"] = 0.0
     return priors
 
 
 def engine_free_stages(cfg: CruiseConfig) -> tuple[str, ...]:
     """The stages that call no model under cfg: their cost is learned per turn, not per request
     (the grounding check verifies without one)."""
-    return STAGES_WITHOUT_ENGINE + (("verify",) if cfg.cov_mode == "grounding" else ())
+    return (STAGES_WITHOUT_ENGINE + (("verify",) if cfg.cov_mode == "grounding" else ())
+            + (("standalone",) if cfg.standalone_mode == "rule" else ()))
 
 
 @dataclass
@@ -187,6 +194,7 @@ class Gathered:
     notes: list[str]  # the domain's lines for the answer prompt ("" for none)
     turns: list[Turn]  # the turns as the later stages see them (with their picture blocks)
     perceptions: list[Perception | None]  # None where perception did not run (a VLM that sees)
+    standalones: list[Standalone]  # empty records where a turn has no history (or the stage is off)
 
 
 def start_batch(turns: list[Turn], cfg: CruiseConfig, costs: StageCosts, ledger: Ledger | None = None,
@@ -215,6 +223,7 @@ def gather_evidence(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseCo
     routes = run.stage("route", route_batch, [turns], (engines.router, cfg),
                        lambda: Route(needs_external=True, is_real_time=False, parsed=None))
     summaries = run.stage("summarize", _summarize, [turns, routes, perceptions], (engines.vlm, cfg), Summary)
+    turns, standalones = standalone_step(turns, summaries, engines, cfg, run)
     sub_queries = [SubQueries() for _ in turns]
     if cfg.use_decompose:
         web = pipeline is not None and web_search_enabled(pipeline)
@@ -234,7 +243,18 @@ def gather_evidence(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseCo
         filtered = run.stage("relevance", relevance_batch, [turns, evidence], (engines.vlm, cfg), lambda: None)
         evidence = [f if f is not None else e for f, e in zip(filtered, evidence)]
     notes = [domain_notes(r, cfg) for r in routes]
-    return Gathered(routes, summaries, sub_queries, crops, retrievals, evidence, notes, turns, perceptions)
+    return Gathered(routes, summaries, sub_queries, crops, retrievals, evidence, notes, turns, perceptions, standalones)
+
+
+def standalone_step(turns: list[Turn], summaries: list[Summary], engines: Engines, cfg: CruiseConfig,
+                    run: BatchRun) -> tuple[list[Turn], list[Standalone]]:
+    """The follow-ups carrying their standalone questions; a batch without follow-ups (every
+    single-turn batch) runs no stage, so its timings and deadline are as before."""
+    if cfg.standalone_mode == "off" or not any(t.history for t in turns):
+        return turns, [Standalone() for _ in turns]
+    standalones = run.stage("standalone", _standalone, [turns, [s.text for s in summaries]], (engines.vlm, cfg),
+                            Standalone)
+    return with_standalone(turns, standalones), standalones
 
 
 def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts,
@@ -270,6 +290,9 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
             stage_ms=dict(run.stage_ms), deadline_cut=run.cut_before, deadline_cut_during=run.cut_during,
             errors=run.errors[i],
         )
+        trace.update(standalone_trace(turns[i], got.standalones[i]))
+        if turns[i].history:
+            trace["image_hits_reused"] = retrievals[i].image_hits_reused
         trace["funnel"] = funnel_flags(trace, cfg)
         # what the run's settings did besides the stages: the per-turn budget in force (0: none),
         # and the stages switched to text modes for an engine without token probabilities
@@ -281,6 +304,10 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
 
 def _summarize(turns, routes, perceptions, engine, cfg):
     return summarize_batch(turns, routes, engine, cfg, perceptions)
+
+
+def _standalone(turns, summaries, engine, cfg):
+    return standalone_batch(turns, summaries, engine, cfg)
 
 
 def _retrieve(turns, routes, summaries, crops, sub_queries, pipeline, cfg):

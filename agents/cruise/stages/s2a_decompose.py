@@ -14,7 +14,7 @@ from agents.config import CruiseConfig
 from agents.cruise.parsing import content_lines, labelled_choice
 from agents.cruise.prompts import ask_vlm
 from agents.cruise.stages.s1a_tool_route import searches_allowed
-from agents.cruise.types import Route, SubQueries, Summary, Turn
+from agents.cruise.types import Route, SubQueries, Summary, Turn, search_question
 from agents.engines.base import ChatEngine, Sampling
 
 QUESTION_TYPES = ("simple", "multi-hop", "comparison")
@@ -66,7 +66,7 @@ def decompose_batch(
     out = [SubQueries() for _ in turns]
     replies = ask_vlm(
         engine, "decompose", turns, wanted,
-        lambda i: dict(query=turns[i].query, summary=summaries[i].text or "(no description)",
+        lambda i: dict(query=search_question(turns[i]), summary=summaries[i].text or "(no description)",
                        max_queries=str(cfg.decompose_max_queries)),
         Sampling(max_tokens=cfg.decompose_max_tokens, seed=cfg.seed),
     )

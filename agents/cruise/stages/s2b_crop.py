@@ -25,7 +25,7 @@ from agents.config import CruiseConfig
 from agents.cruise.parsing import labelled_value
 from agents.cruise.prompts import ask_vlm
 from agents.cruise.stages.s1a_tool_route import searches_allowed
-from agents.cruise.types import CropPlan, Route, Turn
+from agents.cruise.types import CropPlan, Route, Turn, search_question
 from agents.engines.base import ChatEngine, Sampling
 
 GRID = 1000.0  # the prompt's coordinate scale
@@ -86,7 +86,7 @@ def crop_batch(turns: list[Turn], routes: list[Route], engine: ChatEngine, cfg: 
         for i in wanted:
             plans[i] = CropPlan(crops=tile_crops(*turns[i].image.size))
         return plans
-    replies = ask_vlm(engine, "crop", turns, wanted, lambda i: dict(query=turns[i].query),
+    replies = ask_vlm(engine, "crop", turns, wanted, lambda i: dict(query=search_question(turns[i])),
                       Sampling(max_tokens=cfg.crop_max_tokens, seed=cfg.seed), with_history=False)
     for i, text in zip(wanted, replies):
         plans[i] = read_crop(text, turns[i].image, cfg)

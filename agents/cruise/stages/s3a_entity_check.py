@@ -14,7 +14,7 @@ import dataclasses
 from agents.config import CruiseConfig
 from agents.cruise.prompts import load_prompt, vlm_image
 from agents.cruise.stages.s7_consistency import read_verdict
-from agents.cruise.types import Retrieval, Turn
+from agents.cruise.types import Retrieval, Turn, search_question
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 
 
@@ -49,7 +49,7 @@ def entity_check_batch(
     asks = [(i, name) for i, (t, r) in enumerate(zip(turns, retrievals)) if t.image is not None
             for name in entities_to_check(r, cfg.entity_check_max)]
     prompt = load_prompt("entity_check")
-    requests = [ChatRequest(prompt.messages(None, entity=name.replace('"', "'"), query=turns[i].query),
+    requests = [ChatRequest(prompt.messages(None, entity=name.replace('"', "'"), query=search_question(turns[i])),
                             image=vlm_image(turns[i], engine), turn=i) for i, name in asks]
     sampling = Sampling(max_tokens=cfg.entity_check_max_tokens, seed=cfg.seed)
     replies = [r.text for r in engine.generate(requests, sampling, stage="entity_check")] if requests else []

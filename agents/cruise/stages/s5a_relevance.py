@@ -15,7 +15,7 @@ from agents.config import CruiseConfig
 from agents.cruise.parsing import strip_markdown
 from agents.cruise.prompts import ask_vlm, quote_notes
 from agents.cruise.stages.s5_rerank import context_block
-from agents.cruise.types import Evidence, Turn
+from agents.cruise.types import Evidence, Turn, search_question
 from agents.engines.base import ChatEngine, Sampling
 
 _LINE = re.compile(r"(?:info|result|note|chunk|#)?\s*\[?(\d+)\]?\s*(?:[:=.)-]|\bis\b)?\s*[\[(\"']?\s*"
@@ -54,7 +54,7 @@ def relevance_batch(turns: list[Turn], evidence: list[Evidence], engine: ChatEng
     wanted = [i for i, e in enumerate(evidence) if e.kept]
     replies = ask_vlm(
         engine, "relevance", turns, wanted,
-        lambda i: dict(query=turns[i].query,
+        lambda i: dict(query=search_question(turns[i]),
                        notes=quote_notes("\n".join(f"[Info {m}] {c}" for m, c in enumerate(evidence[i].kept, 1))),
                        format="\n".join(f"Info {m}: yes or no" for m in range(1, len(evidence[i].kept) + 1))),
         Sampling(max_tokens=max(cfg.relevance_max_tokens, 8 * cfg.k_rerank), seed=cfg.seed), with_history=False,

@@ -14,7 +14,7 @@ from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
 from agents.cruise.parsing import strip_markdown
 from agents.cruise.prompts import ask_vlm, quote_notes
-from agents.cruise.types import Answers, Evidence, Turn, Verification
+from agents.cruise.types import Answers, Evidence, Turn, Verification, question_beside_standalone
 from agents.engines.base import ChatEngine, Sampling
 
 _WORDS = r"(yes|no|true|false)"
@@ -69,7 +69,7 @@ def consistency_batch(
             wanted.append(i)
     replies = ask_vlm(
         engine, "consistency", turns, wanted,
-        lambda i: dict(query=turns[i].query, context=quote_notes(evidence[i].context),
+        lambda i: dict(query=question_beside_standalone(turns[i]), context=quote_notes(evidence[i].context),
                        direct_answer=answers[i].direct, rag_answer=answers[i].rag),
         # "yes_no": the verdict is the likelier of the two words at the first token (one forward
         # pass, always read); "text": the model writes it and `read_verdict` looks for it.
