@@ -155,3 +155,14 @@ def test_a_follow_up_through_the_agent_reuses_the_first_turns_image_search():
     assert agent.search_pipeline.calls.count("image") == before
     assert trace["image_hits_reused"] is True
     assert [r["name"] for r in trace["retrieved"] if r["source"] == "image"] == ["Route 24"]
+
+
+def test_qa_dragons_sub_question_enhancement_completes_each_query_with_the_referent():
+    from agents.cruise.types import Standalone, SubQueries
+    from agents.peers.qa_dragon.rephrase import enhance_sub_queries
+
+    carried = Standalone(question="what did that mission deploy? STS-93 shuttle", carried=["STS-93", "shuttle"])
+    rephrased = SubQueries(queries=["what did the mission deploy", "STS-93 shuttle payload"])
+    assert enhance_sub_queries(rephrased, carried).queries == [
+        "what did the mission deploy STS-93 shuttle", "STS-93 shuttle payload"]
+    assert enhance_sub_queries(rephrased, Standalone()) is rephrased

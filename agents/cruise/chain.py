@@ -62,7 +62,7 @@ from agents.cruise.types import (
     Verification,
 )
 from agents.engines.base import Engines, Ledger, time_limit
-from agents.stages.s1c_standalone import standalone_batch, standalone_trace, with_standalone
+from agents.stages.s1c_standalone import follow_up_trace, standalone_batch, with_standalone
 
 STAGES_WITHOUT_ENGINE = ("perceive", "retrieve")
 
@@ -223,7 +223,7 @@ def gather_evidence(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseCo
     routes = run.stage("route", route_batch, [turns], (engines.router, cfg),
                        lambda: Route(needs_external=True, is_real_time=False, parsed=None))
     summaries = run.stage("summarize", _summarize, [turns, routes, perceptions], (engines.vlm, cfg), Summary)
-    turns, standalones = standalone_step(turns, summaries, engines, cfg, run)
+    turns, standalones = standalone_step(turns, [s.text for s in summaries], engines, cfg, run)
     sub_queries = [SubQueries() for _ in turns]
     if cfg.use_decompose:
         web = pipeline is not None and web_search_enabled(pipeline)
@@ -246,14 +246,14 @@ def gather_evidence(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseCo
     return Gathered(routes, summaries, sub_queries, crops, retrievals, evidence, notes, turns, perceptions, standalones)
 
 
-def standalone_step(turns: list[Turn], summaries: list[Summary], engines: Engines, cfg: CruiseConfig,
+def standalone_step(turns: list[Turn], photos: list[str], engines: Engines, cfg: CruiseConfig,
                     run: BatchRun) -> tuple[list[Turn], list[Standalone]]:
-    """The follow-ups carrying their standalone questions; a batch without follow-ups (every
-    single-turn batch) runs no stage, so its timings and deadline are as before."""
+    """The follow-ups carrying their standalone questions (`photos`: what each turn's photo shows,
+    for the model's rewrite); a batch without follow-ups (every single-turn batch) runs no stage,
+    so its timings and deadline are as before. Every system runs this step before its searches."""
     if cfg.standalone_mode == "off" or not any(t.history for t in turns):
         return turns, [Standalone() for _ in turns]
-    standalones = run.stage("standalone", _standalone, [turns, [s.text for s in summaries]], (engines.vlm, cfg),
-                            Standalone)
+    standalones = run.stage("standalone", _standalone, [turns, photos], (engines.vlm, cfg), Standalone)
     return with_standalone(turns, standalones), standalones
 
 
@@ -290,9 +290,7 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
             stage_ms=dict(run.stage_ms), deadline_cut=run.cut_before, deadline_cut_during=run.cut_during,
             errors=run.errors[i],
         )
-        trace.update(standalone_trace(turns[i], got.standalones[i]))
-        if turns[i].history:
-            trace["image_hits_reused"] = retrievals[i].image_hits_reused
+        trace.update(follow_up_trace(turns[i], got.standalones[i], retrievals[i]))
         trace["funnel"] = funnel_flags(trace, cfg)
         # what the run's settings did besides the stages: the per-turn budget in force (0: none),
         # and the stages switched to text modes for an engine without token probabilities

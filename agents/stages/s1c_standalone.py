@@ -31,7 +31,7 @@ import re
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
 from agents.cruise.prompts import load_prompt
-from agents.cruise.types import Standalone, Turn
+from agents.cruise.types import Retrieval, Standalone, Turn
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 
 # Words that name nothing a search could use: function words, question words and the verbs and
@@ -208,10 +208,12 @@ def with_standalone(turns: list[Turn], standalones: list[Standalone]) -> list[Tu
     return [dataclasses.replace(t, standalone=s.question) if s.question else t for t, s in zip(turns, standalones)]
 
 
-def standalone_trace(turn: Turn, standalone: Standalone) -> dict:
-    """The trace keys of a turn with history (a turn without history gets none: its trace is a
-    single-turn run's)."""
+def follow_up_trace(turn: Turn, standalone: Standalone, retrieval: Retrieval) -> dict:
+    """The trace keys of a turn with history: its standalone question and whether its photo's image
+    hits were its conversation's earlier ones. A turn without history gets none: its trace is a
+    single-turn run's."""
     if not turn.history:
         return {}
     return {"standalone_question": standalone.question or turn.query, "standalone_carried": standalone.carried,
-            "standalone_raw": standalone.raw, "standalone_fallback": standalone.fallback}
+            "standalone_raw": standalone.raw, "standalone_fallback": standalone.fallback,
+            "image_hits_reused": retrieval.image_hits_reused}

@@ -3,7 +3,8 @@
     turn -> [perceive] -> domain router -> D-CoT draft + trace          (pre-answer, 3.1)
          -> search router: Direct Output | Search Verify | RAG          (3.2, a rule: search_router.py)
          -> tool router (RAG: image / text / both / neither)            (3.3)
-         -> query rephrasing, object crop, image + fused text search, entity selection (3.4, 3.5)
+         -> [standalone question] -> query rephrasing + sub-question enhancement, object crop,
+            image + fused text search, entity selection (3.4, 3.5)
          -> coarse reranker -> fine reranker                           (3.6)
          -> post-answer -> verifier + token-probability gate            (3.7)
 
@@ -16,7 +17,7 @@ from __future__ import annotations
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.chain import start_batch
+from agents.cruise.chain import standalone_step, start_batch
 from agents.cruise.deadline import StageCosts
 from agents.cruise.stages.s0a_perceive import perceive_batch, perception_wanted, with_pictures
 from agents.cruise.stages.s2b_crop import crop_batch
@@ -29,7 +30,7 @@ from agents.peers.qa_dragon.decide import decide_from_trace
 from agents.peers.qa_dragon.domain_router import domain_batch
 from agents.peers.qa_dragon.draft import draft_batch
 from agents.peers.qa_dragon.post_answer import post_answer_batch
-from agents.peers.qa_dragon.rephrase import rephrase_batch
+from agents.peers.qa_dragon.rephrase import enhance_sub_queries, rephrase_batch
 from agents.peers.qa_dragon.rerank import coarse_batch, coarse_pick, fine_batch
 from agents.peers.qa_dragon.search_agents import query_subject, search_config, search_routes
 from agents.peers.qa_dragon.search_router import route_batch
@@ -44,6 +45,7 @@ from agents.peers.qa_dragon.types import (
     SearchRoute,
 )
 from agents.peers.qa_dragon.verifier import needs_check, verify_batch
+from agents.stages.s1c_standalone import follow_up_trace
 
 # What the answer needs after the searches: the post-answer and its verifier; and before them,
 # the search and the coarse reranker.
@@ -82,10 +84,14 @@ def run_qa_dragon(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConf
                                            (engines.vlm, cfg, web), lambda: None))
         else:
             tools = unasked_tools(routes, domains, tools, web)
+    # A follow-up's unclear referents are resolved once, by the step every system shares; the
+    # sub-question enhancement (3.5.1) then completes each rephrased query with what it lacks.
+    turns, standalones = standalone_step(turns, [d.object_name for d in drafts], engines, cfg, run)
     rephrased = [SubQueries() for _ in turns]
     if cfg.qa_dragon_rephrase_queries > 0 and any(t.text for t in tools) and room("rephrase", SEARCH_THEN):
         rephrased = _keep(rephrased, run.stage("rephrase", rephrase_batch, [turns, drafts, tools], (engines.vlm, cfg),
                                                lambda: None))
+    rephrased = [enhance_sub_queries(r, s) for r, s in zip(rephrased, standalones)]
     scfg = search_config(cfg)
     sroutes = search_routes(tools)
     crops = [CropPlan() for _ in turns]
@@ -131,6 +137,7 @@ def run_qa_dragon(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConf
             check=checks[i], candidate=candidate, decision=decision, perception=perceptions[i],
             stage_ms=dict(run.stage_ms), deadline_cut=run.cut_before, deadline_cut_during=run.cut_during,
             skipped_for_time=skipped, errors=run.errors[i])
+        trace.update(follow_up_trace(turns[i], standalones[i], retrievals[i]))
         trace["funnel"] = funnel_flags(trace, cfg)
         traces.append(trace)
     return final, traces

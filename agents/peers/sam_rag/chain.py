@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.chain import start_batch
+from agents.cruise.chain import standalone_step, start_batch
 from agents.cruise.deadline import StageCosts
 from agents.cruise.stages.s0a_perceive import perceive_batch, perception_wanted, with_pictures
 from agents.cruise.stages.s2_summarize import summarize_batch
@@ -33,6 +33,7 @@ from agents.peers.sam_rag.support import is_sup_batch
 from agents.peers.sam_rag.trace import funnel_flags, turn_trace
 from agents.peers.sam_rag.types import RelevanceSearch, SupportCheck, UseCheck
 from agents.peers.sam_rag.usefulness import is_use_batch, regenerate_batch
+from agents.stages.s1c_standalone import follow_up_trace
 
 
 def relevant_evidence(retrieval: Retrieval, state: RelevanceSearch) -> Evidence:
@@ -62,6 +63,9 @@ def run_sam_rag(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig
     scfg = cfg.replace(use_retrieval=True, use_summary=True)
     routes = [Route(needs_external=True, is_real_time=False, parsed=None) for _ in turns]
     summaries = run.stage("summarize", _caption, [turns, routes, perceptions], (engines.vlm, scfg), Summary)
+    # The paper says nothing of conversations: a follow-up searches with the shared step's
+    # standalone question, as every system does (docs/chain.md "Conversations").
+    turns, standalones = standalone_step(turns, [s.text for s in summaries], engines, cfg, run)
     retrievals = run.stage("retrieve", _retrieve, [turns, routes, [s.text for s in summaries]], (pipeline, scfg),
                            Retrieval)
     # A step no turn needs is not started (the deadline would otherwise weigh a step with nothing
@@ -114,6 +118,7 @@ def run_sam_rag(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig
             candidate=candidates[i], decision=decision, perception=perceptions[i], stage_ms=dict(run.stage_ms),
             deadline_cut=run.cut_before, deadline_cut_during=run.cut_during, errors=run.errors[i],
             skipped_for_time=skipped)
+        trace.update(follow_up_trace(turns[i], standalones[i], retrievals[i]))
         trace["funnel"] = funnel_flags(trace, cfg)
         traces.append(trace)
     return final, traces
