@@ -166,3 +166,15 @@ def test_qa_dragons_sub_question_enhancement_completes_each_query_with_the_refer
     assert enhance_sub_queries(rephrased, carried).queries == [
         "what did the mission deploy STS-93 shuttle", "STS-93 shuttle payload"]
     assert enhance_sub_queries(rephrased, Standalone()) is rephrased
+
+
+def test_the_report_turn_page_shows_a_follow_ups_standalone_question():
+    from agents.cruise.trace_view import TURN_TEMPLATE, prepare_turn
+    from evaluator.report.html import template_environment
+
+    agent = make_agent("full", web_hits=[WEB_HIT])
+    trace = follow_up(agent, "what did that mission deploy?", talk(("which mission did Eileen Collins command?", "STS-93")))
+    macro = template_environment(str(TURN_TEMPLATE.parent)).get_template(TURN_TEMPLATE.name).module.trace_details
+    page = str(macro({"trace": trace, "branch": trace["branch"], **prepare_turn(trace)}))
+    assert "<th>standalone question</th><td>what did that mission deploy? STS-93 Eileen Collins command" in page
+    assert "carried from earlier turns: STS-93, Eileen Collins, command" in page

@@ -40,6 +40,8 @@ SHOWN_TRACE_KEYS = {
     "chunks_dropped_irrelevant", "relevance_raw",
     # perception for a text-only VLM (its own row)
     "perception",
+    # a follow-up turn's standalone question and reuse (one row, every system)
+    "standalone_question", "standalone_carried", "standalone_raw", "standalone_fallback", "image_hits_reused",
     # the peer systems' own steps (agents/cruise/peer_turns.html.j2)
     "system", "domain_raw", "draft_object", "draft_steps", "draft_answer", "draft_raw", "router_reason",
     "router_features", "tool_search", "tool_image_check", "tool_text_check", "tool_rule", "rephrased_queries",
