@@ -189,6 +189,10 @@ class CruiseConfig:
     standalone_max_terms: int = 6  # terms the rule carries at most, newest turn first
     standalone_max_chars: int = 400  # a longer rewrite is rejected: the plain question is kept
     standalone_max_tokens: int = 48  # the model's rewrite: one question
+    # What the stages after retrieval (answers, consistency, CoV) see of a follow-up: "history" the
+    # conversation and the question (the paper), "standalone" its standalone question alone, as a
+    # single turn: shorter prompts, for a machine where prompt length is most of a turn's time.
+    follow_up_prompts: str = "history"
     # Image-search hits of a conversation's photo are kept for its later turns (the photo does
     # not change within one): entries by conversation and image, least recently used dropped.
     conversation_cache_size: int = 64
@@ -334,6 +338,7 @@ HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
 CROP_MODES = ("box", "tiles", "box_or_tiles")  # agents/cruise/stages/s2b_crop.py
 PERCEPTION_MODES = ("auto", "on", "off")  # agents/cruise/stages/s0a_perceive.py
 STANDALONE_MODES = ("off", "rule", "model", "both")  # agents/stages/s1c_standalone.py
+FOLLOW_UP_PROMPTS = ("history", "standalone")  # agents/stages/s1c_standalone.py
 COST_PRIOR_MODELS = ("", "l40s")  # agents/cruise/cost_priors.py
 ANSWER_PROMPTS = ("cruise", "baseline")  # agents/cruise/stages/s6_answer.py
 BASELINE_STYLES = ("open", "hosted", "gemini")  # agents/cruise/baseline_prompt.py
@@ -496,6 +501,8 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         raise ValueError(f"unknown perception {cfg.perception!r}; choose one of {PERCEPTION_MODES}")
     if cfg.standalone_mode not in STANDALONE_MODES:
         raise ValueError(f"unknown standalone_mode {cfg.standalone_mode!r}; choose one of {STANDALONE_MODES}")
+    if cfg.follow_up_prompts not in FOLLOW_UP_PROMPTS:
+        raise ValueError(f"unknown follow_up_prompts {cfg.follow_up_prompts!r}; choose one of {FOLLOW_UP_PROMPTS}")
     if cfg.answer_prompts not in ANSWER_PROMPTS:
         raise ValueError(f"unknown answer_prompts {cfg.answer_prompts!r}; choose one of {ANSWER_PROMPTS}")
     if cfg.baseline_style not in BASELINE_STYLES:

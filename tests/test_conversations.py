@@ -178,3 +178,18 @@ def test_the_report_turn_page_shows_a_follow_ups_standalone_question():
     page = str(macro({"trace": trace, "branch": trace["branch"], **prepare_turn(trace)}))
     assert "<th>standalone question</th><td>what did that mission deploy? STS-93 Eileen Collins command" in page
     assert "carried from earlier turns: STS-93, Eileen Collins, command" in page
+
+
+def test_standalone_follow_up_prompts_carry_the_standalone_question_and_no_history():
+    agent = make_agent("full", web_hits=[WEB_HIT], follow_up_prompts="standalone")
+    history = talk(("which shuttle mission did Eileen Collins first command?", "STS-93"))
+    trace = follow_up(agent, "what did that mission deploy?", history)
+    answers = [r for stage, r in agent.engines.vlm.requests if stage == "answer"]
+    assert answers and all(len(r.messages) == 2 for r in answers)  # system + user: no history between
+    assert all("what did that mission deploy? STS-93 Eileen Collins shuttle command" in r.messages[-1]["content"]
+               for r in answers)
+    assert trace["standalone_question"] == "what did that mission deploy? STS-93 Eileen Collins shuttle command"
+    # with the paper's "history", the answer requests carry the conversation
+    agent = make_agent("full", web_hits=[WEB_HIT])
+    follow_up(agent, "what did that mission deploy?", history)
+    assert all(len(r.messages) == 4 for stage, r in agent.engines.vlm.requests if stage == "answer")

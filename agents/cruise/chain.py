@@ -62,7 +62,7 @@ from agents.cruise.types import (
     Verification,
 )
 from agents.engines.base import Engines, Ledger, time_limit
-from agents.stages.s1c_standalone import follow_up_trace, standalone_batch, with_standalone
+from agents.stages.s1c_standalone import as_single_turns, follow_up_trace, standalone_batch, with_standalone
 
 STAGES_WITHOUT_ENGINE = ("perceive", "retrieve")
 
@@ -264,7 +264,7 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
     n = len(turns)
     run = start_batch(turns, cfg, costs, ledger=engines.vlm.ledger, started=started)
     got = gather_evidence(turns, engines, pipeline, cfg, run)
-    turns = got.turns
+    turns = as_single_turns(got.turns, cfg)
     routes, summaries, retrievals, evidence, notes = got.routes, got.summaries, got.retrievals, got.evidence, got.notes
     answers = run.stage("answer", _answer, [turns, evidence, notes], (engines.vlm, cfg), lambda: Answers(rag=IDK_ANSWER))
     checks = run.stage("consistency", consistency_batch, [turns, evidence, answers], (engines.vlm, cfg), Verification)
@@ -290,7 +290,7 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
             stage_ms=dict(run.stage_ms), deadline_cut=run.cut_before, deadline_cut_during=run.cut_during,
             errors=run.errors[i],
         )
-        trace.update(follow_up_trace(turns[i], got.standalones[i], retrievals[i]))
+        trace.update(follow_up_trace(got.turns[i], got.standalones[i], retrievals[i]))
         trace["funnel"] = funnel_flags(trace, cfg)
         # what the run's settings did besides the stages: the per-turn budget in force (0: none),
         # and the stages switched to text modes for an engine without token probabilities

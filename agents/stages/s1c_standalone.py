@@ -208,6 +208,16 @@ def with_standalone(turns: list[Turn], standalones: list[Standalone]) -> list[Tu
     return [dataclasses.replace(t, standalone=s.question) if s.question else t for t, s in zip(turns, standalones)]
 
 
+def as_single_turns(turns: list[Turn], cfg: CruiseConfig) -> list[Turn]:
+    """The turns as the stages after retrieval see them: unchanged with `follow_up_prompts`
+    "history"; with "standalone", a follow-up becomes its standalone question without history
+    (a turn without history is unchanged either way)."""
+    if cfg.follow_up_prompts != "standalone":
+        return turns
+    return [dataclasses.replace(t, query=t.standalone or t.query, history=[], standalone="") if t.history else t
+            for t in turns]
+
+
 def follow_up_trace(turn: Turn, standalone: Standalone, retrieval: Retrieval) -> dict:
     """The trace keys of a turn with history: its standalone question and whether its photo's image
     hits were its conversation's earlier ones. A turn without history gets none: its trace is a
