@@ -32,6 +32,7 @@ import gc
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -87,10 +88,25 @@ def kg_records() -> list[tuple[bytes, dict]]:
     return records
 
 
-def web_records() -> list[tuple[str, str, dict]]:
-    """(chunk id, chunk text, metadata) per web-index entry."""
+def web_index_with_distractors(pages: int) -> str:
+    """The id of the mini web index with `pages` distractor pages (minibench/distractor_pages.py)
+    beside the benchmark's own: answer recall at a realistic index size."""
+    return f"{MINI_WEB_INDEX}-with-{pages}-distractor-pages"
+
+
+def distractors_in(repo_id: str) -> int:
+    """How many distractor pages the web index `repo_id` holds (0 for the mini web index)."""
+    found = re.fullmatch(re.escape(MINI_WEB_INDEX) + r"-with-(\d+)-distractor-pages", repo_id)
+    return int(found.group(1)) if found else 0
+
+
+def web_records(distractors: int = 0) -> list[tuple[str, str, dict]]:
+    """(chunk id, chunk text, metadata) per web-index entry: the benchmark's pages, then
+    `distractors` pages about other entities of the same kinds."""
+    from minibench.distractor_pages import distractor_pages
+
     records = []
-    for page in content.WEB_PAGES:
+    for page in content.WEB_PAGES + distractor_pages(distractors):
         words = page["text"].split()
         chunks = [f"{page['page_name']} {page['page_snippet']}"]
         chunks += [" ".join(words[i:i + WORDS_PER_CHUNK]) for i in range(0, len(words), WORDS_PER_CHUNK)]
@@ -258,7 +274,7 @@ def build_image_index(repo_id: str, model: str) -> Path:
 
 def build_web_index(repo_id: str, model: str) -> Path:
     model_dir = resolve_search_model(model)
-    records = web_records()
+    records = web_records(distractors_in(repo_id))
     commit = _fingerprint("web", [_model_identity(model_dir), WORDS_PER_CHUNK, records])
 
     def fill(path: Path) -> None:
