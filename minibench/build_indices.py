@@ -13,6 +13,10 @@ exactly that under `cache_dir()/"hf"`, with the official collection names, ids a
 - `web_search_embeddings` (cosine): ids `<url>_chunk_<i>`, chunk 0 = "page_name page_snippet",
   then 64-word chunks of the page text; metadata `page_name`, `page_snippet`, `page_url`.
 
+- a web index named `web_index_with_distractors(N)` holds the same pages plus N distractor pages
+  about other entities of the same kinds (minibench/distractor_pages.py), built when a search
+  names it (benchmarks/recall_at_size.py: answer recall at a realistic index size).
+
 - the full-content web database (`--web-contents`, optional: built only when a search asks for
   it): the package's sharded LMDB layout, `shard_<i>.mdb` files keyed by
   `cragmm_search.utils.hash_key(page_url)` in shard `shard_id(key, CONTENTS_SHARDS)`, one JSON
