@@ -11,9 +11,10 @@ counts as found at K when one of the first K chunk hits belongs to a page that h
 
 `recall_at_size(pairs, distractors, ks)` measures any list of (query, answer page url or urls),
 e.g. the standalone questions a conversation stage writes. `benchmark_pairs()` gives the mini
-benchmark's web-answerable turns in three groups: first turns (the single-turn split and each
-conversation's first turn), follow-ups as asked, and follow-ups with their referent's first name
-(provenance `referent`) appended, an oracle for a stage that resolves it. The table printed has
+benchmark's web-answerable turns in groups: first turns (the single-turn split and each
+conversation's first turn) and follow-ups, each as asked and with the picture's first KG entity
+appended (as image search adds it to the chain's web query), and follow-ups with their
+referent's first name (provenance `referent`) appended, an oracle for a stage that resolves it. The table printed has
 one row per group and index size. The first build of an index size embeds its pages (minutes on
 a 2-core CPU); it is cached in the Hugging Face cache under its own id.
 
@@ -44,6 +45,12 @@ def answer_pages(keys: list[str], subject: tuple[str, ...] = ()) -> frozenset[st
     return frozenset(naming or holding)
 
 
+def _photo_entity(picture: str) -> str:
+    """The first entity the image KG holds for the picture (what image search hands the chain's
+    web query), or ""."""
+    return next((name for pic, found in content.KG_ENTRIES if pic == picture for name in found), "")
+
+
 def _subject(picture: str, query: str, index: int) -> tuple[str, ...]:
     """What a turn asks about: a follow-up's referent, else the picture's KG entities."""
     if index > 0 and content.REFERENTS[query].names:
@@ -53,17 +60,22 @@ def _subject(picture: str, query: str, index: int) -> tuple[str, ...]:
 
 def benchmark_pairs() -> dict[str, list[tuple[str, frozenset[str]]]]:
     """group -> [(query, answer page urls)] for every web-answerable turn of the mini benchmark."""
-    groups: dict[str, list] = {"first turns": [], "follow-ups": [], "follow-ups + referent (oracle)": []}
+    groups: dict[str, list] = {"first turns": [], "first turns + photo entity": [], "follow-ups": [],
+                               "follow-ups + photo entity": [], "follow-ups + referent (oracle)": []}
     turns = [(picture, 0, turn) for picture, turn in content.SINGLE_TURN]
     turns += [(picture, i, turn) for picture, conversation in content.MULTI_TURN for i, turn in enumerate(conversation)]
     for picture, index, (_, _, _, query, _, where) in turns:
         if where != "web":
             continue
         urls = answer_pages(content.ANSWER_KEYS[query], _subject(picture, query, index))
+        entity = _photo_entity(picture)
+        with_entity = f"{query} {entity}" if entity else query
         if index == 0:
             groups["first turns"].append((query, urls))
+            groups["first turns + photo entity"].append((with_entity, urls))
             continue
         groups["follow-ups"].append((query, urls))
+        groups["follow-ups + photo entity"].append((with_entity, urls))
         referent = content.REFERENTS[query]
         named = f"{query} {referent.names[0]}" if referent.names and referent.source != "self" else query
         groups["follow-ups + referent (oracle)"].append((named, urls))
