@@ -22,6 +22,9 @@ run recorded it) says each follow-up's referent and each KG / web turn's answer 
   and the model's seconds per follow-up;
 - `--rerank`: the reranker score of the best answer-holding chunk of each follow-up, scored
   against the plain q' and the standalone q' (paired, with a 95% bootstrap interval);
+- `--recall-at-size N`: answer recall@1/5/10 of the web queries asked (and of those the modes
+  wrote offline with gold-answer histories) among N distractor pages of the same kinds
+  (benchmarks/recall_at_size.py), first turns against follow-ups, web-answerable turns only;
 - `--reuse`: seconds per follow-up of perception and the whole photo's image search with the
   per-conversation reuse and without it (the turns in the run's order).
 
@@ -132,9 +135,10 @@ def fused_suffix(trace: dict) -> str:
     return web[len(query):].strip() if web.startswith(query) else ""
 
 
-def offline_modes(run: dict, notes: dict, modes: list[str], cfg) -> None:
+def offline_modes(run: dict, notes: dict, modes: list[str], cfg) -> dict[tuple[str, bool], dict[str, str]]:
     """Each mode's standalone question for every follow-up, with the agent's own and the gold
-    answers as history; the web query it would give; referent shares."""
+    answers as history; the web query it would give; referent shares. Returns (mode, gold) ->
+    interaction id -> that web query."""
     from agents.cruise.stages.s3_retrieve import expanded_query
     from agents.cruise.types import Turn
     from agents.stages.s1c_standalone import standalone_batch, with_standalone
@@ -146,6 +150,7 @@ def offline_modes(run: dict, notes: dict, modes: list[str], cfg) -> None:
         from agents.engines.factory import build_engines
 
         engine = build_engines(cfg, Ledger()).vlm
+    out = {}
     for gold in (False, True):
         history = histories(run["rows"], gold)
         turns = [Turn(r["query"], None, history[r["interaction_id"]]) for r in follow_ups]
@@ -166,6 +171,38 @@ def offline_modes(run: dict, notes: dict, modes: list[str], cfg) -> None:
             print(f"  history with {'gold' if gold else 'own'} answers, mode {mode:<5} "
                   f"{seconds:5.2f} s/follow-up, {fallbacks} fell back: "
                   + "; ".join(f"{k} {share(v)}" for k, v in groups.items()))
+            out[(mode, gold)] = queries
+    return out
+
+
+def recall_at_index_size(runs: dict, notes: dict, offline: dict, distractors: int) -> None:
+    """Answer recall@10 of the web queries the runs asked (and those the offline modes wrote with
+    gold-answer histories) among `distractors` pages about other entities of the same kinds
+    (benchmarks/recall_at_size.py), first turns against follow-ups, for the web-answerable turns."""
+    from benchmarks.recall_at_size import benchmark_pairs, recall_at_size, web_pipeline
+
+    urls = {query: pages for group in ("first turns", "follow-ups") for query, pages in benchmark_pairs()[group]}
+    pipeline = web_pipeline(distractors)
+
+    def line(label: str, pairs: list) -> None:
+        result = recall_at_size(pairs, distractors, (1, 5, 10), pipeline)
+        print(f"  {label}: {result['queries']} turns, recall@1/5/10 "
+              + " / ".join(f"{result['recall'][k]:.2f}" for k in (1, 5, 10)))
+
+    for label, run in runs.items():
+        web = [r for r in run["rows"] if (notes.get(r["interaction_id"]) or {}).get("answer_source") == "web"
+               and r["query"] in urls]
+        for group, first in (("first turns", True), ("follow-ups", False)):
+            pairs = [(r["trace"].get("web_query") or r["query"], urls[r["query"]]) for r in web
+                     if (r["turn_idx"] == 0) == first]
+            line(f"{label} run, {group}, the web query it asked", pairs)
+    after = runs["after"]
+    for (mode, gold), queries in offline.items():
+        if gold:
+            pairs = [(queries[r["interaction_id"]], urls[r["query"]]) for r in after["rows"]
+                     if r["interaction_id"] in queries and r["query"] in urls
+                     and (notes.get(r["interaction_id"]) or {}).get("answer_source") == "web"]
+            line(f"offline, mode {mode}, history with gold answers, follow-ups", pairs)
 
 
 def paired_interval(differences: list[float], seed: int = 0, resamples: int = 2000) -> tuple[float, float, float]:
@@ -255,6 +292,8 @@ def main() -> None:
     parser.add_argument("--modes", nargs="*", default=[])
     parser.add_argument("--rerank", action="store_true")
     parser.add_argument("--reuse", action="store_true")
+    parser.add_argument("--recall-at-size", type=int, metavar="DISTRACTORS",
+                        help="also answer recall@10 among this many distractor pages (e.g. 5000)")
     args = parser.parse_args()
     from agents.config import load_config
 
@@ -270,9 +309,13 @@ def main() -> None:
         print("  web query names the referent: " + "; ".join(f"{k} {share(v)}" for k, v in groups.items()))
         print(f"  S_ret >= tau_ret {cfg.tau_ret}: " + "; ".join(f"{k} {v}" for k, v in tau_ret_shares(run, cfg.tau_ret).items()))
         print("  seconds per turn: " + ", ".join(f"{k} {v}" for k, v in seconds_per_turn(run).items()))
+    offline = {}
     if args.modes:
         print("standalone modes, offline:")
-        offline_modes(runs["after"], notes, args.modes, cfg)
+        offline = offline_modes(runs["after"], notes, args.modes, cfg)
+    if args.recall_at_size:
+        print(f"answer recall among {args.recall_at_size} distractor pages:")
+        recall_at_index_size(runs, notes, offline, args.recall_at_size)
     if args.rerank:
         print("reranker score of the answer-holding chunk, plain q' against standalone q' (after run):")
         rerank_paired(runs["after"], notes, cfg)

@@ -193,3 +193,16 @@ def test_standalone_follow_up_prompts_carry_the_standalone_question_and_no_histo
     agent = make_agent("full", web_hits=[WEB_HIT])
     follow_up(agent, "what did that mission deploy?", history)
     assert all(len(r.messages) == 4 for stage, r in agent.engines.vlm.requests if stage == "answer")
+
+
+def test_the_benchmark_builds_the_histories_the_evaluator_hands_over():
+    from benchmarks.conversations import histories, names_referent
+
+    rows = [{"session_id": "s", "interaction_id": f"t{i}", "turn_idx": i, "query": q, "ground_truth": g,
+             "agent_response": a} for i, (q, g, a) in enumerate([("who is this?", "Eileen Collins", "I don't know"),
+                                                                  ("which mission?", "STS-93", "STS-93"),
+                                                                  ("what did it deploy?", "Chandra", "I don't know")])]
+    own, gold = histories(rows, gold=False), histories(rows, gold=True)
+    assert own["t0"] == [] and [m["content"] for m in own["t2"]] == ["who is this?", "I don't know", "which mission?", "STS-93"]
+    assert [m["content"] for m in gold["t1"]] == ["who is this?", "Eileen Collins"]
+    assert names_referent("what did it deploy? sts-93", ["STS-93"]) and not names_referent("STS-930", ["STS-93"])
