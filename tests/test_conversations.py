@@ -37,7 +37,7 @@ def test_an_entity_named_in_an_earlier_question_reaches_the_web_and_rerank_queri
     history = talk(("which shuttle mission did Eileen Collins first command?", "STS-93"))
     trace = follow_up(agent, "what did that mission deploy?", history)
     web_query = agent.search_pipeline.text_queries[-1]
-    # newest turn first: its answer's name, then its question's name, then its content words
+    # the earlier answer (short: whole), then the question's name, then its content words
     assert trace["standalone_question"] == "what did that mission deploy? STS-93 Eileen Collins shuttle command"
     assert web_query.startswith(trace["standalone_question"])
     assert trace["retrieval_query"].startswith(trace["standalone_question"])
@@ -50,8 +50,9 @@ def test_an_i_dont_know_answer_never_supplies_a_term():
                      ("what was it carrying on this launch?", "I don't know. Perhaps DSCOVR.")))
     terms = carried_terms(turn, 10)
     assert "DSCOVR" not in " ".join(terms)
-    # the earlier turns still give theirs: the last question's words, the first answer's name
-    assert terms == ["carrying", "launch", "Falcon 9", "rocket", "pad"]
+    # the earlier turns still give theirs: the answer that names something first, then the
+    # questions' words, newest first
+    assert terms == ["Falcon 9", "carrying", "launch", "rocket", "pad"]
 
 
 def test_the_rewrite_prompt_leaves_i_dont_know_answers_out():

@@ -50,6 +50,8 @@ first last next now today ago currently usually about around roughly approximate
 _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'&.-]*[A-Za-z0-9]|[A-Za-z0-9]")
 # Lower-case words allowed inside a name between capitalised ones ("Deep Space Climate Observatory",
 # "Tower of Buddhist Incense").
+# An answer this short is carried whole: it is the thing the question asked for.
+SHORT_ANSWER_WORDS = 6
 _NAME_JOINERS = frozenset(("of", "the", "de", "du", "la", "von", "van", "and", "&"))
 # How a model labels its rewrite; stripped before the rewrite is read.
 _LABEL = re.compile(r"^\s*(?:standalone|rewritten|rewrite|new|full)?\s*(?:question|query)?\s*[:=-]\s*", re.I)
@@ -109,26 +111,28 @@ def content_words(text: str) -> list[str]:
 
 
 def answer_terms(answer: str) -> list[str]:
-    """What an earlier answer names: its named things, or the whole answer when it is a short
-    phrase without capitals ("espresso", "a tabby")."""
-    things = named_things(answer)
-    if things:
-        return things
-    words = content_words(answer)
-    return [" ".join(words)] if words and len(answer.split()) <= 5 else []
+    """What an earlier answer names: a short answer whole ("Up to 2 hours", "Mount Vesuvius, in AD
+    79"), a longer one its named things."""
+    words = answer.split()
+    if 0 < len(words) <= SHORT_ANSWER_WORDS:
+        return [answer.strip().rstrip(".!?;:").strip()]
+    return named_things(answer)
 
 
 def carried_terms(turn: Turn, max_terms: int) -> list[str]:
-    """Salient terms of the earlier turns that the question does not already hold, newest turn
-    first: its answer's named things, then its question's named things and content words."""
+    """Salient terms of the earlier turns that the question does not already hold: what the
+    earlier answers name, newest first (an answer names what the conversation is about), then the
+    earlier questions' named things and content words, newest first."""
     present = set(content_words(turn.query))
+    earlier = list(reversed(earlier_turns(turn.history)))
+    candidates = [t for _, answer in earlier for t in answer_terms(answer)]
+    candidates += [t for question, _ in earlier for t in named_things(question) + content_words(question)]
     terms: list[str] = []
-    for question, answer in reversed(earlier_turns(turn.history)):
-        for term in answer_terms(answer) + named_things(question) + content_words(question):
-            words = set(content_words(term))
-            if words and not words <= present:
-                terms.append(term)
-                present |= words
+    for term in candidates:
+        words = set(content_words(term))
+        if words and not words <= present:
+            terms.append(term)
+            present |= words
     return terms[: max(max_terms, 0)]
 
 
