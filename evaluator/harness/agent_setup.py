@@ -1,12 +1,14 @@
 """The agent a run evaluates, and the settings it is built with, passed explicitly.
 
-`setup_agent(spec, profile=..., preset=..., settings=..., calibration=...)` imports the class
+`setup_agent(spec, profile=..., preset=..., settings=..., calibration=..., model_name=...)` imports the class
 that `--agent MODULE:CLASS` names and asks it the optional questions of agents/base_agent.py:
 its configuration for these settings (`configure`), that configuration as a JSON record
 (`describe`: run_config.json and the resume fingerprint keep it), the hub models it loads
 and what would stop it loading. An agent class that answers none of them is built as the
 official evaluators build it, `AgentClass(search_pipeline=...)`, and is refused any --preset,
---set or --calibration (it would not receive them). Nothing here knows which agent it is.
+--set or --calibration (it would not receive them). `--model-name` reaches only a class whose
+configure() declares `model_name` (read from its signature); any other is refused it in one
+line. Nothing here knows which agent it is.
 """
 from __future__ import annotations
 
