@@ -1,8 +1,11 @@
-"""What `local_evaluation.py` does for each mode: run (or resume) an evaluation, rejudge, merge.
+"""What each mode does: run (or resume) an evaluation, rejudge, merge.
 
-The top of the evaluator: it drives the harness (generation, outputs), the search layer, the
-scoring and the report; none of those imports this module. The agent's settings (--profile,
---preset, --set, --calibration) are handed to the agent class explicitly (harness/agent_setup.py).
+Each takes its settings record (evaluator/settings.py) and returns an EvaluationResult; a run
+that cannot start or go on raises EvaluationRefused with one line. `evaluate` and `merge`
+(evaluator/api.py) call these; `local_evaluation.py` calls those. The top of the evaluator: it
+drives the harness (generation, outputs), the search layer, the scoring and the report; none of
+those imports this module. The agent's settings (--profile, --preset, --set, --calibration,
+--model-name) are handed to the agent class explicitly (harness/agent_setup.py).
 """
 from __future__ import annotations
 
@@ -142,8 +145,8 @@ def load_agent(settings: EvaluationSettings, profile: str, setup: AgentSetup, co
     except OSError as exc:  # a model or file the agent names is not there: one line, not a loader's traceback
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise EvaluationRefused(f"cannot build the agent {settings.agent}: {type(exc).__name__}: {first_line} "
-                         f"(a model or file it loads is not there; the pre-flight, python -m tools.preflight "
-                         f"--profile {profile}, lists what is missing)") from None
+                                f"(a model or file it loads is not there; the pre-flight, python -m tools.preflight "
+                                f"--profile {profile}, lists what is missing)") from None
     console.print(f"agent {escape(settings.agent)}, batch size {clip_batch_size(agent.get_batch_size())}, profile {profile}")
     return agent
 
@@ -265,7 +268,7 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
         conversations = read_conversations(ds, settings.num_conversations if settings.exact_conversations else -1)
     except Exception as exc:
         raise EvaluationRefused(f"cannot load the dataset {dataset!r} (revision {settings.revision}): "
-                         f"{type(exc).__name__}: {exc}") from exc
+                                f"{type(exc).__name__}: {exc}") from exc
     if split_notice:
         console.print(f"[yellow]{escape(split_notice)}[/yellow]")
         notices.append(split_notice)
@@ -318,7 +321,7 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
         agent = agent or load_agent(settings, profile, setup, console)
         if clip_batch_size(agent.get_batch_size()) != batch_size:
             raise EvaluationRefused(f"cannot resume {output_dir}: the agent's batch size is now "
-                             f"{clip_batch_size(agent.get_batch_size())}, the run used {batch_size}")
+                                    f"{clip_batch_size(agent.get_batch_size())}, the run used {batch_size}")
         stats = generate(agent, ds, conversations, batch_size, output_dir, truncator, resume=settings.resume,
                          progress=not settings.no_progress, shard=settings.shard, stop_after=stop_after)
         if stats.turns_reused:
