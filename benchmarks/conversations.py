@@ -135,7 +135,8 @@ def fused_suffix(trace: dict) -> str:
     return web[len(query):].strip() if web.startswith(query) else ""
 
 
-def offline_modes(run: dict, notes: dict, modes: list[str], cfg) -> dict[tuple[str, bool], dict[str, str]]:
+def offline_modes(run: dict, notes: dict, modes: list[str], cfg, limit: int | None = None,
+                  histories_of: tuple[bool, ...] = (False, True)) -> dict[tuple[str, bool], dict[str, str]]:
     """Each mode's standalone question for every follow-up, with the agent's own and the gold
     answers as history; the web query it would give; referent shares. Returns (mode, gold) ->
     interaction id -> that web query."""
@@ -144,6 +145,7 @@ def offline_modes(run: dict, notes: dict, modes: list[str], cfg) -> dict[tuple[s
     from agents.stages.s1c_standalone import standalone_batch, with_standalone
 
     follow_ups = [r for r in run["rows"] if r["turn_idx"] > 0 and (notes.get(r["interaction_id"]) or {}).get("referent")]
+    follow_ups = follow_ups[:limit] if limit else follow_ups
     engine = None
     if any(m in ("model", "both") for m in modes):
         from agents.engines.base import Ledger
@@ -151,7 +153,7 @@ def offline_modes(run: dict, notes: dict, modes: list[str], cfg) -> dict[tuple[s
 
         engine = build_engines(cfg, Ledger()).vlm
     out = {}
-    for gold in (False, True):
+    for gold in histories_of:
         history = histories(run["rows"], gold)
         turns = [Turn(r["query"], None, history[r["interaction_id"]]) for r in follow_ups]
         summaries = [r["trace"].get("summary") or "" for r in follow_ups]
@@ -290,6 +292,8 @@ def main() -> None:
     parser.add_argument("after", type=Path)
     parser.add_argument("--before", type=Path)
     parser.add_argument("--modes", nargs="*", default=[])
+    parser.add_argument("--limit", type=int, help="--modes on the first N follow-ups only (the model's time)")
+    parser.add_argument("--gold-only", action="store_true", help="--modes with gold-answer histories only")
     parser.add_argument("--rerank", action="store_true")
     parser.add_argument("--reuse", action="store_true")
     parser.add_argument("--recall-at-size", type=int, metavar="DISTRACTORS",
@@ -312,7 +316,8 @@ def main() -> None:
     offline = {}
     if args.modes:
         print("standalone modes, offline:")
-        offline = offline_modes(runs["after"], notes, args.modes, cfg)
+        offline = offline_modes(runs["after"], notes, args.modes, cfg, args.limit,
+                                (True,) if args.gold_only else (False, True))
     if args.recall_at_size:
         print(f"answer recall among {args.recall_at_size} distractor pages:")
         recall_at_index_size(runs, notes, offline, args.recall_at_size)
