@@ -2,8 +2,9 @@
 each request as the provider's documentation says it would, and answer in its shapes.
 
 The rules below are written from the providers' documentation, independently of our engine
-(agents/engines/hosted_rules.py states the same facts for the other side; a test that passes
-only because both sides share a mistake is what this file avoids by not importing it):
+(agents/engines/hosted_providers.py and hosted_rules.py state the same facts for the other side;
+a test that passes only because both sides share a mistake is what this file avoids by not
+importing them):
 
 - OpenAI Chat Completions (platform.openai.com/docs/api-reference/chat/create; the reasoning
   guide platform.openai.com/docs/guides/reasoning; the GPT-5 guide .../docs/guides/latest-model;

@@ -312,7 +312,7 @@ def test_the_pre_run_check_names_the_key_variable_and_the_model(monkeypatch):
     assert "ANTHROPIC_API_KEY is not set" in problem and STAND_IN_KEY not in problem
     with StandInProvider("gemini") as server:
         assert hosted_problem("gemini", "gemini-2.5-flash", server.url) is None
-        assert "refused the model" in hosted_problem("gemini", "gemini-9-ultra", server.url)
+        assert "has no model gemini-9-ultra" in hosted_problem("gemini", "gemini-9-ultra", server.url)
     with StandInProvider("openai", key="sk-another-key-entirely") as server:
         problem = hosted_problem("openai", "gpt-5-mini", server.url)
     assert "OPENAI_API_KEY" in problem and STAND_IN_KEY not in problem
@@ -327,7 +327,7 @@ def test_a_retired_claude_model_stops_the_run_in_one_line_before_anything_loads(
     with StandInProvider("anthropic") as server:
         problems = preload_problems(load_config("cpu", model_name=retired, vlm_base_url=server.url))
     assert len(problems) == 1 and "\n" not in problems[0], problems
-    assert problems[0].startswith(f"cannot start: {server.url} refused the model {retired}: ")
+    assert problems[0].startswith(f"cannot start: {server.url} has no model {retired} for this key (retired, ")
     assert "404" in problems[0] and "not_found_error" in problems[0] and STAND_IN_KEY not in problems[0]
     assert [(e.method, e.path, e.headers["anthropic-version"]) for e in server.exchanges] == [
         ("GET", f"/v1/models/{retired}", "2026-10-21")]

@@ -238,6 +238,9 @@ def hosted_problem(provider: str, model: str, base_url: str = "", key_variable: 
     try:
         endpoint.get(rules.model_path(model), PROBE_TIMEOUT_S)
     except HTTPStatusFailure as exc:
+        if exc.status_code == 404:  # how every provider answers a model it has retired or never had
+            return (f"cannot start: {endpoint.base_url} has no model {model} for this key (retired, or a name it "
+                    f"never had): {str(exc)[:300]}")
         return f"cannot start: {endpoint.base_url} refused the model {model}: {str(exc)[:300]}"
     except (httpx.HTTPError, ValueError) as exc:
         return f"cannot start: nothing answers at {endpoint.base_url} for {model}: {type(exc).__name__}: {str(exc)[:200]}"
