@@ -44,7 +44,7 @@ from agents.engines.hosted_rules import (
 # are refused, and we send neither. The response shapes we read are unchanged.
 ANTHROPIC_VERSION = "2026-10-21"
 
-Image = tuple[str, str] | None  # (media type, base64 data) of the turn's photo, already fitted
+FittedImage = tuple[str, str] | None  # (media type, base64 data) of the turn's photo, already fitted
 
 
 def _split_system(messages: list[dict]) -> tuple[str, list[dict]]:
@@ -84,7 +84,7 @@ class HostedProvider:
     def headers(self, key: str | None) -> dict:
         raise NotImplementedError
 
-    def request(self, model: str, messages: list[dict], image: Image, sampling: Sampling, effort: str,
+    def request(self, model: str, messages: list[dict], image: FittedImage, sampling: Sampling, effort: str,
                 allowance: int) -> tuple[str, dict]:
         """(path under base_url, JSON body) of one request."""
         raise NotImplementedError
