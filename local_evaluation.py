@@ -60,6 +60,10 @@ def add_judge_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-model", default=None,
                         help="judge model (default: the rule set's); 'None' disables the judge")
     parser.add_argument("--eval-base-url", default=None, help="any OpenAI-compatible endpoint for the judge")
+    parser.add_argument("--judge-prompt-from", default=None, metavar="DIR",
+                        help="with --rules crag-mm: judge with the prompt of DIR, a checkout of "
+                             "facebookresearch/CRAG-MM (its evaluation/ code builds each request); "
+                             "rejudge/merge default to the run's")
     parser.add_argument("--num-workers", type=int, default=8, help="judge threads (default 8; the starter kit's name: Ray shards are --workers)")
     parser.add_argument("--judge-timeout", type=float, default=30.0, help="seconds per judge request")
     parser.add_argument("--judge-retry-wait", type=float, default=1.0,

@@ -25,6 +25,7 @@ from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answer
 from evaluator.harness.unjudged import exit_code
 from evaluator.report.terminal import loud_notice, print_report
 from evaluator.scoring.judge import DEFAULT_GIVE_UP_AFTER, Judge, find_api_key
+from evaluator.scoring.official_judge import JudgePromptError, load_judge_prompt, prompt_change, saved_prompt_folder
 from evaluator.scoring.rules import RuleSet, rule_set
 from evaluator.scoring.truncate import load_truncator
 
@@ -47,7 +48,12 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return index, count
 
 
-def build_judge(model: str | None, base_url: str | None, args, console: Console, rules: RuleSet) -> Judge | None:
+def build_judge(model: str | None, base_url: str | None, args, console: Console, rules: RuleSet,
+                prompt_from: str | None = None) -> Judge | None:
+    try:  # a checkout's judge (--judge-prompt-from) is read first: a bad folder stops with one line
+        official = load_judge_prompt(prompt_from, rules)
+    except (JudgePromptError, ValueError) as exc:
+        raise SystemExit(str(exc)) from None
     if model is not None and model.strip().lower() == "none":
         loud_notice(console, "ATTENTION", "SEMANTIC EVALUATION IS DISABLED (--eval-model None).\n"
                     "No LLM judge will be asked: only exact string matches count as correct.")
@@ -61,7 +67,14 @@ def build_judge(model: str | None, base_url: str | None, args, console: Console,
         return None
     return Judge(model or rules.judge_model, base_url, key, rules=rules, num_workers=args.num_workers,
                  timeout_s=args.judge_timeout, backoff_s=args.judge_retry_wait, max_wait_s=args.judge_max_wait,
-                 give_up_after=getattr(args, "judge_give_up_after", DEFAULT_GIVE_UP_AFTER))
+                 give_up_after=getattr(args, "judge_give_up_after", DEFAULT_GIVE_UP_AFTER), official=official)
+
+
+def refuse_prompt_change(output_dir: Path, run_config: dict, judge: Judge | None, args) -> None:
+    """A resumed or rejudged run keeps the judge prompt its verdicts came from, unless --force."""
+    line = judge and run_config and prompt_change(run_config.get("judge_prompt"), judge.prompt_origin)
+    if line and not args.force:
+        raise SystemExit(f"cannot judge {output_dir} with another prompt ({line}); pass --force to do so anyway")
 
 
 def saved_rules(args, run_config: dict) -> RuleSet:
@@ -188,8 +201,8 @@ def run_evaluation(args) -> None:
     console = Console()
     if (args.resume or args.rejudge) and not args.output_dir:
         raise SystemExit("--resume and --rejudge need --output-dir (the folder of the earlier run)")
-    if args.force and not args.resume:
-        raise SystemExit("--force only applies to --resume")
+    if args.force and not (args.resume or args.rejudge):
+        raise SystemExit("--force only applies to --resume and --rejudge")
     if args.generate_only and args.rejudge:
         raise SystemExit("--generate-only and --rejudge exclude each other: one generates, the other scores")
     output_dir = Path(args.output_dir) if args.output_dir else default_output_dir()
@@ -201,7 +214,9 @@ def run_evaluation(args) -> None:
         config_path = output_dir / RUN_CONFIG
         run_config = json.loads(config_path.read_text()) if config_path.exists() else {}
         rules = saved_rules(args, run_config)
-        judge = build_judge(*saved_judge_choice(args, run_config), args, console, rules)
+        judge = build_judge(*saved_judge_choice(args, run_config), args, console, rules,
+                            saved_prompt_folder(args.judge_prompt_from, run_config, rules))
+        refuse_prompt_change(output_dir, run_config, judge, args)
         finish(args, output_dir, judge, console, notices, rules)
         return
     if (output_dir / ANSWERS).exists() and not args.resume:
@@ -252,7 +267,8 @@ def run_evaluation(args) -> None:
     if shard:
         conversations = [c for c in conversations if c.index % shard[1] == shard[0]]
 
-    judge = build_judge(args.eval_model, args.eval_base_url, args, console, rules)
+    judge = build_judge(args.eval_model, args.eval_base_url, args, console, rules, args.judge_prompt_from)
+    refuse_prompt_change(output_dir, earlier, judge, args)
     truncator = load_truncator()
     if not truncator.official:
         console.print(f"[yellow]truncation tokenizer: {escape(truncator.name)}[/yellow]")
@@ -276,6 +292,7 @@ def run_evaluation(args) -> None:
         "shard": args.shard, "agent": args.agent, "rules": rules.name, "image_url_updates": updated,
         "profile": profile, "preset": args.preset or "full", "tokenizer": truncator.name,
         "judge_model": judge.model if judge else None, "judge_base_url": judge.base_url if judge else None,
+        "judge_prompt": judge.prompt_origin if judge else None,
         "batch_size": batch_size, "expected_turns": len(planned),
         "indices": fingerprint.get("indices"), "web_contents": web_contents_id(args, profile),
         "fingerprint": fingerprint, "forced_resumes": forced_resumes,
@@ -330,5 +347,6 @@ def run_merge(args) -> None:
     run_config = json.loads((output_dir / RUN_CONFIG).read_text())
     rules = saved_rules(args, run_config)
     model, base_url = saved_judge_choice(args, run_config)
-    judge = build_judge(model, base_url, args, console, rules)
+    judge = build_judge(model, base_url, args, console, rules,
+                        saved_prompt_folder(getattr(args, "judge_prompt_from", None), run_config, rules))
     finish(args, output_dir, judge, console, notices, rules)

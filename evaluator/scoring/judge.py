@@ -57,6 +57,7 @@ from pydantic import BaseModel
 
 from agents.profiles import REPO_ROOT, cache_dir
 from agents.transient_waits import TransientWaits, retry_after_s, waiting_helps  # noqa: F401 - re-exported
+from evaluator.scoring.official_judge import PLACEHOLDER, OfficialJudge, ours_origin
 from evaluator.scoring.rules import RULE_SETS, RuleSet, rule_set
 
 DEFAULT_EVAL_MODEL = RULE_SETS["kddcup2025"].judge_model
@@ -242,8 +243,41 @@ class ResultLineProtocol(JudgeProtocol):
         return JudgeReply(verdict, text)
 
 
-def protocol_for(rules: RuleSet) -> JudgeProtocol:
+class OfficialResultLineProtocol(ResultLineProtocol):
+    """The result-line protocol with a CRAG-MM checkout's own prompt (`--judge-prompt-from`):
+    its code builds the messages, gives the sampling parameters and reads the reply
+    (evaluator/scoring/official_judge.py)."""
+
+    def __init__(self, official: OfficialJudge):
+        self.official = official
+
+    def messages(self, item: JudgeItem) -> list[dict]:
+        return self.official.messages(item.question, item.ground_truth, item.prediction)
+
+    def ask(self, client, model: str, messages: list[dict]) -> JudgeReply:
+        completion = client.chat.completions.create(model=model, messages=messages, **self.official.sampling)
+        text = completion.choices[0].message.content
+        verdict = self.official.read_reply(text)
+        if verdict is None:  # as ours: asked again rather than passed on as a verdict of None
+            raise ValueError(f"judge reply has no Result line: {(text or '')[-200:]!r}")
+        return JudgeReply(verdict, text)
+
+
+def protocol_for(rules: RuleSet, official: OfficialJudge | None = None) -> JudgeProtocol:
+    if official is not None:
+        if rules.judge_protocol != "result-line":
+            raise ValueError(f"--judge-prompt-from reads the CRAG-MM judge: it needs --rules crag-mm, not {rules.name}")
+        return OfficialResultLineProtocol(official)
     return ResultLineProtocol() if rules.judge_protocol == "result-line" else StructuredProtocol()
+
+
+def prompt_origin_of(protocol: JudgeProtocol) -> dict:
+    """Where the protocol's prompt comes from (official_judge.origin_text reads it)."""
+    if isinstance(protocol, OfficialResultLineProtocol):
+        return protocol.official.origin()
+    sampling = ({"temperature": RESULT_LINE_TEMPERATURE, "max_tokens": RESULT_LINE_MAX_TOKENS}
+                if isinstance(protocol, ResultLineProtocol) else {})
+    return ours_origin(protocol.messages(JudgeItem("", *PLACEHOLDER)), sampling)
 
 
 class VerdictCache:
@@ -278,12 +312,13 @@ class Judge:
                  timeout_s: float = 30.0, backoff_s: float = 1.0, max_wait_s: float = DEFAULT_MAX_WAIT_S,
                  cache_path: Path | None = None, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None,
-                 give_up_after: int = DEFAULT_GIVE_UP_AFTER):
+                 give_up_after: int = DEFAULT_GIVE_UP_AFTER, official: OfficialJudge | None = None):
         from openai import OpenAI
 
         self.rules = rules or rule_set(None)
-        self.protocol = protocol_for(self.rules)
-        self.model = model or self.rules.judge_model
+        self.protocol = protocol_for(self.rules, official)
+        self.model = model or (official.default_model if official else None) or self.rules.judge_model
+        self.prompt_origin = prompt_origin_of(self.protocol)
         self.base_url = base_url
         self.num_workers = max(1, int(num_workers))
         self.timeout_s = timeout_s

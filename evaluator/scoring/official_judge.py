@@ -1,0 +1,288 @@
+"""The official judge's own words, read at run time from a checkout the user has
+(`--judge-prompt-from DIR`), and where a run's judge prompt came from.
+
+facebookresearch/CRAG-MM is licensed CC BY-NC 4.0, so this package holds none of its text. A user
+who has cloned it points us at the clone; we then let its own code build each judge request:
+- `evaluation/evaluation_prompt.py` is imported by path (it imports nothing), which gives
+  `CRAGMultiModalPrompts` (the instructions and worked examples);
+- `evaluation/llm_judge.py` is not imported: it imports the `evaluation` package, whose
+  `__init__` pulls the whole evaluator (pandas, datasets, the search pipeline), plus openai and
+  rich. Its class `LLMJudge` alone is compiled from the file and run against a recording client:
+  `evaluate(query, ground_truth, agent_response)` assembles the messages as it always does and
+  hands them, with its sampling parameters, to `client.chat.completions.create`, which records
+  them and answers nothing. Its `parse_response` reads the judge's reply;
+- `evaluation/config.py` gives the names the class takes from it (`MAX_EVAL_TOKENS`,
+  `MAX_API_RETRIES`) and `DEFAULT_EVAL_MODEL`, read as literal assignments (the file also reads an
+  environment variable for a batch size we do not use).
+So the messages sent are, byte for byte, what that checkout's code builds for the same turn.
+
+The 2025 starter kit cannot be read this way: its judge (system message, user message and the
+structured-output call) is written inside the kit's own `local_evaluation.py`, in the class that
+also runs the agent, and the kit was distributed on AIcrowd's GitLab, not as a checkout a user of
+this package has beside it; `--rules kddcup2025` keeps this package's wording (docs/evaluation.md).
+
+A missing file, class, method or name stops with one line naming what was not found
+(`JudgePromptError`). Each prompt has an origin record (`prompt_origin`): official (the folder,
+its git commit where it is a clone, the SHA-256 of the text) or this package's wording; it goes
+into run_config.json, run_summary.json, the report and the resume check.
+"""
+from __future__ import annotations
+
+import ast
+import builtins
+import hashlib
+import importlib.util
+import json
+import threading
+import time
+import typing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+OURS = "this package's wording"
+JUDGE_MODULE = "evaluation/llm_judge.py"
+PROMPT_MODULE = "evaluation/evaluation_prompt.py"
+CONFIG_MODULE = "evaluation/config.py"
+JUDGE_CLASS = "LLMJudge"
+JUDGE_METHODS = ("evaluate", "parse_response")
+# The placeholder turn whose messages stand for the prompt's text in its SHA-256: the text is
+# everything a request holds besides the turn itself.
+PLACEHOLDER = ("{question}", "{ground_truth}", "{prediction}")
+
+
+class JudgePromptError(ValueError):
+    """One line: what in the checkout was not found or not understood."""
+
+
+@dataclass(frozen=True)
+class OfficialJudge:
+    """The judge of a CRAG-MM checkout: its messages, sampling and reading of a reply."""
+
+    folder: Path
+    commit: str | None
+    default_model: str | None
+    sampling: dict  # the keyword arguments of its request besides model and messages
+    build: Callable[[str, str, str], tuple[list[dict], dict]]  # -> (messages, request keywords)
+    read_reply: Callable[[str], bool | None]
+
+    def messages(self, question: str, ground_truth: str, prediction: str) -> list[dict]:
+        return self.build(question, ground_truth, prediction)[0]
+
+    @property
+    def sha256(self) -> str:
+        return prompt_sha256(self.messages(*PLACEHOLDER), self.sampling)
+
+    def origin(self) -> dict:
+        return {"official": True, "path": str(self.folder), "commit": self.commit, "sha256": self.sha256}
+
+
+def prompt_sha256(messages: list[dict], sampling: dict | None = None) -> str:
+    blob = json.dumps({"messages": messages, "sampling": sampling or {}}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def ours_origin(messages: list[dict], sampling: dict | None = None) -> dict:
+    return {"official": False, "path": None, "commit": None, "sha256": prompt_sha256(messages, sampling)}
+
+
+def origin_text(origin: dict | None) -> str:
+    """'official (path, commit c, sha256 s)' or "this package's wording" (also for a run that
+    recorded no origin: before this record existed every prompt was ours)."""
+    if not origin or not origin.get("official"):
+        return OURS
+    parts = [str(origin.get("path"))]
+    if origin.get("commit"):
+        parts.append(f"git commit {origin['commit'][:12]}")
+    parts.append(f"sha256 {str(origin.get('sha256'))[:12]}")
+    return f"official ({', '.join(parts)})"
+
+
+def origin_identity(origin: dict | None) -> str:
+    """What makes two prompts the same: the text's hash for an official one (a moved clone is the
+    same prompt), else ours."""
+    if not origin or not origin.get("official"):
+        return OURS
+    return f"official sha256 {origin.get('sha256')}"
+
+
+def prompt_change(earlier: dict | None, now: dict | None) -> str | None:
+    """One line when a run judged with `earlier` would now be judged with another prompt."""
+    if origin_identity(earlier) == origin_identity(now):
+        return None
+    return f"judge prompt: {origin_text(earlier)} -> {origin_text(now)}"
+
+
+def saved_prompt_folder(flag: str | None, run_config: dict, rules) -> str | None:
+    """The checkout a rejudge or merge reads: --judge-prompt-from if given, else the one the run
+    was judged with, if any and if the rule set is still the run's."""
+    if flag:
+        return flag
+    origin = run_config.get("judge_prompt") or {}
+    if origin.get("official") and rules.name == run_config.get("rules"):
+        return origin.get("path")
+    return None
+
+
+def load_judge_prompt(folder: str | None, rules) -> OfficialJudge | None:
+    """The checkout's judge for `rules`, or None (this package's wording) without a folder."""
+    if not folder:
+        return None
+    if rules.judge_protocol != "result-line":
+        raise JudgePromptError(f"--judge-prompt-from reads the CRAG-MM judge: it needs --rules crag-mm, "
+                               f"not {rules.name}")
+    return load_official_judge(folder)
+
+
+# --------------------------------------------------------------------------- reading a checkout
+def load_official_judge(folder: str | Path) -> OfficialJudge:
+    root = Path(folder).expanduser().resolve()
+    if not root.is_dir():
+        raise JudgePromptError(f"--judge-prompt-from {folder}: not a folder (expected a checkout of "
+                               "facebookresearch/CRAG-MM)")
+    for relative in (JUDGE_MODULE, PROMPT_MODULE, CONFIG_MODULE):
+        if not (root / relative).is_file():
+            raise JudgePromptError(f"--judge-prompt-from {folder}: {relative} not found (expected a checkout of "
+                                   "facebookresearch/CRAG-MM)")
+    judge_tree = _parse(root, JUDGE_MODULE)
+    judge_class = next((node for node in judge_tree.body
+                        if isinstance(node, ast.ClassDef) and node.name == JUDGE_CLASS), None)
+    if judge_class is None:
+        raise JudgePromptError(f"{root / JUDGE_MODULE}: class {JUDGE_CLASS} not found")
+    methods = {node.name for node in judge_class.body if isinstance(node, ast.FunctionDef)}
+    for method in JUDGE_METHODS:
+        if method not in methods:
+            raise JudgePromptError(f"{root / JUDGE_MODULE}: {JUDGE_CLASS}.{method} not found")
+    config = _literal_assignments(_parse(root, CONFIG_MODULE))
+    prompt_module = _import_by_path(root / PROMPT_MODULE)
+    sources = {"evaluation.config": (CONFIG_MODULE, config),
+               "evaluation.evaluation_prompt": (PROMPT_MODULE, vars(prompt_module))}
+    namespace = {"__builtins__": builtins, "__name__": "official_llm_judge", "Tuple": typing.Tuple,
+                 "time": time, "OpenAI": RecordingClient, "Console": _Quiet, "console": _Quiet()}
+    for node in judge_tree.body:  # the names the class takes from the evaluation package
+        if isinstance(node, ast.ImportFrom) and node.module in sources:
+            relative, values = sources[node.module]
+            for alias in node.names:
+                if alias.name not in values:
+                    raise JudgePromptError(f"{root / relative}: {alias.name} not found (imported by {JUDGE_MODULE})")
+                namespace[alias.asname or alias.name] = values[alias.name]
+    try:
+        exec(compile(ast.Module(body=[judge_class], type_ignores=[]), str(root / JUDGE_MODULE), "exec"), namespace)
+    except Exception as exc:  # noqa: BLE001 - a name the class needs that this reader does not supply
+        raise JudgePromptError(f"{root / JUDGE_MODULE}: class {JUDGE_CLASS} cannot be defined here "
+                               f"({type(exc).__name__}: {exc})") from None
+    judge_type = namespace[JUDGE_CLASS]
+
+    def build(question: str, ground_truth: str, prediction: str) -> tuple[list[dict], dict]:
+        judge = _new_judge(judge_type, root)
+        try:
+            judge.evaluate(question, ground_truth, prediction)
+        except Exception as exc:  # noqa: BLE001
+            raise JudgePromptError(f"{root / JUDGE_MODULE}: {JUDGE_CLASS}.evaluate failed "
+                                   f"({type(exc).__name__}: {exc})") from None
+        request = judge.client.request
+        if request is None or "messages" not in request:
+            raise JudgePromptError(f"{root / JUDGE_MODULE}: {JUDGE_CLASS}.evaluate sent no "
+                                   "client.chat.completions.create(messages=...) request")
+        return request["messages"], {k: v for k, v in request.items() if k not in ("model", "messages")}
+
+    def read_reply(text: str) -> bool | None:
+        verdict = _new_judge(judge_type, root).parse_response(text or "")
+        verdict = verdict[0] if isinstance(verdict, tuple) else verdict
+        return verdict if isinstance(verdict, bool) else None
+
+    _, sampling = build(*PLACEHOLDER)  # a checkout whose class cannot build a request stops here
+    default_model = config.get("DEFAULT_EVAL_MODEL")
+    return OfficialJudge(root, git_commit(root), default_model if isinstance(default_model, str) else None,
+                         sampling, build, read_reply)
+
+
+def _new_judge(judge_type, root: Path):
+    try:
+        return judge_type(api_key="", model_name="")
+    except Exception as exc:  # noqa: BLE001
+        raise JudgePromptError(f"{root / JUDGE_MODULE}: {JUDGE_CLASS}(api_key, model_name) failed "
+                               f"({type(exc).__name__}: {exc})") from None
+
+
+def _parse(root: Path, relative: str) -> ast.Module:
+    try:
+        return ast.parse((root / relative).read_text(encoding="utf-8"), filename=str(root / relative))
+    except (OSError, SyntaxError, UnicodeDecodeError) as exc:
+        raise JudgePromptError(f"{root / relative}: cannot be read ({type(exc).__name__}: {exc})") from None
+
+
+def _literal_assignments(tree: ast.Module) -> dict:
+    """NAME = literal at the top of a module (other assignments are skipped)."""
+    values = {}
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
+            try:
+                values[node.targets[0].id] = ast.literal_eval(node.value)
+            except ValueError:
+                continue
+    return values
+
+
+def _import_by_path(path: Path):
+    spec = importlib.util.spec_from_file_location(f"official_{path.stem}", path)
+    module = importlib.util.module_from_spec(spec)
+    try:
+        spec.loader.exec_module(module)
+    except Exception as exc:  # noqa: BLE001
+        raise JudgePromptError(f"{path}: cannot be imported ({type(exc).__name__}: {exc})") from None
+    return module
+
+
+def git_commit(folder: Path) -> str | None:
+    """The commit a clone's HEAD points to, read from its .git (no git program needed); None when
+    the folder is not itself the top of a clone."""
+    git = folder / ".git"
+    try:
+        if git.is_file():  # a worktree or submodule: "gitdir: PATH"
+            git = (folder / git.read_text().split(":", 1)[1].strip()).resolve()
+        head = (git / "HEAD").read_text().strip()
+        if not head.startswith("ref:"):
+            return head or None
+        ref = head.split(":", 1)[1].strip()
+        common = git / "commondir"
+        places = [git] + ([(git / common.read_text().strip()).resolve()] if common.is_file() else [])
+        for place in places:
+            if (place / ref).is_file():
+                return (place / ref).read_text().strip()
+            if (place / "packed-refs").is_file():
+                for line in (place / "packed-refs").read_text().splitlines():
+                    if line.endswith(f" {ref}"):
+                        return line.split()[0]
+    except (OSError, IndexError):
+        return None
+    return None
+
+
+class RecordingClient:
+    """Stands where the official code builds `OpenAI(api_key=...)`: `chat.completions.create`
+    records its keyword arguments and answers an empty reply, so nothing is sent."""
+
+    def __init__(self, *args, **kwargs):
+        self.request: dict | None = None
+        self.chat = self
+        self.completions = self
+        self._lock = threading.Lock()
+
+    def create(self, **kwargs):
+        with self._lock:
+            if self.request is None:
+                self.request = kwargs
+        message = type("Message", (), {"content": ""})()
+        choice = type("Choice", (), {"message": message})()
+        return type("Completion", (), {"choices": [choice]})()
+
+
+class _Quiet:
+    """Stands for rich's Console: the official code's retry messages are not printed here."""
+
+    def __init__(self, *args, **kwargs):
+        pass
+
+    def print(self, *args, **kwargs):
+        pass
