@@ -25,7 +25,13 @@ from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answer
 from evaluator.harness.unjudged import exit_code
 from evaluator.report.terminal import loud_notice, print_report
 from evaluator.scoring.judge import DEFAULT_GIVE_UP_AFTER, Judge, find_api_key
-from evaluator.scoring.official_judge import JudgePromptError, load_judge_prompt, prompt_change, saved_prompt_folder
+from evaluator.scoring.official_judge import (
+    JudgePromptError,
+    judged_with,
+    load_judge_prompt,
+    prompt_change,
+    saved_prompt_folder,
+)
 from evaluator.scoring.rules import RuleSet, rule_set
 from evaluator.scoring.truncate import load_truncator
 
@@ -70,11 +76,25 @@ def build_judge(model: str | None, base_url: str | None, args, console: Console,
                  give_up_after=getattr(args, "judge_give_up_after", DEFAULT_GIVE_UP_AFTER), official=official)
 
 
-def refuse_prompt_change(output_dir: Path, run_config: dict, judge: Judge | None, args) -> None:
-    """A resumed or rejudged run keeps the judge prompt its verdicts came from, unless --force."""
-    line = judge and run_config and prompt_change(run_config.get("judge_prompt"), judge.prompt_origin)
+def refuse_prompt_change(output_dir: Path, judge: Judge | None, args) -> None:
+    """A resumed or rejudged run whose verdicts came from one judge prompt is not judged with
+    another unless --force (its run_summary.json says which prompt judged it)."""
+    summary_path = output_dir / "run_summary.json"
+    if judge is None or not summary_path.exists():
+        return
+    judged, origin = judged_with(json.loads(summary_path.read_text()))
+    line = judged and prompt_change(origin, judge.prompt_origin)
     if line and not args.force:
         raise SystemExit(f"cannot judge {output_dir} with another prompt ({line}); pass --force to do so anyway")
+
+
+def saved_prompt(args, output_dir: Path, run_config: dict, rules: RuleSet) -> str | None:
+    """The judge prompt's checkout for rejudge/merge: the flag, else the one the run was judged with."""
+    summary_path = output_dir / "run_summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    origin = summary.get("judge_prompt_origin") or run_config.get("judge_prompt")
+    return saved_prompt_folder(getattr(args, "judge_prompt_from", None), origin,
+                               rules.name == run_config.get("rules", "kddcup2025"))
 
 
 def saved_rules(args, run_config: dict) -> RuleSet:
@@ -215,8 +235,8 @@ def run_evaluation(args) -> None:
         run_config = json.loads(config_path.read_text()) if config_path.exists() else {}
         rules = saved_rules(args, run_config)
         judge = build_judge(*saved_judge_choice(args, run_config), args, console, rules,
-                            saved_prompt_folder(args.judge_prompt_from, run_config, rules))
-        refuse_prompt_change(output_dir, run_config, judge, args)
+                            saved_prompt(args, output_dir, run_config, rules))
+        refuse_prompt_change(output_dir, judge, args)
         finish(args, output_dir, judge, console, notices, rules)
         return
     if (output_dir / ANSWERS).exists() and not args.resume:
@@ -268,7 +288,8 @@ def run_evaluation(args) -> None:
         conversations = [c for c in conversations if c.index % shard[1] == shard[0]]
 
     judge = build_judge(args.eval_model, args.eval_base_url, args, console, rules, args.judge_prompt_from)
-    refuse_prompt_change(output_dir, earlier, judge, args)
+    if args.resume:
+        refuse_prompt_change(output_dir, judge, args)
     truncator = load_truncator()
     if not truncator.official:
         console.print(f"[yellow]truncation tokenizer: {escape(truncator.name)}[/yellow]")
@@ -347,6 +368,5 @@ def run_merge(args) -> None:
     run_config = json.loads((output_dir / RUN_CONFIG).read_text())
     rules = saved_rules(args, run_config)
     model, base_url = saved_judge_choice(args, run_config)
-    judge = build_judge(model, base_url, args, console, rules,
-                        saved_prompt_folder(getattr(args, "judge_prompt_from", None), run_config, rules))
+    judge = build_judge(model, base_url, args, console, rules, saved_prompt(args, output_dir, run_config, rules))
     finish(args, output_dir, judge, console, notices, rules)

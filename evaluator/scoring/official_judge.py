@@ -113,13 +113,20 @@ def prompt_change(earlier: dict | None, now: dict | None) -> str | None:
     return f"judge prompt: {origin_text(earlier)} -> {origin_text(now)}"
 
 
-def saved_prompt_folder(flag: str | None, run_config: dict, rules) -> str | None:
+def judged_with(summary: dict) -> tuple[bool, dict | None]:
+    """(whether an LLM judge gave the verdicts a run_summary.json scores, its prompt's origin); a
+    summary written before the origin was recorded had our wording wherever an LLM judged."""
+    if "judge_prompt_origin" in summary:
+        return summary["judge_prompt_origin"] is not None, summary["judge_prompt_origin"]
+    return " @ " in str(summary.get("judge", "")), None
+
+
+def saved_prompt_folder(flag: str | None, origin: dict | None, same_rules: bool) -> str | None:
     """The checkout a rejudge or merge reads: --judge-prompt-from if given, else the one the run
-    was judged with, if any and if the rule set is still the run's."""
+    was judged with (`origin`), if any and if the rule set is still the run's."""
     if flag:
         return flag
-    origin = run_config.get("judge_prompt") or {}
-    if origin.get("official") and rules.name == run_config.get("rules"):
+    if origin and origin.get("official") and same_rules:
         return origin.get("path")
     return None
 
