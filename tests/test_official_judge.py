@@ -1,6 +1,7 @@
 """`--judge-prompt-from DIR`: the crag-mm rule set judged with a checkout's own prompt.
 
-DIR here is tests/fixtures/crag_mm_checkout, a checkout in facebookresearch/CRAG-MM's layout that
+DIR here is tests/fixtures/crag_mm_checkout (and, for --rules kddcup2025, the starter kit's
+tests/fixtures/starter_kit_checkout), a checkout in facebookresearch/CRAG-MM's layout that
 we wrote (official names, made-up text, temperature 0.25 and 77 tokens where the real one has 0
 and 1,024, a last-line verdict reader). The messages the checkout's own code builds are worked out
 by that code, in a Python of its own started in the checkout (as `python -c` in a clone would),
@@ -10,6 +11,7 @@ the server received.
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -21,11 +23,12 @@ import local_evaluation
 from evaluator.harness.outputs import finalize
 from evaluator.report.paired import compare_pair, judge_line
 from evaluator.scoring.judge import Judge
-from evaluator.scoring.official_judge import JudgePromptError, load_official_judge, origin_text
+from evaluator.scoring.official_judge import JudgePromptError, load_judge_prompt, load_official_judge, origin_text
 from evaluator.scoring.rules import rule_set
 from testkit.scripted_agent import FakeOpenAIServer
 
 CHECKOUT = Path(__file__).resolve().parent / "fixtures" / "crag_mm_checkout"
+KIT = Path(__file__).resolve().parent / "fixtures" / "starter_kit_checkout"
 CRAG_MM = rule_set("crag-mm")
 TURNS = [("s0", "what fruit is this?", "a pear", "[yes] it is a pear"),
          ("s1", "which bridge is this?", "the Golden Gate Bridge", "[no] Tower Bridge")]
@@ -140,13 +143,48 @@ def test_a_changed_shape_names_what_is_missing(tmp_path):
         load_official_judge(checkout)
 
 
-def test_the_kddcup2025_rules_refuse_the_flag_in_one_line(tmp_path):
+def kit_messages(turns) -> list[list[dict]]:
+    """The messages the starter kit fixture's own evaluate_response assembles for each turn, run
+    in the fixture with its request step replaced by printing the messages."""
+    script = ("import json, sys\n"
+              "import local_evaluation as kit\n"
+              "evaluator = kit.CRAGEvaluator.__new__(kit.CRAGEvaluator)\n"
+              "evaluator.eval_model_name = 'model'\n"
+              "sent = []\n"
+              "evaluator.attempt_api_call = lambda client, model, messages: sent.append(messages)\n"
+              "for q, g, p in json.loads(sys.stdin.read()):\n"
+              "    evaluator.evaluate_response({'query': q, 'ground_truth': g, 'agent_response': p})\n"
+              "print(json.dumps(sent))\n")
+    done = subprocess.run([sys.executable, "-c", script], cwd=KIT, input=json.dumps(turns), capture_output=True,
+                          text=True, check=True, env={**os.environ, "OPENAI_API_KEY": "never-sent"})  # OpenAI() wants one
+    return json.loads(done.stdout)
+
+
+def test_the_starter_kit_judge_sends_what_the_kits_own_code_builds(tmp_path):
+    out = answers_folder(tmp_path / "run")
+    rules = rule_set("kddcup2025")
+    with FakeOpenAIServer() as server:
+        judge = Judge(None, server.url, None, rules=rules, num_workers=1, max_wait_s=0.0,
+                      official=load_judge_prompt(str(KIT), rules))
+        finalize(out, judge, rules=rules, progress=False)
+        requests = server.chat_requests()
+    sent = sorted((r["body"]["messages"] for r in requests), key=lambda m: m[1]["content"])
+    assert sent == sorted(kit_messages([t[1:] for t in TURNS]), key=lambda m: m[1]["content"])
+    # the kit's default model and its verdict model, asked for as structured output
+    assert {r["body"]["model"] for r in requests} == {"fixture-kit-judge"}
+    assert {r["body"]["response_format"]["json_schema"]["name"] for r in requests} == {"CRAGTurnEvaluationResult"}
+    assert json.loads((out / "scores_dictionary.json").read_text())["all"]["correct"] == 1.0
+    origin = json.loads((out / "run_summary.json").read_text())["judge_prompt_origin"]
+    assert origin["official"] is True and origin["path"] == str(KIT)
+
+
+def test_a_checkout_of_the_other_rule_set_stops_in_one_line(tmp_path):
     out = answers_folder(tmp_path / "run")
     with pytest.raises(SystemExit) as stopped:
         local_evaluation.main(["--rejudge", "--output-dir", str(out), "--rules", "kddcup2025", "--eval-base-url",
                                "http://127.0.0.1:9/v1", "--judge-prompt-from", str(CHECKOUT)])
-    assert str(stopped.value) == ("--judge-prompt-from reads the CRAG-MM judge: it needs --rules crag-mm, "
-                                  "not kddcup2025")
+    assert str(stopped.value) == (f"--judge-prompt-from {CHECKOUT}: local_evaluation.py not found (expected a "
+                                  "checkout of the 2025 CRAG-MM starter kit, for --rules kddcup2025)")
 
 
 def test_the_judge_line_and_the_comparison_name_the_prompt():

@@ -16,10 +16,12 @@ who has cloned it points us at the clone; we then let its own code build each ju
   environment variable for a batch size we do not use).
 So the messages sent are, byte for byte, what that checkout's code builds for the same turn.
 
-The 2025 starter kit cannot be read this way: its judge (system message, user message and the
-structured-output call) is written inside the kit's own `local_evaluation.py`, in the class that
-also runs the agent, and the kit was distributed on AIcrowd's GitLab, not as a checkout a user of
-this package has beside it; `--rules kddcup2025` keeps this package's wording (docs/evaluation.md).
+The 2025 starter kit (`--rules kddcup2025`) is read the same way from a checkout of the kit:
+its judge is written inside its `local_evaluation.py` (`CRAGEvaluator.get_system_message`, the
+messages `evaluate_response` assembles, the structured-output request of `attempt_api_call` and
+the verdict model `CRAGTurnEvaluationResult`); that module loads the agent, datasets and the
+search pipeline at import, so those pieces alone are compiled from the file
+(`load_starter_kit_judge`).
 
 A missing file, class, method or name stops with one line naming what was not found
 (`JudgePromptError`). Each prompt has an origin record (`prompt_origin`): official (the folder,
@@ -30,6 +32,7 @@ from __future__ import annotations
 
 import ast
 import builtins
+import copy
 import hashlib
 import importlib.util
 import json
@@ -65,13 +68,16 @@ class OfficialJudge:
     sampling: dict  # the keyword arguments of its request besides model and messages
     build: Callable[[str, str, str], tuple[list[dict], dict]]  # -> (messages, request keywords)
     read_reply: Callable[[str], bool | None]
+    # the starter kit's: the pydantic model its structured-output request asks for (None: free text)
+    response_format: type | None = None
 
     def messages(self, question: str, ground_truth: str, prediction: str) -> list[dict]:
         return self.build(question, ground_truth, prediction)[0]
 
     @property
     def sha256(self) -> str:
-        return prompt_sha256(self.messages(*PLACEHOLDER), self.sampling)
+        schema = self.response_format.model_json_schema() if self.response_format else None
+        return prompt_sha256(self.messages(*PLACEHOLDER), {**self.sampling, **({"schema": schema} if schema else {})})
 
     def origin(self) -> dict:
         return {"official": True, "path": str(self.folder), "commit": self.commit, "sha256": self.sha256}
@@ -132,13 +138,13 @@ def saved_prompt_folder(flag: str | None, origin: dict | None, same_rules: bool)
 
 
 def load_judge_prompt(folder: str | None, rules) -> OfficialJudge | None:
-    """The checkout's judge for `rules`, or None (this package's wording) without a folder."""
+    """The checkout's judge for `rules` (crag-mm: a CRAG-MM checkout; kddcup2025: the 2025 starter
+    kit), or None (this package's wording) without a folder."""
     if not folder:
         return None
-    if rules.judge_protocol != "result-line":
-        raise JudgePromptError(f"--judge-prompt-from reads the CRAG-MM judge: it needs --rules crag-mm, "
-                               f"not {rules.name}")
-    return load_official_judge(folder)
+    if rules.judge_protocol == "result-line":
+        return load_official_judge(folder)
+    return load_starter_kit_judge(folder)
 
 
 # --------------------------------------------------------------------------- reading a checkout
@@ -266,23 +272,102 @@ def git_commit(folder: Path) -> str | None:
     return None
 
 
+# --------------------------------------------------------------------------- the 2025 starter kit
+KIT_MODULE = "local_evaluation.py"
+KIT_CLASS = "CRAGEvaluator"
+KIT_METHODS = ("get_system_message", "evaluate_response", "attempt_api_call")
+KIT_VERDICT = "CRAGTurnEvaluationResult"
+
+
+def load_starter_kit_judge(folder: str | Path) -> OfficialJudge:
+    """The judge of the 2025 starter kit (kddcup2025): `CRAGEvaluator.get_system_message`, the
+    messages its `evaluate_response` assembles and the structured-output request its
+    `attempt_api_call` makes, run against a recording client. The kit's module is not imported
+    (it loads the agent, datasets and the search pipeline at import): those three methods and the
+    verdict model `CRAGTurnEvaluationResult` are compiled from the file on their own."""
+    root = Path(folder).expanduser().resolve()
+    if not (root / KIT_MODULE).is_file():
+        raise JudgePromptError(f"--judge-prompt-from {folder}: {KIT_MODULE} not found (expected a checkout of "
+                               "the 2025 CRAG-MM starter kit, for --rules kddcup2025)")
+    tree = _parse(root, KIT_MODULE)
+    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    for name in (KIT_CLASS, KIT_VERDICT):
+        if name not in classes:
+            raise JudgePromptError(f"{root / KIT_MODULE}: class {name} not found")
+    methods = {node.name: node for node in classes[KIT_CLASS].body if isinstance(node, ast.FunctionDef)}
+    for method in KIT_METHODS:
+        if method not in methods:
+            raise JudgePromptError(f"{root / KIT_MODULE}: {KIT_CLASS}.{method} not found")
+    constants = _literal_assignments(tree)
+    if "MAX_API_RETRIES" not in constants:
+        raise JudgePromptError(f"{root / KIT_MODULE}: MAX_API_RETRIES not found")
+    from pydantic import BaseModel
+
+    namespace = {"__builtins__": builtins, "__name__": "official_local_evaluation", "BaseModel": BaseModel,
+                 "OpenAI": RecordingClient, "Console": _Quiet, "console": _Quiet(), "time": time,
+                 "MAX_API_RETRIES": constants["MAX_API_RETRIES"]}
+    judge_class = copy.copy(classes[KIT_CLASS])  # the class with its judge's methods only
+    judge_class.bases, judge_class.keywords, judge_class.decorator_list = [], [], []
+    judge_class.body = [methods[m] for m in KIT_METHODS]
+    module = ast.fix_missing_locations(ast.Module(body=[classes[KIT_VERDICT], judge_class], type_ignores=[]))
+    try:
+        exec(compile(module, str(root / KIT_MODULE), "exec"), namespace)
+    except Exception as exc:  # noqa: BLE001 - a name the methods need that this reader does not supply
+        raise JudgePromptError(f"{root / KIT_MODULE}: {KIT_CLASS}'s judge cannot be defined here "
+                               f"({type(exc).__name__}: {exc})") from None
+    verdict_model = namespace[KIT_VERDICT]
+    if getattr(verdict_model, "model_fields", {}).keys() != {"accuracy"}:
+        raise JudgePromptError(f"{root / KIT_MODULE}: {KIT_VERDICT} no longer holds one field 'accuracy'")
+    evaluator_type = namespace[KIT_CLASS]
+
+    def build(question: str, ground_truth: str, prediction: str) -> tuple[list[dict], dict]:
+        evaluator = evaluator_type.__new__(evaluator_type)  # its __init__ loads a tokenizer: not needed
+        evaluator.eval_model_name = "judge"
+        client = RecordingClient()
+        asked = evaluator.attempt_api_call  # its own request, sent to the recording client
+
+        def attempt_api_call(_client, model_name, messages, *args, **kwargs):
+            return asked(client, model_name, messages, *args, **kwargs)
+
+        evaluator.attempt_api_call = attempt_api_call
+        try:
+            evaluator.evaluate_response({"query": question, "ground_truth": ground_truth,
+                                         "agent_response": prediction})
+        except Exception as exc:  # noqa: BLE001
+            raise JudgePromptError(f"{root / KIT_MODULE}: {KIT_CLASS}.evaluate_response failed "
+                                   f"({type(exc).__name__}: {exc})") from None
+        request = client.request
+        if request is None or "messages" not in request:
+            raise JudgePromptError(f"{root / KIT_MODULE}: {KIT_CLASS}.evaluate_response sent no request for a "
+                                   "turn that needs the judge")
+        return request["messages"], {k: v for k, v in request.items()
+                                     if k not in ("model", "messages", "response_format")}
+
+    _, sampling = build(*PLACEHOLDER)
+    default_model = constants.get("DEFAULT_EVAL_MODEL")
+    return OfficialJudge(root, git_commit(root), default_model if isinstance(default_model, str) else None,
+                         sampling, build, read_reply=lambda text: None, response_format=verdict_model)
+
+
 class RecordingClient:
     """Stands where the official code builds `OpenAI(api_key=...)`: `chat.completions.create`
-    records its keyword arguments and answers an empty reply, so nothing is sent."""
+    (and the kit's `beta.chat.completions.parse`) records its keyword arguments and answers an
+    empty reply, so nothing is sent."""
 
     def __init__(self, *args, **kwargs):
         self.request: dict | None = None
-        self.chat = self
-        self.completions = self
+        self.chat = self.completions = self.beta = self
         self._lock = threading.Lock()
 
     def create(self, **kwargs):
         with self._lock:
             if self.request is None:
                 self.request = kwargs
-        message = type("Message", (), {"content": ""})()
+        message = type("Message", (), {"content": "", "parsed": None})()
         choice = type("Choice", (), {"message": message})()
         return type("Completion", (), {"choices": [choice]})()
+
+    parse = create
 
 
 class _Quiet:
