@@ -27,8 +27,10 @@ from evaluator.report.terminal import loud_notice, print_report
 from evaluator.scoring.judge import DEFAULT_GIVE_UP_AFTER, Judge, find_api_key
 from evaluator.scoring.official_judge import (
     JudgePromptError,
+    OfficialJudge,
     judged_with,
     load_judge_prompt,
+    origin_identity,
     prompt_change,
     saved_prompt_folder,
 )
@@ -54,12 +56,17 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return index, count
 
 
-def build_judge(model: str | None, base_url: str | None, args, console: Console, rules: RuleSet,
-                prompt_from: str | None = None) -> Judge | None:
-    try:  # a checkout's judge (--judge-prompt-from) is read first: a bad folder stops with one line
-        official = load_judge_prompt(prompt_from, rules)
-    except (JudgePromptError, ValueError) as exc:
+def read_judge_prompt(folder: str | None, rules: RuleSet) -> OfficialJudge | None:
+    """The checkout's judge (--judge-prompt-from), read before anything else: a bad folder stops
+    with one line."""
+    try:
+        return load_judge_prompt(folder, rules)
+    except JudgePromptError as exc:
         raise SystemExit(str(exc)) from None
+
+
+def build_judge(model: str | None, base_url: str | None, args, console: Console, rules: RuleSet,
+                official: OfficialJudge | None = None) -> Judge | None:
     if model is not None and model.strip().lower() == "none":
         loud_notice(console, "ATTENTION", "SEMANTIC EVALUATION IS DISABLED (--eval-model None).\n"
                     "No LLM judge will be asked: only exact string matches count as correct.")
@@ -71,14 +78,16 @@ def build_judge(model: str | None, base_url: str | None, args, console: Console,
                     "as correct, so accuracy is a lower bound.\nWhere the data carries accepted answer forms "
                     "(the mini benchmark), the offline lexical judge (not the official judge) decides instead.")
         return None
-    return Judge(model or rules.judge_model, base_url, key, rules=rules, num_workers=args.num_workers,
+    # no --eval-model: the checkout's default judge, else the rule set's (Judge decides)
+    return Judge(model, base_url, key, rules=rules, num_workers=args.num_workers,
                  timeout_s=args.judge_timeout, backoff_s=args.judge_retry_wait, max_wait_s=args.judge_max_wait,
                  give_up_after=getattr(args, "judge_give_up_after", DEFAULT_GIVE_UP_AFTER), official=official)
 
 
 def refuse_prompt_change(output_dir: Path, judge: Judge | None, args) -> None:
-    """A resumed or rejudged run whose verdicts came from one judge prompt is not judged with
-    another unless --force (its run_summary.json says which prompt judged it)."""
+    """A rejudged run whose verdicts came from one judge prompt is not judged with another unless
+    --force (its run_summary.json says which prompt judged it; a resume compares the fingerprint's
+    judge_prompt instead)."""
     summary_path = output_dir / "run_summary.json"
     if judge is None or not summary_path.exists():
         return
@@ -235,7 +244,7 @@ def run_evaluation(args) -> None:
         run_config = json.loads(config_path.read_text()) if config_path.exists() else {}
         rules = saved_rules(args, run_config)
         judge = build_judge(*saved_judge_choice(args, run_config), args, console, rules,
-                            saved_prompt(args, output_dir, run_config, rules))
+                            read_judge_prompt(saved_prompt(args, output_dir, run_config, rules), rules))
         refuse_prompt_change(output_dir, judge, args)
         finish(args, output_dir, judge, console, notices, rules)
         return
@@ -255,7 +264,9 @@ def run_evaluation(args) -> None:
         rules = rule_set(args.rules)
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
+    official = read_judge_prompt(args.judge_prompt_from, rules)
     fingerprint = current_fingerprint(args, profile, setup)
+    fingerprint["judge_prompt"] = origin_identity(official.origin() if official else None)
     config_path = output_dir / RUN_CONFIG
     earlier = json.loads(config_path.read_text()) if args.resume and config_path.exists() else {}
     changed = resume_differences(output_dir, earlier, fingerprint) if args.resume else []
@@ -287,9 +298,7 @@ def run_evaluation(args) -> None:
     if shard:
         conversations = [c for c in conversations if c.index % shard[1] == shard[0]]
 
-    judge = build_judge(args.eval_model, args.eval_base_url, args, console, rules, args.judge_prompt_from)
-    if args.resume:
-        refuse_prompt_change(output_dir, judge, args)
+    judge = build_judge(args.eval_model, args.eval_base_url, args, console, rules, official)
     truncator = load_truncator()
     if not truncator.official:
         console.print(f"[yellow]truncation tokenizer: {escape(truncator.name)}[/yellow]")
@@ -368,5 +377,6 @@ def run_merge(args) -> None:
     run_config = json.loads((output_dir / RUN_CONFIG).read_text())
     rules = saved_rules(args, run_config)
     model, base_url = saved_judge_choice(args, run_config)
-    judge = build_judge(model, base_url, args, console, rules, saved_prompt(args, output_dir, run_config, rules))
+    judge = build_judge(model, base_url, args, console, rules,
+                        read_judge_prompt(saved_prompt(args, output_dir, run_config, rules), rules))
     finish(args, output_dir, judge, console, notices, rules)

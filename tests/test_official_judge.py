@@ -211,3 +211,12 @@ def test_the_judge_line_and_the_comparison_name_the_prompt():
                for f in pair.flags)
     moved = {**official, "path": "/elsewhere/CRAG-MM", "commit": None}  # the same text from another folder
     assert not any("prompts" in f for f in compare_pair(Run("A", official), Run("B", moved)).flags)
+
+
+def test_a_resume_compares_the_judge_prompt_in_the_fingerprint():
+    from evaluator.harness.fingerprint import differences
+
+    before = {"agent": "a:B"}  # a fingerprint from before the entry: our wording
+    assert differences(before, {"agent": "a:B", "judge_prompt": "this package's wording"}) == []
+    assert differences(before, {"agent": "a:B", "judge_prompt": "official sha256 ab12"}) == [
+        "judge_prompt: this package's wording -> official sha256 ab12"]
