@@ -264,7 +264,7 @@ def run_evaluation(args) -> None:
         rules = rule_set(args.rules)
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
-    official = read_judge_prompt(args.judge_prompt_from, rules)
+    official = read_judge_prompt(getattr(args, "judge_prompt_from", None), rules)
     fingerprint = current_fingerprint(args, profile, setup)
     fingerprint["judge_prompt"] = origin_identity(official.origin() if official else None)
     config_path = output_dir / RUN_CONFIG

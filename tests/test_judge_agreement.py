@@ -19,6 +19,7 @@ Scores over the 14 turns (crag-mm: flags before the multi-turn cut; single turns
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 
@@ -118,3 +119,15 @@ def test_a_bad_label_stops_in_one_line(run_dir, servers, tmp_path):
     with pytest.raises(SystemExit) as stopped:
         judge_agreement.main([str(run_dir), "--base-url-a", a.base_url, "--labels", str(labels)])
     assert str(stopped.value).startswith(f"{labels}, line 2: unknown label 'so-so' (known: ")
+
+
+def test_our_wording_against_a_checkouts_prompt(run_dir, servers):
+    a, b = servers
+    checkout = Path(__file__).resolve().parent / "fixtures" / "crag_mm_checkout"
+    result = judge_agreement.judge_agreement(run_dir, base_url_a=a.base_url, base_url_b=b.base_url,
+                                             prompt_from_b=str(checkout))
+    assert result.a.endswith("prompt this package's wording") and f"prompt official ({checkout}" in result.b
+    assert result.kappa == pytest.approx(8 / 13)  # the same verdicts as above, worked out there
+    # side B's requests carry the checkout's system message, side A's ours
+    assert all(body["messages"][0]["content"].startswith("Fixture grader.") for _, _, body in b.requests)
+    assert not any(body["messages"][0]["content"].startswith("Fixture grader.") for _, _, body in a.requests)

@@ -104,6 +104,9 @@ def test_the_flag_records_the_origin_and_a_changed_prompt_is_refused_without_for
         assert summary["judge_prompt_origin"]["path"] == str(checkout)
         printed = " ".join(capsys.readouterr().out.split())  # the console wraps long lines
         assert "judge prompt official (" in printed and "rules crag-mm" in printed
+        header = (out / "report.html").read_text()
+        assert f'judge prompt official ({checkout}, sha256 {summary["judge_prompt_origin"]["sha256"][:12]}); ' \
+               'rules crag-mm</span>' in header
         # a rejudge reads the checkout the run was judged with again, and its text has changed
         prompt = checkout / "evaluation" / "evaluation_prompt.py"
         prompt.write_text(prompt.read_text().replace("Fixture grader.", "Fixture grader, second wording."))

@@ -63,7 +63,9 @@ def judge_agreement(run_dir: Path, *, rules: str | None = None, model_a: str | N
     config_path = run_dir / RUN_CONFIG
     run_config = json.loads(config_path.read_text()) if config_path.exists() else {}
     rule = rule_set(rules or run_config.get("rules"))
-    recorded = run_config.get("judge_prompt") or {}
+    summary_path = run_dir / "run_summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    recorded = summary.get("judge_prompt_origin") or run_config.get("judge_prompt") or {}  # the latest judging
     a = {"model": model_a or run_config.get("judge_model"), "base_url": base_url_a or run_config.get("judge_base_url"),
          "prompt_from": prompt_from_a or (recorded.get("path") if recorded.get("official") else None)}
     saved = saved_verdicts(run_dir)
