@@ -91,7 +91,10 @@ def refuse_prompt_change(output_dir: Path, judge: Judge | None, args) -> None:
     summary_path = output_dir / "run_summary.json"
     if judge is None or not summary_path.exists():
         return
-    judged, origin = judged_with(json.loads(summary_path.read_text()))
+    summary = json.loads(summary_path.read_text())
+    if summary.get("rules") != judge.rules.name:  # another rule set asks in other words anyway
+        return
+    judged, origin = judged_with(summary)
     line = judged and prompt_change(origin, judge.prompt_origin)
     if line and not args.force:
         raise SystemExit(f"cannot judge {output_dir} with another prompt ({line}); pass --force to do so anyway")
