@@ -24,7 +24,7 @@ search pipeline at import, so those pieces alone are compiled from the file
 (`load_starter_kit_judge`).
 
 A missing file, class, method or name stops with one line naming what was not found
-(`JudgePromptError`). Each prompt has an origin record (`prompt_origin`): official (the folder,
+(`JudgePromptError`). Each prompt has an origin record (`Judge.prompt_origin`): official (the folder,
 its git commit where it is a clone, the SHA-256 of the text) or this package's wording; it goes
 into run_config.json, run_summary.json, the report and the resume check.
 """
