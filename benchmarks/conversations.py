@@ -25,6 +25,8 @@ run recorded it) says each follow-up's referent and each KG / web turn's answer 
 - `--recall-at-size N`: answer recall@1/5/10 of the web queries asked (and of those the modes
   wrote offline with gold-answer histories) among N distractor pages of the same kinds
   (benchmarks/recall_at_size.py), first turns against follow-ups, web-answerable turns only;
+- `--scores`: both rule sets' multi-turn figures with 95% intervals (the offline lexical judge)
+  and the paired comparison after - before over the turns both runs hold;
 - `--reuse`: seconds per follow-up of perception and the whole photo's image search with the
   per-conversation reuse and without it (the turns in the run's order).
 
@@ -207,6 +209,50 @@ def recall_at_index_size(runs: dict, notes: dict, offline: dict, distractors: in
             line(f"offline, mode {mode}, history with gold answers, follow-ups", pairs)
 
 
+def verdict_rows(run: dict) -> list[dict]:
+    """One row per turn with the flags BEFORE the multi-turn cut, as the official turn CSV holds
+    them, decided by the offline lexical judge against the data's accepted forms (the mini
+    benchmark has no LLM judge here)."""
+    from evaluator.scoring.lexical_judge import lexical_verdict
+    from evaluator.scoring.scores import is_exact_match, is_miss
+
+    rows = []
+    for r in sorted(run["rows"], key=lambda r: (r["session_id"], r["turn_idx"])):
+        answer = r["agent_response"]
+        miss = is_miss(answer)
+        exact = not miss and is_exact_match(answer, r["ground_truth"])
+        correct = exact or (not miss and lexical_verdict(answer, r.get("ans_accepted"), bool(r.get("abstain_expected")))[0])
+        rows.append({"session_id": r["session_id"], "interaction_id": r["interaction_id"], "turn_idx": r["turn_idx"],
+                     "is_correct": correct, "is_miss": miss, "is_exact_match": exact,
+                     "is_semantically_correct": correct})
+    return rows
+
+
+def scores(runs: dict) -> None:
+    """Both rule sets' figures with 95% intervals per run, and the paired differences (after -
+    before) over the turns both runs answered."""
+    from evaluator.scoring.intervals import paired_differences
+    from evaluator.scoring.multi_turn import multi_turn_figures
+
+    verdicts = {label: verdict_rows(run) for label, run in runs.items()}
+    for label, rows in verdicts.items():
+        figures = multi_turn_figures(rows) or {}
+        print(f"  {label}: {len(rows)} turns, {sum(r['is_correct'] for r in rows)} correct, "
+              f"{sum(not r['is_miss'] for r in rows)} answered")
+        for rules, block in (figures.get("rule_sets") or {}).items():
+            shown = ", ".join(f"{k} {block['scores'][k]:.3f} {[round(x, 3) for x in block['intervals'][k] or []]}"
+                              for k in ("accuracy", "truthfulness_score", "mean_multi_turn_conversation_score"))
+            print(f"    {rules} ({block['counts']}): {shown}")
+        if figures:
+            print(f"    early stop took {figures['early_stop']['turns']} turns")
+    if "before" in verdicts:
+        shared = {r["interaction_id"] for r in verdicts["before"]} & {r["interaction_id"] for r in verdicts["after"]}
+        a, b = ([r for r in verdicts[k] if r["interaction_id"] in shared] for k in ("before", "after"))
+        for key, d in paired_differences(a, b).items():
+            print(f"    paired after - before, {key}: {d['difference']:+.3f} "
+                  f"[{d['interval'][0]:+.3f}, {d['interval'][1]:+.3f}] over {len(shared)} turns")
+
+
 def paired_interval(differences: list[float], seed: int = 0, resamples: int = 2000) -> tuple[float, float, float]:
     values = np.asarray(differences, dtype=float)
     rng = np.random.default_rng(seed)
@@ -296,6 +342,8 @@ def main() -> None:
     parser.add_argument("--gold-only", action="store_true", help="--modes with gold-answer histories only")
     parser.add_argument("--rerank", action="store_true")
     parser.add_argument("--reuse", action="store_true")
+    parser.add_argument("--scores", action="store_true",
+                        help="also both rule sets' figures with intervals (lexical judge) and the paired comparison")
     parser.add_argument("--recall-at-size", type=int, metavar="DISTRACTORS",
                         help="also answer recall@10 among this many distractor pages (e.g. 5000)")
     args = parser.parse_args()
@@ -321,6 +369,9 @@ def main() -> None:
     if args.recall_at_size:
         print(f"answer recall among {args.recall_at_size} distractor pages:")
         recall_at_index_size(runs, notes, offline, args.recall_at_size)
+    if args.scores:
+        print("multi-turn scores (offline lexical judge, flags before the cut):")
+        scores(runs)
     if args.rerank:
         print("reranker score of the answer-holding chunk, plain q' against standalone q' (after run):")
         rerank_paired(runs["after"], notes, cfg)
