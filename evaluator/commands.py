@@ -18,7 +18,7 @@ from agents.profiles import REPO_ROOT, default_dataset, resolve_profile
 from evaluator.harness.agent_setup import AgentSetup, import_object, setup_agent
 from evaluator.harness.batching import clip_batch_size, planned_batches
 from evaluator.harness.dataset import apply_image_url_updates, load_split, read_conversations
-from evaluator.harness.fingerprint import differences, system_fingerprint
+from evaluator.harness.fingerprint import differences, selection_refusal, system_fingerprint
 from evaluator.harness.models import preload_problem
 from evaluator.harness.outputs import finalize, merge_runs
 from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
@@ -27,12 +27,6 @@ from evaluator.report.terminal import loud_notice, print_report
 from evaluator.scoring.judge import DEFAULT_GIVE_UP_AFTER, Judge, find_api_key
 from evaluator.scoring.rules import RuleSet, rule_set
 from evaluator.scoring.truncate import load_truncator
-
-# run_config.json fields a resumed run must share with the run it continues
-RESUME_KEYS = ("dataset", "dataset_type", "split", "revision", "num_conversations", "exact_conversations",
-               "shard", "rules")
-# what a run_config.json written before a key existed meant by its absence
-RESUME_DEFAULTS = {"rules": "kddcup2025", "exact_conversations": False}
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -284,9 +278,9 @@ def run_evaluation(args) -> None:
         "agent_description": setup.description, "trace_view": setup.trace_view,
     }
     if earlier:
-        clashes = [k for k in RESUME_KEYS if earlier.get(k, RESUME_DEFAULTS.get(k)) != run_config[k]]
-        if clashes:
-            raise SystemExit(f"cannot resume {output_dir}: the earlier run differs on {clashes}")
+        refusal = selection_refusal(output_dir, earlier, run_config)
+        if refusal:
+            raise SystemExit(refusal)
     output_dir.mkdir(parents=True, exist_ok=True)  # only now: a refused start leaves no folder behind
     config_path.write_text(json.dumps(run_config, indent=2, default=str))
 

@@ -238,13 +238,24 @@ def test_no_key_disables_the_judge_loudly_then_rejudge_restores_the_scores(world
     assert json.loads((out / "run_summary.json").read_text())["judge_failures"] == 1
 
 
-def test_resume_refuses_a_different_dataset_selection(world, full_run):
-    proc = evaluate(world, generation_args(world, full_run["out"], "--resume", "--num-conversations", "2"),
-                   write_script(world, "clash"), expect_rc=1)
-    assert "differs on ['num_conversations']" in proc.stderr
-    proc = evaluate(world, generation_args(world, full_run["out"], "--resume", "--rules", "crag-mm"),
-                   write_script(world, "clash"), expect_rc=1)
-    assert "differs on ['rules']" in proc.stderr
+def test_resume_refuses_a_different_dataset_selection_even_with_force(world, full_run):
+    """Another selection of turns is refused with each flag's two values, and --force, which lets
+    another system go on over the same turns, says why it cannot take it (docs/evaluation.md)."""
+    out = full_run["out"]
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    why = ("--force does not apply: it lets another system go on over the same turns, while this changes "
+           "the turns themselves. Resume with the earlier values, or use a new --output-dir.")
+    for force in ([], ["--force"]):
+        proc = evaluate(world, generation_args(world, out, "--resume", *force, "--num-conversations", "2"),
+                        write_script(world, "clash"), expect_rc=1)
+        assert proc.stderr.strip() == (f"cannot resume {out}: the earlier run covered another selection of turns:\n"
+                                       f"  --num-conversations: -1 then, 2 now\n{why}")
+    proc = evaluate(world, generation_args(world, out, "--resume", "--force", "--rules", "crag-mm", "--shard", "1/2"),
+                    write_script(world, "clash"), expect_rc=1)
+    assert proc.stderr.strip() == (f"cannot resume {out}: the earlier run covered another selection of turns:\n"
+                                   f"  --shard: (not set) then, 1/2 now\n  --rules: kddcup2025 then, crag-mm now\n{why}")
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert not (world["root"] / "clash.log.jsonl").exists()
 
 
 def test_crag_mm_rules_end_to_end_against_the_test_judge(world, full_run):
