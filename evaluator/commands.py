@@ -16,7 +16,7 @@ from rich.markup import escape
 from agents.hardware import describe_auto_profile
 from agents.profiles import REPO_ROOT, default_dataset, resolve_profile
 from evaluator.harness.agent_setup import AgentSetup, import_object, setup_agent
-from evaluator.harness.batching import clip_batch_size, planned_batches
+from evaluator.harness.batching import clip_batch_size, conversation_selection, planned_batches
 from evaluator.harness.dataset import apply_image_url_updates, load_split, read_conversations
 from evaluator.harness.fingerprint import differences, selection_refusal, system_fingerprint
 from evaluator.harness.models import preload_problem
@@ -119,16 +119,6 @@ def load_agent(args, profile: str, setup: AgentSetup, console: Console):
                          f"--profile {profile}, lists what is missing)") from None
     console.print(f"agent {escape(args.agent)}, batch size {clip_batch_size(agent.get_batch_size())}, profile {profile}")
     return agent
-
-
-def conversation_selection(args, served: int, turns: int) -> str:
-    n = args.num_conversations
-    if n is None or n < 0:
-        return f"all conversations ({served} served, {turns} turns)"
-    if args.exact_conversations:
-        return f"exactly the first {n} conversations (--exact-conversations; {served} served, {turns} turns)"
-    return (f"official --num-conversations {n}: whole batches until more than {n} conversations were "
-            f"served ({served} served, {turns} turns)")
 
 
 def current_fingerprint(args, profile: str, setup: AgentSetup) -> dict:
@@ -266,7 +256,9 @@ def run_evaluation(args) -> None:
         "args": {k: v for k, v in vars(args).items()},
         "dataset": dataset, "dataset_type": args.dataset_type, "split": split, "revision": args.revision,
         "num_conversations": args.num_conversations, "exact_conversations": bool(args.exact_conversations),
-        "conversation_selection": conversation_selection(args, served, len(planned)),
+        "conversation_selection": conversation_selection(args.num_conversations, bool(args.exact_conversations),
+                                                         served, len(planned)),
+        "served_conversations": served,
         "shard": args.shard, "agent": args.agent, "rules": rules.name, "image_url_updates": updated,
         "profile": profile, "preset": args.preset or "full", "tokenizer": truncator.name,
         "judge_model": judge.model if judge else None, "judge_base_url": judge.base_url if judge else None,

@@ -220,6 +220,9 @@ def test_three_shards_merged_equal_one_run(world, full_run):
     summary = json.loads((merged / "run_summary.json").read_text())
     assert summary["judge"].startswith("judge-model")  # taken from the shards' run
     assert summary["turns_answered"] == 15 and summary["complete"] and len(summary["merged_from"]) == 3
+    # the merged run's selection, not shard 0's (s1, s4: 2 served, 5 turns): the world's 6 conversations, 15 turns
+    assert summary["conversation_selection"] == ("all conversations (6 served, 15 turns in all); merged from 3 "
+                                                 "folders (0/3, 1/3, 2/3), each selected on its own")
     assert len(read_log(merged / "traces.jsonl")) == 15
     for name in OUTPUT_FILES:
         assert (merged / name).exists()

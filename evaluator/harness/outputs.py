@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluator.harness.batching import conversation_selection
 from evaluator.harness.runner import (
     ANSWERS,
     BATCHES,
@@ -371,8 +372,12 @@ def merge_runs(sources: list[Path], output_dir: Path) -> list[str]:
             notices.append(f"shards {shards} do not form a complete set: the merged run is partial")
     seen: dict[str, Path] = {}
     answers = []
-    for src in sources:
-        for record in saved_answers(src).values():
+    served = 0
+    for src, config in zip(sources, configs):
+        saved = saved_answers(src).values()
+        # a run_config.json from before the count was recorded: the conversations it answered
+        served += config.get("served_conversations") or len({r["session_id"] for r in saved})
+        for record in saved:
             if record["interaction_id"] in seen:
                 raise ValueError(f"turn {record['interaction_id']} is in both {seen[record['interaction_id']]} and {src}")
             seen[record["interaction_id"]] = src
@@ -381,8 +386,13 @@ def merge_runs(sources: list[Path], output_dir: Path) -> list[str]:
             append_jsonl(output_dir / name, read_jsonl(src / name))
         append_jsonl(output_dir / BATCHES, [{**b, "source": str(src)} for b in read_jsonl(src / BATCHES)])
     merged = dict(configs[0])
-    merged.update(shard=None, merged_from=[str(s) for s in sources], shards=shards,
-                  expected_turns=sum(c.get("expected_turns") or 0 for c in configs) or None)
+    expected = sum(c.get("expected_turns") or 0 for c in configs) or None
+    merged.update(shard=None, merged_from=[str(s) for s in sources], shards=shards, expected_turns=expected,
+                  served_conversations=served,
+                  conversation_selection=conversation_selection(
+                      configs[0].get("num_conversations"), bool(configs[0].get("exact_conversations")), served,
+                      expected if expected is not None else len(answers),
+                      [s or str(src) for s, src in zip(shards, sources)]))
     (output_dir / RUN_CONFIG).write_text(json.dumps(merged, indent=2, default=str))
     append_jsonl(output_dir / ANSWERS, answers)  # last: answers mark a finished merge
     return notices
