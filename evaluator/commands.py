@@ -236,7 +236,8 @@ def run_evaluation(args) -> None:
     if shard:
         conversations = [c for c in conversations if c.index % shard[1] == shard[0]]
 
-    judge = build_judge(args.eval_model, args.eval_base_url, args, console, rules)
+    # --generate-only judges nothing: the judge is chosen (and its absence said) where the answers are scored
+    judge = None if args.generate_only else build_judge(args.eval_model, args.eval_base_url, args, console, rules)
     truncator = load_truncator()
     if not truncator.official:
         console.print(f"[yellow]truncation tokenizer: {escape(truncator.name)}[/yellow]")
@@ -261,7 +262,8 @@ def run_evaluation(args) -> None:
         "served_conversations": served,
         "shard": args.shard, "agent": args.agent, "rules": rules.name, "image_url_updates": updated,
         "profile": profile, "preset": args.preset or "full", "tokenizer": truncator.name,
-        "judge_model": judge.model if judge else None, "judge_base_url": judge.base_url if judge else None,
+        "judge_model": judge.model if judge else (args.eval_model if args.generate_only else None),
+        "judge_base_url": judge.base_url if judge else (args.eval_base_url if args.generate_only else None),
         "batch_size": batch_size, "expected_turns": len(planned),
         "indices": fingerprint.get("indices"), "web_contents": web_contents_id(args, profile),
         "fingerprint": fingerprint, "forced_resumes": forced_resumes,

@@ -242,6 +242,18 @@ def test_no_key_disables_the_judge_loudly_then_rejudge_restores_the_scores(world
     assert json.loads((out / "run_summary.json").read_text())["judge_failures"] == 1
 
 
+def test_generate_only_judges_nothing_so_says_nothing_of_a_judge(world):
+    """--generate-only without a key: no NO JUDGE panel (it judges nothing); the step that scores
+    the answers (here --rejudge, as for merge) is where the missing judge is said, once."""
+    out = world["root"] / "generate-only"
+    proc = evaluate(world, generation_args(world, out, "--generate-only"), write_script(world, "generate-only"),
+                    key=None, judge=False)
+    assert "NO JUDGE" not in proc.stdout and "ATTENTION" not in proc.stdout
+    assert len(read_log(out / "answers.jsonl")) == 15 and not (out / "scores_dictionary.json").exists()
+    proc = evaluate(world, ["--rejudge", "--output-dir", str(out)], None, key=None, judge=False)
+    assert proc.stdout.count("NO JUDGE") == 1
+
+
 def test_resume_refuses_a_different_dataset_selection_even_with_force(world, full_run):
     """Another selection of turns is refused with each flag's two values, and --force, which lets
     another system go on over the same turns, says why it cannot take it (docs/evaluation.md)."""
