@@ -72,13 +72,24 @@ def test_trace_holds_every_signal_of_a_turn():
     assert price["is_real_time"] and price["branch"] == "real_time_weak_retrieval"
 
 
-def test_theta_matches_mad_formula_on_the_trace():
-    from agents.cruise.stages.s5_rerank import mad_threshold
-
-    agent = make_agent("full")
+def test_theta_on_the_trace_is_the_mad_threshold_worked_by_hand():
+    # four chunks (the image hit's two, the web snippet's two) scored .75 .5 .25 .625: sorted .75
+    # .625 .5 .25, median .5625, deviations .1875 .0625 .0625 .3125 -> MAD .125; theta = .5625 -
+    # 1.5 x .125 = .375 (above tau .1). Kept, best first: the three at .375 or more (k_rerank 4).
+    scores = {"Route 24 runs from Pimlico to Camden.": 0.75, "It uses red double-decker buses.": 0.5,
+              "Bus 24 timetable.": 0.25, "Buses run to Camden every 8 minutes.": 0.625}
+    web = [{"index": "u_chunk_0", "score": 0.5, "page_name": "TfL", "page_url": "https://tfl.example/24",
+            "page_snippet": "Bus 24 timetable.\nBuses run to Camden every 8 minutes."}]
+    engines = Engines(router=ScriptedEngine({"route": route}), vlm=ScriptedEngine(VLM_SCRIPT),
+                      reranker=FunctionReranker(lambda query, chunk: scores[chunk]))
+    agent = CruiseAgent(FakePipeline(IMAGE_HITS, web), engines=engines, profile="cpu",
+                        preset="full+paper_finalizer", chunker="paper_fields", k_rerank=4)
     agent.batch_generate_response(*batch([WHERE]))
     (trace,) = agent.last_batch_report["traces"]
-    assert trace["theta"] == mad_threshold([c["score"] for c in trace["chunks"]])
+    assert {c["text"]: c["score"] for c in trace["chunks"]} == scores
+    assert trace["theta"] == 0.375
+    assert trace["kept_chunks"] == ["Route 24 runs from Pimlico to Camden.", "Buses run to Camden every 8 minutes.",
+                                    "It uses red double-decker buses."]
 
 
 def test_web_search_adds_snippets_when_enabled():
