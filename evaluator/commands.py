@@ -73,6 +73,17 @@ def saved_judge_choice(args, run_config: dict) -> tuple[str | None, str | None]:
     return run_config.get("judge_model"), run_config.get("judge_base_url")
 
 
+def recorded_judge(args, judge: Judge | None) -> tuple[str | None, str | None]:
+    """run_config.json's judge_model and judge_base_url: the judge of the run, or for --generate-only
+    (which builds none) the judge flags it was given, for the step that scores; None, None where no
+    judge is named ("--eval-model None" included)."""
+    if judge is not None:
+        return judge.model, judge.base_url
+    if not args.generate_only or (args.eval_model or "").strip().lower() == "none":
+        return None, None
+    return args.eval_model, args.eval_base_url
+
+
 def default_output_dir() -> Path:
     return REPO_ROOT / "outputs" / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
 
@@ -262,8 +273,7 @@ def run_evaluation(args) -> None:
         "served_conversations": served,
         "shard": args.shard, "agent": args.agent, "rules": rules.name, "image_url_updates": updated,
         "profile": profile, "preset": args.preset or "full", "tokenizer": truncator.name,
-        "judge_model": judge.model if judge else (args.eval_model if args.generate_only else None),
-        "judge_base_url": judge.base_url if judge else (args.eval_base_url if args.generate_only else None),
+        "judge_model": recorded_judge(args, judge)[0], "judge_base_url": recorded_judge(args, judge)[1],
         "batch_size": batch_size, "expected_turns": len(planned),
         "indices": fingerprint.get("indices"), "web_contents": web_contents_id(args, profile),
         "fingerprint": fingerprint, "forced_resumes": forced_resumes,
