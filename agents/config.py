@@ -100,7 +100,7 @@ class CruiseConfig:
     # answers; for servers whose list is a fixed catalogue, such as transformers serve)
     served_require_listed: bool = True
     # engine "hosted": a provider's own API (agents/engines/hosted_engine.py), at vlm_base_url (the
-    # stacks set each provider's). "" = the provider the model's name says (hosted_rules); the key
+    # stacks set each provider's). "" = the provider the model's name says (hosted_providers); the key
     # comes from the provider's own variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY) only.
     hosted_provider: str = ""
     # Models that reason before they answer (OpenAI's reasoning models, Gemini's thinking): the
@@ -501,7 +501,8 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
 
 def validate_hosted(cfg: CruiseConfig) -> None:
     """The hosted settings: a provider for every hosted model, known efforts, whole allowances."""
-    from agents.engines.hosted_rules import EFFORTS, PROVIDERS, provider_for_model
+    from agents.engines.hosted_providers import PROVIDERS, provider_for_model
+    from agents.engines.hosted_rules import EFFORTS
 
     if cfg.hosted_provider and cfg.hosted_provider not in PROVIDERS:
         raise ValueError(f"unknown hosted_provider {cfg.hosted_provider!r}; choose one of {sorted(PROVIDERS)} "
