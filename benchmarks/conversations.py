@@ -319,15 +319,16 @@ def reuse_seconds(run: dict, cfg) -> None:
     warm_up_perception(cfg)
     history = histories(run["rows"], gold=False)
     order = sorted(run["rows"], key=lambda r: (r["batch"], r["turn_idx"]))
-    for reuse in (True, False):
-        perception = PerceptionCache(cfg.perception_cache_size if reuse else 0)
-        conversations = ConversationCache(cfg.conversation_cache_size if reuse else 0)
+    for reuse in (False, True):
+        # the stages size their cache from the config: sizes 0 keep nothing
+        rcfg = cfg if reuse else cfg.replace(perception_cache_size=0, conversation_cache_size=0)
+        perception, conversations = PerceptionCache(), ConversationCache()
         spent = {"first turns": [], "follow-ups": []}
         for row in order:
             turn = Turn(row["query"], images[row["session_id"]], history[row["interaction_id"]])
             start = time.perf_counter()
-            perceive_batch([turn], cfg, perception)
-            whole_photo_hits(turn, pipeline, cfg, conversations)
+            perceive_batch([turn], rcfg, perception)
+            whole_photo_hits(turn, pipeline, rcfg, conversations)
             spent["first turns" if row["turn_idx"] == 0 else "follow-ups"].append(time.perf_counter() - start)
         print(f"  {'with' if reuse else 'without'} reuse: perception + image search "
               + ", ".join(f"{k} {statistics.mean(v):.2f} s/turn" for k, v in spent.items() if v))
