@@ -20,8 +20,9 @@ run recorded it) says each follow-up's referent and each KG / web turn's answer 
   place (what the modes do when the earlier turns were answered), and the web query that would
   have run (the run's summary and image names added as s3_retrieve adds them): referent shares
   and the model's seconds per follow-up;
-- `--rerank`: the reranker score of the best answer-holding chunk of each follow-up, scored
-  against the plain q' and the standalone q' (paired, with a 95% bootstrap interval);
+- `--rerank`: the reranker score of the best answer-holding chunk the run retrieved for each
+  follow-up, scored against the plain q' and against the rule's standalone q' (written offline
+  from the run's own answers, and from gold ones), paired, with a 95% bootstrap interval;
 - `--recall-at-size N`: answer recall@1/5/10 of the web queries asked (and of those the modes
   wrote offline with gold-answer histories) among N distractor pages of the same kinds
   (benchmarks/recall_at_size.py), first turns against follow-ups, web-answerable turns only;
@@ -261,32 +262,44 @@ def paired_interval(differences: list[float], seed: int = 0, resamples: int = 20
 
 
 def rerank_paired(run: dict, notes: dict, cfg) -> None:
-    """The best answer-holding chunk's reranker score against the plain q' and the standalone q'."""
+    """The best answer-holding chunk's reranker score against the plain q' and the standalone q'
+    (the rule's, written offline from the history the evaluator hands over, with the run's own
+    answers and with gold ones), over the chunks the run retrieved, paired per follow-up."""
+    from agents.cruise.types import Turn
     from agents.engines.base import Ledger
     from agents.engines.factory import build_reranker
+    from agents.stages.s1c_standalone import standalone_batch
 
     reranker = build_reranker(cfg, Ledger())
-    pairs = []
-    for row in run["rows"]:
-        trace, keys = row["trace"], (notes.get(row["interaction_id"]) or {}).get("answer_keys") or []
-        if row["turn_idx"] == 0 or not keys or not trace.get("standalone_question"):
-            continue
-        holding = [c["text"] for c in trace.get("chunks") or [] if answer_in_context(keys, c["text"])]
-        if not holding:
-            continue
-        summary = trace.get("summary") or ""
-        plain = f"{row['query']} {summary}".strip()
-        standalone = f"{trace['standalone_question']} {summary}".strip()
-        before = reranker.score([(plain, c) for c in holding], stage="rerank")
-        after = reranker.score([(standalone, c) for c in holding], stage="rerank")
-        pairs.append((max(before), max(after)))
-    if not pairs:
-        print("  no follow-up with an answer-holding chunk")
-        return
-    mean, low, high = paired_interval([a - b for b, a in pairs])
-    print(f"  {len(pairs)} follow-ups with an answer-holding chunk: plain q' {statistics.mean(b for b, _ in pairs):.3f}, "
-          f"standalone q' {statistics.mean(a for _, a in pairs):.3f}; difference {mean:+.3f} [{low:+.3f}, {high:+.3f}]; "
-          f"higher on {sum(a > b for b, a in pairs)}, lower on {sum(a < b for b, a in pairs)}")
+    rule = cfg.replace(standalone_mode="rule")
+    for gold in (False, True):
+        history = histories(run["rows"], gold)
+        pairs, s_ret = [], []  # (plain, standalone): answer chunk's score; S_ret passing tau_ret
+        for row in run["rows"]:
+            trace, keys = row["trace"], (notes.get(row["interaction_id"]) or {}).get("answer_keys") or []
+            chunks = [c["text"] for c in trace.get("chunks") or []]
+            if row["turn_idx"] == 0 or not chunks:
+                continue
+            (written,) = standalone_batch([Turn(row["query"], None, history[row["interaction_id"]])], [""], None, rule)
+            summary = trace.get("summary") or ""
+            plain = f"{row['query']} {summary}".strip()
+            standalone = f"{written.question or row['query']} {summary}".strip()
+            before = reranker.score([(plain, c) for c in chunks], stage="rerank")
+            after = reranker.score([(standalone, c) for c in chunks], stage="rerank")
+            s_ret.append((max(before) >= cfg.tau_ret, max(after) >= cfg.tau_ret))
+            holding = [i for i, c in enumerate(chunks) if keys and answer_in_context(keys, c)]
+            if holding:
+                pairs.append((max(before[i] for i in holding), max(after[i] for i in holding)))
+        if not pairs:
+            print("  no follow-up with an answer-holding chunk")
+            return
+        mean, low, high = paired_interval([a - b for b, a in pairs])
+        print(f"  history with {'gold' if gold else 'own'} answers: {len(pairs)} follow-ups with an answer-holding "
+              f"chunk: plain q' {statistics.mean(b for b, _ in pairs):.3f}, standalone q' "
+              f"{statistics.mean(a for _, a in pairs):.3f}; difference {mean:+.3f} [{low:+.3f}, {high:+.3f}]; "
+              f"higher on {sum(a > b for b, a in pairs)}, lower on {sum(a < b for b, a in pairs)}; S_ret >= tau_ret "
+              f"{cfg.tau_ret} on {sum(b for b, _ in s_ret)} -> {sum(a for _, a in s_ret)} of {len(s_ret)} follow-ups "
+              "with chunks")
 
 
 def photos(dataset: str, max_side: int) -> dict:
@@ -374,7 +387,7 @@ def main() -> None:
         print("multi-turn scores (offline lexical judge, flags before the cut):")
         scores(runs)
     if args.rerank:
-        print("reranker score of the answer-holding chunk, plain q' against standalone q' (after run):")
+        print("reranker score of the answer-holding chunk, plain q' against standalone q':")
         rerank_paired(runs["after"], notes, cfg)
     if args.reuse:
         print("per-conversation reuse:")
