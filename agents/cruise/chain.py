@@ -68,9 +68,9 @@ def stage_priors(cfg: CruiseConfig) -> dict[str, float]:
     model at the config's own generation lengths, the stages it sets outright, and nothing for
     the grounding check (milliseconds, no model), which the deadline would otherwise charge the
     dearest request's cost until it had run once."""
-    priors = l40s_stage_cost_priors(cfg) if cfg.cost_priors == "l40s" else {}
-    priors.update(cfg.stage_cost_priors_s)
-    if cfg.cov_mode == "grounding":
+    priors = l40s_stage_cost_priors(cfg) if cfg.run.cost_priors == "l40s" else {}
+    priors.update(cfg.run.stage_cost_priors_s)
+    if cfg.answer.cov_mode == "grounding":
         priors["verify"] = 0.0
     return priors
 
@@ -78,7 +78,7 @@ def stage_priors(cfg: CruiseConfig) -> dict[str, float]:
 def engine_free_stages(cfg: CruiseConfig) -> tuple[str, ...]:
     """The stages that call no model under cfg: their cost is learned per turn, not per request
     (the grounding check verifies without one)."""
-    return STAGES_WITHOUT_ENGINE + (("verify",) if cfg.cov_mode == "grounding" else ())
+    return STAGES_WITHOUT_ENGINE + (("verify",) if cfg.answer.cov_mode == "grounding" else ())
 
 
 @dataclass
@@ -195,9 +195,9 @@ def start_batch(turns: list[Turn], cfg: CruiseConfig, costs: StageCosts, ledger:
     requests; `started` (time.monotonic) is when the budget began, default now."""
     n = len(turns)
     # turn_budget_s 0: no per-turn budget (the relaunched benchmark has none)
-    budget = math.inf if cfg.turn_budget_s <= 0 else cfg.turn_budget_s * max(n, 1) - cfg.safety_margin_s
+    budget = math.inf if cfg.run.turn_budget_s <= 0 else cfg.run.turn_budget_s * max(n, 1) - cfg.run.safety_margin_s
     costs.new_batch()
-    run = BatchRun(n, Deadline(budget, start=started), costs, ledger=ledger, engine_margin_s=cfg.engine_margin_s,
+    run = BatchRun(n, Deadline(budget, start=started), costs, ledger=ledger, engine_margin_s=cfg.run.engine_margin_s,
                    engine_free=engine_free_stages(cfg))
     for i, turn in enumerate(turns):
         if not turn.query:
@@ -216,21 +216,21 @@ def gather_evidence(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseCo
                        lambda: Route(needs_external=True, is_real_time=False, parsed=None))
     summaries = run.stage("summarize", _summarize, [turns, routes, perceptions], (engines.vlm, cfg), Summary)
     sub_queries = [SubQueries() for _ in turns]
-    if cfg.use_decompose:
+    if cfg.peer_stages.use_decompose:
         web = pipeline is not None and web_search_enabled(pipeline)
         sub_queries = run.stage("decompose", decompose_batch, [turns, routes, summaries], (engines.vlm, cfg, web),
                                 SubQueries)
     crops = [CropPlan() for _ in turns]
-    if cfg.use_crop_search:
+    if cfg.peer_stages.use_crop_search:
         crops = run.stage("crop", crop_batch, [turns, routes], (engines.vlm, cfg), CropPlan)
     retrievals = run.stage("retrieve", _retrieve, [turns, routes, [s.text for s in summaries], crops, sub_queries],
                            (pipeline, cfg), Retrieval)
-    if cfg.use_entity_check:
+    if cfg.peer_stages.use_entity_check:
         checked = run.stage("entity_check", entity_check_batch, [turns, retrievals], (engines.vlm, cfg), lambda: None)
         # A turn the check did not reach (deadline, fault) keeps its unchecked retrieval.
         retrievals = [c if c is not None else r for c, r in zip(checked, retrievals)]
     evidence = run.stage("rerank", rerank_batch, [retrievals], (engines.reranker, cfg), Evidence)
-    if cfg.use_relevance_filter:
+    if cfg.peer_stages.use_relevance_filter:
         filtered = run.stage("relevance", relevance_batch, [turns, evidence], (engines.vlm, cfg), lambda: None)
         evidence = [f if f is not None else e for f, e in zip(filtered, evidence)]
     notes = [domain_notes(r, cfg) for r in routes]
@@ -273,7 +273,7 @@ def run_chain(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, 
         trace["funnel"] = funnel_flags(trace, cfg)
         # what the run's settings did besides the stages: the per-turn budget in force (0: none),
         # and the stages switched to text modes for an engine without token probabilities
-        trace["turn_budget_s"] = cfg.turn_budget_s
+        trace["turn_budget_s"] = cfg.run.turn_budget_s
         trace["mode_fallbacks"] = list(cfg.mode_fallbacks)
         traces.append(trace)
     return final, traces

@@ -50,8 +50,8 @@ def warm_up_image(side: int) -> Image.Image:
 def warm_up(engines: Engines, pipeline, cfg: CruiseConfig) -> dict[str, float]:
     """Run one dummy batch through every stage; seconds per stage. A stage that raises is logged
     and skipped (the scored batches have their own fault guards)."""
-    n = cfg.batch_size
-    turns = prepare_turns([QUESTION] * n, [warm_up_image(cfg.image_max_side)] * n, [[] for _ in range(n)], cfg)
+    n = cfg.run.batch_size
+    turns = prepare_turns([QUESTION] * n, [warm_up_image(cfg.inputs.image_max_side)] * n, [[] for _ in range(n)], cfg)
     routes = [Route(needs_external=True, is_real_time=False) for _ in turns]
     seconds: dict[str, float] = {}
 

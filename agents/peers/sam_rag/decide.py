@@ -21,7 +21,7 @@ def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
     answer = trace.get("rag_answer") or IDK_ANSWER
     if answer == IDK_ANSWER:
         return Decision(IDK_ANSWER, "abstained")
-    if not cfg.use_finalizer:
+    if not cfg.answer.use_finalizer:
         return Decision(answer, "no_finalizer")
     use = trace.get("is_use")
     if use is None:
