@@ -112,7 +112,8 @@ def measure(pipeline, reranker, cfg, turns: list[RecallTurn] | None = None, vari
     def share(values):
         return round(sum(values) / len(values), 4) if values else 0.0
 
-    return {"chunker": cfg.retrieval.chunker, "query_image": variant, "kg_turns": len(found["kg"]), "web_turns": len(found["web"]),
+    return {"chunker": cfg.retrieval.chunker, "query_image": variant, "kg_turns": len(found["kg"]),
+            "web_turns": len(found["web"]),
             "answer_recall_kg": share(found["kg"]), "answer_recall_web": share(found["web"]),
             "answer_recall_kg_web": share(found["kg"] + found["web"]),
             "mean_chunks": round(sum(len(r.chunks) for r in retrievals) / max(1, len(retrievals)), 1),

@@ -606,7 +606,8 @@ def test_a_calibration_file_leaves_presets_without_a_finalizer_alone(tmp_path):
 
     path = tmp_path / "calibration.json"
     path.write_text(f'{{"settings": {{"tau_low": 0.7, "min_token_prob": 0.2}}, "token_count": "{TOKEN_COUNT}"}}')
-    assert (load_config("cpu", "full", calibration=path).answer.min_token_prob, load_config("cpu", "full", calibration=path).answer.tau_low) == (0.2, 0.7)
+    calibrated = load_config("cpu", "full", calibration=path).answer
+    assert (calibrated.min_token_prob, calibrated.tau_low) == (0.2, 0.7)
     for preset in ("rag_baseline", "vision_only"):  # no finalizer: no gate, and nothing to calibrate
         cfg = load_config("cpu", preset, calibration=path)
         assert cfg.answer.min_token_prob == 0.0 and cfg.answer.tau_low == load_config("cpu", preset).answer.tau_low

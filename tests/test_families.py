@@ -57,12 +57,14 @@ def test_open_families_see_and_write_with_the_papers_readings_and_no_borrowed_ca
     for stack in ("qwen2.5-vl", "qwen3-vl", "internvl", "pixtral", "gemma-3"):
         cfg = load_config("cpu", model_name=STACKS[stack].checkpoints[0][0])
         # the cpu stack's choices for a 135M text model do not carry over
-        assert (cfg.cruise.router_mode, cfg.answer.consistency_mode, cfg.answer.cov_mode, cfg.peer_stages.crop_mode) == ("text", "text", "text", "box")
+        assert (cfg.cruise.router_mode, cfg.answer.consistency_mode, cfg.answer.cov_mode,
+                cfg.peer_stages.crop_mode) == ("text", "text", "text", "box")
         for field in ("tau_ret", "tau_low", "tau_high", "min_token_prob", "tau_ret_scope", "answer_max_tokens",
                       "cov_max_tokens", "router_max_tokens", "summary_max_tokens"):
             assert cfg.value(field) == paper.value(field), (stack, field)
         # images go as parts only; the Llama priors are not this family's
-        assert cfg.models.served_image_placeholder == "" and load_config("l40s", model_name=cfg.models.vlm_model).run.cost_priors == ""
+        assert cfg.models.served_image_placeholder == ""
+        assert load_config("l40s", model_name=cfg.models.vlm_model).run.cost_priors == ""
     assert load_config("served").models.served_image_placeholder == "<|image|>"  # the Llama stack's, not the machine's
     assert load_config("cpu").models.served_image_placeholder == ""  # the cpu default as it was
     assert load_config("cpu", model_name="google/gemma-3-4b-it").models.served_image_layout == "first_user"
@@ -242,7 +244,8 @@ def test_gemmas_served_requests_open_the_first_user_message_with_the_image():
     image = Image.new("RGB", (32, 24), (200, 10, 10))
     request = ChatRequest([{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}], image=image)
     cfg = load_config_from_settings("cpu", None, ["engine=openai"], model_name="google/gemma-3-4b-it")
-    [system, user] = request_messages(request, True, cfg.models.served_image_placeholder, cfg.models.served_image_layout)
+    [system, user] = request_messages(request, True, cfg.models.served_image_placeholder,
+                                      cfg.models.served_image_layout)
     assert system == {"role": "system", "content": "S"}
     assert [p["type"] for p in user["content"]] == ["image_url", "text"] and user["content"][1]["text"] == "Q"
 

@@ -249,10 +249,12 @@ def test_a_hosted_name_picks_its_stack_engine_and_provider_url():
                              ("claude-sonnet-4-5", "claude", "https://api.anthropic.com/v1"),
                              ("gemini-2.5-flash", "gemini", "https://generativelanguage.googleapis.com/v1beta")]:
         cfg = load_config("cpu", model_name=name)
-        assert (cfg.stack, cfg.models.engine, cfg.models.vlm_base_url, cfg.models.vlm_model, cfg.models.router_model) == (stack, "hosted", url,
+        assert (cfg.stack, cfg.models.engine, cfg.models.vlm_base_url, cfg.models.vlm_model,
+                cfg.models.router_model) == (stack, "hosted", url,
                                                                                               name, name)
         # the paper's stage modes (the cpu stack's 135M-model choices do not carry over)
-        assert (cfg.cruise.router_mode, cfg.answer.consistency_mode, cfg.answer.cov_mode, cfg.answer.min_token_prob) == ("text", "text", "text", 0.0)
+        assert (cfg.cruise.router_mode, cfg.answer.consistency_mode, cfg.answer.cov_mode,
+                cfg.answer.min_token_prob) == ("text", "text", "text", 0.0)
     assert load_config("cpu", model_name="gpt-5-mini").models.reasoning_effort["answer"] == "low"
     # on the served profile (its router has a server of its own) the router is still the VLM's provider
     served = load_config("served", model_name="claude-sonnet-4-5")
@@ -324,7 +326,8 @@ def test_the_baseline_prompt_keeps_the_relaunched_agents_order_per_family():
     single = baseline_messages(Turn(query="Where?", image=PHOTO, history=[]), "", "gemini")
     assert roles(single) == ["system", "user"] and "copyrighted" in single[0]["content"]
     cfg = load_config("cpu", preset="rag_baseline", model_name="gemini-2.5-flash")
-    assert (cfg.answer.answer_prompts, cfg.answer.baseline_style, cfg.answer.use_finalizer) == ("baseline", "gemini", False)
+    assert (cfg.answer.answer_prompts, cfg.answer.baseline_style, cfg.answer.use_finalizer) == \
+        ("baseline", "gemini", False)
 
 
 # --------------------------------------------------------------------------- a run, in process

@@ -23,10 +23,13 @@ from agents.profiles import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM, PROFILES, S
 
 def test_the_defaults_are_the_papers_values():
     cfg = CruiseConfig()
-    assert (cfg.models.router_model, cfg.models.vlm_model, cfg.models.reranker_model) == (PAPER_ROUTER, PAPER_VLM, PAPER_RERANKER)
+    models, retrieval = cfg.models, cfg.retrieval
+    assert (models.router_model, models.vlm_model, models.reranker_model) == (PAPER_ROUTER, PAPER_VLM, PAPER_RERANKER)
     # section 3.2 and Algorithm 1
-    assert (cfg.retrieval.k_recall, cfg.retrieval.mad_tau, cfg.retrieval.mad_lambda, cfg.retrieval.mad_top_k, cfg.retrieval.k_rerank) == (10, 0.1, 1.5, 10, 3)
-    assert (cfg.answer.tau_low, cfg.cruise.tau_high, cfg.cruise.tau_ret_scope, cfg.answer.cov_mode) == (0.9, 1.0, "real_time", "text")
+    assert (retrieval.k_recall, retrieval.mad_tau, retrieval.mad_lambda, retrieval.mad_top_k, retrieval.k_rerank) == \
+        (10, 0.1, 1.5, 10, 3)
+    assert (cfg.answer.tau_low, cfg.cruise.tau_high, cfg.cruise.tau_ret_scope, cfg.answer.cov_mode) == \
+        (0.9, 1.0, "real_time", "text")
 
 
 def test_l40s_is_the_paper_plus_its_machine():
@@ -122,7 +125,7 @@ def test_a_model_name_picks_its_familys_stack_and_plays_both_chat_roles():
     from agents.profiles import stack_for_model
 
     cfg = load_config("cpu", model_name="meta-llama/Llama-3.2-11B-Vision-Instruct")
-    assert (cfg.stack, cfg.models.vlm_model, cfg.models.router_model) == ("llama-3.2-vision", cfg.models.vlm_model, cfg.models.vlm_model)
+    assert cfg.stack == "llama-3.2-vision" and cfg.models.vlm_model == cfg.models.router_model
     # the cpu stack's readings for a 135M text model do not carry over to the named VLM
     assert (cfg.answer.cov_mode, cfg.cruise.router_mode, cfg.answer.tau_low) == ("text", "text", 0.9)
     assert cfg.models.engine == "transformers"  # the machine's engine, unless the family says otherwise

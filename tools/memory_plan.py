@@ -234,7 +234,8 @@ def plan_l40s(config: CruiseConfig, gpu_gib: float = GPU_GIB) -> MemoryPlan:
     vlm_profile = max(vision_profile_bytes(VLM_VISION, vlm_text, seqs),
                       decoder_profile_bytes(vlm_text, vlm_batch))
     image_tokens = image_encoder_tokens(VLM_VISION, VLM_VISION.max_num_tiles)
-    vlm = _engine("vlm", config.models.vlm_model, config.models.vlm_gpu_memory_utilization, config.models.vlm_max_model_len, seqs,
+    vlm = _engine("vlm", config.models.vlm_model, config.models.vlm_gpu_memory_utilization,
+                  config.models.vlm_max_model_len, seqs,
                   vlm_profile, (image_tokens, PLANNED_VLM_DECODER_TOKENS), vlm_text, gpu_gib)
     router_batch = max_num_batched_tokens(config.models.router_max_model_len, seqs, multimodal=False)
     router = _engine("router", config.models.router_model, config.models.router_gpu_memory_utilization,

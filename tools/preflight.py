@@ -309,7 +309,8 @@ def check_gpu_memory(profile: str = "cpu", gpu=NO_GPU, settings: list[str] | tup
     if config.models.vlm_model not in TEXT_MODELS:
         fit = family_fit(config.models.vlm_model, config)
         if fit is None:
-            return Check("gpu memory", None, f"{config.models.vlm_model}: no size known to plan with (name its size, e.g. 7B)")
+            return Check("gpu memory", None,
+                         f"{config.models.vlm_model}: no size known to plan with (name its size, e.g. 7B)")
         quantized = any(word in config.models.vlm_model.lower() for word in ("awq", "gptq", "int4", "4bit", "4-bit"))
         ok = fit.verdict == "fits in bf16" or (fit.verdict.startswith("needs 4-bit") and quantized)
         return Check("gpu memory", ok, f"{config.models.vlm_model} ({fit.family}, {fit.params_b:.1f} B parameters): "

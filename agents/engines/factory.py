@@ -95,7 +95,8 @@ def build_chat_engine(config: CruiseConfig, role: str, ledger: Ledger) -> ChatEn
     if config.models.engine == "transformers":
         from agents.engines.transformers_engine import TransformersEngine
 
-        return TransformersEngine(model, ledger, dtype=config.models.dtype, cudnn_attention=config.models.cudnn_attention)
+        return TransformersEngine(model, ledger, dtype=config.models.dtype,
+                                  cudnn_attention=config.models.cudnn_attention)
     raise ValueError(f"unknown engine {config.models.engine!r}; choose 'vllm', 'transformers', 'openai' or 'hosted'")
 
 

@@ -92,7 +92,8 @@ def support_checks(engine: ChatEngine, cfg: CruiseConfig, turns: list, wanted: l
         return out
     if cfg.answer.cov_mode == "yes_no":
         results = ask_vlm_results(engine, stage, turns, wanted, values,
-                                  Sampling(max_tokens=1, seed=cfg.models.seed, choices=YES_NO), prompt_name=f"{prompt}_yes_no")
+                                  Sampling(max_tokens=1, seed=cfg.models.seed,
+                                           choices=YES_NO), prompt_name=f"{prompt}_yes_no")
         out = {}
         for i, result in zip(wanted, results):
             check = read_check(result)

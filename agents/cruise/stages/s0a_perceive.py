@@ -110,7 +110,8 @@ def read_image(image: Image.Image, cfg: CruiseConfig) -> tuple[list, list]:
 def passing(labels: list[tuple[str, float]], lines: list[tuple[str, float]], cfg: CruiseConfig):
     """(labels, lines) that pass the perception thresholds, lines cut to the first few."""
     shown = [(name, p) for name, p in labels if p >= cfg.inputs.perception_min_label_p]
-    text = [(t, s) for t, s in lines if s >= cfg.inputs.perception_min_ocr_score][: max(cfg.inputs.perception_max_ocr_lines, 0)]
+    text = [(t, s) for t,
+            s in lines if s >= cfg.inputs.perception_min_ocr_score][: max(cfg.inputs.perception_max_ocr_lines, 0)]
     return shown, text
 
 

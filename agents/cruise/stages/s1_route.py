@@ -75,7 +75,8 @@ def read_route_extras(route: Route, text: str, cfg: CruiseConfig) -> Route:
 def route_batch(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> list[Route]:
     if not cfg.cruise.use_router:
         # Without a router every question is treated as needing retrieval, none as real-time.
-        routes = [Route(needs_external=cfg.retrieval.use_retrieval, is_real_time=False, raw="", parsed=None) for _ in turns]
+        routes = [Route(needs_external=cfg.retrieval.use_retrieval, is_real_time=False, raw="",
+                        parsed=None) for _ in turns]
         return [route_domain(r, t, cfg) for r, t in zip(routes, turns)]
     extended = extended_router(cfg)
     if cfg.cruise.router_mode == "yes_no" and not extended:

@@ -31,7 +31,8 @@ def summarize_batch(
     """Summaries for the turns that will retrieve; an empty Summary for the others (no request).
     A turn whose picture perception read for a VLM that cannot see (s0a) takes what was read as
     its summary, with no request (`picture_summary`)."""
-    wanted = [i for i, r in enumerate(routes) if r.needs_external and cfg.retrieval.use_retrieval and cfg.answer.use_summary]
+    wanted = [i for i,
+              r in enumerate(routes) if r.needs_external and cfg.retrieval.use_retrieval and cfg.answer.use_summary]
     summaries = [Summary() for _ in turns]
     read = {i: picture_summary(perceptions[i], cfg) for i in wanted if perceptions is not None}
     for i, text in read.items():

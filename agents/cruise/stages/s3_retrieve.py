@@ -99,7 +99,8 @@ def add_image_hits(found: Retrieval, image_hits: list[dict], query: str, cfg: Cr
     """Items and (chunk, source, entity, date) rows of the image hits; sets the fused web query."""
     hit_ids = [f"image:{hit.get('index', rank)}" for rank, hit in enumerate(image_hits)]
     out = []
-    names = confident_names(image_hits, cfg.retrieval.image_score_floor) if cfg.retrieval.chunker != "paper_fields" else []
+    names = confident_names(image_hits,
+                            cfg.retrieval.image_score_floor) if cfg.retrieval.chunker != "paper_fields" else []
     for name in names:
         out.append((name_chunk(name), next(i for i, h in zip(hit_ids, image_hits) if name in hit_entity_names(h)), name, ""))
     for hit_id, hit in zip(hit_ids, image_hits):

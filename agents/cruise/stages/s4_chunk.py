@@ -282,8 +282,9 @@ def chunks_from_web_hit(hit: dict, cfg, query: str = "") -> list[str]:
     snippet = hit.get("page_snippet") or ""
     page_html = hit.get("page_result") if cfg.retrieval.web_page_text else None
     if cfg.retrieval.chunker == "paper_fields":
-        body = paragraphs(page_text(page_html, cfg.retrieval.page_max_html_chars), cfg.retrieval.max_chunk_chars) if page_html else []
-        return paragraphs(snippet, cfg.retrieval.max_chunk_chars) + best_chunks(body, query, cfg.retrieval.page_max_chunks)
+        r = cfg.retrieval
+        body = paragraphs(page_text(page_html, r.page_max_html_chars), r.max_chunk_chars) if page_html else []
+        return paragraphs(snippet, r.max_chunk_chars) + best_chunks(body, query, r.page_max_chunks)
     title = page_title(hit.get("page_name") or "") if cfg.retrieval.web_title_prefix else ""
     prefix = f"{title}: " if title else ""
     # Each paragraph names its page, as KG chunks name their entity: a later passage of

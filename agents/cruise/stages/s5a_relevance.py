@@ -57,7 +57,8 @@ def relevance_batch(turns: list[Turn], evidence: list[Evidence], engine: ChatEng
         lambda i: dict(query=turns[i].query,
                        notes=quote_notes("\n".join(f"[Info {m}] {c}" for m, c in enumerate(evidence[i].kept, 1))),
                        format="\n".join(f"Info {m}: yes or no" for m in range(1, len(evidence[i].kept) + 1))),
-        Sampling(max_tokens=max(cfg.peer_stages.relevance_max_tokens, 8 * cfg.retrieval.k_rerank), seed=cfg.models.seed), with_history=False,
+        Sampling(max_tokens=max(cfg.peer_stages.relevance_max_tokens, 8 * cfg.retrieval.k_rerank),
+                 seed=cfg.models.seed), with_history=False,
     )
     out = list(evidence)
     for i, text in zip(wanted, replies):

@@ -28,7 +28,8 @@ def rephrase_batch(turns: list[Turn], drafts: list[Draft], tools: list[ToolChoic
                                             object=drafts[i].object_name or "(not named)",
                                             reasoning=drafts[i].reasoning or "(none)", max_queries=str(limit)))
                 for i in wanted]
-    results = engine.generate(requests, Sampling(max_tokens=cfg.qa_dragon.qa_dragon_rephrase_max_tokens, seed=cfg.models.seed),
+    results = engine.generate(requests, Sampling(max_tokens=cfg.qa_dragon.qa_dragon_rephrase_max_tokens,
+                                                 seed=cfg.models.seed),
                               stage="rephrase")
     for i, result in zip(wanted, results):
         out[i] = read_sub_queries(result.text, turns[i].query, limit)

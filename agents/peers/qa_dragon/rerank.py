@@ -66,7 +66,8 @@ def fine_batch(retrievals: list[Retrieval], coarse: list[Reranked], engine: Chat
     prompt = load_prompt("qa_dragon_fine_rerank")
     requests = [ChatRequest(prompt.messages(None, query=retrievals[t].query,
                                             passage=quote_notes(retrievals[t].chunks[i]))) for t, i in asks]
-    results = engine.generate(requests, Sampling(max_tokens=1, seed=cfg.models.seed, choices=YES_NO), stage="fine_rerank")
+    results = engine.generate(requests, Sampling(max_tokens=1, seed=cfg.models.seed, choices=YES_NO),
+                              stage="fine_rerank")
     fine: dict[int, list[float | None]] = {}
     for (t, i), result in zip(asks, results):
         check = read_check(result)
