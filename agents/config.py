@@ -400,12 +400,11 @@ class CruiseConfig:
     def flat(self) -> dict:
         """Every field this configuration holds by its flat name, records first (what
         run_config.json, `show` and a trace record)."""
-        out = {name: getattr(self, name) for name in TOP_FIELDS if name != "mode_fallbacks"}
+        out = {name: getattr(self, name) for name in TOP_FIELDS}
         for name in GROUPS:
             group = getattr(self, name)
             if group is not None:
                 out.update(dataclasses.asdict(group))
-        out["mode_fallbacks"] = self.mode_fallbacks
         return out
 
     @classmethod
@@ -674,7 +673,13 @@ def show(profile: str) -> str:
     machine = get_profile(profile)
     lines = [f"# {machine.name}: {machine.description}",
              f"# model stack {machine.stack}: {STACKS[machine.stack].description}"]
-    lines += [f"{key} = {_shown(value)}" for key, value in profile_record(profile).items()]
+    group = None
+    for key, value in profile_record(profile).items():
+        heading = FIELD_GROUPS.get(key, "the machine" if group else None)  # the records come first
+        if heading != group:
+            group = heading
+            lines.append(f"# {group}")
+        lines.append(f"{key} = {_shown(value)}")
     return "\n".join(lines)
 
 

@@ -36,7 +36,15 @@ from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER
 from agents.calibration import CALIBRATED_FIELDS
-from agents.config import PRESETS, CruiseConfig, SettingError, config_from_record, load_config, parse_settings
+from agents.config import (
+    PRESETS,
+    CruiseConfig,
+    SettingError,
+    apply_held,
+    config_from_record,
+    load_config,
+    parse_settings,
+)
 from agents.cruise.stages.s5_rerank import select_chunks
 from agents.engines.base import TOKEN_COUNT
 from agents.peers.registry import decide_from_trace, uses_mad_filter
@@ -82,7 +90,7 @@ def run_config_for(run_dir: Path, preset: str | None) -> CruiseConfig:
     cfg = recorded_config(Path(run_dir))
     preset = preset if preset in PRESETS else cfg.preset
     base = load_config(cfg.profile or "cpu", preset, stack=cfg.stack)
-    return cfg.replace(preset=preset, **{name: base.value(name) for name in GRID})
+    return apply_held(cfg.replace(preset=preset), {name: base.value(name) for name in GRID if base.has(name)})
 
 
 def load_turns(run_dir: Path) -> list[dict]:
@@ -210,7 +218,7 @@ def replay(turns: list[dict], correct: dict[str, bool], tau_ret: float, tau_low:
         setting["min_token_prob"] = min_token_prob
     if mad_lambda is not None:
         setting["mad_lambda"] = mad_lambda
-    outcomes = [outcome(t, correct, base_config(t).replace(**setting)) for t in turns]
+    outcomes = [outcome(t, correct, apply_held(base_config(t), setting)) for t in turns]
     return {**setting, **score(outcomes)}
 
 
@@ -227,7 +235,7 @@ def outcome_table(turns: list[dict], correct: dict[str, bool], settings: list[di
                if lam != base_config(t).retrieval.mad_lambda}
     table = []
     for setting in settings:
-        configs = {key: base.replace(**setting) for key, base in bases.items()}
+        configs = {key: apply_held(base, setting) for key, base in bases.items()}
         table.append([outcome(t, correct, configs[id(base_config(t))], changed.get((i, setting["mad_lambda"]), False))
                       for i, t in enumerate(turns)])
     return table
@@ -237,7 +245,7 @@ def starting_thresholds(turns: list[dict]) -> dict:
     """The thresholds the runs' profile and preset set (the first turn's run): what calibration is
     measured against, and what stands when there are too few turns to move them."""
     cfg = base_config(turns[0])
-    return {name: cfg.value(name) for name in GRID}
+    return {name: cfg.value(name) if cfg.has(name) else DEFAULTS[name] for name in GRID}
 
 
 def preference(setting: dict, truthfulness: float, defaults: dict = DEFAULTS) -> tuple:
