@@ -24,9 +24,9 @@ the configuration a run uses, each step over the last:
                    -> an ablation preset (PRESETS: the rows of the paper's Table 1 and more)
                    -> a calibration file's thresholds -> keyword overrides (`--set FIELD=VALUE`)
 
-A profile's or stack's setting of a group the running system lacks (a stack's CRUISE router mode
-under QA-Dragon) is not applied; a preset's, a calibration file's is not applied either, and an
-override is refused in one line.
+Each step applies `system` first. A profile's, stack's, preset's or calibration file's setting of
+a group the running system lacks (a stack's CRUISE router mode under QA-Dragon) is left out; an
+override of one is refused in one line (`apply_held`, `CruiseConfig.replace`).
 
 Settings are passed explicitly. The environment is read in one place only,
 `config_from_environment()`, for the AIcrowd boundary, where the evaluator builds `UserAgent()`
@@ -354,13 +354,12 @@ class CruiseConfig:
     mode_fallbacks: tuple[str, ...] = ()
 
     def __post_init__(self):
-        for name, group in GROUPS.items():
-            if name in SYSTEMS:
-                held = getattr(self, name)
-                if name == self.system and held is None:
-                    setattr(self, name, group())
-                elif name != self.system and held is not None:
-                    setattr(self, name, None)
+        # Only the running system's own group is held: the group named as the system.
+        held = {name: getattr(self, name) for name in SYSTEM_GROUPS}
+        for name in SYSTEM_GROUPS:
+            setattr(self, name, None)
+        if self.system in held:
+            setattr(self, self.system, held[self.system] or GROUPS[self.system]())
 
     def has(self, name: str) -> bool:
         """Whether this configuration holds flat field `name` (a system's own field: only under
@@ -426,6 +425,7 @@ def _groups() -> dict[str, type]:
 GROUPS: dict[str, type] = _groups()
 FIELD_GROUPS: dict[str, str] = {f.name: group for group, cls in GROUPS.items() for f in dataclasses.fields(cls)}
 TOP_FIELDS = tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name not in GROUPS)
+SYSTEM_GROUPS = tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name in GROUPS and f.default is None)
 assert not set(FIELD_GROUPS) & (set(TOP_FIELDS) | set(GROUPS)), "a flat field name is used twice"
 PEER_SWITCHES = tuple(f.name for f in dataclasses.fields(PeerStageSettings) if f.name.startswith("use_"))
 
