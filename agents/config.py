@@ -95,8 +95,8 @@ SYSTEMS = get_args(SystemName)
 
 
 def hosted_providers() -> tuple[str, ...]:
-    """"" (the provider the model's name says) or a provider agents/engines/hosted_rules.py knows."""
-    from agents.engines.hosted_rules import PROVIDERS
+    """"" (the provider the model's name says) or a provider agents/engines/hosted_providers.py knows."""
+    from agents.engines.hosted_providers import PROVIDERS
 
     return ("", *sorted(PROVIDERS))
 
@@ -160,7 +160,7 @@ class ModelSettings:
     # answers; for servers whose list is a fixed catalogue, such as transformers serve)
     served_require_listed: bool = True
     # engine "hosted": a provider's own API (agents/engines/hosted_engine.py), at vlm_base_url (the
-    # stacks set each provider's). "" = the provider the model's name says (hosted_rules); the key
+    # stacks set each provider's). "" = the provider the model's name says (hosted_providers); the key
     # comes from the provider's own variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY) only.
     hosted_provider: str = chosen("", hosted_providers)
     # Models that reason before they answer (OpenAI's reasoning models, Gemini's thinking): the
@@ -537,7 +537,7 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
 
 def check_hosted_models(cfg: CruiseConfig) -> None:
     """Engine hosted without hosted_provider: the model's name must say its provider."""
-    from agents.engines.hosted_rules import PROVIDERS, provider_for_model
+    from agents.engines.hosted_providers import PROVIDERS, provider_for_model
 
     if cfg.models.engine == "hosted" and not cfg.models.hosted_provider:
         for role in ("vlm", "router"):
