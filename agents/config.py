@@ -426,7 +426,9 @@ GROUPS: dict[str, type] = _groups()
 FIELD_GROUPS: dict[str, str] = {f.name: group for group, cls in GROUPS.items() for f in dataclasses.fields(cls)}
 TOP_FIELDS = tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name not in GROUPS)
 SYSTEM_GROUPS = tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name in GROUPS and f.default is None)
-assert not set(FIELD_GROUPS) & (set(TOP_FIELDS) | set(GROUPS)), "a flat field name is used twice"
+_names = [*TOP_FIELDS, *GROUPS, *(f.name for cls in GROUPS.values() for f in dataclasses.fields(cls))]
+if len(set(_names)) < len(_names):  # a flat name must say one field: --set, presets and records use it
+    raise TypeError(f"CruiseConfig: field names used twice: {sorted({n for n in _names if _names.count(n) > 1})}")
 PEER_SWITCHES = tuple(f.name for f in dataclasses.fields(PeerStageSettings) if f.name.startswith("use_"))
 
 # Fields that say which record was applied, not a setting of their own: set through
