@@ -54,10 +54,12 @@ from agents.engines.base import IMAGE_LAYOUTS
 from agents.peers.qa_dragon.settings import QaDragonSettings
 from agents.peers.sam_rag.settings import SamRagSettings
 from agents.profiles import (
+    DEFAULT_INDICES,
     PAPER_RERANKER,
     PAPER_ROUTER,
     PAPER_VLM,
     PROFILES,
+    PUBLISHED_INDICES,
     STACKS,
     get_profile,
     get_stack,
@@ -658,13 +660,33 @@ def config_from_environment(environ=None) -> CruiseConfig:
 # --------------------------------------------------------------------------- show / diff
 def profile_record(profile: str, stack: str | None = None) -> dict:
     """Everything a profile sets, flattened: the agent's resolved settings, then the search
-    pipeline, the default dataset and the GPUs per worker."""
+    pipeline (its indices resolved: the published pair a run without `--indices` searches where
+    the profile names none of its own), the default dataset and the GPUs per worker."""
     machine = get_profile(profile)
     record = load_config(profile, stack=stack).flat()
-    record.update({f"search.{k}": v for k, v in dataclasses.asdict(machine.search).items()})
+    search = dataclasses.asdict(machine.search)
+    if search["image_index"] is None:
+        search["image_index"], search["web_index"] = PUBLISHED_INDICES[DEFAULT_INDICES]
+    record.update({f"search.{k}": v for k, v in search.items()})
     record["dataset"] = machine.dataset
     record["gpus_per_worker"] = machine.gpus_per_worker
     return record
+
+
+def search_notes(profile: str) -> dict[str, str]:
+    """What `show` says beside the search fields whose value depends on a flag or means "none"."""
+    spec = get_profile(profile).search
+    notes = {"search.web_contents": "read only with --web-contents (bare: this id); without it, snippets only"}
+    if spec.image_index is None:
+        for position, kind in enumerate(("image_index", "web_index")):
+            others = "; ".join(f"--indices {name}: {pair[position]}" for name, pair in PUBLISHED_INDICES.items()
+                               if name != DEFAULT_INDICES)
+            notes[f"search.{kind}"] = f"--indices {DEFAULT_INDICES} (the default); {others}"
+    else:
+        notes["search.image_index"] = notes["search.web_index"] = "the profile's own; --indices does not change it"
+    if spec.provider is None:
+        notes["search.provider"] = "none: every model and index is a Hugging Face id (python -m tools.fetch)"
+    return notes
 
 
 def _shown(value) -> str:
@@ -675,13 +697,14 @@ def show(profile: str) -> str:
     machine = get_profile(profile)
     lines = [f"# {machine.name}: {machine.description}",
              f"# model stack {machine.stack}: {STACKS[machine.stack].description}"]
+    notes = search_notes(profile)
     group = None
     for key, value in profile_record(profile).items():
         heading = FIELD_GROUPS.get(key, "the machine" if group else None)  # the records come first
         if heading != group:
             group = heading
             lines.append(f"# {group}")
-        lines.append(f"{key} = {_shown(value)}")
+        lines.append(f"{key} = {_shown(value)}" + (f"  # {notes[key]}" if key in notes else ""))
     return "\n".join(lines)
 
 
