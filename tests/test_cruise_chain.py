@@ -73,7 +73,7 @@ def test_trace_holds_every_signal_of_a_turn():
 
 
 def test_theta_matches_mad_formula_on_the_trace():
-    from agents.cruise.stages.s5_rerank import mad_threshold
+    from agents.stages.s5_rerank import mad_threshold
 
     agent = make_agent("full")
     agent.batch_generate_response(*batch([WHERE]))

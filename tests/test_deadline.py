@@ -1,4 +1,4 @@
-"""The deadline's cost estimate (agents/cruise/deadline.py): a decaying high quantile per stage,
+"""The deadline's cost estimate (agents/runtime/deadline.py): a decaying high quantile per stage,
 per engine request, against the simpler rule of planning with the slowest per-turn time ever seen.
 
 The chain runs for real over scripted engines; a fake clock stands in for time, so that a stage
@@ -11,8 +11,8 @@ import functools
 import pytest
 
 from agents.base_agent import IDK_ANSWER
-from agents.cruise import chain
-from agents.cruise.deadline import Deadline, StageCosts
+from agents.runtime import batch as batch_runtime
+from agents.runtime.deadline import Deadline, StageCosts
 from testkit import fakes
 from testkit.scripted_chain import WHERE, batch, make_agent
 
@@ -52,9 +52,9 @@ def clock(monkeypatch):
 
     clock = FakeClock()
     monkeypatch.setattr(fakes, "time", clock)  # ScriptedEngine's sleep advances the fake clock
-    monkeypatch.setattr(chain, "time", clock)
+    monkeypatch.setattr(batch_runtime, "time", clock)
     monkeypatch.setattr(cruise_agent, "time", clock)
-    monkeypatch.setattr(chain, "Deadline", functools.partial(Deadline, clock=clock))
+    monkeypatch.setattr(batch_runtime, "Deadline", functools.partial(Deadline, clock=clock))
     return clock
 
 

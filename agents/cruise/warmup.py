@@ -19,16 +19,16 @@ import time
 from PIL import Image
 
 from agents.config import CruiseConfig
-from agents.cruise.stages.s0_inputs import prepare_turns
 from agents.cruise.stages.s1_route import route_batch
-from agents.cruise.stages.s2_summarize import summarize_batch
-from agents.cruise.stages.s3_retrieve import retrieve_batch
-from agents.cruise.stages.s5_rerank import rerank_batch
-from agents.cruise.stages.s6_answer import answer_batch
 from agents.cruise.stages.s7_consistency import consistency_batch
 from agents.cruise.stages.s8_verify import verify_batch
-from agents.cruise.types import Answers, Evidence, Retrieval, Route, Verification
 from agents.engines.base import Engines
+from agents.stages.s0_inputs import prepare_turns
+from agents.stages.s2_summarize import summarize_batch
+from agents.stages.s3_retrieve import retrieve_batch
+from agents.stages.s5_rerank import rerank_batch
+from agents.stages.s6_answer import answer_batch
+from agents.stages.types import Answers, Evidence, Retrieval, Route, Verification
 
 log = logging.getLogger(__name__)
 
