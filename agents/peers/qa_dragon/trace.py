@@ -1,6 +1,6 @@
 """QA-Dragon's trace: one JSON-ready record per turn with every step's output, so that a reader
 sees each turn's branch and what decided it, and tools/calibrate.py can replay decide.py; its
-funnel; and the run's figures for the report (agents/cruise/trace_view.py shows them)."""
+funnel; and the run's figures for the report (System.view, system.py)."""
 from __future__ import annotations
 
 from agents.engines.base import TOKEN_COUNT
