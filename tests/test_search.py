@@ -56,16 +56,22 @@ def test_a_hub_contents_database_does_not_mix_with_local_indices():
 
 
 def test_web_contents_flag_reaches_run_config():
-    from types import SimpleNamespace
+    import dataclasses
 
     from evaluator.commands import web_contents_id
+    from evaluator.settings import EvaluationSettings
     from local_evaluation import evaluation_parser
 
-    bare = evaluation_parser().parse_args(["--web-contents"])
-    named = evaluation_parser().parse_args(["--web-contents", "me/my-contents-db"])
-    assert evaluation_parser().parse_args([]).web_contents is None
+    def settings(*argv):
+        options = vars(evaluation_parser().parse_args(list(argv)))
+        options.pop("list_models")
+        return EvaluationSettings(**options)
+
+    bare = settings("--web-contents")
+    named = settings("--web-contents", "me/my-contents-db")
+    assert settings().web_contents is None
     assert web_contents_id(bare, "l40s") == "crag-mm-2025/web-search-contents-db-private-v0.1.2"
     assert web_contents_id(bare, "cpu") == "crag-mm-mini/web-search-contents-db"
     assert web_contents_id(named, "l40s") == "me/my-contents-db"
-    task1 = SimpleNamespace(**{**vars(bare), "suppress_web_search_api": True})
+    task1 = dataclasses.replace(bare, suppress_web_search_api=True)
     assert web_contents_id(task1, "l40s") is None  # image search only: no page is read
