@@ -129,7 +129,7 @@ def test_the_summary_figures_have_their_own_tables(report_runs):
 
     assert f"<td>asked</td><td class=\"num\">{summary['judge_asked']}</td>" in table("judge-table")
     assert f"<td>left unjudged</td><td class=\"num\">{summary['unjudged_turns']}</td>" in table("judge-table")
-    parsing = table("parsers-table")  # the agent's own table (agents/cruise/trace_view.py)
+    parsing = table("parsers-table")  # the agent's own table (agents/runtime/trace_view.py)
     figures = summary["agent_summary"]
     assert figures["parse_failures"] and figures["parsed_outputs"]["route"] > 0
     for stage, count in figures["parse_failures"].items():
