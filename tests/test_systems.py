@@ -91,12 +91,10 @@ def test_a_registered_system_is_evaluated_and_reported_with_its_own_funnel(tmp_p
                            "--display-conversations", "0"])
     summary = json.loads((out / "run_summary.json").read_text())
     assert summary["agent_summary"]["system"] == "echo"
-    rows = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()] \
-        if (out / "traces.jsonl").exists() else []
+    # "Umbrellas" is echoed, "A" is too short: its own funnel and both its branches in the report
     page = (out / "report.html").read_text()
     assert "<td>first word longer than one letter</td>" in page
     assert 'data-branch="echoed"' in page and 'data-branch="too_short"' in page
-    assert all(r.get("system", "echo") == "echo" for r in rows)
 
 
 def test_an_unknown_system_and_a_switch_of_a_stage_the_system_lacks_are_refused_in_one_line():

@@ -29,10 +29,9 @@ from agents.cruise.stages.s8_verify import verify_batch
 from agents.cruise.stages.s9_finalize import decision_inputs
 from agents.cruise.trace import turn_trace
 from agents.engines.base import Engines
-from agents.runtime.batch import BatchRun, decide_turn, keep, start_batch
+from agents.runtime.batch import BatchRun, BatchState, decide_turn, keep, start_batch
 from agents.runtime.deadline import StageCosts
 from agents.runtime.trace import record
-from agents.stages.s0a_perceive import perceive_batch, perception_wanted, with_pictures
 from agents.stages.s1b_domain_route import domain_notes
 from agents.stages.s2_summarize import summarize_batch
 from agents.stages.s2a_decompose import decompose_batch
@@ -46,7 +45,6 @@ from agents.stages.types import (
     Answers,
     CropPlan,
     Evidence,
-    Perception,
     Retrieval,
     Route,
     SubQueries,
@@ -57,18 +55,12 @@ from agents.stages.types import (
 
 
 @dataclass
-class ChainState:
-    """One batch in flight: each stage reads the records before it and writes its own, one entry
-    per turn. A stage added to CRUISE's list with a `step` of its own (Stage.step) reads and writes
-    here too: it may replace a record (a check that lowers `checks`' confidence vetoes through
-    Algorithm 1), and `added[its name]` holds its trace fields per turn."""
+class ChainState(BatchState):
+    """One batch in flight through CRUISE's stages: each reads the records before it and writes its
+    own, one entry per turn. A stage added to CRUISE's list with a step of its own (Stage.step)
+    reads and writes here too: it may replace a record (a check that lowers `checks`' confidence
+    vetoes through Algorithm 1), and `added[its name]` holds its trace fields per turn."""
 
-    run: BatchRun
-    engines: Engines
-    pipeline: object
-    cfg: CruiseConfig
-    turns: list[Turn]  # as the later stages see them (with their picture blocks)
-    perceptions: list[Perception | None] = field(default_factory=list)  # None: perception did not run
     routes: list[Route] = field(default_factory=list)
     summaries: list[Summary] = field(default_factory=list)
     sub_queries: list[SubQueries] = field(default_factory=list)
@@ -78,11 +70,10 @@ class ChainState:
     notes: list[str] = field(default_factory=list)  # the domain's lines for the answer prompt ("" for none)
     answers: list[Answers] = field(default_factory=list)
     checks: list[Verification] = field(default_factory=list)
-    added: dict[str, list[dict]] = field(default_factory=dict)
 
     def __post_init__(self):
+        super().__post_init__()
         n = len(self.turns)
-        self.perceptions = [None] * n
         self.sub_queries = [SubQueries() for _ in range(n)]
         self.crops = [CropPlan() for _ in range(n)]
         self.notes = [""] * n
@@ -90,12 +81,6 @@ class ChainState:
 
 # How the chain runs each of its stages over the batch in flight (the optional ones only when
 # their switch is on); a turn a stage did not reach (deadline, fault) keeps what it had.
-def perceive(s: ChainState) -> None:
-    if perception_wanted(s.cfg, s.engines.vlm):
-        s.perceptions = s.run.stage("perceive", perceive_batch, [s.turns], (s.cfg,), Perception)
-        s.turns = with_pictures(s.turns, s.perceptions, s.cfg)
-
-
 def route(s: ChainState) -> None:
     s.routes = s.run.stage("route", route_batch, [s.turns], (s.engines.router, s.cfg),
                            lambda: Route(needs_external=True, is_real_time=False, parsed=None))
@@ -160,15 +145,15 @@ def verify(s: ChainState) -> None:
                                           (s.engines.vlm, s.cfg), lambda: None))
 
 
-STEPS = {"perceive": perceive, "route": route, "domain_route": domain_route, "summarize": summarize,
+STEPS = {"route": route, "domain_route": domain_route, "summarize": summarize,
          "decompose": decompose, "crop": crop, "retrieve": retrieve, "entity_check": entity_check, "rerank": rerank,
          "relevance": relevance, "answer": answer, "consistency": consistency, "verify": verify}
 
 
 def run_stages(state: ChainState, stages) -> ChainState:
-    """Each stage in order: the chain's own step for it, else the stage's own (Stage.step); a stage
-    with neither (the tool router, read from the router's reply; Algorithm 1, run per turn after)
-    has nothing to run here."""
+    """Each stage in order: its own step (Stage.step: perception, an added stage), else the chain's
+    for it; a stage with neither (the tool router, read from the router's reply; Algorithm 1, run
+    per turn after) has nothing to run here."""
     for stage in stages:
         step = stage.step or STEPS.get(stage.name)
         if step is not None:
@@ -200,10 +185,8 @@ def run_chain(system, turns: list[Turn], engines: Engines, pipeline, cfg: Cruise
             turn=s.turns[i], route=s.routes[i], summary=s.summaries[i], retrieval=s.retrievals[i],
             evidence=s.evidence[i], answers=s.answers[i], check=s.checks[i], decision=decision,
             sub_queries=s.sub_queries[i], crops=s.crops[i], domain_notes=bool(s.notes[i]))
-        for fields in s.added.values():
-            own.update(fields[i])
         traces.append(record(own, system=system, cfg=cfg, run=run, i=i, parsed=parsed,
-                             perception=s.perceptions[i], errors=s.retrievals[i].errors))
+                             perception=s.perceptions[i], errors=s.retrievals[i].errors, added=s.added))
     return final, traces
 
 

@@ -52,7 +52,6 @@ class WarmRun:
 
     size: int
     seconds: dict[str, float] = field(default_factory=dict)
-    added: dict = field(default_factory=dict)
 
     def stage(self, name, fn, lists, fixed, fallback):
         start = time.perf_counter()

@@ -158,6 +158,34 @@ class Room:
         return False
 
 
+@dataclass
+class BatchState:
+    """One batch in flight, as every system has it: its guards, engines, search and settings, the
+    turns as the later steps see them, what perception read (None per turn where it did not run),
+    and the trace fields per turn of the stages that state their own step (`added`, by stage).
+    A system's chain may extend it with its own records (CRUISE's ChainState)."""
+
+    run: BatchRun
+    engines: object
+    pipeline: object
+    cfg: object
+    turns: list
+    perceptions: list = field(default_factory=list)
+    added: dict[str, list[dict]] = field(default_factory=dict)
+
+    def __post_init__(self):
+        self.perceptions = [None] * len(self.turns)
+
+
+def run_steps(state: BatchState, stages) -> BatchState:
+    """Run, in order, each of `stages` that states its own step (Stage.step) over `state`: the
+    shared stages every system opens with (perception), and a stage added to a system's list."""
+    for stage in stages:
+        if stage.step is not None:
+            stage.step(state)
+    return state
+
+
 def keep(old: list, new: list) -> list:
     """A step's results, each turn it did not reach (deadline, fault) keeping what it had."""
     return [b if b is not None else a for a, b in zip(old, new)]

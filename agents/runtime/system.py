@@ -73,7 +73,7 @@ class View:
     `report_sections(summary)`: those figures as tables; `branches`: the names its decisions
     take; `turn_template`: its turn page, a Jinja file with a macro `trace_details(t)`, named
     from agents/ (None: the report lists the trace's keys); `shown_keys`: the keys that page
-    lays out."""
+    lays out besides its stages' trace fields."""
 
     funnel: Callable[[dict, Any], dict[str, bool]]
     summarize: Callable[[list[dict]], dict] | None = None
@@ -81,6 +81,8 @@ class View:
     branches: tuple[str, ...] = ()
     turn_template: str | None = None
     shown_keys: frozenset[str] = frozenset()
+    # trace fields of its stages that its page does not lay out (the report lists them as they are)
+    listed: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)

@@ -14,12 +14,16 @@ def not_idk(answer) -> bool:
 
 
 def record(own: dict, *, system, cfg, run, i: int, parsed: dict[str, bool], perception=None,
-           errors: list[str] = (), skipped_for_time: list[str] | None = None) -> dict:
-    """One turn's trace: `own` (the system's signals) with the fields every system records.
-    `parsed`: stage -> whether its parser read its output, for the stages that produced one;
-    `errors`: the turn's errors besides the run's own."""
+           errors: list[str] = (), skipped_for_time: list[str] | None = None,
+           added: dict[str, list[dict]] | None = None) -> dict:
+    """One turn's trace: `own` (the system's signals), the fields of the stages that state their
+    own step (`added`: stage -> per turn, runtime/batch.py BatchState) and the fields every system
+    records. `parsed`: stage -> whether its parser read its output, for the stages that produced
+    one; `errors`: the turn's errors besides the run's own."""
     stages = system.parsed_stages()
     trace = {"preset": cfg.preset, "system": system.name, **own}
+    for fields in (added or {}).values():
+        trace.update(fields[i])
     trace.update({
         "parsed_stages": sorted(parsed, key=stages.index),
         "parse_failures": [stage for stage in stages if parsed.get(stage) is False],

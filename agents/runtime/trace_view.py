@@ -22,21 +22,24 @@ from agents.runtime.trace import parse_summary
 TURN_TEMPLATE = Path(__file__).resolve().parent.parent / "report_turn.html.j2"
 # Traces and summaries written before each named its system are all CRUISE's.
 UNNAMED_SYSTEM = "cruise"
-# The keys the harness and agents/runtime/trace.py record for every turn of every system.
+# The keys the harness and agents/runtime/trace.py record for every turn of every system that the
+# turn pages lay out; the others of them the report lists as they are.
 RECORDED_KEYS = {
-    "interaction_id", "session_id", "turn_idx", "preset", "system", "parsed_stages", "parse_failures", "stage_ms",
-    "deadline_cut", "deadline_cut_before", "deadline_cut_during", "skipped_for_time", "errors", "perception",
-    "funnel", "turn_budget_s", "mode_fallbacks", "harness_domain", "harness_passages",
+    "interaction_id", "session_id", "turn_idx", "preset", "system", "stage_ms", "deadline_cut", "deadline_cut_before",
+    "skipped_for_time", "errors", "perception", "funnel", "turn_budget_s", "mode_fallbacks",
 }
 
 
 def shown_keys() -> set[str]:
-    keys = set(RECORDED_KEYS)
+    """What the pages lay out: every system's stages' trace fields and its view's own keys, less
+    those its view leaves to the report's plain listing (View.listed)."""
+    keys, listed = set(RECORDED_KEYS), set()
     for system in registered().values():
         keys |= system.view.shown_keys
+        listed |= system.view.listed
         for stage in system.stages:
             keys |= set(stage.trace_fields)
-    return keys
+    return keys - listed
 
 
 def __getattr__(name: str):
@@ -56,10 +59,11 @@ def system_of(record: dict) -> System | None:
 
 def summarize(traces: list[dict]) -> dict:
     names = {t.get("system") or UNNAMED_SYSTEM for t in traces}
-    system = system_of({"system": names.pop() if len(names) == 1 else UNNAMED_SYSTEM})
+    name = names.pop() if len(names) == 1 else UNNAMED_SYSTEM
+    system = system_of({"system": name})
     own = system.view.summarize(traces) if system is not None and system.view.summarize else {}
     parsed = parse_summary(traces, system.parsed_stages()) if system is not None else {}
-    return {**parsed, **own, "system": system.name if system else None, "run_settings": run_settings(traces)}
+    return {**parsed, **own, "system": name, "run_settings": run_settings(traces)}
 
 
 def run_settings(traces: list[dict]) -> dict:

@@ -186,4 +186,12 @@ def with_pictures(turns: list[Turn], perceptions: list[Perception], cfg: CruiseC
             for t, p in zip(turns, perceptions)]
 
 
-STAGE = Stage("perceive", calls_no_model=always, trace_fields=("perception",))
+def perceive_step(state) -> None:
+    """Over a batch in flight (agents/runtime/batch.py BatchState): read each picture when the VLM
+    cannot see, and give the later steps the turns with their picture blocks."""
+    if perception_wanted(state.cfg, state.engines.vlm):
+        state.perceptions = state.run.stage("perceive", perceive_batch, [state.turns], (state.cfg,), Perception)
+        state.turns = with_pictures(state.turns, state.perceptions, state.cfg)
+
+
+STAGE = Stage("perceive", calls_no_model=always, trace_fields=("perception",), step=perceive_step)

@@ -35,14 +35,13 @@ from agents.peers.qa_dragon.types import (
     SearchRoute,
 )
 from agents.peers.qa_dragon.verifier import needs_check, verify_batch
-from agents.runtime.batch import Room, decide_turn, keep, start_batch
+from agents.runtime.batch import BatchState, Room, decide_turn, keep, run_steps, start_batch
 from agents.runtime.deadline import StageCosts
 from agents.runtime.trace import record
-from agents.stages.s0a_perceive import perceive_batch, perception_wanted, with_pictures
 from agents.stages.s2b_crop import crop_batch
 from agents.stages.s3_retrieve import retrieve_batch, web_search_enabled
 from agents.stages.s3a_entity_check import entity_check_batch
-from agents.stages.types import CropPlan, Perception, Retrieval, SubQueries, Turn
+from agents.stages.types import CropPlan, Retrieval, SubQueries, Turn
 
 # What the answer needs after the searches: the post-answer and its verifier; and before them,
 # the search and the coarse reranker.
@@ -56,10 +55,9 @@ def run_qa_dragon(system, turns: list[Turn], engines: Engines, pipeline, cfg: Cr
     from `started` (time.monotonic)."""
     n = len(turns)
     run = start_batch(turns, cfg, costs, system, ledger=engines.vlm.ledger, started=started)
-    perceptions: list[Perception | None] = [None] * n
-    if perception_wanted(cfg, engines.vlm):
-        perceptions = run.stage("perceive", perceive_batch, [turns], (cfg,), Perception)
-        turns = with_pictures(turns, perceptions, cfg)
+    # the shared stages of its list that state their own step (perception) open the batch
+    opened = run_steps(BatchState(run, engines, pipeline, cfg, turns), system.stages)
+    turns, perceptions = opened.turns, opened.perceptions
     domains = run.stage("domain", domain_batch, [turns], (engines.router, cfg), DomainRoute)
     drafts = run.stage("draft", draft_batch, [turns, domains], (engines.vlm, cfg), Draft)
     routes = route_batch(turns, drafts, domains)
@@ -124,7 +122,8 @@ def run_qa_dragon(system, turns: list[Turn], engines: Engines, pipeline, cfg: Cr
             crops=crops[i], retrieval=retrievals[i], reranked=reranked[i], post=posts[i], check=checks[i],
             candidate=candidate, decision=decision)
         traces.append(record(own, system=system, cfg=cfg, run=run, i=i, parsed=parsed, perception=perceptions[i],
-                             errors=retrievals[i].errors, skipped_for_time=room.skipped))
+                             errors=retrievals[i].errors, skipped_for_time=room.skipped,
+                             added=opened.added))
     return final, traces
 
 

@@ -24,15 +24,14 @@ from agents.peers.sam_rag.support import is_sup_batch
 from agents.peers.sam_rag.trace import turn_trace
 from agents.peers.sam_rag.types import RelevanceSearch, SupportCheck, UseCheck
 from agents.peers.sam_rag.usefulness import is_use_batch, regenerate_batch
-from agents.runtime.batch import Room, decide_turn, keep, start_batch
+from agents.runtime.batch import BatchState, Room, decide_turn, keep, run_steps, start_batch
 from agents.runtime.deadline import StageCosts
 from agents.runtime.trace import record
-from agents.stages.s0a_perceive import perceive_batch, perception_wanted, with_pictures
 from agents.stages.s2_summarize import summarize_batch
 from agents.stages.s3_retrieve import retrieve_batch
 from agents.stages.s5_rerank import context_block
 from agents.stages.s6_answer import answer_batch
-from agents.stages.types import Answers, Evidence, Perception, Retrieval, Route, Summary, Turn
+from agents.stages.types import Answers, Evidence, Retrieval, Route, Summary, Turn
 
 
 def relevant_evidence(retrieval: Retrieval, state: RelevanceSearch) -> Evidence:
@@ -54,10 +53,9 @@ def run_sam_rag(system, turns: list[Turn], engines: Engines, pipeline, cfg: Crui
     from `started` (time.monotonic)."""
     n = len(turns)
     run = start_batch(turns, cfg, costs, system, ledger=engines.vlm.ledger, started=started)
-    perceptions: list[Perception | None] = [None] * n
-    if perception_wanted(cfg, engines.vlm):
-        perceptions = run.stage("perceive", perceive_batch, [turns], (cfg,), Perception)
-        turns = with_pictures(turns, perceptions, cfg)
+    # the shared stages of its list that state their own step (perception) open the batch
+    opened = run_steps(BatchState(run, engines, pipeline, cfg, turns), system.stages)
+    turns, perceptions = opened.turns, opened.perceptions
     scfg = cfg.replace(use_retrieval=True, use_summary=True)
     routes = [Route(needs_external=True, is_real_time=False, parsed=None) for _ in turns]
     summaries = run.stage("summarize", _caption, [turns, routes, perceptions], (engines.vlm, scfg), Summary)
@@ -106,7 +104,8 @@ def run_sam_rag(system, turns: list[Turn], engines: Engines, pipeline, cfg: Crui
             context=evidence[i].context, answers=answers[i], use=uses[i], support=supports[i],
             candidate=candidates[i], decision=decision)
         traces.append(record(own, system=system, cfg=cfg, run=run, i=i, parsed=parsed, perception=perceptions[i],
-                             errors=retrievals[i].errors, skipped_for_time=room.skipped))
+                             errors=retrievals[i].errors, skipped_for_time=room.skipped,
+                             added=opened.added))
     return final, traces
 
 
