@@ -91,6 +91,7 @@ def test_a_registered_system_is_evaluated_and_reported_with_its_own_funnel(tmp_p
                            "--display-conversations", "0"])
     summary = json.loads((out / "run_summary.json").read_text())
     assert summary["agent_summary"]["system"] == "echo"
+    assert summary["agent_summary"]["branches"] == {"echoed": 1, "too_short": 1}
     # "Umbrellas" is echoed, "A" is too short: its own funnel and both its branches in the report
     page = (out / "report.html").read_text()
     assert "<td>first word longer than one letter</td>" in page
@@ -98,7 +99,7 @@ def test_a_registered_system_is_evaluated_and_reported_with_its_own_funnel(tmp_p
 
 
 def test_an_unknown_system_and_a_switch_of_a_stage_the_system_lacks_are_refused_in_one_line():
-    with pytest.raises(ValueError, match=r"unknown system 'dragon'; choose one of \('cruise', 'qa_dragon', 'sam_rag'"):
+    with pytest.raises(ValueError, match=r"unknown system 'dragon'; choose one of \['cruise', 'echo', 'qa_dragon', 'sam_rag'\]"):
         load_config("cpu", "full", system="dragon")
     with pytest.raises(ValueError, match="use_dual_path=True: system sam_rag has no such stage"):
         load_config("cpu", "sam_rag", use_dual_path=True)

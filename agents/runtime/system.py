@@ -57,13 +57,10 @@ class Stage:
     # The stage's cost under a config where it calls no model only sometimes (the grounding
     # check): milliseconds, so its prior is 0 rather than a model request's.
     free_when_no_model: bool = False
-    # How a chain that runs its system's stage list (CRUISE's, agents/cruise/chain.py) runs this
-    # stage over the batch in flight, for a stage the chain does not wire itself: an added stage
-    # states it here, and needs no edit to the chain.
+    # How the chain runs this stage over the batch in flight (agents/runtime/batch.py BatchState),
+    # for a stage no chain wires itself: perception, a stage added to a system's list. CRUISE's
+    # chain runs its list in order; the peers' open each batch with these steps (run_steps).
     step: Callable[[Any], None] | None = None
-
-    def is_on(self, cfg) -> bool:
-        return self.switch is None or bool(getattr(cfg, self.switch))
 
 
 @dataclass(frozen=True)
@@ -125,9 +122,6 @@ class System:
         """(answers, traces) for one batch: its chain under its own record."""
         return self.run(self, turns, engines, pipeline, cfg, costs, started)
 
-    def stage(self, name: str) -> Stage:
-        return next(s for s in self.stages if s.name == name)
-
     def stage_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.stages)
 
@@ -173,7 +167,7 @@ def registered() -> dict[str, System]:
 def system_named(name: str) -> System:
     systems = registered()
     if name not in systems:
-        raise ValueError(f"unknown system {name!r}; choose one of {tuple(systems)} "
+        raise ValueError(f"unknown system {name!r}; choose one of {sorted(systems)} "
                          "(or register your own: agents/runtime/system.py)")
     return systems[name]
 

@@ -2,7 +2,8 @@
 agents/cruise_agent.py; the protocol is agents/base_agent.py's):
 
 - `summarize(traces)`: run_summary.json's "agent_summary": the figures of the system that wrote the
-  traces (its View.summarize), the parse record and the run's settings;
+  traces (its View.summarize), the parse record, the turns per branch (every one the system's view
+  names, then any other) and the run's settings;
 - `report_sections(agent_summary)`: the parsers' and the budget's tables, then the system's own;
 - `prepare_turn(trace)`: what the turn page reads besides the trace (the chunks best first, each
   marked kept or not, and the system's own page);
@@ -63,7 +64,10 @@ def summarize(traces: list[dict]) -> dict:
     system = system_of({"system": name})
     own = system.view.summarize(traces) if system is not None and system.view.summarize else {}
     parsed = parse_summary(traces, system.parsed_stages()) if system is not None else {}
-    return {**parsed, **own, "system": name, "run_settings": run_settings(traces)}
+    branches = dict.fromkeys(system.view.branches, 0) if system is not None else {}
+    for t in traces:
+        branches[str(t.get("branch"))] = branches.get(str(t.get("branch")), 0) + 1
+    return {**parsed, **own, "system": name, "branches": branches, "run_settings": run_settings(traces)}
 
 
 def run_settings(traces: list[dict]) -> dict:
