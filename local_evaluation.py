@@ -62,6 +62,10 @@ def add_judge_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--eval-model", default=DEFAULTS.eval_model,
                         help="judge model (default: the rule set's); 'None' disables the judge")
     parser.add_argument("--eval-base-url", default=DEFAULTS.eval_base_url, help="any OpenAI-compatible endpoint for the judge")
+    parser.add_argument("--judge-prompt-from", default=DEFAULTS.judge_prompt_from, metavar="DIR",
+                        help="judge with the official prompt, built by the code of DIR: a checkout of "
+                             "facebookresearch/CRAG-MM (--rules crag-mm) or of the 2025 starter kit "
+                             "(kddcup2025); rejudge/merge default to the run's")
     parser.add_argument("--num-workers", type=int, default=DEFAULTS.num_workers, help="judge threads (default 8; the starter kit's name: Ray shards are --workers)")
     parser.add_argument("--judge-timeout", type=float, default=DEFAULTS.judge_timeout, help="seconds per judge request")
     parser.add_argument("--judge-retry-wait", type=float, default=DEFAULTS.judge_retry_wait,
@@ -126,7 +130,8 @@ def evaluation_parser() -> argparse.ArgumentParser:
                         "l40s/served, the mini benchmark's own on cpu)")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--force", action="store_true",
-                   help="with --resume: continue even though the system differs (recorded in run_summary.json)")
+                   help="with --resume: continue even though the system differs (recorded in run_summary.json); "
+                        "with --rejudge: judge with another prompt than the run was judged with")
     p.add_argument("--rejudge", action="store_true")
     p.add_argument("--generate-only", action="store_true",
                    help="save the answers and traces only: no judge, no scores, no report (score them "

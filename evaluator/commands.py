@@ -30,6 +30,15 @@ from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answer
 from evaluator.harness.unjudged import exit_code
 from evaluator.report.terminal import loud_notice, print_report
 from evaluator.scoring.judge import Judge, find_api_key
+from evaluator.scoring.official_judge import (
+    JudgePromptError,
+    OfficialJudge,
+    judged_with,
+    load_judge_prompt,
+    origin_identity,
+    prompt_change,
+    saved_prompt_folder,
+)
 from evaluator.scoring.rules import RuleSet, rule_set
 from evaluator.scoring.truncate import load_truncator
 from evaluator.settings import EvaluationSettings, MergeSettings, ScoringSettings
@@ -70,8 +79,17 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return index, count
 
 
+def read_judge_prompt(folder: str | None, rules: RuleSet) -> OfficialJudge | None:
+    """The checkout's judge (--judge-prompt-from), read before anything else: a bad folder stops
+    with one line."""
+    try:
+        return load_judge_prompt(folder, rules)
+    except JudgePromptError as exc:
+        raise EvaluationRefused(str(exc)) from None
+
+
 def build_judge(model: str | None, base_url: str | None, settings: ScoringSettings, console: Console,
-                rules: RuleSet) -> Judge | None:
+                rules: RuleSet, official: OfficialJudge | None = None) -> Judge | None:
     if model is not None and model.strip().lower() == "none":
         loud_notice(console, "ATTENTION", "SEMANTIC EVALUATION IS DISABLED (--eval-model None).\n"
                     "No LLM judge will be asked: only exact string matches count as correct.")
@@ -83,9 +101,34 @@ def build_judge(model: str | None, base_url: str | None, settings: ScoringSettin
                     "as correct, so accuracy is a lower bound.\nWhere the data carries accepted answer forms "
                     "(the mini benchmark), the offline lexical judge (not the official judge) decides instead.")
         return None
-    return Judge(model or rules.judge_model, base_url, key, rules=rules, num_workers=settings.num_workers,
+    # no --eval-model: the checkout's default judge, else the rule set's (Judge decides)
+    return Judge(model, base_url, key, rules=rules, num_workers=settings.num_workers,
                  timeout_s=settings.judge_timeout, backoff_s=settings.judge_retry_wait, max_wait_s=settings.judge_max_wait,
-                 give_up_after=settings.judge_give_up_after)
+                 give_up_after=settings.judge_give_up_after, official=official)
+
+
+def refuse_prompt_change(output_dir: Path, judge: Judge | None, settings: EvaluationSettings) -> None:
+    """A rejudged run whose verdicts came from one judge prompt is not judged with another unless
+    --force (its run_summary.json says which prompt judged it; a resume compares the fingerprint's
+    judge_prompt instead)."""
+    summary_path = output_dir / "run_summary.json"
+    if judge is None or not summary_path.exists():
+        return
+    summary = json.loads(summary_path.read_text())
+    if summary.get("rules") != judge.rules.name:  # another rule set asks in other words anyway
+        return
+    judged, origin = judged_with(summary)
+    line = judged and prompt_change(origin, judge.prompt_origin)
+    if line and not settings.force:
+        raise EvaluationRefused(f"cannot judge {output_dir} with another prompt ({line}); pass --force to do so anyway")
+
+
+def saved_prompt(settings: ScoringSettings, output_dir: Path, run_config: dict, rules: RuleSet) -> str | None:
+    """The judge prompt's checkout for rejudge/merge: the flag, else the one the run was judged with."""
+    summary_path = output_dir / "run_summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    origin = summary.get("judge_prompt_origin") or run_config.get("judge_prompt")
+    return saved_prompt_folder(settings.judge_prompt_from, origin, rules.name == run_config.get("rules", "kddcup2025"))
 
 
 def saved_rules(settings: ScoringSettings, run_config: dict) -> RuleSet:
@@ -213,8 +256,8 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
     """One run, resumed run, rejudge, generate-only run or shard (evaluator/api.py `evaluate`)."""
     if (settings.resume or settings.rejudge) and not settings.output_dir:
         raise EvaluationRefused("--resume and --rejudge need --output-dir (the folder of the earlier run)")
-    if settings.force and not settings.resume:
-        raise EvaluationRefused("--force only applies to --resume")
+    if settings.force and not (settings.resume or settings.rejudge):
+        raise EvaluationRefused("--force only applies to --resume and --rejudge")
     if settings.generate_only and settings.rejudge:
         raise EvaluationRefused("--generate-only and --rejudge exclude each other: one generates, the other scores")
     output_dir = Path(settings.output_dir) if settings.output_dir else default_output_dir()
@@ -226,7 +269,9 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
         config_path = output_dir / RUN_CONFIG
         run_config = json.loads(config_path.read_text()) if config_path.exists() else {}
         rules = saved_rules(settings, run_config)
-        judge = build_judge(*saved_judge_choice(settings, run_config), settings, console, rules)
+        judge = build_judge(*saved_judge_choice(settings, run_config), settings, console, rules,
+                            read_judge_prompt(saved_prompt(settings, output_dir, run_config, rules), rules))
+        refuse_prompt_change(output_dir, judge, settings)
         return finish(settings, output_dir, judge, console, notices, rules)
     if (output_dir / ANSWERS).exists() and not settings.resume:
         raise EvaluationRefused(f"{output_dir} already holds answers: pass --resume to continue it, or pick a new folder")
@@ -244,7 +289,9 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
         rules = rule_set(settings.rules)
     except ValueError as exc:
         raise EvaluationRefused(str(exc)) from None
+    official = read_judge_prompt(settings.judge_prompt_from, rules)
     fingerprint = current_fingerprint(settings, profile, setup)
+    fingerprint["judge_prompt"] = origin_identity(official.origin() if official else None)
     config_path = output_dir / RUN_CONFIG
     earlier = json.loads(config_path.read_text()) if settings.resume and config_path.exists() else {}
     changed = resume_differences(output_dir, earlier, fingerprint) if settings.resume else []
@@ -276,7 +323,7 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
     if shard:
         conversations = [c for c in conversations if c.index % shard[1] == shard[0]]
 
-    judge = build_judge(settings.eval_model, settings.eval_base_url, settings, console, rules)
+    judge = build_judge(settings.eval_model, settings.eval_base_url, settings, console, rules, official)
     truncator = load_truncator()
     if not truncator.official:
         console.print(f"[yellow]truncation tokenizer: {escape(truncator.name)}[/yellow]")
@@ -300,6 +347,7 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
         "shard": settings.shard, "agent": settings.agent, "rules": rules.name, "image_url_updates": updated,
         "profile": profile, "preset": settings.preset or "full", "tokenizer": truncator.name,
         "judge_model": judge.model if judge else None, "judge_base_url": judge.base_url if judge else None,
+        "judge_prompt": judge.prompt_origin if judge else None,
         "batch_size": batch_size, "expected_turns": len(planned),
         "indices": fingerprint.get("indices"), "web_contents": web_contents_id(settings, profile),
         "fingerprint": fingerprint, "forced_resumes": forced_resumes,
@@ -357,5 +405,6 @@ def run_merge(settings: MergeSettings, console: Console) -> EvaluationResult:
     run_config = json.loads((output_dir / RUN_CONFIG).read_text())
     rules = saved_rules(settings, run_config)
     model, base_url = saved_judge_choice(settings, run_config)
-    judge = build_judge(model, base_url, settings, console, rules)
+    judge = build_judge(model, base_url, settings, console, rules,
+                        read_judge_prompt(saved_prompt(settings, output_dir, run_config, rules), rules))
     return finish(settings, output_dir, judge, console, notices, rules)

@@ -25,6 +25,7 @@ class ScoringSettings:
     rules: str | None = None  # kddcup2025 | crag-mm; None: kddcup2025, or a saved run's own
     eval_model: str | None = None  # None: the rule set's judge model; "None": no LLM judge
     eval_base_url: str | None = None
+    judge_prompt_from: str | None = None  # a checkout whose own code builds the judge's requests
     num_workers: int = 8  # judge threads
     judge_timeout: float = 30.0
     judge_retry_wait: float = 1.0

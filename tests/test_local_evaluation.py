@@ -350,7 +350,7 @@ def test_forced_resume_goes_on_with_the_new_system_and_is_recorded(world, full_r
     again = json.loads((out / "run_summary.json").read_text())
     assert again["forced_resumes"] == summary["forced_resumes"] and again["resume_forced"] is True
     proc = evaluate(world, generation_args(world, world["root"] / "unforced", "--force"), script, expect_rc=1)
-    assert proc.stderr.strip() == "--force only applies to --resume" and not (world["root"] / "unforced").exists()
+    assert proc.stderr.strip() == "--force only applies to --resume and --rejudge" and not (world["root"] / "unforced").exists()
 
 
 def test_shards_of_different_systems_are_not_merged(world):

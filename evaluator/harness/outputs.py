@@ -51,6 +51,7 @@ from evaluator.scoring.lexical_judge import (
     has_answer_forms,
     lexical_verdict,
 )
+from evaluator.scoring.official_judge import origin_text
 from evaluator.scoring.rules import RuleSet, rule_set
 from evaluator.scoring.scores import (
     BASE_COLUMNS,
@@ -295,6 +296,10 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "conversation_selection": run_config.get("conversation_selection"),
         "image_url_updates": run_config.get("image_url_updates", []),
         "judge": judge_label,
+        # where the judge's prompt came from (evaluator/scoring/official_judge.py): the text to
+        # show, and the record (official: folder, git commit, sha256); null without an LLM judge
+        "judge_prompt": origin_text(judge.prompt_origin) if judge else None,
+        "judge_prompt_origin": judge.prompt_origin if judge else None,
         **judge_counts,
         # the turns without a verdict: the scores with them left out and the command that judges them
         "unjudged": unjudged,

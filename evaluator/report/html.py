@@ -30,7 +30,7 @@ from evaluator.harness.runner import ANSWERS, RUN_CONFIG, TRACES, read_jsonl
 from evaluator.harness.trace_view import load_trace_view
 from evaluator.harness.unjudged import SHOWN_SCORES as UNJUDGED_SCORES
 from evaluator.report import charts
-from evaluator.report.paired import OUTCOMES, PairedComparison, compare_to_first, outcome_of
+from evaluator.report.paired import OUTCOMES, PairedComparison, compare_to_first, judge_line, outcome_of
 from evaluator.scoring.coverage import ANSWER_SOURCES, COVERAGE_LABELS, coverage_figures
 from evaluator.scoring.intervals import method, score_intervals
 from evaluator.scoring.scores import breakdown, is_miss, label_of
@@ -350,7 +350,8 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
                   timing=timing_section(run.summary), tokens=token_section(run.summary), health=run_health(run.summary),
                   outcomes=OUTCOMES, branches=sorted({t["branch"] for t in run.turns}),
                   domains=sorted({t["domain"] for t in run.turns}), turn_pages=page_names,
-                  pages_dir=pages_dir.name, outcome_totals=outcome_counts(run.rows), idk=IDK_ANSWER)
+                  pages_dir=pages_dir.name, outcome_totals=outcome_counts(run.rows), idk=IDK_ANSWER,
+                  judge_line=judge_line(run.summary))
     # the pages of an earlier build may hold turns this one does not
     shutil.rmtree(pages_dir, ignore_errors=True)
     pages_dir.mkdir(parents=True)
@@ -408,6 +409,7 @@ def build_comparison(run_dirs: list[Path], out: Path,
     shared = sum(1 for entries in by_turn.values() if all(e is not None for e in entries))
     page = render("compare.html.j2", runs=runs, labels=labels, differences=differences, shared_turns=shared,
                   intervals=[run_intervals(r) for r in runs], pairs=pairs, interval_method=method(),
+                  judge_lines=[judge_line(r.summary) for r in runs],
                   chart=charts.truthfulness_chart(labels, [r.scores for r in runs]))
     out = Path(out)
     out.write_text(page, encoding="utf-8")
