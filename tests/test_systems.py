@@ -131,3 +131,23 @@ def test_the_priors_follow_each_systems_stages():
     assert "consistency" not in dragon and set(dragon) == set(system_named("qa_dragon").stage_names())
     # the echo system: its one stage, unpriced, starts at 0
     assert stage_priors(ECHO, l40s) == {"echo": 0.0}
+
+
+@pytest.mark.parametrize("view", ["agents.cruise.trace_view", "agents.runtime.trace_view"])
+def test_a_turn_is_shown_by_its_own_systems_page_under_the_view_a_run_recorded(view):
+    """Runs recorded before systems were records name agents.cruise.trace_view, and their CRUISE
+    traces name no system: each turn is still shown by its own system's page."""
+    from evaluator.report.html import turn_renderer
+
+    render = turn_renderer({"trace_view": view})
+    cruise = dict(trace={"needs_external": True, "router_raw": "yes", "summary": "a red bus", "chunks": []},
+                  branch="not_verified")
+    dragon = dict(trace={"system": "qa_dragon", "domain": "vehicle", "branch": "direct_output",
+                         "draft_answer": "Camden", "chunks": []}, branch="direct_output")
+    echo = dict(trace={"system": "echo", "first_word": "Paris", "chunks": []}, branch="echoed")
+    for turn in (cruise, dragon, echo):
+        render(turn)
+    assert "<th>router</th>" in cruise["trace_html"] and "D-CoT draft" not in cruise["trace_html"]
+    assert "<th>D-CoT draft</th>" in dragon["trace_html"] and "<th>router</th>" not in dragon["trace_html"]
+    # a system without a page of its own: its fields are listed as they are
+    assert echo["trace_html"].strip() == "" and echo["extra"]["first_word"] == "Paris"

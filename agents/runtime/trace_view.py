@@ -32,10 +32,13 @@ RECORDED_KEYS = {
 
 
 def shown_keys() -> set[str]:
-    """What the pages lay out: every system's stages' trace fields and its view's own keys, less
-    those its view leaves to the report's plain listing (View.listed)."""
+    """What the pages lay out: the trace fields of the stages of every system that has a page, and
+    its view's own keys, less those its view leaves to the report's plain listing (View.listed). A
+    system without a page has its fields listed as they are."""
     keys, listed = set(RECORDED_KEYS), set()
     for system in registered().values():
+        if system.view.turn_template is None:
+            continue
         keys |= system.view.shown_keys
         listed |= system.view.listed
         for stage in system.stages:
