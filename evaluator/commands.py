@@ -21,9 +21,9 @@ from rich.markup import escape
 from agents.hardware import describe_auto_profile
 from agents.profiles import REPO_ROOT, default_dataset, resolve_profile
 from evaluator.harness.agent_setup import AgentSetup, import_object, setup_agent
-from evaluator.harness.batching import clip_batch_size, planned_batches
+from evaluator.harness.batching import clip_batch_size, conversation_selection, planned_batches
 from evaluator.harness.dataset import apply_image_url_updates, load_split, read_conversations
-from evaluator.harness.fingerprint import differences, system_fingerprint
+from evaluator.harness.fingerprint import differences, selection_refusal, system_fingerprint
 from evaluator.harness.models import preload_problem
 from evaluator.harness.outputs import finalize, merge_runs
 from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
@@ -42,12 +42,6 @@ from evaluator.scoring.official_judge import (
 from evaluator.scoring.rules import RuleSet, rule_set
 from evaluator.scoring.truncate import load_truncator
 from evaluator.settings import EvaluationSettings, MergeSettings, ScoringSettings
-
-# run_config.json fields a resumed run must share with the run it continues
-RESUME_KEYS = ("dataset", "dataset_type", "split", "revision", "num_conversations", "exact_conversations",
-               "shard", "rules")
-# what a run_config.json written before a key existed meant by its absence
-RESUME_DEFAULTS = {"rules": "kddcup2025", "exact_conversations": False}
 
 
 class EvaluationRefused(Exception):
@@ -146,6 +140,17 @@ def saved_judge_choice(settings: ScoringSettings, run_config: dict) -> tuple[str
     return run_config.get("judge_model"), run_config.get("judge_base_url")
 
 
+def recorded_judge(settings: EvaluationSettings, judge: Judge | None) -> tuple[str | None, str | None]:
+    """run_config.json's judge_model and judge_base_url: the judge of the run, or for --generate-only
+    (which builds none) the judge flags it was given, for the step that scores; None, None where no
+    judge is named ("--eval-model None" included)."""
+    if judge is not None:
+        return judge.model, judge.base_url
+    if not settings.generate_only or (settings.eval_model or "").strip().lower() == "none":
+        return None, None
+    return settings.eval_model, settings.eval_base_url
+
+
 def default_output_dir() -> Path:
     return REPO_ROOT / "outputs" / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
 
@@ -192,16 +197,6 @@ def load_agent(settings: EvaluationSettings, profile: str, setup: AgentSetup, co
                                 f"--profile {profile}, lists what is missing)") from None
     console.print(f"agent {escape(settings.agent)}, batch size {clip_batch_size(agent.get_batch_size())}, profile {profile}")
     return agent
-
-
-def conversation_selection(settings: EvaluationSettings, served: int, turns: int) -> str:
-    n = settings.num_conversations
-    if n is None or n < 0:
-        return f"all conversations ({served} served, {turns} turns)"
-    if settings.exact_conversations:
-        return f"exactly the first {n} conversations (--exact-conversations; {served} served, {turns} turns)"
-    return (f"official --num-conversations {n}: whole batches until more than {n} conversations were "
-            f"served ({served} served, {turns} turns)")
 
 
 def current_fingerprint(settings: EvaluationSettings, profile: str, setup: AgentSetup) -> dict:
@@ -323,7 +318,9 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
     if shard:
         conversations = [c for c in conversations if c.index % shard[1] == shard[0]]
 
-    judge = build_judge(settings.eval_model, settings.eval_base_url, settings, console, rules, official)
+    # --generate-only judges nothing: the judge is chosen (and its absence said) where the answers are scored
+    judge = None if settings.generate_only else build_judge(settings.eval_model, settings.eval_base_url, settings,
+                                                            console, rules, official)
     truncator = load_truncator()
     if not truncator.official:
         console.print(f"[yellow]truncation tokenizer: {escape(truncator.name)}[/yellow]")
@@ -343,11 +340,13 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
         "args": dataclasses.asdict(settings),
         "dataset": dataset, "dataset_type": settings.dataset_type, "split": split, "revision": settings.revision,
         "num_conversations": settings.num_conversations, "exact_conversations": bool(settings.exact_conversations),
-        "conversation_selection": conversation_selection(settings, served, len(planned)),
+        "conversation_selection": conversation_selection(settings.num_conversations, bool(settings.exact_conversations),
+                                                         served, len(planned)),
+        "served_conversations": served,
         "shard": settings.shard, "agent": settings.agent, "rules": rules.name, "image_url_updates": updated,
         "profile": profile, "preset": settings.preset or "full", "tokenizer": truncator.name,
-        "judge_model": judge.model if judge else None, "judge_base_url": judge.base_url if judge else None,
-        "judge_prompt": judge.prompt_origin if judge else None,
+        "judge_model": recorded_judge(settings, judge)[0], "judge_base_url": recorded_judge(settings, judge)[1],
+        "judge_prompt": judge.prompt_origin if judge else official.origin() if official else None,
         "batch_size": batch_size, "expected_turns": len(planned),
         "indices": fingerprint.get("indices"), "web_contents": web_contents_id(settings, profile),
         "fingerprint": fingerprint, "forced_resumes": forced_resumes,
@@ -356,9 +355,9 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
         "agent_description": setup.description, "trace_view": setup.trace_view,
     }
     if earlier:
-        clashes = [k for k in RESUME_KEYS if earlier.get(k, RESUME_DEFAULTS.get(k)) != run_config[k]]
-        if clashes:
-            raise EvaluationRefused(f"cannot resume {output_dir}: the earlier run differs on {clashes}")
+        refusal = selection_refusal(output_dir, earlier, run_config)
+        if refusal:
+            raise EvaluationRefused(refusal)
     output_dir.mkdir(parents=True, exist_ok=True)  # only now: a refused start leaves no folder behind
     config_path.write_text(json.dumps(run_config, indent=2, default=str))
 

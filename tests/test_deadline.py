@@ -1,4 +1,4 @@
-"""The deadline's cost estimate (agents/runtime/deadline.py): a decaying high quantile per stage,
+"""The deadline's cost estimate (agents/cruise/deadline.py): a decaying high quantile per stage,
 per engine request, against the simpler rule of planning with the slowest per-turn time ever seen.
 
 The chain runs for real over scripted engines; a fake clock stands in for time, so that a stage
@@ -6,13 +6,10 @@ The chain runs for real over scripted engines; a fake clock stands in for time, 
 """
 from __future__ import annotations
 
-import functools
-
 import pytest
 
 from agents.base_agent import IDK_ANSWER
-from agents.runtime import batch as batch_runtime
-from agents.runtime.deadline import Deadline, StageCosts
+from agents.runtime.deadline import StageCosts
 from testkit import fakes
 from testkit.scripted_chain import WHERE, batch, make_agent
 
@@ -33,29 +30,9 @@ class WorstSeenCosts(StageCosts):
             self.worst[stage] = max(self.worst.get(stage, 0.0), seconds / turns)
 
 
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-    perf_counter = monotonic = __call__
-
-
 @pytest.fixture
-def clock(monkeypatch):
-    from agents import cruise_agent
-
-    clock = FakeClock()
-    monkeypatch.setattr(fakes, "time", clock)  # ScriptedEngine's sleep advances the fake clock
-    monkeypatch.setattr(batch_runtime, "time", clock)
-    monkeypatch.setattr(cruise_agent, "time", clock)
-    monkeypatch.setattr(batch_runtime, "Deadline", functools.partial(Deadline, clock=clock))
-    return clock
+def clock(fake_clock):
+    return fake_clock  # tests/conftest.py: ScriptedEngine's sleep advances it
 
 
 NORMAL = {"route": 0.5, "summarize": 2.0, "answer": 4.0, "consistency": 1.0, "verify": 3.0}

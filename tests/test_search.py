@@ -75,3 +75,25 @@ def test_web_contents_flag_reaches_run_config():
     assert web_contents_id(named, "l40s") == "me/my-contents-db"
     task1 = dataclasses.replace(bare, suppress_web_search_api=True)
     assert web_contents_id(task1, "l40s") is None  # image search only: no page is read
+
+
+def test_an_index_read_offline_says_it_comes_from_the_local_cache(tmp_path, capsys):
+    """The web index's loader prints where it read the index from; offline, that is the local
+    cache (the package's own line would say "Loading web search data from Hugging Face...")."""
+    import chromadb
+
+    from evaluator.search.paged_metadata import _mock_web_class
+
+    repo = "someone/web-index"
+    folder = tmp_path / "hub" / "datasets--someone--web-index"
+    snapshot = folder / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    (folder / "refs").mkdir()
+    (folder / "refs" / "main").write_text("0123abcd")
+    collection = chromadb.PersistentClient(path=str(snapshot)).create_collection("web_search_embeddings")
+    collection.add(ids=["0", "1"], embeddings=[[0.1, 0.2], [0.3, 0.1]],
+                   metadatas=[{"page_name": f"p{i}", "page_snippet": "s", "page_url": f"https://x/{i}"} for i in (0, 1)])
+    with search.offline_hub(tmp_path / "hub"):
+        web = _mock_web_class()(None, None, repo)
+    assert capsys.readouterr().out == f"web search index {repo}: 2 records, from the local cache, offline ({snapshot})\n"
+    assert web.index_to_metadata["1"]["page_url"] == "https://x/1"

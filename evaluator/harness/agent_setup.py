@@ -31,6 +31,7 @@ class AgentSetup:
     cls: type
     config: object | None = None  # what cls.configure returned; None: the agent takes no settings
     description: dict = field(default_factory=dict)  # cls.describe(config), JSON
+    model_name: str | None = None  # --model-name: the checkpoint the agent's VLM is, as the command line named it
 
     @property
     def trace_view(self) -> str | None:
@@ -81,4 +82,4 @@ def setup_agent(spec: str, *, profile: str, preset: str | None = None, settings:
                              "would not reach it")
         return AgentSetup(spec, cls)
     describe = getattr(cls, "describe", None)
-    return AgentSetup(spec, cls, config, dict(describe(config)) if describe else {})
+    return AgentSetup(spec, cls, config, dict(describe(config)) if describe else {}, model_name)

@@ -255,7 +255,8 @@ def breakdown_sections(rows: list[dict]) -> list[dict]:
         table = breakdown(rows, column)
         groups = [outcome_counts([r for r in rows if label_of(r, column) == entry[column]]) for entry in table]
         sections.append({"column": column, "table": table,
-                         "chart": charts.outcome_bars([entry[column] for entry in table], groups) if table else ""})
+                         "chart": charts.outcome_bars([entry[column] for entry in table], groups,
+                                                      [entry["truthfulness"] for entry in table]) if table else ""})
     return sections
 
 
