@@ -66,20 +66,20 @@ from agents.profiles import (
     resolve_profile,
     stack_for_model,
 )
+from agents.runtime.system import system_named
 from agents.settings import SettingError, check_settings, chosen, field_types, parse_setting, ranged
 
 Engine = Literal["vllm", "transformers", "openai", "hosted"]
 RerankerBackend = Literal["flag", "minilm", "server"]
 StopStrings = Literal["server", "client"]
-CovMode = Literal["text", "yes_no", "grounding"]  # agents/cruise/stages/s8_verify.py
-Chunker = Literal["infobox", "paper_fields"]  # agents/cruise/stages/s4_chunk.py
+CovMode = Literal["text", "yes_no", "grounding"]  # agents/cruise/stages/s8_verify.py, agents/stages/verdicts.py
+Chunker = Literal["infobox", "paper_fields"]  # agents/stages/s4_chunk.py
 HarnessContext = Literal["merge", "only", "ignore"]
-CropMode = Literal["box", "tiles", "box_or_tiles"]  # agents/cruise/stages/s2b_crop.py
-PerceptionMode = Literal["auto", "on", "off"]  # agents/cruise/stages/s0a_perceive.py
-CostPriorModel = Literal["", "l40s"]  # agents/cruise/cost_priors.py
-AnswerPrompts = Literal["cruise", "baseline"]  # agents/cruise/stages/s6_answer.py
-BaselineStyle = Literal["open", "hosted", "gemini"]  # agents/cruise/baseline_prompt.py
-SystemName = Literal["cruise", "qa_dragon", "sam_rag"]  # agents/peers/registry.py
+CropMode = Literal["box", "tiles", "box_or_tiles"]  # agents/stages/s2b_crop.py
+PerceptionMode = Literal["auto", "on", "off"]  # agents/stages/s0a_perceive.py
+CostPriorModel = Literal["", "l40s"]  # agents/runtime/cost_priors.py
+AnswerPrompts = Literal["cruise", "baseline"]  # agents/stages/s6_answer.py
+BaselineStyle = Literal["open", "hosted", "gemini"]  # agents/stages/baseline_prompt.py
 
 ENGINES = get_args(Engine)
 RERANKER_BACKENDS = get_args(RerankerBackend)
@@ -93,7 +93,6 @@ PERCEPTION_MODES = get_args(PerceptionMode)
 COST_PRIOR_MODELS = get_args(CostPriorModel)
 ANSWER_PROMPTS = get_args(AnswerPrompts)
 BASELINE_STYLES = get_args(BaselineStyle)
-SYSTEMS = get_args(SystemName)
 
 
 def hosted_providers() -> tuple[str, ...]:
@@ -182,11 +181,11 @@ class ModelSettings:
 
 @dataclass
 class InputSettings:
-    """What a turn brings, made ready for every system's stages (agents/cruise/stages/s0*)."""
+    """What a turn brings, made ready for every system's stages (agents/stages/s0*)."""
     image_max_side: int = 1120  # ours: larger images are shrunk before any model sees them
     max_query_chars: int = 2000  # ours: a longer question (or history message) is cut
     history_max_chars: int = 6000  # ours: older turns are dropped first beyond this
-    # --- perception for a VLM that cannot see (ours; agents/cruise/stages/s0a_perceive.py) -------
+    # --- perception for a VLM that cannot see (ours; agents/stages/s0a_perceive.py) -------
     # "auto": on when the VLM role is text-only (its engine drops images); "on"; "off". Each image
     # becomes one "What the picture shows" block (ImageNet labels + OCR lines) in the answer,
     # consistency and CoV prompts, and what was read is the summary s (no summary request).
@@ -323,9 +322,9 @@ class RunSettings:
     # scored batch (1.3-2x a steady batch on the H100). On for the GPU profile.
     warmup_at_load: bool = False
     # Seconds per turn each stage is expected to take before the agent has timed it (the deadline
-    # learns real costs from the first batch on; agents/cruise/deadline.py). `cost_priors` names
+    # learns real costs from the first batch on; agents/runtime/deadline.py). `cost_priors` names
     # a model of them, computed at the settings in force when the agent is built: "l40s" (the
-    # H100 measurement projected to the L40S, agents/cruise/cost_priors.py) or "" (none);
+    # H100 measurement projected to the L40S, agents/runtime/cost_priors.py) or "" (none);
     # `stage_cost_priors_s` sets stages' priors outright, over the model's.
     cost_priors: CostPriorModel = ""
     stage_cost_priors_s: dict[str, float] = ranged(dict, 0.0)
@@ -338,9 +337,9 @@ class CruiseConfig:
     profile: str = ""  # set by load_config: the machine (agents/profiles.py)
     stack: str = "llama-3.2-vision"  # the model stack (agents/profiles.py STACKS)
     preset: str = "full"
-    # Which system answers a batch: "cruise" (agents/cruise/chain.py), "qa_dragon" or "sam_rag"
-    # (agents/peers/). Its own settings group is set; the other systems' are None.
-    system: SystemName = "cruise"
+    # Which registered System answers a batch (agents/runtime/system.py): "cruise", "qa_dragon",
+    # "sam_rag", or one a user registered. Its own settings group is set; the other systems' are None.
+    system: str = "cruise"
     models: ModelSettings = field(default_factory=ModelSettings)
     inputs: InputSettings = field(default_factory=InputSettings)
     retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
@@ -528,6 +527,7 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
     contradict each other, with a message naming both fields (a check that is on while its input,
     or its only reader, is off would silently reject or ignore every answer)."""
     check_settings(cfg)
+    system_named(cfg.system)  # a registered system
     for name in GROUPS:
         if getattr(cfg, name) is not None:
             check_settings(getattr(cfg, name))

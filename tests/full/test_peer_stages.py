@@ -34,7 +34,7 @@ def test_extended_runs_on_the_cpu_profile_with_smollm2(tmp_path):
                for t in traces if "image" in t["searches_run"])
     summary = json.loads((out / "run_summary.json").read_text())
     assert max(summary["engine_calls_per_batch"]) <= 10  # route ... verify: one call per stage at most
-    peer = summary["agent_summary"]["peer_stages"]  # the agent's own figures (agents/cruise/trace_view.py)
+    peer = summary["agent_summary"]["peer_stages"]  # the agent's own figures (agents/cruise/trace_view.py cruise_summary)
     assert peer["crops_searched"] == sum(len(t["crops_searched"]) for t in traces)
     assert peer["entities_checked"] == sum(len(t["entity_verdicts"]) for t in traces)
     report = (out / "report.html").read_text()
