@@ -130,3 +130,14 @@ def test_a_run_recorded_before_the_groups_with_other_settings_is_refused_naming_
     now = json.loads(json.dumps(CruiseAgent.describe(changed)))
     assert differences({"config": before["config"]}, {"config": now["config"]}) == \
         ["config.qa_dragon_coarse_k: 5 -> 3", "config.tau_low: 0.6 -> 0.5"]
+
+
+def test_each_built_in_systems_record_names_its_own_settings_group():
+    from agents.runtime.system import system_named
+
+    for name, preset in [("cruise", "full"), ("qa_dragon", "qa_dragon"), ("sam_rag", "sam_rag")]:
+        own = system_named(name).settings
+        assert own is GROUPS[name]
+        cfg = load_config("cpu", preset)
+        assert isinstance(getattr(cfg, name), own)
+        assert [other for other in ("cruise", "qa_dragon", "sam_rag") if getattr(cfg, other) is not None] == [name]
