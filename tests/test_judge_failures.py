@@ -365,6 +365,8 @@ def test_a_merge_without_a_judge_keeps_the_verdicts_the_shards_saved(world, env,
     summary = read(merged, "run_summary.json")
     assert (summary["kept_verdict_turns"], summary["unjudged_turns"], summary["offline_judged_turns"]) == (5, 0, 0)
     assert summary["kept_verdict_judges"] == {OPENAI_LABEL: 5} and summary["judge"] == OPENAI_LABEL
+    # the prompt those verdicts were given with, as each shard recorded it
+    assert summary["judge_prompt_origin"] == read(folders[0], "run_summary.json")["judge_prompt_origin"] is not None
     assert f"no LLM judge: 5 turns keep the verdicts {OPENAI_LABEL} (5) saved in judgments.jsonl; every turn " \
            "that needed the judge has one" in summary["notices"]
     config = read(merged, "run_config.json")

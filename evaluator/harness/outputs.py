@@ -45,7 +45,14 @@ from evaluator.harness.trace_view import agent_summary
 from evaluator.harness.unjudged import unjudged_report
 from evaluator.scoring.coverage import evidence_coverage
 from evaluator.scoring.intervals import method, score_intervals
-from evaluator.scoring.judge import Judge, JudgeItem, judges_of_label, judging_key, protocol_for
+from evaluator.scoring.judge import (
+    Judge,
+    JudgeItem,
+    judges_of_label,
+    judging_key,
+    prompt_origin_of,
+    protocol_for,
+)
 from evaluator.scoring.lexical_judge import (
     OFFLINE_JUDGE_LABEL,
     abstention_counts,
@@ -317,6 +324,9 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
 
     write_csv(rows, output_dir / OFFICIAL_FILES[0], OFFICIAL_TURN_COLUMNS)
     write_csv(ego, output_dir / OFFICIAL_FILES[1], OFFICIAL_TURN_COLUMNS)
+    # the prompt of the verdicts the scores rest on: the judge's, or the one the kept verdicts' keys were checked with
+    prompt_origin = judge.prompt_origin if judge else (
+        prompt_origin_of(protocol_for(rules, official)) if kept_judges else None)
     # the offline judge's label and figures where it decided turns (or might have: nothing was kept)
     offline = judge is None and (judge_counts["offline_judged_turns"] > 0 or (
         not kept_judges and any(has_answer_forms(r) for r in records)))
@@ -374,8 +384,8 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "judge": judge_label,
         # where the judge's prompt came from (evaluator/scoring/official_judge.py): the text to
         # show, and the record (official: folder, git commit, sha256); null without an LLM judge
-        "judge_prompt": origin_text(judge.prompt_origin) if judge else None,
-        "judge_prompt_origin": judge.prompt_origin if judge else None,
+        "judge_prompt": origin_text(prompt_origin) if prompt_origin is not None else None,
+        "judge_prompt_origin": prompt_origin,
         **judge_counts,
         # the turns without a verdict: the scores with them left out and the command that judges them
         "unjudged": unjudged,
