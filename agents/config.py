@@ -40,6 +40,7 @@ from agents.profiles import (
     resolve_profile,
     stack_for_model,
 )
+from agents.runtime.system import system_named
 
 
 @dataclass
@@ -161,7 +162,8 @@ class CruiseConfig:
     relevance_max_tokens: int = 24
 
     # --- the peer systems run whole (presets qa_dragon, sam_rag; agents/peers/, docs/chain.md) --------
-    # Which chain answers a batch: "cruise" (agents/cruise/chain.py), "qa_dragon" or "sam_rag".
+    # Which registered System answers a batch (agents/runtime/system.py): "cruise", "qa_dragon",
+    # "sam_rag", or one a user registered.
     # The peers read verdicts the way the stack reads CRUISE's: a yes/no check by
     # `consistency_mode`, a support check by `cov_mode` against `tau_low`.
     system: str = "cruise"
@@ -182,7 +184,7 @@ class CruiseConfig:
     sam_rag_rounds: int = 3  # isRel rounds at most ("retrieve until a relevant document is found")
     sam_rag_check_max_tokens: int = 8  # isRel / isUse / isSup verdicts (text mode)
 
-    # --- perception for a VLM that cannot see (ours; agents/cruise/stages/s0a_perceive.py) -------
+    # --- perception for a VLM that cannot see (ours; agents/stages/s0a_perceive.py) -------
     # "auto": on when the VLM role is text-only (its engine drops images); "on"; "off". Each image
     # becomes one "What the picture shows" block (ImageNet labels + OCR lines) in the answer,
     # consistency and CoV prompts, and what was read is the summary s (no summary request).
@@ -297,9 +299,9 @@ class CruiseConfig:
     # a batch against 24.7-44.9 s (docs/engines.md "The GPU path"). Process-wide: the reranker too.
     cudnn_attention: bool = False
     # Seconds per turn each stage is expected to take before the agent has timed it (the deadline
-    # learns real costs from the first batch on; agents/cruise/deadline.py). `cost_priors` names
+    # learns real costs from the first batch on; agents/runtime/deadline.py). `cost_priors` names
     # a model of them, computed at the settings in force when the agent is built: "l40s" (the
-    # H100 measurement projected to the L40S, agents/cruise/cost_priors.py) or "" (none);
+    # H100 measurement projected to the L40S, agents/runtime/cost_priors.py) or "" (none);
     # `stage_cost_priors_s` sets stages' priors outright, over the model's.
     cost_priors: str = ""
     stage_cost_priors_s: dict = field(default_factory=dict)
@@ -318,14 +320,13 @@ RERANKER_BACKENDS = ("flag", "minilm", "server")
 YES_NO_MODES = ("text", "yes_no")  # router_mode, consistency_mode
 COV_MODES = ("text", "yes_no", "grounding")  # agents/cruise/stages/s8_verify.py
 TAU_RET_SCOPES = ("real_time", "context")  # agents/cruise/stages/s9_finalize.py
-CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
+CHUNKERS = ("infobox", "paper_fields")  # agents/stages/s4_chunk.py
 HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
-CROP_MODES = ("box", "tiles", "box_or_tiles")  # agents/cruise/stages/s2b_crop.py
-PERCEPTION_MODES = ("auto", "on", "off")  # agents/cruise/stages/s0a_perceive.py
-COST_PRIOR_MODELS = ("", "l40s")  # agents/cruise/cost_priors.py
-ANSWER_PROMPTS = ("cruise", "baseline")  # agents/cruise/stages/s6_answer.py
-BASELINE_STYLES = ("open", "hosted", "gemini")  # agents/cruise/baseline_prompt.py
-SYSTEMS = ("cruise", "qa_dragon", "sam_rag")  # CruiseConfig.system: agents/peers/registry.py
+CROP_MODES = ("box", "tiles", "box_or_tiles")  # agents/stages/s2b_crop.py
+PERCEPTION_MODES = ("auto", "on", "off")  # agents/stages/s0a_perceive.py
+COST_PRIOR_MODELS = ("", "l40s")  # agents/runtime/cost_priors.py
+ANSWER_PROMPTS = ("cruise", "baseline")  # agents/stages/s6_answer.py
+BASELINE_STYLES = ("open", "hosted", "gemini")  # agents/stages/baseline_prompt.py
 PEER_SWITCHES = ("use_tool_route", "use_domain_route", "use_decompose", "use_crop_search", "use_entity_check",
                  "use_relevance_filter")
 
@@ -489,13 +490,7 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
     if cfg.turn_budget_s < 0:
         raise ValueError(f"turn_budget_s={cfg.turn_budget_s} must be >= 0 (0: no per-turn budget)")
     validate_hosted(cfg)
-    if cfg.system not in SYSTEMS:
-        raise ValueError(f"unknown system {cfg.system!r}; choose one of {SYSTEMS}")
-    if cfg.system != "cruise":
-        for name in ("use_dual_path", "use_self_consistency", "use_cov"):
-            if getattr(cfg, name):
-                raise ValueError(f"{name}=True: system {cfg.system} has no such stage (a CRUISE stage); "
-                                 f"switch it off or run system cruise")
+    system_named(cfg.system).check(cfg)  # a registered system, with no switch on for a stage it lacks
     return cfg
 
 

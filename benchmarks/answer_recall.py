@@ -92,9 +92,9 @@ def answerable_turns() -> list[RecallTurn]:
 
 def measure(pipeline, reranker, cfg, turns: list[RecallTurn] | None = None, variant: str = "photo") -> dict:
     """{"kg": share, "web": share, "kg_web": share, "mean_chunks": n, "misses": [...]}"""
-    from agents.cruise.stages.s3_retrieve import retrieve_one
-    from agents.cruise.stages.s5_rerank import rerank_batch
-    from agents.cruise.types import Turn
+    from agents.stages.s3_retrieve import retrieve_one
+    from agents.stages.s5_rerank import rerank_batch
+    from agents.stages.types import Turn
     from evaluator.scoring.coverage import answer_in_context
 
     turns = answerable_turns() if turns is None else turns

@@ -18,8 +18,8 @@ import time
 
 from agents.config import load_config
 from agents.cruise.stages.s1_route import route_batch
-from agents.cruise.types import Turn
 from agents.profiles import REPO_ROOT
+from agents.stages.types import Turn
 
 MINI = REPO_ROOT / "data" / "crag-mm-mini"
 

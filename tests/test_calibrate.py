@@ -137,7 +137,7 @@ def test_lambda_replays_the_mad_filter_on_the_traced_scores():
     chunks = [{"text": "Route 24 runs to Camden.", "source": "0", "score": 0.9},
               {"text": "It is red.", "source": "0", "score": 0.5}, {"text": "Other.", "source": "1", "score": 0.45},
               {"text": "Far.", "source": "1", "score": 0.12}]
-    from agents.cruise.stages.s5_rerank import select_chunks
+    from agents.stages.s5_rerank import select_chunks
 
     traced = select_chunks([c["text"] for c in chunks], [c["score"] for c in chunks], cfg)
     t = trace("x", "Camden", cov=0.95)
@@ -225,10 +225,9 @@ def test_a_calibration_file_that_does_not_say_how_it_counted_tokens_cannot_switc
 
 def test_every_trace_says_how_its_token_probabilities_were_counted():
     from agents.cruise.trace import turn_trace
-    from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Turn, Verification
+    from agents.stages.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Turn, Verification
 
-    trace = turn_trace(preset="full", turn=Turn("q", None, []), route=Route(True, False), summary=Summary(),
-                       retrieval=Retrieval(),
-                       evidence=Evidence(), answers=Answers("Paris"), check=Verification(), decision=Decision("x", "b"),
-                       stage_ms={}, deadline_cut=None, errors=[])
+    trace, _ = turn_trace(turn=Turn("q", None, []), route=Route(True, False), summary=Summary(),
+                          retrieval=Retrieval(), evidence=Evidence(), answers=Answers("Paris"), check=Verification(),
+                          decision=Decision("x", "b"))
     assert trace["token_count"] == TOKEN_COUNT

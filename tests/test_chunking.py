@@ -11,16 +11,16 @@ import re
 import pytest
 
 from agents.config import load_config
-from agents.cruise.stages.s3_retrieve import retrieve_one
-from agents.cruise.stages.s4_chunk import (
+from agents.stages.s3_retrieve import retrieve_one
+from agents.stages.s4_chunk import (
     chunks_from_image_hit,
     chunks_from_web_hit,
     dedupe_sentences,
     entity_chunks,
     is_layout_field,
 )
-from agents.cruise.types import Turn
-from agents.cruise.wikitext import clean_wikitext
+from agents.stages.types import Turn
+from agents.stages.wikitext import clean_wikitext
 from testkit.fakes import FakePipeline, FunctionReranker, echo_engine
 
 SPRUCE_ATTRIBUTES = {

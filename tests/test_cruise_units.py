@@ -6,18 +6,19 @@ from PIL import Image
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import PRESETS, load_config, load_config_from_settings
-from agents.cruise.prompts import PROMPTS_DIR, load_prompt, quote_notes
-from agents.cruise.stages.s0_inputs import clean_text, prepare_image, trim_history
 from agents.cruise.stages.s1_route import parse_route
-from agents.cruise.stages.s2_summarize import read_summary
-from agents.cruise.stages.s3_retrieve import safe_text_query
-from agents.cruise.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit
-from agents.cruise.stages.s5_rerank import mad_threshold
-from agents.cruise.stages.s6_answer import normalize_answer, read_answer
-from agents.cruise.stages.s7_consistency import parse_verdict, read_verdict, same_answer
+from agents.cruise.stages.s7_consistency import parse_verdict, same_answer
 from agents.cruise.stages.s8_verify import COV_STOPS, cov_sampling, parse_confidence, read_confidence
 from agents.cruise.stages.s9_finalize import decide, decide_from_trace
 from agents.engines.base import TOKEN_COUNT
+from agents.stages.prompts import PROMPTS_DIR, load_prompt, quote_notes
+from agents.stages.s0_inputs import clean_text, prepare_image, trim_history
+from agents.stages.s2_summarize import read_summary
+from agents.stages.s3_retrieve import safe_text_query
+from agents.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit
+from agents.stages.s5_rerank import mad_threshold
+from agents.stages.s6_answer import normalize_answer, read_answer
+from agents.stages.verdicts import read_verdict
 
 # ---- mad_threshold -------------------------------------------------------------------------
 
@@ -52,7 +53,7 @@ def test_mad_threshold_uses_only_the_top_k_scores_whatever_the_retrieval_order()
 def test_select_chunks_keeps_the_best_scored_first_at_most_k_rerank():
     import dataclasses
 
-    from agents.cruise.stages.s5_rerank import select_chunks
+    from agents.stages.s5_rerank import select_chunks
 
     cfg = dataclasses.replace(load_config("cpu"), mad_tau=0.0, mad_lambda=1.0, mad_top_k=3, k_rerank=5)
     chunks = [f"c{i}" for i in range(7)]
@@ -470,8 +471,8 @@ def test_yes_no_router_reads_each_label_from_the_odds_at_its_threshold():
 
     from agents.config import load_config
     from agents.cruise.stages.s1_route import route_batch
-    from agents.cruise.types import Turn
     from agents.engines.base import ChatEngine, ChatResult
+    from agents.stages.types import Turn
 
     class Odds(ChatEngine):
         """P(yes) per request, in request order (external questions first, then real-time)."""
@@ -505,7 +506,7 @@ def test_yes_no_router_reads_each_label_from_the_odds_at_its_threshold():
 def test_cov_yes_no_odds_are_the_share_of_yes():
     from math import log
 
-    from agents.cruise.stages.s8_verify import yes_odds
+    from agents.stages.verdicts import yes_odds
 
     assert yes_odds({"yes": log(0.3), "no": log(0.1)}) == (0.75, True)
     assert yes_odds({"yes": log(0.02), "no": log(0.06)}) == (0.25, True)  # only the ratio counts
@@ -518,8 +519,8 @@ def test_cov_yes_no_asks_one_word_and_reads_the_odds():
     from math import log
 
     from agents.cruise.stages.s8_verify import verify_batch
-    from agents.cruise.types import Answers, Evidence, Turn, Verification
     from agents.engines.base import ChatEngine, ChatResult
+    from agents.stages.types import Answers, Evidence, Turn, Verification
 
     class OddsEngine(ChatEngine):  # the model is outside the unit: it answers with fixed odds
         def __init__(self):
@@ -543,7 +544,7 @@ def test_cov_yes_no_asks_one_word_and_reads_the_odds():
 
 
 def test_grounding_counts_the_answers_own_words_found_in_the_evidence():
-    from agents.cruise.stages.s8_verify import grounding
+    from agents.stages.verdicts import grounding
 
     # "tabby" is in the picture's readings, "cat" is asked already: all the answer claims is found.
     assert grounding("It is a tabby cat.", "what cat is this?", "tabby\ntiger cat") == 1.0
@@ -556,7 +557,7 @@ def test_grounding_counts_the_answers_own_words_found_in_the_evidence():
 
 
 def test_grounding_refuses_answers_words_cannot_vouch_for():
-    from agents.cruise.stages.s8_verify import grounding
+    from agents.stages.verdicts import grounding
 
     evidence = "Latte $4.50\nEspresso $2.75\nopened in 1998"
     # a number question needs a number the evidence holds, not one from the question
@@ -572,8 +573,8 @@ def test_grounding_refuses_answers_words_cannot_vouch_for():
 
 def test_grounding_mode_scores_against_the_notes_and_the_picture_without_a_model():
     from agents.cruise.stages.s8_verify import verify_batch
-    from agents.cruise.types import Answers, Evidence, Turn, Verification
     from agents.engines.base import ChatEngine
+    from agents.stages.types import Answers, Evidence, Turn, Verification
 
     class NoModel(ChatEngine):  # the check must not ask the engine anything
         def _generate(self, requests, sampling):
@@ -609,17 +610,18 @@ def test_tau_ret_scope_context_gates_every_answer_from_weak_context():
 
 
 def test_the_grounding_check_is_priced_as_no_model_by_the_deadline():
-    from agents.cruise.chain import engine_free_stages, stage_priors
-    from agents.cruise.deadline import StageCosts
+    from agents.cruise.system import CRUISE
+    from agents.runtime.cost_priors import stage_priors
+    from agents.runtime.deadline import StageCosts
 
     grounding = load_config("cpu")
     odds = grounding.replace(cov_mode="yes_no")
     for cfg, free in ((grounding, True), (odds, False)):
-        costs = StageCosts(priors=stage_priors(cfg))
+        costs = StageCosts(priors=stage_priors(CRUISE, cfg))
         costs.observe("answer", 8, 40.0, 16)  # a model stage measured at 2.5 s a request
         # unmeasured, a model stage is charged the dearest request; the grounding check nothing
         assert costs.expect("verify", 8) == (0.0 if free else 20.0)
-        assert ("verify" in engine_free_stages(cfg)) is free
+        assert ("verify" in CRUISE.engine_free(cfg)) is free
 
 
 def test_a_calibration_file_leaves_presets_without_a_finalizer_alone(tmp_path):
@@ -635,7 +637,7 @@ def test_a_calibration_file_leaves_presets_without_a_finalizer_alone(tmp_path):
 
 def test_the_contexts_labels_and_page_dates_are_no_evidence():
     from agents.cruise.stages.s8_verify import verify_batch
-    from agents.cruise.types import Answers, Evidence, Turn, Verification
+    from agents.stages.types import Answers, Evidence, Turn, Verification
 
     cfg = load_config("cpu", "full")
     context = "[Info 3] (page last modified: 2024-05-01) The hall opened in 1998."

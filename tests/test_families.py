@@ -265,8 +265,8 @@ def test_the_memory_plan_and_the_pre_flight_say_which_sizes_fit_one_l40s(name, v
 
 
 def test_without_image_search_the_chain_searches_the_web_only_and_records_no_error():
-    from agents.cruise.stages.s3_retrieve import retrieve_one
-    from agents.cruise.types import Turn
+    from agents.stages.s3_retrieve import retrieve_one
+    from agents.stages.types import Turn
     from evaluator.search.pipeline import WithoutImageSearch
     from testkit.fakes import FakePipeline
 

@@ -17,15 +17,15 @@ import pytest
 from PIL import Image
 
 from agents.config import load_config, load_config_from_settings
-from agents.cruise.baseline_prompt import HISTORY_CLOSE, HISTORY_OPEN, baseline_messages
 from agents.cruise.stages.s8_verify import COV_STOPS
-from agents.cruise.types import Turn
 from agents.engines.base import ChatRequest, Ledger, Sampling, time_limit
 from agents.engines.factory import build_chat_engine
 from agents.engines.hosted_engine import HostedChatEngine, fit_image, hosted_problem
 from agents.engines.hosted_providers import ANTHROPIC, OPENAI
 from agents.engines.hosted_rules import gemini_thinking, openai_reasoning_efforts
 from agents.engines.served import API_KEY_ENV
+from agents.stages.baseline_prompt import HISTORY_CLOSE, HISTORY_OPEN, baseline_messages
+from agents.stages.types import Turn
 from testkit.hosted_standin import (
     ANTHROPIC_RETIRED,
     GEMINI_MODELS,

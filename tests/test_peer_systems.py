@@ -29,8 +29,8 @@ from agents.peers.qa_dragon.draft import read_draft
 from agents.peers.qa_dragon.post_answer import answer_line_probabilities, read_post_answer
 from agents.peers.qa_dragon.search_router import names_something
 from agents.peers.qa_dragon.verifier import read_verifier
-from agents.peers.registry import decide_from_trace
 from agents.peers.sam_rag.support import read_support
+from agents.runtime.batch import decide_from_trace
 from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 from testkit.scripted_peers import CAFE, CAFE_HIT, CAR, CAR_PAGE, UMBRELLAS, qa_dragon_engines
 
@@ -265,7 +265,7 @@ def test_a_partly_supported_answer_passes_only_a_threshold_at_or_below_one_half(
     ("Draft answer: a short answer, or I don't know", IDK_ANSWER, False),  # the format copied
 ])
 def test_draft_reader(reply, answer, parsed):
-    from agents.cruise.prompts import load_prompt
+    from agents.stages.prompts import load_prompt
 
     found = read_draft(reply, load_prompt("qa_dragon_draft").user.template)
     assert (found.answer, found.parsed) == (answer, parsed)
@@ -446,12 +446,12 @@ def test_two_systems_judged_by_the_same_offline_judge_are_not_flagged_as_judged_
 def test_a_yes_no_stack_reads_each_support_check_from_one_forward_pass(system):
     from math import log
 
-    from agents.cruise.prompts import load_prompt
-    from agents.cruise.types import Evidence, Turn
     from agents.engines.base import ChatEngine
     from agents.peers.qa_dragon.types import PostAnswer, Reranked
     from agents.peers.qa_dragon.verifier import verify_batch
     from agents.peers.sam_rag.support import is_sup_batch
+    from agents.stages.prompts import load_prompt
+    from agents.stages.types import Evidence, Turn
 
     class OddsEngine(ChatEngine):  # the model is outside the unit: it answers with fixed odds
         def __init__(self):

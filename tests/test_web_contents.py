@@ -21,9 +21,9 @@ from cragmm_search.utils import hash_key, lookup_web_content, shard_id
 from PIL import Image
 
 from agents.config import load_config
-from agents.cruise.stages.s4_chunk import chunks_from_web_hit
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
+from agents.stages.s4_chunk import chunks_from_web_hit
 from evaluator.search.index_check import IndexSpec, SearchIndexError, check_contents
 from testkit.fakes import FunctionReranker, ScriptedEngine, last_user_text
 
@@ -197,7 +197,7 @@ def test_a_2mb_page_stays_within_the_chain_bounds(tmp_path):
 def test_a_head_full_of_script_does_not_use_up_what_is_read_of_a_page():
     """Crawled pages can carry hundreds of kilobytes of script and style before their body: the
     cap on the HTML read counts what a reader could see, so the body's text is still reached."""
-    from agents.cruise.pagetext import page_text
+    from agents.stages.pagetext import page_text
 
     cfg = load_config("cpu")
     code = "<script>" + "var x = 1;" * 30_000 + "</script><STYLE type='text/css'>" + "p{}" * 20_000 + "</style >"
@@ -257,7 +257,7 @@ def test_the_mini_benchmark_database_is_read_by_the_package(tmp_path):
 
 
 def chunks_text(record: dict) -> str:
-    from agents.cruise.pagetext import page_text
+    from agents.stages.pagetext import page_text
 
     return " ".join(page_text(record["page_result"], 10**7).split())
 

@@ -9,7 +9,7 @@ every chunk with its reranker score. The judge (cached, as in the evaluation) de
 a' is correct; with no LLM judge, the offline lexical judge does where the run's answers.jsonl
 carries accepted answer forms (the mini benchmark), else only exact matches count. Each setting of a grid over tau_ret, tau_low, tau_high, min_token_prob and the MAD
 lambda is then replayed through the run's own decision rule (`decide_from_trace` of its system: CRUISE's
-Algorithm 1, or QA-Dragon's or SAM-RAG's verifiers, agents/peers/registry.py); lambda re-runs
+Algorithm 1, or QA-Dragon's or SAM-RAG's verifiers: System.decide, agents/runtime/system.py); lambda re-runs
 `select_chunks` on the traced scores, and a turn whose context the new lambda changes counts as
 "I don't know" (the model never answered with that context, so no answer can be credited).
 Scores are the single-turn truthfulness (2*correct + miss)/n - 1; multi-turn early stopping is
@@ -37,9 +37,10 @@ from pathlib import Path
 from agents.base_agent import IDK_ANSWER
 from agents.calibration import CALIBRATED_FIELDS
 from agents.config import PRESETS, CruiseConfig, SettingError, config_from_record, load_config, parse_settings
-from agents.cruise.stages.s5_rerank import select_chunks
 from agents.engines.base import TOKEN_COUNT
-from agents.peers.registry import decide_from_trace, uses_mad_filter
+from agents.runtime.batch import decide_from_trace
+from agents.runtime.system import system_for
+from agents.stages.s5_rerank import select_chunks
 from evaluator.harness.runner import RUN_CONFIG, read_jsonl, saved_answers
 from evaluator.scoring.judge import DEFAULT_EVAL_MODEL, Judge, JudgeItem, find_api_key
 from evaluator.scoring.lexical_judge import ANSWER_FORM_KEYS, OFFLINE_JUDGE_LABEL, has_answer_forms, lexical_verdict
@@ -176,7 +177,7 @@ def context_changed(turn: dict, cfg: CruiseConfig) -> bool:
     """Would `select_chunks` with cfg's MAD settings keep another context than the traced one?
     Never for a system whose context the MAD filter does not choose (the peers')."""
     chunks = turn.get("chunks")
-    if not chunks or not uses_mad_filter(cfg):
+    if not chunks or not system_for(cfg).mad_context:
         return False
     evidence = select_chunks([c["text"] for c in chunks], [float(c["score"]) for c in chunks], cfg,
                              [c.get("last_modified", "") for c in chunks])

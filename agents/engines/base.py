@@ -36,7 +36,7 @@ class ChatRequest:
     sampling: Sampling | None = None
     # Which turn the request serves: its position in the list of turns the stage was handed. A
     # hosted provider may refuse one request (content policy, an image it will not take); the
-    # chain then answers that turn "I don't know" and counts it (chain.BatchRun), which it can
+    # chain then answers that turn "I don't know" and counts it (agents/runtime/batch.py BatchRun), which it can
     # only do for a request that says whose it is. None: no turn (warm-up, benchmarks).
     turn: int | None = None
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 from PIL import Image
 
 from agents.config import CruiseConfig
-from agents.cruise.stages import s0a_perceive
-from agents.cruise.stages.s0a_perceive import PerceptionCache, perceive_batch
+from agents.stages import s0a_perceive
+from agents.stages.s0a_perceive import PerceptionCache, perceive_batch
 from testkit.fakes import last_user_text
 from testkit.perception_scenes import GRACE_HOPPER, PROMPTED_STAGES, SCRIPT, BlindEngine, run_agent, sign, turn
 

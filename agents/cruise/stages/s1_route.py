@@ -18,13 +18,14 @@ import math
 import re
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import strip_markdown
-from agents.cruise.prompts import load_prompt
-from agents.cruise.stages.s1a_tool_route import read_search_route
-from agents.cruise.stages.s1b_domain_route import DOMAINS, read_domain, route_domain
-from agents.cruise.stages.s2a_decompose import read_question_type
-from agents.cruise.types import Route, Turn
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
+from agents.runtime.system import Stage
+from agents.stages.parsing import strip_markdown
+from agents.stages.prompts import load_prompt
+from agents.stages.s1a_tool_route import read_search_route
+from agents.stages.s1b_domain_route import DOMAINS, read_domain, route_domain
+from agents.stages.s2a_decompose import read_question_type
+from agents.stages.types import Route, Turn
 
 # The label, then ":" or "=" (or " - "), possibly a newline, then the value, in any case and
 # through markdown emphasis: "Needs External Info: yes", "**Is Real-Time:**\nNo", "is_real_time = true".
@@ -132,3 +133,7 @@ def _shown(share: float | None, text: str) -> str:
     if share is None:
         return f"unreadable: {text!r}"
     return f"P(yes)/(P(yes)+P(no)) = {share:.2f}"
+
+
+STAGE = Stage("route", switch="use_router", cost_prior="route", parsed="route",
+              trace_fields=("needs_external", "is_real_time", "router_parsed", "router_raw"))

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.types import Answers, Decision, Evidence, Route, Verification
+from agents.runtime.system import Stage
+from agents.stages.types import Answers, Decision, Evidence, Route, Verification
 
 
 def decide(
@@ -85,3 +86,6 @@ def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
         min_token_prob=cfg.min_token_prob,
         tau_ret_scope=cfg.tau_ret_scope,
     )
+
+
+STAGE = Stage("finalize", switch="use_finalizer", trace_fields=("branch", "final_answer"))

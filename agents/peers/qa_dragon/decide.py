@@ -12,18 +12,16 @@ from __future__ import annotations
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.types import Decision
-from agents.peers.verdicts import support_passes
+from agents.stages.types import Decision
+from agents.stages.verdicts import support_passes
 
 
 def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
-    """Decision.branch says which rule decided (the trace's "decision")."""
+    """Decision.branch says which rule decided (the trace's "decision"). A failed turn and an
+    answer that is already "I don't know" are decided before this rule (agents/runtime/batch.py
+    `decide_turn`: "error", "abstained")."""
     branch = trace.get("branch")
-    answer = trace.get("rag_answer") or IDK_ANSWER
-    if branch == "error":
-        return Decision(IDK_ANSWER, "error")
-    if answer == IDK_ANSWER:
-        return Decision(IDK_ANSWER, "abstained")
+    answer = trace["rag_answer"]
     if branch == "direct_output":
         return Decision(answer, "direct_output")
     if not cfg.use_finalizer:

@@ -9,11 +9,12 @@ the same request. A reply without a usable query leaves the turn with its fused 
 from __future__ import annotations
 
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt
-from agents.cruise.stages.s2a_decompose import read_sub_queries
-from agents.cruise.types import SubQueries, Turn
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 from agents.peers.qa_dragon.types import Draft, ToolChoice
+from agents.runtime.system import Stage
+from agents.stages.prompts import load_prompt
+from agents.stages.s2a_decompose import read_sub_queries
+from agents.stages.types import SubQueries, Turn
 
 
 def rephrase_batch(turns: list[Turn], drafts: list[Draft], tools: list[ToolChoice], engine: ChatEngine,
@@ -33,3 +34,6 @@ def rephrase_batch(turns: list[Turn], drafts: list[Draft], tools: list[ToolChoic
     for i, result in zip(wanted, results):
         out[i] = read_sub_queries(result.text, turns[i].query, limit)
     return out
+
+
+STAGE = Stage("rephrase", parsed="rephrase", trace_fields=("rephrased_queries", "rephrase_raw"))

@@ -20,12 +20,13 @@ from __future__ import annotations
 import dataclasses
 
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt, quote_notes
-from agents.cruise.stages.s5_rerank import context_block
-from agents.cruise.types import Evidence, Retrieval
 from agents.engines.base import ChatEngine, ChatRequest, Reranker, Sampling
 from agents.peers.qa_dragon.types import Reranked
-from agents.peers.verdicts import YES_NO, read_check
+from agents.runtime.system import Stage
+from agents.stages.prompts import load_prompt, quote_notes
+from agents.stages.s5_rerank import context_block
+from agents.stages.types import Evidence, Retrieval
+from agents.stages.verdicts import YES_NO, read_check
 
 
 def coarse_pick(scores: list[float], cfg: CruiseConfig) -> list[int]:
@@ -79,3 +80,8 @@ def fine_batch(retrievals: list[Retrieval], coarse: list[Reranked], engine: Chat
         evidence = assemble(retrievals[t], coarse_scores, order, cfg)
         out[t] = dataclasses.replace(coarse[t], evidence=evidence, fine=p_yes, fine_ran=True)
     return out
+
+
+# The coarse reranker is priced as CRUISE's reranker (the same model over the same chunks).
+COARSE = Stage("rerank", cost_prior="rerank", trace_fields=("chunks", "theta", "kept_chunks", "context", "retrieval_score"))
+FINE = Stage("fine_rerank", trace_fields=("fine_rerank_ran",))

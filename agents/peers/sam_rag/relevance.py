@@ -17,11 +17,12 @@ from __future__ import annotations
 import dataclasses
 
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt, quote_notes
-from agents.cruise.types import Retrieval, Summary, Turn
 from agents.engines.base import ChatEngine, ChatRequest, Reranker
 from agents.peers.sam_rag.types import RelevanceSearch
-from agents.peers.verdicts import check_sampling, read_check
+from agents.runtime.system import Stage
+from agents.stages.prompts import load_prompt, quote_notes
+from agents.stages.types import Retrieval, Summary, Turn
+from agents.stages.verdicts import check_sampling, read_check
 
 
 def rank_batch(retrievals: list[Retrieval], reranker: Reranker, cfg: CruiseConfig) -> list[RelevanceSearch]:
@@ -59,3 +60,8 @@ def is_rel_round(turns: list[Turn], summaries: list[Summary], retrievals: list[R
     for t in {t for t, _ in asks}:
         out[t].rounds += 1
     return out
+
+
+RANK = Stage("rank", trace_fields=("chunks", "retrieval_score"))
+IS_REL = Stage("is_rel", parsed="is_rel",
+               trace_fields=("relevance_rounds", "relevance_judged", "relevance_raw", "kept_chunks", "context"))

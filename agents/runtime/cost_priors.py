@@ -1,5 +1,5 @@
 """Stage cost priors: seconds per turn each stage is expected to take on one L40S before the
-deadline has timed it (agents/cruise/deadline.py), derived from a measurement.
+deadline has timed it (agents/runtime/deadline.py), derived from a measurement.
 
 The measurement: the chain on one H100 80 GB with the project's own transformers
 engine and reranker, random bf16 weights at the real sizes (so every generation ran to its
@@ -123,3 +123,23 @@ def priors_table(cfg) -> str:
         lines.append(f"| {stage} | {priors[stage]:.2f} | {priors[stage] * H100_BATCH:.1f} |")
     return "\n".join(lines)
 
+
+
+def stage_priors(system, cfg) -> dict[str, float]:
+    """Seconds per turn each of `system`'s stages is expected to take before it is timed: the
+    config's prior model at the config's own generation lengths for the stages it prices (by each
+    Stage's `cost_prior` key), the system's `untimed_prior` for the others, the stages the config
+    sets outright (`stage_cost_priors_s`), and nothing for a stage that calls no model under cfg
+    only sometimes (the grounding check: milliseconds), which the deadline would otherwise charge
+    the dearest request's cost until it had run once."""
+    table = l40s_stage_cost_priors(cfg) if cfg.cost_priors == "l40s" else {}
+    priors = {stage.name: seconds for key, seconds in table.items() for stage in system.stages
+              if stage.cost_prior == key}
+    if system.untimed_prior is not None:
+        for stage in system.stages:
+            priors.setdefault(stage.name, system.untimed_prior)
+    priors.update(cfg.stage_cost_priors_s)
+    for stage in system.stages:
+        if stage.free_when_no_model and stage.calls_no_model(cfg):
+            priors[stage.name] = 0.0
+    return priors

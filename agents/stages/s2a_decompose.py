@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import content_lines, labelled_choice
-from agents.cruise.prompts import ask_vlm
-from agents.cruise.stages.s1a_tool_route import searches_allowed
-from agents.cruise.types import Route, SubQueries, Summary, Turn
 from agents.engines.base import ChatEngine, Sampling
+from agents.runtime.system import Stage
+from agents.stages.parsing import content_lines, labelled_choice
+from agents.stages.prompts import ask_vlm
+from agents.stages.s1a_tool_route import searches_allowed
+from agents.stages.types import Route, SubQueries, Summary, Turn
 
 QUESTION_TYPES = ("simple", "multi-hop", "comparison")
 DECOMPOSED_TYPES = ("multi-hop", "comparison")
@@ -73,3 +74,7 @@ def decompose_batch(
     for i, text in zip(wanted, replies):
         out[i] = read_sub_queries(text, turns[i].query, cfg.decompose_max_queries)
     return out
+
+
+STAGE = Stage("decompose", switch="use_decompose", cost_prior="decompose", parsed="decompose",
+              trace_fields=("sub_queries", "decompose_raw"))

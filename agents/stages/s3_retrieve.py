@@ -18,9 +18,10 @@ from __future__ import annotations
 import os
 
 from agents.config import CruiseConfig
-from agents.cruise.stages.s1a_tool_route import searches_allowed
-from agents.cruise.stages.s2b_crop import cropped_images
-from agents.cruise.stages.s4_chunk import (
+from agents.runtime.system import Stage, always
+from agents.stages.s1a_tool_route import searches_allowed
+from agents.stages.s2b_crop import cropped_images
+from agents.stages.s4_chunk import (
     chunks_from_image_hit,
     chunks_from_passage,
     chunks_from_web_hit,
@@ -29,7 +30,7 @@ from agents.cruise.stages.s4_chunk import (
     hit_entity_names,
     name_chunk,
 )
-from agents.cruise.types import CropPlan, Retrieval, Route, SubQueries, Turn
+from agents.stages.types import CropPlan, Retrieval, Route, SubQueries, Turn
 
 
 def safe_text_query(text: str) -> str:
@@ -209,3 +210,8 @@ def retrieve_batch(
             found = Retrieval(summary=summary, query=turn.query, web_query=turn.query)
         out.append(add_passages(found, handed, cfg) if handed else found)
     return out
+
+
+# s4_chunk cuts the pages this stage fetched into chunks: a step of this stage, timed with it.
+STAGE = Stage("retrieve", switch="use_retrieval", cost_prior="retrieve", calls_no_model=always,
+              trace_fields=("retrieval_query", "web_query", "retrieved", "searches_run", "chunks"))

@@ -10,7 +10,7 @@ a' is generated with log-probabilities (no extra call); its minimum and mean tok
 are the white-box signal of QA-Dragon's verifier (finalizer gate `min_token_prob`).
 
 `answer_prompts = "baseline"` (the rag_baseline preset) asks in the layout of the relaunched
-repository's straightforward agent for the model's family instead (agents/cruise/baseline_prompt.py).
+repository's straightforward agent for the model's family instead (agents/stages/baseline_prompt.py).
 """
 from __future__ import annotations
 
@@ -19,11 +19,12 @@ import re
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.baseline_prompt import baseline_messages
-from agents.cruise.parsing import content_lines
-from agents.cruise.prompts import load_prompt, quote_notes, vlm_image
-from agents.cruise.types import Answers, Evidence, Turn
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
+from agents.runtime.system import Stage
+from agents.stages.baseline_prompt import baseline_messages
+from agents.stages.parsing import content_lines
+from agents.stages.prompts import load_prompt, quote_notes, vlm_image
+from agents.stages.types import Answers, Evidence, Turn
 
 # Ways a model says it cannot answer; any of them becomes exactly "I don't know".
 _ABSTAIN = re.compile(
@@ -64,7 +65,7 @@ def answer_request(turn: Turn, context: str, sampling: Sampling | None = None, n
                    baseline_style: str | None = None) -> ChatRequest:
     """`notes`: the domain's own lines (domain routing, s1b), added at the end of the question.
     `position`: the turn's place in the stage's list (ChatRequest.turn). `baseline_style`: the
-    straightforward agent's prompt for that family (agents/cruise/baseline_prompt.py) instead of ours."""
+    straightforward agent's prompt for that family (agents/stages/baseline_prompt.py) instead of ours."""
     if baseline_style is not None:
         messages = baseline_messages(turn, context, baseline_style)
     elif context:
@@ -110,3 +111,8 @@ def answer_batch(
             answers[i].direct, answers[i].direct_raw = normalize_answer(r.text), r.text
             answers[i].direct_sampled = not evidence[i].context
     return answers
+
+
+STAGE = Stage("answer", cost_prior="answer", parsed="answer",
+              trace_fields=("rag_answer", "rag_raw", "direct_answer", "direct_raw", "direct_sampled",
+                            "rag_min_token_prob", "rag_mean_token_prob", "token_count"))

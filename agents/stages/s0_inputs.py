@@ -17,7 +17,7 @@ import unicodedata
 
 from PIL import Image, ImageOps
 
-from agents.cruise.types import Turn
+from agents.stages.types import Turn
 
 log = logging.getLogger(__name__)
 

@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import labelled_value
-from agents.cruise.prompts import load_prompt_lines
-from agents.cruise.types import Route, Turn
+from agents.runtime.system import Stage
+from agents.stages.parsing import labelled_value
+from agents.stages.prompts import load_prompt_lines
+from agents.stages.types import Route, Turn
 
 DOMAINS = (
     "Book", "Food", "General object recognition", "Math and science", "Nature", "Pets", "Plants and Gardening",
@@ -80,3 +81,7 @@ def domain_notes(route: Route, cfg: CruiseConfig) -> str:
     if not cfg.use_domain_route or not route.domain:
         return ""
     return load_prompt_lines(f"domains/{domain_slug(route.domain)}")
+
+
+STAGE = Stage("domain_route", switch="use_domain_route", parsed="route_extras",
+              trace_fields=("domain", "domain_source", "domain_notes"))

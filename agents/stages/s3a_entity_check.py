@@ -12,10 +12,11 @@ from __future__ import annotations
 import dataclasses
 
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt, vlm_image
-from agents.cruise.stages.s7_consistency import read_verdict
-from agents.cruise.types import Retrieval, Turn
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
+from agents.runtime.system import Stage
+from agents.stages.prompts import load_prompt, vlm_image
+from agents.stages.types import Retrieval, Turn
+from agents.stages.verdicts import read_verdict
 
 
 def entities_to_check(retrieval: Retrieval, limit: int) -> list[str]:
@@ -66,3 +67,6 @@ def entity_check_batch(
         out[i] = drop_rejected(retrievals[i], verdicts, [text for _, text in answers], parsed_all)
     return out
 
+
+STAGE = Stage("entity_check", switch="use_entity_check", cost_prior="entity_check", parsed="entity_check",
+              trace_fields=("entity_verdicts", "entities_rejected", "entity_check_raw", "chunks_dropped_entity"))

@@ -8,11 +8,12 @@ leaves the summary empty (q' = q) and counts as a parse failure.
 from __future__ import annotations
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import content_lines, first_sentence
-from agents.cruise.prompts import ask_vlm
-from agents.cruise.stages.s0a_perceive import picture_summary
-from agents.cruise.types import Perception, Route, Summary, Turn
 from agents.engines.base import ChatEngine, Sampling
+from agents.runtime.system import Stage
+from agents.stages.parsing import content_lines, first_sentence
+from agents.stages.prompts import ask_vlm
+from agents.stages.s0a_perceive import picture_summary
+from agents.stages.types import Perception, Route, Summary, Turn
 
 _LABELS = ("one-sentence description", "description", "summary", "sentence", "caption")
 _QUOTES = "\"'“”‘’"
@@ -45,3 +46,7 @@ def summarize_batch(
     for i, text in zip(wanted, replies):
         summaries[i] = read_summary(text)
     return summaries
+
+
+STAGE = Stage("summarize", switch="use_summary", cost_prior="summarize", parsed="summarize",
+              trace_fields=("summary", "summary_raw"))

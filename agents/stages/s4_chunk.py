@@ -7,7 +7,7 @@ chunks that carry its name:
 
 - description / caption / summary, where present, are kept as the paper says, one chunk per
   paragraph (prefixed with the entity name when the paragraph does not say it);
-- every other informative field is cleaned of wiki markup (`agents.cruise.wikitext`) and
+- every other informative field is cleaned of wiki markup (`agents.stages.wikitext`) and
   written "Name: field: value"; `infobox_fields_per_chunk` fields share one chunk;
 - layout fields (image, image_size, alt, mapframe*, coordinates, ...) and values with nothing
   readable left are dropped;
@@ -19,7 +19,7 @@ extract ending in "...", then the same sentences in full) removed, then packed i
 paragraphs of at most `max_chunk_chars` characters on sentence boundaries.
 
 Full pages (`page_result`, the HTML the full-content web database adds to a hit): the page's
-visible text (`agents.cruise.pagetext`, at most `page_max_html_chars` of HTML read) is packed
+visible text (`agents.stages.pagetext`, at most `page_max_html_chars` of HTML read) is packed
 the same way, without the sentences its snippet already gave, and at most `page_max_chunks` of
 its chunks are kept: those sharing the most words with q', in page order (a multi-hop answer is
 often far down a page, where the first chunks would never reach). Each names its page's title.
@@ -39,8 +39,8 @@ import html
 import json
 import re
 
-from agents.cruise.pagetext import page_text
-from agents.cruise.wikitext import clean_wikitext
+from agents.stages.pagetext import page_text
+from agents.stages.wikitext import clean_wikitext
 
 PAPER_FIELDS = ("description", "caption", "summary")
 

@@ -22,11 +22,12 @@ import re
 from PIL import Image
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import labelled_value
-from agents.cruise.prompts import ask_vlm
-from agents.cruise.stages.s1a_tool_route import searches_allowed
-from agents.cruise.types import CropPlan, Route, Turn
 from agents.engines.base import ChatEngine, Sampling
+from agents.runtime.system import Stage
+from agents.stages.parsing import labelled_value
+from agents.stages.prompts import ask_vlm
+from agents.stages.s1a_tool_route import searches_allowed
+from agents.stages.types import CropPlan, Route, Turn
 
 GRID = 1000.0  # the prompt's coordinate scale
 _WHOLE_IMAGE_SHARE = 0.9  # a box covering this share of the photo (in area) is the whole photo
@@ -95,3 +96,7 @@ def crop_batch(turns: list[Turn], routes: list[Route], engine: ChatEngine, cfg: 
 
 def cropped_images(image: Image.Image, plan: CropPlan) -> list[tuple[str, Image.Image]]:
     return [(c["view"], image.crop(tuple(c["box"]))) for c in plan.crops]
+
+
+STAGE = Stage("crop", switch="use_crop_search", cost_prior="crop", parsed="crop",
+              trace_fields=("crop_object", "crop_boxes", "crop_raw", "crops_searched"))

@@ -13,8 +13,9 @@ from __future__ import annotations
 import statistics
 
 from agents.config import CruiseConfig
-from agents.cruise.types import Evidence, Retrieval
 from agents.engines.base import Reranker
+from agents.runtime.system import Stage
+from agents.stages.types import Evidence, Retrieval
 
 
 def mad_threshold(scores, tau: float = 0.1, lam: float = 1.5, top_k: int = 10) -> float:
@@ -62,3 +63,7 @@ def rerank_batch(retrievals: list[Retrieval], reranker: Reranker, cfg: CruiseCon
         start += len(r.chunks)
         out.append(select_chunks(r.chunks, mine, cfg, r.chunk_dates))
     return out
+
+
+STAGE = Stage("rerank", cost_prior="rerank",
+              trace_fields=("chunks", "theta", "kept_chunks", "context", "retrieval_score"))

@@ -12,11 +12,12 @@ import dataclasses
 import re
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import strip_markdown
-from agents.cruise.prompts import ask_vlm, quote_notes
-from agents.cruise.stages.s5_rerank import context_block
-from agents.cruise.types import Evidence, Turn
 from agents.engines.base import ChatEngine, Sampling
+from agents.runtime.system import Stage
+from agents.stages.parsing import strip_markdown
+from agents.stages.prompts import ask_vlm, quote_notes
+from agents.stages.s5_rerank import context_block
+from agents.stages.types import Evidence, Turn
 
 _LINE = re.compile(r"(?:info|result|note|chunk|#)?\s*\[?(\d+)\]?\s*(?:[:=.)-]|\bis\b)?\s*[\[(\"']?\s*"
                    r"(yes|no|relevant|irrelevant|not\s+relevant|true|false)\b", re.I)
@@ -63,3 +64,7 @@ def relevance_batch(turns: list[Turn], evidence: list[Evidence], engine: ChatEng
     for i, text in zip(wanted, replies):
         out[i] = filter_evidence(evidence[i], read_relevance(text, len(evidence[i].kept)), text)
     return out
+
+
+STAGE = Stage("relevance", switch="use_relevance_filter", cost_prior="relevance", parsed="relevance",
+              trace_fields=("relevance", "chunks_dropped_irrelevant", "relevance_raw"))

@@ -2,7 +2,7 @@
 "What the picture shows" (prompts/perception.txt): the ImageNet classifier's likeliest objects
 with their probabilities, and the text an OCR reads in it, line by line in reading order with
 its confidence. The block goes into every prompt that carries the image (answers, consistency, CoV:
-agents/cruise/prompts.py), in place of the image the engine drops. The summary stage does not ask
+agents/stages/prompts.py), in place of the image the engine drops. The summary stage does not ask
 such a VLM to describe a photo it cannot see: the summary s is what was read (`picture_summary`).
 
 When: cfg.perception "auto" runs it only when the VLM role is text-only (its engine's
@@ -23,9 +23,10 @@ from collections import OrderedDict
 from PIL import Image
 
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt_lines
-from agents.cruise.types import Perception, Turn
 from agents.engines import image_classifier, ocr
+from agents.runtime.system import Stage, always
+from agents.stages.prompts import load_prompt_lines
+from agents.stages.types import Perception, Turn
 
 # Smaller than this on a side, an image holds no legible text nor a recognisable object.
 MIN_IMAGE_SIDE = 16
@@ -183,3 +184,14 @@ def with_pictures(turns: list[Turn], perceptions: list[Perception], cfg: CruiseC
     """The turns carrying their picture blocks (new records; the inputs are not changed)."""
     return [dataclasses.replace(t, picture=p.block, picture_text=picture_text(p, cfg))
             for t, p in zip(turns, perceptions)]
+
+
+def perceive_step(state) -> None:
+    """Over a batch in flight (agents/runtime/batch.py BatchState): read each picture when the VLM
+    cannot see, and give the later steps the turns with their picture blocks."""
+    if perception_wanted(state.cfg, state.engines.vlm):
+        state.perceptions = state.run.stage("perceive", perceive_batch, [state.turns], (state.cfg,), Perception)
+        state.turns = with_pictures(state.turns, state.perceptions, state.cfg)
+
+
+STAGE = Stage("perceive", calls_no_model=always, trace_fields=("perception",), step=perceive_step)
