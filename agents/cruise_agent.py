@@ -55,7 +55,7 @@ class CruiseAgent(BaseAgent):
         self.costs = StageCosts(priors=stage_priors(self.system, self.config))
         self.last_batch_report: dict | None = None
         self.warmup_s: dict[str, float] | None = None  # seconds per stage of the warm-up batch
-        if self.config.warmup_at_load:
+        if self.config.run.warmup_at_load:
             from agents.cruise.warmup import warm_up
 
             self.warmup_s = warm_up(self.engines, self.search_pipeline, self.config)
@@ -73,7 +73,7 @@ class CruiseAgent(BaseAgent):
         runs and how it is reached, not which model it is) and the prompt files' hashes."""
         from agents.stages.prompts import prompt_hashes
 
-        fields = dataclasses.asdict(config)
+        fields = config.flat()
         return {"config": {k: v for k, v in fields.items() if k not in SERVED_WHERE},
                 "where": {k: v for k, v in fields.items() if k in SERVED_WHERE},
                 "prompts": prompt_hashes()}
@@ -92,7 +92,7 @@ class CruiseAgent(BaseAgent):
 
     # --- the contract ----------------------------------------------------------------------------
     def get_batch_size(self) -> int:
-        return self.config.batch_size
+        return self.config.run.batch_size
 
     def batch_generate_response(self, queries, images, message_histories, rag_context_list=None,
                                 domains=None) -> list[str]:

@@ -104,7 +104,7 @@ class ModelStack:
       processor expands it into the image's tokens (never written by us, except where a
       checkpoint's template is text-only, `text_placeholder`);
     - `template`: where the chat template comes from;
-    - `image_tokens`: tokens one image costs at CruiseConfig.image_max_side (1120 px), and where
+    - `image_tokens`: tokens one image costs at CruiseConfig.inputs.image_max_side (1120 px), and where
       the count comes from; `encoder_tokens`: whether they sit beside the prompt (cross-attention,
       Mllama) rather than in it;
     - `checkpoints`: (hub id, parameters in billions, rounded as the model cards give them): the

@@ -66,7 +66,7 @@ def main() -> None:
     rows = questions()
     external_truth = [r.get("query_category") != "simple recognition" for r in rows]
     real_time_truth = [r.get("dynamism") == "real-time" for r in rows]
-    print(f"{len(rows)} questions, batch {args.batch}, router {cfg.router_model} ({args.profile} profile)")
+    print(f"{len(rows)} questions, batch {args.batch}, router {cfg.models.router_model} ({args.profile} profile)")
     print("| router_mode | both labels read | s per turn (median batch) | external = tag | real-time = tag |")
     print("|---|---|---|---|---|")
     results = {}

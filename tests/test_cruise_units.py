@@ -51,18 +51,17 @@ def test_mad_threshold_uses_only_the_top_k_scores_whatever_the_retrieval_order()
 
 
 def test_select_chunks_keeps_the_best_scored_first_at_most_k_rerank():
-    import dataclasses
 
     from agents.stages.s5_rerank import select_chunks
 
-    cfg = dataclasses.replace(load_config("cpu"), mad_tau=0.0, mad_lambda=1.0, mad_top_k=3, k_rerank=5)
+    cfg = load_config("cpu").replace(mad_tau=0.0, mad_lambda=1.0, mad_top_k=3, k_rerank=5)
     chunks = [f"c{i}" for i in range(7)]
     scores = [0.0, 0.25, 0.5, 0.125, 0.75, 0.625, 0.375]  # theta .5, as above
     evidence = select_chunks(chunks, scores, cfg)
     assert evidence.theta == 0.5
     assert evidence.kept == ["c4", "c5", "c2"]  # >= .5, best first: .75 .625 .5 (not retrieval order)
     assert evidence.context == "[Info 1] c4\n[Info 2] c5\n[Info 3] c2"
-    assert select_chunks(chunks, scores, dataclasses.replace(cfg, k_rerank=2)).kept == ["c4", "c5"]
+    assert select_chunks(chunks, scores, cfg.replace(k_rerank=2)).kept == ["c4", "c5"]
 
 
 # ---- decide (Algorithm 1) -----------------------------------------------------------------
@@ -253,10 +252,10 @@ def test_presets_and_overrides():
     assert set(PRESETS) == {"vision_only", "rag_baseline", "no_cov_no_sc", "no_cov", "full", "extended",
                             "paper_finalizer", "qa_dragon", "sam_rag"}
     cfg = load_config("cpu", "no_cov", tau_ret=0.3)
-    assert (cfg.use_cov, cfg.use_self_consistency, cfg.tau_ret) == (False, True, 0.3)
+    assert (cfg.cruise.use_cov, cfg.cruise.use_self_consistency, cfg.cruise.tau_ret) == (False, True, 0.3)
     cfg = load_config_from_settings("l40s", None, ["tau_low=0.8", "chunk_fields=description,summary"])
-    assert cfg.tau_low == 0.8 and cfg.chunk_fields == ("description", "summary")
-    assert cfg.vlm_model == "meta-llama/Llama-3.2-11B-Vision-Instruct"
+    assert cfg.answer.tau_low == 0.8 and cfg.retrieval.chunk_fields == ("description", "summary")
+    assert cfg.models.vlm_model == "meta-llama/Llama-3.2-11B-Vision-Instruct"
     with pytest.raises(ValueError):
         load_config("cpu", "nope")
     with pytest.raises(ValueError):
@@ -449,7 +448,7 @@ def test_every_preset_is_a_valid_config():
         load_config("cpu", preset)
     with pytest.raises(ValueError, match="use_dual_path"):
         load_config_from_settings("cpu", "full", ["use_dual_path=false"])
-    assert not load_config_from_settings("cpu", "no_cov_no_sc", ["use_dual_path=false"]).use_dual_path
+    assert not load_config_from_settings("cpu", "no_cov_no_sc", ["use_dual_path=false"]).cruise.use_dual_path
 
 
 def test_calibration_file_sets_only_thresholds(tmp_path):
@@ -457,9 +456,9 @@ def test_calibration_file_sets_only_thresholds(tmp_path):
     good.write_text('{"settings": {"tau_low": 0.8, "min_token_prob": 0.2, "mad_lambda": 2.0}, '
                     f'"token_count": "{TOKEN_COUNT}"}}')
     cfg = load_config("cpu", calibration=good)
-    assert (cfg.tau_low, cfg.min_token_prob, cfg.mad_lambda) == (0.8, 0.2, 2.0)
+    assert (cfg.answer.tau_low, cfg.answer.min_token_prob, cfg.retrieval.mad_lambda) == (0.8, 0.2, 2.0)
     cfg = load_config_from_settings("cpu", None, ["tau_low=0.85"], calibration=good)  # --set wins
-    assert cfg.tau_low == 0.85 and cfg.min_token_prob == 0.2
+    assert cfg.answer.tau_low == 0.85 and cfg.answer.min_token_prob == 0.2
     bad = tmp_path / "bad.json"
     bad.write_text('{"settings": {"use_cov": false}}')
     with pytest.raises(ValueError, match="settings may only hold"):
@@ -581,7 +580,7 @@ def test_grounding_mode_scores_against_the_notes_and_the_picture_without_a_model
             raise AssertionError("cov_mode grounding called the engine")
 
     cfg = load_config("cpu", "full")
-    assert cfg.cov_mode == "grounding"
+    assert cfg.answer.cov_mode == "grounding"
     turns = [Turn("who wrote this book?", None, [], picture_text="PRIDE AND PREJUDICE"),
              Turn("who wrote this book?", None, [], picture_text="espresso"),
              Turn("what is the book?", None, [], picture_text="PRIDE AND PREJUDICE"),
@@ -629,10 +628,11 @@ def test_a_calibration_file_leaves_presets_without_a_finalizer_alone(tmp_path):
 
     path = tmp_path / "calibration.json"
     path.write_text(f'{{"settings": {{"tau_low": 0.7, "min_token_prob": 0.2}}, "token_count": "{TOKEN_COUNT}"}}')
-    assert (load_config("cpu", "full", calibration=path).min_token_prob, load_config("cpu", "full", calibration=path).tau_low) == (0.2, 0.7)
+    calibrated = load_config("cpu", "full", calibration=path).answer
+    assert (calibrated.min_token_prob, calibrated.tau_low) == (0.2, 0.7)
     for preset in ("rag_baseline", "vision_only"):  # no finalizer: no gate, and nothing to calibrate
         cfg = load_config("cpu", preset, calibration=path)
-        assert cfg.min_token_prob == 0.0 and cfg.tau_low == load_config("cpu", preset).tau_low
+        assert cfg.answer.min_token_prob == 0.0 and cfg.answer.tau_low == load_config("cpu", preset).answer.tau_low
 
 
 def test_the_contexts_labels_and_page_dates_are_no_evidence():

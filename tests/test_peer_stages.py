@@ -347,8 +347,8 @@ def test_run_summary_counts_what_the_peer_stages_did():
 
 def test_extended_preset_switches_on_all_six_and_full_none():
     extended, full = load_config("cpu", "extended"), load_config("cpu", "full")
-    assert all(getattr(extended, name) for name in PEER_SWITCHES)
-    assert not any(getattr(full, name) for name in PEER_SWITCHES)
+    assert all(extended.value(name) for name in PEER_SWITCHES)
+    assert not any(full.value(name) for name in PEER_SWITCHES)
     with pytest.raises(ValueError, match="crop_mode"):
         load_config("cpu", "extended", crop_mode="grid")
     with pytest.raises(ValueError, match="use_router"):

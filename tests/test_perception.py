@@ -68,7 +68,7 @@ def test_auto_follows_whether_the_vlm_engine_sees():
 
     served = load_config("served")
     blind = OpenAIChatEngine("smollm2", base_url="http://127.0.0.1:9/v1")  # a text-only served model
-    seeing = OpenAIChatEngine(served.vlm_model, base_url="http://127.0.0.1:9/v1")
+    seeing = OpenAIChatEngine(served.models.vlm_model, base_url="http://127.0.0.1:9/v1")
     assert perception_wanted(served, blind) and not perception_wanted(served, seeing)
     assert perception_wanted(served.replace(perception="on"), seeing)
     assert not perception_wanted(served.replace(perception="off"), blind)

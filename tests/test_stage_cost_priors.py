@@ -38,8 +38,8 @@ def test_l40s_priors_cover_every_stage_and_a_batch_of_8_fits_its_budget():
     priors = stage_priors(CRUISE, cfg)
     assert list(priors) == CHAIN_STAGES + list(cost_priors.PEER_STAGE_ANALOGUE)
     assert all(v > 0 for v in priors.values())
-    budget = cfg.turn_budget_s * cfg.batch_size - cfg.safety_margin_s
-    assert sum(priors[s] for s in CHAIN_STAGES) * cfg.batch_size < budget
+    budget = cfg.run.turn_budget_s * cfg.run.batch_size - cfg.run.safety_margin_s
+    assert sum(priors[s] for s in CHAIN_STAGES) * cfg.run.batch_size < budget
     # Decoding dominates: the answer stage (2 requests per turn, 64 tokens) costs the most.
     assert max(priors, key=priors.get) == "answer"
     assert stage_priors(CRUISE, load_config("cpu", "full+paper_finalizer")) == {}
@@ -47,13 +47,13 @@ def test_l40s_priors_cover_every_stage_and_a_batch_of_8_fits_its_budget():
 
 def test_l40s_priors_follow_the_generation_lengths():
     base = l40s_stage_cost_priors(CruiseConfig())
-    longer = l40s_stage_cost_priors(CruiseConfig(answer_max_tokens=128, cov_full_output=True))
+    longer = l40s_stage_cost_priors(CruiseConfig.of(answer_max_tokens=128, cov_full_output=True))
     assert longer["answer"] > base["answer"] and longer["verify"] > base["verify"]
     assert longer["route"] == base["route"]
     # A peer stage follows its own length and requests: three entity checks a turn cost three.
-    one = l40s_stage_cost_priors(CruiseConfig(entity_check_max=1))["entity_check"]
+    one = l40s_stage_cost_priors(CruiseConfig.of(entity_check_max=1))["entity_check"]
     assert base["entity_check"] == pytest.approx(3 * one, abs=2e-4)
-    assert l40s_stage_cost_priors(CruiseConfig(decompose_max_tokens=160))["decompose"] > base["decompose"]
+    assert l40s_stage_cost_priors(CruiseConfig.of(decompose_max_tokens=160))["decompose"] > base["decompose"]
 
 
 def test_the_agent_prices_its_stages_at_the_settings_in_force():

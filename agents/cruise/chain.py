@@ -96,14 +96,14 @@ def summarize(s: ChainState) -> None:
 
 
 def decompose(s: ChainState) -> None:
-    if s.cfg.use_decompose:
+    if s.cfg.peer_stages.use_decompose:
         web = s.pipeline is not None and web_search_enabled(s.pipeline)
         s.sub_queries = s.run.stage("decompose", decompose_batch, [s.turns, s.routes, s.summaries],
                                     (s.engines.vlm, s.cfg, web), SubQueries)
 
 
 def crop(s: ChainState) -> None:
-    if s.cfg.use_crop_search:
+    if s.cfg.peer_stages.use_crop_search:
         s.crops = s.run.stage("crop", crop_batch, [s.turns, s.routes], (s.engines.vlm, s.cfg), CropPlan)
 
 
@@ -114,7 +114,7 @@ def retrieve(s: ChainState) -> None:
 
 
 def entity_check(s: ChainState) -> None:
-    if s.cfg.use_entity_check:
+    if s.cfg.peer_stages.use_entity_check:
         s.retrievals = keep(s.retrievals, s.run.stage("entity_check", entity_check_batch, [s.turns, s.retrievals],
                                                       (s.engines.vlm, s.cfg), lambda: None))
 
@@ -124,7 +124,7 @@ def rerank(s: ChainState) -> None:
 
 
 def relevance(s: ChainState) -> None:
-    if s.cfg.use_relevance_filter:
+    if s.cfg.peer_stages.use_relevance_filter:
         s.evidence = keep(s.evidence, s.run.stage("relevance", relevance_batch, [s.turns, s.evidence],
                                                   (s.engines.vlm, s.cfg), lambda: None))
 

@@ -173,18 +173,18 @@ def funnel_flags(trace: dict, cfg) -> dict[str, bool]:
     thresholds and switches this run used (a check the preset switched off counts as passed).
     The harness appends "answered" and "correct"."""
     steps = {"routed to retrieval": trace.get("needs_external") is True}
-    if cfg.use_tool_route:
+    if cfg.peer_stages.use_tool_route:
         steps["tool router chose a search"] = trace.get("route_search") != "none"
     steps["retrieved"] = bool(trace.get("retrieved"))
-    if cfg.use_entity_check:
+    if cfg.peer_stages.use_entity_check:
         steps["chunks left after the entity check"] = bool(trace.get("chunks"))
-    if cfg.use_relevance_filter:
+    if cfg.peer_stages.use_relevance_filter:
         steps["context after the MAD filter"] = bool(trace.get("context") or trace.get("chunks_dropped_irrelevant"))
     steps["non-empty context"] = bool(trace.get("context"))
     steps["RAG answer not IDK"] = not_idk(trace.get("rag_answer"))
-    steps["consistent"] = trace.get("consistent") is True or not cfg.use_self_consistency
-    threshold = cfg.tau_low if trace.get("context") else cfg.tau_high
+    steps["consistent"] = trace.get("consistent") is True or not cfg.cruise.use_self_consistency
+    threshold = cfg.answer.tau_low if trace.get("context") else cfg.cruise.tau_high
     confidence = trace.get("cov_confidence")
-    steps[f"CoV >= {cfg.tau_low:g} with context, >= {cfg.tau_high:g} without"] = (
-        not cfg.use_cov or (confidence is not None and float(confidence) >= threshold))
+    steps[f"CoV >= {cfg.answer.tau_low:g} with context, >= {cfg.cruise.tau_high:g} without"] = (
+        not cfg.cruise.use_cov or (confidence is not None and float(confidence) >= threshold))
     return steps

@@ -92,8 +92,8 @@ WARMED_ELSEWHERE = ("perceive",)  # its models load at build time (s0a_perceive.
 def warm_up(engines: Engines, pipeline, cfg: CruiseConfig, stages=STAGES) -> dict[str, float]:
     """Run one dummy batch through every stage of `stages` (CRUISE's list, in its order) that the
     config runs; seconds per stage."""
-    n = cfg.batch_size
-    turns = prepare_turns([QUESTION] * n, [warm_up_image(cfg.image_max_side)] * n, [[] for _ in range(n)], cfg)
+    n = cfg.run.batch_size
+    turns = prepare_turns([QUESTION] * n, [warm_up_image(cfg.inputs.image_max_side)] * n, [[] for _ in range(n)], cfg)
     run = WarmRun(n)
     state = ChainState(run, engines, pipeline, cfg, turns)
     state.routes = [Route(needs_external=True, is_real_time=False) for _ in turns]

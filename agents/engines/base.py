@@ -334,7 +334,7 @@ class ChatEngine(ABC):
 
 def image_groups(requests: list[ChatRequest], batch_images: bool) -> list[list[int]]:
     """Indices of the requests to run together: all at once, or, with `batch_images=False`,
-    the text requests together and each image request alone (see CruiseConfig.batch_images)."""
+    the text requests together and each image request alone (see CruiseConfig.models.batch_images)."""
     if batch_images or sum(r.image is not None for r in requests) < 2:
         return [list(range(len(requests)))]
     text = [i for i, r in enumerate(requests) if r.image is None]

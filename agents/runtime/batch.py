@@ -131,9 +131,9 @@ def start_batch(turns: list, cfg, costs: StageCosts, system, ledger: Ledger | No
     the budget began, default now."""
     n = len(turns)
     # turn_budget_s 0: no per-turn budget (the relaunched benchmark has none)
-    budget = math.inf if cfg.turn_budget_s <= 0 else cfg.turn_budget_s * max(n, 1) - cfg.safety_margin_s
+    budget = math.inf if cfg.run.turn_budget_s <= 0 else cfg.run.turn_budget_s * max(n, 1) - cfg.run.safety_margin_s
     costs.new_batch()
-    run = BatchRun(n, Deadline(budget, start=started), costs, ledger=ledger, engine_margin_s=cfg.engine_margin_s,
+    run = BatchRun(n, Deadline(budget, start=started), costs, ledger=ledger, engine_margin_s=cfg.run.engine_margin_s,
                    engine_free=system.engine_free(cfg))
     for i, turn in enumerate(turns):
         if not turn.query:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 
@@ -83,29 +83,20 @@ class View:
 
 
 @dataclass(frozen=True)
-class Settings:
-    """A system's own part of the configuration (see System)."""
-
-    fields: tuple[str, ...] = ()
-    preset: str | None = None
-    off: tuple[str, ...] = ()
-
-
-@dataclass(frozen=True)
 class System:
     """One registered chain. `run(system, turns, engines, pipeline, cfg, costs, started=None) ->
     (answers, traces)`, given its own record (for its stages, rule and view); `decide(trace, cfg) -> Decision`: its rule over a turn's traced signals.
 
-    `settings`: what is the system's own in the configuration: the CruiseConfig fields only it
-    reads, the preset that selects it, and the switches of stages it does not have, which must be
-    off (a switch left on would be ignored silently)."""
+    `settings`: the dataclass of the system's own settings (agents/cruise/settings.py,
+    agents/peers/*/settings.py; None: it has none): the CruiseConfig group named as the system,
+    held only while it runs, so a switch of a stage it lacks cannot be on."""
 
     name: str
     stages: tuple[Stage, ...]
     run: Callable
     decide: Callable
     view: View
-    settings: Settings = field(default_factory=Settings)
+    settings: type | None = None
     # Its decision says "abstained" for an answer that is already "I don't know", before its rule
     # (CRUISE's Algorithm 1 names the rule that would have rejected it instead).
     abstains_first: bool = True
@@ -132,12 +123,6 @@ class System:
     def engine_free(self, cfg) -> tuple[str, ...]:
         return tuple(s.name for s in self.stages if s.calls_no_model(cfg))
 
-    def check(self, cfg) -> None:
-        """Refuse the switches of stages this system does not have, in one line."""
-        for name in self.settings.off:
-            if getattr(cfg, name):
-                raise ValueError(f"{name}={getattr(cfg, name)}: system {self.name} has no such stage; "
-                                 f"switch it off or run a system that has it")
 
 
 # The built-in systems' modules; each registers its System when imported. They are imported by

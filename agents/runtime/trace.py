@@ -40,7 +40,7 @@ def record(own: dict, *, system, cfg, run, i: int, parsed: dict[str, bool], perc
     trace["funnel"] = system.view.funnel(trace, cfg)
     # what the run's settings did besides the stages: the per-turn budget in force (0: none),
     # and the stages switched to text modes for an engine without token probabilities
-    trace["turn_budget_s"] = cfg.turn_budget_s
+    trace["turn_budget_s"] = cfg.run.turn_budget_s
     trace["mode_fallbacks"] = list(cfg.mode_fallbacks)
     return trace
 

@@ -35,7 +35,7 @@ def read_search_route(text: str) -> str | None:
 
 def searches_allowed(route: Route, cfg: CruiseConfig) -> tuple[bool, bool]:
     """(image search, web search) as the tool router allows them; both when it is off or unread."""
-    if not cfg.use_tool_route or route.search is None:
+    if not cfg.peer_stages.use_tool_route or route.search is None:
         return True, True
     return route.search in ("image", "both"), route.search in ("web", "both")
 

@@ -65,7 +65,7 @@ def route_domain(route: Route, turn: Turn, cfg: CruiseConfig) -> Route:
     if turn.domain is not None and str(turn.domain).strip():
         route.domain = canonical_domain(turn.domain) or str(turn.domain).strip()
         route.domain_source = "harness"
-    elif not cfg.use_domain_route:
+    elif not cfg.peer_stages.use_domain_route:
         route.domain, route.domain_source = None, None
     elif route.domain is not None:
         route.domain_source = "router"
@@ -78,7 +78,7 @@ def domain_slug(domain: str) -> str:
 
 def domain_notes(route: Route, cfg: CruiseConfig) -> str:
     """The lines the answer prompt gets for this turn's domain ("" for none)."""
-    if not cfg.use_domain_route or not route.domain:
+    if not cfg.peer_stages.use_domain_route or not route.domain:
         return ""
     return load_prompt_lines(f"domains/{domain_slug(route.domain)}")
 

@@ -32,7 +32,8 @@ def summarize_batch(
     """Summaries for the turns that will retrieve; an empty Summary for the others (no request).
     A turn whose picture perception read for a VLM that cannot see (s0a) takes what was read as
     its summary, with no request (`picture_summary`)."""
-    wanted = [i for i, r in enumerate(routes) if r.needs_external and cfg.use_retrieval and cfg.use_summary]
+    wanted = [i for i,
+              r in enumerate(routes) if r.needs_external and cfg.retrieval.use_retrieval and cfg.answer.use_summary]
     summaries = [Summary() for _ in turns]
     read = {i: picture_summary(perceptions[i], cfg) for i in wanted if perceptions is not None}
     for i, text in read.items():
@@ -41,7 +42,7 @@ def summarize_batch(
     wanted = [i for i in wanted if not read.get(i)]
     replies = ask_vlm(
         engine, "summarize", turns, wanted, lambda i: dict(query=turns[i].query),
-        Sampling(max_tokens=cfg.summary_max_tokens, seed=cfg.seed), with_history=False,
+        Sampling(max_tokens=cfg.answer.summary_max_tokens, seed=cfg.models.seed), with_history=False,
     )
     for i, text in zip(wanted, replies):
         summaries[i] = read_summary(text)

@@ -54,7 +54,7 @@ def read_sub_queries(text: str, question: str, limit: int) -> SubQueries:
 
 
 def wants_decomposition(route: Route, cfg: CruiseConfig) -> bool:
-    return (cfg.use_decompose and cfg.use_retrieval and cfg.use_web_search and route.needs_external
+    return (cfg.peer_stages.use_decompose and cfg.retrieval.use_retrieval and cfg.retrieval.use_web_search and route.needs_external
             and route.question_type in DECOMPOSED_TYPES and searches_allowed(route, cfg)[1])
 
 
@@ -68,11 +68,11 @@ def decompose_batch(
     replies = ask_vlm(
         engine, "decompose", turns, wanted,
         lambda i: dict(query=turns[i].query, summary=summaries[i].text or "(no description)",
-                       max_queries=str(cfg.decompose_max_queries)),
-        Sampling(max_tokens=cfg.decompose_max_tokens, seed=cfg.seed),
+                       max_queries=str(cfg.peer_stages.decompose_max_queries)),
+        Sampling(max_tokens=cfg.peer_stages.decompose_max_tokens, seed=cfg.models.seed),
     )
     for i, text in zip(wanted, replies):
-        out[i] = read_sub_queries(text, turns[i].query, cfg.decompose_max_queries)
+        out[i] = read_sub_queries(text, turns[i].query, cfg.peer_stages.decompose_max_queries)
     return out
 
 

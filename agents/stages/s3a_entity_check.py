@@ -45,14 +45,14 @@ def drop_rejected(retrieval: Retrieval, verdicts: dict[str, bool], raws: list[st
 def entity_check_batch(
     turns: list[Turn], retrievals: list[Retrieval], engine: ChatEngine, cfg: CruiseConfig
 ) -> list[Retrieval]:
-    if not cfg.use_entity_check:
+    if not cfg.peer_stages.use_entity_check:
         return list(retrievals)
     asks = [(i, name) for i, (t, r) in enumerate(zip(turns, retrievals)) if t.image is not None
-            for name in entities_to_check(r, cfg.entity_check_max)]
+            for name in entities_to_check(r, cfg.peer_stages.entity_check_max)]
     prompt = load_prompt("entity_check")
     requests = [ChatRequest(prompt.messages(None, entity=name.replace('"', "'"), query=turns[i].query),
                             image=vlm_image(turns[i], engine), turn=i) for i, name in asks]
-    sampling = Sampling(max_tokens=cfg.entity_check_max_tokens, seed=cfg.seed)
+    sampling = Sampling(max_tokens=cfg.peer_stages.entity_check_max_tokens, seed=cfg.models.seed)
     replies = [r.text for r in engine.generate(requests, sampling, stage="entity_check")] if requests else []
     out = list(retrievals)
     per_turn: dict[int, list[tuple[str, str]]] = {}

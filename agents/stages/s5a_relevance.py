@@ -50,7 +50,7 @@ def filter_evidence(evidence: Evidence, verdicts: list[bool | None], raw: str) -
 
 
 def relevance_batch(turns: list[Turn], evidence: list[Evidence], engine: ChatEngine, cfg: CruiseConfig) -> list[Evidence]:
-    if not cfg.use_relevance_filter:
+    if not cfg.peer_stages.use_relevance_filter:
         return list(evidence)
     wanted = [i for i, e in enumerate(evidence) if e.kept]
     replies = ask_vlm(
@@ -58,7 +58,8 @@ def relevance_batch(turns: list[Turn], evidence: list[Evidence], engine: ChatEng
         lambda i: dict(query=turns[i].query,
                        notes=quote_notes("\n".join(f"[Info {m}] {c}" for m, c in enumerate(evidence[i].kept, 1))),
                        format="\n".join(f"Info {m}: yes or no" for m in range(1, len(evidence[i].kept) + 1))),
-        Sampling(max_tokens=max(cfg.relevance_max_tokens, 8 * cfg.k_rerank), seed=cfg.seed), with_history=False,
+        Sampling(max_tokens=max(cfg.peer_stages.relevance_max_tokens, 8 * cfg.retrieval.k_rerank),
+                 seed=cfg.models.seed), with_history=False,
     )
     out = list(evidence)
     for i, text in zip(wanted, replies):

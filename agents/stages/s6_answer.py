@@ -86,15 +86,18 @@ def answer_batch(
 ) -> list[Answers]:
     """`domain_notes`: per turn, the lines domain routing adds to both answer prompts ("" none)."""
     notes = domain_notes or [""] * len(turns)
-    greedy = Sampling(max_tokens=cfg.answer_max_tokens, seed=cfg.seed, logprobs=True)
-    sampled = Sampling(max_tokens=cfg.answer_max_tokens, temperature=cfg.direct_temperature, seed=cfg.seed)
-    style = cfg.baseline_style if cfg.answer_prompts == "baseline" else None
+    # The non-RAG answer is CRUISE's dual path: a system whose own settings have none answers once.
+    dual = cfg.cruise is not None and cfg.cruise.use_dual_path
+    temperature = cfg.cruise.direct_temperature if dual else 0.0
+    greedy = Sampling(max_tokens=cfg.answer.answer_max_tokens, seed=cfg.models.seed, logprobs=True)
+    sampled = Sampling(max_tokens=cfg.answer.answer_max_tokens, temperature=temperature, seed=cfg.models.seed)
+    style = cfg.answer.baseline_style if cfg.answer.answer_prompts == "baseline" else None
     rag_requests = [answer_request(t, e.context, notes=n, engine=engine, position=i, baseline_style=style)
                     for i, (t, e, n) in enumerate(zip(turns, evidence, notes))]
     # The non-RAG answer: greedy where there is context (another prompt), sampled where there is
     # none (the same prompt); with direct_temperature 0 and no context it is a copy of a'.
     direct_for = [i for i, e in enumerate(evidence)
-                  if cfg.use_dual_path and (e.context or cfg.direct_temperature > 0)]
+                  if dual and (e.context or temperature > 0)]
     direct_requests = [answer_request(turns[i], "", None if evidence[i].context else sampled, notes[i], engine,
                                       position=i, baseline_style=style) for i in direct_for]
     results = engine.generate(rag_requests + direct_requests, greedy, stage="answer")
@@ -104,7 +107,7 @@ def answer_batch(
         lowest, mean = token_probabilities(r)
         answers.append(Answers(rag=text, rag_raw=r.text, rag_parsed=parsed,
                                rag_min_token_prob=lowest, rag_mean_token_prob=mean))
-    if cfg.use_dual_path:
+    if dual:
         for a in answers:
             a.direct, a.direct_raw = a.rag, a.rag_raw
         for i, r in zip(direct_for, results[len(turns) :]):

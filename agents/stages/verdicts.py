@@ -130,7 +130,7 @@ def grounding(answer: str, query: str, evidence: str) -> float:
 
 def grounding_mode(cfg) -> bool:
     """Whether a support check is read as the grounding share (no model asked)."""
-    return cfg.cov_mode == "grounding"
+    return cfg.answer.cov_mode == "grounding"
 
 
 @dataclass
@@ -144,9 +144,9 @@ class Check:
 
 
 def check_sampling(cfg: CruiseConfig, max_tokens: int) -> Sampling:
-    if cfg.consistency_mode == "yes_no":
-        return Sampling(max_tokens=1, seed=cfg.seed, choices=YES_NO)
-    return Sampling(max_tokens=max_tokens, seed=cfg.seed)
+    if cfg.answer.consistency_mode == "yes_no":
+        return Sampling(max_tokens=1, seed=cfg.models.seed, choices=YES_NO)
+    return Sampling(max_tokens=max_tokens, seed=cfg.models.seed)
 
 
 def read_check(result: ChatResult, min_p_yes: float = 0.5) -> Check:
@@ -194,22 +194,22 @@ def support_checks(engine: ChatEngine, cfg: CruiseConfig, turns: list, wanted: l
     yes/no (prompt `<prompt>_yes_no`), or the written verdict (prompt `prompt`, `read_text`)."""
     from agents.stages.prompts import ask_vlm_results
 
-    if cfg.cov_mode == "grounding":
+    if cfg.answer.cov_mode == "grounding":
         out = {}
         for i in wanted:
             confidence = grounding_confidence(answer_of(i), turns[i].query, context_of(i), turns[i].picture_text)
             out[i] = (confidence, f"grounded {confidence}", True)
         return out
-    if cfg.cov_mode == "yes_no":
+    if cfg.answer.cov_mode == "yes_no":
         results = ask_vlm_results(engine, stage, turns, wanted, values,
-                                  Sampling(max_tokens=1, seed=cfg.seed, choices=YES_NO), prompt_name=f"{prompt}_yes_no")
+                                  Sampling(max_tokens=1, seed=cfg.models.seed, choices=YES_NO), prompt_name=f"{prompt}_yes_no")
         out = {}
         for i, result in zip(wanted, results):
             check = read_check(result)
             out[i] = (check.p_yes if check.p_yes is not None else 0.0, result.text, check.passed is not None)
         return out
     results = ask_vlm_results(engine, stage, turns, wanted, values,
-                              Sampling(max_tokens=max_tokens, seed=cfg.seed), prompt_name=prompt)
+                              Sampling(max_tokens=max_tokens, seed=cfg.models.seed), prompt_name=prompt)
     out = {}
     for i, result in zip(wanted, results):
         confidence, parsed = read_text(result.text)
@@ -218,4 +218,4 @@ def support_checks(engine: ChatEngine, cfg: CruiseConfig, turns: list, wanted: l
 
 
 def support_passes(confidence: float | None, cfg: CruiseConfig) -> bool:
-    return confidence is not None and confidence >= cfg.tau_low
+    return confidence is not None and confidence >= cfg.answer.tau_low

@@ -71,14 +71,14 @@ def parse_confidence(text: str) -> float:
 
 
 def cov_sampling(cfg: CruiseConfig) -> Sampling:
-    if cfg.cov_full_output:
-        return Sampling(max_tokens=cfg.cov_full_max_tokens, seed=cfg.seed)
-    return Sampling(max_tokens=cfg.cov_max_tokens, stop=COV_STOPS, seed=cfg.seed)
+    if cfg.cruise.cov_full_output:
+        return Sampling(max_tokens=cfg.cruise.cov_full_max_tokens, seed=cfg.models.seed)
+    return Sampling(max_tokens=cfg.cruise.cov_max_tokens, stop=COV_STOPS, seed=cfg.models.seed)
 
 
 def needs_verification(answers: Answers, consistent: bool | None, cfg: CruiseConfig) -> bool:
     # An inconsistent pair is rejected by Algorithm 1 whatever the confidence, so it is not asked.
-    return cfg.use_cov and answers.rag != IDK_ANSWER and consistent is not False
+    return cfg.cruise.use_cov and answers.rag != IDK_ANSWER and consistent is not False
 
 
 def verify_batch(
@@ -93,16 +93,16 @@ def verify_batch(
     out = list(checks)
     wanted = [i for i, (a, c) in enumerate(zip(answers, checks)) if needs_verification(a, c.consistent, cfg)]
     values = lambda i: dict(query=turns[i].query, context=quote_notes(evidence[i].context), answer=answers[i].rag)  # noqa: E731
-    if cfg.cov_mode == "grounding":
+    if cfg.answer.cov_mode == "grounding":
         for i in wanted:
             notes = "\n".join(part for part in (INFO_LABEL.sub("", evidence[i].context), turns[i].picture_text) if part)
             confidence = grounding(answers[i].rag, turns[i].query, notes)
             out[i] = dataclasses.replace(checks[i], cov_confidence=confidence, cov_raw=f"grounded {confidence}",
                                          cov_parsed=True)
         return out
-    if cfg.cov_mode == "yes_no":
+    if cfg.answer.cov_mode == "yes_no":
         results = ask_vlm_results(engine, "verify", turns, wanted, values,
-                                  Sampling(max_tokens=1, seed=cfg.seed, choices=("yes", "no")),
+                                  Sampling(max_tokens=1, seed=cfg.models.seed, choices=("yes", "no")),
                                   prompt_name="verify_yes_no")
         for i, result in zip(wanted, results):
             confidence, parsed = yes_odds(result.choice_logprobs)

@@ -75,13 +75,13 @@ def run_qa_dragon(system, turns: list[Turn], engines: Engines, pipeline, cfg: Cr
         else:
             tools = unasked_tools(routes, domains, tools, web)
     rephrased = [SubQueries() for _ in turns]
-    if cfg.qa_dragon_rephrase_queries > 0 and any(t.text for t in tools) and room("rephrase", SEARCH_THEN):
+    if cfg.qa_dragon.qa_dragon_rephrase_queries > 0 and any(t.text for t in tools) and room("rephrase", SEARCH_THEN):
         rephrased = keep(rephrased, run.stage("rephrase", rephrase_batch, [turns, drafts, tools], (engines.vlm, cfg),
                                                lambda: None))
     scfg = search_config(cfg)
     sroutes = search_routes(tools)
     crops = [CropPlan() for _ in turns]
-    if (cfg.use_crop_search and any(t.image and turn.image is not None for t, turn in zip(tools, turns))
+    if (cfg.peer_stages.use_crop_search and any(t.image and turn.image is not None for t, turn in zip(tools, turns))
             and room("crop", SEARCH_THEN)):
         crops = keep(crops, run.stage("crop", crop_batch, [turns, sroutes], (engines.vlm, scfg), lambda: None))
     subjects = [query_subject(d) for d in drafts]
@@ -89,7 +89,7 @@ def run_qa_dragon(system, turns: list[Turn], engines: Engines, pipeline, cfg: Cr
     if any(r.needs_external for r in sroutes):
         retrievals = keep(retrievals, run.stage("retrieve", _retrieve, [turns, sroutes, subjects, crops, rephrased],
                                                  (pipeline, scfg), lambda: None))
-    if (cfg.use_entity_check and any(r.chunk_entities for r in retrievals)
+    if (cfg.peer_stages.use_entity_check and any(r.chunk_entities for r in retrievals)
             and room("entity_check", ("rerank", *ANSWER_STEPS))):
         retrievals = keep(retrievals, run.stage("entity_check", entity_check_batch, [turns, retrievals],
                                                  (engines.vlm, cfg), lambda: None))

@@ -24,7 +24,7 @@ def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
     answer = trace["rag_answer"]
     if branch == "direct_output":
         return Decision(answer, "direct_output")
-    if not cfg.use_finalizer:
+    if not cfg.answer.use_finalizer:
         return Decision(answer, "no_finalizer")
     confidence = trace.get("verifier_confidence")
     if confidence is None:
@@ -32,6 +32,6 @@ def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
     if not support_passes(float(confidence), cfg):
         return Decision(IDK_ANSWER, "verifier_rejected")
     token_prob = trace.get("rag_min_token_prob")
-    if cfg.min_token_prob > 0 and (token_prob is None or token_prob < cfg.min_token_prob):
+    if cfg.answer.min_token_prob > 0 and (token_prob is None or token_prob < cfg.answer.min_token_prob):
         return Decision(IDK_ANSWER, "low_token_prob")
     return Decision(answer, "verified")

@@ -61,7 +61,7 @@ def copies(value: str, instructions: str, min_words: int = 4) -> bool:
 
 def lengths(cfg: CruiseConfig, answers: float) -> int:
     """A generation budget of `answers` answer lengths (the stack's answer_max_tokens)."""
-    return max(1, round(answers * cfg.answer_max_tokens))
+    return max(1, round(answers * cfg.answer.answer_max_tokens))
 
 
 def domain_lines(domain: DomainRoute) -> str:
@@ -74,7 +74,8 @@ def draft_batch(turns: list[Turn], domains: list[DomainRoute], engine: ChatEngin
     replies = ask_vlm(
         engine, "draft", turns, wanted,
         lambda i: dict(query=turns[i].query, domain_notes=domain_lines(domains[i])),
-        Sampling(max_tokens=lengths(cfg, cfg.qa_dragon_draft_lengths), seed=cfg.seed), prompt_name="qa_dragon_draft",
+        Sampling(max_tokens=lengths(cfg, cfg.qa_dragon.qa_dragon_draft_lengths),
+                 seed=cfg.models.seed), prompt_name="qa_dragon_draft",
     )
     instructions = load_prompt("qa_dragon_draft").user.template
     return [read_draft(text, instructions) for text in replies]

@@ -3,16 +3,14 @@
 report_turn.html.j2)."""
 from __future__ import annotations
 
-from dataclasses import fields
-
-from agents.config import CruiseConfig
 from agents.peers.qa_dragon import domain_router, draft, post_answer, rephrase, tool_router, verifier
 from agents.peers.qa_dragon.chain import run_qa_dragon
 from agents.peers.qa_dragon.decide import decide_from_trace
 from agents.peers.qa_dragon.rerank import COARSE, FINE
+from agents.peers.qa_dragon.settings import QaDragonSettings
 from agents.peers.qa_dragon.trace import funnel_flags, report_sections, summarize
 from agents.peers.qa_dragon.types import BRANCHES
-from agents.runtime.system import Settings, System, View, register
+from agents.runtime.system import System, View, register
 from agents.stages import s0a_perceive, s2b_crop, s3_retrieve, s3a_entity_check
 
 # What its turn page lays out besides its stages' own fields.
@@ -28,6 +26,5 @@ QA_DRAGON = register(System(
     decide=decide_from_trace,
     view=View(funnel=funnel_flags, summarize=summarize, report_sections=report_sections,
               branches=BRANCHES, turn_template="peers/qa_dragon/report_turn.html.j2", shown_keys=SHOWN),
-    settings=Settings(fields=tuple(f.name for f in fields(CruiseConfig) if f.name.startswith("qa_dragon_")),
-                      preset="qa_dragon", off=("use_dual_path", "use_self_consistency", "use_cov")),
+    settings=QaDragonSettings,
 ))

@@ -62,10 +62,11 @@ def tool_batch(turns: list[Turn], drafts: list[Draft], routes: list[SearchRoute]
                                                       reasoning=drafts[i].reasoning or "(none)"),
                             image=vlm_image(turns[i], engine))
                 for i in wanted for name in TOOL_PROMPTS]
-    results = engine.generate(requests, check_sampling(cfg, cfg.qa_dragon_tool_max_tokens), stage="tool_route")
+    results = engine.generate(requests, check_sampling(cfg, cfg.qa_dragon.qa_dragon_tool_max_tokens),
+                              stage="tool_route")
     for k, i in enumerate(wanted):
-        image = read_check(results[2 * k], cfg.router_external_min_p)
-        text = read_check(results[2 * k + 1], cfg.router_external_min_p)
+        image = read_check(results[2 * k], cfg.answer.router_external_min_p)
+        text = read_check(results[2 * k + 1], cfg.answer.router_external_min_p)
         choice = ToolChoice(image=image.passed is not False, text=text.passed is not False, image_check=image.raw,
                             text_check=text.raw, parsed=image.passed is not None and text.passed is not None)
         out[i] = apply_rules(choice, domains[i], web)

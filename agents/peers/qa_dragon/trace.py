@@ -101,12 +101,12 @@ def funnel_flags(trace: dict, cfg) -> dict[str, bool]:
     direct = trace.get("branch") == "direct_output"
     steps = {"answer written (not I don't know)": not_idk(trace.get("rag_answer"))}
     confidence = trace.get("verifier_confidence")
-    steps[f"verifier >= {cfg.tau_low:g} (Direct Output: not checked)"] = (
-        direct or (confidence is not None and float(confidence) >= cfg.tau_low))
-    if cfg.min_token_prob > 0:
+    steps[f"verifier >= {cfg.answer.tau_low:g} (Direct Output: not checked)"] = (
+        direct or (confidence is not None and float(confidence) >= cfg.answer.tau_low))
+    if cfg.answer.min_token_prob > 0:
         token_prob = trace.get("rag_min_token_prob")
-        steps[f"least likely answer token >= {cfg.min_token_prob:g} (Direct Output: not checked)"] = (
-            direct or (token_prob is not None and token_prob >= cfg.min_token_prob))
+        steps[f"least likely answer token >= {cfg.answer.min_token_prob:g} (Direct Output: not checked)"] = (
+            direct or (token_prob is not None and token_prob >= cfg.answer.min_token_prob))
     return steps
 
 

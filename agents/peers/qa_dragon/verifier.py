@@ -53,7 +53,7 @@ def verify_batch(turns: list[Turn], posts: list[PostAnswer], reranked: list[Rera
     wanted = [i for i, p in enumerate(posts) if needs_check(p)]
     checks = support_checks(
         engine, cfg, turns, wanted, stage="verify", prompt="qa_dragon_verify",
-        max_tokens=cfg.qa_dragon_verify_max_tokens, answer_of=lambda i: posts[i].answer,
+        max_tokens=cfg.qa_dragon.qa_dragon_verify_max_tokens, answer_of=lambda i: posts[i].answer,
         context_of=lambda i: reranked[i].evidence.context, read_text=read_verifier,
         values=lambda i: dict(query=turns[i].query, context=quote_notes(reranked[i].evidence.context),
                               answer=posts[i].answer, reason=posts[i].reason or "(none given)"))

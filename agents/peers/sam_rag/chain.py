@@ -68,7 +68,7 @@ def run_sam_rag(system, turns: list[Turn], engines: Engines, pipeline, cfg: Crui
     states = [RelevanceSearch() for _ in turns]
     if any(r.chunks for r in retrievals):
         states = run.stage("rank", rank_batch, [retrievals], (engines.reranker, cfg), RelevanceSearch)
-    for _ in range(max(cfg.sam_rag_rounds, 0)):
+    for _ in range(max(cfg.sam_rag.sam_rag_rounds, 0)):
         if not any(searching(s, cfg) for s in states) or run.cut_before or run.cut_during:
             break
         if not room("is_rel", ANSWER_STEPS):
@@ -77,7 +77,7 @@ def run_sam_rag(system, turns: list[Turn], engines: Engines, pipeline, cfg: Crui
                            lambda: None)
         states = [j if j is not None else s for j, s in zip(judged, states)]
     evidence = [relevant_evidence(r, s) for r, s in zip(retrievals, states)]
-    answers = run.stage("answer", answer_batch, [turns, evidence], (engines.vlm, cfg.replace(use_dual_path=False)),
+    answers = run.stage("answer", answer_batch, [turns, evidence], (engines.vlm, cfg),
                         lambda: Answers(rag=IDK_ANSWER))
     uses = [UseCheck() for _ in turns]
     if any(a.rag != IDK_ANSWER for a in answers):

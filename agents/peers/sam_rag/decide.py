@@ -19,7 +19,7 @@ def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
     that is already "I don't know" are decided before this rule (agents/runtime/batch.py
     `decide_turn`: "error", "abstained")."""
     answer = trace["rag_answer"]
-    if not cfg.use_finalizer:
+    if not cfg.answer.use_finalizer:
         return Decision(answer, "no_finalizer")
     use = trace.get("is_use")
     if use is None:

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import dataclasses
 
-from agents.config import CruiseConfig
 from agents.peers.sam_rag.chain import run_sam_rag
 from agents.peers.sam_rag.decide import decide_from_trace
 from agents.peers.sam_rag.relevance import IS_REL, RANK
+from agents.peers.sam_rag.settings import SamRagSettings
 from agents.peers.sam_rag.support import IS_SUP
 from agents.peers.sam_rag.trace import OUTCOMES, funnel_flags, report_sections, summarize
 from agents.peers.sam_rag.usefulness import IS_USE, REGENERATE
-from agents.runtime.system import Settings, System, View, register
+from agents.runtime.system import System, View, register
 from agents.stages import s0a_perceive, s2_summarize, s3_retrieve, s6_answer
 
 # CRUISE's summary is its caption and CRUISE's RAG answer its generation, run whatever CRUISE's
@@ -30,6 +30,5 @@ SAM_RAG = register(System(
     decide=decide_from_trace,
     view=View(funnel=funnel_flags, summarize=summarize, report_sections=report_sections, branches=OUTCOMES,
               turn_template="peers/sam_rag/report_turn.html.j2", shown_keys=SHOWN),
-    settings=Settings(fields=tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name.startswith("sam_rag_")),
-                      preset="sam_rag", off=("use_dual_path", "use_self_consistency", "use_cov")),
+    settings=SamRagSettings,
 ))

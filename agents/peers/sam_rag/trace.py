@@ -81,7 +81,7 @@ def funnel_flags(trace: dict, cfg) -> dict[str, bool]:
         "relevant document kept (isRel)": bool(trace.get("context")),
         "answer written (not I don't know)": not_idk(trace.get("rag_answer")),
         "isUse: answers the question (one regeneration at most)": trace.get("is_use") is True,
-        f"isSup: supported (>= {cfg.tau_low:g})": confidence is not None and float(confidence) >= cfg.tau_low,
+        f"isSup: supported (>= {cfg.answer.tau_low:g})": confidence is not None and float(confidence) >= cfg.answer.tau_low,
     }
 
 

@@ -42,7 +42,8 @@ def is_use_batch(turns: list[Turn], answers: list[Answers], uses: list[UseCheck]
     if not wanted:
         return out
     texts = {i: (uses[i].regenerated if second else answers[i].rag) for i in wanted}
-    results = engine.generate(use_requests(turns, texts, wanted), check_sampling(cfg, cfg.sam_rag_check_max_tokens),
+    results = engine.generate(use_requests(turns, texts, wanted), check_sampling(cfg,
+                                                                                 cfg.sam_rag.sam_rag_check_max_tokens),
                               stage="is_use")
     for i, result in zip(wanted, results):
         check = read_check(result)
@@ -65,7 +66,8 @@ def regenerate_batch(turns: list[Turn], evidence: list[Evidence], answers: list[
     requests = [ChatRequest(prompt.messages(turns[i].history, turns[i].picture, query=turns[i].query,
                                             context=quote_notes(evidence[i].context), previous=answers[i].rag),
                             image=vlm_image(turns[i], engine)) for i in wanted]
-    results = engine.generate(requests, Sampling(max_tokens=cfg.answer_max_tokens, seed=cfg.seed, logprobs=True),
+    results = engine.generate(requests, Sampling(max_tokens=cfg.answer.answer_max_tokens, seed=cfg.models.seed,
+                                                 logprobs=True),
                               stage="regenerate")
     for i, result in zip(wanted, results):
         out[i].regenerated, _ = read_answer(result.text)
