@@ -143,9 +143,9 @@ def offline_modes(run: dict, notes: dict, modes: list[str], cfg, limit: int | No
     """Each mode's standalone question for every follow-up, with the agent's own and the gold
     answers as history; the web query it would give; referent shares. Returns (mode, gold) ->
     interaction id -> that web query."""
-    from agents.cruise.stages.s3_retrieve import expanded_query
-    from agents.cruise.types import Turn
     from agents.stages.s1c_standalone import standalone_batch, with_standalone
+    from agents.stages.s3_retrieve import expanded_query
+    from agents.stages.types import Turn
 
     follow_ups = [r for r in run["rows"] if r["turn_idx"] > 0 and (notes.get(r["interaction_id"]) or {}).get("referent")]
     follow_ups = follow_ups[:limit] if limit else follow_ups
@@ -164,8 +164,8 @@ def offline_modes(run: dict, notes: dict, modes: list[str], cfg, limit: int | No
             mcfg = cfg.replace(standalone_mode=mode)
             start = time.perf_counter()
             standalones = []
-            for i in range(0, len(turns), cfg.batch_size):
-                standalones += standalone_batch(turns[i:i + cfg.batch_size], summaries[i:i + cfg.batch_size], engine, mcfg)
+            for i in range(0, len(turns), cfg.run.batch_size):
+                standalones += standalone_batch(turns[i:i + cfg.run.batch_size], summaries[i:i + cfg.run.batch_size], engine, mcfg)
             seconds = (time.perf_counter() - start) / max(len(turns), 1)
             shown = with_standalone(turns, standalones)
             queries = {r["interaction_id"]: f"{expanded_query(t, s)} {fused_suffix(r['trace'])}"
@@ -265,10 +265,10 @@ def rerank_paired(run: dict, notes: dict, cfg) -> None:
     """The best answer-holding chunk's reranker score against the plain q' and the standalone q'
     (the rule's, written offline from the history the evaluator hands over, with the run's own
     answers and with gold ones), over the chunks the run retrieved, paired per follow-up."""
-    from agents.cruise.types import Turn
     from agents.engines.base import Ledger
     from agents.engines.factory import build_reranker
     from agents.stages.s1c_standalone import standalone_batch
+    from agents.stages.types import Turn
 
     reranker = build_reranker(cfg, Ledger())
     rule = cfg.replace(standalone_mode="rule")
@@ -286,7 +286,7 @@ def rerank_paired(run: dict, notes: dict, cfg) -> None:
             standalone = f"{written.question or row['query']} {summary}".strip()
             before = reranker.score([(plain, c) for c in chunks], stage="rerank")
             after = reranker.score([(standalone, c) for c in chunks], stage="rerank")
-            s_ret.append((max(before) >= cfg.tau_ret, max(after) >= cfg.tau_ret))
+            s_ret.append((max(before) >= cfg.cruise.tau_ret, max(after) >= cfg.cruise.tau_ret))
             holding = [i for i, c in enumerate(chunks) if keys and answer_in_context(keys, c)]
             if holding:
                 pairs.append((max(before[i] for i in holding), max(after[i] for i in holding)))
@@ -298,7 +298,7 @@ def rerank_paired(run: dict, notes: dict, cfg) -> None:
               f"chunk: plain q' {statistics.mean(b for b, _ in pairs):.3f}, standalone q' "
               f"{statistics.mean(a for _, a in pairs):.3f}; difference {mean:+.3f} [{low:+.3f}, {high:+.3f}]; "
               f"higher on {sum(a > b for b, a in pairs)}, lower on {sum(a < b for b, a in pairs)}; S_ret >= tau_ret "
-              f"{cfg.tau_ret} on {sum(b for b, _ in s_ret)} -> {sum(a for _, a in s_ret)} of {len(s_ret)} follow-ups "
+              f"{cfg.cruise.tau_ret} on {sum(b for b, _ in s_ret)} -> {sum(a for _, a in s_ret)} of {len(s_ret)} follow-ups "
               "with chunks")
 
 
@@ -309,7 +309,7 @@ def photos(dataset: str, max_side: int) -> dict:
     import pyarrow.parquet as pq
     from PIL import Image
 
-    from agents.cruise.stages.s0_inputs import prepare_image
+    from agents.stages.s0_inputs import prepare_image
 
     out = {}
     for path in sorted(Path(dataset).glob("data/*.parquet")):
@@ -321,13 +321,13 @@ def photos(dataset: str, max_side: int) -> dict:
 def reuse_seconds(run: dict, cfg) -> None:
     """Perception and the whole photo's image search for each turn, in the run's order, with the
     per-conversation reuse (warmed by the first turns, as in the run) and without it."""
-    from agents.cruise.stages.s0a_perceive import PerceptionCache, perceive_batch, warm_up_perception
-    from agents.cruise.stages.s3_retrieve import whole_photo_hits
-    from agents.cruise.types import Turn
     from agents.runtime.conversation_cache import ConversationCache
+    from agents.stages.s0a_perceive import PerceptionCache, perceive_batch, warm_up_perception
+    from agents.stages.s3_retrieve import whole_photo_hits
+    from agents.stages.types import Turn
     from evaluator.search.pipeline import build_search_pipeline, search_config
 
-    images = photos(run_dataset(run), cfg.image_max_side)
+    images = photos(run_dataset(run), cfg.inputs.image_max_side)
     pipeline = build_search_pipeline(search_config("cpu"), web=False)
     warm_up_perception(cfg)
     history = histories(run["rows"], gold=False)
@@ -373,7 +373,7 @@ def main() -> None:
         print(f"{label}: {len(run['rows'])} turns, {len(follow_ups)} follow-ups")
         groups = referent_groups(follow_ups, notes, web_query_names)
         print("  web query names the referent: " + "; ".join(f"{k} {share(v)}" for k, v in groups.items()))
-        print(f"  S_ret >= tau_ret {cfg.tau_ret}: " + "; ".join(f"{k} {v}" for k, v in tau_ret_shares(run, cfg.tau_ret).items()))
+        print(f"  S_ret >= tau_ret {cfg.cruise.tau_ret}: " + "; ".join(f"{k} {v}" for k, v in tau_ret_shares(run, cfg.cruise.tau_ret).items()))
         print("  seconds per turn: " + ", ".join(f"{k} {v}" for k, v in seconds_per_turn(run).items()))
     offline = {}
     if args.modes:

@@ -6,11 +6,11 @@ from __future__ import annotations
 from PIL import Image
 
 from agents.config import load_config
-from agents.cruise.stages.s3_retrieve import whole_photo_hits
-from agents.cruise.types import Turn, search_question
 from agents.engines.base import ChatEngine, ChatResult
 from agents.runtime.conversation_cache import ConversationCache, conversation_key
 from agents.stages.s1c_standalone import carried_terms, named_things, standalone_batch, with_standalone
+from agents.stages.s3_retrieve import whole_photo_hits
+from agents.stages.types import Turn, search_question
 from testkit.fakes import FakePipeline, ScriptedEngine
 from testkit.scripted_chain import WHERE, make_agent
 
@@ -159,14 +159,13 @@ def test_a_follow_up_through_the_agent_reuses_the_first_turns_image_search():
 
 
 def test_qa_dragons_sub_question_enhancement_completes_each_query_with_the_referent():
-    from agents.cruise.types import Standalone, SubQueries
     from agents.peers.qa_dragon.rephrase import enhance_sub_queries
+    from agents.stages.types import SubQueries
 
-    carried = Standalone(question="what did that mission deploy? STS-93 shuttle", carried=["STS-93", "shuttle"])
     rephrased = SubQueries(queries=["what did the mission deploy", "STS-93 shuttle payload"])
-    assert enhance_sub_queries(rephrased, carried).queries == [
+    assert enhance_sub_queries(rephrased, ["STS-93", "shuttle"]).queries == [
         "what did the mission deploy STS-93 shuttle", "STS-93 shuttle payload"]
-    assert enhance_sub_queries(rephrased, Standalone()) is rephrased
+    assert enhance_sub_queries(rephrased, []) is rephrased
 
 
 def test_the_report_turn_page_shows_a_follow_ups_standalone_question():
@@ -179,21 +178,6 @@ def test_the_report_turn_page_shows_a_follow_ups_standalone_question():
     page = str(macro({"trace": trace, "branch": trace["branch"], **prepare_turn(trace)}))
     assert "<th>standalone question</th><td>what did that mission deploy? STS-93 Eileen Collins command" in page
     assert "carried from earlier turns: STS-93, Eileen Collins, command" in page
-
-
-def test_standalone_follow_up_prompts_carry_the_standalone_question_and_no_history():
-    agent = make_agent("full", web_hits=[WEB_HIT], follow_up_prompts="standalone")
-    history = talk(("which shuttle mission did Eileen Collins first command?", "STS-93"))
-    trace = follow_up(agent, "what did that mission deploy?", history)
-    answers = [r for stage, r in agent.engines.vlm.requests if stage == "answer"]
-    assert answers and all(len(r.messages) == 2 for r in answers)  # system + user: no history between
-    assert all("what did that mission deploy? STS-93 Eileen Collins shuttle command" in r.messages[-1]["content"]
-               for r in answers)
-    assert trace["standalone_question"] == "what did that mission deploy? STS-93 Eileen Collins shuttle command"
-    # with the paper's "history", the answer requests carry the conversation
-    agent = make_agent("full", web_hits=[WEB_HIT])
-    follow_up(agent, "what did that mission deploy?", history)
-    assert all(len(r.messages) == 4 for stage, r in agent.engines.vlm.requests if stage == "answer")
 
 
 def test_the_benchmark_builds_the_histories_the_evaluator_hands_over():

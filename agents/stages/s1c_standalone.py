@@ -30,9 +30,10 @@ import re
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt
-from agents.cruise.types import Retrieval, Standalone, Turn
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
+from agents.runtime.system import Stage
+from agents.stages.prompts import load_prompt
+from agents.stages.types import Standalone, Turn
 
 # Words that name nothing a search could use: function words, question words and the verbs and
 # nouns a question is framed with.
@@ -146,7 +147,7 @@ def read_rewrite(text: str, turn: Turn, cfg: CruiseConfig) -> tuple[str, str]:
     line = _LABEL.sub("", line).strip().strip('"“”\'`*').strip()
     if not line:
         return "", "empty rewrite"
-    if len(line) > cfg.standalone_max_chars:
+    if len(line) > cfg.inputs.standalone_max_chars:
         return "", "rewrite too long"
     asked = set(content_words(turn.query))
     if is_idk(line) or (asked and not asked & set(content_words(line))):
@@ -174,15 +175,16 @@ def standalone_batch(turns: list[Turn], summaries: list[str], engine: ChatEngine
                      cfg: CruiseConfig) -> list[Standalone]:
     """One Standalone per turn: empty for a turn without history or with the mode "off"; the
     model is asked once for all the follow-ups of the batch ("model", "both")."""
+    mode = cfg.inputs.standalone_mode
     out = [Standalone() for _ in turns]
     wanted = [i for i, turn in enumerate(turns) if turn.history and turn.query]
-    if cfg.standalone_mode == "off" or not wanted:
+    if mode == "off" or not wanted:
         return out
     rewrites = {i: ("", "", "") for i in wanted}  # (rewrite, why it was rejected, raw reply)
-    if cfg.standalone_mode in ("model", "both") and engine is not None:
+    if mode in ("model", "both") and engine is not None:
         try:
             results = engine.generate(rewrite_requests(turns, wanted, summaries),
-                                      Sampling(max_tokens=cfg.standalone_max_tokens, stop=("\n",), seed=cfg.seed),
+                                      Sampling(max_tokens=cfg.inputs.standalone_max_tokens, stop=("\n",), seed=cfg.models.seed),
                                       stage="standalone")
         except Exception as exc:  # noqa: BLE001 - a failed rewrite costs the rewrite, not the answer
             results = []
@@ -193,10 +195,10 @@ def standalone_batch(turns: list[Turn], summaries: list[str], engine: ChatEngine
             rewrites[i] = (rewrite, why, result.text)
     for i in wanted:
         rewrite, why, raw = rewrites[i]
-        terms = carried_terms(turns[i], cfg.standalone_max_terms) if cfg.standalone_mode in ("rule", "both") else []
-        if cfg.standalone_mode == "rule":
+        terms = carried_terms(turns[i], cfg.inputs.standalone_max_terms) if mode in ("rule", "both") else []
+        if mode == "rule":
             question = with_terms(turns[i].query, terms)
-        elif cfg.standalone_mode == "model":
+        elif mode == "model":
             question = rewrite
         else:
             base = rewrite or turns[i].query
@@ -212,22 +214,30 @@ def with_standalone(turns: list[Turn], standalones: list[Standalone]) -> list[Tu
     return [dataclasses.replace(t, standalone=s.question) if s.question else t for t, s in zip(turns, standalones)]
 
 
-def as_single_turns(turns: list[Turn], cfg: CruiseConfig) -> list[Turn]:
-    """The turns as the stages after retrieval see them: unchanged with `follow_up_prompts`
-    "history"; with "standalone", a follow-up becomes its standalone question without history
-    (a turn without history is unchanged either way)."""
-    if cfg.follow_up_prompts != "standalone":
-        return turns
-    return [dataclasses.replace(t, query=t.standalone or t.query, history=[], standalone="") if t.history else t
-            for t in turns]
-
-
-def follow_up_trace(turn: Turn, standalone: Standalone, retrieval: Retrieval) -> dict:
-    """The trace keys of a turn with history: its standalone question and whether its photo's image
-    hits were its conversation's earlier ones. A turn without history gets none: its trace is a
-    single-turn run's."""
+def follow_up_fields(turn: Turn, standalone: Standalone) -> dict:
+    """The trace fields of a turn with history (a turn without history gets none: its trace is a
+    single-turn run's)."""
     if not turn.history:
         return {}
     return {"standalone_question": standalone.question or turn.query, "standalone_carried": standalone.carried,
-            "standalone_raw": standalone.raw, "standalone_fallback": standalone.fallback,
-            "image_hits_reused": retrieval.image_hits_reused}
+            "standalone_raw": standalone.raw, "standalone_fallback": standalone.fallback}
+
+
+def standalone_step(state) -> None:
+    """Over a batch in flight (agents/runtime/batch.py BatchState): the follow-ups carry their
+    standalone questions into every later step. A batch without follow-ups (every single-turn
+    batch) runs no stage, so its timings, deadline and traces are as before. `photos`: what each
+    photo shows, for the model's rewrite (the summary where the system has made one)."""
+    if state.cfg.inputs.standalone_mode == "off" or not any(t.history for t in state.turns):
+        return
+    photos = [summary.text for summary in getattr(state, "summaries", None) or []] or [""] * len(state.turns)
+    standalones = state.run.stage("standalone", standalone_batch, [state.turns, photos],
+                                  (state.engines.vlm, state.cfg), Standalone)
+    state.added["standalone"] = [follow_up_fields(t, s) for t, s in zip(state.turns, standalones)]
+    state.turns = with_standalone(state.turns, standalones)
+
+
+STAGE = Stage("standalone", calls_no_model=lambda cfg: cfg.inputs.standalone_mode in ("off", "rule"),
+              free_when_no_model=True,
+              trace_fields=("standalone_question", "standalone_carried", "standalone_raw", "standalone_fallback"),
+              step=standalone_step)

@@ -14,18 +14,19 @@ from __future__ import annotations
 import dataclasses
 
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt
-from agents.cruise.stages.s2a_decompose import read_sub_queries
-from agents.cruise.types import Standalone, SubQueries, Turn, search_question
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 from agents.peers.qa_dragon.types import Draft, ToolChoice
+from agents.runtime.system import Stage
+from agents.stages.prompts import load_prompt
 from agents.stages.s1c_standalone import content_words
+from agents.stages.s2a_decompose import read_sub_queries
+from agents.stages.types import SubQueries, Turn, search_question
 
 
 def rephrase_batch(turns: list[Turn], drafts: list[Draft], tools: list[ToolChoice], engine: ChatEngine,
                    cfg: CruiseConfig) -> list[SubQueries]:
     out = [SubQueries() for _ in turns]
-    limit = cfg.qa_dragon_rephrase_queries
+    limit = cfg.qa_dragon.qa_dragon_rephrase_queries
     wanted = [i for i, tool in enumerate(tools) if tool.text and limit > 0]
     if not wanted:
         return out
@@ -34,20 +35,24 @@ def rephrase_batch(turns: list[Turn], drafts: list[Draft], tools: list[ToolChoic
                                             object=drafts[i].object_name or "(not named)",
                                             reasoning=drafts[i].reasoning or "(none)", max_queries=str(limit)))
                 for i in wanted]
-    results = engine.generate(requests, Sampling(max_tokens=cfg.qa_dragon_rephrase_max_tokens, seed=cfg.seed),
+    results = engine.generate(requests, Sampling(max_tokens=cfg.qa_dragon.qa_dragon_rephrase_max_tokens,
+                                                 seed=cfg.models.seed),
                               stage="rephrase")
     for i, result in zip(wanted, results):
         out[i] = read_sub_queries(result.text, turns[i].query, limit)
     return out
 
 
-def enhance_sub_queries(sub_queries: SubQueries, standalone: Standalone) -> SubQueries:
-    """Each query completed with the terms carried from the conversation that it does not already
-    hold (a follow-up's unclear referents); unchanged on a turn without history."""
-    if not standalone.carried or not sub_queries.queries:
+def enhance_sub_queries(sub_queries: SubQueries, carried: list[str]) -> SubQueries:
+    """Each query completed with the terms carried from the conversation (`carried`, the shared
+    step's) that it does not already hold: a follow-up's unclear referents; unchanged without."""
+    if not carried or not sub_queries.queries:
         return sub_queries
     completed = []
     for query in sub_queries.queries:
         held = set(content_words(query))
-        completed.append(" ".join([query, *(t for t in standalone.carried if not set(content_words(t)) <= held)]))
+        completed.append(" ".join([query, *(t for t in carried if not set(content_words(t)) <= held)]))
     return dataclasses.replace(sub_queries, queries=completed)
+
+
+STAGE = Stage("rephrase", parsed="rephrase", trace_fields=("rephrased_queries", "rephrase_raw"))
