@@ -20,7 +20,9 @@ import os
 import sys
 
 from agents.profiles import PROFILES
+from evaluator.settings import DATASET_TYPES, INDEX_CHOICES, EvaluationSettings
 
+DEFAULTS = EvaluationSettings()  # every option's default (evaluator/settings.py)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
 EPILOG = """\
@@ -53,34 +55,38 @@ exit codes: 0 scored; 1 refused or failed (one line says why); 2 a bad flag; 3 s
 
 
 def add_judge_args(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--rules", default=None, choices=["kddcup2025", "crag-mm"],
+    parser.add_argument("--rules", default=DEFAULTS.rules, choices=["kddcup2025", "crag-mm"],
                         help="scoring rules: kddcup2025 (default; the 2025 starter kit: gpt-4o-mini judge, "
                              "structured verdict) or crag-mm (the published CRAG-MM evaluator: gpt-4o "
                              "judge, 'Result: CORRECT/WRONG' verdict); rejudge/merge default to the run's")
-    parser.add_argument("--eval-model", default=None,
+    parser.add_argument("--eval-model", default=DEFAULTS.eval_model,
                         help="judge model (default: the rule set's); 'None' disables the judge")
-    parser.add_argument("--eval-base-url", default=None, help="any OpenAI-compatible endpoint for the judge")
-    parser.add_argument("--num-workers", type=int, default=8, help="judge threads (default 8; the starter kit's name: Ray shards are --workers)")
-    parser.add_argument("--judge-timeout", type=float, default=30.0, help="seconds per judge request")
-    parser.add_argument("--judge-retry-wait", type=float, default=1.0,
+    parser.add_argument("--eval-base-url", default=DEFAULTS.eval_base_url, help="any OpenAI-compatible endpoint for the judge")
+    parser.add_argument("--judge-prompt-from", default=DEFAULTS.judge_prompt_from, metavar="DIR",
+                        help="judge with the official prompt, built by the code of DIR: a checkout of "
+                             "facebookresearch/CRAG-MM (--rules crag-mm) or of the 2025 starter kit "
+                             "(kddcup2025); rejudge/merge default to the run's")
+    parser.add_argument("--num-workers", type=int, default=DEFAULTS.num_workers, help="judge threads (default 8; the starter kit's name: Ray shards are --workers)")
+    parser.add_argument("--judge-timeout", type=float, default=DEFAULTS.judge_timeout, help="seconds per judge request")
+    parser.add_argument("--judge-retry-wait", type=float, default=DEFAULTS.judge_retry_wait,
                         help="first back-off (seconds), doubled each time: between judge attempts, and "
                              "after a 429/5xx answer without Retry-After")
-    parser.add_argument("--judge-max-wait", type=float, default=120.0,
+    parser.add_argument("--judge-max-wait", type=float, default=DEFAULTS.judge_max_wait,
                         help="seconds a turn may spend waiting out HTTP 429/5xx answers (Retry-After or "
                              "back-off) before they count as failed attempts (default 120)")
-    parser.add_argument("--judge-give-up-after", type=int, default=5, metavar="N",
+    parser.add_argument("--judge-give-up-after", type=int, default=DEFAULTS.judge_give_up_after, metavar="N",
                         help="stop asking the judge once N turns in a row failed every attempt (unreachable, "
                              "key refused); the rest stay unjudged for --rejudge (default 5; 0 = never)")
-    parser.add_argument("--display-conversations", type=int, default=10, help="example turns to show")
+    parser.add_argument("--display-conversations", type=int, default=DEFAULTS.display_conversations, help="example turns to show")
     parser.add_argument("--no_progress", action="store_true", help="no progress bars")
 
 
 def evaluation_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--dataset-type", default="single-turn", choices=["single-turn", "multi-turn"])
-    p.add_argument("--split", default="validation", help="falls back to the first split, with a notice")
-    p.add_argument("--num-conversations", type=int, default=-1,
+    p.add_argument("--dataset-type", default=DEFAULTS.dataset_type, choices=list(DATASET_TYPES))
+    p.add_argument("--split", default=DEFAULTS.split, help="falls back to the first split, with a notice")
+    p.add_argument("--num-conversations", type=int, default=DEFAULTS.num_conversations,
                    help="N conversations as the official loop counts them: whole batches until more "
                         "than N were served (it overshoots); -1 = all")
     p.add_argument("--exact-conversations", action="store_true",
@@ -89,55 +95,56 @@ def evaluation_parser() -> argparse.ArgumentParser:
     p.add_argument("--suppress-image-search-api", action="store_true",
                    help="no image search: the agent's pipeline refuses image queries (the relaunched "
                         "facebookresearch/CRAG-MM evaluator's flag)")
-    p.add_argument("--output-dir", default=None, help="default: outputs/<timestamp> in the repo")
-    p.add_argument("--revision", default="v0.1.2", help="dataset revision for hub ids")
-    p.add_argument("--dataset", default=None,
+    p.add_argument("--output-dir", default=DEFAULTS.output_dir, help="default: outputs/<timestamp> in the repo")
+    p.add_argument("--revision", default=DEFAULTS.revision, help="dataset revision for hub ids")
+    p.add_argument("--dataset", default=DEFAULTS.dataset,
                    help="hub id or local folder (default: data/crag-mm-mini/<type> on cpu, "
                         "crag-mm-2025/crag-mm-<type>-public on l40s)")
-    p.add_argument("--agent", default="agents.user_config:UserAgent", help="MODULE:CLASS")
-    p.add_argument("--profile", default="auto", choices=["auto", *sorted(PROFILES)],
+    p.add_argument("--agent", default=DEFAULTS.agent, help="MODULE:CLASS")
+    p.add_argument("--profile", default=DEFAULTS.profile, choices=["auto", *sorted(PROFILES)],
                    help="the machine (agents/profiles.py; `python -m agents.config show NAME`): auto = l40s "
                         "where its memory plan fits the GPU, else cpu (it says which and why); served = the "
                         "l40s models behind OpenAI-compatible servers (docs/serving.md)")
-    p.add_argument("--preset", default=None,
+    p.add_argument("--preset", default=DEFAULTS.preset,
                    help="ablation preset (agents/config.py PRESETS), or several joined by '+', e.g. "
                         "no_cov+paper_finalizer; handed to the agent")
-    p.add_argument("--model-name", default=None, metavar="NAME",
+    p.add_argument("--model-name", default=DEFAULTS.model_name, metavar="NAME",
                    help="the VLM (and router) by name, on its family's model stack (agents/profiles.py STACKS); "
                         "the relaunched facebookresearch/CRAG-MM evaluator's flag; --list-models shows the families")
     p.add_argument("--list-models", action="store_true", help="list the model families --model-name knows, and stop")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                    help="config override handed to the agent (a JSON object for a dict field); repeatable")
-    p.add_argument("--calibration", default=None, metavar="FILE",
+    p.add_argument("--calibration", default=DEFAULTS.calibration, metavar="FILE",
                    help="thresholds from `python -m tools.calibrate` (calibration.json), handed to the agent; "
                         "--set still wins")
-    p.add_argument("--search", default="default", help="default | none | MODULE:FUNC (see below)")
-    p.add_argument("--indices", default=None, choices=["public-test", "validation"],
+    p.add_argument("--search", default=DEFAULTS.search, help="default | none | MODULE:FUNC (see below)")
+    p.add_argument("--indices", default=DEFAULTS.indices, choices=list(INDEX_CHOICES),
                    help="which published search indices the l40s and served profiles search: public-test "
                         "(default; crag-mm-2025/{image,web}-search-index-public-test, what the relaunched "
                         "facebookresearch/CRAG-MM evaluator uses) or validation (the 2025 starter kit's "
                         "*-search-index-validation)")
-    p.add_argument("--web-contents", nargs="?", const="default", default=None, metavar="HF_ID",
+    p.add_argument("--web-contents", nargs="?", const="default", default=DEFAULTS.web_contents, metavar="HF_ID",
                    help="web hits carry their full page (page_result, page_last_modified) from this "
                         "full-content database, which the search package reads as sharded LMDB files; "
                         "bare: the profile's (crag-mm-2025/web-search-contents-db-private-v0.1.2 on "
                         "l40s/served, the mini benchmark's own on cpu)")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--force", action="store_true",
-                   help="with --resume: continue even though the system differs (recorded in run_summary.json)")
+                   help="with --resume: continue even though the system differs (recorded in run_summary.json); "
+                        "with --rejudge: judge with another prompt than the run was judged with")
     p.add_argument("--rejudge", action="store_true")
     p.add_argument("--generate-only", action="store_true",
                    help="save the answers and traces only: no judge, no scores, no report (score them "
                         "later with --rejudge or merge)")
-    p.add_argument("--shard", default=None, metavar="I/N", help="only conversations with index %% N == I")
-    p.add_argument("--workers", type=int, default=None, metavar="N",
+    p.add_argument("--shard", default=DEFAULTS.shard, metavar="I/N", help="only conversations with index %% N == I")
+    p.add_argument("--workers", type=int, default=DEFAULTS.workers, metavar="N",
                    help="run the split as N shards on Ray, then merge, judge and score once "
                         "(requirements-scale.txt; docs/serving.md)")
-    p.add_argument("--ray", default=None, metavar="ADDRESS",
+    p.add_argument("--ray", default=DEFAULTS.ray, metavar="ADDRESS",
                    help="with --workers: join this Ray cluster ('auto' or HOST:PORT) instead of a local one")
-    p.add_argument("--worker-retries", type=int, default=2,
+    p.add_argument("--worker-retries", type=int, default=DEFAULTS.worker_retries,
                    help="with --workers: times Ray runs a failed or lost shard again, resumed (default 2)")
-    p.add_argument("--gpus-per-worker", type=float, default=None, metavar="G",
+    p.add_argument("--gpus-per-worker", type=float, default=DEFAULTS.gpus_per_worker, metavar="G",
                    help="with --workers: GPUs Ray gives each shard (default: 1 on the l40s profile, "
                         "whose engines load in the shard; 0 on cpu and served)")
     add_judge_args(p)
@@ -154,25 +161,26 @@ def merge_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> None:
+    """The flags mapped onto evaluator.evaluate / evaluator.merge (evaluator/api.py)."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    from evaluator import commands
+    from evaluator import api
 
-    if argv and argv[0] == "merge":
-        commands.run_merge(merge_parser().parse_args(argv[1:]))
-        return
-    args = evaluation_parser().parse_args(argv)
-    if args.list_models:
-        from agents.profiles import families_listing
+    try:
+        if argv and argv[0] == "merge":
+            options = vars(merge_parser().parse_args(argv[1:]))
+            result = api.merge(options.pop("dirs"), **options)
+        else:
+            options = vars(evaluation_parser().parse_args(argv))
+            if options.pop("list_models"):
+                from agents.profiles import families_listing
 
-        print(families_listing())
-        return
-    if args.workers or args.ray:
-        from evaluator.workers import run_on_ray
-
-        args.workers = args.workers or 1
-        run_on_ray(args, argv, merge_parser)
-    else:
-        commands.run_evaluation(args)
+                print(families_listing())
+                return
+            result = api.evaluate(**options)
+    except api.EvaluationRefused as exc:
+        raise SystemExit(str(exc)) from None
+    if result.exit_status:
+        raise SystemExit(result.exit_status)
 
 
 if __name__ == "__main__":

@@ -79,8 +79,9 @@ class BaseAgent:
     # --- optional questions of a harness that passes settings (see the module's docstring) ---
     @classmethod
     def configure(cls, *, profile: str, preset: str | None = None, settings: list[str] | tuple[str, ...] = (),
-                  calibration: str | None = None):
-        """None: this agent takes no settings."""
+                  calibration: str | None = None, model_name: str | None = None):
+        """None: this agent takes no settings. A subclass that answers declares every parameter
+        it takes; one without `model_name` is refused `--model-name` before anything loads."""
         return None
 
     @classmethod

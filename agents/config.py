@@ -28,10 +28,12 @@ from agents.base_agent import TURN_BUDGET_S
 from agents.calibration import load_calibration
 from agents.engines.base import IMAGE_LAYOUTS
 from agents.profiles import (
+    DEFAULT_INDICES,
     PAPER_RERANKER,
     PAPER_ROUTER,
     PAPER_VLM,
     PROFILES,
+    PUBLISHED_INDICES,
     STACKS,
     get_profile,
     get_stack,
@@ -98,7 +100,7 @@ class CruiseConfig:
     # answers; for servers whose list is a fixed catalogue, such as transformers serve)
     served_require_listed: bool = True
     # engine "hosted": a provider's own API (agents/engines/hosted_engine.py), at vlm_base_url (the
-    # stacks set each provider's). "" = the provider the model's name says (hosted_rules); the key
+    # stacks set each provider's). "" = the provider the model's name says (hosted_providers); the key
     # comes from the provider's own variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY) only.
     hosted_provider: str = ""
     # Models that reason before they answer (OpenAI's reasoning models, Gemini's thinking): the
@@ -499,7 +501,8 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
 
 def validate_hosted(cfg: CruiseConfig) -> None:
     """The hosted settings: a provider for every hosted model, known efforts, whole allowances."""
-    from agents.engines.hosted_rules import EFFORTS, PROVIDERS, provider_for_model
+    from agents.engines.hosted_providers import PROVIDERS, provider_for_model
+    from agents.engines.hosted_rules import EFFORTS
 
     if cfg.hosted_provider and cfg.hosted_provider not in PROVIDERS:
         raise ValueError(f"unknown hosted_provider {cfg.hosted_provider!r}; choose one of {sorted(PROVIDERS)} "
@@ -621,13 +624,33 @@ def config_from_environment(environ=None) -> CruiseConfig:
 # --------------------------------------------------------------------------- show / diff
 def profile_record(profile: str, stack: str | None = None) -> dict:
     """Everything a profile sets, flattened: the agent's resolved settings, then the search
-    pipeline, the default dataset and the GPUs per worker."""
+    pipeline (its indices resolved: the published pair a run without `--indices` searches where
+    the profile names none of its own), the default dataset and the GPUs per worker."""
     machine = get_profile(profile)
     record = dataclasses.asdict(load_config(profile, stack=stack))
-    record.update({f"search.{k}": v for k, v in dataclasses.asdict(machine.search).items()})
+    search = dataclasses.asdict(machine.search)
+    if search["image_index"] is None:
+        search["image_index"], search["web_index"] = PUBLISHED_INDICES[DEFAULT_INDICES]
+    record.update({f"search.{k}": v for k, v in search.items()})
     record["dataset"] = machine.dataset
     record["gpus_per_worker"] = machine.gpus_per_worker
     return record
+
+
+def search_notes(profile: str) -> dict[str, str]:
+    """What `show` says beside the search fields whose value depends on a flag or means "none"."""
+    spec = get_profile(profile).search
+    notes = {"search.web_contents": "read only with --web-contents (bare: this id); without it, snippets only"}
+    if spec.image_index is None:
+        for position, kind in enumerate(("image_index", "web_index")):
+            others = "; ".join(f"--indices {name}: {pair[position]}" for name, pair in PUBLISHED_INDICES.items()
+                               if name != DEFAULT_INDICES)
+            notes[f"search.{kind}"] = f"--indices {DEFAULT_INDICES} (the default); {others}"
+    else:
+        notes["search.image_index"] = notes["search.web_index"] = "the profile's own; --indices does not change it"
+    if spec.provider is None:
+        notes["search.provider"] = "none: every model and index is a Hugging Face id (python -m tools.fetch)"
+    return notes
 
 
 def _shown(value) -> str:
@@ -638,7 +661,9 @@ def show(profile: str) -> str:
     machine = get_profile(profile)
     lines = [f"# {machine.name}: {machine.description}",
              f"# model stack {machine.stack}: {STACKS[machine.stack].description}"]
-    lines += [f"{key} = {_shown(value)}" for key, value in profile_record(profile).items()]
+    notes = search_notes(profile)
+    lines += [f"{key} = {_shown(value)}" + (f"  # {notes[key]}" if key in notes else "")
+              for key, value in profile_record(profile).items()]
     return "\n".join(lines)
 
 

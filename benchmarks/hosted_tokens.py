@@ -26,13 +26,13 @@ import tempfile
 import time
 from pathlib import Path
 
+from agents.engines.hosted_providers import PROVIDERS, provider_for_model
 from testkit.hosted_standin import STAND_IN_KEY, StandInProvider
-
-DIALECTS = {"gpt": "openai", "o": "openai", "claude": "anthropic", "gemini": "gemini"}
 
 
 def dialect_of(model: str) -> str:
-    return next(d for prefix, d in DIALECTS.items() if model.lower().startswith(prefix))
+    """The stand-in's dialect: the provider that serves the model's name."""
+    return provider_for_model(model) or "openai"
 
 
 def run(model: str, preset: str, dataset_type: str, out: Path, settings: list[str]) -> dict:
@@ -60,8 +60,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="more agent settings, e.g. max_chunk_chars=1000 (the laptop run's chunks)")
     args = parser.parse_args(argv)
-    os.environ[{"openai": "OPENAI_API_KEY", "anthropic": "ANTHROPIC_API_KEY",
-                "gemini": "GEMINI_API_KEY"}[dialect_of(args.model)]] = STAND_IN_KEY
+    os.environ[PROVIDERS[dialect_of(args.model)].key_variable] = STAND_IN_KEY
     lines = []
     with tempfile.TemporaryDirectory() as tmp:
         for preset in args.presets:

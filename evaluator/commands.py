@@ -1,13 +1,18 @@
-"""What `local_evaluation.py` does for each mode: run (or resume) an evaluation, rejudge, merge.
+"""What each mode does: run (or resume) an evaluation, rejudge, merge.
 
-The top of the evaluator: it drives the harness (generation, outputs), the search layer, the
-scoring and the report; none of those imports this module. The agent's settings (--profile,
---preset, --set, --calibration) are handed to the agent class explicitly (harness/agent_setup.py).
+Each takes its settings record (evaluator/settings.py) and returns an EvaluationResult; a run
+that cannot start or go on raises EvaluationRefused with one line. `evaluate` and `merge`
+(evaluator/api.py) call these; `local_evaluation.py` calls those. The top of the evaluator: it
+drives the harness (generation, outputs), the search layer, the scoring and the report; none of
+those imports this module. The agent's settings (--profile, --preset, --set, --calibration,
+--model-name) are handed to the agent class explicitly (harness/agent_setup.py).
 """
 from __future__ import annotations
 
+import dataclasses
 import datetime
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 from rich.console import Console
@@ -16,23 +21,44 @@ from rich.markup import escape
 from agents.hardware import describe_auto_profile
 from agents.profiles import REPO_ROOT, default_dataset, resolve_profile
 from evaluator.harness.agent_setup import AgentSetup, import_object, setup_agent
-from evaluator.harness.batching import clip_batch_size, planned_batches
+from evaluator.harness.batching import clip_batch_size, conversation_selection, planned_batches
 from evaluator.harness.dataset import apply_image_url_updates, load_split, read_conversations
-from evaluator.harness.fingerprint import differences, system_fingerprint
+from evaluator.harness.fingerprint import differences, selection_refusal, system_fingerprint
 from evaluator.harness.models import preload_problem
 from evaluator.harness.outputs import finalize, merge_runs
 from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
 from evaluator.harness.unjudged import exit_code
 from evaluator.report.terminal import loud_notice, print_report
-from evaluator.scoring.judge import DEFAULT_GIVE_UP_AFTER, Judge, find_api_key
+from evaluator.scoring.judge import Judge, find_api_key
+from evaluator.scoring.official_judge import (
+    JudgePromptError,
+    OfficialJudge,
+    judged_with,
+    load_judge_prompt,
+    origin_identity,
+    prompt_change,
+    saved_prompt_folder,
+)
 from evaluator.scoring.rules import RuleSet, rule_set
 from evaluator.scoring.truncate import load_truncator
+from evaluator.settings import EvaluationSettings, MergeSettings, ScoringSettings
 
-# run_config.json fields a resumed run must share with the run it continues
-RESUME_KEYS = ("dataset", "dataset_type", "split", "revision", "num_conversations", "exact_conversations",
-               "shard", "rules")
-# what a run_config.json written before a key existed meant by its absence
-RESUME_DEFAULTS = {"rules": "kddcup2025", "exact_conversations": False}
+
+class EvaluationRefused(Exception):
+    """A run that cannot start or go on, in one line (the command line prints it and exits 1)."""
+
+
+@dataclass
+class EvaluationResult:
+    """What a run, rejudge or merge wrote, as the files hold it."""
+
+    output_dir: Path
+    scores: dict  # scores_dictionary.json's "all" and "ego" (empty after --generate-only)
+    rows: list[dict]  # one per turn: the official columns, the flags the scores count, our extras
+    rows_ego: list[dict]  # the egocentric turns among them
+    notices: list[str]  # what the run said a reader must know (run_summary.json "notices")
+    exit_status: int  # what local_evaluation.py exits with: 0, or 3 when the judge left turns undecided
+    summary: dict  # run_summary.json (empty after --generate-only)
 
 
 def parse_shard(text: str | None) -> tuple[int, int] | None:
@@ -47,7 +73,17 @@ def parse_shard(text: str | None) -> tuple[int, int] | None:
     return index, count
 
 
-def build_judge(model: str | None, base_url: str | None, args, console: Console, rules: RuleSet) -> Judge | None:
+def read_judge_prompt(folder: str | None, rules: RuleSet) -> OfficialJudge | None:
+    """The checkout's judge (--judge-prompt-from), read before anything else: a bad folder stops
+    with one line."""
+    try:
+        return load_judge_prompt(folder, rules)
+    except JudgePromptError as exc:
+        raise EvaluationRefused(str(exc)) from None
+
+
+def build_judge(model: str | None, base_url: str | None, settings: ScoringSettings, console: Console,
+                rules: RuleSet, official: OfficialJudge | None = None) -> Judge | None:
     if model is not None and model.strip().lower() == "none":
         loud_notice(console, "ATTENTION", "SEMANTIC EVALUATION IS DISABLED (--eval-model None).\n"
                     "No LLM judge will be asked: only exact string matches count as correct.")
@@ -59,95 +95,121 @@ def build_judge(model: str | None, base_url: str | None, args, console: Console,
                     "as correct, so accuracy is a lower bound.\nWhere the data carries accepted answer forms "
                     "(the mini benchmark), the offline lexical judge (not the official judge) decides instead.")
         return None
-    return Judge(model or rules.judge_model, base_url, key, rules=rules, num_workers=args.num_workers,
-                 timeout_s=args.judge_timeout, backoff_s=args.judge_retry_wait, max_wait_s=args.judge_max_wait,
-                 give_up_after=getattr(args, "judge_give_up_after", DEFAULT_GIVE_UP_AFTER))
+    # no --eval-model: the checkout's default judge, else the rule set's (Judge decides)
+    return Judge(model, base_url, key, rules=rules, num_workers=settings.num_workers,
+                 timeout_s=settings.judge_timeout, backoff_s=settings.judge_retry_wait, max_wait_s=settings.judge_max_wait,
+                 give_up_after=settings.judge_give_up_after, official=official)
 
 
-def saved_rules(args, run_config: dict) -> RuleSet:
+def refuse_prompt_change(output_dir: Path, judge: Judge | None, settings: EvaluationSettings) -> None:
+    """A rejudged run whose verdicts came from one judge prompt is not judged with another unless
+    --force (its run_summary.json says which prompt judged it; a resume compares the fingerprint's
+    judge_prompt instead)."""
+    summary_path = output_dir / "run_summary.json"
+    if judge is None or not summary_path.exists():
+        return
+    summary = json.loads(summary_path.read_text())
+    if summary.get("rules") != judge.rules.name:  # another rule set asks in other words anyway
+        return
+    judged, origin = judged_with(summary)
+    line = judged and prompt_change(origin, judge.prompt_origin)
+    if line and not settings.force:
+        raise EvaluationRefused(f"cannot judge {output_dir} with another prompt ({line}); pass --force to do so anyway")
+
+
+def saved_prompt(settings: ScoringSettings, output_dir: Path, run_config: dict, rules: RuleSet) -> str | None:
+    """The judge prompt's checkout for rejudge/merge: the flag, else the one the run was judged with."""
+    summary_path = output_dir / "run_summary.json"
+    summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
+    origin = summary.get("judge_prompt_origin") or run_config.get("judge_prompt")
+    return saved_prompt_folder(settings.judge_prompt_from, origin, rules.name == run_config.get("rules", "kddcup2025"))
+
+
+def saved_rules(settings: ScoringSettings, run_config: dict) -> RuleSet:
     """Rule set for rejudge/merge: --rules if given, else the run's own (kddcup2025 if unrecorded)."""
-    return rule_set(args.rules or run_config.get("rules"))
+    return rule_set(settings.rules or run_config.get("rules"))
 
 
-def saved_judge_choice(args, run_config: dict) -> tuple[str | None, str | None]:
+def saved_judge_choice(settings: ScoringSettings, run_config: dict) -> tuple[str | None, str | None]:
     """Judge for rejudge/merge: the flags if given, else the judge the run used (if any); a
     different --rules than the run's brings that rule set's default judge model."""
-    if args.eval_model is not None or args.eval_base_url is not None:
-        return args.eval_model, args.eval_base_url
-    if args.rules and args.rules != run_config.get("rules", "kddcup2025"):
+    if settings.eval_model is not None or settings.eval_base_url is not None:
+        return settings.eval_model, settings.eval_base_url
+    if settings.rules and settings.rules != run_config.get("rules", "kddcup2025"):
         return None, run_config.get("judge_base_url")
     return run_config.get("judge_model"), run_config.get("judge_base_url")
+
+
+def recorded_judge(settings: EvaluationSettings, judge: Judge | None) -> tuple[str | None, str | None]:
+    """run_config.json's judge_model and judge_base_url: the judge of the run, or for --generate-only
+    (which builds none) the judge flags it was given, for the step that scores; None, None where no
+    judge is named ("--eval-model None" included)."""
+    if judge is not None:
+        return judge.model, judge.base_url
+    if not settings.generate_only or (settings.eval_model or "").strip().lower() == "none":
+        return None, None
+    return settings.eval_model, settings.eval_base_url
 
 
 def default_output_dir() -> Path:
     return REPO_ROOT / "outputs" / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-def build_search(args, profile: str):
-    if args.search == "none":
+def build_search(settings: EvaluationSettings, profile: str):
+    if settings.search == "none":
         return None
     from evaluator.search.index_check import SearchIndexError
     from evaluator.search.pipeline import build_search_pipeline, search_config  # loads cragmm_search
 
-    search = search_config(profile, getattr(args, "indices", None), web_contents=getattr(args, "web_contents", None))
-    web = not args.suppress_web_search_api
-    if args.search == "default":
+    search = search_config(profile, settings.indices, web_contents=settings.web_contents)
+    web = not settings.suppress_web_search_api
+    if settings.search == "default":
         try:
             pipeline = build_search_pipeline(search, web=web)
         except SearchIndexError as exc:
-            raise SystemExit(f"cannot search: {exc}") from None
+            raise EvaluationRefused(f"cannot search: {exc}") from None
     else:
-        pipeline = import_object(args.search)(search, web=web)
-    if getattr(args, "suppress_image_search_api", False):
+        pipeline = import_object(settings.search)(search, web=web)
+    if settings.suppress_image_search_api:
         from evaluator.search.pipeline import WithoutImageSearch
 
         return WithoutImageSearch(pipeline)
     return pipeline
 
 
-def web_contents_id(args, profile: str) -> str | None:
+def web_contents_id(settings: EvaluationSettings, profile: str) -> str | None:
     """The full-content database the run's web hits are read from (None: snippets only)."""
-    if args.search == "none" or args.suppress_web_search_api or not getattr(args, "web_contents", None):
+    if settings.search == "none" or settings.suppress_web_search_api or not settings.web_contents:
         return None
     from evaluator.search.pipeline import search_config
 
-    return search_config(profile, getattr(args, "indices", None), web_contents=args.web_contents).web_contents
+    return search_config(profile, settings.indices, web_contents=settings.web_contents).web_contents
 
 
-def load_agent(args, profile: str, setup: AgentSetup, console: Console):
-    pipeline = build_search(args, profile)
+def load_agent(settings: EvaluationSettings, profile: str, setup: AgentSetup, console: Console):
+    pipeline = build_search(settings, profile)
     try:
         agent = setup.build(pipeline)
     except OSError as exc:  # a model or file the agent names is not there: one line, not a loader's traceback
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
-        raise SystemExit(f"cannot build the agent {args.agent}: {type(exc).__name__}: {first_line} "
-                         f"(a model or file it loads is not there; the pre-flight, python -m tools.preflight "
-                         f"--profile {profile}, lists what is missing)") from None
-    console.print(f"agent {escape(args.agent)}, batch size {clip_batch_size(agent.get_batch_size())}, profile {profile}")
+        raise EvaluationRefused(f"cannot build the agent {settings.agent}: {type(exc).__name__}: {first_line} "
+                                f"(a model or file it loads is not there; the pre-flight, python -m tools.preflight "
+                                f"--profile {profile}, lists what is missing)") from None
+    console.print(f"agent {escape(settings.agent)}, batch size {clip_batch_size(agent.get_batch_size())}, profile {profile}")
     return agent
 
 
-def conversation_selection(args, served: int, turns: int) -> str:
-    n = args.num_conversations
-    if n is None or n < 0:
-        return f"all conversations ({served} served, {turns} turns)"
-    if args.exact_conversations:
-        return f"exactly the first {n} conversations (--exact-conversations; {served} served, {turns} turns)"
-    return (f"official --num-conversations {n}: whole batches until more than {n} conversations were "
-            f"served ({served} served, {turns} turns)")
-
-
-def current_fingerprint(args, profile: str, setup: AgentSetup) -> dict:
+def current_fingerprint(settings: EvaluationSettings, profile: str, setup: AgentSetup) -> dict:
     """The system this command would run."""
-    calibration = getattr(args, "calibration", None)
+    calibration = settings.calibration
     try:
-        fingerprint = system_fingerprint(setup, profile, getattr(args, "preset", None), search=args.search,
-                                         web=not args.suppress_web_search_api, indices=getattr(args, "indices", None),
+        fingerprint = system_fingerprint(setup, profile, settings.preset, search=settings.search,
+                                         web=not settings.suppress_web_search_api, indices=settings.indices,
                                          calibration=str(Path(calibration).resolve()) if calibration else None,
-                                         web_contents=getattr(args, "web_contents", None))
+                                         web_contents=settings.web_contents)
     except OSError as exc:
-        raise SystemExit(f"cannot read {exc.filename}: {exc.strerror}") from None
-    if getattr(args, "suppress_image_search_api", False):  # only then: earlier runs' fingerprints lack the key
+        raise EvaluationRefused(f"cannot read {exc.filename}: {exc.strerror}") from None
+    if settings.suppress_image_search_api:  # only then: earlier runs' fingerprints lack the key
         fingerprint["image_search"] = False
     return fingerprint
 
@@ -163,16 +225,16 @@ def resume_differences(output_dir: Path, earlier: dict | None, fingerprint: dict
 
 def refuse_mixed_resume(output_dir: Path, changed: list[str]) -> None:
     lines = "\n".join(f"  {line}" for line in changed)
-    raise SystemExit(
+    raise EvaluationRefused(
         f"cannot resume {output_dir}: the earlier run used another system:\n{lines}\n"
         "Its saved answers and this system's would be scored as one run. Use a new --output-dir, "
         "or pass --force to resume anyway (run_summary.json then records it).")
 
 
-def finish(args, output_dir: Path, judge: Judge | None, console: Console, notices: list[str],
-           rules: RuleSet) -> None:
-    results = finalize(output_dir, judge, rules=rules, progress=not args.no_progress, notices=notices)
-    print_report(console, results, args.display_conversations)
+def finish(settings: ScoringSettings, output_dir: Path, judge: Judge | None, console: Console, notices: list[str],
+           rules: RuleSet) -> EvaluationResult:
+    results = finalize(output_dir, judge, rules=rules, progress=not settings.no_progress, notices=notices)
+    print_report(console, results, settings.display_conversations)
     console.print(f"[bold green]outputs written to {escape(str(output_dir))}[/bold green]")
     try:  # the scores are already written: a report that cannot be built must not fail the run
         from evaluator.report.html import build_report
@@ -180,79 +242,85 @@ def finish(args, output_dir: Path, judge: Judge | None, console: Console, notice
         console.print(f"[bold green]report: {escape(str(build_report(output_dir)))}[/bold green]")
     except Exception as exc:  # noqa: BLE001
         console.print(f"[yellow]report.html not written: {escape(f'{type(exc).__name__}: {exc}')}[/yellow]")
-    if exit_code(results.summary):  # everything is written; a script must still notice the undecided turns
-        raise SystemExit(exit_code(results.summary))
+    # everything is written; a script must still notice the undecided turns (the exit status)
+    return EvaluationResult(output_dir, results.scores, results.rows_all, results.rows_ego,
+                            list(results.summary["notices"]), exit_code(results.summary), results.summary)
 
 
-def run_evaluation(args) -> None:
-    console = Console()
-    if (args.resume or args.rejudge) and not args.output_dir:
-        raise SystemExit("--resume and --rejudge need --output-dir (the folder of the earlier run)")
-    if args.force and not args.resume:
-        raise SystemExit("--force only applies to --resume")
-    if args.generate_only and args.rejudge:
-        raise SystemExit("--generate-only and --rejudge exclude each other: one generates, the other scores")
-    output_dir = Path(args.output_dir) if args.output_dir else default_output_dir()
+def run_evaluation(settings: EvaluationSettings, console: Console) -> EvaluationResult:
+    """One run, resumed run, rejudge, generate-only run or shard (evaluator/api.py `evaluate`)."""
+    if (settings.resume or settings.rejudge) and not settings.output_dir:
+        raise EvaluationRefused("--resume and --rejudge need --output-dir (the folder of the earlier run)")
+    if settings.force and not (settings.resume or settings.rejudge):
+        raise EvaluationRefused("--force only applies to --resume and --rejudge")
+    if settings.generate_only and settings.rejudge:
+        raise EvaluationRefused("--generate-only and --rejudge exclude each other: one generates, the other scores")
+    output_dir = Path(settings.output_dir) if settings.output_dir else default_output_dir()
     notices: list[str] = []
 
-    if args.rejudge:
+    if settings.rejudge:
         if not (output_dir / ANSWERS).exists():
-            raise SystemExit(f"{output_dir} holds no saved answers to rejudge")
+            raise EvaluationRefused(f"{output_dir} holds no saved answers to rejudge")
         config_path = output_dir / RUN_CONFIG
         run_config = json.loads(config_path.read_text()) if config_path.exists() else {}
-        rules = saved_rules(args, run_config)
-        judge = build_judge(*saved_judge_choice(args, run_config), args, console, rules)
-        finish(args, output_dir, judge, console, notices, rules)
-        return
-    if (output_dir / ANSWERS).exists() and not args.resume:
-        raise SystemExit(f"{output_dir} already holds answers: pass --resume to continue it, or pick a new folder")
+        rules = saved_rules(settings, run_config)
+        judge = build_judge(*saved_judge_choice(settings, run_config), settings, console, rules,
+                            read_judge_prompt(saved_prompt(settings, output_dir, run_config, rules), rules))
+        refuse_prompt_change(output_dir, judge, settings)
+        return finish(settings, output_dir, judge, console, notices, rules)
+    if (output_dir / ANSWERS).exists() and not settings.resume:
+        raise EvaluationRefused(f"{output_dir} already holds answers: pass --resume to continue it, or pick a new folder")
 
-    if args.profile == "auto":  # say which profile the GPU memory chose, and why
+    if settings.profile == "auto":  # say which profile the GPU memory chose, and why
         console.print(f"--profile auto: {escape(describe_auto_profile())}")
     try:
-        profile = resolve_profile(args.profile)
+        profile = resolve_profile(settings.profile)
         # the agent's configuration, built here and handed to it: a bad --set, preset or
         # calibration file, or contradictory switches, fail now with one line
-        setup = setup_agent(args.agent, profile=profile, preset=args.preset, settings=args.set,
-                            calibration=str(Path(args.calibration).resolve()) if args.calibration else None,
-                            model_name=getattr(args, "model_name", None))
-        shard = parse_shard(args.shard)
-        rules = rule_set(args.rules)
+        setup = setup_agent(settings.agent, profile=profile, preset=settings.preset, settings=settings.set,
+                            calibration=str(Path(settings.calibration).resolve()) if settings.calibration else None,
+                            model_name=settings.model_name)
+        shard = parse_shard(settings.shard)
+        rules = rule_set(settings.rules)
     except ValueError as exc:
-        raise SystemExit(str(exc)) from None
-    fingerprint = current_fingerprint(args, profile, setup)
+        raise EvaluationRefused(str(exc)) from None
+    official = read_judge_prompt(settings.judge_prompt_from, rules)
+    fingerprint = current_fingerprint(settings, profile, setup)
+    fingerprint["judge_prompt"] = origin_identity(official.origin() if official else None)
     config_path = output_dir / RUN_CONFIG
-    earlier = json.loads(config_path.read_text()) if args.resume and config_path.exists() else {}
-    changed = resume_differences(output_dir, earlier, fingerprint) if args.resume else []
-    if changed and not args.force:
+    earlier = json.loads(config_path.read_text()) if settings.resume and config_path.exists() else {}
+    changed = resume_differences(output_dir, earlier, fingerprint) if settings.resume else []
+    if changed and not settings.force:
         refuse_mixed_resume(output_dir, changed)
     forced_resumes = list(earlier.get("forced_resumes", []))
     if changed:
         forced_resumes.append({"at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                                "differences": changed})
         console.print("[bold yellow]resuming with --force from another system:[/bold yellow] " + escape("; ".join(changed)))
-    dataset = args.dataset or default_dataset(profile, args.dataset_type)
-    problem = preload_problem(profile, dataset, args.revision, agent=setup, search_spec=args.search,
-                              web=not args.suppress_web_search_api, indices=args.indices,
-                              web_contents=getattr(args, "web_contents", None))
+    dataset = settings.dataset or default_dataset(profile, settings.dataset_type)
+    problem = preload_problem(profile, dataset, settings.revision, agent=setup, search_spec=settings.search,
+                              web=not settings.suppress_web_search_api, indices=settings.indices,
+                              web_contents=settings.web_contents)
     if problem:  # a missing model or dataset: one message, before anything loads
-        raise SystemExit(problem)
-    console.print(f"[bold blue]Loading {escape(dataset)}[/bold blue] (revision {args.revision}, split {args.split})")
+        raise EvaluationRefused(problem)
+    console.print(f"[bold blue]Loading {escape(dataset)}[/bold blue] (revision {settings.revision}, split {settings.split})")
     try:
-        ds, split, split_notice = load_split(dataset, args.revision, args.split)
+        ds, split, split_notice = load_split(dataset, settings.revision, settings.split)
         # the official loop reads the whole split and stops in whole batches (see planned_batches)
-        conversations = read_conversations(ds, args.num_conversations if args.exact_conversations else -1)
+        conversations = read_conversations(ds, settings.num_conversations if settings.exact_conversations else -1)
     except Exception as exc:
-        raise SystemExit(f"cannot load the dataset {dataset!r} (revision {args.revision}): "
-                         f"{type(exc).__name__}: {exc}") from exc
+        raise EvaluationRefused(f"cannot load the dataset {dataset!r} (revision {settings.revision}): "
+                                f"{type(exc).__name__}: {exc}") from exc
     if split_notice:
         console.print(f"[yellow]{escape(split_notice)}[/yellow]")
         notices.append(split_notice)
-    updated = apply_image_url_updates(conversations, rules.image_url_updates.get(args.dataset_type, {}))
+    updated = apply_image_url_updates(conversations, rules.image_url_updates.get(settings.dataset_type, {}))
     if shard:
         conversations = [c for c in conversations if c.index % shard[1] == shard[0]]
 
-    judge = build_judge(args.eval_model, args.eval_base_url, args, console, rules)
+    # --generate-only judges nothing: the judge is chosen (and its absence said) where the answers are scored
+    judge = None if settings.generate_only else build_judge(settings.eval_model, settings.eval_base_url, settings,
+                                                            console, rules, official)
     truncator = load_truncator()
     if not truncator.official:
         console.print(f"[yellow]truncation tokenizer: {escape(truncator.name)}[/yellow]")
@@ -261,52 +329,55 @@ def run_evaluation(args) -> None:
     # run takes it from the run it continues, so a finished run is rescored without the agent.
     agent, batch_size = None, earlier.get("batch_size")
     if batch_size is None:
-        agent = load_agent(args, profile, setup, console)
+        agent = load_agent(settings, profile, setup, console)
         batch_size = clip_batch_size(agent.get_batch_size())
-    stop_after = None if args.exact_conversations else args.num_conversations
+    stop_after = None if settings.exact_conversations else settings.num_conversations
     batches = planned_batches(conversations, batch_size, stop_after)
     planned = [conversations[pos].turns[t].interaction_id for batch in batches for pos, t in batch]
     served = len({pos for batch in batches for pos, _ in batch})
     console.print(f"{served} conversations, {len(planned)} turns")
     run_config = {
-        "args": {k: v for k, v in vars(args).items()},
-        "dataset": dataset, "dataset_type": args.dataset_type, "split": split, "revision": args.revision,
-        "num_conversations": args.num_conversations, "exact_conversations": bool(args.exact_conversations),
-        "conversation_selection": conversation_selection(args, served, len(planned)),
-        "shard": args.shard, "agent": args.agent, "rules": rules.name, "image_url_updates": updated,
-        "profile": profile, "preset": args.preset or "full", "tokenizer": truncator.name,
-        "judge_model": judge.model if judge else None, "judge_base_url": judge.base_url if judge else None,
+        "args": dataclasses.asdict(settings),
+        "dataset": dataset, "dataset_type": settings.dataset_type, "split": split, "revision": settings.revision,
+        "num_conversations": settings.num_conversations, "exact_conversations": bool(settings.exact_conversations),
+        "conversation_selection": conversation_selection(settings.num_conversations, bool(settings.exact_conversations),
+                                                         served, len(planned)),
+        "served_conversations": served,
+        "shard": settings.shard, "agent": settings.agent, "rules": rules.name, "image_url_updates": updated,
+        "profile": profile, "preset": settings.preset or "full", "tokenizer": truncator.name,
+        "judge_model": recorded_judge(settings, judge)[0], "judge_base_url": recorded_judge(settings, judge)[1],
+        "judge_prompt": judge.prompt_origin if judge else official.origin() if official else None,
         "batch_size": batch_size, "expected_turns": len(planned),
-        "indices": fingerprint.get("indices"), "web_contents": web_contents_id(args, profile),
+        "indices": fingerprint.get("indices"), "web_contents": web_contents_id(settings, profile),
         "fingerprint": fingerprint, "forced_resumes": forced_resumes,
         # what the agent said decides its answers (agents/base_agent.py `describe`): the report
         # reads the agent's settings from here, as the run used them
         "agent_description": setup.description, "trace_view": setup.trace_view,
     }
     if earlier:
-        clashes = [k for k in RESUME_KEYS if earlier.get(k, RESUME_DEFAULTS.get(k)) != run_config[k]]
-        if clashes:
-            raise SystemExit(f"cannot resume {output_dir}: the earlier run differs on {clashes}")
+        refusal = selection_refusal(output_dir, earlier, run_config)
+        if refusal:
+            raise EvaluationRefused(refusal)
     output_dir.mkdir(parents=True, exist_ok=True)  # only now: a refused start leaves no folder behind
     config_path.write_text(json.dumps(run_config, indent=2, default=str))
 
-    done = saved_answers(output_dir) if args.resume else {}
-    if args.resume and all(iid in done for iid in planned):
+    done = saved_answers(output_dir) if settings.resume else {}
+    if settings.resume and all(iid in done for iid in planned):
         console.print("every turn already has a saved answer: the agent is not loaded")
     else:
-        agent = agent or load_agent(args, profile, setup, console)
+        agent = agent or load_agent(settings, profile, setup, console)
         if clip_batch_size(agent.get_batch_size()) != batch_size:
-            raise SystemExit(f"cannot resume {output_dir}: the agent's batch size is now "
-                             f"{clip_batch_size(agent.get_batch_size())}, the run used {batch_size}")
-        stats = generate(agent, ds, conversations, batch_size, output_dir, truncator, resume=args.resume,
-                         progress=not args.no_progress, shard=args.shard, stop_after=stop_after)
+            raise EvaluationRefused(f"cannot resume {output_dir}: the agent's batch size is now "
+                                    f"{clip_batch_size(agent.get_batch_size())}, the run used {batch_size}")
+        stats = generate(agent, ds, conversations, batch_size, output_dir, truncator, resume=settings.resume,
+                         progress=not settings.no_progress, shard=settings.shard, stop_after=stop_after)
         if stats.turns_reused:
             notices.append(f"resumed: {stats.turns_reused} turns reused from saved answers")
-    if args.generate_only:
+    if settings.generate_only:
         console.print(f"[bold green]answers saved in {escape(str(output_dir))}[/bold green] (--generate-only: "
                       "score them with --rejudge or merge)")
-        return
-    finish(args, output_dir, judge, console, notices, rules)
+        return EvaluationResult(output_dir, {}, [], [], notices, 0, {})
+    return finish(settings, output_dir, judge, console, notices, rules)
 
 
 def refuse_mixed_shards(sources: list[Path]) -> None:
@@ -316,19 +387,23 @@ def refuse_mixed_shards(sources: list[Path]) -> None:
     changed = [f"  {src}: {line}" for src, fingerprint in zip(sources[1:], prints[1:]) if prints[0] and fingerprint
                for line in differences(prints[0], fingerprint)]
     if changed:
-        raise SystemExit(f"cannot merge: these folders used another system than {sources[0]}:\n" + "\n".join(changed))
+        raise EvaluationRefused(f"cannot merge: these folders used another system than {sources[0]}:\n" + "\n".join(changed))
 
 
-def run_merge(args) -> None:
-    console = Console()
-    output_dir = Path(args.output_dir)
-    sources = [Path(d) for d in args.dirs]
+def run_merge(settings: MergeSettings, console: Console) -> EvaluationResult:
+    """The shard folders gathered into one and scored (evaluator/api.py `merge`)."""
+    output_dir = Path(settings.output_dir)
+    sources = [Path(d) for d in settings.dirs]
     refuse_mixed_shards(sources)
-    notices = merge_runs(sources, output_dir)
+    try:
+        notices = merge_runs(sources, output_dir)
+    except ValueError as exc:
+        raise EvaluationRefused(f"cannot merge: {exc}") from None
     for notice in notices:
         console.print(f"[yellow]{escape(notice)}[/yellow]")
     run_config = json.loads((output_dir / RUN_CONFIG).read_text())
-    rules = saved_rules(args, run_config)
-    model, base_url = saved_judge_choice(args, run_config)
-    judge = build_judge(model, base_url, args, console, rules)
-    finish(args, output_dir, judge, console, notices, rules)
+    rules = saved_rules(settings, run_config)
+    model, base_url = saved_judge_choice(settings, run_config)
+    judge = build_judge(model, base_url, settings, console, rules,
+                        read_judge_prompt(saved_prompt(settings, output_dir, run_config, rules), rules))
+    return finish(settings, output_dir, judge, console, notices, rules)

@@ -22,6 +22,7 @@ folder at the same paths (a shared filesystem). Ray is an optional dependency
 from __future__ import annotations
 
 import ctypes
+import dataclasses
 import json
 import os
 import signal
@@ -29,16 +30,21 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+from evaluator.settings import EvaluationSettings, MergeSettings, command_line, scoring_of
+
+if TYPE_CHECKING:
+    from evaluator.commands import EvaluationResult
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ENTRY = REPO_ROOT / "local_evaluation.py"
-# Flags of the run that the driver handles itself: they never reach a shard's command line.
-DRIVER_FLAGS = {"--workers": 1, "--ray": 1, "--worker-retries": 1, "--gpus-per-worker": 1, "--output-dir": 1,
-                "--shard": 1, "--resume": 0, "--force": 0, "--rejudge": 0, "--generate-only": 0}
-# Flags of the run that belong to the judge, the scores and the report: the merge gets them.
-JUDGE_FLAGS = {"--rules": 1, "--eval-model": 1, "--eval-base-url": 1, "--num-workers": 1, "--judge-timeout": 1,
-               "--judge-retry-wait": 1, "--judge-max-wait": 1, "--judge-give-up-after": 1, "--display-conversations": 1,
-               "--no_progress": 0}
+# Options of the run that the driver handles itself: a shard gets its own values of these.
+DRIVER_OPTIONS = ("workers", "ray", "worker_retries", "gpus_per_worker", "output_dir", "shard", "resume", "force",
+                  "rejudge", "generate_only")
+# The options of the judge, the scores and the report (ScoringSettings) go to the merge; a shard
+# runs without a judge, quietly, generation only.
+SHARD_SCORING = {"eval_model": "None", "no_progress": True, "display_conversations": 0}
 # Environment a shard on another node needs from the driver's (a local Ray gets it all): the Hugging
 # Face caches and switches, and the keys and cache paths the project reads (CRUISE_ENGINE_API_KEY,
 # CRUISE_CACHE); every setting of the run travels on the shard's command line.
@@ -48,32 +54,22 @@ FORWARDED_ENV_PREFIXES = ("CRUISE_", "HF_", "TRANSFORMERS_", "PYTHONPATH")
 RAY_SET_ENV = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
 
 
-def split_flags(argv: list[str], flags: dict[str, int]) -> tuple[list[str], list[str]]:
-    """(the arguments among `flags`, the rest), each flag with its value (`--f v` or `--f=v`)."""
-    picked, rest, i = [], [], 0
-    while i < len(argv):
-        name = argv[i].split("=", 1)[0]
-        if name in flags:
-            width = 1 if "=" in argv[i] else 1 + flags[name]
-            picked += argv[i:i + width]
-            i += width
-        else:
-            rest.append(argv[i])
-            i += 1
-    return picked, rest
-
-
 def shard_dirs(output_dir: Path, n: int) -> list[Path]:
     return [output_dir / "shards" / f"{i}-of-{n}" for i in range(n)]
 
 
-def shard_command(run_argv: list[str], i: int, n: int, folder: Path) -> list[str]:
-    """The shard's own local_evaluation.py command: the run's arguments without the driver's and
-    the judge's, generation only."""
-    _, rest = split_flags(run_argv, DRIVER_FLAGS)
-    _, rest = split_flags(rest, JUDGE_FLAGS)
-    return [sys.executable, str(ENTRY), *rest, "--shard", f"{i}/{n}", "--output-dir", str(folder),
-            "--eval-model", "None", "--no_progress", "--display-conversations", "0", "--generate-only"]
+def shard_settings(settings: EvaluationSettings, i: int, n: int, folder: Path) -> EvaluationSettings:
+    """The shard's own run: the run's options without the driver's and the judge's, generation only."""
+    blank = EvaluationSettings()
+    reset = {name: getattr(blank, name) for name in (*DRIVER_OPTIONS, *scoring_of(blank))}
+    return dataclasses.replace(settings, **{**reset, **SHARD_SCORING, "shard": f"{i}/{n}", "output_dir": str(folder),
+                                            "generate_only": True})
+
+
+def shard_command(settings: EvaluationSettings, i: int, n: int, folder: Path) -> list[str]:
+    """The shard's local_evaluation.py command (a process of its own: it holds its GPU, and dies
+    with the Ray worker that started it)."""
+    return [sys.executable, str(ENTRY), *command_line(shard_settings(settings, i, n, folder))]
 
 
 def die_with_parent() -> None:
@@ -100,7 +96,7 @@ def gpus_per_worker(requested: float | None, profile: str) -> float:
     the shard's process, 0 for a client of model servers or the CPU)."""
     if requested is not None:
         if requested < 0:
-            raise SystemExit(f"--gpus-per-worker {requested}: give 0 or more")
+            raise ValueError(f"--gpus-per-worker {requested}: give 0 or more")
         return requested
     from agents.profiles import get_profile, resolve_profile
 
@@ -154,26 +150,30 @@ def import_ray():
     try:
         import ray
     except ImportError:
-        raise SystemExit("--workers/--ray need Ray: pip install -r requirements-scale.txt") from None
+        from evaluator.commands import EvaluationRefused
+
+        raise EvaluationRefused("--workers/--ray need Ray: pip install -r requirements-scale.txt") from None
     return ray
 
 
-def run_on_ray(args, run_argv: list[str], merge_parser) -> None:
-    """Every shard as a Ray task, then one merge, judge, score and report into args.output_dir
-    (`merge_parser`: local_evaluation.py's, which reads the merge's arguments)."""
-    from evaluator.commands import default_output_dir, run_merge
+def run_on_ray(settings: EvaluationSettings, console) -> EvaluationResult:
+    """Every shard as a Ray task, then one merge, judge, score and report into settings.output_dir."""
+    from evaluator.commands import EvaluationRefused, default_output_dir, run_merge
 
-    ray = import_ray()
-    n = args.workers
+    n = settings.workers
     if n < 1:
-        raise SystemExit(f"--workers {n}: give 1 or more")
-    if args.shard or args.rejudge or args.generate_only:
-        raise SystemExit("--workers runs every shard itself and scores once: drop --shard/--rejudge/--generate-only")
-    gpus = gpus_per_worker(args.gpus_per_worker, args.profile)
-    output_dir = Path(args.output_dir) if args.output_dir else default_output_dir()
+        raise EvaluationRefused(f"--workers {n}: give 1 or more")
+    if settings.shard or settings.rejudge or settings.generate_only:
+        raise EvaluationRefused("--workers runs every shard itself and scores once: drop --shard/--rejudge/--generate-only")
+    ray = import_ray()
+    try:
+        gpus = gpus_per_worker(settings.gpus_per_worker, settings.profile)
+    except ValueError as exc:
+        raise EvaluationRefused(str(exc)) from None
+    output_dir = Path(settings.output_dir) if settings.output_dir else default_output_dir()
     folders = shard_dirs(output_dir, n)
-    if args.ray:
-        ray.init(address=args.ray, include_dashboard=False, log_to_driver=False)
+    if settings.ray:
+        ray.init(address=settings.ray, include_dashboard=False, log_to_driver=False)
     else:  # Ray counts this machine's GPUs itself
         ray.init(num_cpus=n, include_dashboard=False, log_to_driver=False)
     try:
@@ -182,19 +182,19 @@ def run_on_ray(args, run_argv: list[str], merge_parser) -> None:
             message = (f"each worker asks for {gpus:g} GPU (--gpus-per-worker; 1 by default on the l40s profile) "
                        f"but the Ray cluster has {available:g}: pass --gpus-per-worker 0 where the models are "
                        "served or run on CPU")
-            if not args.ray:  # a local Ray will never grow: the tasks would wait forever
-                raise SystemExit(message)
+            if not settings.ray:  # a local Ray will never grow: the tasks would wait forever
+                raise EvaluationRefused(message)
             print(f"warning: {message}; the tasks wait for GPU nodes to join", file=sys.stderr)
-        task = ray.remote(run_shard).options(num_cpus=1, num_gpus=gpus, max_retries=args.worker_retries,
+        task = ray.remote(run_shard).options(num_cpus=1, num_gpus=gpus, max_retries=settings.worker_retries,
                                              retry_exceptions=True)
-        env = shard_env(dict(os.environ), remote=bool(args.ray))
-        pending = [task.remote(shard_command(run_argv, i, n, folder), str(folder), env)
+        env = shard_env(dict(os.environ), remote=bool(settings.ray))
+        pending = [task.remote(shard_command(settings, i, n, folder), str(folder), env)
                    for i, folder in enumerate(folders)]
-        wait_with_progress(ray, pending, folders, quiet=args.no_progress)
+        wait_with_progress(ray, pending, folders, quiet=settings.no_progress)
     finally:
         ray.shutdown()
-    picked, _ = split_flags(run_argv, JUDGE_FLAGS)
-    run_merge(merge_parser().parse_args([*map(str, folders), "--output-dir", str(output_dir), *picked]))
+    merged = MergeSettings(dirs=tuple(map(str, folders)), output_dir=str(output_dir), **scoring_of(settings))
+    return run_merge(merged, console)
 
 
 def wait_with_progress(ray, pending: list, folders: list[Path], *, quiet: bool) -> None:

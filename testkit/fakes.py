@@ -12,6 +12,23 @@ from agents.engines.base import ChatEngine, ChatResult, Engines, Reranker
 from minibench.standin import InstantEngine, odds_from_confidence
 
 
+class FakeClock:
+    """Time that moves only when something sleeps on it (the scripted engines' stage times), so a
+    test of the deadline is exact on a busy machine. tests/conftest.py `fake_clock` puts it in
+    place of the chain's, the agent's and the scripted engines' clocks."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.now += seconds
+
+    perf_counter = monotonic = __call__
+
+
 class ScriptedEngine(ChatEngine):
     """Answers each request with `script[stage](request)`; records every call's stage and size."""
 

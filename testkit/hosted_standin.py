@@ -2,8 +2,9 @@
 each request as the provider's documentation says it would, and answer in its shapes.
 
 The rules below are written from the providers' documentation, independently of our engine
-(agents/engines/hosted_rules.py states the same facts for the other side; a test that passes
-only because both sides share a mistake is what this file avoids by not importing it):
+(agents/engines/hosted_providers.py and hosted_rules.py state the same facts for the other side;
+a test that passes only because both sides share a mistake is what this file avoids by not
+importing them):
 
 - OpenAI Chat Completions (platform.openai.com/docs/api-reference/chat/create; the reasoning
   guide platform.openai.com/docs/guides/reasoning; the GPT-5 guide .../docs/guides/latest-model;
@@ -19,10 +20,14 @@ only because both sides share a mistake is what this file avoids by not importin
   A refusal comes back as `message.refusal` (content null).
 - Anthropic Messages (platform.claude.com/docs/en/api/messages; vision
   .../build-with-claude/vision; stop reasons .../build-with-claude/handling-stop-reasons; the
-  migration guide .../about-claude/models/migration-guide). x-api-key and anthropic-version
-  headers; model, max_tokens and messages required; roles user and assistant only (the system
-  text is a top-level field); temperature 0..1, refused together with top_p by the 4.1+ models
-  and refused outright by Opus 4.7 and later; stop_sequences must hold non-whitespace; images
+  model migration guide .../about-claude/models/migration-guide; API versions
+  .../api/versioning and .../api/migration-2026-10-21; errors .../api/errors). x-api-key and
+  anthropic-version headers (2023-06-01 or 2026-10-21, else 400); model, max_tokens and messages
+  required; a model it does not have, or has retired, is a 404 not_found_error whose message is
+  "model: <name>"; roles user and assistant only (the system text is a top-level field); under
+  2026-10-21 temperature, top_p and top_k are refused at any value; under 2023-06-01 temperature
+  is 0..1, refused together with top_p by the 4.1+ models and refused outright by Opus 4.7 and
+  later; stop_sequences must hold non-whitespace; images
   base64 JPEG/PNG/GIF/WebP, at most 5 MB and 8,000 px a side. A refusal is stop_reason
   "refusal"; an image over the limit is a 400 ("image exceeds 5 MB maximum").
 - Gemini generateContent (ai.google.dev/api/generate-content; thinking
@@ -75,14 +80,21 @@ OPENAI_MODELS = {
     "gpt-4o": None,
     "gpt-4.1-mini": None,
 }
-# Anthropic: whether the model takes temperature, and whether it takes temperature and top_p together.
+# Anthropic, as the anthropic SDK 2.14.0 lists its models (types/model.py; claude-sonnet-4-5 and
+# claude-opus-4-5 are on its deprecation list, _data/deprecated_models.py): under API version
+# 2023-06-01, whether the model takes temperature, and whether it takes temperature and top_p
+# together. Under 2026-10-21 no model takes either. The 5.x models, which think by default, are
+# not stood in for.
 ANTHROPIC_MODELS = {
-    "claude-3-7-sonnet-latest": (True, True),
-    "claude-sonnet-4-5": (True, False),
-    "claude-opus-4-1": (True, False),
+    "claude-sonnet-4-6": (True, False),
+    "claude-opus-4-6": (True, False),
     "claude-haiku-4-5": (True, False),
     "claude-opus-4-7": (False, False),
 }
+# Models the provider has retired (gone from the SDK's list): every request naming one, and the
+# model's own page, answer 404 not_found_error, as for a name it never had.
+ANTHROPIC_RETIRED = ("claude-3-7-sonnet-20250219", "claude-3-5-sonnet-20241022", "claude-opus-4-1")
+ANTHROPIC_VERSIONS = ("2023-06-01", "2026-10-21")
 # Gemini: ("budget", low, high, can_disable) or ("level", levels) or None (no thinking).
 GEMINI_MODELS = {
     "gemini-2.5-flash": ("budget", 0, 24576, True),
@@ -147,6 +159,7 @@ class Exchange:
     reason: str = ""  # why a request was refused ("" when taken)
     injected: str = ""  # "429" or "refusal" when the stand-in was told to answer so
     reply: dict = field(default_factory=dict)
+    headers: dict = field(default_factory=dict)  # lower-cased names
 
 
 @dataclass
@@ -240,7 +253,7 @@ class StandInProvider:
             body = json.loads(raw) if raw else {}
         except ValueError:
             body = {"<unreadable>": raw[:200].decode("latin-1")}
-        exchange = Exchange(method, path, body if isinstance(body, dict) else {"<not an object>": body})
+        exchange = Exchange(method, path, body if isinstance(body, dict) else {"<not an object>": body}, headers=lowered)
         with self.lock:
             self.exchanges.append(exchange)
             number = len([e for e in self.exchanges if e.method == "POST"])
@@ -272,7 +285,7 @@ class StandInProvider:
         if self.dialect == "anthropic":
             kind = {"rate_limit_exceeded": "rate_limit_error", "invalid_api_key": "authentication_error",
                     "not_found": "not_found_error"}.get(code, "invalid_request_error")
-            return {"type": "error", "error": {"type": kind, "message": message}}
+            return {"type": "error", "error": {"type": kind, "message": message}, "request_id": "req_standin"}
         if self.dialect == "gemini":
             status = {"rate_limit_exceeded": (429, "RESOURCE_EXHAUSTED"), "invalid_api_key": (400, "INVALID_ARGUMENT"),
                       "not_found": (404, "NOT_FOUND")}.get(code, (400, "INVALID_ARGUMENT"))
@@ -294,6 +307,8 @@ class StandInProvider:
             raise Rejected(status, self.error_payload("invalid_api_key", "Incorrect API key provided."))
         if self.dialect == "anthropic" and not headers.get("anthropic-version"):
             raise self.bad("anthropic-version: header is required")
+        if self.dialect == "anthropic" and headers["anthropic-version"] not in ANTHROPIC_VERSIONS:
+            raise self.bad(f"anthropic-version: unknown version {headers['anthropic-version']!r}")
 
     def model_info(self, path: str) -> dict:
         known = {"openai": OPENAI_MODELS, "anthropic": ANTHROPIC_MODELS, "gemini": GEMINI_MODELS}[self.dialect]
@@ -301,7 +316,8 @@ class StandInProvider:
         if name == "models":
             return {"object": "list", "data": [{"id": m, "object": "model"} for m in known]}
         if name not in known:
-            raise Rejected(404, self.error_payload("not_found", f"The model `{name}` does not exist."))
+            message = f"model: {name}" if self.dialect == "anthropic" else f"The model `{name}` does not exist."
+            raise Rejected(404, self.error_payload("not_found", message))
         return {"id": name, "object": "model"} if self.dialect != "gemini" else {"name": f"models/{name}"}
 
     def answer(self, path: str, body: dict, exchange: Exchange) -> dict:
@@ -412,6 +428,10 @@ class StandInProvider:
         if model not in ANTHROPIC_MODELS:
             raise Rejected(404, self.error_payload("not_found", f"model: {model}"))
         takes_temperature, takes_both = ANTHROPIC_MODELS[model]
+        if exchange.headers.get("anthropic-version") == "2026-10-21":
+            sampled = [p for p in ("temperature", "top_p", "top_k") if p in body]
+            if sampled:  # removed in this version, whatever the value
+                raise self.bad(f"{sampled[0]}: Extra inputs are not permitted")
         budget = body.get("max_tokens")
         if not isinstance(budget, int) or budget < 1:
             raise self.bad("max_tokens: Field required" if budget is None else "max_tokens: must be >= 1")

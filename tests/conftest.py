@@ -25,6 +25,25 @@ from testkit.scripted_agent import FakeOpenAIServer, build_dataset, png_bytes
 FULL_TIER = Path(__file__).resolve().parent / "full"
 
 
+@pytest.fixture
+def fake_clock(monkeypatch):
+    """testkit.fakes.FakeClock as the clock of the chain, its deadline, the agent and the scripted
+    engines (whose sleep advances it) for one test."""
+    import functools
+
+    from agents import cruise_agent
+    from agents.cruise import chain
+    from agents.cruise.deadline import Deadline
+    from testkit import fakes
+
+    clock = fakes.FakeClock()
+    monkeypatch.setattr(fakes, "time", clock)
+    monkeypatch.setattr(chain, "time", clock)
+    monkeypatch.setattr(cruise_agent, "time", clock)
+    monkeypatch.setattr(chain, "Deadline", functools.partial(Deadline, clock=clock))
+    return clock
+
+
 def pytest_addoption(parser):
     parser.addoption("--full", action="store_true",
                      help="also run the full tier, tests/full/ (subprocesses, real models, Ray, Chromium, big data: "

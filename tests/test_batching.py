@@ -108,8 +108,11 @@ def test_agent_gets_its_own_truncated_answers_as_history(tmp_path):
     agent = RecordingAgent(replies)
     truncator = load_truncator(prefer_llama=False)
     generate(agent, FakeDataset(), convs, 2, tmp_path, truncator, resume=False, progress=False)
-    cut = truncator.truncate([long_answer])[0]
-    assert len(cut) < len(long_answer) and long_answer.startswith(cut)
+    # MiniLM's WordPiece reads "the" 1996, "answer" 3437, "is" 2003, then one id 15212 per "banana":
+    # its 75th token is the 72nd banana, and the raw string is cut at that token's end
+    ids = truncator.tokenizer.encode(long_answer, add_special_tokens=False).ids
+    assert ids == [1996, 3437, 2003] + [15212] * 120
+    cut = "The answer is " + " ".join(["banana"] * 72)
 
     by_query = {q: h for call in agent.calls for q, h in zip(call["queries"], call["histories"])}
     assert by_query["query 0.0"] == [] and by_query["query 1.0"] == []
@@ -123,6 +126,21 @@ def test_agent_gets_its_own_truncated_answers_as_history(tmp_path):
     saved = [json.loads(line) for line in (tmp_path / "answers.jsonl").read_text().splitlines()]
     first = next(r for r in saved if r["interaction_id"] == "s0-t0")
     assert first["raw_answer"] == long_answer and first["agent_response"] == cut
+
+
+def test_the_official_cut_keeps_75_ids_counting_begin_of_text():
+    from tokenizers import Tokenizer
+
+    from evaluator.scoring.truncate import LlamaTruncator, packaged_tokenizer_file
+
+    answer = "The answer is " + " ".join(["banana"] * 120)
+    # Llama 3.2: begin-of-text 128000, "The" 791, " answer" 4320, " is" 374, " banana" 44196 each;
+    # 75 ids are begin-of-text, 3 words and 71 bananas, decoded without the special id
+    assert Tokenizer.from_file(packaged_tokenizer_file()).encode(answer).ids == [128000, 791, 4320, 374] + [44196] * 120
+    truncator = LlamaTruncator(packaged_tokenizer_file(), "Llama 3.2 (packaged)")
+    short = "It is " + " ".join(["banana"] * 70)  # 1 + 2 + 70 = 73 ids: kept whole
+    assert truncator.truncate([answer, short, "I don't know"]) == [
+        "The answer is " + " ".join(["banana"] * 71), short, "I don't know"]
 
 
 def test_only_egocentric_frames_are_resized(tmp_path):

@@ -126,19 +126,21 @@ def test_d_truthfulness_counts_the_turns_before_the_early_stop_which_changes_onl
                "query": "q", "ground_truth": truth, "agent_response": answer}
         return {**row, **verdict_fields(answer, truth, verdict, CRAG_MM)}
 
-    rows = [turn(0, "Lyon", "Paris", False),     # wrong
-            turn(1, "I do not know", "Seine"),   # a miss: not correct, so the pair is complete
-            turn(2, "1889", "1889"),             # exact: stopped for the conversation score only
+    rows = [turn(0, "Lyon", "Paris", False),       # wrong
+            turn(1, "the Loire", "Seine", False),  # wrong again (i = 1): the stop starts at turn 2
+            turn(2, "1889", "1889"),               # exact: stopped for the conversation score only
             turn(3, "about 330 m", "330 m", True),
-            turn(4, "Lyon", "Paris", False)]     # wrong: stopped too (a miss after the stop)
+            turn(4, "Lyon", "Paris", False),       # wrong: stopped too (a miss after the stop)
+            turn(5, "I do not know", "Eiffel")]    # a miss either way
     _, scores = score_rows(rows, CRAG_MM)
-    # counted as answered: 2 correct, 1 miss, 2 hallucinations over 5 turns
-    assert (scores["correct"], scores["miss"], scores["hallucination"]) == (2.0, 1.0, 2.0)
-    assert scores["truthfulness_score"] == pytest.approx((2 * 2 + 1) / 5 - 1)
-    # after the stop: turns 2-4 are misses; correct 0, hallucination 1 (turn 0) of 5
-    assert scores["mean_multi_turn_conversation_score"] == pytest.approx(0 / 5 - 1 / 5)
+    # counted as answered: 2 correct (2, 3), 1 miss (5), 3 hallucinations (0, 1, 4) over 6 turns
+    assert (scores["correct"], scores["miss"], scores["hallucination"]) == (2.0, 1.0, 3.0)
+    assert scores["truthfulness_score"] == pytest.approx((2 * 2 + 1) / 6 - 1)
+    # after the stop: turns 2-5 are misses; correct 0, hallucinations 2 (turns 0 and 1) of 6. A stop
+    # one turn early (turn 1 a miss) would give -1/6; one turn late (turn 2 still correct) -1/6 too.
+    assert scores["mean_multi_turn_conversation_score"] == pytest.approx(0 / 6 - 2 / 6)
     _, kdd = score_rows(rows, KDDCUP)  # the starter kit counts after the stop
-    assert (kdd["correct"], kdd["miss"], kdd["hallucination"]) == (0.0, 4.0, 1.0)
+    assert (kdd["correct"], kdd["miss"], kdd["hallucination"]) == (0.0, 4.0, 2.0)
     assert kdd["mean_multi_turn_conversation_score"] == scores["mean_multi_turn_conversation_score"]
     _, one = score_rows(rows[:1], CRAG_MM)
     assert one["truthfulness_score"] == 0.0  # "if total > 1 else 0.0"

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import math
-import time
 
 import pytest
 
@@ -72,13 +71,24 @@ def test_trace_holds_every_signal_of_a_turn():
     assert price["is_real_time"] and price["branch"] == "real_time_weak_retrieval"
 
 
-def test_theta_matches_mad_formula_on_the_trace():
-    from agents.cruise.stages.s5_rerank import mad_threshold
-
-    agent = make_agent("full")
+def test_theta_on_the_trace_is_the_mad_threshold_worked_by_hand():
+    # four chunks (the image hit's two, the web snippet's two) scored .75 .5 .25 .625: sorted .75
+    # .625 .5 .25, median .5625, deviations .1875 .0625 .0625 .3125 -> MAD .125; theta = .5625 -
+    # 1.5 x .125 = .375 (above tau .1). Kept, best first: the three at .375 or more (k_rerank 4).
+    scores = {"Route 24 runs from Pimlico to Camden.": 0.75, "It uses red double-decker buses.": 0.5,
+              "Bus 24 timetable.": 0.25, "Buses run to Camden every 8 minutes.": 0.625}
+    web = [{"index": "u_chunk_0", "score": 0.5, "page_name": "TfL", "page_url": "https://tfl.example/24",
+            "page_snippet": "Bus 24 timetable.\nBuses run to Camden every 8 minutes."}]
+    engines = Engines(router=ScriptedEngine({"route": route}), vlm=ScriptedEngine(VLM_SCRIPT),
+                      reranker=FunctionReranker(lambda query, chunk: scores[chunk]))
+    agent = CruiseAgent(FakePipeline(IMAGE_HITS, web), engines=engines, profile="cpu",
+                        preset="full+paper_finalizer", chunker="paper_fields", k_rerank=4)
     agent.batch_generate_response(*batch([WHERE]))
     (trace,) = agent.last_batch_report["traces"]
-    assert trace["theta"] == mad_threshold([c["score"] for c in trace["chunks"]])
+    assert {c["text"]: c["score"] for c in trace["chunks"]} == scores
+    assert trace["theta"] == 0.375
+    assert trace["kept_chunks"] == ["Route 24 runs from Pimlico to Camden.", "Buses run to Camden every 8 minutes.",
+                                    "It uses red double-decker buses."]
 
 
 def test_web_search_adds_snippets_when_enabled():
@@ -129,22 +139,23 @@ def test_caller_errors_raise_value_error(args):
         make_agent("full").batch_generate_response(*args)
 
 
-@pytest.mark.parametrize("turn_budget_s, ran_stages", [
-    (10.0, ["route", "summarize", "rerank", "answer", "consistency", "verify"]),
-    (0.42, ["route", "summarize", "rerank"]),
-    (0.001, []),  # no time for any stage
+@pytest.mark.parametrize("turn_budget_s, ran_stages, elapsed_s", [
+    (10.0, ["route", "summarize", "rerank", "answer", "consistency", "verify"], 5 * 0.15),
+    # route and summarize take .3 s; retrieve and rerank no time; the answer (.15 s more: .45 > .42) is not begun
+    (0.42, ["route", "summarize", "rerank"], 0.3),
+    (0.001, [], 0.0),  # no time for any stage
 ])
-def test_deadline_stops_before_a_stage_would_overrun(turn_budget_s, ran_stages):
+def test_deadline_stops_before_a_stage_would_overrun(fake_clock, turn_budget_s, ran_stages, elapsed_s):
+    # each engine stage takes 0.15 s of the fake clock, exactly (tests/conftest.py fake_clock)
     sleep = {s: 0.15 for s in ("route", "summarize", "answer", "consistency", "verify")}
     # WHERE's two answers are identical; the VLM is asked anyway so that every stage runs.
     agent = make_agent("full", sleep_s=sleep, safety_margin_s=0.0, engine_margin_s=0.0,
                        consistency_skip_identical=False)
     agent.batch_generate_response(*batch([WHERE]))  # learns what each stage costs
     agent.config = agent.config.replace(turn_budget_s=turn_budget_s)
-    start = time.monotonic()
+    start = fake_clock()
     answers = agent.batch_generate_response(*batch([WHERE]))
-    elapsed = time.monotonic() - start
-    assert elapsed <= turn_budget_s + 0.1
+    assert fake_clock() - start == pytest.approx(elapsed_s) and fake_clock() - start <= turn_budget_s
     assert stages_called(agent) == ran_stages
     trace = agent.last_batch_report["traces"][0]
     assert trace["deadline_cut"] is (turn_budget_s < 10)
@@ -152,7 +163,7 @@ def test_deadline_stops_before_a_stage_would_overrun(turn_budget_s, ran_stages):
         assert answers == [IDK_ANSWER]  # nothing verified: no answer
 
 
-def test_a_turn_budget_of_zero_means_no_budget():
+def test_a_turn_budget_of_zero_means_no_budget(fake_clock):
     """turn_budget_s 0 switches the per-turn budget off (the relaunched benchmark has none): a
     batch far slower than 10 s a turn still runs every stage, and its traces say which budget held."""
     sleep = {s: 0.15 for s in ("route", "summarize", "answer", "consistency", "verify")}

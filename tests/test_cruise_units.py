@@ -37,10 +37,31 @@ def test_mad_threshold(scores, expected):
     assert mad_threshold(scores) == pytest.approx(expected)
 
 
-def test_mad_threshold_uses_only_the_top_k_scores():
-    top = [0.9, 0.85, 0.8, 0.8, 0.75, 0.7, 0.7, 0.65, 0.6, 0.6]
-    assert mad_threshold(top + [0.0] * 30) == pytest.approx(mad_threshold(top))
-    assert mad_threshold([0.9, 0.5, 0.1], tau=0.0, lam=1.0, top_k=2) == pytest.approx(0.5)
+def test_mad_threshold_uses_only_the_top_k_scores_whatever_the_retrieval_order():
+    # the top 10 of these 13, in retrieval order with low scores among them: .9 .85 .8 .8 .75 .7 .7
+    # .65 .6 .6; median .725, deviations .175 .125 .075 .075 .025 .025 .025 .075 .125 .125 -> MAD
+    # .075; theta = .725 - 1.5 x .075 = .6125. The first 10 in retrieval order would give .325, all
+    # 13 scores .55, the MAD scaled by 1.4826 about .558.
+    shuffled = [0.05, 0.6, 0.3, 0.9, 0.7, 0.0, 0.85, 0.6, 0.8, 0.65, 0.75, 0.7, 0.8]
+    assert mad_threshold(shuffled) == pytest.approx(0.6125)
+    # top 3 of [0, .25, .5, .125, .75, .625, .375] are .75 .625 .5: median .625, MAD .125, theta .5
+    # (lambda 1, tau 0); the first 3 in retrieval order (0 .25 .5) would give 0
+    assert mad_threshold([0.0, 0.25, 0.5, 0.125, 0.75, 0.625, 0.375], tau=0.0, lam=1.0, top_k=3) == 0.5
+
+
+def test_select_chunks_keeps_the_best_scored_first_at_most_k_rerank():
+    import dataclasses
+
+    from agents.cruise.stages.s5_rerank import select_chunks
+
+    cfg = dataclasses.replace(load_config("cpu"), mad_tau=0.0, mad_lambda=1.0, mad_top_k=3, k_rerank=5)
+    chunks = [f"c{i}" for i in range(7)]
+    scores = [0.0, 0.25, 0.5, 0.125, 0.75, 0.625, 0.375]  # theta .5, as above
+    evidence = select_chunks(chunks, scores, cfg)
+    assert evidence.theta == 0.5
+    assert evidence.kept == ["c4", "c5", "c2"]  # >= .5, best first: .75 .625 .5 (not retrieval order)
+    assert evidence.context == "[Info 1] c4\n[Info 2] c5\n[Info 3] c2"
+    assert select_chunks(chunks, scores, dataclasses.replace(cfg, k_rerank=2)).kept == ["c4", "c5"]
 
 
 # ---- decide (Algorithm 1) -----------------------------------------------------------------

@@ -6,13 +6,10 @@ The chain runs for real over scripted engines; a fake clock stands in for time, 
 """
 from __future__ import annotations
 
-import functools
-
 import pytest
 
 from agents.base_agent import IDK_ANSWER
-from agents.cruise import chain
-from agents.cruise.deadline import Deadline, StageCosts
+from agents.cruise.deadline import StageCosts
 from testkit import fakes
 from testkit.scripted_chain import WHERE, batch, make_agent
 
@@ -33,29 +30,9 @@ class WorstSeenCosts(StageCosts):
             self.worst[stage] = max(self.worst.get(stage, 0.0), seconds / turns)
 
 
-class FakeClock:
-    def __init__(self):
-        self.now = 0.0
-
-    def __call__(self) -> float:
-        return self.now
-
-    def sleep(self, seconds: float) -> None:
-        self.now += seconds
-
-    perf_counter = monotonic = __call__
-
-
 @pytest.fixture
-def clock(monkeypatch):
-    from agents import cruise_agent
-
-    clock = FakeClock()
-    monkeypatch.setattr(fakes, "time", clock)  # ScriptedEngine's sleep advances the fake clock
-    monkeypatch.setattr(chain, "time", clock)
-    monkeypatch.setattr(cruise_agent, "time", clock)
-    monkeypatch.setattr(chain, "Deadline", functools.partial(Deadline, clock=clock))
-    return clock
+def clock(fake_clock):
+    return fake_clock  # tests/conftest.py: ScriptedEngine's sleep advances it
 
 
 NORMAL = {"route": 0.5, "summarize": 2.0, "answer": 4.0, "consistency": 1.0, "verify": 3.0}

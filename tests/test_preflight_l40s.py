@@ -149,3 +149,19 @@ def test_auto_picks_by_gpu_memory_and_says_why(gpu, profile):
     else:
         assert choice.reason.startswith(f"{gpu[0]} has {gpu[1]:.1f} GiB, less than the 44.8 GiB the l40s profile's")
         assert "--profile served" in choice.reason
+
+
+def test_the_memory_plan_command_prints_its_help_and_refuses_an_unknown_flag(capsys):
+    from tools.memory_plan import main
+
+    with pytest.raises(SystemExit) as stopped:
+        main(["--help"])
+    assert stopped.value.code == 0
+    shown = capsys.readouterr().out
+    assert shown.startswith("usage: python -m tools.memory_plan [-h] [--cards | --families]")
+    assert "| engine |" not in shown  # the help, not the plan
+    with pytest.raises(SystemExit) as stopped:
+        main(["--gpu", "h100"])
+    assert stopped.value.code == 2
+    assert capsys.readouterr().err.endswith("error: unrecognized arguments: --gpu h100\n")
+    assert main([]) == 0 and capsys.readouterr().out.startswith("| engine |")

@@ -55,18 +55,17 @@ def test_a_model_setting_no_loader_can_take_is_named_before_anything_loads():
 
 
 def test_an_agent_whose_model_is_missing_stops_the_run_in_one_line():
-    from types import SimpleNamespace
-
-    from evaluator.commands import load_agent
+    from evaluator.commands import EvaluationRefused, load_agent
     from evaluator.harness.agent_setup import AgentSetup
+    from evaluator.settings import EvaluationSettings
 
     class AgentWithoutItsModel:  # stands in for an agent whose loader finds no weights
         def __init__(self, search_pipeline=None):
             raise OSError("no file named config.json in /nowhere\nmore lines, left out of the one line")
 
     setup = AgentSetup(spec="tests:AgentWithoutItsModel", cls=AgentWithoutItsModel)
-    with pytest.raises(SystemExit) as stop:
-        load_agent(SimpleNamespace(search="none", agent=setup.spec), "cpu", setup, console=None)
+    with pytest.raises(EvaluationRefused) as stop:
+        load_agent(EvaluationSettings(search="none", agent=setup.spec), "cpu", setup, console=None)
     message = str(stop.value)
     assert "\n" not in message and "OSError: no file named config.json in /nowhere" in message
     assert "python -m tools.preflight --profile cpu" in message

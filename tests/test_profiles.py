@@ -115,6 +115,21 @@ def test_show_and_diff_name_every_part_of_a_profile(capsys):
     assert "engine" in out and "openai" in out
 
 
+def test_show_resolves_the_indices_and_says_what_indices_changes():
+    """A hub profile names no index of its own: show prints the pair a run searches and the other
+    --indices choice, never None; a profile with its own indices says --indices leaves them."""
+    shown = show("l40s").splitlines()
+    assert ("search.image_index = crag-mm-2025/image-search-index-public-test  # --indices public-test (the default); "
+            "--indices validation: crag-mm-2025/image-search-index-validation") in shown
+    assert ("search.web_index = crag-mm-2025/web-search-index-public-test  # --indices public-test (the default); "
+            "--indices validation: crag-mm-2025/web-search-index-validation") in shown
+    assert ("search.provider = None  # none: every model and index is a Hugging Face id "
+            "(python -m tools.fetch)") in shown
+    assert not [line for line in shown if line.split("  #")[0].endswith("index = None")]
+    assert ("search.image_index = crag-mm-mini/image-search-index  # the profile's own; --indices does not "
+            "change it") in show("cpu").splitlines()
+
+
 def test_default_dataset_is_the_profiles():
     assert default_dataset("l40s", "multi-turn") == "crag-mm-2025/crag-mm-multi-turn-public"
     assert default_dataset("cpu", "single-turn").endswith("data/crag-mm-mini/single-turn")

@@ -63,21 +63,24 @@ def test_single_turn_table():
     assert [r["multi_turn_conversation_score"] for r in scored] == [1.0, 1.0, -1.0, 0.0, -1.0]
 
 
-def test_two_consecutive_incorrect_turns_make_the_rest_missing():
+def test_two_consecutive_wrong_answers_make_every_later_turn_missing():
     rows = [  # given out of order on purpose: scoring sorts by (session_id, turn_idx)
         turn("s", 3, "Tiger", "tiger"),            # exact, but after the cut -> miss
         turn("s", 0, "Sure: a lion", "lion", True),
-        turn("s", 2, "i don't know", "x"),          # second incorrect in a row: cut from here on
+        turn("s", 2, "a wolf", "a fox", False),     # second wrong answer in a row: the cut starts after it
         turn("s", 1, "a cat", "a dog", False),
+        turn("s", 5, "a horse", "a mule", False),   # wrong, after the cut -> miss
         turn("s", 4, "big cat", "big cat", None),
     ]
     scored, scores = apply_conversation_rules(rows)
-    assert [r["turn_idx"] for r in scored] == [0, 1, 2, 3, 4]
-    assert [r["is_correct"] for r in scored] == [True, False, False, False, False]
-    assert [r["is_miss"] for r in scored] == [False, False, True, True, True]
-    assert [r["is_exact_match"] for r in scored] == [False, False, False, False, False]
-    assert [r["is_hallucination"] for r in scored] == [False, True, False, False, False]
-    assert scores == {"s": pytest.approx(1 / 5 - 1 / 5)}
+    assert [r["turn_idx"] for r in scored] == [0, 1, 2, 3, 4, 5]
+    assert [r["is_correct"] for r in scored] == [True, False, False, False, False, False]
+    # turn 2 stays a hallucination (a cut one turn early would make it a miss); turn 3, exact, is
+    # cut (a cut one turn late would keep it correct)
+    assert [r["is_miss"] for r in scored] == [False, False, False, True, True, True]
+    assert [r["is_exact_match"] for r in scored] == [False] * 6
+    assert [r["is_hallucination"] for r in scored] == [False, True, True, False, False, False]
+    assert scores == {"s": pytest.approx(1 / 6 - 2 / 6)}
     # the input rows are left untouched
     assert next(r for r in rows if r["turn_idx"] == 3)["is_exact_match"] is True
 

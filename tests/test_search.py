@@ -56,16 +56,44 @@ def test_a_hub_contents_database_does_not_mix_with_local_indices():
 
 
 def test_web_contents_flag_reaches_run_config():
-    from types import SimpleNamespace
+    import dataclasses
 
     from evaluator.commands import web_contents_id
+    from evaluator.settings import EvaluationSettings
     from local_evaluation import evaluation_parser
 
-    bare = evaluation_parser().parse_args(["--web-contents"])
-    named = evaluation_parser().parse_args(["--web-contents", "me/my-contents-db"])
-    assert evaluation_parser().parse_args([]).web_contents is None
+    def settings(*argv):
+        options = vars(evaluation_parser().parse_args(list(argv)))
+        options.pop("list_models")
+        return EvaluationSettings(**options)
+
+    bare = settings("--web-contents")
+    named = settings("--web-contents", "me/my-contents-db")
+    assert settings().web_contents is None
     assert web_contents_id(bare, "l40s") == "crag-mm-2025/web-search-contents-db-private-v0.1.2"
     assert web_contents_id(bare, "cpu") == "crag-mm-mini/web-search-contents-db"
     assert web_contents_id(named, "l40s") == "me/my-contents-db"
-    task1 = SimpleNamespace(**{**vars(bare), "suppress_web_search_api": True})
+    task1 = dataclasses.replace(bare, suppress_web_search_api=True)
     assert web_contents_id(task1, "l40s") is None  # image search only: no page is read
+
+
+def test_an_index_read_offline_says_it_comes_from_the_local_cache(tmp_path, capsys):
+    """The web index's loader prints where it read the index from; offline, that is the local
+    cache (the package's own line would say "Loading web search data from Hugging Face...")."""
+    import chromadb
+
+    from evaluator.search.paged_metadata import _mock_web_class
+
+    repo = "someone/web-index"
+    folder = tmp_path / "hub" / "datasets--someone--web-index"
+    snapshot = folder / "snapshots" / "0123abcd"
+    snapshot.mkdir(parents=True)
+    (folder / "refs").mkdir()
+    (folder / "refs" / "main").write_text("0123abcd")
+    collection = chromadb.PersistentClient(path=str(snapshot)).create_collection("web_search_embeddings")
+    collection.add(ids=["0", "1"], embeddings=[[0.1, 0.2], [0.3, 0.1]],
+                   metadatas=[{"page_name": f"p{i}", "page_snippet": "s", "page_url": f"https://x/{i}"} for i in (0, 1)])
+    with search.offline_hub(tmp_path / "hub"):
+        web = _mock_web_class()(None, None, repo)
+    assert capsys.readouterr().out == f"web search index {repo}: 2 records, from the local cache, offline ({snapshot})\n"
+    assert web.index_to_metadata["1"]["page_url"] == "https://x/1"

@@ -3,11 +3,11 @@
     python -m tools.ablation [--presets full no_cov ...] [--datasets single-turn multi-turn]
                              [--output-dir DIR] [--calibration FILE] [--num-conversations N]
 
-1. `local_evaluation.py --preset full --shard 0/2` on each dataset: traces of one half of the
+1. the evaluation (`evaluator.evaluate`, tools/runs.py) with `--preset full --shard 0/2` on each dataset: traces of one half of the
    conversations (split by conversation index, as --shard splits them);
 2. `python -m tools.calibrate` on those traces: the finalizer's thresholds (the judge is the
    evaluation's own: the offline lexical judge when no LLM judge is configured);
-3. `local_evaluation.py --preset P --calibration FILE` for every preset and dataset, once, on the
+3. the evaluation with `--preset P --calibration FILE` for every preset and dataset, once, on the
    whole dataset;
 4. a markdown table, preset x dataset: accuracy, missing, hallucination and truthfulness on the
    held-out half (shard 1/2: the conversations calibration never saw) and on the whole. The half's
@@ -29,7 +29,6 @@ import json
 import os
 import platform
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -38,6 +37,7 @@ from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import load_split, read_conversations
 from evaluator.scoring.rules import rule_set
 from evaluator.scoring.scores import score_rows
+from tools.runs import add_run_flags, calibrate_on, run_once, run_settings
 
 DEFAULT_PRESETS = ("vision_only", "rag_baseline", "no_cov_no_sc", "no_cov", "full")
 DATASETS = ("single-turn", "multi-turn")
@@ -48,35 +48,11 @@ FIGURES = (("accuracy", "accuracy"), ("missing", "missing"), ("hallucination", "
 FLAGS = ("is_exact_match", "is_correct", "is_miss")
 
 
-def evaluate(args, dataset_type: str, preset: str, output_dir: Path, *extra: str) -> Path:
-    """One local_evaluation.py run in its own process, so that each run's models are freed before
-    the next one loads and the printed command can be rerun by hand; reused when already finished."""
-    if (output_dir / "scores_dictionary.json").exists() and (output_dir / "run_summary.json").exists():
-        print(f"reusing {output_dir}")
-        return output_dir
-    if (output_dir / "answers.jsonl").exists():
-        extra = (*extra, "--resume")  # an interrupted run goes on where it stopped
-    cmd = [sys.executable, str(REPO_ROOT / "local_evaluation.py"), "--dataset-type", dataset_type,
-           "--profile", args.profile, "--preset", preset, "--agent", args.agent, "--search", args.search,
-           "--output-dir", str(output_dir), "--display-conversations", "0", "--no_progress", *extra]
-    if args.dataset_root:
-        cmd += ["--dataset", str(Path(args.dataset_root) / dataset_type)]
-    if args.num_conversations is not None:
-        cmd += ["--num-conversations", str(args.num_conversations), "--exact-conversations"]
-    print("$ " + shlex.join(cmd), flush=True)
-    subprocess.run(cmd, cwd=REPO_ROOT, check=True)
-    return output_dir
-
-
 def calibrate(args, output_dir: Path) -> Path:
     """Steps 1-2: traces of shard 0/2 of every dataset, then calibration.json from them."""
-    trace_dirs = [evaluate(args, dataset_type, "full", output_dir / "calibration-traces" / dataset_type,
-                           "--shard", f"{1 - HELD_OUT}/{HALVES}") for dataset_type in args.datasets]
-    calibration = output_dir / "calibration.json"
-    cmd = [sys.executable, "-m", "tools.calibrate", *map(str, trace_dirs), "--output", str(calibration)]
-    print("$ " + shlex.join(cmd), flush=True)
-    subprocess.run(cmd, cwd=REPO_ROOT, check=True)
-    return calibration
+    trace_dirs = [run_once(run_settings(args, dataset_type, "full", output_dir / "calibration-traces" / dataset_type,
+                                        shard=f"{1 - HELD_OUT}/{HALVES}")) for dataset_type in args.datasets]
+    return calibrate_on(trace_dirs, output_dir / "calibration.json")
 
 
 def read_turn_rows(run_dir: Path) -> list[dict]:
@@ -152,13 +128,7 @@ def parse_args(argv):
     parser.add_argument("--output-dir", type=Path, default=None, help="default: outputs/ablation-<timestamp>")
     parser.add_argument("--calibration", type=Path, default=None, metavar="FILE",
                         help="a calibration.json to use: skips the shard-0 runs and calibration")
-    parser.add_argument("--num-conversations", type=int, default=None,
-                        help="evaluate exactly the first N conversations of each dataset (a quick run)")
-    parser.add_argument("--profile", default="cpu", choices=["cpu", "l40s", "served"])
-    parser.add_argument("--agent", default="agents.user_config:UserAgent", help="MODULE:CLASS, as local_evaluation.py")
-    parser.add_argument("--search", default="default", help="as local_evaluation.py: default | none | MODULE:FUNC")
-    parser.add_argument("--dataset-root", type=Path, default=None,
-                        help="a folder with single-turn/ and multi-turn/ datasets (default: the profile's)")
+    add_run_flags(parser)
     return parser.parse_args(argv)
 
 
@@ -173,8 +143,8 @@ def main(argv=None) -> int:
     results = []
     for dataset_type in args.datasets:
         for preset in args.presets:
-            run_dir = evaluate(args, dataset_type, preset, output_dir / "runs" / dataset_type / preset,
-                               "--calibration", str(calibration))
+            run_dir = run_once(run_settings(args, dataset_type, preset, output_dir / "runs" / dataset_type / preset,
+                                            calibration=str(calibration)))
             results.append({"preset": preset, "dataset": dataset_type, "run_dir": str(run_dir), **run_scores(run_dir)})
     text = report(results, calibration, argv)
     (output_dir / "ablation.md").write_text(text)

@@ -30,7 +30,6 @@ import json
 import os
 import platform
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
@@ -38,7 +37,8 @@ from agents.config import PRESETS, load_config
 from agents.profiles import REPO_ROOT
 from evaluator.report.html import load_run, run_intervals
 from evaluator.report.paired import OUTCOMES, compare_pair
-from tools.ablation import DATASETS, HALVES, HELD_OUT, evaluate, run_scores
+from tools.ablation import DATASETS, HALVES, HELD_OUT, run_scores
+from tools.runs import add_run_flags, calibrate_on, run_once, run_settings
 
 DEFAULT_SYSTEMS = ("full", "qa_dragon", "sam_rag", "rag_baseline")
 BASELINE = "full"
@@ -58,12 +58,9 @@ def calibrate_system(args, preset: str, output_dir: Path) -> Path:
     if target.is_file():
         print(f"reusing {target}")
         return target
-    trace_dirs = [evaluate(args, dataset_type, preset, output_dir / "calibration-traces" / preset / dataset_type,
-                           "--shard", f"{1 - HELD_OUT}/{HALVES}") for dataset_type in args.datasets]
-    cmd = [sys.executable, "-m", "tools.calibrate", *map(str, trace_dirs), "--output", str(target)]
-    print("$ " + shlex.join(cmd), flush=True)
-    subprocess.run(cmd, cwd=REPO_ROOT, check=True)
-    return target
+    trace_dirs = [run_once(run_settings(args, dataset_type, preset, output_dir / "calibration-traces" / preset / dataset_type,
+                                        shard=f"{1 - HELD_OUT}/{HALVES}")) for dataset_type in args.datasets]
+    return calibrate_on(trace_dirs, target)
 
 
 def interval(values) -> str:
@@ -186,13 +183,7 @@ def parse_args(argv):
                         help=f"presets to compare; the first table pairs each with {BASELINE}")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
     parser.add_argument("--output-dir", type=Path, default=None, help="default: outputs/systems-<timestamp>")
-    parser.add_argument("--num-conversations", type=int, default=None,
-                        help="evaluate exactly the first N conversations of each dataset (a quick run)")
-    parser.add_argument("--profile", default="cpu", choices=["cpu", "l40s", "served"])
-    parser.add_argument("--agent", default="agents.user_config:UserAgent", help="MODULE:CLASS, as local_evaluation.py")
-    parser.add_argument("--search", default="default", help="as local_evaluation.py: default | none | MODULE:FUNC")
-    parser.add_argument("--dataset-root", type=Path, default=None,
-                        help="a folder with single-turn/ and multi-turn/ datasets (default: the profile's)")
+    add_run_flags(parser)
     parser.add_argument("--write-doc", type=Path, default=None, metavar="FILE",
                         help=f"also write the tables between {DOC_START} and {DOC_END} in FILE")
     return parser.parse_args(argv)
@@ -210,8 +201,9 @@ def main(argv=None) -> int:
     for dataset_type in args.datasets:
         run_dirs = {}
         for preset in systems:
-            extra = ("--calibration", str(calibrations[preset])) if preset in calibrations else ()
-            run_dirs[preset] = evaluate(args, dataset_type, preset, output_dir / "runs" / dataset_type / preset, *extra)
+            calibration = str(calibrations[preset]) if preset in calibrations else None
+            run_dirs[preset] = run_once(run_settings(args, dataset_type, preset, output_dir / "runs" / dataset_type / preset,
+                                                     calibration=calibration))
         results[dataset_type] = {
             "rows": [run_row(preset, run_dirs[preset]) for preset in systems],
             "pairs": [paired_row(preset, run_dirs[BASELINE], run_dirs[preset]) for preset in systems[1:]],

@@ -3,6 +3,7 @@
     python -m tools.fetch --profile l40s --dry-run   # what is missing, and how big
     python -m tools.fetch --profile l40s             # sizes, disk check, then download
     python -m tools.fetch --indices validation       # the 2025 starter kit's indices instead
+    python -m tools.fetch --profile l40s --model-name Qwen/Qwen2.5-VL-7B-Instruct  # another VLM's run
 
 The indices are the pair `--indices` (else public-test) names, as
 local_evaluation.py's `--indices` picks them.
@@ -87,10 +88,10 @@ class Row:
 
 
 def plan(profile: str, tasks: tuple[str, ...] = ("single-turn", "multi-turn"), indices: str | None = None,
-         web_contents: str | None = None) -> list[Item]:
+         web_contents: str | None = None, model_name: str | None = None) -> list[Item]:
     """What a run of `profile` loads from the hub (nothing for profiles that build everything
-    locally); `indices`: the PUBLISHED_INDICES name (None: public-test); `web_contents` as
-    local_evaluation.py's --web-contents."""
+    locally); `indices`: the PUBLISHED_INDICES name (None: public-test); `web_contents` and
+    `model_name` as local_evaluation.py's --web-contents and --model-name."""
     from agents.profiles import default_dataset
     from evaluator.harness.agent_setup import setup_agent
     from evaluator.harness.models import is_hub_id, loaded_models
@@ -100,7 +101,7 @@ def plan(profile: str, tasks: tuple[str, ...] = ("single-turn", "multi-turn"), i
     search = search_config(profile, indices, web_contents)
     provider = load_provider(search.provider)
     roles = {search.image_model: "image search model", search.text_model: "web search model"}
-    agent = setup_agent("agents.user_config:UserAgent", profile=profile)
+    agent = setup_agent("agents.user_config:UserAgent", profile=profile, model_name=model_name)
     items = [Item(roles.get(m, "chain model"), m, "model") for m in loaded_models(profile, agent)]
     hub_data = [("image index", search.image_index), ("web index", search.web_index),
                 (CONTENTS_ROLE, search.web_contents)]
@@ -277,10 +278,14 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--web-contents", nargs="?", const="default", default=None, metavar="HF_ID",
                         help="also the full-content web database, as local_evaluation.py --web-contents "
                              "(bare: the profile's)")
+    parser.add_argument("--model-name", default=None, metavar="HF_ID",
+                        help="the VLM checkpoint of another family, as local_evaluation.py --model-name: its "
+                             "stack's models instead of the profile's")
     args = parser.parse_args(argv)
     cache = Path(constants.HF_HUB_CACHE)
     try:
-        items = plan(args.profile, tuple(args.task or ("single-turn", "multi-turn")), args.indices, args.web_contents)
+        items = plan(args.profile, tuple(args.task or ("single-turn", "multi-turn")), args.indices, args.web_contents,
+                     args.model_name)
     except ValueError as exc:  # an unknown profile: one line, no traceback
         print(f"tools.fetch: {exc}", file=sys.stderr)
         return 2

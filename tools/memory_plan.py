@@ -364,15 +364,28 @@ def family_sizes_table(config: CruiseConfig, gpu_gib: float = GPU_GIB) -> str:
     return "\n".join(lines)
 
 
-if __name__ == "__main__":
-    import sys
+def main(argv: list[str] | None = None) -> int:
+    import argparse
 
     from agents.config import load_config
 
-    if "--families" in sys.argv[1:]:
-        print(family_sizes_table(load_config("l40s")))
-    elif "--cards" in sys.argv[1:]:
-        print(cards_table(load_config("l40s")))
-        print(f"\nThe plan fits a card of {minimum_gpu_gib(load_config('l40s')):.2f} GiB or more.")
+    parser = argparse.ArgumentParser(prog="python -m tools.memory_plan",
+                                     description="How the memory of one L40S is shared in the l40s profile: "
+                                                 "a plan on paper, not a measurement.")
+    shown = parser.add_mutually_exclusive_group()
+    shown.add_argument("--cards", action="store_true", help="whether the plan fits other common cards")
+    shown.add_argument("--families", action="store_true", help="which sizes of each model family fit one L40S")
+    args = parser.parse_args(argv)  # an unknown flag: argparse's usage line and exit code 2
+    config = load_config("l40s")
+    if args.families:
+        print(family_sizes_table(config))
+    elif args.cards:
+        print(cards_table(config))
+        print(f"\nThe plan fits a card of {minimum_gpu_gib(config):.2f} GiB or more.")
     else:
-        print(format_plan(plan_l40s(load_config("l40s"))))
+        print(format_plan(plan_l40s(config)))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

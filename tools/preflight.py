@@ -174,7 +174,7 @@ def check_pins(requirements: Path) -> Check:
 # ---- the Hugging Face cache and its disk ---------------------------------------------------------
 
 
-def check_cache(profile: str, indices: str | None = None) -> tuple[Check, list[Check]]:
+def check_cache(profile: str, indices: str | None = None, model_name: str | None = None) -> tuple[Check, list[Check]]:
     """(disk, one check per model and search index the profile's process loads). Read from disk
     only: what tools.fetch would list as present, partial or missing, never asking the hub."""
     import shutil
@@ -185,7 +185,7 @@ def check_cache(profile: str, indices: str | None = None) -> tuple[Check, list[C
     from tools.fetch import CONTENTS_ROLE, DISK_MARGIN, GB, local_state, needed_bytes, plan, survey
 
     cache = Path(constants.HF_HUB_CACHE)
-    everything = survey(plan(profile, indices=indices), cache, None)  # datasets too: the fetch command downloads them
+    everything = survey(plan(profile, indices=indices, model_name=model_name), cache, None)  # datasets too: the fetch command downloads them
     loaded = [r for r in everything if r.item.repo_type == "model" or "index" in r.item.role]
     checks = []
     for row in loaded:
@@ -198,13 +198,13 @@ def check_cache(profile: str, indices: str | None = None) -> tuple[Check, list[C
         size = f"{row.size / GB:.1f} GB" if row.size else "size unknown"
         kind = "contents" if row.item.role == CONTENTS_ROLE else None
         checks.append(Check(name, False, f"{row.item.role} {row.item.repo_id} is {what} ({size}): "
-                                         f"{fetch_command(profile, row.item.repo_id, kind) or fetch_command(profile)}"))
+                                         f"{fetch_command(profile, row.item.repo_id, kind) or fetch_command(profile, model_name=model_name)}"))
     need = needed_bytes(everything) * (1 + DISK_MARGIN)
     if not everything:
         return Check("disk", True, f"the {profile} profile downloads nothing"), checks
     cache_disk = next((p for p in (cache, *cache.parents) if p.exists()), Path("/"))
     free = shutil.disk_usage(cache_disk).free
-    detail = (f"{free / GB:.1f} GB free for {cache}; {fetch_command(profile)} still has {need / GB:.1f} GB to "
+    detail = (f"{free / GB:.1f} GB free for {cache}; {fetch_command(profile, model_name=model_name)} still has {need / GB:.1f} GB to "
               f"download (with {DISK_MARGIN:.0%} margin)")
     return Check("disk", free >= need, detail if free >= need else "NOT ENOUGH: " + detail), checks
 
@@ -364,7 +364,7 @@ def run(args) -> list[Check]:
             setup = setup_agent(args.agent, profile=profile, settings=args.set)
         except ValueError as exc:
             checks.append(Check("settings", False, str(exc)))
-    disk, cached = check_cache(profile, args.indices)
+    disk, cached = check_cache(profile, args.indices, getattr(args, "model_name", None))
     checks += [disk, *cached]
     missing = [c for c in cached if not c.ok]
     if setup is None or missing:
@@ -398,7 +398,7 @@ def main(argv=None) -> int:
     parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
                         help="CruiseConfig override, as for local_evaluation.py")
     parser.add_argument("--model-name", default=None, metavar="NAME",
-                        help="weigh a VLM of another family for one L40S (the gpu memory check only)")
+                        help="a VLM of another family: weigh it for one L40S and look for its stack's models in the cache")
     parser.add_argument("--turn-budget", type=float, default=TURN_BUDGET_S, help="seconds per turn (competition: 10)")
     parser.add_argument("--suppress-web-search-api", action="store_true", help="Task 1: image search only")
     parser.add_argument("--indices", default=None, choices=["public-test", "validation"],

@@ -160,6 +160,10 @@ def cut_at_stop(text: str, stops) -> tuple[str, bool]:
 TOKEN_COUNT = "end-of-sequence token not counted"
 
 
+class ServerGaveUp(RuntimeError):
+    """The server answered, but with an error inside its stream, or with nothing usable."""
+
+
 @dataclass
 class ChatResult:
     """One answer. `output_tokens`, `token_logprobs` and `tokens` cover the answer's own tokens:

@@ -45,7 +45,7 @@ def engine_memory_share(config: CruiseConfig, role: str) -> float:
 
 def hosted_provider(config: CruiseConfig, role: str) -> str:
     """The provider of a role's hosted model: the config's, else the one the model's name says."""
-    from agents.engines.hosted_rules import provider_for_model
+    from agents.engines.hosted_providers import provider_for_model
 
     return config.hosted_provider or provider_for_model(getattr(config, f"{role}_model")) or "openai"
 

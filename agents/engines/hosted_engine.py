@@ -1,7 +1,8 @@
 """The chain's VLM behind a hosted provider's own API (`engine = "hosted"`): OpenAI's Chat
 Completions (the GPT-5 family, the o-series), Anthropic's Messages API (Claude), Google's
-generateContent (Gemini). Each request follows that provider's documented rules
-(agents/engines/hosted_rules.py says which, and where they are written).
+generateContent (Gemini). Each provider is one object (agents/engines/hosted_providers.py) that
+builds its requests by its documented rules, reads its replies and counts their tokens; this
+engine is the transport they share, and never asks which provider it talks to.
 
 Why by hand and not through LiteLLM or the providers' SDKs (docs/models.md "Hosted models" weighs
 them): three request shapes are a few dozen lines each over the HTTP plumbing the served engines
@@ -15,16 +16,7 @@ already share (agents/engines/served.py), which keeps our guarantees by construc
   of every error message that could reach a trace;
 - nothing new to install (httpx is pinned already), and no import-time network call.
 
-Per request:
-- OpenAI reasoning models: `max_completion_tokens` (the stage's budget plus a reasoning allowance
-  for its effort: the reasoning tokens count against it), `reasoning_effort` per stage, and no
-  temperature, top_p, logprobs, stop or seed. Other OpenAI models: the classic parameters, at most
-  4 stop strings.
-- Claude: `system` apart, `max_tokens` (no extended thinking, so the budget is all text),
-  `temperature` only for the models that take it, `stop_sequences`.
-- Gemini: `systemInstruction`, `contents` with roles user/model, `maxOutputTokens` (thoughts
-  count against it: the allowance is added), the thinking level or budget the model takes, at
-  most 5 stop strings.
+Per request (the rules of each provider are its object in agents/engines/hosted_providers.py):
 - Stop strings are always cut here as well, so a provider that takes fewer (or none) stops at the
   same place in the text.
 - The image is shrunk to what the provider's models read and encoded as JPEG (what
@@ -58,20 +50,11 @@ from agents.engines.base import (
     seconds_left,
     template_messages,
 )
-from agents.engines.hosted_rules import (
-    PROVIDERS,
-    ImageLimits,
-    Provider,
-    claude_takes_temperature,
-    gemini_thinking,
-    gemini_thinking_config,
-    nearest_effort,
-    openai_reasoning_efforts,
-)
-from agents.engines.served import DEFAULT_TIMEOUT_S, PROBE_TIMEOUT_S, Endpoint, ServerGaveUp
+from agents.engines.hosted_providers import PROVIDERS, HostedProvider
+from agents.engines.hosted_rules import ImageLimits
+from agents.engines.served import DEFAULT_TIMEOUT_S, PROBE_TIMEOUT_S, Endpoint
 from agents.transient_waits import HTTPStatusFailure
 
-ANTHROPIC_VERSION = "2023-06-01"  # the Messages API version header the reference requires
 DEFAULT_EFFORT = "minimal"
 # Reasoning tokens allowed on top of a stage's text budget, per effort, when the stage's config
 # gives none (CruiseConfig.reasoning_allowance_tokens). OpenAI's reasoning guide asks to leave
@@ -144,163 +127,7 @@ class _ImageCache:
         return encoded
 
 
-# --------------------------------------------------------------------------- requests
-def openai_request(model: str, messages: list[dict], image: tuple[str, str] | None, sampling: Sampling,
-                   effort: str, allowance: int) -> dict:
-    """A Chat Completions body. `messages` in the template layout (base.template_messages)."""
-    if image is not None:
-        part = {"type": "image_url", "image_url": {"url": f"data:{image[0]};base64,{image[1]}"}}
-        messages = [dict(m, content=[part]) if m["content"] == [{"type": "image"}] else m for m in messages]
-    budget = max(1, sampling.max_tokens)
-    efforts = openai_reasoning_efforts(model)
-    if efforts is not None:
-        body = {"model": model, "messages": messages, "max_completion_tokens": budget + allowance}
-        chosen = nearest_effort(effort, efforts)
-        if chosen:
-            body["reasoning_effort"] = chosen
-        return body
-    body = {"model": model, "messages": messages, "max_completion_tokens": budget,
-            "temperature": sampling.temperature, "top_p": sampling.top_p if sampling.temperature > 0 else 1.0}
-    stops = [s for s in sampling.stop if s][: PROVIDERS["openai"].max_stop_strings]
-    if stops:
-        body["stop"] = stops
-    if sampling.seed is not None:
-        body["seed"] = sampling.seed
-    return body
-
-
-def _merged_turns(messages: list[dict], image_block, text_block, roles: dict) -> list[dict]:
-    """Messages after the system one as a provider's alternating turns: the image placeholder
-    becomes `image_block`, texts `text_block(text)`, consecutive messages of one role one turn."""
-    turns: list[dict] = []
-    for message in messages:
-        role = roles[message["role"]]
-        content = message["content"]
-        blocks = [image_block] if content == [{"type": "image"}] else [text_block(str(content))]
-        if turns and turns[-1]["role"] == role:
-            turns[-1]["parts"].extend(blocks)
-        else:
-            turns.append({"role": role, "parts": blocks})
-    return turns
-
-
-def _split_system(messages: list[dict]) -> tuple[str, list[dict]]:
-    system = "\n\n".join(str(m["content"]) for m in messages if m["role"] == "system")
-    return system, [m for m in messages if m["role"] != "system"]
-
-
-def anthropic_request(model: str, messages: list[dict], image: tuple[str, str] | None, sampling: Sampling) -> dict:
-    """A Messages API body: the system text apart, user/assistant turns with content blocks."""
-    system, rest = _split_system(messages)
-    block = None if image is None else {"type": "image", "source": {"type": "base64", "media_type": image[0],
-                                                                  "data": image[1]}}
-    turns = _merged_turns(rest, block, lambda text: {"type": "text", "text": text},
-                          {"user": "user", "assistant": "assistant"})
-    body = {"model": model, "max_tokens": max(1, sampling.max_tokens),
-            "messages": [{"role": t["role"], "content": t["parts"]} for t in turns]}
-    if system:
-        body["system"] = system
-    if claude_takes_temperature(model):
-        body["temperature"] = min(1.0, max(0.0, sampling.temperature))
-    # the API refuses a stop sequence that is only whitespace
-    stops = [s for s in sampling.stop if s and s.strip()][: PROVIDERS["anthropic"].max_stop_strings]
-    if stops:
-        body["stop_sequences"] = stops
-    return body
-
-
-def gemini_request(model: str, messages: list[dict], image: tuple[str, str] | None, sampling: Sampling,
-                   effort: str, allowance: int) -> dict:
-    """A generateContent body: systemInstruction apart, user/model turns of parts."""
-    system, rest = _split_system(messages)
-    part = None if image is None else {"inlineData": {"mimeType": image[0], "data": image[1]}}
-    turns = _merged_turns(rest, part, lambda text: {"text": text}, {"user": "user", "assistant": "model"})
-    thinking, extra = gemini_thinking_config(model, effort, allowance)
-    config: dict = {"maxOutputTokens": max(1, sampling.max_tokens) + extra, "candidateCount": 1}
-    if thinking is not None:
-        config["thinkingConfig"] = thinking
-    if gemini_thinking(model).takes_temperature:
-        config["temperature"] = sampling.temperature
-    stops = [s for s in sampling.stop if s][: PROVIDERS["gemini"].max_stop_strings]
-    if stops:
-        config["stopSequences"] = stops
-    body = {"contents": turns, "generationConfig": config}
-    if system:
-        body["systemInstruction"] = {"parts": [{"text": system}]}
-    return body
-
-
-# --------------------------------------------------------------------------- replies
-def read_openai(body: dict) -> ChatResult:
-    choices = body.get("choices")
-    if not isinstance(choices, list) or not choices:
-        raise ServerGaveUp(f"no completion in the answer: {str(body)[:300]}")
-    choice = choices[0]
-    message = choice.get("message") or {}
-    usage = body.get("usage") or {}
-    reasoning = int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0)
-    completion = int(usage.get("completion_tokens") or 0)
-    result = ChatResult(text=str(message.get("content") or ""), prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                        output_tokens=max(0, completion - reasoning), reasoning_tokens=reasoning)
-    if message.get("refusal"):
-        result.refusal = f"refused: {str(message['refusal'])[:200]}"
-        result.text = ""
-    elif choice.get("finish_reason") == "content_filter":
-        result.refusal = "content filter"
-        result.text = ""
-    result.budget_exhausted = choice.get("finish_reason") == "length" and not result.text.strip()
-    return result
-
-
-def read_anthropic(body: dict) -> ChatResult:
-    if body.get("type") == "error" or "content" not in body:
-        raise ServerGaveUp(f"no message in the answer: {str(body)[:300]}")
-    usage = body.get("usage") or {}
-    text = "".join(block.get("text", "") for block in body.get("content") or [] if block.get("type") == "text")
-    prompt = sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_creation_input_tokens",
-                                                   "cache_read_input_tokens"))
-    result = ChatResult(text=text, prompt_tokens=prompt, output_tokens=int(usage.get("output_tokens") or 0))
-    if body.get("stop_reason") == "refusal":
-        result.refusal, result.text = "refusal (stop_reason)", ""
-    result.budget_exhausted = body.get("stop_reason") == "max_tokens" and not result.text.strip()
-    return result
-
-
-GEMINI_REFUSALS = ("SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY",
-                   "LANGUAGE", "OTHER")
-
-
-def read_gemini(body: dict) -> ChatResult:
-    usage = body.get("usageMetadata") or {}
-    result = ChatResult(text="", prompt_tokens=int(usage.get("promptTokenCount") or 0),
-                        output_tokens=int(usage.get("candidatesTokenCount") or 0),
-                        reasoning_tokens=int(usage.get("thoughtsTokenCount") or 0))
-    blocked = (body.get("promptFeedback") or {}).get("blockReason")
-    candidates = body.get("candidates") or []
-    if blocked:
-        result.refusal = f"prompt blocked: {blocked}"
-        return result
-    if not candidates:
-        raise ServerGaveUp(f"no candidate in the answer: {str(body)[:300]}")
-    candidate = candidates[0]
-    parts = (candidate.get("content") or {}).get("parts") or []
-    result.text = "".join(p.get("text", "") for p in parts if not p.get("thought"))
-    finish = candidate.get("finishReason")
-    if finish in GEMINI_REFUSALS:
-        result.refusal, result.text = f"finishReason {finish}", ""
-    result.budget_exhausted = finish == "MAX_TOKENS" and not result.text.strip()
-    return result
-
-
 # --------------------------------------------------------------------------- the engine
-def provider_headers(provider: Provider, key: str | None) -> dict:
-    if provider.name == "anthropic":
-        return {"x-api-key": key or "", "anthropic-version": ANTHROPIC_VERSION}
-    if provider.name == "gemini":
-        return {"x-goog-api-key": key or ""}
-    return {"Authorization": f"Bearer {key}"} if key else {}
-
-
 def refusal_from(exc: HTTPStatusFailure) -> str | None:
     """The reason of a 400 answer that declines this request's content, else None."""
     if exc.status_code != 400:
@@ -310,7 +137,7 @@ def refusal_from(exc: HTTPStatusFailure) -> str | None:
 
 
 class HostedChatEngine(ChatEngine):
-    """`provider`: "openai", "anthropic" or "gemini" (agents/engines/hosted_rules.py). `efforts`:
+    """`provider`: "openai", "anthropic" or "gemini" (agents/engines/hosted_providers.py). `efforts`:
     stage -> reasoning effort ("default" for the rest); `allowances`: effort -> reasoning tokens
     added to a stage's budget. `key_variable`: where the key comes from (the provider's own
     variable; the served engine's for a reasoning model behind `engine = "openai"`)."""
@@ -323,11 +150,11 @@ class HostedChatEngine(ChatEngine):
         super().__init__(model, ledger)
         if provider not in PROVIDERS:
             raise ValueError(f"unknown hosted provider {provider!r}; choose one of {sorted(PROVIDERS)}")
-        self.provider = PROVIDERS[provider]
+        self.provider: HostedProvider = PROVIDERS[provider]
         self.key_variable = key_variable or self.provider.key_variable
         key = os.environ.get(self.key_variable) or None
         self.endpoint = Endpoint(base_url or self.provider.base_url, max_in_flight=max_in_flight, timeout_s=timeout_s,
-                                 headers=provider_headers(self.provider, key), key_variable=self.key_variable,
+                                 headers=self.provider.headers(key), key_variable=self.key_variable,
                                  secret=key)
         self.efforts = dict(efforts or {})
         self.allowances = dict(allowances or {})
@@ -367,14 +194,8 @@ class HostedChatEngine(ChatEngine):
         if sampling.choices:
             sampling = Sampling(max_tokens=max(sampling.max_tokens, 4), seed=sampling.seed, stop=sampling.stop)
         effort = effort_for(stage, self.efforts)
-        allowance = allowance_for(effort, self.allowances)
-        name = self.provider.name
-        if name == "anthropic":
-            return "/messages", anthropic_request(self.model, messages, image, sampling)
-        if name == "gemini":
-            return (f"/models/{self.model.rsplit('/', 1)[-1]}:generateContent",
-                    gemini_request(self.model, messages, image, sampling, effort, allowance))
-        return "/chat/completions", openai_request(self.model, messages, image, sampling, effort, allowance)
+        return self.provider.request(self.model, messages, image, sampling, effort,
+                                     allowance_for(effort, self.allowances))
 
     def _one(self, request: ChatRequest, sampling: Sampling, end: float, stage: str,
              at_deadline: bool = False) -> ChatResult:
@@ -394,8 +215,7 @@ class HostedChatEngine(ChatEngine):
                 # cut result (the chain starts nothing after the stage), not a stage fault
                 return deadline_cut_result()
             raise
-        reader = {"anthropic": read_anthropic, "gemini": read_gemini}.get(self.provider.name, read_openai)
-        result = reader(answer)
+        result = self.provider.read(answer)
         result.text, _ = cut_at_stop(result.text, sampling.stop)
         result.text = result.text.strip()
         return result
@@ -413,11 +233,14 @@ def hosted_problem(provider: str, model: str, base_url: str = "", key_variable: 
     if not key:
         return (f"cannot start: {variable} is not set; the {provider} model {model} is reached with the key "
                 f"in that variable (it is never printed or written)")
-    endpoint = Endpoint(base_url or rules.base_url, max_in_flight=1, headers=provider_headers(rules, key),
+    endpoint = Endpoint(base_url or rules.base_url, max_in_flight=1, headers=rules.headers(key),
                         key_variable=variable, secret=key)
     try:
-        endpoint.get(f"/models/{model.rsplit('/', 1)[-1]}", PROBE_TIMEOUT_S)
+        endpoint.get(rules.model_path(model), PROBE_TIMEOUT_S)
     except HTTPStatusFailure as exc:
+        if exc.status_code == 404:  # how every provider answers a model it has retired or never had
+            return (f"cannot start: {endpoint.base_url} has no model {model} for this key (retired, or a name it "
+                    f"never had): {str(exc)[:300]}")
         return f"cannot start: {endpoint.base_url} refused the model {model}: {str(exc)[:300]}"
     except (httpx.HTTPError, ValueError) as exc:
         return f"cannot start: nothing answers at {endpoint.base_url} for {model}: {type(exc).__name__}: {str(exc)[:200]}"

@@ -1,15 +1,16 @@
-"""What each hosted provider's documentation says a request may carry, as data: which provider a
-model name belongs to, the key variable, the parameters each model family accepts, how its
-reasoning is set, and the images it takes. agents/engines/hosted_engine.py builds its requests
-from these rules; tests/test_hosted_engine.py checks them against stand-in servers built from
-the same documentation (testkit/hosted_standin.py), not from our requests.
+"""What each hosted provider's documentation says a model takes, as data: the parameters each
+model family accepts, how its reasoning is set, and the images a provider takes.
+agents/engines/hosted_providers.py (one object per provider) builds its requests from these
+rules; tests/test_hosted_engine.py checks them against stand-in servers built from the same
+documentation (testkit/hosted_standin.py), not from our requests.
 
 The documentation followed (docs/models.md "Hosted models" cites each rule):
 - OpenAI: the Chat Completions reference (platform.openai.com/docs/api-reference/chat/create),
   the reasoning guide (platform.openai.com/docs/guides/reasoning), the GPT-5 family guide
   (platform.openai.com/docs/guides/latest-model), images and vision
   (platform.openai.com/docs/guides/images-vision).
-- Anthropic: the Messages API reference (platform.claude.com/docs/en/api/messages), vision
+- Anthropic: the Messages API reference (platform.claude.com/docs/en/api/messages), its versions
+  (platform.claude.com/docs/en/api/migration-2026-10-21), vision
   (platform.claude.com/docs/en/build-with-claude/vision), stop reasons and refusals
   (platform.claude.com/docs/en/build-with-claude/handling-stop-reasons), the model migration
   guide (platform.claude.com/docs/en/about-claude/models/migration-guide).
@@ -17,7 +18,7 @@ The documentation followed (docs/models.md "Hosted models" cites each rule):
   (ai.google.dev/gemini-api/docs/thinking), image understanding
   (ai.google.dev/gemini-api/docs/image-understanding), Gemini 3 (ai.google.dev/gemini-api/docs/gemini-3).
 
-Nothing here makes a request or reads a key; the key variables are only named.
+Nothing here makes a request or reads a key.
 """
 from __future__ import annotations
 
@@ -40,61 +41,12 @@ class ImageLimits:
     media_types: tuple[str, ...]
 
 
-@dataclass(frozen=True)
-class Provider:
-    name: str
-    key_variable: str  # the provider's own environment variable (read by the engine only)
-    base_url: str
-    images: ImageLimits
-    # stop strings a request may carry (0: the model takes none and they are cut here)
-    max_stop_strings: int
-
-
-OPENAI = Provider(
-    "openai", "OPENAI_API_KEY", "https://api.openai.com/v1",
-    # images-vision guide: PNG, JPEG, WEBP, non-animated GIF; up to 20 MB per image (50 MB of
-    # images per request); at high detail an image is read at most 768 px on its short side and
-    # 2,000 px on its long side. 768 x 2,000 px also stays within the 1,536 patches of 32 px the
-    # patch-based models read.
-    ImageLimits(2000, 768, 768 * 2000, 20 * 1024 * 1024, ("image/jpeg", "image/png", "image/webp", "image/gif")),
-    max_stop_strings=4,  # Chat Completions: "up to 4 sequences" (models that take `stop` at all)
-)
-ANTHROPIC = Provider(
-    "anthropic", "ANTHROPIC_API_KEY", "https://api.anthropic.com/v1",
-    # vision guide: JPEG, PNG, GIF, WebP; 5 MB per image on the API; at most 8,000 x 8,000 px;
-    # larger than 1,568 px on a side or about 1.15 megapixels is shrunk by the service first
-    # (latency, no gain), so that is the size sent.
-    ImageLimits(1568, 1568, 1_150_000, 5 * 1024 * 1024, ("image/jpeg", "image/png", "image/gif", "image/webp")),
-    max_stop_strings=8,  # stop_sequences: no count documented; ours are at most 8
-)
-GEMINI = Provider(
-    "gemini", "GEMINI_API_KEY", "https://generativelanguage.googleapis.com/v1beta",
-    # image-understanding guide: PNG, JPEG, WEBP, HEIC, HEIF; inline data keeps the whole request
-    # under 20 MB; images are scaled to at most 3,072 px on a side.
-    ImageLimits(3072, 3072, 3072 * 3072, 20 * 1024 * 1024, ("image/png", "image/jpeg", "image/webp")),
-    max_stop_strings=5,  # GenerationConfig.stopSequences: "up to 5"
-)
-PROVIDERS = {p.name: p for p in (OPENAI, ANTHROPIC, GEMINI)}
-
-
 def bare_name(model: str) -> str:
     """The model id without a provider prefix ("openai/gpt-5-mini", "models/gemini-2.5-flash")."""
     return model.strip().lower().rsplit("/", 1)[-1]
 
 
 _OPENAI_REASONING = re.compile(r"^(gpt-5|o[134])(\b|[-.])")
-
-
-def provider_for_model(model: str) -> str | None:
-    """"openai", "anthropic" or "gemini" for a hosted model's name; None for any other."""
-    name = bare_name(model)
-    if name.startswith("claude"):
-        return "anthropic"
-    if name.startswith("gemini"):
-        return "gemini"
-    if name.startswith(("gpt-", "chatgpt")) or _OPENAI_REASONING.match(name):
-        return "openai"
-    return None
 
 
 # --------------------------------------------------------------------------- OpenAI
@@ -136,19 +88,6 @@ def nearest_effort(wanted: str, accepted: tuple[str, ...]) -> str | None:
         return None
     rank = EFFORTS.index(wanted) if wanted in EFFORTS else EFFORTS.index("minimal")
     return min(accepted, key=lambda e: (abs(EFFORTS.index(e) - rank), EFFORTS.index(e)))
-
-
-# --------------------------------------------------------------------------- Anthropic
-def claude_takes_temperature(model: str) -> bool:
-    """Whether a Claude model accepts `temperature`. The migration guide removes the sampling
-    parameters from Claude Opus 4.7 on (400 when present), and the 4.1+ models refuse temperature
-    and top_p together; so temperature (never top_p) goes only to the generations known to take
-    it: Claude 3.x and Claude 4 up to 4.6."""
-    name = bare_name(model)
-    if re.match(r"claude-(?:instant|[23](?:-\d)?)-", name):
-        return True
-    match = re.match(r"claude-(?:opus|sonnet|haiku)-4(?:-(\d))?(?:-\d{8})?(?:-|$)", name)
-    return bool(match) and int(match.group(1) or 0) <= 6
 
 
 # --------------------------------------------------------------------------- Gemini

@@ -23,16 +23,13 @@ from typing import Iterator
 
 import httpx
 
+from agents.engines.base import ServerGaveUp
 from agents.transient_waits import HTTPStatusFailure, TransientWaits
 
 API_KEY_ENV = "CRUISE_ENGINE_API_KEY"
 DEFAULT_TIMEOUT_S = 120.0  # a request made outside the chain (no batch deadline around it)
 FIRST_BACKOFF_S = 0.5
 PROBE_TIMEOUT_S = 5.0
-
-
-class ServerGaveUp(RuntimeError):
-    """The server answered, but with an error inside its stream, or with nothing usable."""
 
 
 class Endpoint:

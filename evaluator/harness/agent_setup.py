@@ -1,16 +1,19 @@
 """The agent a run evaluates, and the settings it is built with, passed explicitly.
 
-`setup_agent(spec, profile=..., preset=..., settings=..., calibration=...)` imports the class
+`setup_agent(spec, profile=..., preset=..., settings=..., calibration=..., model_name=...)` imports the class
 that `--agent MODULE:CLASS` names and asks it the optional questions of agents/base_agent.py:
 its configuration for these settings (`configure`), that configuration as a JSON record
 (`describe`: run_config.json and the resume fingerprint keep it), the hub models it loads
 and what would stop it loading. An agent class that answers none of them is built as the
 official evaluators build it, `AgentClass(search_pipeline=...)`, and is refused any --preset,
---set or --calibration (it would not receive them). Nothing here knows which agent it is.
+--set or --calibration (it would not receive them). `--model-name` reaches only a class whose
+configure() declares `model_name` (read from its signature); any other is refused it in one
+line. Nothing here knows which agent it is.
 """
 from __future__ import annotations
 
 import importlib
+import inspect
 from dataclasses import dataclass, field
 
 
@@ -28,6 +31,7 @@ class AgentSetup:
     cls: type
     config: object | None = None  # what cls.configure returned; None: the agent takes no settings
     description: dict = field(default_factory=dict)  # cls.describe(config), JSON
+    model_name: str | None = None  # --model-name: the checkpoint the agent's VLM is, as the command line named it
 
     @property
     def trace_view(self) -> str | None:
@@ -48,6 +52,14 @@ class AgentSetup:
         return self.cls(search_pipeline=search_pipeline, config=self.config)
 
 
+def takes_model_name(configure) -> bool:
+    """Whether an agent's configure() declares `model_name` (or takes any keyword)."""
+    if configure is None:
+        return False
+    parameters = inspect.signature(configure).parameters.values()
+    return any(p.name == "model_name" or p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters)
+
+
 def setup_agent(spec: str, *, profile: str, preset: str | None = None, settings: list[str] | tuple[str, ...] = (),
                 calibration: str | None = None, model_name: str | None = None) -> AgentSetup:
     """ValueError (one line) for an agent that cannot be imported or settings it refuses."""
@@ -56,14 +68,12 @@ def setup_agent(spec: str, *, profile: str, preset: str | None = None, settings:
     except (ImportError, AttributeError, ValueError) as exc:
         raise ValueError(f"--agent {spec}: cannot import it ({type(exc).__name__}: {exc})") from None
     configure = getattr(cls, "configure", None)
-    named = {"model_name": model_name} if model_name else {}  # only agents that take a model name get one
-    try:
-        config = configure(profile=profile, preset=preset, settings=list(settings or ()), calibration=calibration,
-                           **named) if configure else None
-    except TypeError as exc:
-        if named and "model_name" in str(exc):
-            raise ValueError(f"--agent {spec} takes no --model-name") from None
-        raise
+    if model_name and not takes_model_name(configure):
+        why = "its configure() declares no model_name" if configure else "it has no configure()"
+        raise ValueError(f"--agent {spec} takes no --model-name ({why})")
+    named = {"model_name": model_name} if model_name else {}  # an agent that declares none is asked without it
+    config = configure(profile=profile, preset=preset, settings=list(settings or ()), calibration=calibration,
+                       **named) if configure else None
     if config is None:
         given = [flag for flag, value in (("--preset", preset), ("--set", settings), ("--calibration", calibration),
                                           ("--model-name", model_name)) if value]
@@ -72,4 +82,4 @@ def setup_agent(spec: str, *, profile: str, preset: str | None = None, settings:
                              "would not reach it")
         return AgentSetup(spec, cls)
     describe = getattr(cls, "describe", None)
-    return AgentSetup(spec, cls, config, dict(describe(config)) if describe else {})
+    return AgentSetup(spec, cls, config, dict(describe(config)) if describe else {}, model_name)

@@ -67,3 +67,22 @@ def planned_batches(conversations: Sequence[Conversation], batch_size: int,
         if stop_after is not None and 0 <= stop_after < len(conversations) and len(seen) > stop_after:
             break
     return batches
+
+
+def conversation_selection(num_conversations: int | None, exact: bool, served: int, turns: int,
+                           shards: list[str] | None = None) -> str:
+    """run_summary.json's "conversation_selection": the rule that picked the turns, and how many
+    conversations and turns it served; `shards`: the shards a merged run gathers (each picked
+    its conversations by that rule on its own), with served and turns summed over them."""
+    n = num_conversations
+    counts = f"{served} served, {turns} turns" + (" in all" if shards else "")
+    if n is None or n < 0:
+        text = f"all conversations ({counts})"
+    elif exact:
+        text = f"exactly the first {n} conversations (--exact-conversations; {counts})"
+    else:
+        text = (f"official --num-conversations {n}: whole batches until more than {n} conversations were "
+                f"served ({counts})")
+    if shards:
+        text += f"; merged from {len(shards)} folders ({', '.join(str(s) for s in shards)}), each selected on its own"
+    return text

@@ -11,6 +11,12 @@ model runs and how it is reached, not which model it is) is recorded but not com
 pointed at different replicas of one model stay one system (`merge`), and a resumed run may
 reach its servers at new addresses.
 
+The judge prompt does not decide answers, but it decides the verdicts a resumed run adds to the
+earlier ones: "judge_prompt" holds its identity (official_judge.origin_identity: "this package's
+wording", or "official sha256 ..." for `--judge-prompt-from`), so a resume with another prompt is
+refused like a resume of another system, and `--force` records it. Where it is absent (a run
+from before it) it reads as this package's wording.
+
 `differences(earlier, now)` names what changed, one line per field, e.g. `preset: full ->
 vision_only`, `config.tau_ret: 0.5 -> 0.4`, `prompt verify.txt changed`; other indices are one
 line, `search indices: A, B -> C, D` (a snapshot revision counts only when both runs know it: a
@@ -23,11 +29,18 @@ import json
 from pathlib import Path
 
 from evaluator.harness.agent_setup import AgentSetup
+from evaluator.scoring.official_judge import OURS
 
 # Fingerprint keys in the order differences are listed ("settings": what runs fingerprinted
 # before agents described themselves recorded for an agent that was not CruiseAgent).
 KEYS = ("agent", "profile", "preset", "search", "web_search", "search_models", "indices", "config", "settings",
-        "prompts", "calibration")
+        "prompts", "calibration", "judge_prompt")
+# run_config.json fields that say which turns a run covers and how they are scored: a resumed
+# run must share them with the run it continues, whatever --force says (selection_refusal)
+RESUME_KEYS = ("dataset", "dataset_type", "split", "revision", "num_conversations", "exact_conversations",
+               "shard", "rules")
+# what a run_config.json written before a key existed meant by its absence
+RESUME_DEFAULTS = {"rules": "kddcup2025", "exact_conversations": False}
 INDEX_KINDS = ("image", "web", "contents")  # contents: the full-page database (--web-contents)
 NOT_COMPARED = ("where",)  # description sections recorded for the report only
 
@@ -110,6 +123,8 @@ def differences(earlier: dict, now: dict) -> list[str]:
             if old is None or new is None or not all(_same_index(old.get(k), new.get(k)) for k in INDEX_KINDS):
                 lines.append(f"search indices: {_show_indices(old)} -> {_show_indices(new)}")
             continue
+        if key == "judge_prompt":  # a run fingerprinted before this entry was judged in our wording
+            old, new = old or OURS, new or OURS
         if key == "search_models":  # the indices are compared above, from either place
             old = {k: v for k, v in (old or {}).items() if not k.endswith("_index")} if old is not None else None
             new = {k: v for k, v in (new or {}).items() if not k.endswith("_index")} if new is not None else None
@@ -148,3 +163,18 @@ def _count(fields: dict | None) -> str:
 
 def _calibration(record: dict | None) -> str:
     return "(none)" if not record else f"{record['file']} (sha256 {record['sha256'][:12]})"
+
+
+def selection_refusal(output_dir: Path, earlier: dict, now: dict) -> str | None:
+    """Why a resume that would cover other turns than the run it continues is refused (None when
+    it covers the same ones), naming each flag with its earlier and its new value. --force cannot
+    take it: --force keeps the turns and lets another system answer the rest, whereas another
+    selection changes the turns themselves: the saved answers would stand for the earlier
+    selection's turns, and the run's expected turns, batches and stopping point for the new one."""
+    changed = [f"  --{key.replace('_', '-')}: {_show(earlier.get(key, RESUME_DEFAULTS.get(key)))} then, "
+               f"{_show(now[key])} now" for key in RESUME_KEYS if earlier.get(key, RESUME_DEFAULTS.get(key)) != now[key]]
+    if not changed:
+        return None
+    return (f"cannot resume {output_dir}: the earlier run covered another selection of turns:\n" + "\n".join(changed)
+            + "\n--force does not apply: it lets another system go on over the same turns, while this changes "
+            "the turns themselves. Resume with the earlier values, or use a new --output-dir.")

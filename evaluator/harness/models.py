@@ -51,8 +51,9 @@ def model_is_cached(repo_id: str) -> bool:
     return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
 
 
-def missing_models_message(ids: list[str], profile: str) -> str | None:
-    """One message naming every model of `ids` missing from the cache, and how to fetch them."""
+def missing_models_message(ids: list[str], profile: str, model_name: str | None = None) -> str | None:
+    """One message naming every model of `ids` missing from the cache, and how to fetch them
+    (`model_name`: the run's --model-name, which the fetch command must name too)."""
     from huggingface_hub import constants
 
     missing = [m for m in ids if not model_is_cached(m)]
@@ -62,7 +63,7 @@ def missing_models_message(ids: list[str], profile: str) -> str | None:
              f"are not in the Hugging Face cache ({constants.HF_HUB_CACHE}):"]
     lines += [f"  {m}" + ("  (gated)" if m.startswith(GATED_PREFIXES) else "") for m in missing]
     lines.append("Fetch them into that cache (on a machine with network access), then run again:")
-    lines.append(f"  {fetch_command(profile)}")  # the files a run loads only: no original/ checkpoints
+    lines.append(f"  {fetch_command(profile, model_name=model_name)}")  # the files a run loads only: no original/ checkpoints
     if any(m.startswith(GATED_PREFIXES) for m in missing):
         lines.append("The meta-llama models are gated: accept their licence on the model's Hugging Face "
                      "page and log in first (huggingface-cli login, or HF_TOKEN).")
@@ -127,7 +128,7 @@ def preload_problem(profile: str, dataset: str, revision: str | None, *, agent: 
 
     default_search = search_spec == "default"
     models = loaded_models(profile, agent, search=default_search, web=web)
-    problems = [*agent.preload_problems(), missing_models_message(models, profile)]
+    problems = [*agent.preload_problems(), missing_models_message(models, profile, agent.model_name)]
     datasets = {dataset: revision}
     provider = None
     if default_search:

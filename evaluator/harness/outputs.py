@@ -27,6 +27,7 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
+from evaluator.harness.batching import conversation_selection
 from evaluator.harness.runner import (
     ANSWERS,
     BATCHES,
@@ -52,6 +53,7 @@ from evaluator.scoring.lexical_judge import (
     lexical_verdict,
 )
 from evaluator.scoring.multi_turn import multi_turn_figures
+from evaluator.scoring.official_judge import origin_text
 from evaluator.scoring.rules import RuleSet, rule_set
 from evaluator.scoring.scores import (
     BASE_COLUMNS,
@@ -232,6 +234,11 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     run_config = json.loads((output_dir / RUN_CONFIG).read_text()) if (output_dir / RUN_CONFIG).exists() else {}
     rules = rules or rule_set(run_config.get("rules"))
     records = list(saved_answers(output_dir).values())
+    if run_config and judge is not None and (run_config.get("judge_model"),
+                                             run_config.get("judge_base_url")) != (judge.model, judge.base_url):
+        # a rejudge's (or merge's) judge becomes the run's: a later --rejudge without flags asks it again
+        run_config.update(judge_model=judge.model, judge_base_url=judge.base_url)
+        (output_dir / RUN_CONFIG).write_text(json.dumps(run_config, indent=2, default=str))
     verdicts, replies, judge_counts = judge_turns(records, output_dir, judge, progress, rules)
     rows = build_rows(records, verdicts, replies, rules)
     ego = [r for r in rows if r["is_ego"]]
@@ -261,7 +268,8 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         append_jsonl(path, [{c: row[c] for c in BASE_COLUMNS} for row in rows])
 
     unjudged = unjudged_report(rows, {iid for iid, verdict in verdicts.items() if verdict is None}, rules,
-                               output_dir, judge_counts, llm_judge=judge is not None)
+                               output_dir, judge_counts, llm_judge=judge is not None,
+                               judge_model=judge.model if judge else None, judge_base_url=judge.base_url if judge else None)
     notices = ([unjudged["notice"]] if unjudged else []) + list(notices or [])
     if not ego:
         notices.append("no egocentric turns in this run: the 'ego' rates are NaN (as the official "
@@ -296,6 +304,10 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "conversation_selection": run_config.get("conversation_selection"),
         "image_url_updates": run_config.get("image_url_updates", []),
         "judge": judge_label,
+        # where the judge's prompt came from (evaluator/scoring/official_judge.py): the text to
+        # show, and the record (official: folder, git commit, sha256); null without an LLM judge
+        "judge_prompt": origin_text(judge.prompt_origin) if judge else None,
+        "judge_prompt_origin": judge.prompt_origin if judge else None,
         **judge_counts,
         # the turns without a verdict: the scores with them left out and the command that judges them
         "unjudged": unjudged,
@@ -374,8 +386,12 @@ def merge_runs(sources: list[Path], output_dir: Path) -> list[str]:
             notices.append(f"shards {shards} do not form a complete set: the merged run is partial")
     seen: dict[str, Path] = {}
     answers = []
-    for src in sources:
-        for record in saved_answers(src).values():
+    served = 0
+    for src, config in zip(sources, configs):
+        saved = saved_answers(src).values()
+        # a run_config.json from before the count was recorded: the conversations it answered
+        served += config.get("served_conversations") or len({r["session_id"] for r in saved})
+        for record in saved:
             if record["interaction_id"] in seen:
                 raise ValueError(f"turn {record['interaction_id']} is in both {seen[record['interaction_id']]} and {src}")
             seen[record["interaction_id"]] = src
@@ -384,8 +400,13 @@ def merge_runs(sources: list[Path], output_dir: Path) -> list[str]:
             append_jsonl(output_dir / name, read_jsonl(src / name))
         append_jsonl(output_dir / BATCHES, [{**b, "source": str(src)} for b in read_jsonl(src / BATCHES)])
     merged = dict(configs[0])
-    merged.update(shard=None, merged_from=[str(s) for s in sources], shards=shards,
-                  expected_turns=sum(c.get("expected_turns") or 0 for c in configs) or None)
+    expected = sum(c.get("expected_turns") or 0 for c in configs) or None
+    merged.update(shard=None, merged_from=[str(s) for s in sources], shards=shards, expected_turns=expected,
+                  served_conversations=served,
+                  conversation_selection=conversation_selection(
+                      configs[0].get("num_conversations"), bool(configs[0].get("exact_conversations")), served,
+                      expected if expected is not None else len(answers),
+                      [s or str(src) for s, src in zip(shards, sources)]))
     (output_dir / RUN_CONFIG).write_text(json.dumps(merged, indent=2, default=str))
     append_jsonl(output_dir / ANSWERS, answers)  # last: answers mark a finished merge
     return notices

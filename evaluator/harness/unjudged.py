@@ -31,9 +31,14 @@ SHOWN_SCORES = (("accuracy", "accuracy", "{:.1%}"), ("hallucination_rate", "hall
                 ("missing", "missing", "{:.1%}"), ("truthfulness_score", "truthfulness", "{:+.3f}"))
 
 
-def rejudge_command(output_dir: Path) -> str:
-    """The command that judges the run's undecided turns again (with the run's own judge)."""
-    return f"python local_evaluation.py --rejudge --output-dir {shlex.quote(str(output_dir))}"
+def rejudge_command(output_dir: Path, model: str | None = None, base_url: str | None = None) -> str:
+    """The command that judges the run's undecided turns again, with the flags of the judge that
+    left them (`model` None: the rule set's own; `base_url` None: OpenAI's API): run as printed,
+    it asks the same judge, never silently another one or none."""
+    words = ["python local_evaluation.py --rejudge --output-dir", shlex.quote(str(output_dir))]
+    words += ["--eval-model", shlex.quote(model)] if model else []
+    words += ["--eval-base-url", shlex.quote(base_url)] if base_url else []
+    return " ".join(words)
 
 
 def scores_without(rows: list[dict], unjudged: set[str], rules: RuleSet) -> dict:
@@ -67,13 +72,14 @@ def cause_text(counts: dict, llm_judge: bool) -> str:
 
 
 def unjudged_report(rows: list[dict], unjudged: set[str], rules: RuleSet, output_dir: Path, counts: dict, *,
-                    llm_judge: bool) -> dict | None:
+                    llm_judge: bool, judge_model: str | None = None, judge_base_url: str | None = None) -> dict | None:
     """run_summary.json's "unjudged": the count, why, the scores without those turns, the rejudge
-    command and the notice that says it all in one paragraph; None when every turn has its verdict."""
+    command (with the judge's model where it is not the rule set's, and its URL) and the notice
+    that says it all in one paragraph; None when every turn has its verdict."""
     if not unjudged:
         return None
     left_out = scores_without(rows, unjudged, rules)
-    command = rejudge_command(output_dir)
+    command = rejudge_command(output_dir, judge_model if judge_model != rules.judge_model else None, judge_base_url)
     how = command if llm_judge else f"set OPENAI_API_KEY (or add --eval-base-url URL), then {command}"
     cause = cause_text(counts, llm_judge)
     notice = (f"{len(unjudged)} of {counts.get('needing_judge', len(unjudged))} turns that needed the judge have "

@@ -57,8 +57,9 @@ def scores_chart(scores: dict, intervals: dict | None = None) -> str:
     return to_svg(fig)
 
 
-def outcome_bars(labels: list[str], counts: list[dict]) -> str:
-    """One horizontal bar per label, split into correct / missed / hallucinated shares."""
+def outcome_bars(labels: list[str], counts: list[dict], truthfulness: list[float] | None = None) -> str:
+    """One horizontal bar per label, split into correct / missed / hallucinated shares; each
+    label's truthfulness written at the bar's end when given."""
     fig = Figure(figsize=(6.0, 0.5 + 0.28 * max(len(labels), 1)))
     ax = fig.subplots()
     positions = list(range(len(labels)))[::-1]
@@ -67,6 +68,10 @@ def outcome_bars(labels: list[str], counts: list[dict]) -> str:
         shares = [c[outcome] / c["count"] if c["count"] else 0.0 for c in counts]
         ax.barh(positions, shares, left=left, color=color, label=outcome, height=0.7)
         left = [a + b for a, b in zip(left, shares)]
+    if truthfulness is not None:
+        ax.text(1.02, len(labels) - 0.5, "truthfulness", fontsize=7, va="bottom", ha="left")
+        for position, value in zip(positions, truthfulness):
+            ax.text(1.02, position, f"{value:+.3f}", va="center", ha="left", fontsize=8)
     ax.set_yticks(positions, [f"{label} ({c['count']})" for label, c in zip(labels, counts)])
     ax.set_xlim(0, 1)
     ax.xaxis.set_major_formatter(matplotlib.ticker.PercentFormatter(1.0))

@@ -30,7 +30,7 @@ from evaluator.harness.runner import ANSWERS, RUN_CONFIG, TRACES, read_jsonl
 from evaluator.harness.trace_view import load_trace_view
 from evaluator.harness.unjudged import SHOWN_SCORES as UNJUDGED_SCORES
 from evaluator.report import charts
-from evaluator.report.paired import OUTCOMES, PairedComparison, compare_to_first, outcome_of
+from evaluator.report.paired import OUTCOMES, PairedComparison, compare_to_first, judge_line, outcome_of
 from evaluator.scoring.coverage import ANSWER_SOURCES, COVERAGE_LABELS, coverage_figures
 from evaluator.scoring.intervals import method, score_intervals
 from evaluator.scoring.multi_turn import multi_turn_figures
@@ -272,7 +272,8 @@ def breakdown_sections(rows: list[dict]) -> list[dict]:
         table = breakdown(rows, column)
         groups = [outcome_counts([r for r in rows if label_of(r, column) == entry[column]]) for entry in table]
         sections.append({"column": column, "table": table,
-                         "chart": charts.outcome_bars([entry[column] for entry in table], groups) if table else ""})
+                         "chart": charts.outcome_bars([entry[column] for entry in table], groups,
+                                                      [entry["truthfulness"] for entry in table]) if table else ""})
     return sections
 
 
@@ -368,7 +369,7 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
                   outcomes=OUTCOMES, branches=sorted({t["branch"] for t in run.turns}),
                   domains=sorted({t["domain"] for t in run.turns}), turn_pages=page_names,
                   pages_dir=pages_dir.name, outcome_totals=outcome_counts(run.rows), idk=IDK_ANSWER,
-                  multi_turn=multi_turn_section(run))
+                  multi_turn=multi_turn_section(run), judge_line=judge_line(run.summary))
     # the pages of an earlier build may hold turns this one does not
     shutil.rmtree(pages_dir, ignore_errors=True)
     pages_dir.mkdir(parents=True)
@@ -426,6 +427,7 @@ def build_comparison(run_dirs: list[Path], out: Path,
     shared = sum(1 for entries in by_turn.values() if all(e is not None for e in entries))
     page = render("compare.html.j2", runs=runs, labels=labels, differences=differences, shared_turns=shared,
                   intervals=[run_intervals(r) for r in runs], pairs=pairs, interval_method=method(),
+                  judge_lines=[judge_line(r.summary) for r in runs],
                   chart=charts.truthfulness_chart(labels, [r.scores for r in runs]))
     out = Path(out)
     out.write_text(page, encoding="utf-8")

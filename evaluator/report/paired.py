@@ -18,6 +18,7 @@ import json
 from dataclasses import dataclass, field
 
 from evaluator.scoring.intervals import paired_differences
+from evaluator.scoring.official_judge import origin_identity, origin_text
 from evaluator.scoring.rules import DEFAULT_RULES
 
 OUTCOMES = ("correct", "missed", "hallucinated")
@@ -48,6 +49,21 @@ class PairedComparison:
 
 def rules_of(run) -> str:
     return run.summary.get("rules") or run.run_config.get("rules") or DEFAULT_RULES
+
+
+def judge_line(summary: dict) -> str:
+    """Which judge gave a run's scores, as every place that shows them says it: the judge (model,
+    endpoint, protocol), where its prompt came from and the rule set."""
+    if "judge_prompt" in summary:
+        prompt = summary["judge_prompt"] or "none (no LLM judge)"
+    else:  # a run summarised before the record existed: every LLM judge then used our wording
+        prompt = origin_text(None) if " @ " in str(summary.get("judge", "")) else "none (no LLM judge)"
+    return f"judge {summary.get('judge', 'unknown')}; judge prompt {prompt}; rules {summary.get('rules') or DEFAULT_RULES}"
+
+
+def prompt_of(run) -> dict | None:
+    """The judge prompt's origin record (None: this package's wording, or no LLM judge)."""
+    return run.summary.get("judge_prompt_origin") or run.run_config.get("judge_prompt")
 
 
 def judge_of(run) -> str:
@@ -86,6 +102,9 @@ def compare_pair(a, b, link=None) -> PairedComparison:
     if judge_of(a) != judge_of(b):
         pair.flags.append(f"judged differently ({b.label}: {b.summary.get('judge')}; {a.label}: "
                           f"{a.summary.get('judge')}): flips may be the judge's, not the agent's")
+    if origin_identity(prompt_of(a)) != origin_identity(prompt_of(b)):
+        pair.flags.append(f"not comparable: judged with different prompts ({b.label}: {origin_text(prompt_of(b))}; "
+                          f"{a.label}: {origin_text(prompt_of(a))}): the scores differ by the judge's words too")
     for run in (a, b):
         # unjudged_turns holds the judge's failures too; a run scored before it did counted them apart
         undecided = max(int(run.summary.get("judge_failures") or 0), int(run.summary.get("unjudged_turns") or 0))

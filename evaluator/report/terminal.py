@@ -9,7 +9,7 @@ from rich.text import Text
 
 from evaluator.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY, Results
 from evaluator.harness.unjudged import SHOWN_SCORES as UNJUDGED_SCORES
-from evaluator.report.paired import PairedComparison
+from evaluator.report.paired import PairedComparison, judge_line
 from evaluator.scoring.coverage import coverage_figures
 from evaluator.scoring.scores import breakdown
 
@@ -146,7 +146,7 @@ def print_report(console: Console, results: Results, display_conversations: int)
         console.print(examples_table(results.rows_all, display_conversations))
     console.print(Text(
         f"rules: {s['rules']}\ntokenizer: {s['tokenizer']}\nconversations: {s['conversation_selection']}\n"
-        f"judge: {s['judge']} (turns to judge {s['judge_asked']}, "
+        f"{judge_line(s)} (turns to judge {s['judge_asked']}, "
         f"from cache {s['judge_cache_hits']}, failures {s['judge_failures']}, not asked {s.get('judge_not_asked', 0)}, "
         f"unjudged {s['unjudged_turns']})\n"
         f"batches: {s['batches']}, wall ms p50 {s['wall_ms_p50']:.0f} / p95 {s['wall_ms_p95']:.0f} / "

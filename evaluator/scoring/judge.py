@@ -9,6 +9,10 @@ Any OpenAI-compatible endpoint works. Two protocols, one per rule set (evaluator
   (evaluator/scoring/prompts/judge_crag_mm.txt, our wording of its rules) whose last line says "Result: CORRECT"
   or "Result: WRONG"; temperature 0, at most 1,024 tokens. A reply with neither is a failed
   attempt here (the published code would pass it on as a verdict of None).
+Either protocol can instead use the official judge's own words, read at run time from a checkout
+the user has (`--judge-prompt-from DIR`, evaluator/scoring/official_judge.py): that code builds
+the messages and gives the sampling and, for crag-mm, the reading of the reply
+(`OfficialResultLineProtocol`, `OfficialStructuredProtocol`). `Judge.prompt_origin` records which.
 A protocol builds the messages and makes ONE request (`JudgeProtocol.ask`); the attempts,
 back-off, rate-limit waits and caching around it live in `Judge.judge_one` only. Each turn gets
 up to 3 attempts (official) with exponential back-off. Verdicts are cached on disk, keyed by a
@@ -57,6 +61,7 @@ from pydantic import BaseModel
 
 from agents.profiles import REPO_ROOT, cache_dir
 from agents.transient_waits import TransientWaits, retry_after_s, waiting_helps  # noqa: F401 - re-exported
+from evaluator.scoring.official_judge import PLACEHOLDER, OfficialJudge, ours_origin
 from evaluator.scoring.rules import RULE_SETS, RuleSet, rule_set
 
 DEFAULT_EVAL_MODEL = RULE_SETS["kddcup2025"].judge_model
@@ -196,8 +201,9 @@ class JudgeProtocol:
 class StructuredProtocol(JudgeProtocol):
     name = "structured"
 
-    def __init__(self):
+    def __init__(self, response_format: type[BaseModel] = Verdict):
         self.structured = True  # switched off for good if the endpoint rejects structured output
+        self.response_format = response_format  # a model with one boolean field, accuracy
 
     def messages(self, item: JudgeItem) -> list[dict]:
         return [{"role": "system", "content": SYSTEM_PROMPT},
@@ -206,7 +212,8 @@ class StructuredProtocol(JudgeProtocol):
     def ask(self, client, model: str, messages: list[dict]) -> JudgeReply:
         if self.structured:
             try:
-                completion = client.chat.completions.parse(model=model, messages=messages, response_format=Verdict)
+                completion = client.chat.completions.parse(model=model, messages=messages,
+                                                           response_format=self.response_format)
             except Exception as exc:
                 if not _rejects_structured_output(exc):
                     raise
@@ -242,8 +249,55 @@ class ResultLineProtocol(JudgeProtocol):
         return JudgeReply(verdict, text)
 
 
-def protocol_for(rules: RuleSet) -> JudgeProtocol:
+class OfficialResultLineProtocol(ResultLineProtocol):
+    """The result-line protocol with a CRAG-MM checkout's own prompt (`--judge-prompt-from`):
+    its code builds the messages, gives the sampling parameters and reads the reply
+    (evaluator/scoring/official_judge.py)."""
+
+    def __init__(self, official: OfficialJudge):
+        self.official = official
+
+    def messages(self, item: JudgeItem) -> list[dict]:
+        return self.official.messages(item.question, item.ground_truth, item.prediction)
+
+    def ask(self, client, model: str, messages: list[dict]) -> JudgeReply:
+        completion = client.chat.completions.create(model=model, messages=messages, **self.official.sampling)
+        text = completion.choices[0].message.content
+        verdict = self.official.read_reply(text)
+        if verdict is None:  # as ours: asked again rather than passed on as a verdict of None
+            raise ValueError(f"judge reply has no Result line: {(text or '')[-200:]!r}")
+        return JudgeReply(verdict, text)
+
+
+class OfficialStructuredProtocol(StructuredProtocol):
+    """The structured protocol with the 2025 starter kit's own judge (`--judge-prompt-from` under
+    kddcup2025): its messages and its verdict model (evaluator/scoring/official_judge.py)."""
+
+    def __init__(self, official: OfficialJudge):
+        super().__init__(official.response_format)
+        self.official = official
+
+    def messages(self, item: JudgeItem) -> list[dict]:
+        return self.official.messages(item.question, item.ground_truth, item.prediction)
+
+
+def protocol_for(rules: RuleSet, official: OfficialJudge | None = None) -> JudgeProtocol:
+    if official is not None:
+        if (official.response_format is None) != (rules.judge_protocol == "result-line"):
+            raise ValueError(f"--judge-prompt-from: {official.folder} holds the judge of another rule set than "
+                             f"--rules {rules.name}")
+        return OfficialResultLineProtocol(official) if official.response_format is None \
+            else OfficialStructuredProtocol(official)
     return ResultLineProtocol() if rules.judge_protocol == "result-line" else StructuredProtocol()
+
+
+def prompt_origin_of(protocol: JudgeProtocol) -> dict:
+    """Where the protocol's prompt comes from (official_judge.origin_text reads it)."""
+    if isinstance(protocol, (OfficialResultLineProtocol, OfficialStructuredProtocol)):
+        return protocol.official.origin()
+    sampling = ({"temperature": RESULT_LINE_TEMPERATURE, "max_tokens": RESULT_LINE_MAX_TOKENS}
+                if isinstance(protocol, ResultLineProtocol) else {})
+    return ours_origin(protocol.messages(JudgeItem("", *PLACEHOLDER)), sampling)
 
 
 class VerdictCache:
@@ -278,12 +332,13 @@ class Judge:
                  timeout_s: float = 30.0, backoff_s: float = 1.0, max_wait_s: float = DEFAULT_MAX_WAIT_S,
                  cache_path: Path | None = None, sleep: Callable[[float], None] = time.sleep,
                  clock: Callable[[], float] = time.monotonic, rng: random.Random | None = None,
-                 give_up_after: int = DEFAULT_GIVE_UP_AFTER):
+                 give_up_after: int = DEFAULT_GIVE_UP_AFTER, official: OfficialJudge | None = None):
         from openai import OpenAI
 
         self.rules = rules or rule_set(None)
-        self.protocol = protocol_for(self.rules)
-        self.model = model or self.rules.judge_model
+        self.protocol = protocol_for(self.rules, official)
+        self.model = model or (official.default_model if official else None) or self.rules.judge_model
+        self.prompt_origin = prompt_origin_of(self.protocol)
         self.base_url = base_url
         self.num_workers = max(1, int(num_workers))
         self.timeout_s = timeout_s

@@ -17,9 +17,10 @@ def hub_profiles() -> list[str]:
     return [name for name, profile in PROFILES.items() if profile.search.provider is None]
 
 
-def fetch_command(profile: str | None = None, repo_id: str | None = None, kind: str | None = None) -> str | None:
+def fetch_command(profile: str | None = None, repo_id: str | None = None, kind: str | None = None, *,
+                  model_name: str | None = None) -> str | None:
     """The command that fetches `repo_id` into the cache (None: whatever the profile's run loads,
-    its models included). The flags follow the item: `--indices` for the index pair that is not
+    its models included, with `--model-name` the checkpoint that run's VLM is). The flags follow the item: `--indices` for the index pair that is not
     the default, `--web-contents` for a full-content database (`kind` "contents", or a profile's
     own id), `--task` for one task's dataset. `profile` None or one that loads nothing from the hub:
     the first hub profile (l40s). None for a dataset tools.fetch does not fetch (one of one's own)."""
@@ -27,7 +28,7 @@ def fetch_command(profile: str | None = None, repo_id: str | None = None, kind: 
     profile = profile if profile in hubs else hubs[0]
     words = ["python -m tools.fetch", "--profile", profile]
     if repo_id is None:
-        return " ".join(words)
+        return " ".join(words + (["--model-name", model_name] if model_name else []))
     pairs = [name for name, pair in PUBLISHED_INDICES.items() if repo_id in pair]
     tasks = [task for task in TASKS if default_dataset(profile, task) == repo_id]
     contents = {PROFILES[name].search.web_contents for name in hubs}

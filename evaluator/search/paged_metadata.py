@@ -168,19 +168,29 @@ class ChunkRecords(Mapping):
         return self._collection.count()
 
 
+def open_index(kind: str, repo_id: str, revision: str | None, collection_name: str):
+    """The chromadb collection of a search index in the Hugging Face cache (snapshot_download
+    finds it there, or downloads it when the hub is on), with the package's thread setting, and
+    one line that says where it was read from: the package's own line says "from Hugging Face"
+    even when nothing can be downloaded."""
+    import chromadb
+    from huggingface_hub import constants, snapshot_download
+
+    path = snapshot_download(repo_id=repo_id, repo_type="dataset", revision=revision)
+    where = "the local cache, offline" if constants.HF_HUB_OFFLINE else "Hugging Face or its local cache"
+    collection = chromadb.PersistentClient(path=path).get_collection(name=collection_name)
+    # as the package does: the HNSW index is rebuilt with this many threads on first query
+    collection.modify(metadata={"hnsw:num_threads": os.cpu_count() or 1})
+    print(f"{kind} search index {repo_id}: {collection.count()} records, from {where} ({path})")
+    return collection
+
+
 def _image_kg_class():
     from cragmm_search.image_search_mock_api.image_kg import CragImageKG
 
     class PagedImageKG(CragImageKG):
         def __init__(self, emb_model, processor, hf_dataset_id, image_hf_dataset_tag=None):
-            import chromadb
-            from huggingface_hub import snapshot_download
-
-            print(f"Loading image index from huggingface {hf_dataset_id}")
-            path = snapshot_download(repo_id=hf_dataset_id, repo_type="dataset", revision=image_hf_dataset_tag)
-            collection = chromadb.PersistentClient(path=path).get_collection(name="image_embeddings")
-            # as the package does: the HNSW index is rebuilt with this many threads on first query
-            collection.modify(metadata={"hnsw:num_threads": os.cpu_count() or 1})
+            collection = open_index("image", hf_dataset_id, image_hf_dataset_tag, "image_embeddings")
             self.id2_data = ImageRecords(collection)
             self.kg = EntityAttributes(self.id2_data)
             self.vector_db = self.id2_data.searchable
@@ -192,11 +202,12 @@ def _image_kg_class():
 
 def _mock_web_class():
     from cragmm_search.web_search_mock_api.api.web_index import CragMockWeb
-    from cragmm_search.web_search_mock_api.api.web_search import index_web_data
 
     class PagedMockWeb(CragMockWeb):
         def __init__(self, emb_model, tokenizer, text_index_path, web_hf_dataset_tag=None):
-            self.index_to_metadata = ChunkRecords(index_web_data(hf_path=text_index_path, revision=web_hf_dataset_tag))
+            # the package's index_web_data, less its "Loading web search data from Hugging Face..."
+            collection = open_index("web", text_index_path, web_hf_dataset_tag, "web_search_embeddings")
+            self.index_to_metadata = ChunkRecords(collection)
             self.vector_db = self.index_to_metadata.searchable
             self.emb_model = emb_model
             self.tokenizer = tokenizer

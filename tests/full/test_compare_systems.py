@@ -1,5 +1,5 @@
-"""tools/compare_systems.py end to end: every system of the comparison through local_evaluation.py
-subprocesses, over the real chains with engines that answer at once (testkit.fakes:InstantCruiseAgent,
+"""tools/compare_systems.py end to end: every system of the comparison through evaluator.evaluate
+in this process, over the real chains with engines that answer at once (testkit.fakes:InstantCruiseAgent,
 whose stand-in engine replies to every step of CRUISE, QA-Dragon and SAM-RAG), on the first 4
 conversations of each mini benchmark split."""
 from __future__ import annotations

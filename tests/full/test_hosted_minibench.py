@@ -14,7 +14,7 @@ import pytest
 from testkit.hosted_standin import STAND_IN_KEY, StandInProvider
 
 RUNS = [("openai", "gpt-5-mini", "single-turn"), ("openai", "gpt-5-mini", "multi-turn"),
-        ("anthropic", "claude-sonnet-4-5", "single-turn"), ("gemini", "gemini-2.5-flash", "single-turn")]
+        ("anthropic", "claude-sonnet-4-6", "single-turn"), ("gemini", "gemini-2.5-flash", "single-turn")]
 
 
 @pytest.mark.parametrize("dialect, model, dataset_type", RUNS)

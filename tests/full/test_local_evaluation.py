@@ -18,7 +18,7 @@ def test_a_subprocess_run_writes_what_the_in_process_run_writes(world, full_run)
 
 def test_a_refusal_is_one_line_on_stderr_and_exit_code_1(world):
     proc = run_cli(world, generation_args(world, world["root"] / "unforced", "--force"), None, expect_rc=1)
-    assert proc.stderr.strip() == "--force only applies to --resume"
+    assert proc.stderr.strip() == "--force only applies to --resume and --rejudge"
     assert not (world["root"] / "unforced").exists()
     proc = run_cli(world, generation_args(world, world["root"] / "badflag", "--no-such-flag"), None, expect_rc=2)
     assert "unrecognized arguments: --no-such-flag" in proc.stderr

@@ -81,3 +81,62 @@ def test_comparison_in_chromium(report_runs, browser, tmp_path):
     assert page.console_errors == []
     assert page.evaluate("document.querySelectorAll('#compare-table tr[data-run]').length") == 2
     assert page.evaluate("document.querySelectorAll('#differences-table tr').length") == 3
+
+
+# Every cell that shows truthfulness: a header cell saying "truthfulness" and the cells below it,
+# and every cell of a row whose label says "truthfulness". A cell counts as visible when it lies
+# inside the window's width and inside every ancestor that clips or scrolls it sideways.
+TRUTHFULNESS_CELLS = r"""
+(() => {
+  const cells = [];
+  for (const table of document.querySelectorAll('table')) {
+    for (const th of table.querySelectorAll('th')) {
+      if (!/^truthfulness\b/.test(th.innerText.trim())) continue;
+      const head = th.getBoundingClientRect();
+      cells.push([table, th]);
+      for (const td of table.querySelectorAll('td')) {
+        const r = td.getBoundingClientRect(), middle = (r.left + r.right) / 2;
+        if (r.top > head.top && middle > head.left && middle < head.right) cells.push([table, td]);
+      }
+    }
+    for (const row of table.querySelectorAll('tr')) {
+      if (row.cells.length && row.cells[0].innerText.trim() === 'truthfulness') cells.push(...[...row.cells].map(c => [table, c]));
+    }
+  }
+  const hidden = [];
+  for (const [table, cell] of cells) {
+    const r = cell.getBoundingClientRect();
+    let inView = r.left >= -0.5 && r.right <= document.documentElement.clientWidth + 0.5;
+    for (let box = cell.parentElement; box; box = box.parentElement) {
+      if (!['auto', 'scroll', 'hidden'].includes(getComputedStyle(box).overflowX)) continue;
+      const b = box.getBoundingClientRect();
+      inView = inView && r.left >= b.left - 0.5 && r.right <= b.left + box.clientWidth + 0.5;
+    }
+    if (!inView) hidden.push(`${table.id || table.className || '?'}: ${cell.innerText.replace(/\s+/g, ' ')}`);
+  }
+  return {cells: cells.length, hidden: hidden};
+})()
+"""
+
+
+def test_truthfulness_is_in_view_at_1280_px(report_runs, browser, tmp_path):
+    """Truthfulness, the headline score, is readable in every table of the report and of the
+    comparison page without scrolling sideways, in a 1280 px window (the browser fixture's)."""
+    from evaluator.report.html import build_comparison
+
+    assert browser.size[0] == 1280
+    page = browser.open((report_runs["full"] / "report.html").as_uri())
+    page.screenshot(tmp_path / "report-1280.png", full_page=True)
+    shown = page.evaluate(TRUTHFULNESS_CELLS)
+    # by hand: the scores table's row (label, all, ego) 3, the unjudged banner's row 3, and four
+    # breakdowns (domain, query category, dynamism, image quality) of 2 values each under a header: 4 x 3,
+    # and the conversations section's rule-set row (label, kddcup2025, crag-mm) 3
+    assert shown == {"cells": 3 + 3 + 4 * 3 + 3, "hidden": []}
+    assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
+    compare = build_comparison([report_runs["full"], report_runs["rag_baseline"]], tmp_path / "compare.html")
+    page = browser.open(compare.as_uri())
+    page.screenshot(tmp_path / "compare-1280.png", full_page=True)
+    shown = page.evaluate(TRUTHFULNESS_CELLS)
+    # the Table-1 layout: 2 headers (all turns, egocentric) over 2 runs' values, and the paired
+    # table's truthfulness row: its label and 2 x (A, B, B - A, interval)
+    assert shown == {"cells": 2 + 2 * 2 + 1 + 2 * 4, "hidden": []}

@@ -279,14 +279,13 @@ def test_another_embedding_width_is_named(monkeypatch, bad_cache, stand_ins):
 
 
 def test_the_evaluator_prints_the_message_not_a_traceback(monkeypatch, bad_cache, stand_ins):
-    from types import SimpleNamespace
-
-    from evaluator.commands import build_search
+    from evaluator.commands import EvaluationRefused, build_search
+    from evaluator.settings import EvaluationSettings
 
     monkeypatch.setattr(search, "search_config",
                         lambda *args, **kwargs: _config(stand_ins, web_index="synthetic/not-downloaded"))
-    with search.offline_hub(bad_cache), pytest.raises(SystemExit) as stopped:
-        build_search(SimpleNamespace(search="default", suppress_web_search_api=False), "test")
+    with search.offline_hub(bad_cache), pytest.raises(EvaluationRefused) as stopped:
+        build_search(EvaluationSettings(search="default"), "test")
     assert str(stopped.value).startswith("cannot search: web index 'synthetic/not-downloaded' is not available")
 
 

@@ -1,0 +1,76 @@
+"""What the tools that evaluate many settings share (tools/ablation.py, tools/compare_systems.py):
+the flags that say which agent runs where, and one evaluation run into a folder of its own.
+
+A run is `evaluator.evaluate` in this process. On a profile whose engines load onto this
+process's GPU (agents/profiles.py `gpus_per_worker`), each run is a `local_evaluation.py`
+process instead: vLLM gives its GPU memory back only when its process ends.
+"""
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+
+from agents.profiles import PROFILES, REPO_ROOT, get_profile
+from evaluator import EvaluationRefused, EvaluationSettings, evaluate
+from evaluator.settings import command_line
+
+
+def add_run_flags(parser: argparse.ArgumentParser) -> None:
+    """The flags every run of the tool shares, as local_evaluation.py names them."""
+    parser.add_argument("--num-conversations", type=int, default=None,
+                        help="evaluate exactly the first N conversations of each dataset (a quick run)")
+    parser.add_argument("--profile", default="cpu", choices=sorted(PROFILES))
+    parser.add_argument("--agent", default="agents.user_config:UserAgent", help="MODULE:CLASS, as local_evaluation.py")
+    parser.add_argument("--search", default="default", help="as local_evaluation.py: default | none | MODULE:FUNC")
+    parser.add_argument("--dataset-root", type=Path, default=None,
+                        help="a folder with single-turn/ and multi-turn/ datasets (default: the profile's)")
+
+
+def run_settings(args, dataset_type: str, preset: str, output_dir: Path, **options) -> EvaluationSettings:
+    """One run of the tool's agent (args: the flags of `add_run_flags`), quiet, into `output_dir`."""
+    if args.dataset_root:
+        options["dataset"] = str(Path(args.dataset_root) / dataset_type)
+    if args.num_conversations is not None:
+        options.update(num_conversations=args.num_conversations, exact_conversations=True)
+    return EvaluationSettings(dataset_type=dataset_type, profile=args.profile, preset=preset, agent=args.agent,
+                              search=args.search, output_dir=str(output_dir), display_conversations=0,
+                              no_progress=True, **options)
+
+
+def run_once(settings: EvaluationSettings) -> Path:
+    """The run, reused when its folder already holds its scores and resumed when it was cut short;
+    the command printed first gives the same run by hand."""
+    output_dir = Path(settings.output_dir)
+    if (output_dir / "scores_dictionary.json").exists() and (output_dir / "run_summary.json").exists():
+        print(f"reusing {output_dir}")
+        return output_dir
+    if (output_dir / "answers.jsonl").exists():
+        settings = dataclasses.replace(settings, resume=True)
+    command = [sys.executable, str(REPO_ROOT / "local_evaluation.py"), *command_line(settings)]
+    print("$ " + shlex.join(command), flush=True)
+    if get_profile(settings.profile).gpus_per_worker:
+        subprocess.run(command, cwd=REPO_ROOT, check=True)
+        return output_dir
+    try:
+        result = evaluate(settings)
+    except EvaluationRefused as exc:
+        raise SystemExit(f"{output_dir}: {exc}") from None
+    if result.exit_status:
+        raise SystemExit(f"{output_dir}: the evaluation ended with exit status {result.exit_status} "
+                         f"(notices: {'; '.join(result.notices)})")
+    return output_dir
+
+
+def calibrate_on(trace_dirs: list[Path], target: Path) -> Path:
+    """`python -m tools.calibrate TRACE_DIR ... --output target`, in this process."""
+    from tools.calibrate import main
+
+    argv = [*map(str, trace_dirs), "--output", str(target)]
+    print("$ python -m tools.calibrate " + shlex.join(argv), flush=True)
+    if main(argv):
+        raise SystemExit(f"calibration on {', '.join(argv[:-2])} failed")
+    return target
