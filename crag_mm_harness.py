@@ -66,9 +66,9 @@ class CragMMHarnessAgent(CruiseAgent):
         self.model_name = model_name
         self.is_multi_turn = is_multi_turn
         self.search_error: str | None = None
-        if search_pipeline is None and cfg.harness_context != "only":
+        if search_pipeline is None and cfg.retrieval.harness_context != "only":
             try:
-                search_pipeline = build_own_pipeline(cfg.profile, web=cfg.use_web_search)
+                search_pipeline = build_own_pipeline(cfg.profile, web=cfg.retrieval.use_web_search)
             except Exception as exc:  # noqa: BLE001 - the harness's own retrieval still reaches us
                 self.search_error = f"{type(exc).__name__}: {exc}"
                 log.warning("CruiseAgent could not build its own search pipeline (%s); answering from the "

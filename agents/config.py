@@ -1,12 +1,32 @@
-"""Every model id, threshold and switch of CruiseAgent, in one place: `CruiseConfig`.
+"""Every model id, threshold and switch of CruiseAgent: `CruiseConfig`, one group per concern.
+
+A run's configuration says which record it applied (profile, model stack, preset, system) and
+holds its settings in groups, each a dataclass:
+
+    models       the model stack and its engines (vLLM, transformers, served, hosted)
+    inputs       what a turn brings: images, question and history sizes, perception
+    retrieval    search, chunking, reranking and the harness's own passages
+    peer_stages  the stages taken from the peer systems, which CRUISE may switch on
+    answer       the summary, the answer and how a verdict is read, for every system
+    run          batching, time and the cost priors of the deadline
+    cruise | qa_dragon | sam_rag   the running system's own settings; the other systems' are None
+
+Each field keeps its flat name (`--set tau_low=0.8`, presets, calibration files, run_config.json,
+CRUISE_<FIELD>); `FIELD_GROUPS`, derived from the dataclasses, says where each one lives, and
+`cfg.replace(tau_low=0.8)` takes flat names. A field's annotation (a `Literal` of its choices)
+and its metadata (a range) are what agents/settings.py `check_settings` checks.
 
 The dataclass defaults are the paper's values (CRUISE, its models included); "paper" marks them
 below, everything else is ours. `load_config(profile, preset, calibration, **overrides)` builds
-the configuration a run uses:
+the configuration a run uses, each step over the last:
 
     paper defaults -> the profile's machine settings -> its model stack (agents/profiles.py)
                    -> an ablation preset (PRESETS: the rows of the paper's Table 1 and more)
                    -> a calibration file's thresholds -> keyword overrides (`--set FIELD=VALUE`)
+
+Each step applies `system` first. A profile's, stack's, preset's or calibration file's setting of
+a group the running system lacks (a stack's CRUISE router mode under QA-Dragon) is left out; an
+override of one is refused in one line (`apply_held`, `CruiseConfig.replace`).
 
 Settings are passed explicitly. The environment is read in one place only,
 `config_from_environment()`, for the AIcrowd boundary, where the evaluator builds `UserAgent()`
@@ -21,12 +41,18 @@ import dataclasses
 import json
 import os
 import sys
+import typing
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
+from typing import Literal, get_args
 
 from agents.base_agent import TURN_BUDGET_S
 from agents.calibration import load_calibration
+from agents.cruise.settings import CruiseSettings, TauRetScope, YesNoMode
 from agents.engines.base import IMAGE_LAYOUTS
+from agents.peers.qa_dragon.settings import QaDragonSettings
+from agents.peers.sam_rag.settings import SamRagSettings
 from agents.profiles import (
     DEFAULT_INDICES,
     PAPER_RERANKER,
@@ -40,32 +66,67 @@ from agents.profiles import (
     resolve_profile,
     stack_for_model,
 )
+from agents.runtime.system import system_named
+from agents.settings import SettingError, check_settings, chosen, field_types, parse_setting, ranged
+
+Engine = Literal["vllm", "transformers", "openai", "hosted"]
+RerankerBackend = Literal["flag", "minilm", "server"]
+StopStrings = Literal["server", "client"]
+CovMode = Literal["text", "yes_no", "grounding"]  # agents/cruise/stages/s8_verify.py, agents/stages/verdicts.py
+Chunker = Literal["infobox", "paper_fields"]  # agents/stages/s4_chunk.py
+HarnessContext = Literal["merge", "only", "ignore"]
+CropMode = Literal["box", "tiles", "box_or_tiles"]  # agents/stages/s2b_crop.py
+PerceptionMode = Literal["auto", "on", "off"]  # agents/stages/s0a_perceive.py
+CostPriorModel = Literal["", "l40s"]  # agents/runtime/cost_priors.py
+AnswerPrompts = Literal["cruise", "baseline"]  # agents/stages/s6_answer.py
+BaselineStyle = Literal["open", "hosted", "gemini"]  # agents/stages/baseline_prompt.py
+
+ENGINES = get_args(Engine)
+RERANKER_BACKENDS = get_args(RerankerBackend)
+YES_NO_MODES = get_args(YesNoMode)
+COV_MODES = get_args(CovMode)
+TAU_RET_SCOPES = get_args(TauRetScope)
+CHUNKERS = get_args(Chunker)
+HARNESS_CONTEXT_MODES = get_args(HarnessContext)
+CROP_MODES = get_args(CropMode)
+PERCEPTION_MODES = get_args(PerceptionMode)
+COST_PRIOR_MODELS = get_args(CostPriorModel)
+ANSWER_PROMPTS = get_args(AnswerPrompts)
+BASELINE_STYLES = get_args(BaselineStyle)
+
+
+def hosted_providers() -> tuple[str, ...]:
+    """"" (the provider the model's name says) or a provider agents/engines/hosted_providers.py knows."""
+    from agents.engines.hosted_providers import PROVIDERS
+
+    return ("", *sorted(PROVIDERS))
+
+
+def reasoning_efforts() -> tuple[str, ...]:
+    from agents.engines.hosted_rules import EFFORTS
+
+    return EFFORTS
+
+
+def allowance_field():
+    """effort -> reasoning tokens >= 0."""
+    return field(default_factory=dict, metadata={"key_choices": reasoning_efforts, "range": (0, None)})
 
 
 @dataclass
-class CruiseConfig:
-    profile: str = ""  # set by load_config: the machine (agents/profiles.py)
-    stack: str = "llama-3.2-vision"  # the model stack (agents/profiles.py STACKS)
-    preset: str = "full"
-
-    # --- models -------------------------------------------------------------------------
-    engine: str = "vllm"  # "vllm" | "transformers" | "openai" (a served model) | "hosted" (a provider's API): below
+class ModelSettings:
+    """The model stack and the engines that run it, the same for every system."""
+    engine: Engine = "vllm"  # "vllm" | "transformers" | "openai" (a served model) | "hosted" (a provider's API): below
     router_model: str = PAPER_ROUTER  # paper
     vlm_model: str = PAPER_VLM  # paper
     # "flag" (cross-encoder) | "minilm" (bi-encoder stand-in) | "server" (a /rerank endpoint: below)
-    reranker_backend: str = "flag"
+    reranker_backend: RerankerBackend = "flag"
     reranker_model: str = PAPER_RERANKER  # paper
-    # "text": the paper's router writes both labels as text; "yes_no": each label is read from
-    # the router's next-token probabilities of yes/no (agents/cruise/stages/s1_route.py)
-    router_mode: str = "text"
-    # router_mode "yes_no": a label is yes when P(yes) / (P(yes) + P(no)) reaches this
-    router_external_min_p: float = 0.5
-    router_real_time_min_p: float = 0.5
     dtype: str = "bfloat16"
     # vLLM only: the share of the GPU's memory each engine may take (a profile sets the split it
     # planned; vLLM's own default is 0.9 for one engine alone)
-    vlm_gpu_memory_utilization: float = 0.9
-    router_gpu_memory_utilization: float = 0.1
+    vlm_gpu_memory_utilization: float = ranged(0.9, 0.0, 1.0)
+    router_gpu_memory_utilization: float = ranged(0.1, 0.0, 1.0)
     vlm_max_model_len: int = 8192  # >= one Llama-3.2-Vision image's 6,404 encoder tokens, which vLLM checks against it
     router_max_model_len: int = 4096
     max_num_seqs: int = 8  # also the number of images vLLM's profiling run encodes at once
@@ -87,7 +148,7 @@ class CruiseConfig:
     served_max_in_flight: int = 32  # requests of one engine call open at once
     served_timeout_s: float = 120.0  # per request outside a batch; inside, the batch deadline rules
     # "server": send `stop`; "client": never send it, cut here (for servers that fail on it)
-    served_stop_strings: str = "server"
+    served_stop_strings: StopStrings = "server"
     # the model's image token, sent as a text part right before the image part, for a vLLM server run
     # with --chat-template-content-format string (agents/engines/openai_engine.py); "" = none. The
     # paper's Llama-3.2-Vision is served that way (its template reads the content as one string);
@@ -95,98 +156,40 @@ class CruiseConfig:
     served_image_placeholder: str = "<|image|>"
     # where the image part goes among a served request's messages (base.IMAGE_LAYOUTS): a server's
     # template cannot be asked, so a family whose template refuses the default says so (Gemma 3)
-    served_image_layout: str = "own_turn"
+    served_image_layout: str = chosen("own_turn", IMAGE_LAYOUTS)
     # the pre-run check insists that /v1/models lists the served name (False: only that the server
     # answers; for servers whose list is a fixed catalogue, such as transformers serve)
     served_require_listed: bool = True
     # engine "hosted": a provider's own API (agents/engines/hosted_engine.py), at vlm_base_url (the
     # stacks set each provider's). "" = the provider the model's name says (hosted_providers); the key
     # comes from the provider's own variable (OPENAI_API_KEY, ANTHROPIC_API_KEY, GEMINI_API_KEY) only.
-    hosted_provider: str = ""
+    hosted_provider: str = chosen("", hosted_providers)
     # Models that reason before they answer (OpenAI's reasoning models, Gemini's thinking): the
     # effort of each stage by name ("default" for the others; {} = minimal everywhere), and the
     # reasoning tokens added to a stage's text budget per effort ({} = the engine's table). The
     # reasoning tokens count against the same budget as the text, so without the allowance a
     # 16-token stage gets nothing back.
-    reasoning_effort: dict = field(default_factory=dict)
-    reasoning_allowance_tokens: dict = field(default_factory=dict)
+    reasoning_effort: dict[str, str] = chosen(dict, reasoning_efforts)
+    reasoning_allowance_tokens: dict[str, int] = allowance_field()
+    # ours: the transformers engine on CUDA switches PyTorch's cuDNN attention off (the
+    # mem-efficient kernel instead): cuDNN builds a plan per new shape, measured on the H100 at
+    # 107 ms/step on a new shape against 54 with it off, and the chain at batch 8 ran 21.7-25.5 s
+    # a batch against 24.7-44.9 s (docs/engines.md "The GPU path"). Process-wide: the reranker too.
+    cudnn_attention: bool = False
+    seed: int = 0  # every sampled generation is seeded
 
-    # --- the chain's switches (presets set these) ------------------------------------------
-    use_router: bool = True
-    use_summary: bool = True
-    use_retrieval: bool = True
-    use_dual_path: bool = True  # also generate the non-RAG answer
-    use_self_consistency: bool = True
-    use_cov: bool = True
-    use_finalizer: bool = True  # False: return the RAG answer as it is (rag_baseline, vision_only)
-    # The answer stage's prompts: "cruise" (prompts/answer_*.txt) or "baseline" (prompts/baseline_*.txt:
-    # the layout facebookresearch/CRAG-MM's straightforward agents send; the rag_baseline preset),
-    # in the style of the model's family (`baseline_style`, set by its stack): "open" (its vLLM
-    # agents: the history between tags, then a reminder before the question), "hosted" (its GPT and
-    # Claude agents) or "gemini" (its Gemini agent: one more line in the system text).
-    answer_prompts: str = "cruise"
-    baseline_style: str = "open"
-    # How Algorithm 1 counts a check that a preset switched off. False (ours, the default): as
-    # passed, so an ablation removes that check's veto. True: as failed, the other reading of the
-    # paper's Table 1 (docs/chain.md, "Presets").
-    disabled_check_fails: bool = False
-    use_web_search: bool = True  # only when the pipeline has a web index (Tasks 2-3)
-    # What to do with retrieval a harness hands over (`rag_context_list`, facebookresearch/CRAG-MM):
-    # "merge": its passages join our own pipeline's chunks (when a pipeline is present) before
-    # reranking; "only": its passages replace our retrieval on the turns it handed any over;
-    # "ignore": only our pipeline. Either way they are chunked, reranked and MAD-filtered as ours.
-    harness_context: str = "merge"
 
-    # --- the peers' stages (QA-Dragon, SAM-RAG; docs/chain.md "Stages from the peer systems") --------
-    # All off: the paper's CRUISE. Preset `extended` turns all six on.
-    use_tool_route: bool = False  # the router also picks image / web / both / no search (s1a)
-    use_domain_route: bool = False  # the router names the domain; its notes join the answer prompt (s1b)
-    use_decompose: bool = False  # multi-hop / comparison questions get <= 3 web sub-queries (s2a)
-    use_crop_search: bool = False  # image search also on crops of the asked-about object (s2b)
-    use_entity_check: bool = False  # the VLM confirms each image entity is in the photo (s3a)
-    use_relevance_filter: bool = False  # the VLM marks each MAD-kept chunk relevant or not (s5a)
-    # "box": the VLM names the object and boxes it (one engine call); "tiles": a fixed centre
-    # crop and four quadrant tiles, no model (for a model that cannot ground); "box_or_tiles":
-    # the box, and the tiles where the box is unreadable.
-    crop_mode: str = "box"
-    crop_min_side: float = 0.1  # a box narrower or shorter than this share of the photo is unreadable
-    crop_k: int = 5  # hits per crop search (the whole image keeps k_recall)
-    decompose_max_queries: int = 3
-    decompose_k: int = 5  # web hits per sub-query
-    entity_check_max: int = 3  # image entities checked per turn, best first; the rest are kept unchecked
-    router_extended_max_tokens: int = 40  # the extended router writes five labels
-    crop_max_tokens: int = 40
-    decompose_max_tokens: int = 80
-    entity_check_max_tokens: int = 4
-    relevance_max_tokens: int = 24
-
-    # --- the peer systems run whole (presets qa_dragon, sam_rag; agents/peers/, docs/chain.md) --------
-    # Which chain answers a batch: "cruise" (agents/cruise/chain.py), "qa_dragon" or "sam_rag".
-    # The peers read verdicts the way the stack reads CRUISE's: a yes/no check by
-    # `consistency_mode`, a support check by `cov_mode` against `tau_low`.
-    system: str = "cruise"
-    qa_dragon_domain_max_tokens: int = 8  # the domain router names one of the 14 domains
-    # The D-CoT's and the post-answer's budgets in answer lengths (x answer_max_tokens, which each
-    # model stack sets for its own model): an object line, at most five steps and a draft answer
-    # (64 -> 160 tokens on the paper's stack); a reason line and an answer line (64 -> 96).
-    qa_dragon_draft_lengths: float = 2.5
-    qa_dragon_answer_lengths: float = 1.5
-    qa_dragon_tool_max_tokens: int = 24  # the tool router's two flags
-    qa_dragon_rephrase_queries: int = 2  # rephrased web queries per text search (0: none)
-    qa_dragon_rephrase_max_tokens: int = 48
-    qa_dragon_coarse_k: int = 5  # K1: chunks the coarse stage passes to the fine one
-    qa_dragon_coarse_min: float = 0.1  # tau_coarse: a chunk below this reranker score is dropped
-    qa_dragon_fine_min: float = 0.5  # tau_fine: kept when fine x coarse >= tau_fine x tau_coarse
-    qa_dragon_verify_max_tokens: int = 24  # the verifier's verdict line (text mode)
-    sam_rag_batch_docs: int = 3  # documents judged per isRel round
-    sam_rag_rounds: int = 3  # isRel rounds at most ("retrieve until a relevant document is found")
-    sam_rag_check_max_tokens: int = 8  # isRel / isUse / isSup verdicts (text mode)
-
-    # --- perception for a VLM that cannot see (ours; agents/cruise/stages/s0a_perceive.py) -------
+@dataclass
+class InputSettings:
+    """What a turn brings, made ready for every system's stages (agents/stages/s0*)."""
+    image_max_side: int = 1120  # ours: larger images are shrunk before any model sees them
+    max_query_chars: int = 2000  # ours: a longer question (or history message) is cut
+    history_max_chars: int = 6000  # ours: older turns are dropped first beyond this
+    # --- perception for a VLM that cannot see (ours; agents/stages/s0a_perceive.py) -------
     # "auto": on when the VLM role is text-only (its engine drops images); "on"; "off". Each image
     # becomes one "What the picture shows" block (ImageNet labels + OCR lines) in the answer,
     # consistency and CoV prompts, and what was read is the summary s (no summary request).
-    perception: str = "auto"
+    perception: PerceptionMode = "auto"
     perception_top_k: int = 3  # classifier labels shown, best first
     perception_min_label_p: float = 0.1  # a label below this probability is not shown
     perception_min_ocr_score: float = 0.6  # an OCR line below this confidence is not shown
@@ -197,13 +200,23 @@ class CruiseConfig:
     perception_cache_size: int = 64  # distinct images remembered (a conversation repeats its image)
     perception_summary_max_chars: int = 200  # the summary s built from what was read: a search query
 
-    # --- retrieval and reranking (paper, section 3.2) --------------------------------------
+
+@dataclass
+class RetrievalSettings:
+    """Search, chunking and reranking (paper, section 3.2), for every system."""
+    use_retrieval: bool = True
+    use_web_search: bool = True  # only when the pipeline has a web index (Tasks 2-3)
+    # What to do with retrieval a harness hands over (`rag_context_list`, facebookresearch/CRAG-MM):
+    # "merge": its passages join our own pipeline's chunks (when a pipeline is present) before
+    # reranking; "only": its passages replace our retrieval on the turns it handed any over;
+    # "ignore": only our pipeline. Either way they are chunked, reranked and MAD-filtered as ours.
+    harness_context: HarnessContext = "merge"
     k_recall: int = 10  # paper: K_recall
     chunk_fields: tuple[str, ...] = ("description", "caption", "summary")  # paper
     # "infobox" (ours): the official KG holds Wikipedia infobox fields in wiki markup, so every
     # informative field becomes a cleaned chunk that names its entity, chunk_fields included;
     # "paper_fields": only chunk_fields, raw (the paper's reading; finds ~nothing on the real KG).
-    chunker: str = "infobox"
+    chunker: Chunker = "infobox"
     infobox_fields_per_chunk: int = 2  # ours: 2 beat 1 and 3 on the mini benchmark (docs/benchmarks.md)
     # ours: an image hit scoring at least this makes its entity names a chunk ("The photo may
     # show: X") and, with fusion_query, part of the web query. Participants treated CLIP
@@ -228,106 +241,213 @@ class CruiseConfig:
     # 200,000 characters cost ~1 s at worst), and the chunks a page's body adds (those sharing
     # the most words with q', in page order). Snippet-only hits are chunked as before.
     web_page_text: bool = True
-    page_max_html_chars: int = 200_000
-    page_max_chunks: int = 8
+    page_max_html_chars: int = ranged(200_000, 0)
+    page_max_chunks: int = ranged(8, 0)
 
-    # --- finalizer (paper, Algorithm 1) -------------------------------------------------------
-    tau_ret: float = 0.5  # paper leaves it open; ours until calibrated offline
-    # Which turns tau_ret gates: "real_time" (the paper: real-time turns only) or "context" (ours:
-    # every turn answered from context as well, for a router whose real-time label says little)
-    tau_ret_scope: str = "real_time"
-    tau_low: float = 0.9  # paper
-    tau_high: float = 1.0  # paper
-    # White-box gate (QA-Dragon, section 3.7.2): reject a RAG answer whose least likely token has
-    # a probability below this. 0.0 switches it off (the default; calibrate it offline).
-    min_token_prob: float = 0.0
 
-    # --- self-consistency (ours) ---------------------------------------------------------------
-    # Without context the RAG and non-RAG prompts are the same; the second answer is then sampled
-    # at this temperature (seeded) so that the check asks whether the answer is stable.
-    # 0.0: greedy, and the second answer is a copy of the first.
-    direct_temperature: float = 0.7
-    # Two answers that normalise to the same string are consistent without asking the VLM.
-    consistency_skip_identical: bool = True
+@dataclass
+class PeerStageSettings:
+    """The stages from the peer systems (QA-Dragon, SAM-RAG; docs/chain.md "Stages from the peer
+    systems"): switches on CRUISE, and the same stages' settings where a peer runs them."""
+    # All off: the paper's CRUISE. Preset `extended` turns all six on.
+    use_tool_route: bool = False  # the router also picks image / web / both / no search (s1a)
+    use_domain_route: bool = False  # the router names the domain; its notes join the answer prompt (s1b)
+    use_decompose: bool = False  # multi-hop / comparison questions get <= 3 web sub-queries (s2a)
+    use_crop_search: bool = False  # image search also on crops of the asked-about object (s2b)
+    use_entity_check: bool = False  # the VLM confirms each image entity is in the photo (s3a)
+    use_relevance_filter: bool = False  # the VLM marks each MAD-kept chunk relevant or not (s5a)
+    # "box": the VLM names the object and boxes it (one engine call); "tiles": a fixed centre
+    # crop and four quadrant tiles, no model (for a model that cannot ground); "box_or_tiles":
+    # the box, and the tiles where the box is unreadable.
+    crop_mode: CropMode = "box"
+    crop_min_side: float = 0.1  # a box narrower or shorter than this share of the photo is unreadable
+    crop_k: int = 5  # hits per crop search (the whole image keeps k_recall)
+    decompose_max_queries: int = 3
+    decompose_k: int = 5  # web hits per sub-query
+    entity_check_max: int = 3  # image entities checked per turn, best first; the rest are kept unchecked
+    router_extended_max_tokens: int = 40  # the extended router writes five labels
+    crop_max_tokens: int = 40
+    decompose_max_tokens: int = 80
+    entity_check_max_tokens: int = 4
+    relevance_max_tokens: int = 24
 
-    # --- generation lengths (ours) ------------------------------------------------------------
-    router_max_tokens: int = 24
+
+@dataclass
+class AnswerSettings:
+    """The summary, the answer and how a verdict is read: every system writes an answer and
+    decides on it, and reads a yes/no check by `consistency_mode` and a support check by
+    `cov_mode` against `tau_low`, as the model stack says."""
+    use_summary: bool = True
     summary_max_tokens: int = 64
     answer_max_tokens: int = 64
-    consistency_max_tokens: int = 8  # room for "The answers agree: yes"
+    use_finalizer: bool = True  # False: return the RAG answer as it is (rag_baseline, vision_only)
+    # The answer stage's prompts: "cruise" (prompts/answer_*.txt) or "baseline" (prompts/baseline_*.txt:
+    # the layout facebookresearch/CRAG-MM's straightforward agents send; the rag_baseline preset),
+    # in the style of the model's family (`baseline_style`, set by its stack): "open" (its vLLM
+    # agents: the history between tags, then a reminder before the question), "hosted" (its GPT and
+    # Claude agents) or "gemini" (its Gemini agent: one more line in the system text).
+    answer_prompts: AnswerPrompts = "cruise"
+    baseline_style: BaselineStyle = "open"
+    # A router's yes/no label ("needs external information": CRUISE's router in mode yes_no,
+    # QA-Dragon's tool router) is yes when P(yes) / (P(yes) + P(no)) reaches this.
+    router_external_min_p: float = ranged(0.5, 0.0, 1.01)
     # "text": the VLM writes its verdict; "yes_no": read from its next-token probabilities
-    consistency_mode: str = "text"
+    consistency_mode: YesNoMode = "text"
     # "text": CoV writes "CONFIDENCE: x" (the paper); "yes_no": the confidence is P(yes) / (P(yes) +
     # P(no)) of a one-word answer to the same check, read from one forward pass; "grounding": no
     # model, the confidence is the share of the answer's own words found in the notes or in what
     # was read in the picture (s8_verify.py)
-    cov_mode: str = "text"
-    # CoV: the paper puts CONFIDENCE first so that a cut-off output is still scored. By default
-    # generation stops at a REASONING or SUB-QUESTIONS label that starts a new line, i.e. after
-    # the confidence line when the model follows the format, and after REASONING when it writes
-    # that first (s8_verify.py); cov_max_tokens leaves room for that case. cov_full_output lets
-    # the model write everything for the trace.
-    cov_full_output: bool = False
-    cov_max_tokens: int = 64
-    cov_full_max_tokens: int = 160
-    seed: int = 0
+    cov_mode: CovMode = "text"
+    tau_low: float = ranged(0.9, 0.0, 1.01)  # paper
+    # White-box gate (QA-Dragon, section 3.7.2): reject a RAG answer whose least likely token has
+    # a probability below this. 0.0 switches it off (the default; calibrate it offline).
+    min_token_prob: float = ranged(0.0, 0.0, 1.01)
 
-    # --- batching and time (the contract: agents/base_agent.py) ---------------------------------
+
+@dataclass
+class RunSettings:
+    """Batching and time (the contract: agents/base_agent.py), for every system."""
     batch_size: int = 8
     # The competition's 10 s per turn by default. 0 = no per-turn budget (the relaunched benchmark
     # has none): a hosted run may widen it or switch it off; the report says which it ran under.
-    turn_budget_s: float = TURN_BUDGET_S
+    turn_budget_s: float = ranged(TURN_BUDGET_S, 0.0)
     safety_margin_s: float = 1.0
     # What an engine call leaves of the batch's deadline for what follows it (the stage's parsing,
     # the finalizer, the traces: milliseconds) and for the step it may be in when its clock says
     # stop (one decode step of a batch: ~0.3 s for SmolLM2 at batch 16 on one CPU thread).
     engine_margin_s: float = 0.5
 
-    # --- extras ----------------------------------------------------------------------------
-    image_max_side: int = 1120  # ours: larger images are shrunk before any model sees them
-    max_query_chars: int = 2000  # ours: a longer question (or history message) is cut
-    history_max_chars: int = 6000  # ours: older turns are dropped first beyond this
     # ours: one dummy batch through every stage when the agent is built (agents/cruise/warmup.py),
     # so that per-shape kernel plans and allocator growth are paid at load, not by the first
     # scored batch (1.3-2x a steady batch on the H100). On for the GPU profile.
     warmup_at_load: bool = False
-    # ours: the transformers engine on CUDA switches PyTorch's cuDNN attention off (the
-    # mem-efficient kernel instead): cuDNN builds a plan per new shape, measured on the H100 at
-    # 107 ms/step on a new shape against 54 with it off, and the chain at batch 8 ran 21.7-25.5 s
-    # a batch against 24.7-44.9 s (docs/engines.md "The GPU path"). Process-wide: the reranker too.
-    cudnn_attention: bool = False
     # Seconds per turn each stage is expected to take before the agent has timed it (the deadline
-    # learns real costs from the first batch on; agents/cruise/deadline.py). `cost_priors` names
+    # learns real costs from the first batch on; agents/runtime/deadline.py). `cost_priors` names
     # a model of them, computed at the settings in force when the agent is built: "l40s" (the
-    # H100 measurement projected to the L40S, agents/cruise/cost_priors.py) or "" (none);
+    # H100 measurement projected to the L40S, agents/runtime/cost_priors.py) or "" (none);
     # `stage_cost_priors_s` sets stages' priors outright, over the model's.
-    cost_priors: str = ""
-    stage_cost_priors_s: dict = field(default_factory=dict)
+    cost_priors: CostPriorModel = ""
+    stage_cost_priors_s: dict[str, float] = ranged(dict, 0.0)
+
+
+@dataclass
+class CruiseConfig:
+    """A run's configuration: the records it applied, then its settings by group (the module's
+    docstring). `cfg.replace(**flat)` and `cfg.value(name)` take the flat field names."""
+    profile: str = ""  # set by load_config: the machine (agents/profiles.py)
+    stack: str = "llama-3.2-vision"  # the model stack (agents/profiles.py STACKS)
+    preset: str = "full"
+    # Which registered System answers a batch (agents/runtime/system.py): "cruise", "qa_dragon",
+    # "sam_rag", or one a user registered. Its own settings group is set; the other systems' are None.
+    system: str = "cruise"
+    models: ModelSettings = field(default_factory=ModelSettings)
+    inputs: InputSettings = field(default_factory=InputSettings)
+    retrieval: RetrievalSettings = field(default_factory=RetrievalSettings)
+    peer_stages: PeerStageSettings = field(default_factory=PeerStageSettings)
+    answer: AnswerSettings = field(default_factory=AnswerSettings)
+    run: RunSettings = field(default_factory=RunSettings)
+    cruise: CruiseSettings | None = None
+    qa_dragon: QaDragonSettings | None = None
+    sam_rag: SamRagSettings | None = None
     # Set by load_config, never by hand: the stages that read token probabilities and were switched
     # to their text modes because the engine returns none (a hosted provider), one line each
     # (`logprob_fallbacks`); run_config.json and every trace record them.
     mode_fallbacks: tuple[str, ...] = ()
 
+    def __post_init__(self):
+        # Only the running system's own group is held: the group named as the system.
+        held = {name: getattr(self, name) for name in SYSTEM_GROUPS}
+        for name in SYSTEM_GROUPS:
+            setattr(self, name, None)
+        if self.system in held:
+            setattr(self, self.system, held[self.system] or GROUPS[self.system]())
+
+    def has(self, name: str) -> bool:
+        """Whether this configuration holds flat field `name` (a system's own field: only under
+        that system)."""
+        if name in TOP_FIELDS:
+            return True
+        return name in FIELD_GROUPS and getattr(self, FIELD_GROUPS[name]) is not None
+
+    def value(self, name: str):
+        """Flat field `name`'s value, wherever its group keeps it."""
+        if name in TOP_FIELDS:
+            return getattr(self, name)
+        return getattr(self._group_of(name), name)
+
+    def _group_of(self, name: str):
+        if name not in FIELD_GROUPS:
+            raise SettingError(f"unknown config field {name!r}")
+        group = getattr(self, FIELD_GROUPS[name])
+        if group is None:
+            raise SettingError(f"{name} is a setting of system {FIELD_GROUPS[name]}, not of system {self.system}")
+        return group
+
     def replace(self, **changes) -> "CruiseConfig":
-        return dataclasses.replace(self, **changes)
+        """A copy with `changes` by flat field name (a group's name takes a whole group);
+        `system` goes first, so that its own fields can follow in the same call."""
+        top = {name: changes.pop(name) for name in list(changes) if name in TOP_FIELDS or name in GROUPS}
+        cfg = dataclasses.replace(self, **top) if top else self
+        grouped: dict[str, dict] = {}
+        for name, value in changes.items():
+            cfg._group_of(name)
+            grouped.setdefault(FIELD_GROUPS[name], {})[name] = value
+        if not grouped:
+            return cfg
+        return dataclasses.replace(cfg, **{group: dataclasses.replace(getattr(cfg, group), **values)
+                                           for group, values in grouped.items()})
+
+    def flat(self) -> dict:
+        """Every field this configuration holds by its flat name, records first (what
+        run_config.json, `show` and a trace record)."""
+        out = {name: getattr(self, name) for name in TOP_FIELDS}
+        for name in GROUPS:
+            group = getattr(self, name)
+            if group is not None:
+                out.update(dataclasses.asdict(group))
+        return out
+
+    @classmethod
+    def of(cls, **flat) -> "CruiseConfig":
+        """The defaults with `flat` settings (flat field names)."""
+        return cls().replace(**flat)
 
 
-ENGINES = ("vllm", "transformers", "openai", "hosted")
-RERANKER_BACKENDS = ("flag", "minilm", "server")
+def _groups() -> dict[str, type]:
+    out = {}
+    for name, hint in typing.get_type_hints(CruiseConfig).items():
+        found = [t for t in (hint, *get_args(hint)) if dataclasses.is_dataclass(t)]
+        if found:
+            out[name] = found[0]
+    return out
 
-YES_NO_MODES = ("text", "yes_no")  # router_mode, consistency_mode
-COV_MODES = ("text", "yes_no", "grounding")  # agents/cruise/stages/s8_verify.py
-TAU_RET_SCOPES = ("real_time", "context")  # agents/cruise/stages/s9_finalize.py
-CHUNKERS = ("infobox", "paper_fields")  # agents/cruise/stages/s4_chunk.py
-HARNESS_CONTEXT_MODES = ("merge", "only", "ignore")
-CROP_MODES = ("box", "tiles", "box_or_tiles")  # agents/cruise/stages/s2b_crop.py
-PERCEPTION_MODES = ("auto", "on", "off")  # agents/cruise/stages/s0a_perceive.py
-COST_PRIOR_MODELS = ("", "l40s")  # agents/cruise/cost_priors.py
-ANSWER_PROMPTS = ("cruise", "baseline")  # agents/cruise/stages/s6_answer.py
-BASELINE_STYLES = ("open", "hosted", "gemini")  # agents/cruise/baseline_prompt.py
-SYSTEMS = ("cruise", "qa_dragon", "sam_rag")  # CruiseConfig.system: agents/peers/registry.py
-PEER_SWITCHES = ("use_tool_route", "use_domain_route", "use_decompose", "use_crop_search", "use_entity_check",
-                 "use_relevance_filter")
+
+# group name -> its dataclass, and flat field name -> its group, both read off CruiseConfig
+GROUPS: dict[str, type] = _groups()
+FIELD_GROUPS: dict[str, str] = {f.name: group for group, cls in GROUPS.items() for f in dataclasses.fields(cls)}
+TOP_FIELDS = tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name not in GROUPS)
+SYSTEM_GROUPS = tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name in GROUPS and f.default is None)
+_names = [*TOP_FIELDS, *GROUPS, *(f.name for cls in GROUPS.values() for f in dataclasses.fields(cls))]
+if len(set(_names)) < len(_names):  # a flat name must say one field: --set, presets and records use it
+    raise TypeError(f"CruiseConfig: field names used twice: {sorted({n for n in _names if _names.count(n) > 1})}")
+PEER_SWITCHES = tuple(f.name for f in dataclasses.fields(PeerStageSettings) if f.name.startswith("use_"))
+
+# Fields that say which record was applied, not a setting of their own: set through
+# load_config's arguments, never through --set.
+RECORD_FIELDS = ("profile", "stack", "preset", "mode_fallbacks")
+
+
+def field_names() -> set[str]:
+    """Every flat field name, the records' and every system's included."""
+    return set(TOP_FIELDS) | set(FIELD_GROUPS)
+
+
+@cache
+def field_type(name: str):
+    """A flat field's annotation and metadata."""
+    owner = GROUPS[FIELD_GROUPS[name]] if name in FIELD_GROUPS else CruiseConfig
+    return field_types(owner)[name], next(f.metadata for f in dataclasses.fields(owner) if f.name == name)
+
 
 # What Algorithm 1 and the CoV reading decide with (the paper_finalizer preset resets them).
 FINALIZER_FIELDS = ("cov_mode", "tau_ret_scope", "tau_ret", "tau_low", "tau_high", "min_token_prob")
@@ -353,14 +473,12 @@ PRESETS: dict[str, dict] = {
     # The paper's CoV reading and Algorithm 1 thresholds over whatever a profile's model stack
     # chose (the cpu stack's grounding verifier and calibrated thresholds): for a chat model that
     # writes CoV's "CONFIDENCE: x" line in place of the stack's own, e.g. a scripted one in tests.
-    "paper_finalizer": {name: getattr(CruiseConfig(), name) for name in FINALIZER_FIELDS},
+    "paper_finalizer": {name: CruiseConfig().value(name) for name in FINALIZER_FIELDS},
     # The peer systems whole, not as switches on CRUISE (docs/chain.md, "QA-Dragon" and "SAM-RAG"):
-    # neither has CRUISE's router, dual path, self-consistency or CoV. QA-Dragon's image search
-    # agent crops the asked-about object and checks each entity (seed 001, 3.4.2 and 3.4.4).
-    "qa_dragon": dict(system="qa_dragon", use_router=False, use_dual_path=False, use_self_consistency=False,
-                      use_cov=False, use_crop_search=True, use_entity_check=True),
-    "sam_rag": dict(system="sam_rag", use_router=False, use_dual_path=False, use_self_consistency=False,
-                    use_cov=False),
+    # their settings hold no CRUISE router, dual path, self-consistency or CoV. QA-Dragon's image
+    # search agent crops the asked-about object and checks each entity (seed 001, 3.4.2 and 3.4.4).
+    "qa_dragon": dict(system="qa_dragon", use_crop_search=True, use_entity_check=True),
+    "sam_rag": dict(system="sam_rag"),
 }
 PRESET_JOIN = "+"  # "no_cov+paper_finalizer": presets applied left to right
 
@@ -376,47 +494,11 @@ def preset_settings(preset: str) -> dict:
     return settings
 
 
-class SettingError(ValueError):
-    """A setting that cannot be applied, said in one line that names it."""
 
 
-def field_names() -> set[str]:
-    return {f.name for f in dataclasses.fields(CruiseConfig)}
-
-
-# Fields that say which record was applied, not a setting of their own: set through
-# load_config's arguments, never through --set.
-RECORD_FIELDS = ("profile", "stack", "preset", "mode_fallbacks")
-
-
-def coerce_setting(name: str, value: str, current):
-    """A --set string as the type of the field's current value; SettingError names the field."""
-    try:
-        if isinstance(current, bool):
-            lowered = value.strip().lower()
-            if lowered not in ("1", "true", "yes", "on", "0", "false", "no", "off"):
-                raise ValueError(f"expected true or false, got {value!r}")
-            return lowered in ("1", "true", "yes", "on")
-        if isinstance(current, int):
-            return int(value)
-        if isinstance(current, float):
-            return float(value)
-        if isinstance(current, tuple):
-            return tuple(v.strip() for v in value.split(",") if v.strip())
-        if isinstance(current, dict):
-            parsed = json.loads(value)
-            if not isinstance(parsed, dict):
-                raise ValueError(f"expected a JSON object, got {type(parsed).__name__}")
-            return parsed
-    except ValueError as exc:  # json.JSONDecodeError is one
-        raise SettingError(f"--set {name}={value}: {exc}") from None
-    return value
-
-
-def parse_settings(settings: list[str] | tuple[str, ...], base: "CruiseConfig | None" = None) -> dict:
+def parse_settings(settings: list[str] | tuple[str, ...]) -> dict:
     """["FIELD=VALUE", ...] (the evaluator's and tools' --set) -> typed keyword overrides for
-    load_config, each typed as the field is in `base`."""
-    base = base or CruiseConfig()
+    load_config, each typed by its field's annotation."""
     fields = field_names() - set(RECORD_FIELDS)
     out = {}
     for setting in settings or ():
@@ -424,11 +506,12 @@ def parse_settings(settings: list[str] | tuple[str, ...], base: "CruiseConfig | 
         key = key.strip().lower()
         if not sep or key not in fields:
             raise SettingError(f"--set {setting!r}: expected FIELD=VALUE with FIELD one of {sorted(fields)}")
-        out[key] = coerce_setting(key, value, getattr(base, key))
+        out[key] = parse_setting(key, value, field_type(key)[0])
     return out
 
 
 # (check, what it needs): a check switched on while what it reads or what reads it is switched off.
+# A rule whose fields the running system does not hold does not apply to it.
 REQUIRED_SWITCHES = (
     ("use_self_consistency", "use_dual_path", "self-consistency compares the RAG answer with the non-RAG answer"),
     ("use_self_consistency", "use_finalizer", "only the finalizer reads the consistency verdict"),
@@ -440,86 +523,32 @@ REQUIRED_SWITCHES = (
 
 
 def validate_config(cfg: CruiseConfig) -> CruiseConfig:
-    """Reject contradictory switches with a message naming both fields (a check that is on while
-    its input, or its only reader, is off would silently reject or ignore every answer)."""
+    """Each group against its annotations and ranges (agents/settings.py), then the switches that
+    contradict each other, with a message naming both fields (a check that is on while its input,
+    or its only reader, is off would silently reject or ignore every answer)."""
+    check_settings(cfg)
+    system_named(cfg.system)  # a registered system
+    for name in GROUPS:
+        if getattr(cfg, name) is not None:
+            check_settings(getattr(cfg, name))
     for check, needed, why in REQUIRED_SWITCHES:
-        if getattr(cfg, check) and not getattr(cfg, needed):
-            raise ValueError(f"{check}={getattr(cfg, check)} needs {needed}=True ({why}); "
-                             f"switch {check} off or {needed} on")
-    for name in ("tau_ret", "tau_low", "tau_high", "min_token_prob", "router_external_min_p", "router_real_time_min_p"):
-        if not 0.0 <= getattr(cfg, name) <= 1.01:
-            raise ValueError(f"{name}={getattr(cfg, name)} must lie in [0, 1.01]")
-    if cfg.direct_temperature < 0:
-        raise ValueError(f"direct_temperature={cfg.direct_temperature} must be >= 0")
-    for name in ("page_max_html_chars", "page_max_chunks"):
-        if getattr(cfg, name) < 0:
-            raise ValueError(f"{name}={getattr(cfg, name)} must be >= 0")
-    if cfg.chunker not in CHUNKERS:
-        raise ValueError(f"unknown chunker {cfg.chunker!r}; choose one of {CHUNKERS}")
-    if cfg.engine not in ENGINES:
-        raise ValueError(f"unknown engine {cfg.engine!r}; choose one of {ENGINES}")
-    if cfg.reranker_backend not in RERANKER_BACKENDS:
-        raise ValueError(f"unknown reranker_backend {cfg.reranker_backend!r}; choose one of {RERANKER_BACKENDS}")
-    if cfg.served_image_layout not in IMAGE_LAYOUTS:
-        raise ValueError(f"unknown served_image_layout {cfg.served_image_layout!r}; choose one of {IMAGE_LAYOUTS}")
-    if cfg.served_stop_strings not in ("server", "client"):
-        raise ValueError(f"served_stop_strings={cfg.served_stop_strings!r}: choose 'server' or 'client'")
-    if cfg.harness_context not in HARNESS_CONTEXT_MODES:
-        raise ValueError(f"unknown harness_context {cfg.harness_context!r}; choose one of {HARNESS_CONTEXT_MODES}")
-    for name in ("router_mode", "consistency_mode"):
-        if getattr(cfg, name) not in YES_NO_MODES:
-            raise ValueError(f"unknown {name} {getattr(cfg, name)!r}; choose one of {YES_NO_MODES}")
-    if cfg.tau_ret_scope not in TAU_RET_SCOPES:
-        raise ValueError(f"unknown tau_ret_scope {cfg.tau_ret_scope!r}; choose one of {TAU_RET_SCOPES}")
-    if cfg.cov_mode not in COV_MODES:
-        raise ValueError(f"unknown cov_mode {cfg.cov_mode!r}; choose one of {COV_MODES}")
-    if cfg.crop_mode not in CROP_MODES:
-        raise ValueError(f"unknown crop_mode {cfg.crop_mode!r}; choose one of {CROP_MODES}")
-    if cfg.cost_priors not in COST_PRIOR_MODELS:
-        raise ValueError(f"unknown cost_priors {cfg.cost_priors!r}; choose one of {COST_PRIOR_MODELS}")
-    bad = {k: v for k, v in cfg.stage_cost_priors_s.items() if not isinstance(v, (int, float)) or v < 0}
-    if bad:
-        raise ValueError(f"stage_cost_priors_s: each prior is seconds per turn >= 0, got {bad}")
-    if cfg.perception not in PERCEPTION_MODES:
-        raise ValueError(f"unknown perception {cfg.perception!r}; choose one of {PERCEPTION_MODES}")
-    if cfg.answer_prompts not in ANSWER_PROMPTS:
-        raise ValueError(f"unknown answer_prompts {cfg.answer_prompts!r}; choose one of {ANSWER_PROMPTS}")
-    if cfg.baseline_style not in BASELINE_STYLES:
-        raise ValueError(f"unknown baseline_style {cfg.baseline_style!r}; choose one of {BASELINE_STYLES}")
-    if cfg.turn_budget_s < 0:
-        raise ValueError(f"turn_budget_s={cfg.turn_budget_s} must be >= 0 (0: no per-turn budget)")
-    validate_hosted(cfg)
-    if cfg.system not in SYSTEMS:
-        raise ValueError(f"unknown system {cfg.system!r}; choose one of {SYSTEMS}")
-    if cfg.system != "cruise":
-        for name in ("use_dual_path", "use_self_consistency", "use_cov"):
-            if getattr(cfg, name):
-                raise ValueError(f"{name}=True: system {cfg.system} has no such stage (a CRUISE stage); "
-                                 f"switch it off or run system cruise")
+        if cfg.has(check) and cfg.has(needed) and cfg.value(check) and not cfg.value(needed):
+            raise SettingError(f"{check}={cfg.value(check)} needs {needed}=True ({why}); "
+                               f"switch {check} off or {needed} on")
+    check_hosted_models(cfg)
     return cfg
 
 
-def validate_hosted(cfg: CruiseConfig) -> None:
-    """The hosted settings: a provider for every hosted model, known efforts, whole allowances."""
+def check_hosted_models(cfg: CruiseConfig) -> None:
+    """Engine hosted without hosted_provider: the model's name must say its provider."""
     from agents.engines.hosted_providers import PROVIDERS, provider_for_model
-    from agents.engines.hosted_rules import EFFORTS
 
-    if cfg.hosted_provider and cfg.hosted_provider not in PROVIDERS:
-        raise ValueError(f"unknown hosted_provider {cfg.hosted_provider!r}; choose one of {sorted(PROVIDERS)} "
-                         "(or leave it empty: the model's name says)")
-    bad = {k: v for k, v in cfg.reasoning_effort.items() if v not in EFFORTS}
-    if bad:
-        raise ValueError(f"reasoning_effort: each value is one of {EFFORTS}, got {bad}")
-    bad = {k: v for k, v in cfg.reasoning_allowance_tokens.items()
-           if k not in EFFORTS or not isinstance(v, int) or isinstance(v, bool) or v < 0}
-    if bad:
-        raise ValueError(f"reasoning_allowance_tokens: effort -> tokens >= 0 (efforts {EFFORTS}), got {bad}")
-    if cfg.engine == "hosted" and not cfg.hosted_provider:
+    if cfg.models.engine == "hosted" and not cfg.models.hosted_provider:
         for role in ("vlm", "router"):
-            model = getattr(cfg, f"{role}_model")
+            model = cfg.value(f"{role}_model")
             if provider_for_model(model) is None:
-                raise ValueError(f"engine hosted: no provider is known for {role}_model {model!r}; name one with "
-                                 f"hosted_provider (one of {sorted(PROVIDERS)})")
+                raise SettingError(f"engine hosted: no provider is known for {role}_model {model!r}; name one with "
+                                   f"hosted_provider (one of {sorted(PROVIDERS)})")
 
 
 def role_reads_no_probabilities(cfg: CruiseConfig, role: str) -> bool:
@@ -527,12 +556,13 @@ def role_reads_no_probabilities(cfg: CruiseConfig, role: str) -> bool:
     for), and an OpenAI reasoning model behind engine "openai" (its API refuses `logprobs`)."""
     from agents.engines.hosted_rules import is_openai_reasoning_model
 
-    if cfg.engine == "hosted":
+    models = cfg.models
+    if models.engine == "hosted":
         return True
-    if cfg.engine == "openai":
-        name = getattr(cfg, f"{role}_served_name") or getattr(cfg, f"{role}_model")
-        if role == "router" and not cfg.router_served_name and cfg.router_model == cfg.vlm_model:
-            name = cfg.vlm_served_name or cfg.vlm_model
+    if models.engine == "openai":
+        name = cfg.value(f"{role}_served_name") or cfg.value(f"{role}_model")
+        if role == "router" and not models.router_served_name and models.router_model == models.vlm_model:
+            name = models.vlm_served_name or models.vlm_model
         return is_openai_reasoning_model(name)
     return False
 
@@ -544,19 +574,27 @@ def logprob_fallbacks(cfg: CruiseConfig) -> CruiseConfig:
     changes, notes = {}, []
     router_blind, vlm_blind = (role_reads_no_probabilities(cfg, role) for role in ("router", "vlm"))
     why = "the engine returns no token probabilities"
-    if router_blind and cfg.router_mode == "yes_no":
+    if router_blind and cfg.has("router_mode") and cfg.value("router_mode") == "yes_no":
         changes["router_mode"] = "text"
         notes.append(f"router_mode yes_no -> text ({why}): the router writes both labels")
-    if vlm_blind and cfg.consistency_mode == "yes_no":
+    if vlm_blind and cfg.answer.consistency_mode == "yes_no":
         changes["consistency_mode"] = "text"
         notes.append(f"consistency_mode yes_no -> text ({why}): the verdict is written")
-    if vlm_blind and cfg.cov_mode == "yes_no":
+    if vlm_blind and cfg.answer.cov_mode == "yes_no":
         changes["cov_mode"] = "text"
         notes.append(f"cov_mode yes_no -> text ({why}): CoV writes its CONFIDENCE line")
-    if vlm_blind and cfg.min_token_prob > 0:
+    if vlm_blind and cfg.answer.min_token_prob > 0:
         changes["min_token_prob"] = 0.0
-        notes.append(f"min_token_prob {cfg.min_token_prob:g} -> 0 ({why}): the token gate is off")
+        notes.append(f"min_token_prob {cfg.answer.min_token_prob:g} -> 0 ({why}): the token gate is off")
     return cfg.replace(**changes, mode_fallbacks=tuple(notes))
+
+
+def apply_held(cfg: CruiseConfig, settings: dict) -> CruiseConfig:
+    """`settings` (flat names) applied where the configuration holds them: `system` first, then
+    the fields of its groups; a field of another system's group is left out (a stack's CRUISE
+    router mode under QA-Dragon, a calibration file's tau_ret under SAM-RAG)."""
+    cfg = cfg.replace(**{k: v for k, v in settings.items() if k in TOP_FIELDS})
+    return cfg.replace(**{k: v for k, v in settings.items() if k not in TOP_FIELDS and cfg.has(k)})
 
 
 def load_config(profile: str | None = "auto", preset: str | None = None, calibration: str | Path | None = None,
@@ -574,34 +612,32 @@ def load_config(profile: str | None = "auto", preset: str | None = None, calibra
     unknown = set(overrides) - field_names()
     if unknown:
         raise SettingError(f"unknown config field(s): {sorted(unknown)}")
-    cfg = (CruiseConfig().replace(profile=machine.name, stack=stack.name, **machine.agent)
-           .replace(**stack.settings).replace(preset=preset, **switches))
-    if calibration and cfg.use_finalizer:  # its thresholds are the finalizer's; a preset without one has none
-        cfg = cfg.replace(**load_calibration(calibration))
+    cfg = CruiseConfig(profile=machine.name, stack=stack.name)
+    for settings in (machine.agent, stack.settings, {"preset": preset, **switches}):
+        cfg = apply_held(cfg, settings)
+    if calibration and cfg.answer.use_finalizer:  # its thresholds are the finalizer's; a preset without one has none
+        cfg = apply_held(cfg, load_calibration(calibration))
     return validate_config(logprob_fallbacks(cfg.replace(**overrides)))
 
 
 def load_config_from_settings(profile: str | None, preset: str | None, settings: list[str] | tuple[str, ...] = (),
                               calibration: str | Path | None = None, stack: str | None = None,
                               model_name: str | None = None) -> CruiseConfig:
-    """load_config with --set strings, each typed as the field is where it lands (profile,
-    stack and preset applied)."""
-    base = load_config(profile, preset, calibration, stack=stack, model_name=model_name)
-    return load_config(profile, preset, calibration, stack=stack, model_name=model_name,
-                       **parse_settings(settings, base))
+    """load_config with --set strings, each typed by its field's annotation."""
+    return load_config(profile, preset, calibration, stack=stack, model_name=model_name, **parse_settings(settings))
 
 
 def config_from_record(record: dict) -> CruiseConfig:
     """A CruiseConfig from its JSON record (what run_config.json keeps of a run's agent: its
-    describe()'s "config" and "where"); a field the record lacks keeps its default, a field the
-    config no longer has is dropped."""
-    fields = {f.name: f for f in dataclasses.fields(CruiseConfig)}
+    describe()'s "config" and "where", flat field names, as before the groups); a field the record
+    lacks keeps its default, and a field the config no longer has, or its system does not hold
+    (a CRUISE switch recorded off for a peer system), is dropped."""
     values = {}
     for name, value in record.items():
-        if name in fields:
-            values[name] = tuple(value) if isinstance(getattr(CruiseConfig(), name), tuple) and isinstance(value, list) \
-                else value
-    return CruiseConfig(**values)
+        if name in field_names():
+            kind = typing.get_origin(field_type(name)[0])
+            values[name] = tuple(value) if kind is tuple and isinstance(value, list) else value
+    return apply_held(CruiseConfig(), values)
 
 
 # The AIcrowd boundary: what the environment may say when the evaluator builds UserAgent() with
@@ -627,7 +663,7 @@ def profile_record(profile: str, stack: str | None = None) -> dict:
     pipeline (its indices resolved: the published pair a run without `--indices` searches where
     the profile names none of its own), the default dataset and the GPUs per worker."""
     machine = get_profile(profile)
-    record = dataclasses.asdict(load_config(profile, stack=stack))
+    record = load_config(profile, stack=stack).flat()
     search = dataclasses.asdict(machine.search)
     if search["image_index"] is None:
         search["image_index"], search["web_index"] = PUBLISHED_INDICES[DEFAULT_INDICES]
@@ -662,8 +698,13 @@ def show(profile: str) -> str:
     lines = [f"# {machine.name}: {machine.description}",
              f"# model stack {machine.stack}: {STACKS[machine.stack].description}"]
     notes = search_notes(profile)
-    lines += [f"{key} = {_shown(value)}" + (f"  # {notes[key]}" if key in notes else "")
-              for key, value in profile_record(profile).items()]
+    group = None
+    for key, value in profile_record(profile).items():
+        heading = FIELD_GROUPS.get(key, "the machine" if group else None)  # the records come first
+        if heading != group:
+            group = heading
+            lines.append(f"# {group}")
+        lines.append(f"{key} = {_shown(value)}" + (f"  # {notes[key]}" if key in notes else ""))
     return "\n".join(lines)
 
 

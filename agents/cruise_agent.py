@@ -17,18 +17,19 @@ import time
 
 from agents.base_agent import MAX_BATCH_SIZE, BaseAgent
 from agents.config import CruiseConfig, config_from_environment, load_config, load_config_from_settings
-from agents.cruise.deadline import StageCosts
-from agents.cruise.stages.s0_inputs import prepare_turns
-from agents.cruise.stages.s0a_perceive import perception_wanted, warm_up_perception
 from agents.engines.base import Ledger
-from agents.peers.registry import chain_for, stage_priors_for
+from agents.runtime.cost_priors import stage_priors
+from agents.runtime.deadline import StageCosts
+from agents.runtime.system import system_for
+from agents.stages.s0_inputs import prepare_turns
+from agents.stages.s0a_perceive import perception_wanted, warm_up_perception
 
 # Config fields that say where a served model runs and how it is reached, not which model it is.
 SERVED_WHERE = ("vlm_base_url", "router_base_url", "reranker_base_url", "served_max_in_flight", "served_timeout_s")
 
 
 class CruiseAgent(BaseAgent):
-    TRACE_VIEW = "agents.cruise.trace_view"
+    TRACE_VIEW = "agents.runtime.trace_view"
 
     def __init__(self, search_pipeline=None, config: CruiseConfig | None = None, *, engines=None, profile=None,
                  preset=None, **overrides):
@@ -50,10 +51,11 @@ class CruiseAgent(BaseAgent):
         self.engines = engines
         if perception_wanted(self.config, self.engines.vlm):
             warm_up_perception(self.config)  # seconds at load, not in the first scored batch's budget
-        self.costs = StageCosts(priors=stage_priors_for(self.config))
+        self.system = system_for(self.config)  # the registered chain that answers (CruiseConfig.system)
+        self.costs = StageCosts(priors=stage_priors(self.system, self.config))
         self.last_batch_report: dict | None = None
         self.warmup_s: dict[str, float] | None = None  # seconds per stage of the warm-up batch
-        if self.config.warmup_at_load:
+        if self.config.run.warmup_at_load:
             from agents.cruise.warmup import warm_up
 
             self.warmup_s = warm_up(self.engines, self.search_pipeline, self.config)
@@ -69,9 +71,9 @@ class CruiseAgent(BaseAgent):
     def describe(cls, config: CruiseConfig) -> dict:
         """Every config field ("config"; "where" for the fields that say where a served model
         runs and how it is reached, not which model it is) and the prompt files' hashes."""
-        from agents.cruise.prompts import prompt_hashes
+        from agents.stages.prompts import prompt_hashes
 
-        fields = dataclasses.asdict(config)
+        fields = config.flat()
         return {"config": {k: v for k, v in fields.items() if k not in SERVED_WHERE},
                 "where": {k: v for k, v in fields.items() if k in SERVED_WHERE},
                 "prompts": prompt_hashes()}
@@ -90,7 +92,7 @@ class CruiseAgent(BaseAgent):
 
     # --- the contract ----------------------------------------------------------------------------
     def get_batch_size(self) -> int:
-        return self.config.batch_size
+        return self.config.run.batch_size
 
     def batch_generate_response(self, queries, images, message_histories, rag_context_list=None,
                                 domains=None) -> list[str]:
@@ -113,8 +115,8 @@ class CruiseAgent(BaseAgent):
             raise ValueError(f"a batch holds at most {MAX_BATCH_SIZE} turns, got {n}")
         self.ledger.drain()  # calls made outside a batch (warm-up) are not this batch's
         turns = prepare_turns(queries, images, message_histories, self.config, rag_context_list, domains)
-        run = chain_for(self.config)  # CRUISE's chain, or a peer system's (CruiseConfig.system)
-        answers, traces = run(turns, self.engines, self.search_pipeline, self.config, self.costs, started=started)
+        answers, traces = self.system.answer(turns, self.engines, self.search_pipeline, self.config, self.costs,
+                                             started=started)
         self.last_batch_report = {
             "traces": traces,
             "engine_calls": [dataclasses.asdict(r) for r in self.ledger.drain()],

@@ -27,9 +27,9 @@ def in_process_models(cfg: CruiseConfig) -> dict[str, str]:
     from agents.engines.factory import served_roles
 
     served = served_roles(cfg)  # those models live behind servers: nothing loads them here
-    if cfg.engine == "hosted":  # and those at a provider
+    if cfg.models.engine == "hosted":  # and those at a provider
         served = [*served, "vlm", "router"]
-    return {role: getattr(cfg, f"{role}_model") for role in ("vlm", "router", "reranker") if role not in served}
+    return {role: cfg.value(f"{role}_model") for role in ("vlm", "router", "reranker") if role not in served}
 
 
 def hub_models(cfg: CruiseConfig) -> list[str]:
@@ -58,17 +58,17 @@ def model_name_problem(cfg: CruiseConfig) -> str | None:
 def hosted_problem(cfg: CruiseConfig) -> str | None:
     """For a hosted VLM (and router): the provider's key variable is set, and the provider knows
     the model for that key (one GET per model, short timeout, no retries)."""
-    if cfg.engine != "hosted":
+    if cfg.models.engine != "hosted":
         return None
     from agents.engines.factory import hosted_provider
     from agents.engines.hosted_engine import hosted_problem as problem_of
 
     problems = []
     for role in ("vlm", "router"):
-        model = getattr(cfg, f"{role}_model")
-        if role == "router" and model == cfg.vlm_model and not cfg.router_base_url:
+        model = cfg.value(f"{role}_model")
+        if role == "router" and model == cfg.models.vlm_model and not cfg.models.router_base_url:
             continue
-        found = problem_of(hosted_provider(cfg, role), model, getattr(cfg, f"{role}_base_url") or cfg.vlm_base_url)
+        found = problem_of(hosted_provider(cfg, role), model, cfg.value(f"{role}_base_url") or cfg.models.vlm_base_url)
         if found:
             problems.append(found)
     return "\n".join(problems) or None
@@ -84,16 +84,16 @@ def vllm_problem(cfg: CruiseConfig) -> str | None:
 
     from agents.profiles import PINNED_VLLM, family_of, vllm_release_problem
 
-    if cfg.engine != "vllm":
+    if cfg.models.engine != "vllm":
         return None
-    stack = family_of(cfg.vlm_model, cfg.stack)
+    stack = family_of(cfg.models.vlm_model, cfg.stack)
     if stack is None:
         return None
     try:
         version = metadata.version("vllm")
     except metadata.PackageNotFoundError:
         version = PINNED_VLLM
-    problem = vllm_release_problem(stack, version, cfg.vlm_model)
+    problem = vllm_release_problem(stack, version, cfg.models.vlm_model)
     return f"cannot start: {problem}" if problem else None
 
 
@@ -128,7 +128,7 @@ def served_problem(cfg: CruiseConfig) -> str | None:
         finally:
             endpoint.close()
         missing = [name for _, name in roles if name not in served]
-        if missing and cfg.served_require_listed:
+        if missing and cfg.models.served_require_listed:
             problems.append(f"cannot start: the server at {url} does not serve {', '.join(missing)}; it serves: "
                             f"{', '.join(served) or 'no model'} (set the served name with --set "
                             f"<role>_served_name=NAME)")

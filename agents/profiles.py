@@ -104,7 +104,7 @@ class ModelStack:
       processor expands it into the image's tokens (never written by us, except where a
       checkpoint's template is text-only, `text_placeholder`);
     - `template`: where the chat template comes from;
-    - `image_tokens`: tokens one image costs at CruiseConfig.image_max_side (1120 px), and where
+    - `image_tokens`: tokens one image costs at CruiseConfig.inputs.image_max_side (1120 px), and where
       the count comes from; `encoder_tokens`: whether they sit beside the prompt (cross-attention,
       Mllama) rather than in it;
     - `checkpoints`: (hub id, parameters in billions, rounded as the model cards give them): the
@@ -186,7 +186,7 @@ _OPEN_FAMILY_SETTINGS = dict(
     # Images go to a server as image parts only; the server's copy of the family's template writes
     # the image token (the Llama stack's "<|image|>" text is for Llama's string-only template).
     served_image_placeholder="",
-    # The l40s priors project the 11B Llama's H100 timings (agents/cruise/cost_priors.py); nothing
+    # The l40s priors project the 11B Llama's H100 timings (agents/runtime/cost_priors.py); nothing
     # was measured for this family, so the deadline times its first batch instead.
     cost_priors="",
 )
@@ -375,7 +375,7 @@ _register(STACKS, ModelStack(
         # of tokens and seconds on a one-line label); each stage's budget grows by the effort's
         # allowance (agents/engines/hosted_engine.py DEFAULT_ALLOWANCE), so every stage gets text.
         reasoning_effort=dict(_REASONING_EFFORT),
-        # the relaunched repository's GPT agent: no tags, no reminder (agents/cruise/baseline_prompt.py)
+        # the relaunched repository's GPT agent: no tags, no reminder (agents/stages/baseline_prompt.py)
         baseline_style="hosted",
     ),
     keywords=("gpt-5", "gpt5"),
@@ -442,7 +442,7 @@ _register(PROFILES, Profile(
         vlm_gpu_memory_utilization=0.735,
         router_gpu_memory_utilization=0.075,
         # Until the deadline has timed a stage, it expects the H100 measurement projected to the
-        # L40S at the generation lengths in force (agents/cruise/cost_priors.py).
+        # L40S at the generation lengths in force (agents/runtime/cost_priors.py).
         cost_priors="l40s",
         # One dummy batch at load: on the H100 the first batch after load took 1.3-2x a steady one
         # (per-shape kernel plans, allocator growth).

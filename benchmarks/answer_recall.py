@@ -92,9 +92,9 @@ def answerable_turns() -> list[RecallTurn]:
 
 def measure(pipeline, reranker, cfg, turns: list[RecallTurn] | None = None, variant: str = "photo") -> dict:
     """{"kg": share, "web": share, "kg_web": share, "mean_chunks": n, "misses": [...]}"""
-    from agents.cruise.stages.s3_retrieve import retrieve_one
-    from agents.cruise.stages.s5_rerank import rerank_batch
-    from agents.cruise.types import Turn
+    from agents.stages.s3_retrieve import retrieve_one
+    from agents.stages.s5_rerank import rerank_batch
+    from agents.stages.types import Turn
     from evaluator.scoring.coverage import answer_in_context
 
     turns = answerable_turns() if turns is None else turns
@@ -112,7 +112,8 @@ def measure(pipeline, reranker, cfg, turns: list[RecallTurn] | None = None, vari
     def share(values):
         return round(sum(values) / len(values), 4) if values else 0.0
 
-    return {"chunker": cfg.chunker, "query_image": variant, "kg_turns": len(found["kg"]), "web_turns": len(found["web"]),
+    return {"chunker": cfg.retrieval.chunker, "query_image": variant, "kg_turns": len(found["kg"]),
+            "web_turns": len(found["web"]),
             "answer_recall_kg": share(found["kg"]), "answer_recall_web": share(found["web"]),
             "answer_recall_kg_web": share(found["kg"] + found["web"]),
             "mean_chunks": round(sum(len(r.chunks) for r in retrievals) / max(1, len(retrievals)), 1),
@@ -137,7 +138,7 @@ def main() -> None:
                         help="web hits with their full pages (the mini benchmark's full-content database)")
     args = parser.parse_args()
     try:  # checked and typed like local_evaluation.py --set
-        overrides = parse_settings(args.set, load_config("cpu", "full"))
+        overrides = parse_settings(args.set)
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
     search = search_config("cpu", web_contents="default" if args.web_contents else None)

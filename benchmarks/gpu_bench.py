@@ -277,7 +277,7 @@ def image_batch_check(vlm, turns, count: int = 4) -> dict:
     """Does batching change an image chat's answer on this engine? `count` mini-benchmark photos
     (different sizes and contents) with one question: each alone, all in one call, and all in
     one call with `batch_images` off (each alone inside it; vLLM's CPU runner needs it, see
-    CruiseConfig.batch_images). Greedy, 8 tokens, log-probabilities; and the time of each way."""
+    CruiseConfig.models.batch_images). Greedy, 8 tokens, log-probabilities; and the time of each way."""
     from agents.engines.base import ChatRequest, Sampling
 
     greedy = Sampling(max_tokens=8, logprobs=True)
@@ -327,7 +327,7 @@ def run_engine(engine: str, models: dict, turns, args, device: str) -> list[dict
         if device == "cuda":
             torch.cuda.reset_peak_memory_stats()
         batches = run_batches(agent, turns, batch_size, args.batches)
-        budget = 10.0 * batch_size - agent.config.safety_margin_s
+        budget = 10.0 * batch_size - agent.config.run.safety_margin_s
         runs.append({"engine": engine, "batch_size": batch_size, "load_s": load_s, "warmup_s": agent.warmup_s,
                      "peak_memory_gib": _peak_memory_gib(device), "batches": batches,
                      "summary": summarize_run(batches, budget)})

@@ -144,9 +144,11 @@ def capable_engine():
 def measure(setting: str, turns: list[RecallTurn], engines, pipeline, base_cfg) -> dict:
     from PIL import Image
 
-    from agents.cruise.chain import gather_evidence, start_batch
-    from agents.cruise.deadline import StageCosts
-    from agents.cruise.types import Turn
+    from agents.cruise.chain import gather_evidence
+    from agents.cruise.system import CRUISE
+    from agents.runtime.batch import start_batch
+    from agents.runtime.deadline import StageCosts
+    from agents.stages.types import Turn
     from evaluator.scoring.coverage import answer_in_context
     from minibench.build_benchmark import picture_bytes
 
@@ -159,14 +161,14 @@ def measure(setting: str, turns: list[RecallTurn], engines, pipeline, base_cfg) 
     vlm = engines.vlm
     vlm.tally.clear()
     found, gathered = {"kg": [], "web": []}, []
-    for start in range(0, len(turns), cfg.batch_size):
-        group = turns[start:start + cfg.batch_size]
+    for start in range(0, len(turns), cfg.run.batch_size):
+        group = turns[start:start + cfg.run.batch_size]
         batch = [Turn(t.query, Image.open(io.BytesIO(picture_bytes(t.picture))).convert("RGB"), []) for t in group]
-        got = gather_evidence(batch, engines, pipeline, cfg, start_batch(batch, cfg, StageCosts()))
+        got = gather_evidence(batch, engines, pipeline, cfg, start_batch(batch, cfg, StageCosts(), CRUISE))
         for turn, evidence, retrieval in zip(group, got.evidence, got.retrievals):
             found[turn.source].append(answer_in_context(turn.keys, "\n".join(evidence.kept)))
             gathered.append((retrieval, evidence))
-    batches = -(-len(turns) // cfg.batch_size)
+    batches = -(-len(turns) // cfg.run.batch_size)
 
     def share(values):
         return round(sum(values) / len(values), 3) if values else 0.0
@@ -211,8 +213,8 @@ def main() -> None:
     pipeline = build_search_pipeline(search, web=True)
     turns = answerable_turns()
     turns = turns[: args.limit] if args.limit else turns
-    print(f"engine: {args.engine}; {len(turns)} KG/web-answerable turns; batch {cfg.batch_size}; "
-          f"crop_mode {cfg.crop_mode}")
+    print(f"engine: {args.engine}; {len(turns)} KG/web-answerable turns; batch {cfg.run.batch_size}; "
+          f"crop_mode {cfg.peer_stages.crop_mode}")
     header = ("setting", "recall kg+web", "kg", "web", "retrieved", "context", "chunks", "kept", "added per batch")
     if not args.json:
         print(" | ".join(header))

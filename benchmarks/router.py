@@ -18,8 +18,8 @@ import time
 
 from agents.config import load_config
 from agents.cruise.stages.s1_route import route_batch
-from agents.cruise.types import Turn
 from agents.profiles import REPO_ROOT
+from agents.stages.types import Turn
 
 MINI = REPO_ROOT / "data" / "crag-mm-mini"
 
@@ -66,7 +66,7 @@ def main() -> None:
     rows = questions()
     external_truth = [r.get("query_category") != "simple recognition" for r in rows]
     real_time_truth = [r.get("dynamism") == "real-time" for r in rows]
-    print(f"{len(rows)} questions, batch {args.batch}, router {cfg.router_model} ({args.profile} profile)")
+    print(f"{len(rows)} questions, batch {args.batch}, router {cfg.models.router_model} ({args.profile} profile)")
     print("| router_mode | both labels read | s per turn (median batch) | external = tag | real-time = tag |")
     print("|---|---|---|---|---|")
     results = {}

@@ -151,7 +151,7 @@ def check_image_batches(vlm, model: str, results: list, tolerance: float = 2e-2)
     start = time.perf_counter()
     batched = vlm.generate(requests, greedy)
     batched_s = time.perf_counter() - start
-    vlm.batch_images = False  # CruiseConfig.batch_images: each image chat alone within the call
+    vlm.batch_images = False  # CruiseConfig.models.batch_images: each image chat alone within the call
     start = time.perf_counter()
     separate = vlm.generate(requests, greedy)
     separate_s = time.perf_counter() - start
@@ -191,8 +191,8 @@ def main() -> int:
     vlm = build_chat_engine(config, "vlm", ledger)
     llm_config = vlm.llm.llm_engine.vllm_config
     report("construct", vlm.supports_images and llm_config.cache_config.swap_space_bytes == 0
-           and llm_config.scheduler_config.max_num_seqs == config.max_num_seqs
-           and llm_config.model_config.max_model_len == config.vlm_max_model_len,
+           and llm_config.scheduler_config.max_num_seqs == config.models.max_num_seqs
+           and llm_config.model_config.max_model_len == config.models.vlm_max_model_len,
            f"{time.perf_counter() - start:.1f} s; max_num_seqs {llm_config.scheduler_config.max_num_seqs}, "
            f"max_model_len {llm_config.model_config.max_model_len}, swap space "
            f"{llm_config.cache_config.swap_space_bytes} bytes, images: {vlm.supports_images}", results)

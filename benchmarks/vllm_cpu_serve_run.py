@@ -213,7 +213,7 @@ def check_images(mllama: str, work: Path, results: list) -> list[int]:
         start = time.perf_counter()
         batched = engine.generate(chats, greedy)
         batched_s = time.perf_counter() - start
-        engine.batch_images = False  # CruiseConfig.batch_images: one image chat at a time
+        engine.batch_images = False  # CruiseConfig.models.batch_images: one image chat at a time
         start = time.perf_counter()
         separate = engine.generate(chats, greedy)
         separate_s = time.perf_counter() - start

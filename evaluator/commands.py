@@ -83,17 +83,21 @@ def read_judge_prompt(folder: str | None, rules: RuleSet) -> OfficialJudge | Non
 
 
 def build_judge(model: str | None, base_url: str | None, settings: ScoringSettings, console: Console,
-                rules: RuleSet, official: OfficialJudge | None = None) -> Judge | None:
+                rules: RuleSet, official: OfficialJudge | None = None, *, announce: bool = True) -> Judge | None:
+    """The LLM judge, or None with a panel that says so (`announce` False: a rejudge or merge,
+    whose report says instead which saved verdicts stood in for it)."""
     if model is not None and model.strip().lower() == "none":
-        loud_notice(console, "ATTENTION", "SEMANTIC EVALUATION IS DISABLED (--eval-model None).\n"
-                    "No LLM judge will be asked: only exact string matches count as correct.")
+        if announce:
+            loud_notice(console, "ATTENTION", "SEMANTIC EVALUATION IS DISABLED (--eval-model None).\n"
+                        "No LLM judge will be asked: only exact string matches count as correct.")
         return None
     key = find_api_key()
     if not key and not base_url:
-        loud_notice(console, "ATTENTION", "NO JUDGE: neither OPENAI_API_KEY (environment or .env) nor "
-                    "--eval-base-url is set.\nSemantic evaluation is OFF: only exact string matches count "
-                    "as correct, so accuracy is a lower bound.\nWhere the data carries accepted answer forms "
-                    "(the mini benchmark), the offline lexical judge (not the official judge) decides instead.")
+        if announce:
+            loud_notice(console, "ATTENTION", "NO JUDGE: neither OPENAI_API_KEY (environment or .env) nor "
+                        "--eval-base-url is set.\nSemantic evaluation is OFF: only exact string matches count "
+                        "as correct, so accuracy is a lower bound.\nWhere the data carries accepted answer forms "
+                        "(the mini benchmark), the offline lexical judge (not the official judge) decides instead.")
         return None
     # no --eval-model: the checkout's default judge, else the rule set's (Judge decides)
     return Judge(model, base_url, key, rules=rules, num_workers=settings.num_workers,
@@ -232,9 +236,10 @@ def refuse_mixed_resume(output_dir: Path, changed: list[str]) -> None:
 
 
 def finish(settings: ScoringSettings, output_dir: Path, judge: Judge | None, console: Console, notices: list[str],
-           rules: RuleSet) -> EvaluationResult:
-    results = finalize(output_dir, judge, rules=rules, progress=not settings.no_progress, notices=notices)
-    print_report(console, results, settings.display_conversations)
+           rules: RuleSet, official: OfficialJudge | None = None, *, judge_announced: bool = True) -> EvaluationResult:
+    results = finalize(output_dir, judge, rules=rules, progress=not settings.no_progress, notices=notices,
+                       official=official)
+    print_report(console, results, settings.display_conversations, judge_announced=judge_announced)
     console.print(f"[bold green]outputs written to {escape(str(output_dir))}[/bold green]")
     try:  # the scores are already written: a report that cannot be built must not fail the run
         from evaluator.report.html import build_report
@@ -264,10 +269,11 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
         config_path = output_dir / RUN_CONFIG
         run_config = json.loads(config_path.read_text()) if config_path.exists() else {}
         rules = saved_rules(settings, run_config)
-        judge = build_judge(*saved_judge_choice(settings, run_config), settings, console, rules,
-                            read_judge_prompt(saved_prompt(settings, output_dir, run_config, rules), rules))
+        official = read_judge_prompt(saved_prompt(settings, output_dir, run_config, rules), rules)
+        judge = build_judge(*saved_judge_choice(settings, run_config), settings, console, rules, official,
+                            announce=False)
         refuse_prompt_change(output_dir, judge, settings)
-        return finish(settings, output_dir, judge, console, notices, rules)
+        return finish(settings, output_dir, judge, console, notices, rules, official, judge_announced=False)
     if (output_dir / ANSWERS).exists() and not settings.resume:
         raise EvaluationRefused(f"{output_dir} already holds answers: pass --resume to continue it, or pick a new folder")
 
@@ -377,7 +383,7 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
         console.print(f"[bold green]answers saved in {escape(str(output_dir))}[/bold green] (--generate-only: "
                       "score them with --rejudge or merge)")
         return EvaluationResult(output_dir, {}, [], [], notices, 0, {})
-    return finish(settings, output_dir, judge, console, notices, rules)
+    return finish(settings, output_dir, judge, console, notices, rules, official)
 
 
 def refuse_mixed_shards(sources: list[Path]) -> None:
@@ -404,6 +410,6 @@ def run_merge(settings: MergeSettings, console: Console) -> EvaluationResult:
     run_config = json.loads((output_dir / RUN_CONFIG).read_text())
     rules = saved_rules(settings, run_config)
     model, base_url = saved_judge_choice(settings, run_config)
-    judge = build_judge(model, base_url, settings, console, rules,
-                        read_judge_prompt(saved_prompt(settings, output_dir, run_config, rules), rules))
-    return finish(settings, output_dir, judge, console, notices, rules)
+    official = read_judge_prompt(saved_prompt(settings, output_dir, run_config, rules), rules)
+    judge = build_judge(model, base_url, settings, console, rules, official, announce=False)
+    return finish(settings, output_dir, judge, console, notices, rules, official, judge_announced=False)

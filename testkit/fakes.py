@@ -66,8 +66,8 @@ def yes_no_from_two_lines(scripted: str, request) -> str:
     """A router scripted with the paper's two-line reply, asked one yes/no question
     (router_mode "yes_no"): the word of the label the request asks about; a reply without the
     two lines stays as it is (unreadable either way)."""
-    from agents.cruise.prompts import load_prompt
     from agents.cruise.stages.s1_route import parse_route
+    from agents.stages.prompts import load_prompt
 
     route = parse_route(scripted)
     if not route.parsed:
@@ -114,7 +114,7 @@ def last_user_text(request) -> str:
 
 def has_notes(request) -> bool:
     """Whether a request carries retrieved notes: in the question's message (our prompts) or in a
-    message of their own (the baseline's layout, agents/cruise/baseline_prompt.py)."""
+    message of their own (the baseline's layout, agents/stages/baseline_prompt.py)."""
     return any(mark in str(m["content"]) for m in request.messages for mark in ("<<<NOTES", "<search_results>"))
 
 

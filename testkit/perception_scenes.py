@@ -11,7 +11,7 @@ from pathlib import Path
 import matplotlib
 from PIL import Image, ImageDraw, ImageFont
 
-from agents.cruise.types import Turn
+from agents.stages.types import Turn
 from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 from testkit.scripted_chain import IMAGE_HITS, VLM_SCRIPT, rerank_score, route
 

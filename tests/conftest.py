@@ -27,20 +27,20 @@ FULL_TIER = Path(__file__).resolve().parent / "full"
 
 @pytest.fixture
 def fake_clock(monkeypatch):
-    """testkit.fakes.FakeClock as the clock of the chain, its deadline, the agent and the scripted
-    engines (whose sleep advances it) for one test."""
+    """testkit.fakes.FakeClock as the clock of the batch guards (agents/runtime/batch.py), their
+    deadline, the agent and the scripted engines (whose sleep advances it) for one test."""
     import functools
 
     from agents import cruise_agent
-    from agents.cruise import chain
-    from agents.cruise.deadline import Deadline
+    from agents.runtime import batch
+    from agents.runtime.deadline import Deadline
     from testkit import fakes
 
     clock = fakes.FakeClock()
     monkeypatch.setattr(fakes, "time", clock)
-    monkeypatch.setattr(chain, "time", clock)
+    monkeypatch.setattr(batch, "time", clock)
     monkeypatch.setattr(cruise_agent, "time", clock)
-    monkeypatch.setattr(chain, "Deadline", functools.partial(Deadline, clock=clock))
+    monkeypatch.setattr(batch, "Deadline", functools.partial(Deadline, clock=clock))
     return clock
 
 

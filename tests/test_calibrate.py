@@ -137,14 +137,14 @@ def test_lambda_replays_the_mad_filter_on_the_traced_scores():
     chunks = [{"text": "Route 24 runs to Camden.", "source": "0", "score": 0.9},
               {"text": "It is red.", "source": "0", "score": 0.5}, {"text": "Other.", "source": "1", "score": 0.45},
               {"text": "Far.", "source": "1", "score": 0.12}]
-    from agents.cruise.stages.s5_rerank import select_chunks
+    from agents.stages.s5_rerank import select_chunks
 
     traced = select_chunks([c["text"] for c in chunks], [c["score"] for c in chunks], cfg)
     t = trace("x", "Camden", cov=0.95)
     t.update(chunks=chunks, context=traced.context)
     correct = {"x": True}
     # The traced lambda keeps the traced context: the answer stands.
-    assert replay([dict(t)], correct, **PAPER, mad_lambda=cfg.mad_lambda)["correct"] == 1
+    assert replay([dict(t)], correct, **PAPER, mad_lambda=cfg.retrieval.mad_lambda)["correct"] == 1
     # A lambda that keeps another set of chunks: the model never answered with it -> I don't know.
     assert select_chunks([c["text"] for c in chunks], [c["score"] for c in chunks],
                          cfg.replace(mad_lambda=0.0)).context != traced.context
@@ -167,7 +167,7 @@ def test_too_few_judged_turns_keep_the_defaults(tmp_path, capsys):
     assert main([str(tmp_path / "run"), "--eval-model", "None"]) == 0
     saved = json.loads((tmp_path / "run" / "calibration.json").read_text())
     profile = load_config("cpu", "full")  # the run's own thresholds, not CruiseConfig's
-    assert saved["too_few"] and saved["settings"] == {name: getattr(profile, name) for name in DEFAULTS}
+    assert saved["too_few"] and saved["settings"] == {name: profile.value(name) for name in DEFAULTS}
     assert saved["settings"]["tau_ret"] != DEFAULTS["tau_ret"]
     assert saved["judged_answered_turns"] == 3 < MIN_JUDGED_ANSWERED  # exact matches: a, b, e
     assert "too few to move a threshold; the runs' own thresholds stand" in capsys.readouterr().out
@@ -188,9 +188,9 @@ def test_two_runs_cross_validated_and_loaded_by_the_agent_config(tmp_path, capsy
     assert saved["settings"] != DEFAULTS and saved["settings"]["tau_low"] <= 0.8
     assert len(saved["cross_validation"]["folds"]) == 4
     cfg = load_config("cpu", calibration=out)
-    assert {k: getattr(cfg, k) for k in saved["settings"]} == saved["settings"]
+    assert {k: cfg.value(k) for k in saved["settings"]} == saved["settings"]
     # an explicit override still wins over the file
-    assert load_config("cpu", calibration=out, tau_low=0.95).tau_low == 0.95
+    assert load_config("cpu", calibration=out, tau_low=0.95).answer.tau_low == 0.95
 
 
 # --- token probabilities counted one way ---------------------------------------------------------------
@@ -211,7 +211,7 @@ def test_traces_whose_token_probabilities_may_hold_the_end_token_are_refused(tmp
     assert main([str(tmp_path / "cpu"), "--eval-model", "None"]) == 0
     saved = json.loads((tmp_path / "cpu" / "calibration.json").read_text())
     assert saved["token_count"] == TOKEN_COUNT and saved["settings"]["min_token_prob"] > 0
-    assert load_config("cpu", calibration=tmp_path / "cpu" / "calibration.json").min_token_prob > 0
+    assert load_config("cpu", calibration=tmp_path / "cpu" / "calibration.json").answer.min_token_prob > 0
 
 
 def test_a_calibration_file_that_does_not_say_how_it_counted_tokens_cannot_switch_the_gate_on(tmp_path):
@@ -220,15 +220,14 @@ def test_a_calibration_file_that_does_not_say_how_it_counted_tokens_cannot_switc
     with pytest.raises(ValueError, match="tools.calibrate` again"):
         load_config("cpu", calibration=old)
     old.write_text(json.dumps({"settings": {"tau_low": 0.8, "min_token_prob": 0.0}}))  # the gate stays off
-    assert load_config("cpu", calibration=old).tau_low == 0.8
+    assert load_config("cpu", calibration=old).answer.tau_low == 0.8
 
 
 def test_every_trace_says_how_its_token_probabilities_were_counted():
     from agents.cruise.trace import turn_trace
-    from agents.cruise.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Turn, Verification
+    from agents.stages.types import Answers, Decision, Evidence, Retrieval, Route, Summary, Turn, Verification
 
-    trace = turn_trace(preset="full", turn=Turn("q", None, []), route=Route(True, False), summary=Summary(),
-                       retrieval=Retrieval(),
-                       evidence=Evidence(), answers=Answers("Paris"), check=Verification(), decision=Decision("x", "b"),
-                       stage_ms={}, deadline_cut=None, errors=[])
+    trace, _ = turn_trace(turn=Turn("q", None, []), route=Route(True, False), summary=Summary(),
+                          retrieval=Retrieval(), evidence=Evidence(), answers=Answers("Paris"), check=Verification(),
+                          decision=Decision("x", "b"))
     assert trace["token_count"] == TOKEN_COUNT

@@ -12,9 +12,9 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from agents.cruise.prompts import PROMPTS_DIR, load_prompt
 from agents.engines.base import ChatRequest, template_messages
 from agents.engines.vllm_engine import build_vllm_inputs, render_prompt
+from agents.stages.prompts import PROMPTS_DIR, load_prompt
 from testkit.tiny_models import HUB_LIKE_TEMPLATE, SEPT2024_LIKE_TEMPLATE, build_tiny_mllama, llama32_tokenizer
 
 TEMPLATES = [HUB_LIKE_TEMPLATE, SEPT2024_LIKE_TEMPLATE]

@@ -11,16 +11,16 @@ import re
 import pytest
 
 from agents.config import load_config
-from agents.cruise.stages.s3_retrieve import retrieve_one
-from agents.cruise.stages.s4_chunk import (
+from agents.stages.s3_retrieve import retrieve_one
+from agents.stages.s4_chunk import (
     chunks_from_image_hit,
     chunks_from_web_hit,
     dedupe_sentences,
     entity_chunks,
     is_layout_field,
 )
-from agents.cruise.types import Turn
-from agents.cruise.wikitext import clean_wikitext
+from agents.stages.types import Turn
+from agents.stages.wikitext import clean_wikitext
 from testkit.fakes import FakePipeline, FunctionReranker, echo_engine
 
 SPRUCE_ATTRIBUTES = {
@@ -96,8 +96,8 @@ def test_spruce_street_layout_fields_are_dropped(cfg):
 
 
 def test_one_fact_per_chunk_or_grouped(cfg):
-    single = entity_chunks(SPRUCE_ENTITY, cfg.max_chunk_chars, fields_per_chunk=1)
-    grouped = entity_chunks(SPRUCE_ENTITY, cfg.max_chunk_chars, fields_per_chunk=4)
+    single = entity_chunks(SPRUCE_ENTITY, cfg.retrieval.max_chunk_chars, fields_per_chunk=1)
+    grouped = entity_chunks(SPRUCE_ENTITY, cfg.retrieval.max_chunk_chars, fields_per_chunk=4)
     assert "8 Spruce Street: architect: Frank Gehry" in single
     assert len(grouped) == -(-len(single) // 4)
     assert any("architect: Frank Gehry" in c and "; " in c for c in grouped)
@@ -107,7 +107,7 @@ def test_paper_fields_are_kept_and_named(cfg):
     entity = {"entity_name": "Espresso", "entity_attributes": {
         "description": "Espresso is a concentrated coffee.\nIt comes from [[Italy]].",
         "caption": "A cup of espresso", "summary": "Italian coffee", "image": "Espresso.jpg"}}
-    chunks = entity_chunks(entity, cfg.max_chunk_chars)
+    chunks = entity_chunks(entity, cfg.retrieval.max_chunk_chars)
     assert chunks == ["Espresso is a concentrated coffee.", "Espresso: It comes from Italy.",
                       "A cup of espresso", "Espresso: Italian coffee"]
 
@@ -189,7 +189,7 @@ def test_long_snippets_become_paragraphs_within_the_reranker_input(cfg):
     sentences = [f"Sentence number {i} says something about the page and its topic." for i in range(80)]
     hit = {"page_snippet": " ".join(sentences), "page_name": "x", "page_url": "https://x.example/"}
     chunks = chunks_from_web_hit(hit, cfg)
-    assert len(chunks) > 1 and all(len(c) <= cfg.max_chunk_chars for c in chunks)
+    assert len(chunks) > 1 and all(len(c) <= cfg.retrieval.max_chunk_chars for c in chunks)
     assert all(c.endswith(".") for c in chunks)  # cut on sentence boundaries
     assert dedupe_sentences(" ".join(sentences)) == sentences
 

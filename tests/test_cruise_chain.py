@@ -277,7 +277,7 @@ def test_agent_loads_a_calibration_file(tmp_path):
     path = tmp_path / "calibration.json"
     path.write_text(f'{{"settings": {{"tau_low": 0.8, "min_token_prob": 0.25}}, "token_count": "{TOKEN_COUNT}"}}')
     agent = make_agent("full", calibration=str(path))
-    assert (agent.config.tau_low, agent.config.min_token_prob) == (0.8, 0.25)
+    assert (agent.config.answer.tau_low, agent.config.answer.min_token_prob) == (0.8, 0.25)
     # The scripted engine gives no token probabilities: the gate, now on, cannot vouch for any answer.
     assert agent.batch_generate_response(*batch([WHERE])) == [IDK_ANSWER]
     assert agent.last_batch_report["traces"][0]["branch"] == "low_token_prob"

@@ -6,18 +6,19 @@ from PIL import Image
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import PRESETS, load_config, load_config_from_settings
-from agents.cruise.prompts import PROMPTS_DIR, load_prompt, quote_notes
-from agents.cruise.stages.s0_inputs import clean_text, prepare_image, trim_history
 from agents.cruise.stages.s1_route import parse_route
-from agents.cruise.stages.s2_summarize import read_summary
-from agents.cruise.stages.s3_retrieve import safe_text_query
-from agents.cruise.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit
-from agents.cruise.stages.s5_rerank import mad_threshold
-from agents.cruise.stages.s6_answer import normalize_answer, read_answer
-from agents.cruise.stages.s7_consistency import parse_verdict, read_verdict, same_answer
+from agents.cruise.stages.s7_consistency import parse_verdict, same_answer
 from agents.cruise.stages.s8_verify import COV_STOPS, cov_sampling, parse_confidence, read_confidence
 from agents.cruise.stages.s9_finalize import decide, decide_from_trace
 from agents.engines.base import TOKEN_COUNT
+from agents.stages.prompts import PROMPTS_DIR, load_prompt, quote_notes
+from agents.stages.s0_inputs import clean_text, prepare_image, trim_history
+from agents.stages.s2_summarize import read_summary
+from agents.stages.s3_retrieve import safe_text_query
+from agents.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit
+from agents.stages.s5_rerank import mad_threshold
+from agents.stages.s6_answer import normalize_answer, read_answer
+from agents.stages.verdicts import read_verdict
 
 # ---- mad_threshold -------------------------------------------------------------------------
 
@@ -50,18 +51,17 @@ def test_mad_threshold_uses_only_the_top_k_scores_whatever_the_retrieval_order()
 
 
 def test_select_chunks_keeps_the_best_scored_first_at_most_k_rerank():
-    import dataclasses
 
-    from agents.cruise.stages.s5_rerank import select_chunks
+    from agents.stages.s5_rerank import select_chunks
 
-    cfg = dataclasses.replace(load_config("cpu"), mad_tau=0.0, mad_lambda=1.0, mad_top_k=3, k_rerank=5)
+    cfg = load_config("cpu").replace(mad_tau=0.0, mad_lambda=1.0, mad_top_k=3, k_rerank=5)
     chunks = [f"c{i}" for i in range(7)]
     scores = [0.0, 0.25, 0.5, 0.125, 0.75, 0.625, 0.375]  # theta .5, as above
     evidence = select_chunks(chunks, scores, cfg)
     assert evidence.theta == 0.5
     assert evidence.kept == ["c4", "c5", "c2"]  # >= .5, best first: .75 .625 .5 (not retrieval order)
     assert evidence.context == "[Info 1] c4\n[Info 2] c5\n[Info 3] c2"
-    assert select_chunks(chunks, scores, dataclasses.replace(cfg, k_rerank=2)).kept == ["c4", "c5"]
+    assert select_chunks(chunks, scores, cfg.replace(k_rerank=2)).kept == ["c4", "c5"]
 
 
 # ---- decide (Algorithm 1) -----------------------------------------------------------------
@@ -252,10 +252,10 @@ def test_presets_and_overrides():
     assert set(PRESETS) == {"vision_only", "rag_baseline", "no_cov_no_sc", "no_cov", "full", "extended",
                             "paper_finalizer", "qa_dragon", "sam_rag"}
     cfg = load_config("cpu", "no_cov", tau_ret=0.3)
-    assert (cfg.use_cov, cfg.use_self_consistency, cfg.tau_ret) == (False, True, 0.3)
+    assert (cfg.cruise.use_cov, cfg.cruise.use_self_consistency, cfg.cruise.tau_ret) == (False, True, 0.3)
     cfg = load_config_from_settings("l40s", None, ["tau_low=0.8", "chunk_fields=description,summary"])
-    assert cfg.tau_low == 0.8 and cfg.chunk_fields == ("description", "summary")
-    assert cfg.vlm_model == "meta-llama/Llama-3.2-11B-Vision-Instruct"
+    assert cfg.answer.tau_low == 0.8 and cfg.retrieval.chunk_fields == ("description", "summary")
+    assert cfg.models.vlm_model == "meta-llama/Llama-3.2-11B-Vision-Instruct"
     with pytest.raises(ValueError):
         load_config("cpu", "nope")
     with pytest.raises(ValueError):
@@ -448,7 +448,7 @@ def test_every_preset_is_a_valid_config():
         load_config("cpu", preset)
     with pytest.raises(ValueError, match="use_dual_path"):
         load_config_from_settings("cpu", "full", ["use_dual_path=false"])
-    assert not load_config_from_settings("cpu", "no_cov_no_sc", ["use_dual_path=false"]).use_dual_path
+    assert not load_config_from_settings("cpu", "no_cov_no_sc", ["use_dual_path=false"]).cruise.use_dual_path
 
 
 def test_calibration_file_sets_only_thresholds(tmp_path):
@@ -456,9 +456,9 @@ def test_calibration_file_sets_only_thresholds(tmp_path):
     good.write_text('{"settings": {"tau_low": 0.8, "min_token_prob": 0.2, "mad_lambda": 2.0}, '
                     f'"token_count": "{TOKEN_COUNT}"}}')
     cfg = load_config("cpu", calibration=good)
-    assert (cfg.tau_low, cfg.min_token_prob, cfg.mad_lambda) == (0.8, 0.2, 2.0)
+    assert (cfg.answer.tau_low, cfg.answer.min_token_prob, cfg.retrieval.mad_lambda) == (0.8, 0.2, 2.0)
     cfg = load_config_from_settings("cpu", None, ["tau_low=0.85"], calibration=good)  # --set wins
-    assert cfg.tau_low == 0.85 and cfg.min_token_prob == 0.2
+    assert cfg.answer.tau_low == 0.85 and cfg.answer.min_token_prob == 0.2
     bad = tmp_path / "bad.json"
     bad.write_text('{"settings": {"use_cov": false}}')
     with pytest.raises(ValueError, match="settings may only hold"):
@@ -470,8 +470,8 @@ def test_yes_no_router_reads_each_label_from_the_odds_at_its_threshold():
 
     from agents.config import load_config
     from agents.cruise.stages.s1_route import route_batch
-    from agents.cruise.types import Turn
     from agents.engines.base import ChatEngine, ChatResult
+    from agents.stages.types import Turn
 
     class Odds(ChatEngine):
         """P(yes) per request, in request order (external questions first, then real-time)."""
@@ -505,7 +505,7 @@ def test_yes_no_router_reads_each_label_from_the_odds_at_its_threshold():
 def test_cov_yes_no_odds_are_the_share_of_yes():
     from math import log
 
-    from agents.cruise.stages.s8_verify import yes_odds
+    from agents.stages.verdicts import yes_odds
 
     assert yes_odds({"yes": log(0.3), "no": log(0.1)}) == (0.75, True)
     assert yes_odds({"yes": log(0.02), "no": log(0.06)}) == (0.25, True)  # only the ratio counts
@@ -518,8 +518,8 @@ def test_cov_yes_no_asks_one_word_and_reads_the_odds():
     from math import log
 
     from agents.cruise.stages.s8_verify import verify_batch
-    from agents.cruise.types import Answers, Evidence, Turn, Verification
     from agents.engines.base import ChatEngine, ChatResult
+    from agents.stages.types import Answers, Evidence, Turn, Verification
 
     class OddsEngine(ChatEngine):  # the model is outside the unit: it answers with fixed odds
         def __init__(self):
@@ -543,7 +543,7 @@ def test_cov_yes_no_asks_one_word_and_reads_the_odds():
 
 
 def test_grounding_counts_the_answers_own_words_found_in_the_evidence():
-    from agents.cruise.stages.s8_verify import grounding
+    from agents.stages.verdicts import grounding
 
     # "tabby" is in the picture's readings, "cat" is asked already: all the answer claims is found.
     assert grounding("It is a tabby cat.", "what cat is this?", "tabby\ntiger cat") == 1.0
@@ -556,7 +556,7 @@ def test_grounding_counts_the_answers_own_words_found_in_the_evidence():
 
 
 def test_grounding_refuses_answers_words_cannot_vouch_for():
-    from agents.cruise.stages.s8_verify import grounding
+    from agents.stages.verdicts import grounding
 
     evidence = "Latte $4.50\nEspresso $2.75\nopened in 1998"
     # a number question needs a number the evidence holds, not one from the question
@@ -572,15 +572,15 @@ def test_grounding_refuses_answers_words_cannot_vouch_for():
 
 def test_grounding_mode_scores_against_the_notes_and_the_picture_without_a_model():
     from agents.cruise.stages.s8_verify import verify_batch
-    from agents.cruise.types import Answers, Evidence, Turn, Verification
     from agents.engines.base import ChatEngine
+    from agents.stages.types import Answers, Evidence, Turn, Verification
 
     class NoModel(ChatEngine):  # the check must not ask the engine anything
         def _generate(self, requests, sampling):
             raise AssertionError("cov_mode grounding called the engine")
 
     cfg = load_config("cpu", "full")
-    assert cfg.cov_mode == "grounding"
+    assert cfg.answer.cov_mode == "grounding"
     turns = [Turn("who wrote this book?", None, [], picture_text="PRIDE AND PREJUDICE"),
              Turn("who wrote this book?", None, [], picture_text="espresso"),
              Turn("what is the book?", None, [], picture_text="PRIDE AND PREJUDICE"),
@@ -609,17 +609,18 @@ def test_tau_ret_scope_context_gates_every_answer_from_weak_context():
 
 
 def test_the_grounding_check_is_priced_as_no_model_by_the_deadline():
-    from agents.cruise.chain import engine_free_stages, stage_priors
-    from agents.cruise.deadline import StageCosts
+    from agents.cruise.system import CRUISE
+    from agents.runtime.cost_priors import stage_priors
+    from agents.runtime.deadline import StageCosts
 
     grounding = load_config("cpu")
     odds = grounding.replace(cov_mode="yes_no")
     for cfg, free in ((grounding, True), (odds, False)):
-        costs = StageCosts(priors=stage_priors(cfg))
+        costs = StageCosts(priors=stage_priors(CRUISE, cfg))
         costs.observe("answer", 8, 40.0, 16)  # a model stage measured at 2.5 s a request
         # unmeasured, a model stage is charged the dearest request; the grounding check nothing
         assert costs.expect("verify", 8) == (0.0 if free else 20.0)
-        assert ("verify" in engine_free_stages(cfg)) is free
+        assert ("verify" in CRUISE.engine_free(cfg)) is free
 
 
 def test_a_calibration_file_leaves_presets_without_a_finalizer_alone(tmp_path):
@@ -627,15 +628,16 @@ def test_a_calibration_file_leaves_presets_without_a_finalizer_alone(tmp_path):
 
     path = tmp_path / "calibration.json"
     path.write_text(f'{{"settings": {{"tau_low": 0.7, "min_token_prob": 0.2}}, "token_count": "{TOKEN_COUNT}"}}')
-    assert (load_config("cpu", "full", calibration=path).min_token_prob, load_config("cpu", "full", calibration=path).tau_low) == (0.2, 0.7)
+    calibrated = load_config("cpu", "full", calibration=path).answer
+    assert (calibrated.min_token_prob, calibrated.tau_low) == (0.2, 0.7)
     for preset in ("rag_baseline", "vision_only"):  # no finalizer: no gate, and nothing to calibrate
         cfg = load_config("cpu", preset, calibration=path)
-        assert cfg.min_token_prob == 0.0 and cfg.tau_low == load_config("cpu", preset).tau_low
+        assert cfg.answer.min_token_prob == 0.0 and cfg.answer.tau_low == load_config("cpu", preset).answer.tau_low
 
 
 def test_the_contexts_labels_and_page_dates_are_no_evidence():
     from agents.cruise.stages.s8_verify import verify_batch
-    from agents.cruise.types import Answers, Evidence, Turn, Verification
+    from agents.stages.types import Answers, Evidence, Turn, Verification
 
     cfg = load_config("cpu", "full")
     context = "[Info 3] (page last modified: 2024-05-01) The hall opened in 1998."

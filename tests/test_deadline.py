@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from agents.base_agent import IDK_ANSWER
-from agents.cruise.deadline import StageCosts
+from agents.runtime.deadline import StageCosts
 from testkit import fakes
 from testkit.scripted_chain import WHERE, batch, make_agent
 

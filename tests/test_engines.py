@@ -127,8 +127,10 @@ def test_factory_rejects_an_unknown_engine():
     from agents.config import load_config
     from agents.engines.factory import build_engines
 
-    with pytest.raises(ValueError, match="unknown engine"):
-        build_engines(load_config("cpu", engine="onnx"), Ledger())
+    with pytest.raises(ValueError, match=r"^engine='onnx': choose one of \('vllm', 'transformers', 'openai', 'hosted'\)$"):
+        load_config("cpu", engine="onnx")
+    with pytest.raises(ValueError, match="unknown engine"):  # a config built without load_config's check
+        build_engines(load_config("cpu").replace(engine="onnx"), Ledger())
 
 
 # --- vLLM request building (vLLM itself replaced by a recording stand-in) -----------------------

@@ -42,7 +42,7 @@ OPEN_FAMILIES = ("Llama-3.2-Vision", "Qwen2.5-VL", "Qwen3-VL", "InternVL3 / Inte
 def test_a_name_picks_its_familys_stack(name, stack):
     assert stack_for_model(name).name == stack
     cfg = load_config("l40s", model_name=name)
-    assert (cfg.stack, cfg.vlm_model, cfg.router_model) == (stack, name, name)
+    assert (cfg.stack, cfg.models.vlm_model, cfg.models.router_model) == (stack, name, name)
 
 
 def test_the_o_series_names_are_matched_at_the_start_of_a_name_only():
@@ -57,15 +57,17 @@ def test_open_families_see_and_write_with_the_papers_readings_and_no_borrowed_ca
     for stack in ("qwen2.5-vl", "qwen3-vl", "internvl", "pixtral", "gemma-3"):
         cfg = load_config("cpu", model_name=STACKS[stack].checkpoints[0][0])
         # the cpu stack's choices for a 135M text model do not carry over
-        assert (cfg.router_mode, cfg.consistency_mode, cfg.cov_mode, cfg.crop_mode) == ("text", "text", "text", "box")
+        assert (cfg.cruise.router_mode, cfg.answer.consistency_mode, cfg.answer.cov_mode,
+                cfg.peer_stages.crop_mode) == ("text", "text", "text", "box")
         for field in ("tau_ret", "tau_low", "tau_high", "min_token_prob", "tau_ret_scope", "answer_max_tokens",
                       "cov_max_tokens", "router_max_tokens", "summary_max_tokens"):
-            assert getattr(cfg, field) == getattr(paper, field), (stack, field)
+            assert cfg.value(field) == paper.value(field), (stack, field)
         # images go as parts only; the Llama priors are not this family's
-        assert cfg.served_image_placeholder == "" and load_config("l40s", model_name=cfg.vlm_model).cost_priors == ""
-    assert load_config("served").served_image_placeholder == "<|image|>"  # the Llama stack's, not the machine's
-    assert load_config("cpu").served_image_placeholder == ""  # the cpu default as it was
-    assert load_config("cpu", model_name="google/gemma-3-4b-it").served_image_layout == "first_user"
+        assert cfg.models.served_image_placeholder == ""
+        assert load_config("l40s", model_name=cfg.models.vlm_model).run.cost_priors == ""
+    assert load_config("served").models.served_image_placeholder == "<|image|>"  # the Llama stack's, not the machine's
+    assert load_config("cpu").models.served_image_placeholder == ""  # the cpu default as it was
+    assert load_config("cpu", model_name="google/gemma-3-4b-it").models.served_image_layout == "first_user"
 
 
 def test_list_models_names_every_family_with_its_engine_requirements_and_tests(capsys):
@@ -242,7 +244,8 @@ def test_gemmas_served_requests_open_the_first_user_message_with_the_image():
     image = Image.new("RGB", (32, 24), (200, 10, 10))
     request = ChatRequest([{"role": "system", "content": "S"}, {"role": "user", "content": "Q"}], image=image)
     cfg = load_config_from_settings("cpu", None, ["engine=openai"], model_name="google/gemma-3-4b-it")
-    [system, user] = request_messages(request, True, cfg.served_image_placeholder, cfg.served_image_layout)
+    [system, user] = request_messages(request, True, cfg.models.served_image_placeholder,
+                                      cfg.models.served_image_layout)
     assert system == {"role": "system", "content": "S"}
     assert [p["type"] for p in user["content"]] == ["image_url", "text"] and user["content"][1]["text"] == "Q"
 
@@ -265,8 +268,8 @@ def test_the_memory_plan_and_the_pre_flight_say_which_sizes_fit_one_l40s(name, v
 
 
 def test_without_image_search_the_chain_searches_the_web_only_and_records_no_error():
-    from agents.cruise.stages.s3_retrieve import retrieve_one
-    from agents.cruise.types import Turn
+    from agents.stages.s3_retrieve import retrieve_one
+    from agents.stages.types import Turn
     from evaluator.search.pipeline import WithoutImageSearch
     from testkit.fakes import FakePipeline
 

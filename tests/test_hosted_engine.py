@@ -17,15 +17,15 @@ import pytest
 from PIL import Image
 
 from agents.config import load_config, load_config_from_settings
-from agents.cruise.baseline_prompt import HISTORY_CLOSE, HISTORY_OPEN, baseline_messages
 from agents.cruise.stages.s8_verify import COV_STOPS
-from agents.cruise.types import Turn
 from agents.engines.base import ChatRequest, Ledger, Sampling, time_limit
 from agents.engines.factory import build_chat_engine
 from agents.engines.hosted_engine import HostedChatEngine, fit_image, hosted_problem
 from agents.engines.hosted_providers import ANTHROPIC, OPENAI
 from agents.engines.hosted_rules import gemini_thinking, openai_reasoning_efforts
 from agents.engines.served import API_KEY_ENV
+from agents.stages.baseline_prompt import HISTORY_CLOSE, HISTORY_OPEN, baseline_messages
+from agents.stages.types import Turn
 from testkit.hosted_standin import (
     ANTHROPIC_RETIRED,
     GEMINI_MODELS,
@@ -259,14 +259,16 @@ def test_a_hosted_name_picks_its_stack_engine_and_provider_url():
                              ("claude-sonnet-4-6", "claude", "https://api.anthropic.com/v1"),
                              ("gemini-2.5-flash", "gemini", "https://generativelanguage.googleapis.com/v1beta")]:
         cfg = load_config("cpu", model_name=name)
-        assert (cfg.stack, cfg.engine, cfg.vlm_base_url, cfg.vlm_model, cfg.router_model) == (stack, "hosted", url,
+        assert (cfg.stack, cfg.models.engine, cfg.models.vlm_base_url, cfg.models.vlm_model,
+                cfg.models.router_model) == (stack, "hosted", url,
                                                                                               name, name)
         # the paper's stage modes (the cpu stack's 135M-model choices do not carry over)
-        assert (cfg.router_mode, cfg.consistency_mode, cfg.cov_mode, cfg.min_token_prob) == ("text", "text", "text", 0.0)
-    assert load_config("cpu", model_name="gpt-5-mini").reasoning_effort["answer"] == "low"
+        assert (cfg.cruise.router_mode, cfg.answer.consistency_mode, cfg.answer.cov_mode,
+                cfg.answer.min_token_prob) == ("text", "text", "text", 0.0)
+    assert load_config("cpu", model_name="gpt-5-mini").models.reasoning_effort["answer"] == "low"
     # on the served profile (its router has a server of its own) the router is still the VLM's provider
     served = load_config("served", model_name="claude-sonnet-4-6")
-    assert served.router_base_url == "" and served.engine == "hosted"
+    assert served.models.router_base_url == "" and served.models.engine == "hosted"
     from agents.engines.factory import build_engines
 
     engines = build_engines(served.replace(reranker_backend="minilm", reranker_model="minilm"), Ledger())
@@ -276,16 +278,16 @@ def test_a_hosted_name_picks_its_stack_engine_and_provider_url():
 def test_stages_that_read_probabilities_fall_back_to_text_and_say_so():
     # the run: the cpu profile's stack (yes/no readings, the token gate) on a served gpt-5-mini
     cfg = load_config_from_settings("cpu", None, ["engine=openai", "vlm_served_name=gpt-5-mini"])
-    assert (cfg.router_mode, cfg.consistency_mode, cfg.min_token_prob) == ("text", "text", 0.0)
+    assert (cfg.cruise.router_mode, cfg.answer.consistency_mode, cfg.answer.min_token_prob) == ("text", "text", 0.0)
     assert len(cfg.mode_fallbacks) == 3 and all("token probabilities" in line for line in cfg.mode_fallbacks)
     hosted = load_config_from_settings("cpu", None, ["router_mode=yes_no", "cov_mode=yes_no", "min_token_prob=0.2"],
                                        model_name="gemini-2.5-flash")
-    assert (hosted.router_mode, hosted.cov_mode, hosted.min_token_prob) == ("text", "text", 0.0)
+    assert (hosted.cruise.router_mode, hosted.answer.cov_mode, hosted.answer.min_token_prob) == ("text", "text", 0.0)
     from agents.cruise_agent import CruiseAgent
 
     assert tuple(CruiseAgent.describe(hosted)["config"]["mode_fallbacks"]) == hosted.mode_fallbacks  # run_config.json
     untouched = load_config("cpu")  # an engine with probabilities keeps its readings
-    assert untouched.router_mode == "yes_no" and untouched.mode_fallbacks == ()
+    assert untouched.cruise.router_mode == "yes_no" and untouched.mode_fallbacks == ()
     with pytest.raises(ValueError, match="reasoning_effort"):
         load_config("cpu", model_name="gpt-5-mini", reasoning_effort={"answer": "lots"})
     with pytest.raises(ValueError, match="no provider is known"):
@@ -349,7 +351,8 @@ def test_the_baseline_prompt_keeps_the_relaunched_agents_order_per_family():
     single = baseline_messages(Turn(query="Where?", image=PHOTO, history=[]), "", "gemini")
     assert roles(single) == ["system", "user"] and "copyrighted" in single[0]["content"]
     cfg = load_config("cpu", preset="rag_baseline", model_name="gemini-2.5-flash")
-    assert (cfg.answer_prompts, cfg.baseline_style, cfg.use_finalizer) == ("baseline", "gemini", False)
+    assert (cfg.answer.answer_prompts, cfg.answer.baseline_style, cfg.answer.use_finalizer) == \
+        ("baseline", "gemini", False)
 
 
 # --------------------------------------------------------------------------- a run, in process

@@ -325,3 +325,107 @@ def test_the_give_up_line_says_what_to_check(error, hint):
     assert line.startswith(f"the judge failed every attempt on 5 turns in a row, so it was not asked again ({error}")
     assert "\n" not in line
     assert (hint in line) if hint else line.endswith(")")
+
+
+OPENAI_LABEL = "judge-model @ https://api.openai.com/v1 (kddcup2025 protocol)"
+
+
+def shard_args(world, out: Path, shard: str, *, judged: bool) -> list[str]:
+    """A shard judged by the stand-in as OpenAI's own judge: no --eval-base-url (the client reads
+    OPENAI_BASE_URL), so a later scoring without OPENAI_API_KEY has no judge at all."""
+    argv = run_args(world, out, "unused")
+    at = argv.index("--eval-base-url")
+    del argv[at:at + 2]
+    if not judged:
+        argv[argv.index("--eval-model") + 1] = "None"
+    return [*argv, "--shard", shard]
+
+
+def judged_shards(world, shards: dict[str, bool], name: str) -> list[Path]:
+    """Shard folders, those marked True judged by a working stand-in judge (every answer right)."""
+    folders = []
+    with JudgeEndpoint(200) as endpoint, mock.patch.dict(os.environ, OPENAI_BASE_URL=endpoint.url):
+        for shard, judged in shards.items():
+            out = world["root"] / f"{name}-{shard.replace('/', 'of')}"
+            assert evaluate(shard_args(world, out, shard, judged=judged)) == 0
+            folders.append(out)
+    return folders
+
+
+def test_a_merge_without_a_judge_keeps_the_verdicts_the_shards_saved(world, env, capsys):
+    # shard 0/2: c0 (exact), c2, c4, c6; shard 1/2: c1 (miss), c3, c5; the 5 others judged right
+    folders = judged_shards(world, {"0/2": True, "1/2": True}, "kept")
+    del os.environ["OPENAI_API_KEY"]
+    capsys.readouterr()
+    merged = world["root"] / "kept-merged"
+    assert evaluate(["merge", *map(str, folders), "--output-dir", str(merged), "--no_progress"]) == 0
+    printed = capsys.readouterr().out
+    official = read(merged, "scores_dictionary.json")
+    assert official["all"] == pytest.approx(JUDGED_ALL) and official["ego"] == pytest.approx(JUDGED_EGO)
+    summary = read(merged, "run_summary.json")
+    assert (summary["kept_verdict_turns"], summary["unjudged_turns"], summary["offline_judged_turns"]) == (5, 0, 0)
+    assert summary["kept_verdict_judges"] == {OPENAI_LABEL: 5} and summary["judge"] == OPENAI_LABEL
+    # the prompt those verdicts were given with, as each shard recorded it
+    assert summary["judge_prompt_origin"] == read(folders[0], "run_summary.json")["judge_prompt_origin"] is not None
+    assert f"no LLM judge: 5 turns keep the verdicts {OPENAI_LABEL} (5) saved in judgments.jsonl; every turn " \
+           "that needed the judge has one" in summary["notices"]
+    config = read(merged, "run_config.json")
+    assert (config["judge_model"], config["judge_base_url"]) == ("judge-model", None)
+    # every verdict it needs is there: no warning panel
+    assert "NO JUDGE" not in printed and "ATTENTION" not in printed and "WITHOUT A VERDICT" not in printed
+
+    # a rejudge without a judge keeps them too, but not for an answer they were not given on
+    shard = world["root"] / "kept-rejudged"
+    shutil.copytree(folders[1], shard)
+    answers = [json.loads(line) for line in (shard / "answers.jsonl").read_text().splitlines()]
+    changed = next(a for a in answers if a["interaction_id"] == "c3-0")
+    with (shard / "answers.jsonl").open("a") as f:
+        f.write(json.dumps({**changed, "agent_response": "It is the Loire."}) + "\n")
+    capsys.readouterr()
+    assert evaluate(["--rejudge", "--output-dir", str(shard), "--no_progress"]) == 0
+    printed = capsys.readouterr().out
+    # c1 a miss, c5 kept (right), c3 without a verdict for its answer now: hallucination
+    official = read(shard, "scores_dictionary.json")
+    assert official["all"] == pytest.approx(scores(3.0, 1.0, 1.0, 0.0))
+    summary = read(shard, "run_summary.json")
+    assert (summary["kept_verdict_turns"], summary["unjudged_turns"]) == (1, 1)
+    assert "NO JUDGE" in printed
+    assert (f"1 turns keep the verdicts {OPENAI_LABEL} saved; 1 turns without one are scored by exact match"
+            in " ".join(printed.split()))
+
+
+def test_a_merge_without_a_judge_falls_back_only_for_the_turn_no_shard_judged(world, env, capsys):
+    # index % 3: shard 0/3 c0 (exact), c3, c6; 1/3 c1 (miss), c4 (not judged: --eval-model None); 2/3 c2, c5
+    folders = judged_shards(world, {"0/3": True, "1/3": False, "2/3": True}, "partial")
+    del os.environ["OPENAI_API_KEY"]
+    capsys.readouterr()
+    merged = world["root"] / "partial-merged"
+    assert evaluate(["merge", *map(str, folders), "--output-dir", str(merged), "--no_progress"]) == 0
+    printed = " ".join(capsys.readouterr().out.split())
+    official = read(merged, "scores_dictionary.json")
+    # c4 (not egocentric) alone counts as not correct; the egocentric turns all keep their verdicts
+    assert official["all"] == pytest.approx(scores(7.0, 5.0, 1.0, 1.0))
+    assert official["ego"] == pytest.approx(JUDGED_EGO)
+    summary = read(merged, "run_summary.json")
+    assert (summary["kept_verdict_turns"], summary["unjudged_turns"], summary["offline_judged_turns"]) == (4, 1, 0)
+    assert summary["unjudged"]["turns"] == 1 and not summary["unjudged"]["llm_judge"]
+    assert "NO JUDGE" in printed and "ATTENTION" not in printed
+    assert (f"4 turns keep the verdicts {OPENAI_LABEL} saved; 1 turns without one are scored by exact match"
+            in printed)
+    assert "1 of them have no verdict" in printed
+
+
+def test_verdicts_kept_from_two_judges_are_said_to_be_mixed():
+    from evaluator.harness.outputs import kept_verdict_notices
+
+    counts = {"kept_verdict_turns": 5, "kept_verdict_judges": {"a @ u (kddcup2025 protocol)": 3,
+                                                                "b @ u (kddcup2025 protocol)": 2},
+              "offline_judged_turns": 1, "unjudged_turns": 2}
+    kept, mixed = kept_verdict_notices(counts)
+    assert kept == ("no LLM judge: 5 turns keep the verdicts a @ u (kddcup2025 protocol) (3) and "
+                    "b @ u (kddcup2025 protocol) (2) saved in judgments.jsonl; the 3 turns without one are scored "
+                    "by exact match (1 of them decided by the offline lexical judge (not the official judge), "
+                    "2 left without a verdict)")
+    assert mixed == ("the saved verdicts kept come from 2 judges, mixed in these scores: "
+                     "a @ u (kddcup2025 protocol) (3) and b @ u (kddcup2025 protocol) (2)")
+    assert kept_verdict_notices({"kept_verdict_judges": {}}) == []

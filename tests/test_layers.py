@@ -11,6 +11,7 @@ lazy import still ties the floors together).
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -243,3 +244,69 @@ def test_the_cycle_check_sees_a_lazy_import_back(tmp_path):
         "def table(cfg=None):\n    from agents.config import Config\n")
     (tmp_path / "agents" / "cruise" / "chain.py").write_text("from agents import config\n")
     assert import_cycles(import_graph(tmp_path)) == [["agents.config", "agents.cruise.priors"]]
+
+
+# Each system's own package; what they share lives in agents/runtime and agents/stages.
+SYSTEM_PACKAGES = ("agents.cruise", "agents.peers.qa_dragon", "agents.peers.sam_rag")
+SHARED_PACKAGES = ("agents.runtime", "agents.stages")
+
+
+def imports_between_systems(root: Path) -> list[str]:
+    """Imports from one system's package into another's, and from the shared runtime and stages
+    into any system's."""
+    out = []
+    for package in (*SYSTEM_PACKAGES, *SHARED_PACKAGES):
+        folder = root / package.replace(".", "/")
+        for path in sorted(folder.rglob("*.py")) if folder.is_dir() else []:
+            module = module_name(root, path)
+            for line, name in imported_names(path, module):
+                for other in SYSTEM_PACKAGES:
+                    if other != package and below(name, other):
+                        out.append(f"{path.relative_to(root)}:{line}: {module} imports {name}")
+    return out
+
+
+def test_the_systems_packages_import_only_the_shared_runtime_and_stages(tmp_path):
+    assert imports_between_systems(REPO_ROOT) == []
+    for package in ("agents/cruise", "agents/peers/qa_dragon", "agents/stages"):
+        (tmp_path / package).mkdir(parents=True)
+    (tmp_path / "agents" / "peers" / "qa_dragon" / "chain.py").write_text(
+        "from agents.cruise.chain import start_batch\nfrom agents.stages.s2b_crop import crop_batch\n")
+    (tmp_path / "agents" / "stages" / "s3_retrieve.py").write_text("def f():\n    from agents.peers.qa_dragon import rerank\n")
+    (tmp_path / "agents" / "cruise" / "trace_view.py").write_text("from agents.peers.qa_dragon import trace\n")
+    assert imports_between_systems(tmp_path) == [
+        "agents/cruise/trace_view.py:1: agents.cruise.trace_view imports agents.peers.qa_dragon.trace",
+        "agents/peers/qa_dragon/chain.py:1: agents.peers.qa_dragon.chain imports agents.cruise.chain.start_batch",
+        "agents/stages/s3_retrieve.py:2: agents.stages.s3_retrieve imports agents.peers.qa_dragon.rerank",
+    ]
+
+
+# Which system runs is asked of the registry (agents/runtime/system.py) only: a comparison of a
+# system's name anywhere else, in code or in a template, is a branch the System record should hold.
+REGISTRY = "agents/runtime/system.py"
+SYSTEM_COMPARISON = re.compile(r"""\bsystem\b["')\]]*\s*[!=]=|[!=]=\s*[\w.]*\bsystem\b""")
+
+
+def system_comparisons(root: Path) -> list[str]:
+    out = []
+    for entry in sorted(root.iterdir()):
+        if entry.name.startswith(".") or entry.name in ("outputs", "tests") or entry.is_symlink():
+            continue
+        paths = [entry] if entry.is_file() else sorted(p for p in entry.rglob("*") if p.is_file())
+        for path in paths:
+            if path.suffix not in (".py", ".j2", ".html") or path.relative_to(root).as_posix() == REGISTRY:
+                continue
+            for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+                if SYSTEM_COMPARISON.search(line):
+                    out.append(f"{path.relative_to(root)}:{number}")
+    return out
+
+
+def test_no_system_name_is_compared_outside_the_registry(tmp_path):
+    assert system_comparisons(REPO_ROOT) == []
+    (tmp_path / "agents" / "cruise").mkdir(parents=True)
+    (tmp_path / "agents" / "config.py").write_text("if cfg.system != 'cruise':\n    pass\nsystem_prompt = 1\n")
+    (tmp_path / "agents" / "cruise" / "turn.html.j2").write_text('{% if tr.get("system") == "qa_dragon" %}x{% endif %}\n')
+    (tmp_path / "tools").mkdir()
+    (tmp_path / "tools" / "compare.py").write_text("keep = 'sam_rag' == run.system\n")
+    assert system_comparisons(tmp_path) == ["agents/config.py:1", "agents/cruise/turn.html.j2:1", "tools/compare.py:1"]

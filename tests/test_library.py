@@ -150,7 +150,7 @@ def test_an_agent_that_declares_no_model_name_is_refused_it_in_one_line():
 
 def test_the_cruise_agent_declares_the_model_name_it_takes():
     setup = setup_agent("agents.user_config:UserAgent", profile="cpu", model_name="google/gemma-3-4b-it")
-    assert setup.config.vlm_model == "google/gemma-3-4b-it"
+    assert setup.config.models.vlm_model == "google/gemma-3-4b-it"
     assert "model_name" in inspect.signature(setup.cls.configure).parameters
 
 

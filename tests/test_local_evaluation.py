@@ -523,7 +523,7 @@ def test_a_rate_limited_judge_is_waited_out_and_every_turn_is_judged(world, tmp_
 
 # ------------------------------------------------------------------ helpers behind the CLI
 def test_the_agent_reads_the_prompt_folder_the_fingerprint_hashes(tmp_path, monkeypatch):
-    from agents.cruise.prompts import load_prompt, prompt_hashes
+    from agents.stages.prompts import load_prompt, prompt_hashes
 
     shutil.copytree(REPO_ROOT / "prompts", tmp_path / "prompts")
     route = tmp_path / "prompts" / "route.txt"

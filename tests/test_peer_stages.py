@@ -9,17 +9,17 @@ from PIL import Image
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import PEER_SWITCHES, load_config
-from agents.cruise.chain import run_chain
-from agents.cruise.stages.s0_inputs import prepare_turns
-from agents.cruise.stages.s1a_tool_route import read_search_route
-from agents.cruise.stages.s1b_domain_route import DOMAINS, canonical_domain, read_domain
-from agents.cruise.stages.s2a_decompose import read_question_type, read_sub_queries
-from agents.cruise.stages.s2b_crop import read_box, tile_crops
-from agents.cruise.stages.s3_retrieve import fuse_image_hits
-from agents.cruise.stages.s5a_relevance import read_relevance
+from agents.cruise.system import CRUISE
 from agents.cruise.trace import funnel_flags, parse_failure_counts, peer_stage_counts
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
+from agents.stages.s0_inputs import prepare_turns
+from agents.stages.s1a_tool_route import read_search_route
+from agents.stages.s1b_domain_route import DOMAINS, canonical_domain, read_domain
+from agents.stages.s2a_decompose import read_question_type, read_sub_queries
+from agents.stages.s2b_crop import read_box, tile_crops
+from agents.stages.s3_retrieve import fuse_image_hits
+from agents.stages.s5a_relevance import read_relevance
 from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
@@ -254,7 +254,7 @@ def test_domain_notes_reach_both_answer_prompts_and_the_harness_label_wins():
     # the harness's label stands instead of the router's guess
     turns = prepare_turns([PRICE], [Image.new("RGB", (8, 8))], [[]], agent.config)
     turns[0].domain = "math_and_science"
-    _, traces = run_chain(turns, agent.engines, agent.search_pipeline, agent.config, agent.costs)
+    _, traces = CRUISE.answer(turns, agent.engines, agent.search_pipeline, agent.config, agent.costs)
     assert traces[0]["domain"] == "Math and science" and traces[0]["domain_source"] == "harness"
     answers = [r for stage, r in agent.engines.vlm.requests if stage == "answer"][-2:]
     assert all("arithmetic" in last_user_text(r) and "currency" not in last_user_text(r) for r in answers)
@@ -347,8 +347,8 @@ def test_run_summary_counts_what_the_peer_stages_did():
 
 def test_extended_preset_switches_on_all_six_and_full_none():
     extended, full = load_config("cpu", "extended"), load_config("cpu", "full")
-    assert all(getattr(extended, name) for name in PEER_SWITCHES)
-    assert not any(getattr(full, name) for name in PEER_SWITCHES)
+    assert all(extended.value(name) for name in PEER_SWITCHES)
+    assert not any(full.value(name) for name in PEER_SWITCHES)
     with pytest.raises(ValueError, match="crop_mode"):
         load_config("cpu", "extended", crop_mode="grid")
     with pytest.raises(ValueError, match="use_router"):

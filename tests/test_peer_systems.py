@@ -14,6 +14,7 @@ The scripted engines write text verdicts, so the agents run on the paper's model
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -21,7 +22,7 @@ import pytest
 from PIL import Image
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import load_config
+from agents.config import load_config, load_config_from_settings
 from agents.cruise.trace_view import report_sections, summarize
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import ChatResult, Engines
@@ -29,8 +30,8 @@ from agents.peers.qa_dragon.draft import read_draft
 from agents.peers.qa_dragon.post_answer import answer_line_probabilities, read_post_answer
 from agents.peers.qa_dragon.search_router import names_something
 from agents.peers.qa_dragon.verifier import read_verifier
-from agents.peers.registry import decide_from_trace
 from agents.peers.sam_rag.support import read_support
+from agents.runtime.batch import decide_from_trace
 from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 from testkit.scripted_peers import CAFE, CAFE_HIT, CAR, CAR_PAGE, UMBRELLAS, qa_dragon_engines
 
@@ -265,7 +266,7 @@ def test_a_partly_supported_answer_passes_only_a_threshold_at_or_below_one_half(
     ("Draft answer: a short answer, or I don't know", IDK_ANSWER, False),  # the format copied
 ])
 def test_draft_reader(reply, answer, parsed):
-    from agents.cruise.prompts import load_prompt
+    from agents.stages.prompts import load_prompt
 
     found = read_draft(reply, load_prompt("qa_dragon_draft").user.template)
     assert (found.answer, found.parsed) == (answer, parsed)
@@ -380,18 +381,21 @@ SWITCHES = {"system", "preset", "use_router", "use_dual_path", "use_self_consist
 @pytest.mark.parametrize("profile", ["cpu", "l40s", "served"])
 @pytest.mark.parametrize("system", ["qa_dragon", "sam_rag"])
 def test_a_peer_preset_changes_switches_only_and_keeps_each_stacks_settings(profile, system):
-    import dataclasses
+    from agents.cruise.settings import CruiseSettings
 
-    full = dataclasses.asdict(load_config(profile, "full"))
-    peer = dataclasses.asdict(load_config(profile, system))
-    assert {k for k in full if full[k] != peer[k]} <= SWITCHES
-    assert peer["system"] == system and not peer["use_cov"] and not peer["use_dual_path"]
+    full = load_config(profile, "full").flat()
+    peer = load_config(profile, system).flat()
+    assert {k for k in peer if k in full and full[k] != peer[k]} <= SWITCHES
+    cruise_own = {f.name for f in dataclasses.fields(CruiseSettings)}
+    assert peer["system"] == system and cruise_own <= set(full) and not cruise_own & set(peer)
 
 
 def test_a_peer_system_refuses_cruises_own_stages_and_an_unknown_system_in_one_line():
-    with pytest.raises(ValueError, match="use_cov=True: system qa_dragon has no such stage"):
+    with pytest.raises(ValueError, match="^use_cov is a setting of system cruise, not of system qa_dragon$"):
         load_config("cpu", "qa_dragon", use_cov=True)
-    with pytest.raises(ValueError, match="unknown system 'dragon'"):
+    with pytest.raises(ValueError, match=r"^use_cov is a setting of system cruise, not of system sam_rag$"):
+        load_config_from_settings("cpu", None, ["system=sam_rag", "use_cov=true"])
+    with pytest.raises(ValueError, match=r"^unknown system 'dragon'; choose one of \['cruise', "):
         load_config("cpu", "full", system="dragon")
 
 
@@ -446,12 +450,12 @@ def test_two_systems_judged_by_the_same_offline_judge_are_not_flagged_as_judged_
 def test_a_yes_no_stack_reads_each_support_check_from_one_forward_pass(system):
     from math import log
 
-    from agents.cruise.prompts import load_prompt
-    from agents.cruise.types import Evidence, Turn
     from agents.engines.base import ChatEngine
     from agents.peers.qa_dragon.types import PostAnswer, Reranked
     from agents.peers.qa_dragon.verifier import verify_batch
     from agents.peers.sam_rag.support import is_sup_batch
+    from agents.stages.prompts import load_prompt
+    from agents.stages.types import Evidence, Turn
 
     class OddsEngine(ChatEngine):  # the model is outside the unit: it answers with fixed odds
         def __init__(self):

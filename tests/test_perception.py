@@ -11,8 +11,8 @@ import pytest
 from PIL import Image
 
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt
-from agents.cruise.stages.s0a_perceive import PerceptionCache, perceive_batch, reading_order
+from agents.stages.prompts import load_prompt
+from agents.stages.s0a_perceive import PerceptionCache, perceive_batch, reading_order
 from testkit.fakes import ScriptedEngine, last_user_text
 from testkit.perception_scenes import PROMPTED_STAGES, SCRIPT, BlindEngine, run_agent, sign, turn
 
@@ -63,12 +63,12 @@ def test_a_seeing_vlm_or_perception_off_leaves_the_prompts_as_written(model_runs
 
 def test_auto_follows_whether_the_vlm_engine_sees():
     from agents.config import load_config
-    from agents.cruise.stages.s0a_perceive import perception_wanted
     from agents.engines.openai_engine import OpenAIChatEngine
+    from agents.stages.s0a_perceive import perception_wanted
 
     served = load_config("served")
     blind = OpenAIChatEngine("smollm2", base_url="http://127.0.0.1:9/v1")  # a text-only served model
-    seeing = OpenAIChatEngine(served.vlm_model, base_url="http://127.0.0.1:9/v1")
+    seeing = OpenAIChatEngine(served.models.vlm_model, base_url="http://127.0.0.1:9/v1")
     assert perception_wanted(served, blind) and not perception_wanted(served, seeing)
     assert perception_wanted(served.replace(perception="on"), seeing)
     assert not perception_wanted(served.replace(perception="off"), blind)

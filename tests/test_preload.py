@@ -20,8 +20,8 @@ L40S_DATASETS = ["crag-mm-2025/crag-mm-single-turn-public", search_config("l40s"
 
 def test_the_model_list_is_what_the_l40s_process_loads():
     config, search = load_config("l40s"), search_config("l40s")
-    assert L40S_MODELS == [search.image_model, search.text_model, config.vlm_model, config.router_model,
-                           config.reranker_model]
+    assert L40S_MODELS == [search.image_model, search.text_model, config.models.vlm_model, config.models.router_model,
+                           config.models.reranker_model]
     assert "openai/clip-vit-large-patch14-336" in L40S_MODELS and "BAAI/bge-large-en-v1.5" in L40S_MODELS
     l40s_agent = setup_agent(USER_AGENT, profile="l40s")
     assert search.text_model not in loaded_models("l40s", l40s_agent, web=False)  # Task 1 loads no text model

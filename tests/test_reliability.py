@@ -66,7 +66,7 @@ def test_every_image_kind_gets_an_answer_and_models_see_rgb_of_bounded_size(kind
     if kind == "none":
         assert seen == []
     else:
-        assert seen and all(im.mode == "RGB" and max(im.size) <= agent.config.image_max_side for im in seen)
+        assert seen and all(im.mode == "RGB" and max(im.size) <= agent.config.inputs.image_max_side for im in seen)
     if kind == "exif-rotated":
         assert seen[0].size == (20, 40)  # the orientation tag was applied
 
@@ -88,7 +88,7 @@ def test_every_query_kind_gets_a_string(kind):
     assert agent.batch_generate_response([query, "Is it red?"], [None, None], [[], []]) == [expected, "A short answer."]
     for _, request in engine.requests:
         text = request.messages[-1]["content"]
-        assert len(text) < agent.config.max_query_chars + 3000
+        assert len(text) < agent.config.inputs.max_query_chars + 3000
         assert not any(ord(ch) < 32 and ch not in "\n\t" for ch in text)
 
 
@@ -101,7 +101,7 @@ def test_long_histories_are_trimmed_oldest_first_and_keep_the_question():
     assert agent.batch_generate_response(["And now?"], [None], [history]) == ["A short answer."]
     for _, request in engine.requests:
         past = request.messages[1:-1]
-        assert sum(len(m["content"]) for m in past) <= agent.config.history_max_chars
+        assert sum(len(m["content"]) for m in past) <= agent.config.inputs.history_max_chars
         assert not past or past[0]["role"] == "user"
         assert "And now?" in request.messages[-1]["content"]
     kept = engine.requests[0][1].messages[1:-1]

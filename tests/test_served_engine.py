@@ -236,7 +236,8 @@ def test_the_served_profile_checks_each_server_and_names_what_it_serves(loopback
     agent = setup_agent("agents.user_config:UserAgent", profile="served")
     assert not {"meta-llama/Llama-3.2-11B-Vision-Instruct", "BAAI/bge-reranker-v2-m3"} & set(loaded_models("served", agent))
     cfg = load_config("served")
-    assert (cfg.engine, cfg.reranker_backend, cfg.served_image_placeholder) == ("openai", "server", "<|image|>")
+    assert (cfg.models.engine, cfg.models.reranker_backend, cfg.models.served_image_placeholder) == \
+        ("openai", "server", "<|image|>")
 
 
 def test_the_cpu_chain_on_one_server_asks_it_for_its_served_name_in_both_roles(loopback, monkeypatch):

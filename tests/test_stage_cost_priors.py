@@ -1,7 +1,7 @@
 """Stage cost priors: what the deadline expects of a stage before it has timed it.
 
 The l40s profile's priors are an H100 measurement projected to the L40S
-(agents/cruise/cost_priors.py); a cold first batch uses them, and a stage that the prior says
+(agents/runtime/cost_priors.py); a cold first batch uses them, and a stage that the prior says
 cannot finish is not started. docs/engines.md's table must say what the code computes.
 """
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 
 from agents.config import CruiseConfig, load_config
-from agents.cruise import cost_priors
-from agents.cruise.chain import stage_priors
-from agents.cruise.cost_priors import l40s_stage_cost_priors
-from agents.cruise.deadline import StageCosts
+from agents.cruise.system import CRUISE
+from agents.runtime import cost_priors
+from agents.runtime.cost_priors import l40s_stage_cost_priors, stage_priors
+from agents.runtime.deadline import StageCosts
 from testkit.scripted_chain import WHERE, batch, make_agent, stages_called
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
@@ -35,42 +35,42 @@ def test_a_prior_stands_in_until_the_stage_is_timed():
 
 def test_l40s_priors_cover_every_stage_and_a_batch_of_8_fits_its_budget():
     cfg = load_config("l40s")
-    priors = stage_priors(cfg)
+    priors = stage_priors(CRUISE, cfg)
     assert list(priors) == CHAIN_STAGES + list(cost_priors.PEER_STAGE_ANALOGUE)
     assert all(v > 0 for v in priors.values())
-    budget = cfg.turn_budget_s * cfg.batch_size - cfg.safety_margin_s
-    assert sum(priors[s] for s in CHAIN_STAGES) * cfg.batch_size < budget
+    budget = cfg.run.turn_budget_s * cfg.run.batch_size - cfg.run.safety_margin_s
+    assert sum(priors[s] for s in CHAIN_STAGES) * cfg.run.batch_size < budget
     # Decoding dominates: the answer stage (2 requests per turn, 64 tokens) costs the most.
     assert max(priors, key=priors.get) == "answer"
-    assert stage_priors(load_config("cpu", "full+paper_finalizer")) == {}
+    assert stage_priors(CRUISE, load_config("cpu", "full+paper_finalizer")) == {}
 
 
 def test_l40s_priors_follow_the_generation_lengths():
     base = l40s_stage_cost_priors(CruiseConfig())
-    longer = l40s_stage_cost_priors(CruiseConfig(answer_max_tokens=128, cov_full_output=True))
+    longer = l40s_stage_cost_priors(CruiseConfig.of(answer_max_tokens=128, cov_full_output=True))
     assert longer["answer"] > base["answer"] and longer["verify"] > base["verify"]
     assert longer["route"] == base["route"]
     # A peer stage follows its own length and requests: three entity checks a turn cost three.
-    one = l40s_stage_cost_priors(CruiseConfig(entity_check_max=1))["entity_check"]
+    one = l40s_stage_cost_priors(CruiseConfig.of(entity_check_max=1))["entity_check"]
     assert base["entity_check"] == pytest.approx(3 * one, abs=2e-4)
-    assert l40s_stage_cost_priors(CruiseConfig(decompose_max_tokens=160))["decompose"] > base["decompose"]
+    assert l40s_stage_cost_priors(CruiseConfig.of(decompose_max_tokens=160))["decompose"] > base["decompose"]
 
 
 def test_the_agent_prices_its_stages_at_the_settings_in_force():
     # the priors are computed from the configuration the agent is built with, --set included
-    default = stage_priors(load_config("l40s"))
-    shorter = stage_priors(load_config("l40s", answer_max_tokens=16))
+    default = stage_priors(CRUISE, load_config("l40s"))
+    shorter = stage_priors(CRUISE, load_config("l40s", answer_max_tokens=16))
     assert shorter["answer"] < default["answer"] and shorter["verify"] == default["verify"]
     # a prior set outright wins over the model's; the grounding check costs nothing
-    assert stage_priors(load_config("l40s", stage_cost_priors_s={"answer": 9.0}))["answer"] == 9.0
-    assert stage_priors(load_config("l40s", cov_mode="grounding"))["verify"] == 0.0
+    assert stage_priors(CRUISE, load_config("l40s", stage_cost_priors_s={"answer": 9.0}))["answer"] == 9.0
+    assert stage_priors(CRUISE, load_config("l40s", cov_mode="grounding"))["verify"] == 0.0
 
 
 def test_engines_page_table_says_what_the_code_computes():
     page = (Path(__file__).resolve().parent.parent / "docs" / "engines.md").read_text(encoding="utf-8")
     section = page.split("## Stage cost priors", 1)[1].split("\n## ", 1)[0]
     rows = dict(re.findall(r"^\| (\w+) \| ([0-9.]+) \| [0-9.]+ \|$", section, flags=re.M))
-    priors = stage_priors(load_config("l40s"))
+    priors = stage_priors(CRUISE, load_config("l40s"))
     assert set(rows) == set(priors) | {"total"}
     for stage, seconds in priors.items():
         assert float(rows[stage]) == pytest.approx(seconds, abs=0.0051), stage

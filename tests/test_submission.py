@@ -22,7 +22,7 @@ def test_aicrowd_json_lists_exactly_the_l40s_models():
     cfg, search = load_config("l40s"), search_config("l40s")
     # The agent's models and the search pipeline's: the offline container holds nothing else.
     assert {m["repo_id"] for m in doc["hf_models"]} == {
-        cfg.router_model, cfg.vlm_model, cfg.reranker_model, search.image_model, search.text_model}
+        cfg.models.router_model, cfg.models.vlm_model, cfg.models.reranker_model, search.image_model, search.text_model}
     assert {"openai/clip-vit-large-patch14-336", "BAAI/bge-large-en-v1.5"} <= {m["repo_id"] for m in doc["hf_models"]}
     assert preflight.check_aicrowd(REPO / "aicrowd.json").ok
 

@@ -26,7 +26,7 @@ def test_warm_up_runs_every_stage_once_at_load_with_the_batch_size():
 
 
 def test_warm_up_is_on_for_the_gpu_profile_and_off_for_cpu():
-    assert load_config("l40s").warmup_at_load and not load_config("cpu").warmup_at_load
+    assert load_config("l40s").run.warmup_at_load and not load_config("cpu").run.warmup_at_load
     agent = make_agent("full")  # the cpu profile
     assert agent.warmup_s is None and agent.engines.vlm.calls == []
 

@@ -21,9 +21,9 @@ from cragmm_search.utils import hash_key, lookup_web_content, shard_id
 from PIL import Image
 
 from agents.config import load_config
-from agents.cruise.stages.s4_chunk import chunks_from_web_hit
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
+from agents.stages.s4_chunk import chunks_from_web_hit
 from evaluator.search.index_check import IndexSpec, SearchIndexError, check_contents
 from testkit.fakes import FunctionReranker, ScriptedEngine, last_user_text
 
@@ -176,8 +176,8 @@ def test_a_2mb_page_stays_within_the_chain_bounds(tmp_path):
     chunks = chunks_from_web_hit(hit, cfg, QUESTION)
     seconds = time.perf_counter() - start
     snippet_only = chunks_from_web_hit({**hit, "page_result": None}, cfg, QUESTION)
-    assert len(chunks) - len(snippet_only) == cfg.page_max_chunks
-    assert all(len(c) <= cfg.max_chunk_chars for c in chunks)
+    assert len(chunks) - len(snippet_only) == cfg.retrieval.page_max_chunks
+    assert all(len(c) <= cfg.retrieval.max_chunk_chars for c in chunks)
     assert not any("Battersea" in c for c in chunks)  # only page_max_html_chars of the page were read
     assert seconds < 2.0, seconds  # 200,000 characters of HTML, not 2 MB (~0.1 s on a quiet core)
     # Through the chain: ten such pages add at most page_max_chunks chunks each to the reranker.
@@ -190,23 +190,23 @@ def test_a_2mb_page_stays_within_the_chain_bounds(tmp_path):
     for chunk in trace["chunks"]:
         per_page[chunk["source"]] = per_page.get(chunk["source"], 0) + 1
     assert len(per_page) == 10  # every page was read
-    assert max(per_page.values()) <= len(snippet_only) + cfg.page_max_chunks
-    assert all(len(c["text"]) <= cfg.max_chunk_chars for c in trace["chunks"])
+    assert max(per_page.values()) <= len(snippet_only) + cfg.retrieval.page_max_chunks
+    assert all(len(c["text"]) <= cfg.retrieval.max_chunk_chars for c in trace["chunks"])
 
 
 def test_a_head_full_of_script_does_not_use_up_what_is_read_of_a_page():
     """Crawled pages can carry hundreds of kilobytes of script and style before their body: the
     cap on the HTML read counts what a reader could see, so the body's text is still reached."""
-    from agents.cruise.pagetext import page_text
+    from agents.stages.pagetext import page_text
 
     cfg = load_config("cpu")
     code = "<script>" + "var x = 1;" * 30_000 + "</script><STYLE type='text/css'>" + "p{}" * 20_000 + "</style >"
     html = page_html(["Night service: " + FACT]).replace("<head>", "<head>" + code)
-    assert len(html) > 1.5 * cfg.page_max_html_chars
-    text = page_text(html, cfg.page_max_html_chars)
+    assert len(html) > 1.5 * cfg.retrieval.page_max_html_chars
+    text = page_text(html, cfg.retrieval.page_max_html_chars)
     assert FACT in text and "var x" not in text and "p{}" not in text
     unclosed = "<html><body><p>" + FACT + "</p><script>" + "y();" * 100_000
-    assert FACT in page_text(unclosed, cfg.page_max_html_chars)  # an unclosed script costs nothing before it
+    assert FACT in page_text(unclosed, cfg.retrieval.page_max_html_chars)  # an unclosed script costs nothing before it
 
 
 def test_page_chunks_prefer_the_question_words_and_keep_page_order():
@@ -257,7 +257,7 @@ def test_the_mini_benchmark_database_is_read_by_the_package(tmp_path):
 
 
 def chunks_text(record: dict) -> str:
-    from agents.cruise.pagetext import page_text
+    from agents.stages.pagetext import page_text
 
     return " ".join(page_text(record["page_result"], 10**7).split())
 

@@ -9,7 +9,7 @@ every chunk with its reranker score. The judge (cached, as in the evaluation) de
 a' is correct; with no LLM judge, the offline lexical judge does where the run's answers.jsonl
 carries accepted answer forms (the mini benchmark), else only exact matches count. Each setting of a grid over tau_ret, tau_low, tau_high, min_token_prob and the MAD
 lambda is then replayed through the run's own decision rule (`decide_from_trace` of its system: CRUISE's
-Algorithm 1, or QA-Dragon's or SAM-RAG's verifiers, agents/peers/registry.py); lambda re-runs
+Algorithm 1, or QA-Dragon's or SAM-RAG's verifiers: System.decide, agents/runtime/system.py); lambda re-runs
 `select_chunks` on the traced scores, and a turn whose context the new lambda changes counts as
 "I don't know" (the model never answered with that context, so no answer can be credited).
 Scores are the single-turn truthfulness (2*correct + miss)/n - 1; multi-turn early stopping is
@@ -36,10 +36,19 @@ from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER
 from agents.calibration import CALIBRATED_FIELDS
-from agents.config import PRESETS, CruiseConfig, SettingError, config_from_record, load_config, parse_settings
-from agents.cruise.stages.s5_rerank import select_chunks
+from agents.config import (
+    PRESETS,
+    CruiseConfig,
+    SettingError,
+    apply_held,
+    config_from_record,
+    load_config,
+    parse_settings,
+)
 from agents.engines.base import TOKEN_COUNT
-from agents.peers.registry import decide_from_trace, uses_mad_filter
+from agents.runtime.batch import decide_from_trace
+from agents.runtime.system import system_for
+from agents.stages.s5_rerank import select_chunks
 from evaluator.harness.runner import RUN_CONFIG, read_jsonl, saved_answers
 from evaluator.scoring.judge import DEFAULT_EVAL_MODEL, Judge, JudgeItem, find_api_key
 from evaluator.scoring.lexical_judge import ANSWER_FORM_KEYS, OFFLINE_JUDGE_LABEL, has_answer_forms, lexical_verdict
@@ -55,7 +64,7 @@ GRID = {
     "mad_lambda": [0.5, 1.0, 1.5, 2.0, 3.0],
 }
 assert tuple(GRID) == CALIBRATED_FIELDS
-DEFAULTS = {name: getattr(CruiseConfig(), name) for name in GRID}
+DEFAULTS = {name: CruiseConfig().value(name) for name in GRID}
 PAPER = {"tau_ret": DEFAULTS["tau_ret"], "tau_low": 0.9, "tau_high": 1.0, "min_token_prob": 0.0}  # no token gate
 MIN_JUDGED_ANSWERED = 30  # fewer judged answered turns than this: the runs' own thresholds stand
 FOLDS = 5
@@ -71,8 +80,7 @@ def recorded_config(run_dir: Path) -> CruiseConfig:
     profile = saved.get("profile") if saved.get("profile") in ("cpu", "l40s", "served") else "cpu"
     preset = saved.get("preset") or "full"
     try:
-        return load_config(profile, preset, **parse_settings((saved.get("args") or {}).get("set") or [],
-                                                             load_config(profile, preset)))
+        return load_config(profile, preset, **parse_settings((saved.get("args") or {}).get("set") or []))
     except SettingError:
         return load_config(profile, preset)
 
@@ -83,7 +91,7 @@ def run_config_for(run_dir: Path, preset: str | None) -> CruiseConfig:
     cfg = recorded_config(Path(run_dir))
     preset = preset if preset in PRESETS else cfg.preset
     base = load_config(cfg.profile or "cpu", preset, stack=cfg.stack)
-    return cfg.replace(preset=preset, **{name: getattr(base, name) for name in GRID})
+    return apply_held(cfg.replace(preset=preset), {name: base.value(name) for name in GRID if base.has(name)})
 
 
 def load_turns(run_dir: Path) -> list[dict]:
@@ -111,7 +119,7 @@ def load_turns(run_dir: Path) -> list[dict]:
 
 def run_engine(run_dir: Path) -> str:
     """The chat engine a run used."""
-    return recorded_config(Path(run_dir)).engine
+    return recorded_config(Path(run_dir)).models.engine
 
 
 def check_token_count(trace: dict, engine: str, run_dir: Path) -> None:
@@ -176,7 +184,7 @@ def context_changed(turn: dict, cfg: CruiseConfig) -> bool:
     """Would `select_chunks` with cfg's MAD settings keep another context than the traced one?
     Never for a system whose context the MAD filter does not choose (the peers')."""
     chunks = turn.get("chunks")
-    if not chunks or not uses_mad_filter(cfg):
+    if not chunks or not system_for(cfg).mad_context:
         return False
     evidence = select_chunks([c["text"] for c in chunks], [float(c["score"]) for c in chunks], cfg,
                              [c.get("last_modified", "") for c in chunks])
@@ -187,7 +195,7 @@ def outcome(turn: dict, correct: dict[str, bool], cfg: CruiseConfig, moved: bool
     """+1 correct, -1 hallucination, 0 miss for one turn replayed under cfg. `moved`: whether cfg's
     lambda changes the turn's context (computed when not given)."""
     if moved is None:
-        moved = cfg.mad_lambda != base_config(turn).mad_lambda and context_changed(turn, cfg)
+        moved = cfg.retrieval.mad_lambda != base_config(turn).retrieval.mad_lambda and context_changed(turn, cfg)
     if moved:
         return 0
     answer = decide_from_trace(turn, cfg).answer
@@ -211,7 +219,7 @@ def replay(turns: list[dict], correct: dict[str, bool], tau_ret: float, tau_low:
         setting["min_token_prob"] = min_token_prob
     if mad_lambda is not None:
         setting["mad_lambda"] = mad_lambda
-    outcomes = [outcome(t, correct, base_config(t).replace(**setting)) for t in turns]
+    outcomes = [outcome(t, correct, apply_held(base_config(t), setting)) for t in turns]
     return {**setting, **score(outcomes)}
 
 
@@ -225,10 +233,10 @@ def outcome_table(turns: list[dict], correct: dict[str, bool], settings: list[di
     bases = {id(base_config(t)): base_config(t) for t in turns}
     changed = {(i, lam): context_changed(t, base_config(t).replace(mad_lambda=lam))
                for i, t in enumerate(turns) for lam in GRID["mad_lambda"]
-               if lam != base_config(t).mad_lambda}
+               if lam != base_config(t).retrieval.mad_lambda}
     table = []
     for setting in settings:
-        configs = {key: base.replace(**setting) for key, base in bases.items()}
+        configs = {key: apply_held(base, setting) for key, base in bases.items()}
         table.append([outcome(t, correct, configs[id(base_config(t))], changed.get((i, setting["mad_lambda"]), False))
                       for i, t in enumerate(turns)])
     return table
@@ -238,7 +246,7 @@ def starting_thresholds(turns: list[dict]) -> dict:
     """The thresholds the runs' profile and preset set (the first turn's run): what calibration is
     measured against, and what stands when there are too few turns to move them."""
     cfg = base_config(turns[0])
-    return {name: getattr(cfg, name) for name in GRID}
+    return {name: cfg.value(name) if cfg.has(name) else DEFAULTS[name] for name in GRID}
 
 
 def preference(setting: dict, truthfulness: float, defaults: dict = DEFAULTS) -> tuple:

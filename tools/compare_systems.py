@@ -49,7 +49,7 @@ SCORES = (("accuracy", "accuracy"), ("hallucination", "hallucination_rate"), ("t
 
 def calibrated(profile: str, preset: str) -> bool:
     """Whether a preset has thresholds to calibrate (its finalizer or verifiers run)."""
-    return load_config(profile, preset).use_finalizer
+    return load_config(profile, preset).answer.use_finalizer
 
 
 def calibrate_system(args, preset: str, output_dir: Path) -> Path:

@@ -227,18 +227,19 @@ def plan_l40s(config: CruiseConfig, gpu_gib: float = GPU_GIB) -> MemoryPlan:
     """The plan for `config` (the l40s profile's models and engine settings) on a GPU of `gpu_gib`
     (default: one L40S). vLLM gives each engine a share of the card's total memory, so a larger
     card gives each engine more KV cache, and a smaller one may not hold the weights at all."""
-    vlm_text = TEXT_MODELS[config.vlm_model]
-    router_text = TEXT_MODELS[config.router_model]
-    seqs = config.max_num_seqs
-    vlm_batch = max_num_batched_tokens(config.vlm_max_model_len, seqs, multimodal=True)
+    vlm_text = TEXT_MODELS[config.models.vlm_model]
+    router_text = TEXT_MODELS[config.models.router_model]
+    seqs = config.models.max_num_seqs
+    vlm_batch = max_num_batched_tokens(config.models.vlm_max_model_len, seqs, multimodal=True)
     vlm_profile = max(vision_profile_bytes(VLM_VISION, vlm_text, seqs),
                       decoder_profile_bytes(vlm_text, vlm_batch))
     image_tokens = image_encoder_tokens(VLM_VISION, VLM_VISION.max_num_tiles)
-    vlm = _engine("vlm", config.vlm_model, config.vlm_gpu_memory_utilization, config.vlm_max_model_len, seqs,
+    vlm = _engine("vlm", config.models.vlm_model, config.models.vlm_gpu_memory_utilization,
+                  config.models.vlm_max_model_len, seqs,
                   vlm_profile, (image_tokens, PLANNED_VLM_DECODER_TOKENS), vlm_text, gpu_gib)
-    router_batch = max_num_batched_tokens(config.router_max_model_len, seqs, multimodal=False)
-    router = _engine("router", config.router_model, config.router_gpu_memory_utilization,
-                     config.router_max_model_len, seqs, decoder_profile_bytes(router_text, router_batch),
+    router_batch = max_num_batched_tokens(config.models.router_max_model_len, seqs, multimodal=False)
+    router = _engine("router", config.models.router_model, config.models.router_gpu_memory_utilization,
+                     config.models.router_max_model_len, seqs, decoder_profile_bytes(router_text, router_batch),
                      (PLANNED_ROUTER_TOKENS,), router_text, gpu_gib)
     outside = {
         "CUDA context": CUDA_CONTEXT_GIB,

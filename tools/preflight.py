@@ -306,13 +306,14 @@ def check_gpu_memory(profile: str = "cpu", gpu=NO_GPU, settings: list[str] | tup
         config = load_config_from_settings("l40s", None, settings, model_name=model_name)
     except ValueError as exc:
         return Check("gpu memory", False, str(exc))
-    if config.vlm_model not in TEXT_MODELS:
-        fit = family_fit(config.vlm_model, config)
+    if config.models.vlm_model not in TEXT_MODELS:
+        fit = family_fit(config.models.vlm_model, config)
         if fit is None:
-            return Check("gpu memory", None, f"{config.vlm_model}: no size known to plan with (name its size, e.g. 7B)")
-        quantized = any(word in config.vlm_model.lower() for word in ("awq", "gptq", "int4", "4bit", "4-bit"))
+            return Check("gpu memory", None,
+                         f"{config.models.vlm_model}: no size known to plan with (name its size, e.g. 7B)")
+        quantized = any(word in config.models.vlm_model.lower() for word in ("awq", "gptq", "int4", "4bit", "4-bit"))
         ok = fit.verdict == "fits in bf16" or (fit.verdict.startswith("needs 4-bit") and quantized)
-        return Check("gpu memory", ok, f"{config.vlm_model} ({fit.family}, {fit.params_b:.1f} B parameters): "
+        return Check("gpu memory", ok, f"{config.models.vlm_model} ({fit.family}, {fit.params_b:.1f} B parameters): "
                                        f"{fit.bf16_gib:.1f} GiB in bf16, {fit.quantized_gib:.1f} GiB in 4 bits, "
                                        f"one engine's budget {fit.budget_gib:.1f} GiB on one L40S: {fit.verdict} "
                                        "(on paper: python -m tools.memory_plan --families)")

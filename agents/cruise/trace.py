@@ -2,14 +2,16 @@
 MAD filter can be re-decided offline with other thresholds without running a model again."""
 from __future__ import annotations
 
-from agents.base_agent import IDK_ANSWER
+from agents.config import PEER_SWITCHES
+from agents.cruise.stages import STAGES
 from agents.cruise.stages.s9_finalize import decision_inputs
-from agents.cruise.types import (
+from agents.engines.base import TOKEN_COUNT
+from agents.runtime.trace import not_idk, stage_counts
+from agents.stages.types import (
     Answers,
     CropPlan,
     Decision,
     Evidence,
-    Perception,
     Retrieval,
     Route,
     SubQueries,
@@ -17,14 +19,12 @@ from agents.cruise.types import (
     Turn,
     Verification,
 )
-from agents.engines.base import TOKEN_COUNT
 
-# The stages whose model output a parser reads, in chain order.
-PARSED_STAGES = ("route", "summarize", "answer", "consistency", "verify")
-# The peer stages' outputs read by a parser; counted only in runs where they ran.
-PEER_PARSED_STAGES = ("route_extras", "decompose", "crop", "entity_check", "relevance")
-ALL_PARSED_STAGES = ("route", "route_extras", "summarize", "decompose", "crop", "entity_check", "relevance",
-                     "answer", "consistency", "verify")
+# The stages whose model output a parser reads, in chain order; the peer stages' (off in the
+# paper's presets) are counted only in runs where they ran.
+ALL_PARSED_STAGES = tuple(dict.fromkeys(s.parsed for s in STAGES if s.parsed))
+PEER_PARSED_STAGES = tuple(dict.fromkeys(s.parsed for s in STAGES if s.parsed and s.switch in PEER_SWITCHES))
+PARSED_STAGES = tuple(s for s in ALL_PARSED_STAGES if s not in PEER_PARSED_STAGES)
 
 
 def parse_outcomes(route: Route, summary: Summary, answers: Answers, check: Verification,
@@ -37,23 +37,6 @@ def parse_outcomes(route: Route, summary: Summary, answers: Answers, check: Veri
               "relevance": evidence.relevance_parsed if evidence else None,
               "answer": answers.rag_parsed, "consistency": check.consistency_parsed, "verify": check.cov_parsed}
     return {stage: ok for stage, ok in parsed.items() if ok is not None}
-
-
-def not_idk(answer) -> bool:
-    return bool(answer) and IDK_ANSWER.lower() not in str(answer).lower()
-
-
-def stage_counts(traces: list[dict], stages) -> tuple[dict[str, int], dict[str, int]]:
-    """(stage -> unreadable outputs, stage -> outputs a parser read or tried to read), every one
-    of `stages` present."""
-    failures = dict.fromkeys(stages, 0)
-    outputs = dict.fromkeys(stages, 0)
-    for trace in traces:
-        for stage in trace.get("parsed_stages") or []:
-            outputs[stage] = outputs.get(stage, 0) + 1
-        for stage in trace.get("parse_failures") or []:
-            failures[stage] = failures.get(stage, 0) + 1
-    return failures, outputs
 
 
 def parse_failure_counts(traces: list[dict]) -> dict:
@@ -104,7 +87,6 @@ def peer_stage_counts(traces: list[dict]) -> dict:
 
 def turn_trace(
     *,
-    preset: str,
     turn: Turn,
     route: Route,
     summary: Summary,
@@ -113,18 +95,14 @@ def turn_trace(
     answers: Answers,
     check: Verification,
     decision: Decision,
-    stage_ms: dict[str, float],
-    deadline_cut: str | None,
-    errors: list[str],
     sub_queries: SubQueries | None = None,
     crops: CropPlan | None = None,
     domain_notes: bool = False,
-    deadline_cut_during: str | None = None,
-    perception: Perception | None = None,
-) -> dict:
+) -> tuple[dict, dict[str, bool]]:
+    """(CRUISE's own fields of one turn's trace, its parse outcomes): agents/runtime/trace.py
+    `record` adds what every system records."""
     parsed = parse_outcomes(route, summary, answers, check, sub_queries, crops, retrieval, evidence)
     return {
-        "preset": preset,
         # what the harness passed besides the question: its domain name (steers nothing yet) and
         # how many passages of its own retrieval (None: it handed none over)
         "harness_domain": turn.domain,
@@ -156,33 +134,10 @@ def turn_trace(
         "consistency_rule": check.consistency_rule,
         "consistency_raw": check.consistency_raw,
         "cov_raw": check.cov_raw,
-        "parsed_stages": sorted(parsed, key=ALL_PARSED_STAGES.index),
-        "parse_failures": [stage for stage in ALL_PARSED_STAGES if parsed.get(stage) is False],
         "branch": decision.branch,
         "final_answer": decision.answer,
-        "stage_ms": stage_ms,
-        "deadline_cut": deadline_cut is not None or deadline_cut_during is not None,
-        "deadline_cut_before": deadline_cut,
-        # the stage whose engine call the deadline stopped part-way (its outputs read as unreadable)
-        "deadline_cut_during": deadline_cut_during,
-        "errors": errors + retrieval.errors,
         **peer_trace(route, retrieval, evidence, sub_queries, crops, domain_notes),
-        "perception": perception_trace(perception),
-    }
-
-
-def perception_trace(perception: Perception | None) -> dict | None:
-    """What s0a_perceive read in the image and the block the prompts carried; None when it did not run."""
-    if perception is None:
-        return None
-    return {
-        "labels": [[name, round(p, 4)] for name, p in perception.labels],
-        "ocr_lines": [[text, round(s, 4)] for text, s in perception.lines],
-        "block": perception.block,
-        "cached": perception.cached,
-        "ms": perception.ms,
-        "error": perception.error,
-    }
+    }, parsed
 
 
 def peer_trace(route: Route, retrieval: Retrieval, evidence: Evidence, sub_queries: SubQueries | None,
@@ -218,18 +173,18 @@ def funnel_flags(trace: dict, cfg) -> dict[str, bool]:
     thresholds and switches this run used (a check the preset switched off counts as passed).
     The harness appends "answered" and "correct"."""
     steps = {"routed to retrieval": trace.get("needs_external") is True}
-    if cfg.use_tool_route:
+    if cfg.peer_stages.use_tool_route:
         steps["tool router chose a search"] = trace.get("route_search") != "none"
     steps["retrieved"] = bool(trace.get("retrieved"))
-    if cfg.use_entity_check:
+    if cfg.peer_stages.use_entity_check:
         steps["chunks left after the entity check"] = bool(trace.get("chunks"))
-    if cfg.use_relevance_filter:
+    if cfg.peer_stages.use_relevance_filter:
         steps["context after the MAD filter"] = bool(trace.get("context") or trace.get("chunks_dropped_irrelevant"))
     steps["non-empty context"] = bool(trace.get("context"))
     steps["RAG answer not IDK"] = not_idk(trace.get("rag_answer"))
-    steps["consistent"] = trace.get("consistent") is True or not cfg.use_self_consistency
-    threshold = cfg.tau_low if trace.get("context") else cfg.tau_high
+    steps["consistent"] = trace.get("consistent") is True or not cfg.cruise.use_self_consistency
+    threshold = cfg.answer.tau_low if trace.get("context") else cfg.cruise.tau_high
     confidence = trace.get("cov_confidence")
-    steps[f"CoV >= {cfg.tau_low:g} with context, >= {cfg.tau_high:g} without"] = (
-        not cfg.use_cov or (confidence is not None and float(confidence) >= threshold))
+    steps[f"CoV >= {cfg.answer.tau_low:g} with context, >= {cfg.cruise.tau_high:g} without"] = (
+        not cfg.cruise.use_cov or (confidence is not None and float(confidence) >= threshold))
     return steps

@@ -5,9 +5,10 @@ Why: on the H100 the first batch after load took 1.3-2x a steady one: kernels an
 attention plans are built per new shape, the allocator grows its pools, the search models load
 their weights lazily. The competition gives time to load; spending it here keeps that cost out of
 the first batch's 10 s-per-turn budget. The dummy batch has the configured batch size and a
-photo large enough for the VLM's full tile count, and every model stage is forced to run (the
-route says "needs external info", the two answers differ, the check passes), whatever the
-models answer. It calls the stage functions directly: nothing reaches the agent's StageCosts
+photo large enough for the VLM's full tile count; it goes through CRUISE's stage list in order
+(stages/__init__.py `STAGES`, each stage's own step), and every model stage is forced to run (the
+route says "needs external info", the two answers differ, the check passes: `FORCED`), whatever
+the models answer. It runs outside the batch guards (`WarmRun`): nothing reaches the agent's StageCosts
 (the deadline learns from scored batches only), and the engine calls it makes are drained from
 the ledger before the first scored batch (CruiseAgent.batch_generate_response).
 """
@@ -15,20 +16,16 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, field
 
 from PIL import Image
 
 from agents.config import CruiseConfig
-from agents.cruise.stages.s0_inputs import prepare_turns
-from agents.cruise.stages.s1_route import route_batch
-from agents.cruise.stages.s2_summarize import summarize_batch
-from agents.cruise.stages.s3_retrieve import retrieve_batch
-from agents.cruise.stages.s5_rerank import rerank_batch
-from agents.cruise.stages.s6_answer import answer_batch
-from agents.cruise.stages.s7_consistency import consistency_batch
-from agents.cruise.stages.s8_verify import verify_batch
-from agents.cruise.types import Answers, Evidence, Retrieval, Route, Verification
+from agents.cruise.chain import ChainState, run_stages
+from agents.cruise.stages import STAGES
 from agents.engines.base import Engines
+from agents.stages.s0_inputs import prepare_turns
+from agents.stages.types import Answers, Evidence, Retrieval, Route, Verification
 
 log = logging.getLogger(__name__)
 
@@ -47,38 +44,61 @@ def warm_up_image(side: int) -> Image.Image:
     return Image.merge("RGB", (gradient, gradient.transpose(Image.Transpose.FLIP_LEFT_RIGHT), gradient))
 
 
-def warm_up(engines: Engines, pipeline, cfg: CruiseConfig) -> dict[str, float]:
-    """Run one dummy batch through every stage; seconds per stage. A stage that raises is logged
-    and skipped (the scored batches have their own fault guards)."""
-    n = cfg.batch_size
-    turns = prepare_turns([QUESTION] * n, [warm_up_image(cfg.image_max_side)] * n, [[] for _ in range(n)], cfg)
-    routes = [Route(needs_external=True, is_real_time=False) for _ in turns]
-    seconds: dict[str, float] = {}
+@dataclass
+class WarmRun:
+    """Stands in for the batch guards during the warm-up: each stage runs on every turn, a stage
+    that raises is logged and its turns keep its fallback (the scored batches have their own
+    fault guards), and its seconds are kept; no deadline, nothing learned."""
 
-    def timed(name, fn, *args, fallback=None):
+    size: int
+    seconds: dict[str, float] = field(default_factory=dict)
+
+    def stage(self, name, fn, lists, fixed, fallback):
         start = time.perf_counter()
         try:
-            return fn(*args)
+            return fn(*lists, *fixed)
         except Exception as exc:  # noqa: BLE001 - a warm-up failure must not stop the agent loading
             log.warning("warm-up: stage %s failed: %s: %s", name, type(exc).__name__, exc)
-            return fallback
+            return [fallback() for _ in range(self.size)]
         finally:
-            seconds[name] = round(time.perf_counter() - start, 3)
+            self.seconds[name] = round(time.perf_counter() - start, 3)
 
-    timed("route", route_batch, turns, engines.router, cfg)
-    summaries = timed("summarize", summarize_batch, turns, routes, engines.vlm, cfg, fallback=[])
-    texts = [s.text for s in summaries] if summaries else [""] * n
-    retrievals = timed("retrieve", retrieve_batch, turns, routes, texts, pipeline, cfg, fallback=None)
-    if not retrievals or not any(r.chunks for r in retrievals):
+
+CONTEXT = "\n".join(f"[Info {m}] {p}" for m, p in enumerate(PASSAGES, 1))
+
+
+def stand_in_chunks(s: ChainState) -> None:
+    if not any(r.chunks for r in s.retrievals):
         # No search pipeline (or it found nothing): rerank stand-in chunks of a usual size.
-        retrievals = [Retrieval(query=QUESTION, chunks=PASSAGES * 10) for _ in turns]
-    timed("rerank", rerank_batch, retrievals, engines.reranker, cfg)
-    context = "\n".join(f"[Info {m}] {p}" for m, p in enumerate(PASSAGES, 1))
-    evidence = [Evidence(kept=list(PASSAGES), context=context, retrieval_score=0.9) for _ in turns]
-    timed("answer", answer_batch, turns, evidence, engines.vlm, cfg)
-    # Two different answers and a passed check, so that both checks ask the VLM.
-    answers = [Answers(rag="The Palace of Westminster.", direct="A church.") for _ in turns]
-    timed("consistency", consistency_batch, turns, evidence, answers, engines.vlm, cfg)
-    checks = [Verification(consistent=True, consistency_rule="vlm") for _ in turns]
-    timed("verify", verify_batch, turns, evidence, answers, checks, engines.vlm, cfg)
-    return seconds
+        s.retrievals = [Retrieval(query=QUESTION, chunks=PASSAGES * 10) for _ in s.turns]
+
+
+# What the dummy batch says each stage found, so that every model stage after it has work whatever
+# the models answer: the route needs external info, the context holds the passages, the two
+# answers differ and the consistency check passes.
+FORCED = {
+    "route": lambda s: setattr(s, "routes", [Route(needs_external=True, is_real_time=False) for _ in s.turns]),
+    "retrieve": stand_in_chunks,
+    "rerank": lambda s: setattr(s, "evidence", [Evidence(kept=list(PASSAGES), context=CONTEXT, retrieval_score=0.9)
+                                                for _ in s.turns]),
+    "answer": lambda s: setattr(s, "answers", [Answers(rag="The Palace of Westminster.", direct="A church.")
+                                               for _ in s.turns]),
+    "consistency": lambda s: setattr(s, "checks", [Verification(consistent=True, consistency_rule="vlm")
+                                                   for _ in s.turns]),
+}
+WARMED_ELSEWHERE = ("perceive",)  # its models load at build time (s0a_perceive.warm_up_perception)
+
+
+def warm_up(engines: Engines, pipeline, cfg: CruiseConfig, stages=STAGES) -> dict[str, float]:
+    """Run one dummy batch through every stage of `stages` (CRUISE's list, in its order) that the
+    config runs; seconds per stage."""
+    n = cfg.run.batch_size
+    turns = prepare_turns([QUESTION] * n, [warm_up_image(cfg.inputs.image_max_side)] * n, [[] for _ in range(n)], cfg)
+    run = WarmRun(n)
+    state = ChainState(run, engines, pipeline, cfg, turns)
+    state.routes = [Route(needs_external=True, is_real_time=False) for _ in turns]
+    for stage in stages:
+        if stage.name not in WARMED_ELSEWHERE:
+            run_stages(state, (stage,))
+            FORCED.get(stage.name, lambda s: None)(state)
+    return run.seconds

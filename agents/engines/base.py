@@ -36,7 +36,7 @@ class ChatRequest:
     sampling: Sampling | None = None
     # Which turn the request serves: its position in the list of turns the stage was handed. A
     # hosted provider may refuse one request (content policy, an image it will not take); the
-    # chain then answers that turn "I don't know" and counts it (chain.BatchRun), which it can
+    # chain then answers that turn "I don't know" and counts it (agents/runtime/batch.py BatchRun), which it can
     # only do for a request that says whose it is. None: no turn (warm-up, benchmarks).
     turn: int | None = None
 
@@ -334,7 +334,7 @@ class ChatEngine(ABC):
 
 def image_groups(requests: list[ChatRequest], batch_images: bool) -> list[list[int]]:
     """Indices of the requests to run together: all at once, or, with `batch_images=False`,
-    the text requests together and each image request alone (see CruiseConfig.batch_images)."""
+    the text requests together and each image request alone (see CruiseConfig.models.batch_images)."""
     if batch_images or sum(r.image is not None for r in requests) < 2:
         return [list(range(len(requests)))]
     text = [i for i, r in enumerate(requests) if r.image is None]

@@ -8,8 +8,9 @@
   relevance (isRel) per document in rounds until one is relevant, generation, usefulness (isUse)
   with one regeneration, support (isSup).
 
-Each is chosen by `CruiseConfig.system` (presets `qa_dragon`, `sam_rag`) and runs inside the same
-CruiseAgent, batch guards and deadline as CRUISE (agents/cruise/chain.py `BatchRun`), reusing
-CRUISE's stages where a step is the same thing. `registry.py` says which chain, decision rule,
-funnel and report tables belong to which system. docs/chain.md describes both.
+Each is a registered System (its package's system.py; agents/runtime/system.py), chosen by
+`CruiseConfig.system` (presets `qa_dragon`, `sam_rag`), and runs inside the same CruiseAgent,
+batch guards and deadline as CRUISE (agents/runtime/batch.py), reusing the shared stages
+(agents/stages/) where a step is the same thing. The two packages import neither each other nor
+CRUISE's. docs/chain.md describes both.
 """

@@ -143,7 +143,11 @@ def differences(earlier: dict, now: dict) -> list[str]:
                     lines.append(f"prompt {name} changed")
         elif isinstance(old, dict) and isinstance(new, dict):
             prefix = "--set " if key == "settings" else f"{key}."
-            for name in sorted(set(old) | set(new)):
+            # A config field only the earlier run recorded is one the agent no longer holds (a run
+            # of QA-Dragon recorded CRUISE's switches, off, before each system kept its own
+            # settings): it steers nothing now, so it is no difference.
+            names = set(new) if key == "config" else set(old) | set(new)
+            for name in sorted(names):
                 if old.get(name) != new.get(name) and name not in KEYS:  # a key listed above is said once
                     lines.append(f"{prefix}{name}: {_show(old.get(name))} -> {_show(new.get(name))}")
         elif isinstance(old, dict) or isinstance(new, dict):  # recorded on one side only

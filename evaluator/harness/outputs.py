@@ -45,7 +45,14 @@ from evaluator.harness.trace_view import agent_summary
 from evaluator.harness.unjudged import unjudged_report
 from evaluator.scoring.coverage import evidence_coverage
 from evaluator.scoring.intervals import method, score_intervals
-from evaluator.scoring.judge import Judge, JudgeItem
+from evaluator.scoring.judge import (
+    Judge,
+    JudgeItem,
+    judges_of_label,
+    judging_key,
+    prompt_origin_of,
+    protocol_for,
+)
 from evaluator.scoring.lexical_judge import (
     OFFLINE_JUDGE_LABEL,
     abstention_counts,
@@ -53,7 +60,7 @@ from evaluator.scoring.lexical_judge import (
     lexical_verdict,
 )
 from evaluator.scoring.multi_turn import multi_turn_figures
-from evaluator.scoring.official_judge import origin_text
+from evaluator.scoring.official_judge import OfficialJudge, origin_text
 from evaluator.scoring.rules import RuleSet, rule_set
 from evaluator.scoring.scores import (
     BASE_COLUMNS,
@@ -93,25 +100,62 @@ def saved_verdicts(output_dir: Path) -> dict[str, tuple[bool, str | None]]:
     return verdicts
 
 
+def kept_verdicts(needing: list[dict], output_dir: Path, rules: RuleSet,
+                  official: OfficialJudge | None) -> dict[str, dict]:
+    """interaction_id -> {"verdict", "reply", "judge", "model", "base_url"}: the last verdict an
+    LLM judge saved in this folder for the turn's answer as it stands, for a scoring without a
+    judge. A record counts only when its key is the key its judge (named by its label) gives this
+    turn's question, ground truth and answer under this rule set and judge prompt: a verdict on
+    another answer, prompt or protocol is not this turn's."""
+    by_turn = {r["interaction_id"]: r for r in needing}
+    protocol = protocol_for(rules, official)
+    kept: dict[str, dict] = {}
+    for record in read_jsonl(output_dir / JUDGMENTS):
+        turn = by_turn.get(record.get("interaction_id"))
+        named = judges_of_label(record.get("judge"))
+        if turn is None or not isinstance(record.get("verdict"), bool) or not named or named[2] != rules.name:
+            continue
+        model, base_urls, _ = named
+        item = JudgeItem(turn["interaction_id"], turn["query"], turn["ground_truth"], turn["agent_response"])
+        for base_url in base_urls:
+            if record.get("key") == judging_key(protocol, model, base_url, item):
+                kept[item.key] = {"verdict": record["verdict"], "reply": record.get("reply"),
+                                  "judge": record["judge"], "model": model, "base_url": base_url}
+                break
+    return kept
+
+
 def judge_turns(records: list[dict], output_dir: Path, judge: Judge | None, progress: bool,
-                rules: RuleSet) -> tuple[dict, dict, dict]:
+                rules: RuleSet, official: OfficialJudge | None = None) -> tuple[dict, dict, dict]:
     """(interaction_id -> verdict or None, interaction_id -> judge reply, counts) for every turn
-    the judge must decide."""
+    the judge must decide. Without a judge (`official`: the judge prompt the saved verdicts are
+    checked against) the verdicts saved here earlier are kept (`kept_verdicts`)."""
     needing = [r for r in records if needs_judge(r["agent_response"], r["ground_truth"], rules)]
     counts = {"needing_judge": len(needing), "judge_failures": 0, "judge_not_asked": 0, "unjudged_turns": 0,
               "judge_gave_up": None, "judge_cache_hits": 0, "judge_asked": 0, "judge_rate_limit_waits": 0,
               "judge_waited_s_max_turn": 0.0}
     if judge is None:
-        # no LLM judge: turns whose data carries accepted forms go to the offline lexical judge
-        verdicts, replies = {}, {}
+        # no LLM judge: the verdicts a judge saved here earlier stand; of the other turns, those
+        # whose data carries accepted forms go to the offline lexical judge
+        kept = kept_verdicts(needing, output_dir, rules, official)
+        verdicts, replies, offline = {}, {}, 0
         for r in needing:
-            if has_answer_forms(r):
-                verdicts[r["interaction_id"]], replies[r["interaction_id"]] = lexical_verdict(
+            iid = r["interaction_id"]
+            if iid in kept:
+                verdicts[iid], replies[iid] = kept[iid]["verdict"], kept[iid]["reply"]
+            elif has_answer_forms(r):
+                verdicts[iid], replies[iid] = lexical_verdict(
                     r["agent_response"], r.get("ans_accepted"), bool(r.get("abstain_expected")))
+                offline += 1
             else:
-                verdicts[r["interaction_id"]] = None
-        counts["offline_judged_turns"] = len(replies)
-        counts["unjudged_turns"] = len(needing) - len(replies)
+                verdicts[iid] = None
+        judges: dict[str, int] = {}
+        for verdict in kept.values():
+            judges[verdict["judge"]] = judges.get(verdict["judge"], 0) + 1
+        counts["kept_verdict_turns"] = len(kept)
+        counts["kept_verdict_judges"] = judges  # judge label -> turns whose saved verdict it gave
+        counts["offline_judged_turns"] = offline
+        counts["unjudged_turns"] = len(needing) - len(kept) - offline
         return verdicts, replies, counts
     saved = saved_verdicts(output_dir)
     verdicts: dict[str, bool | None] = {}
@@ -148,6 +192,25 @@ def judge_turns(records: list[dict], output_dir: Path, judge: Judge | None, prog
     counts["judge_failures"] = counts["unjudged_turns"] - counts["judge_not_asked"]
     counts["judge_gave_up"] = judge.gave_up
     return verdicts, replies, counts
+
+
+def kept_verdict_notices(counts: dict) -> list[str]:
+    """What a scoring without a judge took from the verdicts saved earlier (none where it kept none)."""
+    judges = counts.get("kept_verdict_judges") or {}
+    if not judges:
+        return []
+    by_whom = " and ".join(f"{label} ({turns})" for label, turns in judges.items())
+    rest = counts["offline_judged_turns"] + counts["unjudged_turns"]
+    if not rest:
+        tail = "every turn that needed the judge has one"
+    else:
+        tail = (f"the {rest} turns without one are scored by exact match ({counts['offline_judged_turns']} of them "
+                f"decided by the {OFFLINE_JUDGE_LABEL}, {counts['unjudged_turns']} left without a verdict)")
+    notices = [f"no LLM judge: {counts['kept_verdict_turns']} turns keep the verdicts {by_whom} saved in "
+               f"{JUDGMENTS}; {tail}"]
+    if len(judges) > 1:
+        notices.append(f"the saved verdicts kept come from {len(judges)} judges, mixed in these scores: {by_whom}")
+    return notices
 
 
 def build_rows(records: list[dict], verdicts: dict, replies: dict, rules: RuleSet) -> list[dict]:
@@ -229,7 +292,10 @@ def token_summary(batches: list[dict]) -> dict:
 
 
 def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = None, progress: bool = True,
-             notices: list[str] | None = None) -> Results:
+             notices: list[str] | None = None, official: OfficialJudge | None = None) -> Results:
+    """Judge, score and write the folder's outputs. `official`: the judge prompt read with
+    --judge-prompt-from (or the run's own), against which a scoring without a judge checks the
+    verdicts saved in the folder before it keeps them."""
     output_dir = Path(output_dir)
     run_config = json.loads((output_dir / RUN_CONFIG).read_text()) if (output_dir / RUN_CONFIG).exists() else {}
     rules = rules or rule_set(run_config.get("rules"))
@@ -239,7 +305,14 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         # a rejudge's (or merge's) judge becomes the run's: a later --rejudge without flags asks it again
         run_config.update(judge_model=judge.model, judge_base_url=judge.base_url)
         (output_dir / RUN_CONFIG).write_text(json.dumps(run_config, indent=2, default=str))
-    verdicts, replies, judge_counts = judge_turns(records, output_dir, judge, progress, rules)
+    verdicts, replies, judge_counts = judge_turns(records, output_dir, judge, progress, rules, official)
+    kept_judges = judge_counts.get("kept_verdict_judges") or {}
+    if run_config and len(kept_judges) == 1:
+        # no judge now: the scores rest on the saved verdicts, so their judge is the run's
+        model, base_urls, _ = judges_of_label(next(iter(kept_judges)))
+        if (run_config.get("judge_model"), run_config.get("judge_base_url")) != (model, base_urls[-1]):
+            run_config.update(judge_model=model, judge_base_url=base_urls[-1])
+            (output_dir / RUN_CONFIG).write_text(json.dumps(run_config, indent=2, default=str))
     rows = build_rows(records, verdicts, replies, rules)
     ego = [r for r in rows if r["is_ego"]]
     counted_all, scores_all = score_rows(rows, rules)
@@ -252,8 +325,13 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
 
     write_csv(rows, output_dir / OFFICIAL_FILES[0], OFFICIAL_TURN_COLUMNS)
     write_csv(ego, output_dir / OFFICIAL_FILES[1], OFFICIAL_TURN_COLUMNS)
-    offline = judge is None and any(has_answer_forms(r) for r in records)
-    judge_label = judge.label if judge else (OFFLINE_JUDGE_LABEL if offline else "disabled")
+    # the prompt of the verdicts the scores rest on: the judge's, or the one the kept verdicts' keys were checked with
+    prompt_origin = judge.prompt_origin if judge else (
+        prompt_origin_of(protocol_for(rules, official)) if kept_judges else None)
+    # the offline judge's label and figures where it decided turns (or might have: nothing was kept)
+    offline = judge is None and (judge_counts["offline_judged_turns"] > 0 or (
+        not kept_judges and any(has_answer_forms(r) for r in records)))
+    judge_label = judge.label if judge else " + ".join([*kept_judges, *[OFFLINE_JUDGE_LABEL] * offline]) or "disabled"
     offline_figures = abstention_counts(rows) if offline else {}
     # the official keys as they are; intervals and an offline judge's label under keys of their own
     written = {**scores, INTERVALS_KEY: intervals}
@@ -274,6 +352,7 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     if not ego:
         notices.append("no egocentric turns in this run: the 'ego' rates are NaN (as the official "
                        "evaluator writes them), not measurements")
+    notices += kept_verdict_notices(judge_counts)
     if offline:
         notices.append(f"no LLM judge: the {OFFLINE_JUDGE_LABEL} decided {judge_counts['offline_judged_turns']} "
                        "turns against the data's accepted answer forms; these scores are not comparable "
@@ -306,8 +385,8 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "judge": judge_label,
         # where the judge's prompt came from (evaluator/scoring/official_judge.py): the text to
         # show, and the record (official: folder, git commit, sha256); null without an LLM judge
-        "judge_prompt": origin_text(judge.prompt_origin) if judge else None,
-        "judge_prompt_origin": judge.prompt_origin if judge else None,
+        "judge_prompt": origin_text(prompt_origin) if prompt_origin is not None else None,
+        "judge_prompt_origin": prompt_origin,
         **judge_counts,
         # the turns without a verdict: the scores with them left out and the command that judges them
         "unjudged": unjudged,

@@ -131,9 +131,40 @@ def tokens_table(tokens: dict) -> Table:
     return table
 
 
-def print_report(console: Console, results: Results, display_conversations: int) -> None:
+def no_judge_panel(summary: dict) -> Panel | None:
+    """For a scoring without a judge that said nothing of it beforehand (rejudge, merge): how many
+    turns keep a verdict saved earlier and how many fall back; None where a judge was asked or
+    every turn that needed one keeps its saved verdict."""
+    if "kept_verdict_turns" not in summary:
+        return None
+    offline, unjudged = summary.get("offline_judged_turns", 0), summary.get("unjudged_turns", 0)
+    if not offline + unjudged:
+        return None
+    judges = summary.get("kept_verdict_judges") or {}
+    kept = (f"{summary['kept_verdict_turns']} turns keep the verdicts {' and '.join(judges)} saved; "
+            if judges else "no turn has a verdict saved by an earlier judge; ")
+    lines = [kept + f"{offline + unjudged} turns without one are scored by exact match"]
+    if offline:
+        lines.append(f"{offline} of them are decided by the offline lexical judge (not the official judge) "
+                     "against the data's accepted answer forms")
+    if unjudged:
+        lines.append(f"{unjudged} of them have no verdict: only an exact match would count as correct, so "
+                     "accuracy is a lower bound")
+    text = ("No LLM judge was asked (no OPENAI_API_KEY or --eval-base-url, or --eval-model None).\n"
+            + ";\n".join(lines) + ".")
+    return Panel(Text(text, style="bold red"), title="[bold red]NO JUDGE[/bold red]",
+                 border_style="red", expand=False, padding=(1, 4))
+
+
+def print_report(console: Console, results: Results, display_conversations: int, *,
+                 judge_announced: bool = True) -> None:
+    """The scores and what the run says of them; `judge_announced` False: nothing was said of a
+    missing judge before scoring, so the NO JUDGE panel here says what scored the turns."""
     s = results.summary
     console.print(scores_table(results.scores, s.get(INTERVALS_KEY)))
+    panel = None if judge_announced else no_judge_panel(s)
+    if panel:
+        console.print(panel)
     unjudged = s.get("unjudged")
     if unjudged:
         console.print(unjudged_panel(unjudged))

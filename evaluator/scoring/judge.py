@@ -49,6 +49,7 @@ import hashlib
 import json
 import os
 import random
+import re
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor, as_completed
@@ -300,6 +301,32 @@ def prompt_origin_of(protocol: JudgeProtocol) -> dict:
     return ours_origin(protocol.messages(JudgeItem("", *PLACEHOLDER)), sampling)
 
 
+OPENAI_URL = "https://api.openai.com/v1"
+LABEL_PATTERN = re.compile(r"^(?P<model>.+) @ (?P<url>\S+) \((?P<rules>[^()]+) protocol\)$")
+
+
+def judge_label(model: str, base_url: str | None, rules_name: str) -> str:
+    """How a judge is named in judgments.jsonl and run_summary.json."""
+    return f"{model} @ {base_url or OPENAI_URL} ({rules_name} protocol)"
+
+
+def judges_of_label(label: str) -> tuple[str, list[str | None], str] | None:
+    """(model, the base URLs the label may stand for, rule set name) of a `judge_label`, or None:
+    OpenAI's own URL stands for itself and for no --eval-base-url at all."""
+    found = LABEL_PATTERN.match(label or "")
+    if not found:
+        return None
+    url = found["url"]
+    return found["model"], [url, None] if url == OPENAI_URL else [url], found["rules"]
+
+
+def judging_key(protocol: JudgeProtocol, model: str, base_url: str | None, item: JudgeItem) -> str:
+    """The verdict cache key: the messages themselves, not just the turn, so a changed judge
+    prompt, question, ground truth or answer must ask again."""
+    blob = json.dumps([protocol.name, model, base_url or "", protocol.messages(item)])
+    return hashlib.sha256(blob.encode()).hexdigest()
+
+
 class VerdictCache:
     """Append-only JSONL of {"key": hash, "accuracy": bool, "reply": text}; only real verdicts."""
 
@@ -360,12 +387,10 @@ class Judge:
 
     @property
     def label(self) -> str:
-        return f"{self.model} @ {self.base_url or 'https://api.openai.com/v1'} ({self.rules.name} protocol)"
+        return judge_label(self.model, self.base_url, self.rules.name)
 
     def cache_key(self, item: JudgeItem) -> str:
-        # The messages themselves, not just the turn: a changed judge prompt must ask again.
-        blob = json.dumps([self.protocol.name, self.model, self.base_url or "", self.protocol.messages(item)])
-        return hashlib.sha256(blob.encode()).hexdigest()
+        return judging_key(self.protocol, self.model, self.base_url, item)
 
     def _ask_once(self, messages: list[dict]) -> JudgeReply:
         """One attempt: one request through the rule set's protocol."""

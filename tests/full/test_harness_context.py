@@ -176,7 +176,7 @@ def test_odd_passages_neither_crash_nor_overflow(reranker):
     a = agent(reranker)
     answers = a.batch_generate_response(*batch(2), rag_context_list=[passages, "\x00<DOC>\nbroken"])
     assert len(answers) == 2 and all(isinstance(x, str) for x in answers)
-    cap = a.config.max_chunk_chars
+    cap = a.config.retrieval.max_chunk_chars
     for trace in a.last_batch_report["traces"]:
         assert trace["errors"] == []
         assert trace["chunks"] and all(0 < len(c["text"]) <= cap for c in trace["chunks"])

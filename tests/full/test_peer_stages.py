@@ -21,7 +21,10 @@ def test_extended_runs_on_the_cpu_profile_with_smollm2(tmp_path):
     out = tmp_path / "out"
     proc = run_main(local_evaluation.main, [  # in this process (testkit/in_process.py)
         "--profile", "cpu", "--preset", "extended", "--dataset-type", "single-turn", "--num-conversations", str(TURNS),
-        "--exact-conversations", "--eval-model", "None", "--output-dir", str(out), "--no_progress"],
+        "--exact-conversations", "--eval-model", "None", "--output-dir", str(out), "--no_progress",
+        # plumbing, not time: on a loaded machine the 10 s budget skips the image search, and then
+        # nothing below would be checked (tests/full/test_deadline_under_load.py covers the budget)
+        "--set", "turn_budget_s=0"],
         env=dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1"))
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
     traces = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
@@ -34,7 +37,7 @@ def test_extended_runs_on_the_cpu_profile_with_smollm2(tmp_path):
                for t in traces if "image" in t["searches_run"])
     summary = json.loads((out / "run_summary.json").read_text())
     assert max(summary["engine_calls_per_batch"]) <= 10  # route ... verify: one call per stage at most
-    peer = summary["agent_summary"]["peer_stages"]  # the agent's own figures (agents/cruise/trace_view.py)
+    peer = summary["agent_summary"]["peer_stages"]  # the agent's own figures (agents/cruise/trace_view.py cruise_summary)
     assert peer["crops_searched"] == sum(len(t["crops_searched"]) for t in traces)
     assert peer["entities_checked"] == sum(len(t["entity_verdicts"]) for t in traces)
     report = (out / "report.html").read_text()

@@ -8,8 +8,8 @@ from __future__ import annotations
 from PIL import Image
 
 from agents.config import CruiseConfig
-from agents.cruise.stages import s0a_perceive
-from agents.cruise.stages.s0a_perceive import PerceptionCache, perceive_batch
+from agents.stages import s0a_perceive
+from agents.stages.s0a_perceive import PerceptionCache, perceive_batch
 from testkit.fakes import last_user_text
 from testkit.perception_scenes import GRACE_HOPPER, PROMPTED_STAGES, SCRIPT, BlindEngine, run_agent, sign, turn
 
@@ -20,7 +20,7 @@ def test_a_rendered_sign_is_read_in_reading_order():
     [seen] = perceive_batch([turn(sign())], CFG, PerceptionCache())
     texts = [text for text, _ in seen.lines]
     assert [t.replace(" ", "").upper() for t in texts] == ["CLOSEDONMONDAYS", "PARKING5EURO"]
-    assert all(score >= CFG.perception_min_ocr_score for _, score in seen.lines)
+    assert all(score >= CFG.inputs.perception_min_ocr_score for _, score in seen.lines)
     assert seen.block.startswith("What the picture shows")
     assert seen.block.index(texts[0]) < seen.block.index(texts[1])
     assert not seen.error and seen.ms > 0
@@ -30,10 +30,10 @@ def test_a_common_object_is_named():
     photo = Image.open(GRACE_HOPPER).convert("RGB")
     [seen] = perceive_batch([turn(photo, "What is she wearing?")], CFG, PerceptionCache())
     names = [name for name, _ in seen.labels]
-    assert len(names) == CFG.perception_top_k
+    assert len(names) == CFG.inputs.perception_top_k
     assert "military uniform" in names
     p = dict(seen.labels)["military uniform"]
-    assert p >= CFG.perception_min_label_p and f"military uniform ({p:.0%})" in seen.block
+    assert p >= CFG.inputs.perception_min_label_p and f"military uniform ({p:.0%})" in seen.block
 
 
 def test_one_model_run_per_distinct_image(model_runs):

@@ -18,13 +18,14 @@ import math
 import re
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import strip_markdown
-from agents.cruise.prompts import load_prompt
-from agents.cruise.stages.s1a_tool_route import read_search_route
-from agents.cruise.stages.s1b_domain_route import DOMAINS, read_domain, route_domain
-from agents.cruise.stages.s2a_decompose import read_question_type
-from agents.cruise.types import Route, Turn
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
+from agents.runtime.system import Stage
+from agents.stages.parsing import strip_markdown
+from agents.stages.prompts import load_prompt
+from agents.stages.s1a_tool_route import read_search_route
+from agents.stages.s1b_domain_route import DOMAINS, read_domain, route_domain
+from agents.stages.s2a_decompose import read_question_type
+from agents.stages.types import Route, Turn
 
 # The label, then ":" or "=" (or " - "), possibly a newline, then the value, in any case and
 # through markdown emphasis: "Needs External Info: yes", "**Is Real-Time:**\nNo", "is_real_time = true".
@@ -53,19 +54,19 @@ def parse_route(text: str) -> Route:
 
 def extended_router(cfg: CruiseConfig) -> bool:
     """Whether the router is asked the extra labels (search, question type, domain)."""
-    return cfg.use_tool_route or cfg.use_decompose or cfg.use_domain_route
+    return cfg.peer_stages.use_tool_route or cfg.peer_stages.use_decompose or cfg.peer_stages.use_domain_route
 
 
 def read_route_extras(route: Route, text: str, cfg: CruiseConfig) -> Route:
     """The extended labels the switches on need; extras_parsed says whether all of those were read."""
     wanted = []
-    if cfg.use_tool_route:
+    if cfg.peer_stages.use_tool_route:
         route.search = read_search_route(text)
         wanted.append(route.search)
-    if cfg.use_decompose:
+    if cfg.peer_stages.use_decompose:
         route.question_type = read_question_type(text)
         wanted.append(route.question_type)
-    if cfg.use_domain_route:
+    if cfg.peer_stages.use_domain_route:
         route.domain = read_domain(text)
         wanted.append(route.domain)
     route.extras_parsed = all(value is not None for value in wanted)
@@ -73,18 +74,19 @@ def read_route_extras(route: Route, text: str, cfg: CruiseConfig) -> Route:
 
 
 def route_batch(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> list[Route]:
-    if not cfg.use_router:
+    if not cfg.cruise.use_router:
         # Without a router every question is treated as needing retrieval, none as real-time.
-        routes = [Route(needs_external=cfg.use_retrieval, is_real_time=False, raw="", parsed=None) for _ in turns]
+        routes = [Route(needs_external=cfg.retrieval.use_retrieval, is_real_time=False, raw="",
+                        parsed=None) for _ in turns]
         return [route_domain(r, t, cfg) for r, t in zip(routes, turns)]
     extended = extended_router(cfg)
-    if cfg.router_mode == "yes_no" and not extended:
+    if cfg.cruise.router_mode == "yes_no" and not extended:
         return [route_domain(r, t, cfg) for r, t in zip(route_yes_no(turns, engine, cfg), turns)]
     prompt = load_prompt("route_extended" if extended else "route")
     values = dict(domains=", ".join(DOMAINS)) if extended else {}
     requests = [ChatRequest(prompt.messages(t.history, query=t.query, **values), turn=i) for i, t in enumerate(turns)]
-    max_tokens = cfg.router_extended_max_tokens if extended else cfg.router_max_tokens
-    results = engine.generate(requests, Sampling(max_tokens=max_tokens, seed=cfg.seed), stage="route")
+    max_tokens = cfg.peer_stages.router_extended_max_tokens if extended else cfg.cruise.router_max_tokens
+    results = engine.generate(requests, Sampling(max_tokens=max_tokens, seed=cfg.models.seed), stage="route")
     routes = [parse_route(r.text) for r in results]
     if extended:
         routes = [read_route_extras(route, r.text, cfg) for route, r in zip(routes, results)]
@@ -101,13 +103,13 @@ def route_yes_no(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> li
     unreadable, with the same defaults as `parse_route`."""
     requests = [ChatRequest(load_prompt(name).messages(t.history, query=t.query), turn=i)
                 for name, _ in ROUTE_QUESTIONS for i, t in enumerate(turns)]
-    results = engine.generate(requests, Sampling(max_tokens=1, seed=cfg.seed, choices=YES_NO), stage="route")
+    results = engine.generate(requests, Sampling(max_tokens=1, seed=cfg.models.seed, choices=YES_NO), stage="route")
     n = len(turns)
     routes = []
     for i in range(n):
         p_external, p_real_time = yes_share(results[i]), yes_share(results[n + i])
-        route = Route(needs_external=p_external is None or p_external >= cfg.router_external_min_p,
-                      is_real_time=p_real_time is not None and p_real_time >= cfg.router_real_time_min_p,
+        route = Route(needs_external=p_external is None or p_external >= cfg.answer.router_external_min_p,
+                      is_real_time=p_real_time is not None and p_real_time >= cfg.cruise.router_real_time_min_p,
                       parsed=p_external is not None and p_real_time is not None)
         route.raw = "\n".join(
             f"{label}: {'yes' if value else 'no'} ({_shown(share, raw.text)})"
@@ -132,3 +134,7 @@ def _shown(share: float | None, text: str) -> str:
     if share is None:
         return f"unreadable: {text!r}"
     return f"P(yes)/(P(yes)+P(no)) = {share:.2f}"
+
+
+STAGE = Stage("route", switch="use_router", cost_prior="route", parsed="route",
+              trace_fields=("needs_external", "is_real_time", "router_parsed", "router_raw"))

@@ -8,34 +8,13 @@ quotes and final punctuation aside) are consistent without a request
 """
 from __future__ import annotations
 
-import re
-
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.parsing import strip_markdown
-from agents.cruise.prompts import ask_vlm, quote_notes
-from agents.cruise.types import Answers, Evidence, Turn, Verification
 from agents.engines.base import ChatEngine, Sampling
-
-_WORDS = r"(yes|no|true|false)"
-# In order of trust: a labelled verdict ("Answer: yes"), a verdict word standing alone (at the
-# start of a line or sentence, or closing one: "There is no contradiction, so yes."), any verdict word.
-_VERDICT_PATTERNS = (
-    re.compile(rf"\b(?:answer|verdict|judg(?:e)?ment|agree(?:ment)?|consistent)\b[^\S\n]*[:=]\s*{_WORDS}\b", re.I),
-    re.compile(rf"(?:^|(?<=[.!?:=\n]))[^\S\n]*{_WORDS}\b|\b{_WORDS}[^\S\n]*(?=[.!,;]|$)", re.I | re.M),
-    re.compile(rf"\b{_WORDS}\b", re.I),
-)
-
-
-def read_verdict(text: str) -> tuple[bool, bool]:
-    """(consistent, parsed); no verdict word counts as "not consistent" (parsed False)."""
-    plain = strip_markdown(text)
-    for pattern in _VERDICT_PATTERNS:
-        match = pattern.search(plain)
-        if match:
-            word = next(g for g in match.groups() if g)
-            return word.lower() in ("yes", "true"), True
-    return False, False
+from agents.runtime.system import Stage
+from agents.stages.prompts import ask_vlm, quote_notes
+from agents.stages.types import Answers, Evidence, Turn, Verification
+from agents.stages.verdicts import read_verdict
 
 
 def parse_verdict(text: str) -> bool:
@@ -51,7 +30,7 @@ def same_answer(a: str, b: str) -> bool:
 
 
 def needs_consistency_check(answers: Answers, cfg: CruiseConfig) -> bool:
-    return cfg.use_self_consistency and answers.direct is not None and answers.rag != IDK_ANSWER
+    return cfg.cruise.use_self_consistency and answers.direct is not None and answers.rag != IDK_ANSWER
 
 
 def consistency_batch(
@@ -63,7 +42,7 @@ def consistency_batch(
     for i, a in enumerate(answers):
         if not needs_consistency_check(a, cfg):
             continue
-        if cfg.consistency_skip_identical and same_answer(a.rag, a.direct):
+        if cfg.cruise.consistency_skip_identical and same_answer(a.rag, a.direct):
             out[i] = Verification(consistent=True, consistency_rule="identical_answers")
         else:
             wanted.append(i)
@@ -73,11 +52,15 @@ def consistency_batch(
                        direct_answer=answers[i].direct, rag_answer=answers[i].rag),
         # "yes_no": the verdict is the likelier of the two words at the first token (one forward
         # pass, always read); "text": the model writes it and `read_verdict` looks for it.
-        Sampling(max_tokens=cfg.consistency_max_tokens, seed=cfg.seed,
-                 choices=("yes", "no") if cfg.consistency_mode == "yes_no" else ()),
+        Sampling(max_tokens=cfg.cruise.consistency_max_tokens, seed=cfg.models.seed,
+                 choices=("yes", "no") if cfg.answer.consistency_mode == "yes_no" else ()),
     )
     for i, text in zip(wanted, replies):
         consistent, parsed = read_verdict(text)
         out[i] = Verification(consistent=consistent, consistency_raw=text, consistency_rule="vlm",
                               consistency_parsed=parsed)
     return out
+
+
+STAGE = Stage("consistency", switch="use_self_consistency", cost_prior="consistency", parsed="consistency",
+              trace_fields=("consistent", "consistency_rule", "consistency_raw"))

@@ -19,7 +19,8 @@ from __future__ import annotations
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.types import Answers, Decision, Evidence, Route, Verification
+from agents.runtime.system import Stage
+from agents.stages.types import Answers, Decision, Evidence, Route, Verification
 
 
 def decide(
@@ -67,21 +68,24 @@ def decision_inputs(route: Route, evidence: Evidence, answers: Answers, check: V
 
 
 def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
-    if not cfg.use_finalizer:  # vision_only and rag_baseline return the answer as it is
+    if not cfg.answer.use_finalizer:  # vision_only and rag_baseline return the answer as it is
         return Decision(trace["rag_answer"], "no_finalizer")
     # A check switched off by a preset does not veto (passed), unless disabled_check_fails.
-    passed = not cfg.disabled_check_fails
+    passed = not cfg.cruise.disabled_check_fails
     return decide(
         trace["rag_answer"],
         is_real_time=bool(trace.get("is_real_time")),
         has_context=bool(trace.get("context")),
-        consistent=bool(trace.get("consistent")) if cfg.use_self_consistency else passed,
-        cov_confidence=(trace.get("cov_confidence") or 0.0) if cfg.use_cov else float(passed),
+        consistent=bool(trace.get("consistent")) if cfg.cruise.use_self_consistency else passed,
+        cov_confidence=(trace.get("cov_confidence") or 0.0) if cfg.cruise.use_cov else float(passed),
         retrieval_score=trace.get("retrieval_score") or 0.0,
-        tau_ret=cfg.tau_ret,
-        tau_low=cfg.tau_low,
-        tau_high=cfg.tau_high,
+        tau_ret=cfg.cruise.tau_ret,
+        tau_low=cfg.answer.tau_low,
+        tau_high=cfg.cruise.tau_high,
         token_prob=trace.get("rag_min_token_prob"),
-        min_token_prob=cfg.min_token_prob,
-        tau_ret_scope=cfg.tau_ret_scope,
+        min_token_prob=cfg.answer.min_token_prob,
+        tau_ret_scope=cfg.cruise.tau_ret_scope,
     )
+
+
+STAGE = Stage("finalize", switch="use_finalizer", trace_fields=("branch", "final_answer"))

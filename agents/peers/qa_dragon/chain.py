@@ -9,23 +9,14 @@
 
 Direct Output turns stop after the router with their draft; the others go on. No dual path and no
 Chain-of-Verification: those are CRUISE's. Each model step is one batched engine call for the
-turns that need it, run under CRUISE's batch guards (agents/cruise/chain.py `BatchRun`: the
-deadline, the fault retry, per-stage timing), and each turn leaves one trace (trace.py).
+turns that need it, run under the batch guards every system runs on (agents/runtime/batch.py
+`BatchRun`: the deadline, the fault retry, per-stage timing; `Room`: an optional step only when it
+leaves the answer its time), and each turn leaves one trace (trace.py).
 """
 from __future__ import annotations
 
-from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.chain import start_batch
-from agents.cruise.deadline import StageCosts
-from agents.cruise.stages.s0a_perceive import perceive_batch, perception_wanted, with_pictures
-from agents.cruise.stages.s2b_crop import crop_batch
-from agents.cruise.stages.s3_retrieve import retrieve_batch, web_search_enabled
-from agents.cruise.stages.s3a_entity_check import entity_check_batch
-from agents.cruise.types import CropPlan, Decision, Perception, Retrieval, SubQueries, Turn
 from agents.engines.base import Engines
-from agents.peers.budget import leaves_room
-from agents.peers.qa_dragon.decide import decide_from_trace
 from agents.peers.qa_dragon.domain_router import domain_batch
 from agents.peers.qa_dragon.draft import draft_batch
 from agents.peers.qa_dragon.post_answer import post_answer_batch
@@ -34,7 +25,7 @@ from agents.peers.qa_dragon.rerank import coarse_batch, coarse_pick, fine_batch
 from agents.peers.qa_dragon.search_agents import query_subject, search_config, search_routes
 from agents.peers.qa_dragon.search_router import route_batch
 from agents.peers.qa_dragon.tool_router import planned_tools, tool_batch, unasked_tools
-from agents.peers.qa_dragon.trace import funnel_flags, turn_trace
+from agents.peers.qa_dragon.trace import turn_trace
 from agents.peers.qa_dragon.types import (
     DomainRoute,
     Draft,
@@ -44,6 +35,13 @@ from agents.peers.qa_dragon.types import (
     SearchRoute,
 )
 from agents.peers.qa_dragon.verifier import needs_check, verify_batch
+from agents.runtime.batch import BatchState, Room, decide_turn, keep, run_steps, start_batch
+from agents.runtime.deadline import StageCosts
+from agents.runtime.trace import record
+from agents.stages.s2b_crop import crop_batch
+from agents.stages.s3_retrieve import retrieve_batch, web_search_enabled
+from agents.stages.s3a_entity_check import entity_check_batch
+from agents.stages.types import CropPlan, Retrieval, SubQueries, Turn
 
 # What the answer needs after the searches: the post-answer and its verifier; and before them,
 # the search and the coarse reranker.
@@ -51,70 +49,64 @@ ANSWER_STEPS = ("post_answer", "verify")
 SEARCH_THEN = ("retrieve", "rerank", *ANSWER_STEPS)
 
 
-def run_qa_dragon(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts,
+def run_qa_dragon(system, turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts,
                   started: float | None = None) -> tuple[list[str], list[dict]]:
-    """Answers and traces for one batch; the budget runs from `started` (time.monotonic)."""
+    """Answers and traces for one batch (`system`: QA-Dragon's record, system.py); the budget runs
+    from `started` (time.monotonic)."""
     n = len(turns)
-    run = start_batch(turns, cfg, costs, ledger=engines.vlm.ledger, started=started)
-    perceptions: list[Perception | None] = [None] * n
-    if perception_wanted(cfg, engines.vlm):
-        perceptions = run.stage("perceive", perceive_batch, [turns], (cfg,), Perception)
-        turns = with_pictures(turns, perceptions, cfg)
+    run = start_batch(turns, cfg, costs, system, ledger=engines.vlm.ledger, started=started)
+    # the shared stages of its list that state their own step (perception) open the batch
+    opened = run_steps(BatchState(run, engines, pipeline, cfg, turns), system.stages)
+    turns, perceptions = opened.turns, opened.perceptions
     domains = run.stage("domain", domain_batch, [turns], (engines.router, cfg), DomainRoute)
     drafts = run.stage("draft", draft_batch, [turns, domains], (engines.vlm, cfg), Draft)
     routes = route_batch(turns, drafts, domains)
     web = pipeline is not None and web_search_enabled(pipeline)
     # A step no turn needs is not started (the deadline would otherwise weigh a step with nothing
-    # to do), an optional one only when it leaves room for the answer (budget.py); a turn a step
-    # did not reach keeps what it had.
-    skipped: list[str] = []
-
-    def room(step: str, then: tuple[str, ...]) -> bool:
-        if leaves_room(run, step, then):
-            return True
-        skipped.append(step)
-        return False
+    # to do), an optional one only when it leaves room for the answer (Room); a turn a step did not
+    # reach keeps what it had.
+    room = Room(run)
 
     tools = planned_tools(routes, web)
     if any(r.branch == "rag" for r in routes):
         if room("tool_route", SEARCH_THEN):
-            tools = _keep(tools, run.stage("tool_route", tool_batch, [turns, drafts, routes, domains, tools],
+            tools = keep(tools, run.stage("tool_route", tool_batch, [turns, drafts, routes, domains, tools],
                                            (engines.vlm, cfg, web), lambda: None))
         else:
             tools = unasked_tools(routes, domains, tools, web)
     rephrased = [SubQueries() for _ in turns]
-    if cfg.qa_dragon_rephrase_queries > 0 and any(t.text for t in tools) and room("rephrase", SEARCH_THEN):
-        rephrased = _keep(rephrased, run.stage("rephrase", rephrase_batch, [turns, drafts, tools], (engines.vlm, cfg),
+    if cfg.qa_dragon.qa_dragon_rephrase_queries > 0 and any(t.text for t in tools) and room("rephrase", SEARCH_THEN):
+        rephrased = keep(rephrased, run.stage("rephrase", rephrase_batch, [turns, drafts, tools], (engines.vlm, cfg),
                                                lambda: None))
     scfg = search_config(cfg)
     sroutes = search_routes(tools)
     crops = [CropPlan() for _ in turns]
-    if (cfg.use_crop_search and any(t.image and turn.image is not None for t, turn in zip(tools, turns))
+    if (cfg.peer_stages.use_crop_search and any(t.image and turn.image is not None for t, turn in zip(tools, turns))
             and room("crop", SEARCH_THEN)):
-        crops = _keep(crops, run.stage("crop", crop_batch, [turns, sroutes], (engines.vlm, scfg), lambda: None))
+        crops = keep(crops, run.stage("crop", crop_batch, [turns, sroutes], (engines.vlm, scfg), lambda: None))
     subjects = [query_subject(d) for d in drafts]
     retrievals = [Retrieval() for _ in turns]
     if any(r.needs_external for r in sroutes):
-        retrievals = _keep(retrievals, run.stage("retrieve", _retrieve, [turns, sroutes, subjects, crops, rephrased],
+        retrievals = keep(retrievals, run.stage("retrieve", _retrieve, [turns, sroutes, subjects, crops, rephrased],
                                                  (pipeline, scfg), lambda: None))
-    if (cfg.use_entity_check and any(r.chunk_entities for r in retrievals)
+    if (cfg.peer_stages.use_entity_check and any(r.chunk_entities for r in retrievals)
             and room("entity_check", ("rerank", *ANSWER_STEPS))):
-        retrievals = _keep(retrievals, run.stage("entity_check", entity_check_batch, [turns, retrievals],
+        retrievals = keep(retrievals, run.stage("entity_check", entity_check_batch, [turns, retrievals],
                                                  (engines.vlm, cfg), lambda: None))
     reranked = [Reranked() for _ in turns]
     if any(r.chunks for r in retrievals):
-        reranked = _keep(reranked, run.stage("rerank", coarse_batch, [retrievals], (engines.reranker, cfg),
+        reranked = keep(reranked, run.stage("rerank", coarse_batch, [retrievals], (engines.reranker, cfg),
                                              lambda: None))
     if any(coarse_pick(r.evidence.chunk_scores, cfg) for r in reranked) and room("fine_rerank", ANSWER_STEPS):
-        reranked = _keep(reranked, run.stage("fine_rerank", fine_batch, [retrievals, reranked], (engines.vlm, cfg),
+        reranked = keep(reranked, run.stage("fine_rerank", fine_batch, [retrievals, reranked], (engines.vlm, cfg),
                                              lambda: None))
     posts = [PostAnswer() for _ in turns]
     if any(r.branch != "direct_output" for r in routes):
-        posts = _keep(posts, run.stage("post_answer", post_answer_batch, [turns, drafts, routes, reranked],
+        posts = keep(posts, run.stage("post_answer", post_answer_batch, [turns, drafts, routes, reranked],
                                        (engines.vlm, cfg), lambda: None))
     checks = [PostCheck() for _ in turns]
     if any(needs_check(p) for p in posts):
-        checks = _keep(checks, run.stage("verify", verify_batch, [turns, posts, reranked], (engines.vlm, cfg),
+        checks = keep(checks, run.stage("verify", verify_batch, [turns, posts, reranked], (engines.vlm, cfg),
                                          lambda: None))
 
     final, traces = [], []
@@ -123,22 +115,16 @@ def run_qa_dragon(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConf
         candidate = drafts[i].answer if route.branch == "direct_output" else posts[i].answer
         inputs = {"branch": route.branch, "rag_answer": candidate, "verifier_confidence": checks[i].confidence,
                   "rag_min_token_prob": posts[i].min_token_prob}
-        decision = decide_from_trace(inputs, cfg) if i not in run.failed else Decision(IDK_ANSWER, "error")
+        decision = decide_turn(system, inputs, cfg, run, i)
         final.append(decision.answer)
-        trace = turn_trace(
-            preset=cfg.preset, turn=turns[i], domain=domains[i], draft=drafts[i], route=route, tool=tools[i],
-            rephrased=rephrased[i], crops=crops[i], retrieval=retrievals[i], reranked=reranked[i], post=posts[i],
-            check=checks[i], candidate=candidate, decision=decision, perception=perceptions[i],
-            stage_ms=dict(run.stage_ms), deadline_cut=run.cut_before, deadline_cut_during=run.cut_during,
-            skipped_for_time=skipped, errors=run.errors[i])
-        trace["funnel"] = funnel_flags(trace, cfg)
-        traces.append(trace)
+        own, parsed = turn_trace(
+            turn=turns[i], domain=domains[i], draft=drafts[i], route=route, tool=tools[i], rephrased=rephrased[i],
+            crops=crops[i], retrieval=retrievals[i], reranked=reranked[i], post=posts[i], check=checks[i],
+            candidate=candidate, decision=decision)
+        traces.append(record(own, system=system, cfg=cfg, run=run, i=i, parsed=parsed, perception=perceptions[i],
+                             errors=retrievals[i].errors, skipped_for_time=room.skipped,
+                             added=opened.added))
     return final, traces
-
-
-def _keep(old: list, new: list) -> list:
-    """A step's results, each turn it did not reach (deadline, fault) keeping what it had."""
-    return [b if b is not None else a for a, b in zip(old, new)]
 
 
 def _retrieve(turns, routes, subjects, crops, rephrased, pipeline, cfg):

@@ -12,21 +12,19 @@ from __future__ import annotations
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.types import Decision
-from agents.peers.verdicts import support_passes
+from agents.stages.types import Decision
+from agents.stages.verdicts import support_passes
 
 
 def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
-    """Decision.branch says which rule decided (the trace's "decision")."""
+    """Decision.branch says which rule decided (the trace's "decision"). A failed turn and an
+    answer that is already "I don't know" are decided before this rule (agents/runtime/batch.py
+    `decide_turn`: "error", "abstained")."""
     branch = trace.get("branch")
-    answer = trace.get("rag_answer") or IDK_ANSWER
-    if branch == "error":
-        return Decision(IDK_ANSWER, "error")
-    if answer == IDK_ANSWER:
-        return Decision(IDK_ANSWER, "abstained")
+    answer = trace["rag_answer"]
     if branch == "direct_output":
         return Decision(answer, "direct_output")
-    if not cfg.use_finalizer:
+    if not cfg.answer.use_finalizer:
         return Decision(answer, "no_finalizer")
     confidence = trace.get("verifier_confidence")
     if confidence is None:
@@ -34,6 +32,6 @@ def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
     if not support_passes(float(confidence), cfg):
         return Decision(IDK_ANSWER, "verifier_rejected")
     token_prob = trace.get("rag_min_token_prob")
-    if cfg.min_token_prob > 0 and (token_prob is None or token_prob < cfg.min_token_prob):
+    if cfg.answer.min_token_prob > 0 and (token_prob is None or token_prob < cfg.answer.min_token_prob):
         return Decision(IDK_ANSWER, "low_token_prob")
     return Decision(answer, "verified")

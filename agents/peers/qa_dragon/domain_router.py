@@ -7,12 +7,13 @@ domain label is believed instead, with no request. The domain picks the D-CoT's 
 from __future__ import annotations
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import content_lines, labelled_value
-from agents.cruise.prompts import load_prompt
-from agents.cruise.stages.s1b_domain_route import DOMAINS, canonical_domain
-from agents.cruise.types import Turn
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 from agents.peers.qa_dragon.types import DomainRoute
+from agents.runtime.system import Stage
+from agents.stages.parsing import content_lines, labelled_value
+from agents.stages.prompts import load_prompt
+from agents.stages.s1b_domain_route import DOMAINS, canonical_domain
+from agents.stages.types import Turn
 
 
 def read_domain_reply(text: str) -> str | None:
@@ -39,9 +40,13 @@ def domain_batch(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> li
     prompt = load_prompt("qa_dragon_domain")
     requests = [ChatRequest(prompt.messages(turns[i].history, turns[i].picture, query=turns[i].query,
                                             domains=", ".join(DOMAINS))) for i in wanted]
-    results = engine.generate(requests, Sampling(max_tokens=cfg.qa_dragon_domain_max_tokens, seed=cfg.seed),
+    results = engine.generate(requests, Sampling(max_tokens=cfg.qa_dragon.qa_dragon_domain_max_tokens,
+                                                 seed=cfg.models.seed),
                               stage="domain")
     for i, result in zip(wanted, results):
         domain = read_domain_reply(result.text)
         out[i] = DomainRoute(domain, "router" if domain else None, result.text, parsed=domain is not None)
     return out
+
+
+STAGE = Stage("domain", parsed="domain", trace_fields=("domain", "domain_source", "domain_raw"))

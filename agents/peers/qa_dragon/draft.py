@@ -18,14 +18,15 @@ import re
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.parsing import labelled_value, strip_markdown
-from agents.cruise.prompts import ask_vlm, load_prompt, load_prompt_lines
-from agents.cruise.stages.s1b_domain_route import domain_slug
-from agents.cruise.stages.s6_answer import read_answer
-from agents.cruise.types import Turn
 from agents.engines.base import ChatEngine, Sampling
 from agents.peers.qa_dragon.types import DomainRoute, Draft
-from agents.peers.verdicts import without_answer_labels
+from agents.runtime.system import Stage
+from agents.stages.parsing import labelled_value, strip_markdown
+from agents.stages.prompts import ask_vlm, load_prompt, load_prompt_lines
+from agents.stages.s1b_domain_route import domain_slug
+from agents.stages.s6_answer import read_answer
+from agents.stages.types import Turn
+from agents.stages.verdicts import without_answer_labels
 
 _STEP = re.compile(r"^\s*(?:step\s*)?\d+[.):]\s*(.+)$", re.IGNORECASE)
 _ANSWER_LABEL = r"draft[\s_-]*answer|final[\s_-]*answer|(?:the\s+)?answer(?:\s+is)?"
@@ -60,7 +61,7 @@ def copies(value: str, instructions: str, min_words: int = 4) -> bool:
 
 def lengths(cfg: CruiseConfig, answers: float) -> int:
     """A generation budget of `answers` answer lengths (the stack's answer_max_tokens)."""
-    return max(1, round(answers * cfg.answer_max_tokens))
+    return max(1, round(answers * cfg.answer.answer_max_tokens))
 
 
 def domain_lines(domain: DomainRoute) -> str:
@@ -73,7 +74,12 @@ def draft_batch(turns: list[Turn], domains: list[DomainRoute], engine: ChatEngin
     replies = ask_vlm(
         engine, "draft", turns, wanted,
         lambda i: dict(query=turns[i].query, domain_notes=domain_lines(domains[i])),
-        Sampling(max_tokens=lengths(cfg, cfg.qa_dragon_draft_lengths), seed=cfg.seed), prompt_name="qa_dragon_draft",
+        Sampling(max_tokens=lengths(cfg, cfg.qa_dragon.qa_dragon_draft_lengths),
+                 seed=cfg.models.seed), prompt_name="qa_dragon_draft",
     )
     instructions = load_prompt("qa_dragon_draft").user.template
     return [read_draft(text, instructions) for text in replies]
+
+
+STAGE = Stage("draft", parsed="draft",
+              trace_fields=("draft_object", "draft_steps", "draft_answer", "draft_raw"))

@@ -17,14 +17,15 @@ import re
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.parsing import labelled_value, strip_markdown
-from agents.cruise.prompts import load_prompt, quote_notes, vlm_image
-from agents.cruise.stages.s6_answer import read_answer, token_probabilities
-from agents.cruise.types import Turn
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
 from agents.peers.qa_dragon.draft import lengths
 from agents.peers.qa_dragon.types import Draft, PostAnswer, Reranked, SearchRoute
-from agents.peers.verdicts import without_answer_labels
+from agents.runtime.system import Stage
+from agents.stages.parsing import labelled_value, strip_markdown
+from agents.stages.prompts import load_prompt, quote_notes, vlm_image
+from agents.stages.s6_answer import read_answer, token_probabilities
+from agents.stages.types import Turn
+from agents.stages.verdicts import without_answer_labels
 
 _ANSWER_LABEL = r"final[\s_-]*answer|answer"
 _REASON_LINE = re.compile(r"^[^\S\n]*[*_#>\s]*reason(?:ing)?[*_\s]*[:=]", re.IGNORECASE)
@@ -86,10 +87,16 @@ def post_answer_batch(turns: list[Turn], drafts: list[Draft], routes: list[Searc
                                             context=quote_notes(reranked[i].evidence.context),
                                             draft=draft_text(drafts[i])),
                             image=vlm_image(turns[i], engine)) for i in wanted]
-    sampling = Sampling(max_tokens=lengths(cfg, cfg.qa_dragon_answer_lengths), seed=cfg.seed, logprobs=True)
+    sampling = Sampling(max_tokens=lengths(cfg, cfg.qa_dragon.qa_dragon_answer_lengths), seed=cfg.models.seed,
+                        logprobs=True)
     results = engine.generate(requests, sampling, stage="post_answer")
     for i, result in zip(wanted, results):
         answer, reason, parsed = read_post_answer(result.text)
         lowest, mean = answer_line_probabilities(result)
         out[i] = PostAnswer(answer, reason, result.text, parsed, lowest, mean, token_probabilities(result)[0])
     return out
+
+
+STAGE = Stage("post_answer", parsed="post_answer",
+              trace_fields=("post_answer", "post_reason", "post_raw", "rag_answer", "rag_min_token_prob",
+                            "rag_mean_token_prob", "reply_min_token_prob", "token_count"))

@@ -9,17 +9,18 @@ the same request. A reply without a usable query leaves the turn with its fused 
 from __future__ import annotations
 
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt
-from agents.cruise.stages.s2a_decompose import read_sub_queries
-from agents.cruise.types import SubQueries, Turn
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 from agents.peers.qa_dragon.types import Draft, ToolChoice
+from agents.runtime.system import Stage
+from agents.stages.prompts import load_prompt
+from agents.stages.s2a_decompose import read_sub_queries
+from agents.stages.types import SubQueries, Turn
 
 
 def rephrase_batch(turns: list[Turn], drafts: list[Draft], tools: list[ToolChoice], engine: ChatEngine,
                    cfg: CruiseConfig) -> list[SubQueries]:
     out = [SubQueries() for _ in turns]
-    limit = cfg.qa_dragon_rephrase_queries
+    limit = cfg.qa_dragon.qa_dragon_rephrase_queries
     wanted = [i for i, tool in enumerate(tools) if tool.text and limit > 0]
     if not wanted:
         return out
@@ -28,8 +29,12 @@ def rephrase_batch(turns: list[Turn], drafts: list[Draft], tools: list[ToolChoic
                                             object=drafts[i].object_name or "(not named)",
                                             reasoning=drafts[i].reasoning or "(none)", max_queries=str(limit)))
                 for i in wanted]
-    results = engine.generate(requests, Sampling(max_tokens=cfg.qa_dragon_rephrase_max_tokens, seed=cfg.seed),
+    results = engine.generate(requests, Sampling(max_tokens=cfg.qa_dragon.qa_dragon_rephrase_max_tokens,
+                                                 seed=cfg.models.seed),
                               stage="rephrase")
     for i, result in zip(wanted, results):
         out[i] = read_sub_queries(result.text, turns[i].query, limit)
     return out
+
+
+STAGE = Stage("rephrase", parsed="rephrase", trace_fields=("rephrased_queries", "rephrase_raw"))

@@ -20,27 +20,28 @@ from __future__ import annotations
 import dataclasses
 
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt, quote_notes
-from agents.cruise.stages.s5_rerank import context_block
-from agents.cruise.types import Evidence, Retrieval
 from agents.engines.base import ChatEngine, ChatRequest, Reranker, Sampling
 from agents.peers.qa_dragon.types import Reranked
-from agents.peers.verdicts import YES_NO, read_check
+from agents.runtime.system import Stage
+from agents.stages.prompts import load_prompt, quote_notes
+from agents.stages.s5_rerank import context_block
+from agents.stages.types import Evidence, Retrieval
+from agents.stages.verdicts import YES_NO, read_check
 
 
 def coarse_pick(scores: list[float], cfg: CruiseConfig) -> list[int]:
     """Chunk indices passing the coarse stage, best first."""
     ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
-    return [i for i in ranked if scores[i] >= cfg.qa_dragon_coarse_min][: cfg.qa_dragon_coarse_k]
+    return [i for i in ranked if scores[i] >= cfg.qa_dragon.qa_dragon_coarse_min][: cfg.qa_dragon.qa_dragon_coarse_k]
 
 
 def assemble(retrieval: Retrieval, scores: list[float], order: list[int], cfg: CruiseConfig) -> Evidence:
     """The context of the chunks `order` (best first), at most k_rerank of them."""
-    kept = order[: cfg.k_rerank]
+    kept = order[: cfg.retrieval.k_rerank]
     dates = retrieval.chunk_dates
     chunks = [retrieval.chunks[i] for i in kept]
     kept_dates = [dates[i] for i in kept] if dates else []
-    return Evidence(chunk_scores=list(scores), theta=cfg.qa_dragon_coarse_min if retrieval.chunks else None,
+    return Evidence(chunk_scores=list(scores), theta=cfg.qa_dragon.qa_dragon_coarse_min if retrieval.chunks else None,
                     kept=chunks, kept_dates=kept_dates, context=context_block(chunks, kept_dates),
                     retrieval_score=max(scores, default=0.0))
 
@@ -66,12 +67,13 @@ def fine_batch(retrievals: list[Retrieval], coarse: list[Reranked], engine: Chat
     prompt = load_prompt("qa_dragon_fine_rerank")
     requests = [ChatRequest(prompt.messages(None, query=retrievals[t].query,
                                             passage=quote_notes(retrievals[t].chunks[i]))) for t, i in asks]
-    results = engine.generate(requests, Sampling(max_tokens=1, seed=cfg.seed, choices=YES_NO), stage="fine_rerank")
+    results = engine.generate(requests, Sampling(max_tokens=1, seed=cfg.models.seed, choices=YES_NO),
+                              stage="fine_rerank")
     fine: dict[int, list[float | None]] = {}
     for (t, i), result in zip(asks, results):
         check = read_check(result)
         fine.setdefault(t, [None] * len(retrievals[t].chunks))[i] = check.p_yes if check.p_yes is not None else 0.0
-    floor = cfg.qa_dragon_fine_min * cfg.qa_dragon_coarse_min
+    floor = cfg.qa_dragon.qa_dragon_fine_min * cfg.qa_dragon.qa_dragon_coarse_min
     for t, p_yes in fine.items():
         coarse_scores = coarse[t].evidence.chunk_scores
         joint = {i: p * coarse_scores[i] for i, p in enumerate(p_yes) if p is not None}
@@ -79,3 +81,8 @@ def fine_batch(retrievals: list[Retrieval], coarse: list[Reranked], engine: Chat
         evidence = assemble(retrievals[t], coarse_scores, order, cfg)
         out[t] = dataclasses.replace(coarse[t], evidence=evidence, fine=p_yes, fine_ran=True)
     return out
+
+
+# The coarse reranker is priced as CRUISE's reranker (the same model over the same chunks).
+COARSE = Stage("rerank", cost_prior="rerank", trace_fields=("chunks", "theta", "kept_chunks", "context", "retrieval_score"))
+FINE = Stage("fine_rerank", trace_fields=("fine_rerank_ran",))

@@ -15,8 +15,8 @@ and nothing else (CRUISE's tool-route gate, s1a, with the choice as the route).
 from __future__ import annotations
 
 from agents.config import CruiseConfig
-from agents.cruise.types import Route
 from agents.peers.qa_dragon.types import Draft, ToolChoice
+from agents.stages.types import Route
 
 _UNNAMED = ("unknown", "unclear", "none", "n/a", "")
 

@@ -24,8 +24,8 @@ from __future__ import annotations
 import re
 
 from agents.base_agent import IDK_ANSWER
-from agents.cruise.types import Turn
 from agents.peers.qa_dragon.types import DomainRoute, Draft, SearchRoute
+from agents.stages.types import Turn
 
 # Answerability flags: the reasoning gives up on something the answer needs.
 _FAILED = re.compile(

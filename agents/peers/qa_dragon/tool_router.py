@@ -5,7 +5,7 @@ RAG turns ask the VLM two yes/no questions over the photo, the question and the 
 turn), the paper's two flags:
 - image search: is the thing asked about still unnamed, so that look-alike photos must name it?
 - text search: does the answer need facts the photo does not show?
-Each is read as the stack reads a yes/no check (agents/peers/verdicts.py), the odds cut where the
+Each is read as the stack reads a yes/no check (agents/stages/verdicts.py), the odds cut where the
 stack cuts its router's "needs external information" (`router_external_min_p`: the same question,
 asked of the same kind of model); an unreadable flag searches (retrieving rather than guessing). Two rules of the paper's decision logic are applied
 after the model by the domain router's label: Math and science needs neither search, Book and
@@ -17,11 +17,12 @@ no web search (Task 1), a text search cannot run and image search, the only sour
 from __future__ import annotations
 
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt, vlm_image
-from agents.cruise.types import Turn
 from agents.engines.base import ChatEngine, ChatRequest
 from agents.peers.qa_dragon.types import DomainRoute, Draft, SearchRoute, ToolChoice
-from agents.peers.verdicts import check_sampling, read_check
+from agents.runtime.system import Stage
+from agents.stages.prompts import load_prompt, vlm_image
+from agents.stages.types import Turn
+from agents.stages.verdicts import check_sampling, read_check
 
 NO_SEARCH_DOMAINS = ("Math and science",)  # calculations need neither search
 NO_IMAGE_SEARCH_DOMAINS = ("Book", "Plants and Gardening")  # the paper's books and plants
@@ -61,10 +62,11 @@ def tool_batch(turns: list[Turn], drafts: list[Draft], routes: list[SearchRoute]
                                                       reasoning=drafts[i].reasoning or "(none)"),
                             image=vlm_image(turns[i], engine))
                 for i in wanted for name in TOOL_PROMPTS]
-    results = engine.generate(requests, check_sampling(cfg, cfg.qa_dragon_tool_max_tokens), stage="tool_route")
+    results = engine.generate(requests, check_sampling(cfg, cfg.qa_dragon.qa_dragon_tool_max_tokens),
+                              stage="tool_route")
     for k, i in enumerate(wanted):
-        image = read_check(results[2 * k], cfg.router_external_min_p)
-        text = read_check(results[2 * k + 1], cfg.router_external_min_p)
+        image = read_check(results[2 * k], cfg.answer.router_external_min_p)
+        text = read_check(results[2 * k + 1], cfg.answer.router_external_min_p)
         choice = ToolChoice(image=image.passed is not False, text=text.passed is not False, image_check=image.raw,
                             text_check=text.raw, parsed=image.passed is not None and text.passed is not None)
         out[i] = apply_rules(choice, domains[i], web)
@@ -82,3 +84,7 @@ def unasked_tools(routes: list[SearchRoute], domains: list[DomainRoute], planned
             choice.rule = "; ".join(part for part in ("not asked (no time): every search", choice.rule) if part)
             out[i] = choice
     return out
+
+
+STAGE = Stage("tool_route", parsed="tool_route",
+              trace_fields=("tool_search", "tool_image_check", "tool_text_check", "tool_rule"))

@@ -1,10 +1,8 @@
 """QA-Dragon's trace: one JSON-ready record per turn with every step's output, so that a reader
 sees each turn's branch and what decided it, and tools/calibrate.py can replay decide.py; its
-funnel; and the run's figures for the report (agents/cruise/trace_view.py shows them)."""
+funnel; and the run's figures for the report (System.view, system.py)."""
 from __future__ import annotations
 
-from agents.cruise.trace import not_idk
-from agents.cruise.types import CropPlan, Decision, Perception, Retrieval, SubQueries, Turn
 from agents.engines.base import TOKEN_COUNT
 from agents.peers.qa_dragon.types import (
     BRANCHES,
@@ -16,9 +14,8 @@ from agents.peers.qa_dragon.types import (
     SearchRoute,
     ToolChoice,
 )
-from agents.peers.trace import parse_summary, shared_fields
-
-PARSED_STAGES = ("domain", "draft", "tool_route", "rephrase", "crop", "entity_check", "post_answer", "verify")
+from agents.runtime.trace import not_idk, tally
+from agents.stages.types import CropPlan, Decision, Retrieval, SubQueries, Turn
 
 
 def parse_outcomes(domain: DomainRoute, draft: Draft, tool: ToolChoice, rephrased: SubQueries, crops: CropPlan,
@@ -29,17 +26,15 @@ def parse_outcomes(domain: DomainRoute, draft: Draft, tool: ToolChoice, rephrase
     return {stage: ok for stage, ok in parsed.items() if ok is not None}
 
 
-def turn_trace(*, preset: str, turn: Turn, domain: DomainRoute, draft: Draft, route: SearchRoute, tool: ToolChoice,
+def turn_trace(*, turn: Turn, domain: DomainRoute, draft: Draft, route: SearchRoute, tool: ToolChoice,
                rephrased: SubQueries, crops: CropPlan, retrieval: Retrieval, reranked: Reranked, post: PostAnswer,
-               check: PostCheck, candidate: str, decision: Decision, perception: Perception | None,
-               stage_ms: dict, deadline_cut: str | None, deadline_cut_during: str | None, errors: list[str],
-               skipped_for_time: list[str] | None = None) -> dict:
+               check: PostCheck, candidate: str, decision: Decision) -> tuple[dict, dict[str, bool]]:
+    """(QA-Dragon's own fields of one turn's trace, its parse outcomes): agents/runtime/trace.py
+    `record` adds what every system records."""
     evidence = reranked.evidence
     parsed = parse_outcomes(domain, draft, tool, rephrased, crops, retrieval, post, check)
     direct = route.branch == "direct_output"
     return {
-        "preset": preset,
-        "system": "qa_dragon",
         "harness_domain": turn.domain,
         "harness_passages": None if turn.passages is None else len(turn.passages),
         # pre-answer
@@ -98,10 +93,7 @@ def turn_trace(*, preset: str, turn: Turn, domain: DomainRoute, draft: Draft, ro
         "verifier_raw": check.raw,
         "decision": decision.branch,
         "final_answer": decision.answer,
-        **shared_fields(parsed=parsed, stages=PARSED_STAGES, stage_ms=stage_ms, deadline_cut=deadline_cut,
-                        deadline_cut_during=deadline_cut_during, skipped_for_time=skipped_for_time,
-                        errors=errors + retrieval.errors, perception=perception),
-    }
+    }, parsed
 
 
 def funnel_flags(trace: dict, cfg) -> dict[str, bool]:
@@ -109,21 +101,13 @@ def funnel_flags(trace: dict, cfg) -> dict[str, bool]:
     direct = trace.get("branch") == "direct_output"
     steps = {"answer written (not I don't know)": not_idk(trace.get("rag_answer"))}
     confidence = trace.get("verifier_confidence")
-    steps[f"verifier >= {cfg.tau_low:g} (Direct Output: not checked)"] = (
-        direct or (confidence is not None and float(confidence) >= cfg.tau_low))
-    if cfg.min_token_prob > 0:
+    steps[f"verifier >= {cfg.answer.tau_low:g} (Direct Output: not checked)"] = (
+        direct or (confidence is not None and float(confidence) >= cfg.answer.tau_low))
+    if cfg.answer.min_token_prob > 0:
         token_prob = trace.get("rag_min_token_prob")
-        steps[f"least likely answer token >= {cfg.min_token_prob:g} (Direct Output: not checked)"] = (
-            direct or (token_prob is not None and token_prob >= cfg.min_token_prob))
+        steps[f"least likely answer token >= {cfg.answer.min_token_prob:g} (Direct Output: not checked)"] = (
+            direct or (token_prob is not None and token_prob >= cfg.answer.min_token_prob))
     return steps
-
-
-def tally(traces: list[dict], key: str) -> dict[str, int]:
-    out: dict[str, int] = {}
-    for t in traces:
-        value = t.get(key)
-        out[str(value if value is not None else "-")] = out.get(str(value if value is not None else "-"), 0) + 1
-    return dict(sorted(out.items(), key=lambda kv: -kv[1]))
 
 
 def summarize(traces: list[dict]) -> dict:
@@ -134,8 +118,6 @@ def summarize(traces: list[dict]) -> dict:
             by_branch[t["branch"]]["turns"] += 1
             by_branch[t["branch"]]["answered"] += not_idk(t.get("final_answer"))
     return {
-        "system": "qa_dragon",
-        **parse_summary(traces, PARSED_STAGES),
         "qa_dragon": {
             "branches": by_branch,
             "router_reasons": tally(traces, "router_reason"),

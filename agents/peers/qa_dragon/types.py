@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agents.base_agent import IDK_ANSWER
-from agents.cruise.types import Evidence
+from agents.stages.types import Evidence
 
 BRANCHES = ("direct_output", "search_verify", "rag")
 

@@ -4,7 +4,7 @@ RAG turns whose post-answer is not "I don't know".
 The MLLM-based verifier asks whether the answer is supported by the photo and the evidence,
 uncontradicted and complete (prompts/qa_dragon_verify.txt: "Verdict: correct | incorrect", the
 verdict first so that a cut reply is still read). Read as the stack reads a support check
-(agents/peers/verdicts.py, `cov_mode`): the written verdict (1 or 0), the odds of a one-word
+(agents/stages/verdicts.py, `cov_mode`): the written verdict (1 or 0), the odds of a one-word
 yes/no (prompts/qa_dragon_verify_yes_no.txt), or, where the stack's model cannot verify, the
 grounding share of the answer's words in the evidence and the picture. It passes at `tau_low`.
 
@@ -18,12 +18,13 @@ import re
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.parsing import labelled_value, strip_markdown
-from agents.cruise.prompts import quote_notes
-from agents.cruise.types import Turn
 from agents.engines.base import ChatEngine
 from agents.peers.qa_dragon.types import PostAnswer, PostCheck, Reranked
-from agents.peers.verdicts import support_checks
+from agents.runtime.system import Stage
+from agents.stages.parsing import labelled_value, strip_markdown
+from agents.stages.prompts import quote_notes
+from agents.stages.types import Turn
+from agents.stages.verdicts import grounding_mode, support_checks
 
 _WRONG = re.compile(r"\b(?:incorrect|not\s+correct|wrong|unsupported|not\s+supported|contradict\w*)\b", re.IGNORECASE)
 _RIGHT = re.compile(r"\b(?:correct|supported)\b", re.IGNORECASE)
@@ -52,10 +53,15 @@ def verify_batch(turns: list[Turn], posts: list[PostAnswer], reranked: list[Rera
     wanted = [i for i, p in enumerate(posts) if needs_check(p)]
     checks = support_checks(
         engine, cfg, turns, wanted, stage="verify", prompt="qa_dragon_verify",
-        max_tokens=cfg.qa_dragon_verify_max_tokens, answer_of=lambda i: posts[i].answer,
+        max_tokens=cfg.qa_dragon.qa_dragon_verify_max_tokens, answer_of=lambda i: posts[i].answer,
         context_of=lambda i: reranked[i].evidence.context, read_text=read_verifier,
         values=lambda i: dict(query=turns[i].query, context=quote_notes(reranked[i].evidence.context),
                               answer=posts[i].answer, reason=posts[i].reason or "(none given)"))
     for i, (confidence, raw, parsed) in checks.items():
         out[i] = PostCheck(confidence, raw, parsed)
     return out
+
+
+# Priced as CRUISE's CoV (one image request judging the answer against the notes).
+STAGE = Stage("verify", cost_prior="verify", parsed="verify", calls_no_model=grounding_mode, free_when_no_model=True,
+              trace_fields=("verifier_confidence", "verifier_raw", "decision", "final_answer"))

@@ -10,29 +10,28 @@ The caption is CRUISE's question-aware summary (s2_summarize; what perception re
 that cannot see), and q' = question + caption searches as in CRUISE (s3_retrieve, every search
 the pipeline has); both steps, and the generation, keep CRUISE's stage names ("summarize",
 "answer") so that a profile's stage-cost priors apply to them. No router, dual path, self-consistency or CoV: those are CRUISE's. Each model
-step is one batched engine call for the turns that need it, under CRUISE's batch guards
-(agents/cruise/chain.py `BatchRun`), and each turn leaves one trace (trace.py).
+step is one batched engine call for the turns that need it, under the batch guards every system
+runs on (agents/runtime/batch.py `BatchRun`, and `Room` for the isRel rounds and the
+regeneration), and each turn leaves one trace (trace.py).
 """
 from __future__ import annotations
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.chain import start_batch
-from agents.cruise.deadline import StageCosts
-from agents.cruise.stages.s0a_perceive import perceive_batch, perception_wanted, with_pictures
-from agents.cruise.stages.s2_summarize import summarize_batch
-from agents.cruise.stages.s3_retrieve import retrieve_batch
-from agents.cruise.stages.s5_rerank import context_block
-from agents.cruise.stages.s6_answer import answer_batch
-from agents.cruise.types import Answers, Decision, Evidence, Perception, Retrieval, Route, Summary, Turn
 from agents.engines.base import Engines
-from agents.peers.budget import leaves_room
-from agents.peers.sam_rag.decide import decide_from_trace
 from agents.peers.sam_rag.relevance import is_rel_round, rank_batch, searching
 from agents.peers.sam_rag.support import is_sup_batch
-from agents.peers.sam_rag.trace import funnel_flags, turn_trace
+from agents.peers.sam_rag.trace import turn_trace
 from agents.peers.sam_rag.types import RelevanceSearch, SupportCheck, UseCheck
 from agents.peers.sam_rag.usefulness import is_use_batch, regenerate_batch
+from agents.runtime.batch import BatchState, Room, decide_turn, keep, run_steps, start_batch
+from agents.runtime.deadline import StageCosts
+from agents.runtime.trace import record
+from agents.stages.s2_summarize import summarize_batch
+from agents.stages.s3_retrieve import retrieve_batch
+from agents.stages.s5_rerank import context_block
+from agents.stages.s6_answer import answer_batch
+from agents.stages.types import Answers, Evidence, Retrieval, Route, Summary, Turn
 
 
 def relevant_evidence(retrieval: Retrieval, state: RelevanceSearch) -> Evidence:
@@ -48,36 +47,28 @@ def relevant_evidence(retrieval: Retrieval, state: RelevanceSearch) -> Evidence:
 ANSWER_STEPS = ("answer", "is_use", "is_sup")
 
 
-def run_sam_rag(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts,
+def run_sam_rag(system, turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts,
                 started: float | None = None) -> tuple[list[str], list[dict]]:
-    """Answers and traces for one batch; the budget runs from `started` (time.monotonic)."""
+    """Answers and traces for one batch (`system`: SAM-RAG's record, system.py); the budget runs
+    from `started` (time.monotonic)."""
     n = len(turns)
-    run = start_batch(turns, cfg, costs, ledger=engines.vlm.ledger, started=started)
-    if cfg.cov_mode == "grounding":
-        run.engine_free = run.engine_free + ("is_sup",)
-    perceptions: list[Perception | None] = [None] * n
-    if perception_wanted(cfg, engines.vlm):
-        perceptions = run.stage("perceive", perceive_batch, [turns], (cfg,), Perception)
-        turns = with_pictures(turns, perceptions, cfg)
+    run = start_batch(turns, cfg, costs, system, ledger=engines.vlm.ledger, started=started)
+    # the shared stages of its list that state their own step (perception) open the batch
+    opened = run_steps(BatchState(run, engines, pipeline, cfg, turns), system.stages)
+    turns, perceptions = opened.turns, opened.perceptions
     scfg = cfg.replace(use_retrieval=True, use_summary=True)
     routes = [Route(needs_external=True, is_real_time=False, parsed=None) for _ in turns]
     summaries = run.stage("summarize", _caption, [turns, routes, perceptions], (engines.vlm, scfg), Summary)
     retrievals = run.stage("retrieve", _retrieve, [turns, routes, [s.text for s in summaries]], (pipeline, scfg),
                            Retrieval)
     # A step no turn needs is not started (the deadline would otherwise weigh a step with nothing
-    # to do), an optional one only when it leaves room for the answer (agents/peers/budget.py).
-    skipped: list[str] = []
-
-    def room(step: str, then: tuple[str, ...]) -> bool:
-        if leaves_room(run, step, then):
-            return True
-        skipped.append(step)
-        return False
+    # to do), an optional one only when it leaves room for the answer (Room).
+    room = Room(run)
 
     states = [RelevanceSearch() for _ in turns]
     if any(r.chunks for r in retrievals):
         states = run.stage("rank", rank_batch, [retrievals], (engines.reranker, cfg), RelevanceSearch)
-    for _ in range(max(cfg.sam_rag_rounds, 0)):
+    for _ in range(max(cfg.sam_rag.sam_rag_rounds, 0)):
         if not any(searching(s, cfg) for s in states) or run.cut_before or run.cut_during:
             break
         if not room("is_rel", ANSWER_STEPS):
@@ -86,15 +77,15 @@ def run_sam_rag(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig
                            lambda: None)
         states = [j if j is not None else s for j, s in zip(judged, states)]
     evidence = [relevant_evidence(r, s) for r, s in zip(retrievals, states)]
-    answers = run.stage("answer", answer_batch, [turns, evidence], (engines.vlm, cfg.replace(use_dual_path=False)),
+    answers = run.stage("answer", answer_batch, [turns, evidence], (engines.vlm, cfg),
                         lambda: Answers(rag=IDK_ANSWER))
     uses = [UseCheck() for _ in turns]
     if any(a.rag != IDK_ANSWER for a in answers):
-        uses = _keep(uses, run.stage("is_use", is_use_batch, [turns, answers, uses], (engines.vlm, cfg), lambda: None))
+        uses = keep(uses, run.stage("is_use", is_use_batch, [turns, answers, uses], (engines.vlm, cfg), lambda: None))
     if any(u.first is not None and u.first.passed is False for u in uses) and room("regenerate", ("is_use", "is_sup")):
-        uses = _keep(uses, run.stage("regenerate", regenerate_batch, [turns, evidence, answers, uses],
+        uses = keep(uses, run.stage("regenerate", regenerate_batch, [turns, evidence, answers, uses],
                                      (engines.vlm, cfg), lambda: None))
-        uses = _keep(uses, run.stage("is_use", is_use_batch, [turns, answers, uses], (engines.vlm, cfg), lambda: None))
+        uses = keep(uses, run.stage("is_use", is_use_batch, [turns, answers, uses], (engines.vlm, cfg), lambda: None))
     candidates = [u.regenerated if u.regenerated is not None else a.rag for u, a in zip(uses, answers)]
     # isSup judges only answers that passed isUse (Table 1: isUse true leads to isSup)
     checked = [c if u.passed else IDK_ANSWER for c, u in zip(candidates, uses)]
@@ -106,22 +97,16 @@ def run_sam_rag(turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig
     for i in range(n):
         inputs = {"rag_answer": candidates[i], "is_use": uses[i].passed, "is_sup_confidence": supports[i].confidence,
                   "regenerated": uses[i].regenerated is not None}
-        decision = decide_from_trace(inputs, cfg) if i not in run.failed else Decision(IDK_ANSWER, "error")
+        decision = decide_turn(system, inputs, cfg, run, i)
         final.append(decision.answer)
-        trace = turn_trace(
-            preset=cfg.preset, turn=turns[i], summary=summaries[i], retrieval=retrievals[i], relevance=states[i],
+        own, parsed = turn_trace(
+            turn=turns[i], summary=summaries[i], retrieval=retrievals[i], relevance=states[i],
             context=evidence[i].context, answers=answers[i], use=uses[i], support=supports[i],
-            candidate=candidates[i], decision=decision, perception=perceptions[i], stage_ms=dict(run.stage_ms),
-            deadline_cut=run.cut_before, deadline_cut_during=run.cut_during, errors=run.errors[i],
-            skipped_for_time=skipped)
-        trace["funnel"] = funnel_flags(trace, cfg)
-        traces.append(trace)
+            candidate=candidates[i], decision=decision)
+        traces.append(record(own, system=system, cfg=cfg, run=run, i=i, parsed=parsed, perception=perceptions[i],
+                             errors=retrievals[i].errors, skipped_for_time=room.skipped,
+                             added=opened.added))
     return final, traces
-
-
-def _keep(old: list, new: list) -> list:
-    """A step's results, each turn it did not reach (deadline, fault) keeping what it had."""
-    return [b if b is not None else a for a, b in zip(old, new)]
 
 
 def _caption(turns, routes, perceptions, engine, cfg):

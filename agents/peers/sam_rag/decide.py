@@ -10,18 +10,16 @@ from __future__ import annotations
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.types import Decision
-from agents.peers.verdicts import support_passes
+from agents.stages.types import Decision
+from agents.stages.verdicts import support_passes
 
 
 def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
-    """Decision.branch: the path the turn took (the trace's "branch")."""
-    if trace.get("branch") == "error":
-        return Decision(IDK_ANSWER, "error")
-    answer = trace.get("rag_answer") or IDK_ANSWER
-    if answer == IDK_ANSWER:
-        return Decision(IDK_ANSWER, "abstained")
-    if not cfg.use_finalizer:
+    """Decision.branch: the path the turn took (the trace's "branch"). A failed turn and an answer
+    that is already "I don't know" are decided before this rule (agents/runtime/batch.py
+    `decide_turn`: "error", "abstained")."""
+    answer = trace["rag_answer"]
+    if not cfg.answer.use_finalizer:
         return Decision(answer, "no_finalizer")
     use = trace.get("is_use")
     if use is None:

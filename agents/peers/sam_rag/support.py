@@ -1,7 +1,7 @@
 """SAM-RAG's support verification, isSup (seed 002, Table 1 third row): is the final answer
 supported by the relevant documents C (and the photo, aligned to text like the documents)?
 
-Read as the stack reads a support check (agents/peers/verdicts.py, `cov_mode`): the written
+Read as the stack reads a support check (agents/stages/verdicts.py, `cov_mode`): the written
 verdict (prompts/sam_rag_is_sup.txt: "Supported: fully | partially | no", 1, 0.5 or 0), the odds of
 a one-word yes/no (prompts/sam_rag_is_sup_yes_no.txt), or the grounding share of the answer's
 words in C and the picture where the stack's model cannot verify. It passes at `tau_low`. The
@@ -15,12 +15,13 @@ import re
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.parsing import labelled_value, strip_markdown
-from agents.cruise.prompts import quote_notes
-from agents.cruise.types import Evidence, Turn
 from agents.engines.base import ChatEngine
 from agents.peers.sam_rag.types import SupportCheck
-from agents.peers.verdicts import support_checks
+from agents.runtime.system import Stage
+from agents.stages.parsing import labelled_value, strip_markdown
+from agents.stages.prompts import quote_notes
+from agents.stages.types import Evidence, Turn
+from agents.stages.verdicts import grounding_mode, support_checks
 
 SUPPORT_LEVELS = (("partially", re.compile(r"\bpartial(?:ly)?\b", re.I), 0.5),
                   ("no", re.compile(r"\b(?:no|not|unsupported|none)\b", re.I), 0.0),
@@ -43,9 +44,13 @@ def is_sup_batch(turns: list[Turn], evidence: list[Evidence], answers: list[str]
     out = [SupportCheck() for _ in turns]
     wanted = [i for i, a in enumerate(answers) if a and a != IDK_ANSWER]
     checks = support_checks(
-        engine, cfg, turns, wanted, stage="is_sup", prompt="sam_rag_is_sup", max_tokens=cfg.sam_rag_check_max_tokens,
+        engine, cfg, turns, wanted, stage="is_sup", prompt="sam_rag_is_sup", max_tokens=cfg.sam_rag.sam_rag_check_max_tokens,
         answer_of=lambda i: answers[i], context_of=lambda i: evidence[i].context, read_text=read_support,
         values=lambda i: dict(query=turns[i].query, context=quote_notes(evidence[i].context), answer=answers[i]))
     for i, (confidence, raw, parsed) in checks.items():
         out[i] = SupportCheck(confidence, raw, parsed)
     return out
+
+
+IS_SUP = Stage("is_sup", parsed="is_sup", calls_no_model=grounding_mode, free_when_no_model=True,
+               trace_fields=("is_sup_confidence", "is_sup_raw", "branch", "final_answer"))

@@ -3,13 +3,11 @@ per document and round, both answers and isUse verdicts when it regenerated, isS
 tools/calibrate.py can replay decide.py; its funnel; and the run's figures for the report."""
 from __future__ import annotations
 
-from agents.cruise.trace import not_idk
-from agents.cruise.types import Answers, Decision, Perception, Retrieval, Summary, Turn
 from agents.engines.base import TOKEN_COUNT
 from agents.peers.sam_rag.types import RelevanceSearch, SupportCheck, UseCheck
-from agents.peers.trace import parse_summary, shared_fields
+from agents.runtime.trace import not_idk
+from agents.stages.types import Answers, Decision, Retrieval, Summary, Turn
 
-PARSED_STAGES = ("caption", "is_rel", "generate", "is_use", "regenerate", "is_sup")
 OUTCOMES = ("supported", "supported_after_regeneration", "unsupported", "not_useful", "not_checked", "abstained",
             "error")
 
@@ -24,15 +22,14 @@ def parse_outcomes(summary: Summary, relevance: RelevanceSearch, answers: Answer
     return {stage: ok for stage, ok in parsed.items() if ok is not None}
 
 
-def turn_trace(*, preset: str, turn: Turn, summary: Summary, retrieval: Retrieval, relevance: RelevanceSearch,
-               context: str, answers: Answers, use: UseCheck, support: SupportCheck, candidate: str,
-               decision: Decision, perception: Perception | None, stage_ms: dict, deadline_cut: str | None,
-               deadline_cut_during: str | None, errors: list[str], skipped_for_time: list[str] | None = None) -> dict:
+def turn_trace(*, turn: Turn, summary: Summary, retrieval: Retrieval, relevance: RelevanceSearch, context: str,
+               answers: Answers, use: UseCheck, support: SupportCheck, candidate: str,
+               decision: Decision) -> tuple[dict, dict[str, bool]]:
+    """(SAM-RAG's own fields of one turn's trace, its parse outcomes): agents/runtime/trace.py
+    `record` adds what every system records."""
     parsed = parse_outcomes(summary, relevance, answers, use, support)
     kept = relevance.kept
     return {
-        "preset": preset,
-        "system": "sam_rag",
         "harness_domain": turn.domain,
         "harness_passages": None if turn.passages is None else len(turn.passages),
         # modality alignment and retrieval
@@ -73,10 +70,7 @@ def turn_trace(*, preset: str, turn: Turn, summary: Summary, retrieval: Retrieva
         "is_sup_raw": support.raw,
         "branch": decision.branch,
         "final_answer": decision.answer,
-        **shared_fields(parsed=parsed, stages=PARSED_STAGES, stage_ms=stage_ms, deadline_cut=deadline_cut,
-                        deadline_cut_during=deadline_cut_during, skipped_for_time=skipped_for_time,
-                        errors=errors + retrieval.errors, perception=perception),
-    }
+    }, parsed
 
 
 def funnel_flags(trace: dict, cfg) -> dict[str, bool]:
@@ -87,7 +81,7 @@ def funnel_flags(trace: dict, cfg) -> dict[str, bool]:
         "relevant document kept (isRel)": bool(trace.get("context")),
         "answer written (not I don't know)": not_idk(trace.get("rag_answer")),
         "isUse: answers the question (one regeneration at most)": trace.get("is_use") is True,
-        f"isSup: supported (>= {cfg.tau_low:g})": confidence is not None and float(confidence) >= cfg.tau_low,
+        f"isSup: supported (>= {cfg.answer.tau_low:g})": confidence is not None and float(confidence) >= cfg.answer.tau_low,
     }
 
 
@@ -100,8 +94,6 @@ def summarize(traces: list[dict]) -> dict:
     for t in traces:
         outcomes[str(t.get("branch"))] = outcomes.get(str(t.get("branch")), 0) + 1
     return {
-        "system": "sam_rag",
-        **parse_summary(traces, PARSED_STAGES),
         "sam_rag": {
             "outcomes": outcomes,
             "relevance_rounds": dict(sorted(rounds.items())),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from agents.peers.verdicts import Check
+from agents.stages.verdicts import Check
 
 
 @dataclass

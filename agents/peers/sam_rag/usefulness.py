@@ -15,12 +15,13 @@ import dataclasses
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt, quote_notes, vlm_image
-from agents.cruise.stages.s6_answer import read_answer, token_probabilities
-from agents.cruise.types import Answers, Evidence, Turn
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 from agents.peers.sam_rag.types import UseCheck
-from agents.peers.verdicts import check_sampling, read_check
+from agents.runtime.system import Stage
+from agents.stages.prompts import load_prompt, quote_notes, vlm_image
+from agents.stages.s6_answer import read_answer, token_probabilities
+from agents.stages.types import Answers, Evidence, Turn
+from agents.stages.verdicts import check_sampling, read_check
 
 
 def use_requests(turns: list[Turn], answers: dict[int, str], wanted: list[int]) -> list[ChatRequest]:
@@ -41,7 +42,8 @@ def is_use_batch(turns: list[Turn], answers: list[Answers], uses: list[UseCheck]
     if not wanted:
         return out
     texts = {i: (uses[i].regenerated if second else answers[i].rag) for i in wanted}
-    results = engine.generate(use_requests(turns, texts, wanted), check_sampling(cfg, cfg.sam_rag_check_max_tokens),
+    results = engine.generate(use_requests(turns, texts, wanted), check_sampling(cfg,
+                                                                                 cfg.sam_rag.sam_rag_check_max_tokens),
                               stage="is_use")
     for i, result in zip(wanted, results):
         check = read_check(result)
@@ -64,10 +66,16 @@ def regenerate_batch(turns: list[Turn], evidence: list[Evidence], answers: list[
     requests = [ChatRequest(prompt.messages(turns[i].history, turns[i].picture, query=turns[i].query,
                                             context=quote_notes(evidence[i].context), previous=answers[i].rag),
                             image=vlm_image(turns[i], engine)) for i in wanted]
-    results = engine.generate(requests, Sampling(max_tokens=cfg.answer_max_tokens, seed=cfg.seed, logprobs=True),
+    results = engine.generate(requests, Sampling(max_tokens=cfg.answer.answer_max_tokens, seed=cfg.models.seed,
+                                                 logprobs=True),
                               stage="regenerate")
     for i, result in zip(wanted, results):
         out[i].regenerated, _ = read_answer(result.text)
         out[i].regenerated_raw = result.text
         out[i].regenerated_min_token_prob = token_probabilities(result)[0]
     return out
+
+
+IS_USE = Stage("is_use", parsed="is_use", trace_fields=("is_use_first", "is_use_first_raw", "is_use_second", "is_use"))
+REGENERATE = Stage("regenerate", parsed="regenerate",
+                   trace_fields=("regenerated", "regenerated_answer", "regenerated_raw"))

@@ -12,9 +12,10 @@ from __future__ import annotations
 import re
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import labelled_value
-from agents.cruise.prompts import load_prompt_lines
-from agents.cruise.types import Route, Turn
+from agents.runtime.system import Stage
+from agents.stages.parsing import labelled_value
+from agents.stages.prompts import load_prompt_lines
+from agents.stages.types import Route, Turn
 
 DOMAINS = (
     "Book", "Food", "General object recognition", "Math and science", "Nature", "Pets", "Plants and Gardening",
@@ -64,7 +65,7 @@ def route_domain(route: Route, turn: Turn, cfg: CruiseConfig) -> Route:
     if turn.domain is not None and str(turn.domain).strip():
         route.domain = canonical_domain(turn.domain) or str(turn.domain).strip()
         route.domain_source = "harness"
-    elif not cfg.use_domain_route:
+    elif not cfg.peer_stages.use_domain_route:
         route.domain, route.domain_source = None, None
     elif route.domain is not None:
         route.domain_source = "router"
@@ -77,6 +78,10 @@ def domain_slug(domain: str) -> str:
 
 def domain_notes(route: Route, cfg: CruiseConfig) -> str:
     """The lines the answer prompt gets for this turn's domain ("" for none)."""
-    if not cfg.use_domain_route or not route.domain:
+    if not cfg.peer_stages.use_domain_route or not route.domain:
         return ""
     return load_prompt_lines(f"domains/{domain_slug(route.domain)}")
+
+
+STAGE = Stage("domain_route", switch="use_domain_route", parsed="route_extras",
+              trace_fields=("domain", "domain_source", "domain_notes"))

@@ -18,9 +18,10 @@ from __future__ import annotations
 import os
 
 from agents.config import CruiseConfig
-from agents.cruise.stages.s1a_tool_route import searches_allowed
-from agents.cruise.stages.s2b_crop import cropped_images
-from agents.cruise.stages.s4_chunk import (
+from agents.runtime.system import Stage, always
+from agents.stages.s1a_tool_route import searches_allowed
+from agents.stages.s2b_crop import cropped_images
+from agents.stages.s4_chunk import (
     chunks_from_image_hit,
     chunks_from_passage,
     chunks_from_web_hit,
@@ -29,7 +30,7 @@ from agents.cruise.stages.s4_chunk import (
     hit_entity_names,
     name_chunk,
 )
-from agents.cruise.types import CropPlan, Retrieval, Route, SubQueries, Turn
+from agents.stages.types import CropPlan, Retrieval, Route, SubQueries, Turn
 
 
 def safe_text_query(text: str) -> str:
@@ -86,20 +87,21 @@ def fuse_image_hits(views: list[tuple[str, list[dict]]], k: int) -> list[dict]:
 
 def image_search(turn: Turn, pipeline, cfg: CruiseConfig, crops: CropPlan | None) -> tuple[list[dict], list[str]]:
     """Image hits of the whole photo, fused with those of its crops when there are any."""
-    whole = [h for h in (pipeline(turn.image, k=cfg.k_recall) or []) if isinstance(h, dict)]
+    whole = [h for h in (pipeline(turn.image, k=cfg.retrieval.k_recall) or []) if isinstance(h, dict)]
     if not crops or not crops.crops:
         return whole, []
     views = [("whole", whole)]
     for view, image in cropped_images(turn.image, crops):
-        views.append((view, [h for h in (pipeline(image, k=cfg.crop_k) or []) if isinstance(h, dict)]))
-    return fuse_image_hits(views, cfg.k_recall), [view for view, _ in views[1:]]
+        views.append((view, [h for h in (pipeline(image, k=cfg.peer_stages.crop_k) or []) if isinstance(h, dict)]))
+    return fuse_image_hits(views, cfg.retrieval.k_recall), [view for view, _ in views[1:]]
 
 
 def add_image_hits(found: Retrieval, image_hits: list[dict], query: str, cfg: CruiseConfig) -> list[tuple]:
     """Items and (chunk, source, entity, date) rows of the image hits; sets the fused web query."""
     hit_ids = [f"image:{hit.get('index', rank)}" for rank, hit in enumerate(image_hits)]
     out = []
-    names = confident_names(image_hits, cfg.image_score_floor) if cfg.chunker != "paper_fields" else []
+    names = confident_names(image_hits,
+                            cfg.retrieval.image_score_floor) if cfg.retrieval.chunker != "paper_fields" else []
     for name in names:
         out.append((name_chunk(name), next(i for i, h in zip(hit_ids, image_hits) if name in hit_entity_names(h)), name, ""))
     for hit_id, hit in zip(hit_ids, image_hits):
@@ -111,8 +113,8 @@ def add_image_hits(found: Retrieval, image_hits: list[dict], query: str, cfg: Cr
             if isinstance(entity, dict):  # one entity at a time, so each chunk knows its entity
                 name = " ".join(str(entity.get("entity_name") or "").split())
                 out += [(chunk, hit_id, name, "") for chunk in chunks_from_image_hit({"entities": [entity]}, cfg)]
-    if cfg.fusion_query:
-        fused = confident_names(image_hits, cfg.image_score_floor, cfg.fusion_max_names)
+    if cfg.retrieval.fusion_query:
+        fused = confident_names(image_hits, cfg.retrieval.image_score_floor, cfg.retrieval.fusion_max_names)
         found.web_query = fusion_query(query, fused)
     return out
 
@@ -147,12 +149,12 @@ def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig, *, route
             pool += add_image_hits(found, image_hits, query, cfg)
         except Exception as exc:  # noqa: BLE001 - any pipeline fault only empties this turn
             found.errors.append(f"image search: {type(exc).__name__}: {exc}")
-    if use_web and cfg.use_web_search and cfg.include_web_snippets and web_search_enabled(pipeline):
+    if use_web and cfg.retrieval.use_web_search and cfg.retrieval.include_web_snippets and web_search_enabled(pipeline):
         try:
-            pool += add_web_hits(found, found.web_query, cfg.k_recall, pipeline, cfg)
+            pool += add_web_hits(found, found.web_query, cfg.retrieval.k_recall, pipeline, cfg)
             found.searches.append("web")
             for sub_query in (sub_queries.queries if sub_queries else []):
-                pool += add_web_hits(found, sub_query, cfg.decompose_k, pipeline, cfg)
+                pool += add_web_hits(found, sub_query, cfg.peer_stages.decompose_k, pipeline, cfg)
                 found.sub_queries.append(sub_query)
         except Exception as exc:  # noqa: BLE001
             found.errors.append(f"web search: {type(exc).__name__}: {exc}")
@@ -195,10 +197,10 @@ def retrieve_batch(
     out = []
     for i, (turn, route, summary) in enumerate(zip(turns, routes, summaries)):
         use_image, use_web = searches_allowed(route, cfg)
-        wanted = cfg.use_retrieval and route.needs_external
-        handed = turn.passages if wanted and cfg.harness_context != "ignore" else None
+        wanted = cfg.retrieval.use_retrieval and route.needs_external
+        handed = turn.passages if wanted and cfg.retrieval.harness_context != "ignore" else None
         own = (wanted and pipeline is not None and (use_image or use_web)
-               and not (handed is not None and cfg.harness_context == "only"))
+               and not (handed is not None and cfg.retrieval.harness_context == "only"))
         if own:
             found = retrieve_one(turn, summary, pipeline, cfg, route=route, crops=crops[i] if crops else None,
                                  sub_queries=sub_queries[i] if sub_queries else None)
@@ -209,3 +211,8 @@ def retrieve_batch(
             found = Retrieval(summary=summary, query=turn.query, web_query=turn.query)
         out.append(add_passages(found, handed, cfg) if handed else found)
     return out
+
+
+# s4_chunk cuts the pages this stage fetched into chunks: a step of this stage, timed with it.
+STAGE = Stage("retrieve", switch="use_retrieval", cost_prior="retrieve", calls_no_model=always,
+              trace_fields=("retrieval_query", "web_query", "retrieved", "searches_run", "chunks"))

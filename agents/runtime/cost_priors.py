@@ -1,5 +1,5 @@
 """Stage cost priors: seconds per turn each stage is expected to take on one L40S before the
-deadline has timed it (agents/cruise/deadline.py), derived from a measurement.
+deadline has timed it (agents/runtime/deadline.py), derived from a measurement.
 
 The measurement: the chain on one H100 80 GB with the project's own transformers
 engine and reranker, random bf16 weights at the real sizes (so every generation ran to its
@@ -21,6 +21,8 @@ L40S's time where the H100 run was held back by launch overhead rather than by t
 on: a measured stage replaces it from the first batch on.
 """
 from __future__ import annotations
+
+from agents.config import GROUPS
 
 # --- the H100 measurement ---------------------------------------------------------------------
 H100_BATCH = 8
@@ -62,18 +64,22 @@ CHAIN_STAGES = ("route", "summarize", "retrieve", "rerank", "answer", "consisten
 
 
 def stage_max_tokens(cfg) -> dict[str, int]:
-    cov = cfg.cov_full_max_tokens if cfg.cov_full_output else cfg.cov_max_tokens
-    return {"route": cfg.router_max_tokens, "summarize": cfg.summary_max_tokens, "answer": cfg.answer_max_tokens,
-            "consistency": cfg.consistency_max_tokens, "verify": cov, "crop": cfg.crop_max_tokens,
-            "decompose": cfg.decompose_max_tokens, "entity_check": cfg.entity_check_max_tokens,
-            "relevance": cfg.relevance_max_tokens}
+    # CRUISE's own stages at its settings; a system without them never reads their priors, which
+    # are then priced at CRUISE's defaults.
+    cruise = cfg.cruise or GROUPS["cruise"]()
+    cov = cruise.cov_full_max_tokens if cruise.cov_full_output else cruise.cov_max_tokens
+    return {"route": cruise.router_max_tokens, "summarize": cfg.answer.summary_max_tokens,
+            "answer": cfg.answer.answer_max_tokens,
+            "consistency": cruise.consistency_max_tokens, "verify": cov, "crop": cfg.peer_stages.crop_max_tokens,
+            "decompose": cfg.peer_stages.decompose_max_tokens, "entity_check": cfg.peer_stages.entity_check_max_tokens,
+            "relevance": cfg.peer_stages.relevance_max_tokens}
 
 
 def peer_stage_s(stage: str, cfg) -> float:
     """Seconds per turn of a peer stage on the L40S: its analogue's projection at this stage's
     max_tokens, times its requests per turn."""
     compute, decode = projected_stage_s(PEER_STAGE_ANALOGUE[stage], stage_max_tokens(cfg)[stage])
-    requests = cfg.entity_check_max if stage == "entity_check" else 1
+    requests = cfg.peer_stages.entity_check_max if stage == "entity_check" else 1
     return round(requests * (compute + decode) / H100_BATCH, 4)
 
 
@@ -123,3 +129,23 @@ def priors_table(cfg) -> str:
         lines.append(f"| {stage} | {priors[stage]:.2f} | {priors[stage] * H100_BATCH:.1f} |")
     return "\n".join(lines)
 
+
+
+def stage_priors(system, cfg) -> dict[str, float]:
+    """Seconds per turn each of `system`'s stages is expected to take before it is timed: the
+    config's prior model at the config's own generation lengths for the stages it prices (by each
+    Stage's `cost_prior` key), the system's `untimed_prior` for the others, the stages the config
+    sets outright (`stage_cost_priors_s`), and nothing for a stage that calls no model under cfg
+    only sometimes (the grounding check: milliseconds), which the deadline would otherwise charge
+    the dearest request's cost until it had run once."""
+    table = l40s_stage_cost_priors(cfg) if cfg.run.cost_priors == "l40s" else {}
+    priors = {stage.name: seconds for key, seconds in table.items() for stage in system.stages
+              if stage.cost_prior == key}
+    if system.untimed_prior is not None:
+        for stage in system.stages:
+            priors.setdefault(stage.name, system.untimed_prior)
+    priors.update(cfg.run.stage_cost_priors_s)
+    for stage in system.stages:
+        if stage.free_when_no_model and stage.calls_no_model(cfg):
+            priors[stage.name] = 0.0
+    return priors

@@ -19,7 +19,7 @@ where a stage sends few requests (identical answers skip the consistency check) 
 next one look cheap.
 
 Before a stage has been timed, its prior (chain.stage_priors: the config's `cost_priors` model,
-for the l40s profile agents/cruise/cost_priors.py, and its `stage_cost_priors_s`) stands in, so that a cold first batch does not start a
+for the l40s profile agents/runtime/cost_priors.py, and its `stage_cost_priors_s`) stands in, so that a cold first batch does not start a
 stage it cannot finish. Without a prior, the stage is charged the dearest per-request cost of any
 stage measured lately (the first batch's route tells what a request costs on this machine, as
 loaded as it is now); only the very first stage of the first batch runs unpriced. Estimates only

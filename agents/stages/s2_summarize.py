@@ -8,11 +8,12 @@ leaves the summary empty (q' = q) and counts as a parse failure.
 from __future__ import annotations
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import content_lines, first_sentence
-from agents.cruise.prompts import ask_vlm
-from agents.cruise.stages.s0a_perceive import picture_summary
-from agents.cruise.types import Perception, Route, Summary, Turn
 from agents.engines.base import ChatEngine, Sampling
+from agents.runtime.system import Stage
+from agents.stages.parsing import content_lines, first_sentence
+from agents.stages.prompts import ask_vlm
+from agents.stages.s0a_perceive import picture_summary
+from agents.stages.types import Perception, Route, Summary, Turn
 
 _LABELS = ("one-sentence description", "description", "summary", "sentence", "caption")
 _QUOTES = "\"'“”‘’"
@@ -31,7 +32,8 @@ def summarize_batch(
     """Summaries for the turns that will retrieve; an empty Summary for the others (no request).
     A turn whose picture perception read for a VLM that cannot see (s0a) takes what was read as
     its summary, with no request (`picture_summary`)."""
-    wanted = [i for i, r in enumerate(routes) if r.needs_external and cfg.use_retrieval and cfg.use_summary]
+    wanted = [i for i,
+              r in enumerate(routes) if r.needs_external and cfg.retrieval.use_retrieval and cfg.answer.use_summary]
     summaries = [Summary() for _ in turns]
     read = {i: picture_summary(perceptions[i], cfg) for i in wanted if perceptions is not None}
     for i, text in read.items():
@@ -40,8 +42,12 @@ def summarize_batch(
     wanted = [i for i in wanted if not read.get(i)]
     replies = ask_vlm(
         engine, "summarize", turns, wanted, lambda i: dict(query=turns[i].query),
-        Sampling(max_tokens=cfg.summary_max_tokens, seed=cfg.seed), with_history=False,
+        Sampling(max_tokens=cfg.answer.summary_max_tokens, seed=cfg.models.seed), with_history=False,
     )
     for i, text in zip(wanted, replies):
         summaries[i] = read_summary(text)
     return summaries
+
+
+STAGE = Stage("summarize", switch="use_summary", cost_prior="summarize", parsed="summarize",
+              trace_fields=("summary", "summary_raw"))

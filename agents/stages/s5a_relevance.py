@@ -12,11 +12,12 @@ import dataclasses
 import re
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import strip_markdown
-from agents.cruise.prompts import ask_vlm, quote_notes
-from agents.cruise.stages.s5_rerank import context_block
-from agents.cruise.types import Evidence, Turn
 from agents.engines.base import ChatEngine, Sampling
+from agents.runtime.system import Stage
+from agents.stages.parsing import strip_markdown
+from agents.stages.prompts import ask_vlm, quote_notes
+from agents.stages.s5_rerank import context_block
+from agents.stages.types import Evidence, Turn
 
 _LINE = re.compile(r"(?:info|result|note|chunk|#)?\s*\[?(\d+)\]?\s*(?:[:=.)-]|\bis\b)?\s*[\[(\"']?\s*"
                    r"(yes|no|relevant|irrelevant|not\s+relevant|true|false)\b", re.I)
@@ -49,7 +50,7 @@ def filter_evidence(evidence: Evidence, verdicts: list[bool | None], raw: str) -
 
 
 def relevance_batch(turns: list[Turn], evidence: list[Evidence], engine: ChatEngine, cfg: CruiseConfig) -> list[Evidence]:
-    if not cfg.use_relevance_filter:
+    if not cfg.peer_stages.use_relevance_filter:
         return list(evidence)
     wanted = [i for i, e in enumerate(evidence) if e.kept]
     replies = ask_vlm(
@@ -57,9 +58,14 @@ def relevance_batch(turns: list[Turn], evidence: list[Evidence], engine: ChatEng
         lambda i: dict(query=turns[i].query,
                        notes=quote_notes("\n".join(f"[Info {m}] {c}" for m, c in enumerate(evidence[i].kept, 1))),
                        format="\n".join(f"Info {m}: yes or no" for m in range(1, len(evidence[i].kept) + 1))),
-        Sampling(max_tokens=max(cfg.relevance_max_tokens, 8 * cfg.k_rerank), seed=cfg.seed), with_history=False,
+        Sampling(max_tokens=max(cfg.peer_stages.relevance_max_tokens, 8 * cfg.retrieval.k_rerank),
+                 seed=cfg.models.seed), with_history=False,
     )
     out = list(evidence)
     for i, text in zip(wanted, replies):
         out[i] = filter_evidence(evidence[i], read_relevance(text, len(evidence[i].kept)), text)
     return out
+
+
+STAGE = Stage("relevance", switch="use_relevance_filter", cost_prior="relevance", parsed="relevance",
+              trace_fields=("relevance", "chunks_dropped_irrelevant", "relevance_raw"))

@@ -15,8 +15,8 @@ message (base.template_messages), as there.
 """
 from __future__ import annotations
 
-from agents.cruise.prompts import load_prompt, load_prompt_lines, quote_notes
-from agents.cruise.types import Turn
+from agents.stages.prompts import load_prompt, load_prompt_lines, quote_notes
+from agents.stages.types import Turn
 
 STYLES = ("open", "hosted", "gemini")
 HISTORY_OPEN, HISTORY_CLOSE = "<conversation_history>", "</conversation_history>"

@@ -12,10 +12,11 @@ from __future__ import annotations
 import dataclasses
 
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt, vlm_image
-from agents.cruise.stages.s7_consistency import read_verdict
-from agents.cruise.types import Retrieval, Turn
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
+from agents.runtime.system import Stage
+from agents.stages.prompts import load_prompt, vlm_image
+from agents.stages.types import Retrieval, Turn
+from agents.stages.verdicts import read_verdict
 
 
 def entities_to_check(retrieval: Retrieval, limit: int) -> list[str]:
@@ -44,14 +45,14 @@ def drop_rejected(retrieval: Retrieval, verdicts: dict[str, bool], raws: list[st
 def entity_check_batch(
     turns: list[Turn], retrievals: list[Retrieval], engine: ChatEngine, cfg: CruiseConfig
 ) -> list[Retrieval]:
-    if not cfg.use_entity_check:
+    if not cfg.peer_stages.use_entity_check:
         return list(retrievals)
     asks = [(i, name) for i, (t, r) in enumerate(zip(turns, retrievals)) if t.image is not None
-            for name in entities_to_check(r, cfg.entity_check_max)]
+            for name in entities_to_check(r, cfg.peer_stages.entity_check_max)]
     prompt = load_prompt("entity_check")
     requests = [ChatRequest(prompt.messages(None, entity=name.replace('"', "'"), query=turns[i].query),
                             image=vlm_image(turns[i], engine), turn=i) for i, name in asks]
-    sampling = Sampling(max_tokens=cfg.entity_check_max_tokens, seed=cfg.seed)
+    sampling = Sampling(max_tokens=cfg.peer_stages.entity_check_max_tokens, seed=cfg.models.seed)
     replies = [r.text for r in engine.generate(requests, sampling, stage="entity_check")] if requests else []
     out = list(retrievals)
     per_turn: dict[int, list[tuple[str, str]]] = {}
@@ -66,3 +67,6 @@ def entity_check_batch(
         out[i] = drop_rejected(retrievals[i], verdicts, [text for _, text in answers], parsed_all)
     return out
 
+
+STAGE = Stage("entity_check", switch="use_entity_check", cost_prior="entity_check", parsed="entity_check",
+              trace_fields=("entity_verdicts", "entities_rejected", "entity_check_raw", "chunks_dropped_entity"))

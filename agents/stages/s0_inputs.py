@@ -17,7 +17,7 @@ import unicodedata
 
 from PIL import Image, ImageOps
 
-from agents.cruise.types import Turn
+from agents.stages.types import Turn
 
 log = logging.getLogger(__name__)
 
@@ -111,9 +111,9 @@ def prepare_turns(queries, images, histories, cfg, rag_context_list=None, domain
     names = list(domains) if domains is not None else [None] * n
     return [
         Turn(
-            query=clean_text(q, cfg.max_query_chars),
-            image=prepare_image(img, cfg.image_max_side),
-            history=trim_history(h, cfg.history_max_chars, cfg.max_query_chars),
+            query=clean_text(q, cfg.inputs.max_query_chars),
+            image=prepare_image(img, cfg.inputs.image_max_side),
+            history=trim_history(h, cfg.inputs.history_max_chars, cfg.inputs.max_query_chars),
             domain=domain_name(d),
             passages=harness_passages(c),
         )

@@ -16,9 +16,9 @@ from pathlib import Path
 from string import Template
 from typing import Callable
 
-from agents.cruise.types import Turn
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
 from agents.profiles import REPO_ROOT
+from agents.stages.types import Turn
 
 PROMPTS_DIR = REPO_ROOT / "prompts"
 

@@ -13,6 +13,8 @@ from dataclasses import dataclass, field
 
 from PIL import Image
 
+from agents.runtime.system import Decision  # noqa: F401 - every system's decisions, read through here too
+
 
 @dataclass
 class Turn:
@@ -149,7 +151,3 @@ class Verification:
     cov_parsed: bool | None = None  # None: the VLM was not asked
 
 
-@dataclass
-class Decision:
-    answer: str
-    branch: str  # which rule of Algorithm 1 decided (or why no rule ran)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import re
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import content_lines, labelled_choice
-from agents.cruise.prompts import ask_vlm
-from agents.cruise.stages.s1a_tool_route import searches_allowed
-from agents.cruise.types import Route, SubQueries, Summary, Turn
 from agents.engines.base import ChatEngine, Sampling
+from agents.runtime.system import Stage
+from agents.stages.parsing import content_lines, labelled_choice
+from agents.stages.prompts import ask_vlm
+from agents.stages.s1a_tool_route import searches_allowed
+from agents.stages.types import Route, SubQueries, Summary, Turn
 
 QUESTION_TYPES = ("simple", "multi-hop", "comparison")
 DECOMPOSED_TYPES = ("multi-hop", "comparison")
@@ -53,7 +54,7 @@ def read_sub_queries(text: str, question: str, limit: int) -> SubQueries:
 
 
 def wants_decomposition(route: Route, cfg: CruiseConfig) -> bool:
-    return (cfg.use_decompose and cfg.use_retrieval and cfg.use_web_search and route.needs_external
+    return (cfg.peer_stages.use_decompose and cfg.retrieval.use_retrieval and cfg.retrieval.use_web_search and route.needs_external
             and route.question_type in DECOMPOSED_TYPES and searches_allowed(route, cfg)[1])
 
 
@@ -67,9 +68,13 @@ def decompose_batch(
     replies = ask_vlm(
         engine, "decompose", turns, wanted,
         lambda i: dict(query=turns[i].query, summary=summaries[i].text or "(no description)",
-                       max_queries=str(cfg.decompose_max_queries)),
-        Sampling(max_tokens=cfg.decompose_max_tokens, seed=cfg.seed),
+                       max_queries=str(cfg.peer_stages.decompose_max_queries)),
+        Sampling(max_tokens=cfg.peer_stages.decompose_max_tokens, seed=cfg.models.seed),
     )
     for i, text in zip(wanted, replies):
-        out[i] = read_sub_queries(text, turns[i].query, cfg.decompose_max_queries)
+        out[i] = read_sub_queries(text, turns[i].query, cfg.peer_stages.decompose_max_queries)
     return out
+
+
+STAGE = Stage("decompose", switch="use_decompose", cost_prior="decompose", parsed="decompose",
+              trace_fields=("sub_queries", "decompose_raw"))

@@ -22,11 +22,12 @@ import re
 from PIL import Image
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import labelled_value
-from agents.cruise.prompts import ask_vlm
-from agents.cruise.stages.s1a_tool_route import searches_allowed
-from agents.cruise.types import CropPlan, Route, Turn
 from agents.engines.base import ChatEngine, Sampling
+from agents.runtime.system import Stage
+from agents.stages.parsing import labelled_value
+from agents.stages.prompts import ask_vlm
+from agents.stages.s1a_tool_route import searches_allowed
+from agents.stages.types import CropPlan, Route, Turn
 
 GRID = 1000.0  # the prompt's coordinate scale
 _WHOLE_IMAGE_SHARE = 0.9  # a box covering this share of the photo (in area) is the whole photo
@@ -67,27 +68,27 @@ def read_box(text: str, width: int, height: int, min_side: float) -> list[int] |
 
 def read_crop(text: str, image: Image.Image, cfg: CruiseConfig) -> CropPlan:
     name = labelled_value(text, r"object|item|subject") or ""
-    box = read_box(text, *image.size, cfg.crop_min_side)
+    box = read_box(text, *image.size, cfg.peer_stages.crop_min_side)
     crops = [{"view": "box", "box": box}] if box else []
-    if not box and cfg.crop_mode == "box_or_tiles":
+    if not box and cfg.peer_stages.crop_mode == "box_or_tiles":
         crops = tile_crops(*image.size)
     return CropPlan(object_name=name[:100], crops=crops, raw=text, parsed=box is not None)
 
 
 def wants_crops(turn: Turn, route: Route, cfg: CruiseConfig) -> bool:
-    return (cfg.use_crop_search and cfg.use_retrieval and turn.image is not None and route.needs_external
+    return (cfg.peer_stages.use_crop_search and cfg.retrieval.use_retrieval and turn.image is not None and route.needs_external
             and searches_allowed(route, cfg)[0])
 
 
 def crop_batch(turns: list[Turn], routes: list[Route], engine: ChatEngine, cfg: CruiseConfig) -> list[CropPlan]:
     wanted = [i for i, (t, r) in enumerate(zip(turns, routes)) if wants_crops(t, r, cfg)]
     plans = [CropPlan() for _ in turns]
-    if cfg.crop_mode == "tiles":
+    if cfg.peer_stages.crop_mode == "tiles":
         for i in wanted:
             plans[i] = CropPlan(crops=tile_crops(*turns[i].image.size))
         return plans
     replies = ask_vlm(engine, "crop", turns, wanted, lambda i: dict(query=turns[i].query),
-                      Sampling(max_tokens=cfg.crop_max_tokens, seed=cfg.seed), with_history=False)
+                      Sampling(max_tokens=cfg.peer_stages.crop_max_tokens, seed=cfg.models.seed), with_history=False)
     for i, text in zip(wanted, replies):
         plans[i] = read_crop(text, turns[i].image, cfg)
     return plans
@@ -95,3 +96,7 @@ def crop_batch(turns: list[Turn], routes: list[Route], engine: ChatEngine, cfg: 
 
 def cropped_images(image: Image.Image, plan: CropPlan) -> list[tuple[str, Image.Image]]:
     return [(c["view"], image.crop(tuple(c["box"]))) for c in plan.crops]
+
+
+STAGE = Stage("crop", switch="use_crop_search", cost_prior="crop", parsed="crop",
+              trace_fields=("crop_object", "crop_boxes", "crop_raw", "crops_searched"))

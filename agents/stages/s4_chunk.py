@@ -7,7 +7,7 @@ chunks that carry its name:
 
 - description / caption / summary, where present, are kept as the paper says, one chunk per
   paragraph (prefixed with the entity name when the paragraph does not say it);
-- every other informative field is cleaned of wiki markup (`agents.cruise.wikitext`) and
+- every other informative field is cleaned of wiki markup (`agents.stages.wikitext`) and
   written "Name: field: value"; `infobox_fields_per_chunk` fields share one chunk;
 - layout fields (image, image_size, alt, mapframe*, coordinates, ...) and values with nothing
   readable left are dropped;
@@ -19,7 +19,7 @@ extract ending in "...", then the same sentences in full) removed, then packed i
 paragraphs of at most `max_chunk_chars` characters on sentence boundaries.
 
 Full pages (`page_result`, the HTML the full-content web database adds to a hit): the page's
-visible text (`agents.cruise.pagetext`, at most `page_max_html_chars` of HTML read) is packed
+visible text (`agents.stages.pagetext`, at most `page_max_html_chars` of HTML read) is packed
 the same way, without the sentences its snippet already gave, and at most `page_max_chunks` of
 its chunks are kept: those sharing the most words with q', in page order (a multi-hop answer is
 often far down a page, where the first chunks would never reach). Each names its page's title.
@@ -39,8 +39,8 @@ import html
 import json
 import re
 
-from agents.cruise.pagetext import page_text
-from agents.cruise.wikitext import clean_wikitext
+from agents.stages.pagetext import page_text
+from agents.stages.wikitext import clean_wikitext
 
 PAPER_FIELDS = ("description", "caption", "summary")
 
@@ -171,14 +171,14 @@ def chunks_from_image_hit(hit: dict, cfg) -> list[str]:
     for entity in hit.get("entities") or []:
         if not isinstance(entity, dict):
             continue
-        if cfg.chunker == "paper_fields":
-            wanted = {f.lower() for f in cfg.chunk_fields}
+        if cfg.retrieval.chunker == "paper_fields":
+            wanted = {f.lower() for f in cfg.retrieval.chunk_fields}
             for key, value in entity_attributes(entity).items():
                 if str(key).lower() in wanted and value:
-                    chunks.extend(paragraphs(value, cfg.max_chunk_chars))
+                    chunks.extend(paragraphs(value, cfg.retrieval.max_chunk_chars))
         else:
-            chunks.extend(entity_chunks(entity, cfg.max_chunk_chars, cfg.infobox_fields_per_chunk,
-                                        cfg.chunk_fields))
+            chunks.extend(entity_chunks(entity, cfg.retrieval.max_chunk_chars, cfg.retrieval.infobox_fields_per_chunk,
+                                        cfg.retrieval.chunk_fields))
     return chunks
 
 
@@ -259,10 +259,10 @@ def best_chunks(chunks: list[str], query: str, limit: int) -> list[str]:
 
 def page_body_chunks(page_html: str, known: list[str], query: str, cfg, max_chars: int) -> list[str]:
     """The chunks of a full page's text: its sentences, those in `known` (the snippet's) left
-    out, packed paragraph by paragraph, at most cfg.page_max_chunks of them (best_chunks)."""
+    out, packed paragraph by paragraph, at most cfg.retrieval.page_max_chunks of them (best_chunks)."""
     seen = {_words(s) for s in known}
     parts = []
-    for line in page_text(page_html, cfg.page_max_html_chars).splitlines():
+    for line in page_text(page_html, cfg.retrieval.page_max_html_chars).splitlines():
         fresh = [s for s in sentences(line) if _words(s) and _words(s) not in seen]
         seen.update(_words(s) for s in fresh)
         if fresh:
@@ -273,22 +273,23 @@ def page_body_chunks(page_html: str, known: list[str], query: str, cfg, max_char
             chunks[-1] += " " + part
         else:
             chunks.extend(pack(sentences(part), max_chars))
-    return best_chunks(chunks, query, cfg.page_max_chunks)
+    return best_chunks(chunks, query, cfg.retrieval.page_max_chunks)
 
 
 def chunks_from_web_hit(hit: dict, cfg, query: str = "") -> list[str]:
     """The snippet's chunks, then (when the hit carries its page, `page_result`) the page body's;
     `query` (q') picks which body chunks a long page keeps."""
     snippet = hit.get("page_snippet") or ""
-    page_html = hit.get("page_result") if cfg.web_page_text else None
-    if cfg.chunker == "paper_fields":
-        body = paragraphs(page_text(page_html, cfg.page_max_html_chars), cfg.max_chunk_chars) if page_html else []
-        return paragraphs(snippet, cfg.max_chunk_chars) + best_chunks(body, query, cfg.page_max_chunks)
-    title = page_title(hit.get("page_name") or "") if cfg.web_title_prefix else ""
+    page_html = hit.get("page_result") if cfg.retrieval.web_page_text else None
+    if cfg.retrieval.chunker == "paper_fields":
+        r = cfg.retrieval
+        body = paragraphs(page_text(page_html, r.page_max_html_chars), r.max_chunk_chars) if page_html else []
+        return paragraphs(snippet, r.max_chunk_chars) + best_chunks(body, query, r.page_max_chunks)
+    title = page_title(hit.get("page_name") or "") if cfg.retrieval.web_title_prefix else ""
     prefix = f"{title}: " if title else ""
     # Each paragraph names its page, as KG chunks name their entity: a later passage of
     # the page often refers to its subject only as "it".
-    room = max(100, cfg.max_chunk_chars - len(prefix))
+    room = max(100, cfg.retrieval.max_chunk_chars - len(prefix))
     known = dedupe_sentences(clean_snippet(snippet))
     chunks = pack(known, room)
     if page_html:  # the page's <title> and heading say no more than the prefix
@@ -380,18 +381,18 @@ def chunks_from_passage(text: str, cfg) -> tuple[list[str], list[str]]:
     if hit is not None:
         if "entities" in hit:
             image_hits = [hit]
-            names = confident_names([hit], cfg.image_score_floor)
+            names = confident_names([hit], cfg.retrieval.image_score_floor)
         else:
             web_hits = [hit]
     elif any(marker in text for marker in _HARNESS_MARKERS):
         names, image_hits, web_hits = harness_block_hits(text)
     if hit is None and not (names or image_hits or web_hits):  # plain text, or a block we cannot read
         web_hits = [{"page_snippet": text}]
-    lead = [name_chunk(name) for name in names] if cfg.chunker != "paper_fields" else []
+    lead = [name_chunk(name) for name in names] if cfg.retrieval.chunker != "paper_fields" else []
     chunks = []
     for image_hit in image_hits:
         chunks += chunks_from_image_hit(image_hit, cfg)
     for web_hit in web_hits:
         chunks += chunks_from_web_hit(web_hit, cfg)
-    return (bounded([c for c in lead if c.strip()], cfg.max_chunk_chars),
-            bounded([c for c in chunks if c.strip()], cfg.max_chunk_chars))
+    return (bounded([c for c in lead if c.strip()], cfg.retrieval.max_chunk_chars),
+            bounded([c for c in chunks if c.strip()], cfg.retrieval.max_chunk_chars))

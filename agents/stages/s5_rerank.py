@@ -13,8 +13,9 @@ from __future__ import annotations
 import statistics
 
 from agents.config import CruiseConfig
-from agents.cruise.types import Evidence, Retrieval
 from agents.engines.base import Reranker
+from agents.runtime.system import Stage
+from agents.stages.types import Evidence, Retrieval
 
 
 def mad_threshold(scores, tau: float = 0.1, lam: float = 1.5, top_k: int = 10) -> float:
@@ -30,9 +31,9 @@ def select_chunks(chunks: list[str], scores: list[float], cfg: CruiseConfig,
                   dates: list[str] | None = None) -> Evidence:
     """The MAD filter and the context block for one turn (also used to re-decide offline);
     `dates` aligned with `chunks` (Retrieval.chunk_dates), or None."""
-    theta = mad_threshold(scores, cfg.mad_tau, cfg.mad_lambda, cfg.mad_top_k)
+    theta = mad_threshold(scores, cfg.retrieval.mad_tau, cfg.retrieval.mad_lambda, cfg.retrieval.mad_top_k)
     ranked = sorted(zip(scores, range(len(chunks))), key=lambda p: (-p[0], p[1]))
-    picked = [i for score, i in ranked if score >= theta][: cfg.k_rerank]
+    picked = [i for score, i in ranked if score >= theta][: cfg.retrieval.k_rerank]
     kept = [chunks[i] for i in picked]
     kept_dates = [dates[i] for i in picked] if dates else []
     return Evidence(
@@ -62,3 +63,7 @@ def rerank_batch(retrievals: list[Retrieval], reranker: Reranker, cfg: CruiseCon
         start += len(r.chunks)
         out.append(select_chunks(r.chunks, mine, cfg, r.chunk_dates))
     return out
+
+
+STAGE = Stage("rerank", cost_prior="rerank",
+              trace_fields=("chunks", "theta", "kept_chunks", "context", "retrieval_score"))

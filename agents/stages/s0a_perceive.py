@@ -2,10 +2,10 @@
 "What the picture shows" (prompts/perception.txt): the ImageNet classifier's likeliest objects
 with their probabilities, and the text an OCR reads in it, line by line in reading order with
 its confidence. The block goes into every prompt that carries the image (answers, consistency, CoV:
-agents/cruise/prompts.py), in place of the image the engine drops. The summary stage does not ask
+agents/stages/prompts.py), in place of the image the engine drops. The summary stage does not ask
 such a VLM to describe a photo it cannot see: the summary s is what was read (`picture_summary`).
 
-When: cfg.perception "auto" runs it only when the VLM role is text-only (its engine's
+When: cfg.inputs.perception "auto" runs it only when the VLM role is text-only (its engine's
 `supports_images` is False: SmolLM2 on the cpu profile, a text-only served model), "on" always,
 "off" never; with a VLM that sees, the prompts are unchanged.
 
@@ -23,9 +23,10 @@ from collections import OrderedDict
 from PIL import Image
 
 from agents.config import CruiseConfig
-from agents.cruise.prompts import load_prompt_lines
-from agents.cruise.types import Perception, Turn
 from agents.engines import image_classifier, ocr
+from agents.runtime.system import Stage, always
+from agents.stages.prompts import load_prompt_lines
+from agents.stages.types import Perception, Turn
 
 # Smaller than this on a side, an image holds no legible text nor a recognisable object.
 MIN_IMAGE_SIDE = 16
@@ -33,9 +34,9 @@ MIN_IMAGE_SIDE = 16
 
 def perception_wanted(cfg: CruiseConfig, vlm) -> bool:
     """Whether the chain perceives for the VLM: "auto" exactly when the VLM's engine drops images."""
-    if cfg.perception == "auto":
+    if cfg.inputs.perception == "auto":
         return not getattr(vlm, "supports_images", False)
-    return cfg.perception == "on"
+    return cfg.inputs.perception == "on"
 
 
 class PerceptionCache:
@@ -66,7 +67,7 @@ SHARED_CACHE = PerceptionCache()
 def image_key(image: Image.Image, cfg: CruiseConfig) -> tuple:
     """The image's content and the settings its raw readings depend on."""
     digest = hashlib.blake2b(image.tobytes(), digest_size=16).hexdigest()
-    return digest, image.size, image.mode, cfg.perception_top_k, cfg.perception_ocr_max_side
+    return digest, image.size, image.mode, cfg.inputs.perception_top_k, cfg.inputs.perception_ocr_max_side
 
 
 def reading_order(found: list[tuple[list[list[float]], str, float]]) -> list[tuple[str, float]]:
@@ -102,15 +103,16 @@ def warm_up_perception(cfg: CruiseConfig) -> None:
 
 def read_image(image: Image.Image, cfg: CruiseConfig) -> tuple[list, list]:
     """(labels, lines) of one image: one classifier run and one OCR run."""
-    labels = image_classifier.top_labels(image, cfg.perception_top_k)[0]
-    lines = reading_order(ocr.read_text(image, cfg.perception_ocr_max_side))
+    labels = image_classifier.top_labels(image, cfg.inputs.perception_top_k)[0]
+    lines = reading_order(ocr.read_text(image, cfg.inputs.perception_ocr_max_side))
     return labels, lines
 
 
 def passing(labels: list[tuple[str, float]], lines: list[tuple[str, float]], cfg: CruiseConfig):
     """(labels, lines) that pass the perception thresholds, lines cut to the first few."""
-    shown = [(name, p) for name, p in labels if p >= cfg.perception_min_label_p]
-    text = [(t, s) for t, s in lines if s >= cfg.perception_min_ocr_score][: max(cfg.perception_max_ocr_lines, 0)]
+    shown = [(name, p) for name, p in labels if p >= cfg.inputs.perception_min_label_p]
+    text = [(t, s) for t,
+            s in lines if s >= cfg.inputs.perception_min_ocr_score][: max(cfg.inputs.perception_max_ocr_lines, 0)]
     return shown, text
 
 
@@ -136,13 +138,13 @@ def picture_summary(perception: Perception | None, cfg: CruiseConfig) -> str:
     if perception is None or not perception.block:
         return ""
     shown, text = passing(perception.labels, perception.lines, cfg)
-    return " ".join([name for name, _ in shown[:1]] + [t for t, _ in text])[: cfg.perception_summary_max_chars]
+    return " ".join([name for name, _ in shown[:1]] + [t for t, _ in text])[: cfg.inputs.perception_summary_max_chars]
 
 
 def perceive_batch(turns: list[Turn], cfg: CruiseConfig, cache: PerceptionCache | None = None) -> list[Perception]:
     """One Perception per turn; models run once per distinct image not already in `cache`."""
     cache = SHARED_CACHE if cache is None else cache
-    cache.size = cfg.perception_cache_size
+    cache.size = cfg.inputs.perception_cache_size
     out = []
     for turn in turns:
         image = turn.image
@@ -183,3 +185,14 @@ def with_pictures(turns: list[Turn], perceptions: list[Perception], cfg: CruiseC
     """The turns carrying their picture blocks (new records; the inputs are not changed)."""
     return [dataclasses.replace(t, picture=p.block, picture_text=picture_text(p, cfg))
             for t, p in zip(turns, perceptions)]
+
+
+def perceive_step(state) -> None:
+    """Over a batch in flight (agents/runtime/batch.py BatchState): read each picture when the VLM
+    cannot see, and give the later steps the turns with their picture blocks."""
+    if perception_wanted(state.cfg, state.engines.vlm):
+        state.perceptions = state.run.stage("perceive", perceive_batch, [state.turns], (state.cfg,), Perception)
+        state.turns = with_pictures(state.turns, state.perceptions, state.cfg)
+
+
+STAGE = Stage("perceive", calls_no_model=always, trace_fields=("perception",), step=perceive_step)

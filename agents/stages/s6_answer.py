@@ -10,7 +10,7 @@ a' is generated with log-probabilities (no extra call); its minimum and mean tok
 are the white-box signal of QA-Dragon's verifier (finalizer gate `min_token_prob`).
 
 `answer_prompts = "baseline"` (the rag_baseline preset) asks in the layout of the relaunched
-repository's straightforward agent for the model's family instead (agents/cruise/baseline_prompt.py).
+repository's straightforward agent for the model's family instead (agents/stages/baseline_prompt.py).
 """
 from __future__ import annotations
 
@@ -19,11 +19,12 @@ import re
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
-from agents.cruise.baseline_prompt import baseline_messages
-from agents.cruise.parsing import content_lines
-from agents.cruise.prompts import load_prompt, quote_notes, vlm_image
-from agents.cruise.types import Answers, Evidence, Turn
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
+from agents.runtime.system import Stage
+from agents.stages.baseline_prompt import baseline_messages
+from agents.stages.parsing import content_lines
+from agents.stages.prompts import load_prompt, quote_notes, vlm_image
+from agents.stages.types import Answers, Evidence, Turn
 
 # Ways a model says it cannot answer; any of them becomes exactly "I don't know".
 _ABSTAIN = re.compile(
@@ -64,7 +65,7 @@ def answer_request(turn: Turn, context: str, sampling: Sampling | None = None, n
                    baseline_style: str | None = None) -> ChatRequest:
     """`notes`: the domain's own lines (domain routing, s1b), added at the end of the question.
     `position`: the turn's place in the stage's list (ChatRequest.turn). `baseline_style`: the
-    straightforward agent's prompt for that family (agents/cruise/baseline_prompt.py) instead of ours."""
+    straightforward agent's prompt for that family (agents/stages/baseline_prompt.py) instead of ours."""
     if baseline_style is not None:
         messages = baseline_messages(turn, context, baseline_style)
     elif context:
@@ -85,15 +86,18 @@ def answer_batch(
 ) -> list[Answers]:
     """`domain_notes`: per turn, the lines domain routing adds to both answer prompts ("" none)."""
     notes = domain_notes or [""] * len(turns)
-    greedy = Sampling(max_tokens=cfg.answer_max_tokens, seed=cfg.seed, logprobs=True)
-    sampled = Sampling(max_tokens=cfg.answer_max_tokens, temperature=cfg.direct_temperature, seed=cfg.seed)
-    style = cfg.baseline_style if cfg.answer_prompts == "baseline" else None
+    # The non-RAG answer is CRUISE's dual path: a system whose own settings have none answers once.
+    dual = cfg.cruise is not None and cfg.cruise.use_dual_path
+    temperature = cfg.cruise.direct_temperature if dual else 0.0
+    greedy = Sampling(max_tokens=cfg.answer.answer_max_tokens, seed=cfg.models.seed, logprobs=True)
+    sampled = Sampling(max_tokens=cfg.answer.answer_max_tokens, temperature=temperature, seed=cfg.models.seed)
+    style = cfg.answer.baseline_style if cfg.answer.answer_prompts == "baseline" else None
     rag_requests = [answer_request(t, e.context, notes=n, engine=engine, position=i, baseline_style=style)
                     for i, (t, e, n) in enumerate(zip(turns, evidence, notes))]
     # The non-RAG answer: greedy where there is context (another prompt), sampled where there is
     # none (the same prompt); with direct_temperature 0 and no context it is a copy of a'.
     direct_for = [i for i, e in enumerate(evidence)
-                  if cfg.use_dual_path and (e.context or cfg.direct_temperature > 0)]
+                  if dual and (e.context or temperature > 0)]
     direct_requests = [answer_request(turns[i], "", None if evidence[i].context else sampled, notes[i], engine,
                                       position=i, baseline_style=style) for i in direct_for]
     results = engine.generate(rag_requests + direct_requests, greedy, stage="answer")
@@ -103,10 +107,15 @@ def answer_batch(
         lowest, mean = token_probabilities(r)
         answers.append(Answers(rag=text, rag_raw=r.text, rag_parsed=parsed,
                                rag_min_token_prob=lowest, rag_mean_token_prob=mean))
-    if cfg.use_dual_path:
+    if dual:
         for a in answers:
             a.direct, a.direct_raw = a.rag, a.rag_raw
         for i, r in zip(direct_for, results[len(turns) :]):
             answers[i].direct, answers[i].direct_raw = normalize_answer(r.text), r.text
             answers[i].direct_sampled = not evidence[i].context
     return answers
+
+
+STAGE = Stage("answer", cost_prior="answer", parsed="answer",
+              trace_fields=("rag_answer", "rag_raw", "direct_answer", "direct_raw", "direct_sampled",
+                            "rag_min_token_prob", "rag_mean_token_prob", "token_count"))

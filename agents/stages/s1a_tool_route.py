@@ -14,8 +14,9 @@ from __future__ import annotations
 import re
 
 from agents.config import CruiseConfig
-from agents.cruise.parsing import labelled_choice
-from agents.cruise.types import Route
+from agents.runtime.system import Stage
+from agents.stages.parsing import labelled_choice
+from agents.stages.types import Route
 
 SEARCH_ROUTES = ("image", "web", "both", "none")
 # What a model writes for each route, checked in this order ("image and web" is both, "no search" none).
@@ -34,6 +35,10 @@ def read_search_route(text: str) -> str | None:
 
 def searches_allowed(route: Route, cfg: CruiseConfig) -> tuple[bool, bool]:
     """(image search, web search) as the tool router allows them; both when it is off or unread."""
-    if not cfg.use_tool_route or route.search is None:
+    if not cfg.peer_stages.use_tool_route or route.search is None:
         return True, True
     return route.search in ("image", "both"), route.search in ("web", "both")
+
+
+STAGE = Stage("tool_route", switch="use_tool_route", parsed="route_extras",
+              trace_fields=("route_search", "question_type", "router_extras_parsed"))

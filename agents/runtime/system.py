@@ -1,0 +1,161 @@
+"""A stage and a system, each one record, and the registry of systems.
+
+A `Stage` says once what the rest of the package reads about a stage: the name its batch guard
+times it under (agents/runtime/batch.py; the trace's `stage_ms`, the deadline's and the priors'
+key), the config switch that turns it on, the key of its cost prior (agents/runtime/cost_priors.py),
+the name its parser's outcome is counted under, and the trace fields it writes. Each stage file
+holds its own `STAGE` next to its function.
+
+A `System` is one chain that answers a batch: its name (`CruiseConfig.system`), its settings, its
+stages in order, its run function, its decision rule (what the chain decides with and what
+tools/calibrate.py replays) and its view for the report. Everything that differs between systems
+is a field here: nothing outside this module asks which system is running.
+
+CRUISE, QA-Dragon and SAM-RAG register themselves from their own packages; a researcher's system
+registers the same way (`register(System(...))` in a test module, or in the package `--agent`
+names) and then runs, is traced, decided and shown in the report with no edit elsewhere.
+"""
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+
+@dataclass
+class Decision:
+    """A turn's final answer and the rule of its system's decision that gave it (the trace's
+    "branch" or "decision")."""
+
+    answer: str
+    branch: str
+
+
+def never(cfg) -> bool:
+    return False
+
+
+def always(cfg) -> bool:
+    return True
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage of a chain. `switch`: the CruiseConfig field that turns it on (None: it runs
+    whenever its system runs it). `cost_prior`: its key in the profile's prior model (None: no
+    prior of its own). `parsed`: the name the trace counts its parser's outcome under (None: no
+    model output to read). `calls_no_model`: whether, under a config, it sends no engine request
+    (the deadline then learns its cost per turn, not per request)."""
+
+    name: str
+    switch: str | None = None
+    cost_prior: str | None = None
+    parsed: str | None = None
+    trace_fields: tuple[str, ...] = ()
+    calls_no_model: Callable[[Any], bool] = never
+    # The stage's cost under a config where it calls no model only sometimes (the grounding
+    # check): milliseconds, so its prior is 0 rather than a model request's.
+    free_when_no_model: bool = False
+    # How the chain runs this stage over the batch in flight (agents/runtime/batch.py BatchState),
+    # for a stage no chain wires itself: perception, a stage added to a system's list. CRUISE's
+    # chain runs its list in order; the peers' open each batch with these steps (run_steps).
+    step: Callable[[Any], None] | None = None
+
+
+@dataclass(frozen=True)
+class View:
+    """How the report shows a system's run. `funnel(trace, cfg)`: where a turn's answer can be
+    lost, in order ({step: passed}); `summarize(traces)`: run_summary.json's figures;
+    `report_sections(summary)`: those figures as tables; `branches`: the names its decisions
+    take; `turn_template`: its turn page, a Jinja file with a macro `trace_details(t)`, named
+    from agents/ (None: the report lists the trace's keys); `shown_keys`: the keys that page
+    lays out besides its stages' trace fields."""
+
+    funnel: Callable[[dict, Any], dict[str, bool]]
+    summarize: Callable[[list[dict]], dict] | None = None
+    report_sections: Callable[[dict], list[dict]] | None = None
+    branches: tuple[str, ...] = ()
+    turn_template: str | None = None
+    shown_keys: frozenset[str] = frozenset()
+    # trace fields of its stages that its page does not lay out (the report lists them as they are)
+    listed: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True)
+class System:
+    """One registered chain. `run(system, turns, engines, pipeline, cfg, costs, started=None) ->
+    (answers, traces)`, given its own record (for its stages, rule and view); `decide(trace, cfg) -> Decision`: its rule over a turn's traced signals.
+
+    `settings`: the dataclass of the system's own settings (agents/cruise/settings.py,
+    agents/peers/*/settings.py; None: it has none): the CruiseConfig group named as the system,
+    held only while it runs, so a switch of a stage it lacks cannot be on."""
+
+    name: str
+    stages: tuple[Stage, ...]
+    run: Callable
+    decide: Callable
+    view: View
+    settings: type | None = None
+    # Its decision says "abstained" for an answer that is already "I don't know", before its rule
+    # (CRUISE's Algorithm 1 names the rule that would have rejected it instead).
+    abstains_first: bool = True
+    # What a stage the profile's prior model does not price is expected to cost before it is
+    # timed: None charges it the dearest request measured lately (agents/runtime/deadline.py); 0
+    # times it on its first run, for a chain whose long first step would price every cheaper step
+    # after it out of every batch.
+    untimed_prior: float | None = 0.0
+    # Whether its context is chosen by the MAD filter (so that calibration's other lambda can
+    # change it).
+    mad_context: bool = False
+
+    def answer(self, turns, engines, pipeline, cfg, costs, started: float | None = None):
+        """(answers, traces) for one batch: its chain under its own record."""
+        return self.run(self, turns, engines, pipeline, cfg, costs, started)
+
+    def stage_names(self) -> tuple[str, ...]:
+        return tuple(s.name for s in self.stages)
+
+    def parsed_stages(self) -> tuple[str, ...]:
+        """The names its traces count parser outcomes under, in chain order."""
+        return tuple(dict.fromkeys(s.parsed for s in self.stages if s.parsed))
+
+    def engine_free(self, cfg) -> tuple[str, ...]:
+        return tuple(s.name for s in self.stages if s.calls_no_model(cfg))
+
+
+
+# The built-in systems' modules; each registers its System when imported. They are imported by
+# name on the first look-up, as a user's package is by `--agent`: the registry sits below every
+# system, and the configuration checks a system's name without importing any chain.
+BUILT_IN = ("agents.cruise.system", "agents.peers.qa_dragon.system", "agents.peers.sam_rag.system")
+_SYSTEMS: dict[str, System] = {}
+_loaded: list[bool] = []
+
+
+def register(system: System) -> System:
+    """Add `system` to the registry (a later record of the same name replaces it); returns it, so
+    that a module can write `NAME = register(System(...))`. The built-in systems come first."""
+    registered()
+    _SYSTEMS[system.name] = system
+    return system
+
+
+def registered() -> dict[str, System]:
+    if not _loaded:
+        _loaded.append(True)
+        for module in BUILT_IN:
+            importlib.import_module(module)
+    return dict(_SYSTEMS)
+
+
+def system_named(name: str) -> System:
+    systems = registered()
+    if name not in systems:
+        raise ValueError(f"unknown system {name!r}; choose one of {sorted(systems)} "
+                         "(or register your own: agents/runtime/system.py)")
+    return systems[name]
+
+
+def system_for(cfg) -> System:
+    return system_named(cfg.system)

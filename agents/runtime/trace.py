@@ -1,0 +1,88 @@
+"""The trace fields every system records, in one place, so that the report and calibration read
+the same keys from every system: which system and preset wrote it, the parse record, the stage
+timings, the deadline, the optional steps skipped for time, the errors, what perception read in
+the picture, the funnel, the per-turn budget and the stages switched to their text modes.
+
+A system's own trace (its `turn_trace`) holds only its own signals; `record` adds the rest."""
+from __future__ import annotations
+
+from agents.base_agent import IDK_ANSWER
+
+
+def not_idk(answer) -> bool:
+    return bool(answer) and IDK_ANSWER.lower() not in str(answer).lower()
+
+
+def record(own: dict, *, system, cfg, run, i: int, parsed: dict[str, bool], perception=None,
+           errors: list[str] = (), skipped_for_time: list[str] | None = None,
+           added: dict[str, list[dict]] | None = None) -> dict:
+    """One turn's trace: `own` (the system's signals), the fields of the stages that state their
+    own step (`added`: stage -> per turn, runtime/batch.py BatchState) and the fields every system
+    records. `parsed`: stage -> whether its parser read its output, for the stages that produced
+    one; `errors`: the turn's errors besides the run's own."""
+    stages = system.parsed_stages()
+    trace = {"preset": cfg.preset, "system": system.name, **own}
+    for fields in (added or {}).values():
+        trace.update(fields[i])
+    trace.update({
+        "parsed_stages": sorted(parsed, key=stages.index),
+        "parse_failures": [stage for stage in stages if parsed.get(stage) is False],
+        "stage_ms": dict(run.stage_ms),
+        "deadline_cut": run.cut_before is not None or run.cut_during is not None,
+        "deadline_cut_before": run.cut_before,
+        # the stage whose engine call the deadline stopped part-way (its outputs read as unreadable)
+        "deadline_cut_during": run.cut_during,
+        # optional steps the batch skipped to leave the answer its time (runtime/batch.py Room)
+        "skipped_for_time": list(skipped_for_time or []),
+        "errors": run.errors[i] + list(errors),
+        "perception": perception_trace(perception),
+    })
+    trace["funnel"] = system.view.funnel(trace, cfg)
+    # what the run's settings did besides the stages: the per-turn budget in force (0: none),
+    # and the stages switched to text modes for an engine without token probabilities
+    trace["turn_budget_s"] = cfg.run.turn_budget_s
+    trace["mode_fallbacks"] = list(cfg.mode_fallbacks)
+    return trace
+
+
+def perception_trace(perception) -> dict | None:
+    """What s0a_perceive read in the image and the block the prompts carried; None when it did not run."""
+    if perception is None:
+        return None
+    return {
+        "labels": [[name, round(p, 4)] for name, p in perception.labels],
+        "ocr_lines": [[text, round(s, 4)] for text, s in perception.lines],
+        "block": perception.block,
+        "cached": perception.cached,
+        "ms": perception.ms,
+        "error": perception.error,
+    }
+
+
+def stage_counts(traces: list[dict], stages) -> tuple[dict[str, int], dict[str, int]]:
+    """(stage -> unreadable outputs, stage -> outputs a parser read or tried to read), every one
+    of `stages` present."""
+    failures = dict.fromkeys(stages, 0)
+    outputs = dict.fromkeys(stages, 0)
+    for trace in traces:
+        for stage in trace.get("parsed_stages") or []:
+            outputs[stage] = outputs.get(stage, 0) + 1
+        for stage in trace.get("parse_failures") or []:
+            failures[stage] = failures.get(stage, 0) + 1
+    return failures, outputs
+
+
+def parse_summary(traces: list[dict], stages: tuple[str, ...]) -> dict:
+    """run_summary.json's parse figures: only the stages that ran or failed."""
+    failures, outputs = stage_counts(traces, stages)
+    return {"parse_failures": {k: v for k, v in failures.items() if outputs.get(k) or v},
+            "parsed_outputs": {k: v for k, v in outputs.items() if v}}
+
+
+def tally(traces: list[dict], key: str) -> dict[str, int]:
+    """value of `key` -> turns, most first ("-" for none)."""
+    out: dict[str, int] = {}
+    for t in traces:
+        value = str(t.get(key) if t.get(key) is not None else "-")
+        out[value] = out.get(value, 0) + 1
+    return dict(sorted(out.items(), key=lambda kv: -kv[1]))

@@ -1,0 +1,152 @@
+"""A system is one record over the shared runtime (agents/runtime/system.py): a fourth system,
+defined here and nowhere under agents/, evaluator/ or tools/, registers, runs inside CruiseAgent
+under the batch guards, is traced and decided by its own rule, replays in calibration, and is
+shown in the report with its own funnel. And what follows from the three built-in systems' stage
+lists: their order, priors, parse records and the switches a peer refuses.
+
+The echo system's one stage answers each question with its first word; its rule gives the answer
+unless it is a one-letter word. Expected answers are worked out by hand from those two rules.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+from agents.base_agent import IDK_ANSWER
+from agents.config import load_config
+from agents.cruise_agent import CruiseAgent
+from agents.runtime.batch import decide_from_trace, decide_turn, start_batch
+from agents.runtime.cost_priors import stage_priors
+from agents.runtime.system import Decision, Stage, System, View, register, registered, system_named
+from agents.runtime.trace import record
+from testkit.scripted_peers import qa_dragon_engines
+
+ECHO_STAGE = Stage("echo", trace_fields=("first_word",))
+
+
+def echo_batch(turns) -> list[str]:
+    return [turn.query.split()[0] for turn in turns]
+
+
+def run_echo(system, turns, engines, pipeline, cfg, costs, started=None):
+    run = start_batch(turns, cfg, costs, system, ledger=engines.vlm.ledger, started=started)
+    words = run.stage("echo", echo_batch, [turns], (), lambda: IDK_ANSWER)
+    answers, traces = [], []
+    for i, word in enumerate(words):
+        decision = decide_turn(system, {"rag_answer": word}, cfg, run, i)
+        answers.append(decision.answer)
+        traces.append(record({"first_word": word, "rag_answer": word, "branch": decision.branch,
+                              "final_answer": decision.answer}, system=system, cfg=cfg, run=run, i=i, parsed={}))
+    return answers, traces
+
+
+def decide_echo(trace: dict, cfg) -> Decision:
+    word = trace["rag_answer"]
+    return Decision(IDK_ANSWER, "too_short") if len(word) < 2 else Decision(word, "echoed")
+
+
+def echo_funnel(trace: dict, cfg) -> dict[str, bool]:
+    return {"first word longer than one letter": len(trace.get("rag_answer") or "") > 1}
+
+
+ECHO = register(System(name="echo", stages=(ECHO_STAGE,), run=run_echo, decide=decide_echo,
+                       view=View(funnel=echo_funnel, branches=("echoed", "too_short"))))
+
+
+def test_a_system_defined_in_a_test_module_answers_traces_and_decides_by_its_own_rule():
+    config = load_config("cpu", "full", system="echo", warmup_at_load=False)
+    agent = CruiseAgent(None, config=config, engines=qa_dragon_engines())
+    answers = agent.batch_generate_response(["Paris is where?", "A tower", ""], [Image.new("RGB", (8, 8))] * 3,
+                                            [[], [], []])
+    assert answers == ["Paris", IDK_ANSWER, IDK_ANSWER]
+    traces = agent.last_batch_report["traces"]
+    assert [t["system"] for t in traces] == ["echo"] * 3
+    assert [t["branch"] for t in traces] == ["echoed", "too_short", "error"]  # the empty question fails its turn
+    assert traces[0]["funnel"] == {"first word longer than one letter": True}
+    assert traces[1]["funnel"] == {"first word longer than one letter": False}
+    assert set(traces[0]["stage_ms"]) == {"echo"} and traces[2]["errors"] == ["empty question"]
+    # calibration replays the system's own rule
+    assert decide_from_trace(traces[0], config).answer == "Paris"
+    assert decide_from_trace({**traces[0], "rag_answer": "I"}, config).branch == "too_short"
+
+
+def test_a_registered_system_is_evaluated_and_reported_with_its_own_funnel(tmp_path, monkeypatch):
+    import local_evaluation
+    from testkit.scripted_agent import build_dataset
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("HF_DATASETS_CACHE", str(tmp_path / "hf-datasets"))
+    questions = [("a", "Umbrellas for rain?", "Umbrellas"), ("b", "A car from when?", "1964")]
+    dataset = build_dataset(tmp_path / "dataset", [
+        dict(session_id=f"s-{key}", image=Image.new("RGB", (96, 64), "gray"), image_url=None, image_quality="normal",
+             turns=[(f"{key}-0", question, gold, "others", "simple", "static")]) for key, question, gold in questions],
+        form="list")
+    out = tmp_path / "echo"
+    local_evaluation.main(["--dataset", str(dataset), "--dataset-type", "single-turn", "--profile", "cpu",
+                           "--preset", "full", "--set", "system=echo", "--set", "warmup_at_load=false",
+                           "--agent", "testkit.scripted_peers:TableOneAgent", "--search", "none",
+                           "--eval-model", "None", "--output-dir", str(out), "--no_progress",
+                           "--display-conversations", "0"])
+    summary = json.loads((out / "run_summary.json").read_text())
+    assert summary["agent_summary"]["system"] == "echo"
+    assert summary["agent_summary"]["branches"] == {"echoed": 1, "too_short": 1}
+    # "Umbrellas" is echoed, "A" is too short: its own funnel and both its branches in the report
+    page = (out / "report.html").read_text()
+    assert "<td>first word longer than one letter</td>" in page
+    assert 'data-branch="echoed"' in page and 'data-branch="too_short"' in page
+
+
+def test_an_unknown_system_and_a_switch_of_a_stage_the_system_lacks_are_refused_in_one_line():
+    with pytest.raises(ValueError, match=r"unknown system 'dragon'; choose one of \['cruise', 'echo', 'qa_dragon', 'sam_rag'\]"):
+        load_config("cpu", "full", system="dragon")
+    with pytest.raises(ValueError, match="^use_dual_path is a setting of system cruise, not of system sam_rag$"):
+        load_config("cpu", "sam_rag", use_dual_path=True)
+
+
+def test_the_three_built_in_systems_are_records_in_one_registry():
+    systems = registered()
+    assert {"cruise", "qa_dragon", "sam_rag"} <= set(systems)
+    assert system_named("qa_dragon").stage_names() == (
+        "perceive", "domain", "draft", "tool_route", "rephrase", "crop", "retrieve", "entity_check", "rerank",
+        "fine_rerank", "post_answer", "verify")
+    # the parse record's names follow the stage list (SAM-RAG's caption and generation are CRUISE's
+    # summary and answer stages under its own names)
+    assert system_named("sam_rag").parsed_stages() == ("caption", "is_rel", "generate", "is_use", "regenerate",
+                                                      "is_sup")
+    assert system_named("cruise").parsed_stages() == ("route", "route_extras", "summarize", "decompose", "crop",
+                                                     "entity_check", "relevance", "answer", "consistency", "verify")
+
+
+def test_the_priors_follow_each_systems_stages():
+    l40s = load_config("l40s")
+    cruise = stage_priors(system_named("cruise"), l40s)
+    dragon = stage_priors(system_named("qa_dragon"), l40s.replace(system="qa_dragon"))
+    # a QA-Dragon step priced like CRUISE's stage of the same kind gets its prior; its own steps
+    # start at 0 (timed on their first run); it has no CRUISE-only stage
+    assert dragon["rerank"] == cruise["rerank"] and dragon["crop"] == cruise["crop"]
+    assert dragon["draft"] == 0.0 and dragon["fine_rerank"] == 0.0
+    assert "consistency" not in dragon and set(dragon) == set(system_named("qa_dragon").stage_names())
+    # the echo system: its one stage, unpriced, starts at 0
+    assert stage_priors(ECHO, l40s) == {"echo": 0.0}
+
+
+@pytest.mark.parametrize("view", ["agents.cruise.trace_view", "agents.runtime.trace_view"])
+def test_a_turn_is_shown_by_its_own_systems_page_under_the_view_a_run_recorded(view):
+    """Runs recorded before systems were records name agents.cruise.trace_view, and their CRUISE
+    traces name no system: each turn is still shown by its own system's page."""
+    from evaluator.report.html import turn_renderer
+
+    render = turn_renderer({"trace_view": view})
+    cruise = dict(trace={"needs_external": True, "router_raw": "yes", "summary": "a red bus", "chunks": []},
+                  branch="not_verified")
+    dragon = dict(trace={"system": "qa_dragon", "domain": "vehicle", "branch": "direct_output",
+                         "draft_answer": "Camden", "chunks": []}, branch="direct_output")
+    echo = dict(trace={"system": "echo", "first_word": "Paris", "chunks": []}, branch="echoed")
+    for turn in (cruise, dragon, echo):
+        render(turn)
+    assert "<th>router</th>" in cruise["trace_html"] and "D-CoT draft" not in cruise["trace_html"]
+    assert "<th>D-CoT draft</th>" in dragon["trace_html"] and "<th>router</th>" not in dragon["trace_html"]
+    # a system without a page of its own: its fields are listed as they are
+    assert echo["trace_html"].strip() == "" and echo["extra"]["first_word"] == "Paris"
