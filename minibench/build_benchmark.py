@@ -4,7 +4,8 @@
 
 Rows follow the CRAG-MM schema exactly (session_id, image, image_url, image_quality, turns,
 answers); where each answer lives (image / kg / web / none) goes to provenance.json so the
-rows stay schema-identical; KG and web turns also carry their answer keys (content.ANSWER_KEYS).
+rows stay schema-identical; KG and web turns also carry their answer keys (content.ANSWER_KEYS),
+and every follow-up turn of a conversation its referent (content.REFERENTS).
 Each `answers` entry adds two keys after the official `interaction_id`, `ans_full`: `ans_accepted`
 (content.accepted_forms, for the offline lexical judge) and `abstain_expected` (the answer source
 is "none": "I don't know" is the right reply). Ids are uuid5 values of fixed names and the images
@@ -46,6 +47,8 @@ def _session(kind: str, number: int, picture: str, turns: list[tuple]) -> tuple[
         note = dict(interaction_id=interaction_id, answer_source=source)
         if source in ("kg", "web"):  # every KG / web question must say how to spot its answer
             note["answer_keys"] = content.ANSWER_KEYS[query]
+        if kind == "multi-turn" and t > 0:  # what the follow-up refers to, and where that is named
+            note["referent"] = content.referent_note(query)
         where.append(note)
     row = dict(session_id=session_id,
                image={"bytes": picture_bytes(picture), "path": f"{picture}.jpg"},

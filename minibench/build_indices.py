@@ -13,6 +13,10 @@ exactly that under `cache_dir()/"hf"`, with the official collection names, ids a
 - `web_search_embeddings` (cosine): ids `<url>_chunk_<i>`, chunk 0 = "page_name page_snippet",
   then 64-word chunks of the page text; metadata `page_name`, `page_snippet`, `page_url`.
 
+- a web index named `web_index_with_distractors(N)` holds the same pages plus N distractor pages
+  about other entities of the same kinds (minibench/distractor_pages.py), built when a search
+  names it (benchmarks/recall_at_size.py: answer recall at a realistic index size).
+
 - the full-content web database (`--web-contents`, optional: built only when a search asks for
   it): the package's sharded LMDB layout, `shard_<i>.mdb` files keyed by
   `cragmm_search.utils.hash_key(page_url)` in shard `shard_id(key, CONTENTS_SHARDS)`, one JSON
@@ -32,6 +36,7 @@ import gc
 import hashlib
 import json
 import os
+import re
 import shutil
 import time
 from pathlib import Path
@@ -87,10 +92,25 @@ def kg_records() -> list[tuple[bytes, dict]]:
     return records
 
 
-def web_records() -> list[tuple[str, str, dict]]:
-    """(chunk id, chunk text, metadata) per web-index entry."""
+def web_index_with_distractors(pages: int) -> str:
+    """The id of the mini web index with `pages` distractor pages (minibench/distractor_pages.py)
+    beside the benchmark's own: answer recall at a realistic index size."""
+    return f"{MINI_WEB_INDEX}-with-{pages}-distractor-pages"
+
+
+def distractors_in(repo_id: str) -> int:
+    """How many distractor pages the web index `repo_id` holds (0 for the mini web index)."""
+    found = re.fullmatch(re.escape(MINI_WEB_INDEX) + r"-with-(\d+)-distractor-pages", repo_id)
+    return int(found.group(1)) if found else 0
+
+
+def web_records(distractors: int = 0) -> list[tuple[str, str, dict]]:
+    """(chunk id, chunk text, metadata) per web-index entry: the benchmark's pages, then
+    `distractors` pages about other entities of the same kinds."""
+    from minibench.distractor_pages import distractor_pages
+
     records = []
-    for page in content.WEB_PAGES:
+    for page in content.WEB_PAGES + distractor_pages(distractors):
         words = page["text"].split()
         chunks = [f"{page['page_name']} {page['page_snippet']}"]
         chunks += [" ".join(words[i:i + WORDS_PER_CHUNK]) for i in range(0, len(words), WORDS_PER_CHUNK)]
@@ -258,7 +278,7 @@ def build_image_index(repo_id: str, model: str) -> Path:
 
 def build_web_index(repo_id: str, model: str) -> Path:
     model_dir = resolve_search_model(model)
-    records = web_records()
+    records = web_records(distractors_in(repo_id))
     commit = _fingerprint("web", [_model_identity(model_dir), WORDS_PER_CHUNK, records])
 
     def fill(path: Path) -> None:

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import html
 import re
+from dataclasses import dataclass
 
 URL = "https://images.crag-mm-mini.example/"  # .example is reserved: these URLs never resolve
 
@@ -172,8 +173,274 @@ MULTI_TURN: list[tuple[str, list[tuple]]] = [
         ("math & science", SK, STATIC, "when was the telescope launched?", "On 24 April 1990.", "web"),
         ("math & science", CMP, STATIC, "does it show more galaxies than the 2004 ultra deep field?", "No - the 2004 Ultra Deep Field shows about 10,000 galaxies, more than the eXtreme Deep Field's 5,500, which covers a smaller part of it.", "kg"),
     ]),
+    ("moby_cover", [
+        ("book", SR, STATIC, "who wrote this novel?", "Herman Melville.", "image"),
+        ("book", SK, STATIC, "where was he born?", "In New York City, on 1 August 1819.", "web"),
+        ("book", SK, STATIC, "what was his first book called?", "Typee, published in 1846.", "web"),
+        ("book", SK, STATIC, "who narrates the story on this cover?", "Ishmael.", "kg"),
+    ]),
+    ("coins", [
+        ("general object recognition", SR, STATIC, "what are these old coins?", "Ancient Greek coins found at Pompeii.", "kg"),
+        ("general object recognition", MH, STATIC, "which volcano buried the town they were found in?", "Mount Vesuvius, in AD 79.", "kg"),
+        ("general object recognition", SK, STATIC, "when did excavations there begin?", "In 1748.", "kg"),
+        ("general object recognition", SK, STATIC, "which museum holds them now?", "The Brooklyn Museum in New York City.", "kg"),
+        ("general object recognition", SK, SLOW, "how high is that volcano today?", "About 1,281 metres.", "web"),
+    ]),
+    ("moon", [
+        ("math & science", SR, STATIC, "what is this a picture of?", "The cratered surface of the Moon.", "kg"),
+        ("math & science", SK, STATIC, "how long does it take to go once around the earth?", "About 27.3 days (one sidereal month).", "kg"),
+        ("math & science", SK, STATIC, "who were the first people to walk on it?", "Neil Armstrong and Buzz Aldrin, on Apollo 11 in July 1969.", "web"),
+        ("math & science", SK, STATIC, "which rocket launched that mission?", "A Saturn V.", "web"),
+        ("math & science", SK, STATIC, "who stayed in lunar orbit while they walked?", "Michael Collins, in the command module Columbia.", "web"),
+    ]),
+    ("horse", [
+        ("animal", SR, STATIC, "whose silhouette is this?", "A horse.", "image"),
+        ("animal", SK, STATIC, "what is a young one called?", "A foal.", "kg"),
+        ("animal", SK, STATIC, "when were they first domesticated?", "About 5,500 years ago, on the Eurasian steppe.", "kg"),
+        ("animal", SK, STATIC, "how fast is that animal at a full gallop?", "Typically 40 to 48 km/h; the fastest racehorses reach about 70 km/h over short distances.", "web"),
+    ]),
+    ("camera", [
+        ("general object recognition", SR, STATIC, "what is the man in the photo working with?", "A camera on a tripod.", "image"),
+        ("general object recognition", AGG, STATIC, "how many legs does its stand have?", "Three.", "image"),
+        ("general object recognition", SK, STATIC, "in what year was this photo taken?", "No source in the benchmark says when the photo was taken.", "none"),
+    ]),
+    ("clock", [
+        ("general object recognition", SR, STATIC, "what's this round thing on the wall?", "A wall clock.", "image"),
+        ("general object recognition", RSN, STATIC, "why does it look smeared?", "The photo is motion-blurred: the camera or the clock moved during the exposure.", "image"),
+    ]),
+    ("street_sign", [
+        ("local", SR, STATIC, "which two streets cross here?", "Elm Street and 5th Avenue.", "image"),
+        ("local", AGG, STATIC, "how many street name plates are on the pole?", "Two.", "image"),
+    ]),
+    ("shelf_labels", [
+        ("shopping", SR, FAST, "what does the oat milk cost per liter?", "$3.49 per liter.", "image"),
+        ("shopping", SR, FAST, "and how big is the almond milk carton?", "1.5 liters.", "image"),
+        ("shopping", AGG, FAST, "how much would three of those cost?", "$11.97 (3 x $3.99).", "image"),
+        ("shopping", SK, STATIC, "what is that drink made from?", "Almonds ground with water and strained.", "web"),
+    ]),
+    ("scoreboard", [
+        ("sports & games", SR, REAL, "who is winning?", "The home team, 3 to 1.", "image"),
+        ("sports & games", AGG, REAL, "by how many goals?", "By two (3-1).", "image"),
+        ("sports & games", SR, REAL, "which period is being played?", "The second period, with 12:41 on the clock.", "image"),
+        ("sports & games", RSN, REAL, "will they still be ahead at the final whistle?", "The benchmark cannot know how the game ends.", "none"),
+    ]),
+    ("seed_packet", [
+        ("plants & gardening", SR, STATIC, "which variety of tomato are these seeds?", "San Marzano.", "image"),
+        ("plants & gardening", SR, STATIC, "when should i start them indoors?", "6 to 8 weeks before the last frost.", "image"),
+        ("plants & gardening", SK, STATIC, "what is that kind of tomato mostly used for?", "Sauces: it is a plum tomato with thick flesh and few seeds, prized for cooking and canning.", "web"),
+        ("plants & gardening", SK, STATIC, "which region of italy does it come from?", "Campania, from around San Marzano sul Sarno near Naples.", "web"),
+    ]),
+    ("parking_sign", [
+        ("local", SR, STATIC, "how long can i park here?", "Up to 2 hours.", "image"),
+        ("local", RSN, STATIC, "does that limit apply on sundays?", "No - the sign limits parking from Monday to Saturday only.", "image"),
+        ("local", RSN, STATIC, "what about at 7 pm on a weekday?", "No limit then: it applies from 8 am to 6 pm.", "image"),
+    ]),
+    ("care_label", [
+        ("style & fashion", SR, STATIC, "what size is this shirt?", "Medium (M).", "image"),
+        ("style & fashion", SR, STATIC, "where was it made?", "In Portugal.", "image"),
+        ("style & fashion", SK, STATIC, "what is the capital of that country?", "Lisbon.", "web"),
+        ("style & fashion", RSN, STATIC, "at what temperature should i wash the shirt?", "Cold, at 30 \u00b0C at most.", "image"),
+    ]),
+    ("chessboard", [
+        ("sports & games", SR, STATIC, "what game is this board for?", "Chess: it is an 8 x 8 chessboard.", "image"),
+        ("sports & games", SK, STATIC, "how does the knight move in it?", "In an L shape, two squares one way and one to the side, jumping over other pieces.", "web"),
+        ("sports & games", SK, STATIC, "who was world champion of that game from 1985 to 2000?", "Garry Kasparov.", "web"),
+        ("sports & games", SK, STATIC, "which computer beat him in 1997?", "IBM's Deep Blue.", "web"),
+    ]),
+    ("motorcycle", [
+        ("vehicles", SR, STATIC, "what vehicle is this?", "A motorcycle.", "image"),
+        ("vehicles", SR, STATIC, "what colour is its tank?", "Red.", "image"),
+        ("vehicles", SK, REAL, "is one like it for sale near me today?", "The benchmark has no live sales listings.", "none"),
+    ]),
+    ("astronaut", [
+        ("other", SR, STATIC, "what is the name of the astronaut in this photo?", "Eileen Collins.", "kg"),
+        ("other", SK, STATIC, "where was she born?", "In Elmira, New York.", "kg"),
+        ("other", MH, STATIC, "which mission did she command after the columbia accident?", "STS-114, the Return to Flight mission of 2005.", "kg"),
+        ("other", SK, STATIC, "which orbiter flew that mission?", "Space Shuttle Discovery.", "web"),
+        ("other", SK, STATIC, "how long did that flight last?", "About 13 days and 21 hours (26 July to 9 August 2005).", "web"),
+    ]),
+    ("rocket", [
+        ("vehicles", SR, STATIC, "which company builds this rocket?", "SpaceX: it is a Falcon 9.", "kg"),
+        ("vehicles", SK, STATIC, "what is its height in metres?", "About 70 m.", "kg"),
+        ("vehicles", SK, STATIC, "who founded that company?", "Elon Musk, in 2002.", "web"),
+        ("vehicles", SK, STATIC, "what was the first rocket it put into orbit?", "Falcon 1, on 28 September 2008.", "web"),
+    ]),
+    ("hubble", [
+        ("math & science", SR, STATIC, "which telescope took this picture?", "The Hubble Space Telescope.", "kg"),
+        ("math & science", SK, STATIC, "how wide is its main mirror?", "2.4 metres.", "web"),
+        ("math & science", SK, STATIC, "which telescope launched in 2021 is meant to succeed it?", "The James Webb Space Telescope.", "web"),
+        ("math & science", SK, STATIC, "what rocket carried that one into space?", "An Ariane 5, from Kourou in French Guiana.", "web"),
+        ("math & science", SK, STATIC, "in which constellation is the patch of sky in this image?", "Fornax.", "kg"),
+    ]),
+    ("china", [
+        ("local", SR, STATIC, "which palace is this tower part of?", "The Summer Palace in Beijing.", "kg"),
+        ("local", SK, STATIC, "which emperor first built the garden?", "The Qianlong Emperor, in 1750.", "kg"),
+        ("local", SK, STATIC, "who had it rebuilt in the 1880s?", "Empress Dowager Cixi.", "kg"),
+        ("local", SK, STATIC, "how long is the covered walkway along the lake there?", "The Long Corridor is about 728 metres long.", "web"),
+        ("local", SK, SLOW, "which subway line goes there?", "Beijing Subway Line 4 (Beigongmen station).", "kg"),
+    ]),
+    ("pride_cover", [
+        ("book", SR, STATIC, "who is the author of this book?", "Jane Austen.", "image"),
+        ("book", SK, STATIC, "which novel did she publish just before this one?", "Sense and Sensibility, in 1811.", "kg"),
+        ("book", SK, STATIC, "where did she die?", "In Winchester, on 18 July 1817.", "kg"),
+    ]),
 ]
 
+
+
+# --- follow-up referents ------------------------------------------------------------------
+# What each follow-up turn (every MULTI_TURN turn after the first; keyed by its query, unique
+# in the split) refers to without naming it, and where a reader of the conversation finds the
+# name. Measures of conversational search read it from provenance.json ("does the search query
+# name the referent?"); it is not part of the CRAG-MM schema.
+
+@dataclass(frozen=True)
+class Referent:
+    names: tuple[str, ...]  # any one of these (case-blind, whole words) names the referent
+    source: str  # "question" | "answer": named first by that earlier turn (its gold answer);
+    #              "photo": only the picture shows it; "self": the turn names its own subject
+    turn: int | None = None  # the earlier turn that names it ("question" / "answer")
+    photo_entity: bool = False  # it is (or is named in) the picture's own KG entity: image search supplies it
+    about_photo: bool = True  # False: the turn's subject is no longer what the picture shows
+
+
+def _answer(*names: str, turn: int = 0, photo_entity: bool = False, about_photo: bool = True) -> Referent:
+    return Referent(names, "answer", turn, photo_entity, about_photo)
+
+
+def _question(*names: str, turn: int = 0, about_photo: bool = True) -> Referent:
+    return Referent(names, "question", turn, False, about_photo)
+
+
+def _photo(*names: str, photo_entity: bool = False) -> Referent:
+    return Referent(names, "photo", None, photo_entity, True)
+
+
+def _self(*names: str, photo_entity: bool = False, about_photo: bool = True) -> Referent:
+    return Referent(names, "self", None, photo_entity, about_photo)
+
+
+COLLINS, AUSTEN, MELVILLE = ("Eileen Collins", "Collins"), ("Jane Austen", "Austen"), ("Herman Melville", "Melville")
+XDF = ("eXtreme Deep Field", "XDF")
+REFERENTS: dict[str, Referent] = {
+    # astronaut
+    "which shuttle mission did she first command?": _answer(*COLLINS, photo_entity=True),
+    "what did that mission deploy?": _answer("STS-93", turn=1, about_photo=False),
+    "when did she retire from nasa?": _answer(*COLLINS, photo_entity=True),
+    # china
+    "how tall is it?": _answer("Tower of Buddhist Incense", "Foxiang Ge", photo_entity=True),
+    "what is the lake at the foot of the hill called?": _answer("Summer Palace", "Tower of Buddhist Incense", "Longevity Hill", photo_entity=True),
+    "when did the whole palace become a world heritage site?": _answer("Summer Palace", photo_entity=True),
+    # coffee
+    "which country does it come from?": _answer("espresso", photo_entity=True),
+    "about how much caffeine does one shot have?": _answer("espresso", photo_entity=True),
+    # pride_cover
+    "when was it published?": _answer("Pride and Prejudice", photo_entity=True),
+    "how old was the author then?": _answer(*AUSTEN, about_photo=False),
+    "who is the heroine?": _answer("Pride and Prejudice", photo_entity=True),
+    # cafe_menu
+    "and a latte plus a croissant?": _photo("Cafe Luna"),
+    "which drink on the menu is the cheapest?": _photo("Cafe Luna"),
+    # rocket
+    "what was it carrying on this launch?": _answer("Falcon 9", photo_entity=True),
+    "where does that spacecraft sit in space?": _answer("DSCOVR", "Deep Space Climate Observatory", turn=1, about_photo=False),
+    "is the next falcon 9 launch today?": _self("Falcon 9", photo_entity=True, about_photo=False),
+    # flower
+    "it's the national flower of which country?": _answer("dahlia", photo_entity=True),
+    "how do i keep it through the winter?": _answer("dahlia", photo_entity=True),
+    # bus_stop
+    "how often does it run?": _answer("Route 42"),
+    "when is the next one?": _answer("Route 42"),
+    # whiteboard
+    "what is 3x then?": _photo("2x + 6 = 14"),
+    # chelsea
+    "what is the name for its striped coat pattern?": _answer("cat", photo_entity=True),
+    "how much does a cat like this sleep each day?": _self("cat", photo_entity=True),
+    # hubble
+    "about how many galaxies are in it?": _answer(*XDF, photo_entity=True),
+    "when was the telescope launched?": _answer("Hubble", photo_entity=True, about_photo=False),
+    "does it show more galaxies than the 2004 ultra deep field?": _answer(*XDF, photo_entity=True),
+    # moby_cover
+    "where was he born?": _answer(*MELVILLE, about_photo=False),
+    "what was his first book called?": _answer(*MELVILLE, about_photo=False),
+    "who narrates the story on this cover?": _photo("Moby-Dick", photo_entity=True),
+    # coins
+    "which volcano buried the town they were found in?": _answer("Pompeii", photo_entity=True, about_photo=False),
+    "when did excavations there begin?": _answer("Pompeii", photo_entity=True, about_photo=False),
+    "which museum holds them now?": _answer("Greek coins", "coins", photo_entity=True),
+    "how high is that volcano today?": _answer("Vesuvius", turn=1, about_photo=False),
+    # moon
+    "how long does it take to go once around the earth?": _answer("Moon", photo_entity=True),
+    "who were the first people to walk on it?": _answer("Moon", photo_entity=True),
+    "which rocket launched that mission?": _answer("Apollo 11", turn=2, about_photo=False),
+    "who stayed in lunar orbit while they walked?": _answer("Apollo 11", "Armstrong", "Aldrin", turn=2, about_photo=False),
+    # horse
+    "what is a young one called?": _answer("horse", photo_entity=True),
+    "when were they first domesticated?": _answer("horse", photo_entity=True),
+    "how fast is that animal at a full gallop?": _answer("horse", photo_entity=True),
+    # camera
+    "how many legs does its stand have?": _answer("camera"),
+    "in what year was this photo taken?": _photo(),
+    # clock
+    "why does it look smeared?": _answer("clock"),
+    # street_sign
+    "how many street name plates are on the pole?": _photo(),
+    # shelf_labels
+    "and how big is the almond milk carton?": _self("almond milk"),
+    "how much would three of those cost?": _question("almond milk", turn=1),
+    "what is that drink made from?": _question("almond milk", turn=1, about_photo=False),
+    # scoreboard
+    "by how many goals?": _answer("home"),
+    "which period is being played?": _photo(),
+    "will they still be ahead at the final whistle?": _answer("home"),
+    # seed_packet
+    "when should i start them indoors?": _answer("San Marzano"),
+    "what is that kind of tomato mostly used for?": _answer("San Marzano", about_photo=False),
+    "which region of italy does it come from?": _answer("San Marzano", about_photo=False),
+    # parking_sign
+    "does that limit apply on sundays?": _answer("2 hours"),
+    "what about at 7 pm on a weekday?": _answer("2 hours"),
+    # care_label
+    "where was it made?": _question("shirt"),
+    "what is the capital of that country?": _answer("Portugal", turn=1, about_photo=False),
+    "at what temperature should i wash the shirt?": _self("shirt"),
+    # chessboard
+    "how does the knight move in it?": _answer("chess", about_photo=False),
+    "who was world champion of that game from 1985 to 2000?": _answer("chess", about_photo=False),
+    "which computer beat him in 1997?": _answer("Kasparov", turn=2, about_photo=False),
+    # motorcycle
+    "what colour is its tank?": _answer("motorcycle"),
+    "is one like it for sale near me today?": _answer("motorcycle"),
+    # astronaut, second conversation
+    "where was she born?": _answer(*COLLINS, photo_entity=True),
+    "which mission did she command after the columbia accident?": _answer(*COLLINS, photo_entity=True),
+    "which orbiter flew that mission?": _answer("STS-114", turn=2, about_photo=False),
+    "how long did that flight last?": _answer("STS-114", turn=2, about_photo=False),
+    # rocket, second conversation
+    "what is its height in metres?": _answer("Falcon 9", photo_entity=True),
+    "who founded that company?": _answer("SpaceX", about_photo=False),
+    "what was the first rocket it put into orbit?": _answer("SpaceX", about_photo=False),
+    # hubble, second conversation
+    "how wide is its main mirror?": _answer("Hubble", photo_entity=True, about_photo=False),
+    "which telescope launched in 2021 is meant to succeed it?": _answer("Hubble", photo_entity=True, about_photo=False),
+    "what rocket carried that one into space?": _answer("James Webb", "JWST", turn=2, about_photo=False),
+    "in which constellation is the patch of sky in this image?": _photo(*XDF, photo_entity=True),
+    # china, second conversation
+    "which emperor first built the garden?": _answer("Summer Palace", photo_entity=True),
+    "who had it rebuilt in the 1880s?": _answer("Summer Palace", photo_entity=True),
+    "how long is the covered walkway along the lake there?": _answer("Summer Palace", photo_entity=True, about_photo=False),
+    "which subway line goes there?": _answer("Summer Palace", photo_entity=True, about_photo=False),
+    # pride_cover, second conversation
+    "which novel did she publish just before this one?": _answer(*AUSTEN, "Pride and Prejudice", photo_entity=True),
+    "where did she die?": _answer(*AUSTEN, about_photo=False),
+}
+
+
+def referent_note(query: str) -> dict:
+    """A follow-up's referent as provenance.json writes it."""
+    r = REFERENTS[query]
+    return {"names": list(r.names), "source": r.source, "turn": r.turn,
+            "photo_entity": r.photo_entity, "about_photo": r.about_photo}
 
 # --- answer keys ----------------------------------------------------------------------------
 # For every KG- or web-answerable question: short strings that all occur in any context that
@@ -232,6 +499,50 @@ ANSWER_KEYS: dict[str, list[str]] = {
  "about how many galaxies are in it?": ["5,500"],
  "when was the telescope launched?": ["1990"],
  "does it show more galaxies than the 2004 ultra deep field?": ["5,500", "10,000"],
+ "where was he born?": ["New York City"],
+ "what was his first book called?": ["Typee"],
+ "who narrates the story on this cover?": ["Ishmael"],
+ "what are these old coins?": ["Pompeii"],
+ "which volcano buried the town they were found in?": ["Vesuvius"],
+ "when did excavations there begin?": ["1748"],
+ "which museum holds them now?": ["Brooklyn Museum"],
+ "how high is that volcano today?": ["1,281"],
+ "what is this a picture of?": ["Moon"],
+ "how long does it take to go once around the earth?": ["27.322"],
+ "who were the first people to walk on it?": ["Armstrong", "Aldrin"],
+ "which rocket launched that mission?": ["Saturn V"],
+ "who stayed in lunar orbit while they walked?": ["Michael Collins"],
+ "what is a young one called?": ["Foal"],
+ "when were they first domesticated?": ["5,500"],
+ "how fast is that animal at a full gallop?": ["40 to 48"],
+ "what is that drink made from?": ["almonds", "water"],
+ "what is that kind of tomato mostly used for?": ["sauce|sauces"],
+ "which region of italy does it come from?": ["Campania"],
+ "what is the capital of that country?": ["Lisbon"],
+ "how does the knight move in it?": ["L shape"],
+ "who was world champion of that game from 1985 to 2000?": ["Kasparov"],
+ "which computer beat him in 1997?": ["Deep Blue"],
+ "what is the name of the astronaut in this photo?": ["Eileen Collins"],
+ "where was she born?": ["Elmira"],
+ "which mission did she command after the columbia accident?": ["STS-114"],
+ "which orbiter flew that mission?": ["Discovery"],
+ "how long did that flight last?": ["13 days"],
+ "which company builds this rocket?": ["SpaceX"],
+ "what is its height in metres?": ["70"],
+ "who founded that company?": ["Elon Musk"],
+ "what was the first rocket it put into orbit?": ["Falcon 1"],
+ "which telescope took this picture?": ["Hubble Space Telescope"],
+ "how wide is its main mirror?": ["2.4"],
+ "which telescope launched in 2021 is meant to succeed it?": ["James Webb"],
+ "what rocket carried that one into space?": ["Ariane 5"],
+ "in which constellation is the patch of sky in this image?": ["Fornax"],
+ "which palace is this tower part of?": ["Summer Palace"],
+ "which emperor first built the garden?": ["Qianlong"],
+ "who had it rebuilt in the 1880s?": ["Cixi"],
+ "how long is the covered walkway along the lake there?": ["728"],
+ "which subway line goes there?": ["Line 4"],
+ "which novel did she publish just before this one?": ["Sense and Sensibility"],
+ "where did she die?": ["Winchester"],
 }
 
 # --- accepted answer forms (the offline lexical judge) -------------------------------------
@@ -295,6 +606,44 @@ ACCEPTED_FORMS: dict[str, list[str]] = {
  "how tall is it?": ["41 m", "41 metres", "41 meters"],
  "where does that spacecraft sit in space?": ["L1", "Lagrange point"],
  "does it show more galaxies than the 2004 ultra deep field?": ["no"],
+ # the grown multi-turn split: image questions
+ "who wrote this novel?": ["Melville"],
+ "whose silhouette is this?": ["horse"],
+ "what is the man in the photo working with?": ["camera"],
+ "how many legs does its stand have?": ["3", "tripod"],
+ "what's this round thing on the wall?": ["clock"],
+ "why does it look smeared?": ["motion", "moved", "moving", "shake", "shaken"],
+ "which two streets cross here?": ["elm & 5th"],
+ "how many street name plates are on the pole?": ["2"],
+ "what does the oat milk cost per liter?": ["$3.49"],
+ "and how big is the almond milk carton?": ["1.5"],
+ "how much would three of those cost?": ["$11.97"],
+ "who is winning?": ["home"],
+ "by how many goals?": ["2"],
+ "which period is being played?": ["2nd", "period 2"],
+ "which variety of tomato are these seeds?": ["San Marzano"],
+ "when should i start them indoors?": ["6 & 8 weeks"],
+ "how long can i park here?": ["2 hours"],
+ "does that limit apply on sundays?": ["no"],
+ "what about at 7 pm on a weekday?": ["no limit", "does not apply", "doesn't apply", "6 pm"],
+ "what size is this shirt?": ["M", "medium"],
+ "where was it made?": ["Portugal"],
+ "at what temperature should i wash the shirt?": ["30"],
+ "what game is this board for?": ["chess"],
+ "what vehicle is this?": ["motorcycle", "motorbike"],
+ "what colour is its tank?": ["red"],
+ "who is the author of this book?": ["Austen"],
+ # the grown split's KG / web questions whose keys mark the evidence, not the answer
+ "what are these old coins?": ["Greek coins", "Pompeii"],
+ "what is this a picture of?": ["Moon", "lunar"],
+ "how long does it take to go once around the earth?": ["27.3", "27.32", "27.322", "27 days"],
+ "who were the first people to walk on it?": ["Armstrong & Aldrin"],
+ "how fast is that animal at a full gallop?": ["40 to 48", "40-48", "48 km/h"],
+ "what is that drink made from?": ["almonds"],
+ "how does the knight move in it?": ["L shape", "L shaped", "L-shape", "two squares & one"],
+ "how long did that flight last?": ["13 days", "14 days", "two weeks"],
+ "what is its height in metres?": ["70"],
+ "how wide is its main mirror?": ["2.4"],
 }
 
 
@@ -771,6 +1120,97 @@ WEB_PAGES: list[dict] = [
           "Checkers is played on the dark squares of an 8x8 board with 12 pieces per side.",
           "Each player starts with 12 pieces on the dark squares. Pieces move diagonally forward and capture by jumping; a piece that reaches the far "
           "row is crowned a king and may then move backward."),
+    # pages the grown multi-turn split answers from, each beside a neighbour on a close topic
+    _page("Mount Vesuvius: hiking the volcano above Naples", "https://travel.crag-mm-mini.example/italy/vesuvius",
+          "Mount Vesuvius rises to about 1,281 metres above the Bay of Naples; its eruption of AD 79 buried Pompeii and Herculaneum.",
+          "Mount Vesuvius is a stratovolcano on the Bay of Naples in Campania, about 9 km east of the city. Its summit stands at about 1,281 metres, "
+          "a height that changes with every large eruption: the cone has been built up and blown apart many times. The volcano is the only one on "
+          "the European mainland to have erupted in the last hundred years.",
+          "Its best-known eruption, in AD 79, buried the Roman towns of Pompeii and Herculaneum under ash and pumice. Pliny the Younger watched it "
+          "from across the bay and described the tall column of smoke in two letters to the historian Tacitus; his uncle, Pliny the Elder, died "
+          "trying to rescue people by ship. The last eruption, in March 1944, destroyed several villages and about eighty aircraft at a nearby airfield.",
+          "Visiting: the Vesuvius National Park was created in 1995. A shuttle bus runs from Ercolano and Pompeii to a car park at about 1,000 "
+          "metres, and from there a gravel path climbs for about 30 minutes to the rim of the crater, which is roughly 450 metres across. Tickets "
+          "must be booked online in advance, and the path closes in bad weather and during high winds."),
+    _page("Mount Etna facts", "https://travel.crag-mm-mini.example/italy/etna",
+          "Mount Etna, on the east coast of Sicily, is the highest active volcano in Europe outside the Caucasus.",
+          "Etna stands about 3,300 metres high, a figure that changes with its frequent eruptions. It is one of the most active volcanoes in the "
+          "world and has been a UNESCO World Heritage Site since 2013. Cable cars and four-wheel-drive buses take visitors to about 2,900 metres."),
+    _page("Apollo 11: the first crewed landing on the Moon", "https://space.crag-mm-mini.example/missions/apollo-11",
+          "Apollo 11 landed on the Moon on 20 July 1969; Neil Armstrong and Buzz Aldrin walked on the surface while Michael Collins orbited above.",
+          "Apollo 11 launched from Kennedy Space Center on 16 July 1969 on a Saturn V rocket. Its crew were the commander Neil Armstrong, the lunar "
+          "module pilot Edwin &quot;Buzz&quot; Aldrin and the command module pilot Michael Collins. On 20 July Armstrong and Aldrin landed the lunar "
+          "module Eagle in the Sea of Tranquility, while Collins stayed in lunar orbit aboard the command module Columbia.",
+          "Armstrong stepped onto the surface about six and a half hours after landing, saying &quot;That's one small step for man, one giant leap "
+          "for mankind.&quot; Aldrin joined him about twenty minutes later. The two spent about two and a quarter hours outside, collected 21.5 kg "
+          "of rock and soil, set up a seismometer and a laser reflector, and planted a US flag.",
+          "The crew splashed down in the Pacific Ocean on 24 July 1969 and were recovered by the aircraft carrier USS Hornet. They spent 21 days in "
+          "quarantine in case they had brought back lunar microbes. The command module Columbia is displayed at the National Air and Space Museum in Washington."),
+    _page("Apollo 13: the mission that returned without landing", "https://space.crag-mm-mini.example/missions/apollo-13",
+          "Apollo 13 launched in April 1970; an oxygen tank exploded on the way to the Moon and the crew returned safely.",
+          "Jim Lovell, Jack Swigert and Fred Haise launched on 11 April 1970. Two days later an oxygen tank in the service module exploded, and the "
+          "crew used the lunar module Aquarius as a lifeboat, looping around the Moon before splashing down on 17 April."),
+    _page("Horse gaits: walk, trot, canter and gallop", "https://pets.crag-mm-mini.example/horses/gaits",
+          "A horse's gallop averages about 40 to 48 km/h; the walk, trot and canter are slower.",
+          "Horses have four natural gaits. The walk is a four-beat gait at about 6 to 7 km/h. The trot is a two-beat gait in which diagonal legs move "
+          "together, at about 13 to 19 km/h. The canter is a controlled three-beat gait at 16 to 27 km/h. The gallop, the fastest, is a four-beat "
+          "gait with a moment when all four hooves are off the ground; it averages about 40 to 48 km/h.",
+          "Thoroughbred racehorses can reach about 70 km/h over short distances, and Quarter Horses sprinting over a quarter mile are faster still. "
+          "A horse cannot gallop for long: most need rest after two or three kilometres at full speed. Some breeds, such as the Icelandic horse, "
+          "have extra gaits like the smooth four-beat tölt."),
+    _page("Oat, almond and soy: milk alternatives for coffee", "https://food.crag-mm-mini.example/milk/alternatives",
+          "Almond milk is made from almonds ground with water and strained; oat milk is made the same way from oats.",
+          "Plant milks are made by soaking a nut, grain or bean, grinding it with water and straining out the solids. Almond milk is made from "
+          "almonds ground with water; commercial versions contain only about 2 to 3 percent almonds and are usually fortified with calcium. Oat milk "
+          "is made from oats and water, with enzymes that break the starch into sugars, which gives it a naturally sweet taste.",
+          "For coffee, oat milk is the barista's favourite because it foams well and does not split in hot drinks. Almond milk has a light nutty "
+          "flavour but can curdle in acidic coffee; soy milk has the most protein and foams nearly as well as cow's milk."),
+    _page("San Marzano tomatoes: the sauce tomato of Campania", "https://garden.crag-mm-mini.example/vegetables/san-marzano-tomatoes",
+          "The San Marzano is a plum tomato from Campania, grown near San Marzano sul Sarno and prized for sauce.",
+          "San Marzano is an heirloom variety of plum tomato named after the town of San Marzano sul Sarno, near Naples in the Campania region of "
+          "Italy, where it grows in the volcanic soil of the Sarno valley. The fruit is long and pointed, with thick flesh, few seeds and a sweet, "
+          "low-acid taste, which makes it the classic tomato for sauce and for canning whole; the protected designation Pomodoro San Marzano "
+          "dell'Agro Sarnese-Nocerino applies only to tomatoes grown in that area.",
+          "In the garden San Marzano is an indeterminate variety: the vines keep growing and need tall stakes or cages. Start the seeds indoors six "
+          "to eight weeks before the last frost and plant out when nights stay above 10 degrees Celsius. The first fruit ripens about 80 days after "
+          "transplanting."),
+    _page("Lisbon travel guide: Portugal's capital on the Tagus", "https://travel.crag-mm-mini.example/portugal/lisbon",
+          "Lisbon is the capital and largest city of Portugal, built on seven hills above the Tagus estuary.",
+          "Lisbon has been Portugal's capital since the 13th century. The earthquake, tsunami and fires of 1 November 1755 destroyed much of the "
+          "city, and the Marquis of Pombal rebuilt the lower town, the Baixa, on a grid of wide streets. The old Alfama district, which survived, "
+          "climbs from the river to São Jorge Castle.",
+          "Getting around: the yellow tram 28 winds through Graça, Alfama and Baixa; funiculars climb the steepest hills; and the metro reaches the "
+          "airport. In Belém, west of the centre, the Jerónimos Monastery and the Belém Tower recall the voyages of Vasco da Gama."),
+    _page("Porto city guide", "https://travel.crag-mm-mini.example/portugal/porto",
+          "Porto, Portugal's second city, stands on the Douro river and gave its name to port wine.",
+          "Porto's historic centre, the Ribeira, is a UNESCO World Heritage Site. Port wine ages in the lodges of Vila Nova de Gaia across the Dom Luís I Bridge."),
+    _page("World Chess Championship: a history of the title", "https://games.crag-mm-mini.example/chess/world-champions",
+          "Garry Kasparov held the world chess title from 1985 to 2000; in 1997 he lost a match to IBM&#x27;s Deep Blue.",
+          "The first official World Chess Championship was played in 1886, when Wilhelm Steinitz beat Johannes Zukertort. Later champions include "
+          "Emanuel Lasker, who held the title for 27 years, José Raúl Capablanca, Alexander Alekhine, Mikhail Botvinnik and Bobby Fischer, who won it "
+          "in 1972 against Boris Spassky in Reykjavík.",
+          "Garry Kasparov took the title from Anatoly Karpov in 1985, at 22 the youngest undisputed champion, and held it until Vladimir Kramnik beat "
+          "him in London in 2000. In May 1997 Kasparov lost a six-game match to IBM's computer Deep Blue, 3.5 to 2.5, the first defeat of a reigning "
+          "world champion by a computer under tournament conditions.",
+          "Magnus Carlsen of Norway won the title in 2013 and defended it four times before declining to play in 2023."),
+    _page("STS-114: Discovery's Return to Flight", "https://space.crag-mm-mini.example/missions/sts-114",
+          "STS-114, commanded by Eileen Collins, flew on Space Shuttle Discovery in 2005, the first shuttle flight after the Columbia accident.",
+          "STS-114 was the first Space Shuttle mission after the loss of Columbia in February 2003, and NASA called it Return to Flight. Space "
+          "Shuttle Discovery lifted off from Kennedy Space Center on 26 July 2005 with a crew of seven commanded by Eileen Collins, and landed at "
+          "Edwards Air Force Base in California on 9 August after a flight of 13 days, 21 hours and 32 minutes.",
+          "The crew docked with the International Space Station, delivered supplies in the Raffaello logistics module and tested new ways to inspect "
+          "and repair the orbiter's heat shield in orbit. During the approach to the station Collins flew the first rendezvous pitch manoeuvre, a "
+          "back flip that let the station crew photograph Discovery's belly. Spacewalker Stephen Robinson pulled two protruding gap fillers from "
+          "between the heat-shield tiles."),
+    _page("SpaceX: company profile", "https://space.crag-mm-mini.example/companies/spacex",
+          "SpaceX was founded by Elon Musk in 2002; its Falcon 1 became the first privately developed liquid-fuel rocket to reach orbit in 2008.",
+          "Space Exploration Technologies Corp., SpaceX, was founded in 2002 by Elon Musk with the aim of cutting the cost of access to space. Its "
+          "first rocket, the small Falcon 1, failed on its first three launches; the fourth, on 28 September 2008, reached orbit, the first "
+          "privately developed liquid-fuel rocket to do so.",
+          "The larger Falcon 9 first flew in 2010, and in 2012 the company's Dragon capsule became the first commercial spacecraft to deliver cargo "
+          "to the International Space Station. SpaceX landed a Falcon 9 first stage in December 2015 and has since reflown boosters many times. "
+          "Crew Dragon began carrying NASA astronauts in 2020, and the company's Starlink network of internet satellites is the largest satellite "
+          "constellation in orbit."),
     _page("Atlas V launch vehicle", "https://space.crag-mm-mini.example/rockets/atlas-v",
           "Atlas V, operated by United Launch Alliance, has flown since 2002.",
           "Atlas V is an expendable rocket operated by United Launch Alliance. It has launched missions such as the Mars rovers Curiosity and "

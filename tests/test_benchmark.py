@@ -48,8 +48,9 @@ def test_both_splits_load_with_the_crag_mm_schema(splits):
 
 def test_sizes_and_turn_counts(splits):
     single, multi = _rows(splits, "single-turn"), _rows(splits, "multi-turn")
-    assert len(single) >= 40 and all(len(r["turns"]) == 1 for r in single)
-    assert len(multi) >= 10 and all(2 <= len(r["turns"]) <= 6 for r in multi)
+    assert len(single) == 55 and all(len(r["turns"]) == 1 for r in single)
+    assert len(multi) >= 30 and all(2 <= len(r["turns"]) <= 6 for r in multi)
+    assert sum(len(r["turns"]) for r in multi) >= 100
     ids = [r["session_id"] for r in single + multi]
     assert len(ids) == len(set(ids))
 
@@ -203,3 +204,56 @@ def test_answers_are_reachable_where_the_provenance_says():
         else:
             assert query not in content.ANSWER_KEYS, query
     assert checked["kg"] >= 30 and checked["web"] >= 15
+
+
+# --- the conversations' follow-ups and what they refer to -----------------------------------
+
+def test_every_follow_up_names_its_referent_only_through_the_conversation(splits):
+    """provenance.json's `referent` of each follow-up is consistent with the turns it points at:
+    a name the follow-up itself does not contain (unless it is marked "self") and that the
+    earlier question / gold answer it cites does contain; `photo_entity` exactly where a name
+    is part of one of the picture's KG entity names (what image search hands the agent)."""
+    from evaluator.scoring.coverage import key_in_text
+    from minibench import content
+
+    provenance = {n["session_id"]: n for n in json.loads((DATA / "provenance.json").read_text())["multi-turn"]}
+    follow_ups = 0
+    for row in _rows(splits, "multi-turn"):
+        note = provenance[row["session_id"]]
+        entities = " | ".join(name for pic, found in content.KG_ENTRIES if pic == note["picture"] for name in found)
+        assert "referent" not in note["turns"][0]
+        for t in range(1, len(row["turns"])):
+            ref, query = note["turns"][t]["referent"], row["turns"][t]["query"]
+            names = ref["names"]
+            follow_ups += 1
+            assert ref["source"] in {"question", "answer", "photo", "self"}, query
+            named = lambda text: any(key_in_text(n, text) for n in names)  # noqa: E731
+            if ref["source"] == "self":
+                assert named(query), query
+                continue
+            assert not named(query), query  # the follow-up leaves its subject out
+            if ref["source"] in ("question", "answer"):
+                assert 0 <= ref["turn"] < t, query
+                earlier = row["turns"][ref["turn"]]["query"] if ref["source"] == "question" \
+                    else row["answers"][ref["turn"]]["ans_full"]
+                assert named(earlier), query
+            assert ref["photo_entity"] == (bool(names) and named(entities)), query
+    assert follow_ups >= 65
+
+
+def test_the_follow_ups_cover_every_kind_of_referent():
+    """Enough follow-ups of each kind to measure on: referents named only in an earlier answer
+    that image search cannot supply, referents from an earlier question, and turns whose subject
+    has left the picture, most of them answered from the KG or the web."""
+    from minibench import content
+
+    follow_ups = [turn for _, conversation in content.MULTI_TURN for turn in conversation[1:]]
+    queries = [turn[3] for _, conversation in content.MULTI_TURN for turn in conversation]
+    assert len(queries) == len(set(queries)), "REFERENTS and ANSWER_KEYS are keyed by the query"
+    assert set(content.REFERENTS) == {turn[3] for turn in follow_ups}
+    refs = [(content.REFERENTS[turn[3]], turn[5]) for turn in follow_ups]
+    retrieval = [(r, where) for r, where in refs if where in ("kg", "web")]
+    assert sum(not r.photo_entity for r, _ in retrieval) >= 15
+    assert sum(r.photo_entity for r, _ in retrieval) >= 15
+    assert sum(r.source == "question" for r, _ in refs) >= 3
+    assert sum(not r.about_photo for r, _ in refs) >= 20

@@ -173,3 +173,24 @@ def test_a_calibrated_run_draws_its_funnel_at_the_files_thresholds(tmp_path, mon
     page = (out / "report.html").read_text()
     assert '<td>CoV &gt;= 0.25 with context, &gt;= 1 without</td><td class="num">3</td>' in page
     assert "<th>tau_low</th><td>0.25</td>" in page  # the recorded settings, shown as they are
+
+
+def test_the_multi_turn_section_shows_both_rule_sets_and_the_turn_indices(report_runs):
+    """The scripted world (testkit/report_world.py): seven conversations, c7 of two turns (correct,
+    then hallucinated), so the cut takes nothing and both rule sets agree. By hand: 8 turns, 3
+    correct (c1, c4, c7-0) -> accuracy 37.5% under both; turn 1: 7 turns, 3 right (42.9%), 4
+    answered (c1, c2, c4, c7-0: 57.1%); turn 2: c7-1 alone, wrong but answered."""
+    summary = json.loads((report_runs["full"] / "run_summary.json").read_text())["multi_turn"]
+    assert (summary["conversations"], summary["turns"]) == (7, 8)
+    assert summary["early_stop"]["turns"] == 0
+    page = (report_runs["full"] / "report.html").read_text()
+    section = page.split('id="multi-turn"', 1)[1].split("<h2", 1)[0]
+    rules = section.split('id="multi-turn-rules"', 1)[1].split("</table>", 1)[0]
+    accuracy = rules.split('data-metric="accuracy"', 1)[1].split("</tr>", 1)[0]
+    assert re.findall(r'data-rules="([^"]+)">37\.5%', accuracy) == ["kddcup2025", "crag-mm"]
+    by_turn = section.split('id="multi-turn-by-turn"', 1)[1].split("</table>", 1)[0]
+    first = by_turn.split('data-turn="0"', 1)[1].split("</tr>", 1)[0]
+    assert re.findall(r'class="num">([\d.]+%)', first) == ["42.9%", "57.1%"]
+    second = by_turn.split('data-turn="1"', 1)[1].split("</tr>", 1)[0]
+    assert re.findall(r'class="num">([\d.]+%)', second) == ["0.0%", "100.0%"]
+    assert "rules kddcup2025" not in section and "<b>kddcup2025</b>" in section  # the run's own rule set named

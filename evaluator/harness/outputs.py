@@ -59,6 +59,7 @@ from evaluator.scoring.lexical_judge import (
     has_answer_forms,
     lexical_verdict,
 )
+from evaluator.scoring.multi_turn import multi_turn_figures
 from evaluator.scoring.official_judge import OfficialJudge, origin_text
 from evaluator.scoring.rules import RuleSet, rule_set
 from evaluator.scoring.scores import (
@@ -409,6 +410,8 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "scores": scores,
         INTERVALS_KEY: intervals,
         "breakdowns": {c: breakdown(counted_all, c) for c in BREAKDOWN_COLUMNS},
+        # both rule sets' figures, by turn index and the early stop's toll; None for single turns
+        "multi_turn": multi_turn_figures(rows),
         "evidence_coverage": evidence_coverage(traces, records, run_config.get("dataset")),
         # the agent's own figures over its traces (harness/trace_view.py)
         "agent_summary": agent_summary(run_config, traces),

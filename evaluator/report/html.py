@@ -33,6 +33,7 @@ from evaluator.report import charts
 from evaluator.report.paired import OUTCOMES, PairedComparison, compare_to_first, judge_line, outcome_of
 from evaluator.scoring.coverage import ANSWER_SOURCES, COVERAGE_LABELS, coverage_figures
 from evaluator.scoring.intervals import method, score_intervals
+from evaluator.scoring.multi_turn import multi_turn_figures
 from evaluator.scoring.scores import breakdown, is_miss, label_of
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
@@ -244,6 +245,22 @@ def run_intervals(run: RunData) -> dict:
     return {**method(), "all": score_intervals(run.rows), "ego": score_intervals([r for r in run.rows if r["is_ego"]])}
 
 
+def multi_turn_section(run: RunData) -> dict | None:
+    """Both rule sets' multi-turn figures (evaluator/scoring/multi_turn.py), as run_summary.json
+    records them, else (a run summarized before they were written) from the official turn CSV,
+    whose flags are the ones before the cut; None for a single-turn run."""
+    if "multi_turn" in run.summary:
+        return run.summary["multi_turn"]
+    official = run.run_dir / OFFICIAL_CSV
+    return multi_turn_figures(load_turn_rows_from(official)) if official.exists() else None
+
+
+def load_turn_rows_from(path: Path) -> list[dict]:
+    import pandas as pd
+
+    return pd.read_csv(path, dtype=str, keep_default_na=False).to_dict("records")
+
+
 def outcome_counts(rows: list[dict]) -> dict:
     counts = Counter(outcome_of(r) for r in rows)
     return {"count": len(rows), **{o: counts.get(o, 0) for o in OUTCOMES}}
@@ -352,7 +369,7 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
                   outcomes=OUTCOMES, branches=sorted({t["branch"] for t in run.turns}),
                   domains=sorted({t["domain"] for t in run.turns}), turn_pages=page_names,
                   pages_dir=pages_dir.name, outcome_totals=outcome_counts(run.rows), idk=IDK_ANSWER,
-                  judge_line=judge_line(run.summary))
+                  multi_turn=multi_turn_section(run), judge_line=judge_line(run.summary))
     # the pages of an earlier build may hold turns this one does not
     shutil.rmtree(pages_dir, ignore_errors=True)
     pages_dir.mkdir(parents=True)

@@ -129,8 +129,9 @@ def test_truthfulness_is_in_view_at_1280_px(report_runs, browser, tmp_path):
     page.screenshot(tmp_path / "report-1280.png", full_page=True)
     shown = page.evaluate(TRUTHFULNESS_CELLS)
     # by hand: the scores table's row (label, all, ego) 3, the unjudged banner's row 3, and four
-    # breakdowns (domain, query category, dynamism, image quality) of 2 values each under a header: 4 x 3
-    assert shown == {"cells": 3 + 3 + 4 * 3, "hidden": []}
+    # breakdowns (domain, query category, dynamism, image quality) of 2 values each under a header: 4 x 3,
+    # and the conversations section's rule-set row (label, kddcup2025, crag-mm) 3
+    assert shown == {"cells": 3 + 3 + 4 * 3 + 3, "hidden": []}
     assert page.evaluate("document.documentElement.scrollWidth <= document.documentElement.clientWidth")
     compare = build_comparison([report_runs["full"], report_runs["rag_baseline"]], tmp_path / "compare.html")
     page = browser.open(compare.as_uri())
