@@ -98,7 +98,7 @@ def recall_at_size(pairs, distractors: int = 1000, ks=DEFAULT_KS, pipeline=None)
     answer)] on the mini web index with `distractors` distractor pages, searched with the cpu
     profile's text model. `pipeline`: one web_pipeline(distractors) already built.
     Returns {"distractor_pages", "queries", "recall": {K: share}, "ranks": [first hit rank or None]}."""
-    from agents.cruise.stages.s3_retrieve import safe_text_query
+    from agents.stages.s3_retrieve import safe_text_query
 
     pipeline = pipeline or web_pipeline(distractors)
     ks = tuple(sorted(ks))
