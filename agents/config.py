@@ -77,6 +77,7 @@ Chunker = Literal["infobox", "paper_fields"]  # agents/stages/s4_chunk.py
 HarnessContext = Literal["merge", "only", "ignore"]
 CropMode = Literal["box", "tiles", "box_or_tiles"]  # agents/stages/s2b_crop.py
 PerceptionMode = Literal["auto", "on", "off"]  # agents/stages/s0a_perceive.py
+StandaloneMode = Literal["off", "rule", "model", "both"]  # agents/stages/s1c_standalone.py
 CostPriorModel = Literal["", "l40s"]  # agents/runtime/cost_priors.py
 AnswerPrompts = Literal["cruise", "baseline"]  # agents/stages/s6_answer.py
 BaselineStyle = Literal["open", "hosted", "gemini"]  # agents/stages/baseline_prompt.py
@@ -199,6 +200,18 @@ class InputSettings:
     perception_ocr_max_side: int = 960
     perception_cache_size: int = 64  # distinct images remembered (a conversation repeats its image)
     perception_summary_max_chars: int = 200  # the summary s built from what was read: a search query
+    # --- conversations (ours; agents/stages/s1c_standalone.py, docs/chain.md "Conversations") --
+    # How a follow-up turn (one with history) becomes a standalone question for retrieval and the
+    # evidence checks: "rule" carries salient terms of earlier turns (history query expansion),
+    # "model" asks the VLM for a rewrite (prompts/standalone.txt), "both" adds the rule's terms to
+    # the rewrite, "off" searches with the plain question. A turn without history is never touched.
+    standalone_mode: StandaloneMode = "rule"
+    standalone_max_terms: int = 6  # terms the rule carries at most
+    standalone_max_chars: int = 400  # a longer rewrite is rejected: the plain question is kept
+    standalone_max_tokens: int = 48  # the model's rewrite: one question
+    # Image-search hits of a conversation's photo are kept for its later turns (the photo does
+    # not change within one): entries by conversation and image, least recently used dropped.
+    conversation_cache_size: int = 64
 
 
 @dataclass

@@ -36,13 +36,15 @@ def test_a_prior_stands_in_until_the_stage_is_timed():
 def test_l40s_priors_cover_every_stage_and_a_batch_of_8_fits_its_budget():
     cfg = load_config("l40s")
     priors = stage_priors(CRUISE, cfg)
-    assert list(priors) == CHAIN_STAGES + list(cost_priors.PEER_STAGE_ANALOGUE)
-    assert all(v > 0 for v in priors.values())
+    # the standalone question's rule calls no model: milliseconds, so its prior is 0
+    assert list(priors) == CHAIN_STAGES + list(cost_priors.PEER_STAGE_ANALOGUE) + ["standalone"]
+    assert priors["standalone"] == 0.0 and all(v > 0 for k, v in priors.items() if k != "standalone")
     budget = cfg.run.turn_budget_s * cfg.run.batch_size - cfg.run.safety_margin_s
     assert sum(priors[s] for s in CHAIN_STAGES) * cfg.run.batch_size < budget
     # Decoding dominates: the answer stage (2 requests per turn, 64 tokens) costs the most.
     assert max(priors, key=priors.get) == "answer"
-    assert stage_priors(CRUISE, load_config("cpu", "full+paper_finalizer")) == {}
+    # no prior model on cpu: only the stage that calls no model is priced, at 0
+    assert stage_priors(CRUISE, load_config("cpu", "full+paper_finalizer")) == {"standalone": 0.0}
 
 
 def test_l40s_priors_follow_the_generation_lengths():

@@ -109,7 +109,7 @@ def test_the_three_built_in_systems_are_records_in_one_registry():
     systems = registered()
     assert {"cruise", "qa_dragon", "sam_rag"} <= set(systems)
     assert system_named("qa_dragon").stage_names() == (
-        "perceive", "domain", "draft", "tool_route", "rephrase", "crop", "retrieve", "entity_check", "rerank",
+        "perceive", "standalone", "domain", "draft", "tool_route", "rephrase", "crop", "retrieve", "entity_check", "rerank",
         "fine_rerank", "post_answer", "verify")
     # the parse record's names follow the stage list (SAM-RAG's caption and generation are CRUISE's
     # summary and answer stages under its own names)

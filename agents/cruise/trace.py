@@ -114,6 +114,8 @@ def turn_trace(
         "summary_raw": summary.raw,
         "retrieval_query": retrieval.query,
         "web_query": retrieval.web_query,
+        # a follow-up only: its photo's image hits were an earlier turn's (no search ran)
+        **({"image_hits_reused": retrieval.image_hits_reused} if turn.history else {}),
         "retrieved": retrieval.items,
         "chunks": [
             {"text": text, "source": source, "score": score, **({"last_modified": date} if date else {})}

@@ -16,7 +16,7 @@ from agents.runtime.system import Stage
 from agents.stages.parsing import content_lines, labelled_choice
 from agents.stages.prompts import ask_vlm
 from agents.stages.s1a_tool_route import searches_allowed
-from agents.stages.types import Route, SubQueries, Summary, Turn
+from agents.stages.types import Route, SubQueries, Summary, Turn, search_question
 
 QUESTION_TYPES = ("simple", "multi-hop", "comparison")
 DECOMPOSED_TYPES = ("multi-hop", "comparison")
@@ -67,7 +67,7 @@ def decompose_batch(
     out = [SubQueries() for _ in turns]
     replies = ask_vlm(
         engine, "decompose", turns, wanted,
-        lambda i: dict(query=turns[i].query, summary=summaries[i].text or "(no description)",
+        lambda i: dict(query=search_question(turns[i]), summary=summaries[i].text or "(no description)",
                        max_queries=str(cfg.peer_stages.decompose_max_queries)),
         Sampling(max_tokens=cfg.peer_stages.decompose_max_tokens, seed=cfg.models.seed),
     )

@@ -27,7 +27,7 @@ from agents.runtime.system import Stage
 from agents.stages.parsing import labelled_value
 from agents.stages.prompts import ask_vlm
 from agents.stages.s1a_tool_route import searches_allowed
-from agents.stages.types import CropPlan, Route, Turn
+from agents.stages.types import CropPlan, Route, Turn, search_question
 
 GRID = 1000.0  # the prompt's coordinate scale
 _WHOLE_IMAGE_SHARE = 0.9  # a box covering this share of the photo (in area) is the whole photo
@@ -87,7 +87,7 @@ def crop_batch(turns: list[Turn], routes: list[Route], engine: ChatEngine, cfg: 
         for i in wanted:
             plans[i] = CropPlan(crops=tile_crops(*turns[i].image.size))
         return plans
-    replies = ask_vlm(engine, "crop", turns, wanted, lambda i: dict(query=turns[i].query),
+    replies = ask_vlm(engine, "crop", turns, wanted, lambda i: dict(query=search_question(turns[i])),
                       Sampling(max_tokens=cfg.peer_stages.crop_max_tokens, seed=cfg.models.seed), with_history=False)
     for i, text in zip(wanted, replies):
         plans[i] = read_crop(text, turns[i].image, cfg)

@@ -12,12 +12,17 @@ Passages a harness handed over (`Turn.passages`) are chunked like our hits and, 
 The peer stages (docs/chain.md "Stages from the peer systems") steer it when they are on: the tool
 router's choice rules image or web search out, crops of the photo (s2b) are searched too and
 fused by best score per entity, and decomposition's sub-queries (s2a) each run a web search.
+
+A follow-up turn searches with its standalone question (s1c_standalone) where the question
+stands, and reuses its conversation's image-search hits of the whole photo from the first turn
+(agents/runtime/conversation_cache.py; `Retrieval.image_hits_reused`).
 """
 from __future__ import annotations
 
 import os
 
 from agents.config import CruiseConfig
+from agents.runtime.conversation_cache import SHARED_CONVERSATIONS, ConversationCache, conversation_key
 from agents.runtime.system import Stage, always
 from agents.stages.s1a_tool_route import searches_allowed
 from agents.stages.s2b_crop import cropped_images
@@ -30,7 +35,7 @@ from agents.stages.s4_chunk import (
     hit_entity_names,
     name_chunk,
 )
-from agents.stages.types import CropPlan, Retrieval, Route, SubQueries, Turn
+from agents.stages.types import CropPlan, Retrieval, Route, SubQueries, Turn, search_question
 
 
 def safe_text_query(text: str) -> str:
@@ -61,7 +66,8 @@ def fusion_query(query: str, names: list[str]) -> str:
 
 def expanded_query(turn: Turn, summary: str) -> str:
     """q' = question + summary (paper, eq. 2): what the reranker scores chunks against."""
-    return f"{turn.query} {summary}".strip() if summary else turn.query
+    question = search_question(turn)
+    return f"{question} {summary}".strip() if summary else question
 
 
 def fuse_image_hits(views: list[tuple[str, list[dict]]], k: int) -> list[dict]:
@@ -85,9 +91,30 @@ def fuse_image_hits(views: list[tuple[str, list[dict]]], k: int) -> list[dict]:
     return sorted(best.values(), key=lambda h: -h["score"])[:k]
 
 
-def image_search(turn: Turn, pipeline, cfg: CruiseConfig, crops: CropPlan | None) -> tuple[list[dict], list[str]]:
-    """Image hits of the whole photo, fused with those of its crops when there are any."""
+def whole_photo_hits(turn: Turn, pipeline, cfg: CruiseConfig, cache: ConversationCache | None = None
+                     ) -> tuple[list[dict], bool]:
+    """(image hits of the whole photo, reused): a follow-up turn reads the hits its conversation's
+    earlier turn found; a first turn searches and keeps them for the turns after it."""
+    cache = SHARED_CONVERSATIONS if cache is None else cache
+    cache.size = cfg.inputs.conversation_cache_size
+    key = conversation_key(turn.query, turn.history, turn.image)
+    name = f"image_hits:{id(pipeline)}:{cfg.retrieval.k_recall}"  # another pipeline or k is another search
+    if turn.history:
+        kept = cache.get(key, name)
+        if kept is not None:
+            return [dict(h) for h in kept], True
     whole = [h for h in (pipeline(turn.image, k=cfg.retrieval.k_recall) or []) if isinstance(h, dict)]
+    cache.put(key, name, [dict(h) for h in whole])
+    return whole, False
+
+
+def image_search(turn: Turn, pipeline, cfg: CruiseConfig, crops: CropPlan | None,
+                 found: Retrieval | None = None) -> tuple[list[dict], list[str]]:
+    """Image hits of the whole photo, fused with those of its crops when there are any; `found`
+    notes whether the whole photo's hits were its conversation's earlier ones."""
+    whole, reused = whole_photo_hits(turn, pipeline, cfg)
+    if found is not None:
+        found.image_hits_reused = reused
     if not crops or not crops.crops:
         return whole, []
     views = [("whole", whole)]
@@ -144,7 +171,7 @@ def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig, *, route
     pool: list[tuple] = []  # (chunk, source id, image entity name or "", page date or "")
     if turn.image is not None and use_image and image_search_enabled(pipeline):
         try:
-            image_hits, found.crops_searched = image_search(turn, pipeline, cfg, crops)
+            image_hits, found.crops_searched = image_search(turn, pipeline, cfg, crops, found)
             found.searches.append("image")
             pool += add_image_hits(found, image_hits, query, cfg)
         except Exception as exc:  # noqa: BLE001 - any pipeline fault only empties this turn
@@ -208,11 +235,12 @@ def retrieve_batch(
             query = expanded_query(turn, summary)
             found = Retrieval(summary=summary, query=query, web_query=query)
         else:
-            found = Retrieval(summary=summary, query=turn.query, web_query=turn.query)
+            question = search_question(turn)
+            found = Retrieval(summary=summary, query=question, web_query=question)
         out.append(add_passages(found, handed, cfg) if handed else found)
     return out
 
 
 # s4_chunk cuts the pages this stage fetched into chunks: a step of this stage, timed with it.
 STAGE = Stage("retrieve", switch="use_retrieval", cost_prior="retrieve", calls_no_model=always,
-              trace_fields=("retrieval_query", "web_query", "retrieved", "searches_run", "chunks"))
+              trace_fields=("retrieval_query", "web_query", "retrieved", "searches_run", "chunks", "image_hits_reused"))

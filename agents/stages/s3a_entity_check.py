@@ -15,7 +15,7 @@ from agents.config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 from agents.runtime.system import Stage
 from agents.stages.prompts import load_prompt, vlm_image
-from agents.stages.types import Retrieval, Turn
+from agents.stages.types import Retrieval, Turn, search_question
 from agents.stages.verdicts import read_verdict
 
 
@@ -50,7 +50,7 @@ def entity_check_batch(
     asks = [(i, name) for i, (t, r) in enumerate(zip(turns, retrievals)) if t.image is not None
             for name in entities_to_check(r, cfg.peer_stages.entity_check_max)]
     prompt = load_prompt("entity_check")
-    requests = [ChatRequest(prompt.messages(None, entity=name.replace('"', "'"), query=turns[i].query),
+    requests = [ChatRequest(prompt.messages(None, entity=name.replace('"', "'"), query=search_question(turns[i])),
                             image=vlm_image(turns[i], engine), turn=i) for i, name in asks]
     sampling = Sampling(max_tokens=cfg.peer_stages.entity_check_max_tokens, seed=cfg.models.seed)
     replies = [r.text for r in engine.generate(requests, sampling, stage="entity_check")] if requests else []

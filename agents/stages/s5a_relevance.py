@@ -17,7 +17,7 @@ from agents.runtime.system import Stage
 from agents.stages.parsing import strip_markdown
 from agents.stages.prompts import ask_vlm, quote_notes
 from agents.stages.s5_rerank import context_block
-from agents.stages.types import Evidence, Turn
+from agents.stages.types import Evidence, Turn, search_question
 
 _LINE = re.compile(r"(?:info|result|note|chunk|#)?\s*\[?(\d+)\]?\s*(?:[:=.)-]|\bis\b)?\s*[\[(\"']?\s*"
                    r"(yes|no|relevant|irrelevant|not\s+relevant|true|false)\b", re.I)
@@ -55,7 +55,7 @@ def relevance_batch(turns: list[Turn], evidence: list[Evidence], engine: ChatEng
     wanted = [i for i, e in enumerate(evidence) if e.kept]
     replies = ask_vlm(
         engine, "relevance", turns, wanted,
-        lambda i: dict(query=turns[i].query,
+        lambda i: dict(query=search_question(turns[i]),
                        notes=quote_notes("\n".join(f"[Info {m}] {c}" for m, c in enumerate(evidence[i].kept, 1))),
                        format="\n".join(f"Info {m}: yes or no" for m in range(1, len(evidence[i].kept) + 1))),
         Sampling(max_tokens=max(cfg.peer_stages.relevance_max_tokens, 8 * cfg.retrieval.k_rerank),

@@ -31,6 +31,32 @@ class Turn:
     # The same readings as plain text (labels and OCR lines, no confidences or framing): the
     # evidence the grounding check (s8_verify, cov_mode "grounding") finds the picture's words in.
     picture_text: str = ""
+    # The follow-up written as a question that stands on its own (s1c_standalone): what every
+    # stage that searches or checks evidence asks in place of `query`. "" on a turn without
+    # history, and where the rewrite fell back to the plain question.
+    standalone: str = ""
+
+
+def search_question(turn: Turn) -> str:
+    """The question as retrieval and the evidence checks read it: the standalone form when the
+    turn has one, else the question itself."""
+    return turn.standalone or turn.query
+
+
+def question_beside_standalone(turn: Turn) -> str:
+    """The question for a prompt that shows the conversation (consistency, CoV): the original,
+    followed by its standalone form when the turn has one."""
+    return f"{turn.query}\n(On its own: {turn.standalone})" if turn.standalone else turn.query
+
+
+@dataclass
+class Standalone:
+    """s1c_standalone: one turn's follow-up written to stand on its own."""
+
+    question: str = ""  # "" when the turn has no history or the rewrite fell back
+    carried: list[str] = field(default_factory=list)  # terms carried over from earlier turns
+    raw: str = ""  # the model's reply (model modes)
+    fallback: str = ""  # why the plain question was kept ("" when it was not)
 
 
 @dataclass
@@ -110,6 +136,8 @@ class Retrieval:
     entity_check_raw: list[str] = field(default_factory=list)
     entity_check_parsed: bool | None = None  # None: not asked; False: a verdict was unreadable (entity kept)
     chunks_dropped_entity: int = 0  # chunks removed because their entity was rejected
+    # The whole photo's image hits were those an earlier turn of the conversation found (no search ran)
+    image_hits_reused: bool = False
 
 
 @dataclass

@@ -7,6 +7,7 @@ from agents.stages import (
     s0a_perceive,
     s1a_tool_route,
     s1b_domain_route,
+    s1c_standalone,
     s2_summarize,
     s2a_decompose,
     s2b_crop,
@@ -18,5 +19,5 @@ from agents.stages import (
 )
 
 STAGES = tuple(module.STAGE for module in (
-    s0a_perceive, s1_route, s1a_tool_route, s1b_domain_route, s2_summarize, s2a_decompose, s2b_crop, s3_retrieve,
+    s0a_perceive, s1_route, s1a_tool_route, s1b_domain_route, s2_summarize, s1c_standalone, s2a_decompose, s2b_crop, s3_retrieve,
     s3a_entity_check, s5_rerank, s5a_relevance, s6_answer, s7_consistency, s8_verify, s9_finalize))

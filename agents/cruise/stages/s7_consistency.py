@@ -13,7 +13,7 @@ from agents.config import CruiseConfig
 from agents.engines.base import ChatEngine, Sampling
 from agents.runtime.system import Stage
 from agents.stages.prompts import ask_vlm, quote_notes
-from agents.stages.types import Answers, Evidence, Turn, Verification
+from agents.stages.types import Answers, Evidence, Turn, Verification, question_beside_standalone
 from agents.stages.verdicts import read_verdict
 
 
@@ -48,7 +48,7 @@ def consistency_batch(
             wanted.append(i)
     replies = ask_vlm(
         engine, "consistency", turns, wanted,
-        lambda i: dict(query=turns[i].query, context=quote_notes(evidence[i].context),
+        lambda i: dict(query=question_beside_standalone(turns[i]), context=quote_notes(evidence[i].context),
                        direct_answer=answers[i].direct, rag_answer=answers[i].rag),
         # "yes_no": the verdict is the likelier of the two words at the first token (one forward
         # pass, always read); "text": the model writes it and `read_verdict` looks for it.

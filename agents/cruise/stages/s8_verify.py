@@ -38,7 +38,7 @@ from agents.engines.base import ChatEngine, Sampling
 from agents.runtime.system import Stage
 from agents.stages.parsing import NUMBER, strip_markdown, to_float
 from agents.stages.prompts import ask_vlm, ask_vlm_results, quote_notes
-from agents.stages.types import Answers, Evidence, Turn, Verification
+from agents.stages.types import Answers, Evidence, Turn, Verification, question_beside_standalone, search_question
 from agents.stages.verdicts import INFO_LABEL, grounding, grounding_mode, yes_odds
 
 _SCALE = re.compile(
@@ -92,11 +92,11 @@ def verify_batch(
     """Each turn's Verification with the CoV fields added (cov_confidence None where no check ran)."""
     out = list(checks)
     wanted = [i for i, (a, c) in enumerate(zip(answers, checks)) if needs_verification(a, c.consistent, cfg)]
-    values = lambda i: dict(query=turns[i].query, context=quote_notes(evidence[i].context), answer=answers[i].rag)  # noqa: E731
+    values = lambda i: dict(query=question_beside_standalone(turns[i]), context=quote_notes(evidence[i].context), answer=answers[i].rag)  # noqa: E731
     if cfg.answer.cov_mode == "grounding":
         for i in wanted:
             notes = "\n".join(part for part in (INFO_LABEL.sub("", evidence[i].context), turns[i].picture_text) if part)
-            confidence = grounding(answers[i].rag, turns[i].query, notes)
+            confidence = grounding(answers[i].rag, search_question(turns[i]), notes)
             out[i] = dataclasses.replace(checks[i], cov_confidence=confidence, cov_raw=f"grounded {confidence}",
                                          cov_parsed=True)
         return out

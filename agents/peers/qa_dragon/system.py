@@ -11,7 +11,7 @@ from agents.peers.qa_dragon.settings import QaDragonSettings
 from agents.peers.qa_dragon.trace import funnel_flags, report_sections, summarize
 from agents.peers.qa_dragon.types import BRANCHES
 from agents.runtime.system import System, View, register
-from agents.stages import s0a_perceive, s2b_crop, s3_retrieve, s3a_entity_check
+from agents.stages import s0a_perceive, s1c_standalone, s2b_crop, s3_retrieve, s3a_entity_check
 
 # What its turn page lays out besides its stages' own fields.
 SHOWN = frozenset({"branch", "router_reason", "router_features", "retrieval_query", "web_query", "searches_run",
@@ -20,7 +20,7 @@ SHOWN = frozenset({"branch", "router_reason", "router_features", "retrieval_quer
 
 QA_DRAGON = register(System(
     name="qa_dragon",
-    stages=(s0a_perceive.STAGE, domain_router.STAGE, draft.STAGE, tool_router.STAGE, rephrase.STAGE, s2b_crop.STAGE,
+    stages=(s0a_perceive.STAGE, s1c_standalone.STAGE, domain_router.STAGE, draft.STAGE, tool_router.STAGE, rephrase.STAGE, s2b_crop.STAGE,
             s3_retrieve.STAGE, s3a_entity_check.STAGE, COARSE, FINE, post_answer.STAGE, verifier.STAGE),
     run=run_qa_dragon,
     decide=decide_from_trace,

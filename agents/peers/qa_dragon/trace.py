@@ -58,6 +58,8 @@ def turn_trace(*, turn: Turn, domain: DomainRoute, draft: Draft, route: SearchRo
         "rephrase_raw": rephrased.raw,
         "retrieval_query": retrieval.query,
         "web_query": retrieval.web_query,
+        # a follow-up only: its photo's image hits were an earlier turn's (no search ran)
+        **({"image_hits_reused": retrieval.image_hits_reused} if turn.history else {}),
         "searches_run": retrieval.searches,
         "retrieved": retrieval.items,
         "crop_object": crops.object_name,

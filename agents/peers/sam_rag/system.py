@@ -13,7 +13,7 @@ from agents.peers.sam_rag.support import IS_SUP
 from agents.peers.sam_rag.trace import OUTCOMES, funnel_flags, report_sections, summarize
 from agents.peers.sam_rag.usefulness import IS_USE, REGENERATE
 from agents.runtime.system import System, View, register
-from agents.stages import s0a_perceive, s2_summarize, s3_retrieve, s6_answer
+from agents.stages import s0a_perceive, s1c_standalone, s2_summarize, s3_retrieve, s6_answer
 
 # CRUISE's summary is its caption and CRUISE's RAG answer its generation, run whatever CRUISE's
 # switches say, with their parse outcomes under SAM-RAG's names.
@@ -24,7 +24,7 @@ SHOWN = frozenset({"summary", "summary_raw", "first_answer", "first_raw", "rag_a
 
 SAM_RAG = register(System(
     name="sam_rag",
-    stages=(s0a_perceive.STAGE, CAPTION, dataclasses.replace(s3_retrieve.STAGE, switch=None), RANK, IS_REL, GENERATE,
+    stages=(s0a_perceive.STAGE, s1c_standalone.STAGE, CAPTION, dataclasses.replace(s3_retrieve.STAGE, switch=None), RANK, IS_REL, GENERATE,
             IS_USE, REGENERATE, IS_SUP),
     run=run_sam_rag,
     decide=decide_from_trace,

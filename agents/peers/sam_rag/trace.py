@@ -37,6 +37,8 @@ def turn_trace(*, turn: Turn, summary: Summary, retrieval: Retrieval, relevance:
         "summary_raw": summary.raw,
         "retrieval_query": retrieval.query,
         "web_query": retrieval.web_query,
+        # a follow-up only: its photo's image hits were an earlier turn's (no search ran)
+        **({"image_hits_reused": retrieval.image_hits_reused} if turn.history else {}),
         "searches_run": retrieval.searches,
         "retrieved": retrieval.items,
         "chunks": [{"text": text, "source": source, "score": score,

@@ -1,0 +1,243 @@
+"""Stage 1c: a follow-up turn's question written so that it stands on its own.
+
+In a conversation about one photo a follow-up names its subject only through what came before:
+"what did that mission deploy?" after "which shuttle mission did she first command?" answered
+"STS-93". Searching with the plain follow-up finds nothing about STS-93. This stage writes, for
+each turn that has history, the question retrieval and the evidence checks read instead
+(`Turn.standalone`; `search_question`), from the earlier questions, the agent's earlier answers
+that are not "I don't know", the current question and what the photo shows (the summary s).
+
+Two ways, chosen by `cfg.standalone_mode` (docs/chain.md "Conversations"):
+
+- "rule": history query expansion in the manner of Lin et al. (2020): the question followed by
+  salient terms carried over from earlier turns, newest turn first: the named things of each
+  earlier answer (runs of capitalised words and codes such as "STS-93"; a short answer whole),
+  then the content words of each earlier question. No model, no time.
+- "model": the VLM rewrites the question (prompts/standalone.txt), as CANARD-trained rewriters
+  and BlackPearl's query writer do; one batched request per follow-up. "both": the rewrite
+  followed by the rule's terms it lacks.
+
+An answer that is "I don't know" never supplies a term: it refers to nothing, and the evaluator
+hands back the agent's own answers, so the referent it lacked is still unknown. A rewrite that is
+empty, longer than `standalone_max_chars`, shares no word with the question, or was cut by the
+deadline is no rewrite: the turn keeps its plain question (and, in "both", the rule's terms).
+A turn without history is not touched: its prompts and trace are those of a single-turn run.
+"""
+from __future__ import annotations
+
+import dataclasses
+import re
+
+from agents.base_agent import IDK_ANSWER
+from agents.config import CruiseConfig
+from agents.engines.base import ChatEngine, ChatRequest, Sampling
+from agents.runtime.system import Stage
+from agents.stages.prompts import load_prompt
+from agents.stages.types import Standalone, Turn
+
+# Words that name nothing a search could use: function words, question words and the verbs and
+# nouns a question is framed with.
+COMMON_WORDS = frozenset("""
+a an the this that these those it its it's is are was were be been being am do does did done doing
+has have had having of in on at to from by for with without about into onto over under than then
+and or but nor so as if not no yes there here which who whom whose what what's when where why how
+i you he she we they me him her us them my your his our their mine yours hers theirs
+can could may might must shall should will would one ones some any all each both more most very
+also just only still much many long old tall far often big high again other another same such
+picture image photo photograph see seen visible called named known answer question tell know
+thing things something anything kind sort type there's let's give get got make made use used
+first last next now today ago currently usually about around roughly approximately exactly
+""".split())
+_WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'&.-]*[A-Za-z0-9]|[A-Za-z0-9]")
+# Lower-case words allowed inside a name between capitalised ones ("Deep Space Climate Observatory",
+# "Tower of Buddhist Incense").
+# An answer this short is carried whole: it is the thing the question asked for.
+SHORT_ANSWER_WORDS = 6
+_NAME_JOINERS = frozenset(("of", "the", "de", "du", "la", "von", "van", "and", "&"))
+# How a model labels its rewrite; stripped before the rewrite is read.
+_LABEL = re.compile(r"^\s*(?:standalone|rewritten|rewrite|new|full)?\s*(?:question|query)?\s*[:=-]\s*", re.I)
+
+
+def is_idk(answer: str) -> bool:
+    """Whether an earlier answer is an abstention, which names nothing."""
+    text = " ".join(str(answer or "").lower().replace("’", "'").split())
+    return not text or IDK_ANSWER.lower() in text or text.startswith("i do not know")
+
+
+def earlier_turns(history: list[dict]) -> list[tuple[str, str]]:
+    """(question, answer) pairs of the history, oldest first; an answer that is "I don't know",
+    or missing, is ""."""
+    pairs: list[tuple[str, str]] = []
+    for message in history or []:
+        content = " ".join(str(message.get("content") or "").split())
+        if message.get("role") == "user":
+            pairs.append((content, ""))
+        elif message.get("role") == "assistant" and pairs and not pairs[-1][1]:
+            pairs[-1] = (pairs[-1][0], "" if is_idk(content) else content)
+    return pairs
+
+
+def named_things(text: str) -> list[str]:
+    """Runs of capitalised words and codes in `text` ("Eileen Collins", "STS-93", "Falcon 9"), in
+    order; a common word that opens the run (a sentence's "The", "She") is left out."""
+    words = _WORD.findall(text or "")
+    spans, run = [], []
+
+    def close():
+        while run and (run[-1].lower() in _NAME_JOINERS or run[-1].lower() in COMMON_WORDS):
+            run.pop()
+        if run:
+            spans.append(" ".join(run))
+        run.clear()
+
+    for word in words:
+        marked = word[0].isupper() or any(ch.isdigit() for ch in word)
+        if marked and not (not run and word.lower() in COMMON_WORDS):
+            run.append(word)
+        elif run and word.lower() in _NAME_JOINERS:
+            run.append(word)
+        else:
+            close()
+    close()
+    return spans
+
+
+def content_words(text: str) -> list[str]:
+    """The words of `text` that are not common words, in order, each once (lower case)."""
+    out: list[str] = []
+    for word in _WORD.findall((text or "").lower()):
+        if word not in COMMON_WORDS and len(word) > 1 and word not in out:
+            out.append(word)
+    return out
+
+
+def answer_terms(answer: str) -> list[str]:
+    """What an earlier answer names: a short answer whole ("Up to 2 hours", "Mount Vesuvius, in AD
+    79"), a longer one its named things."""
+    words = answer.split()
+    if 0 < len(words) <= SHORT_ANSWER_WORDS:
+        return [answer.strip().rstrip(".!?;:").strip()]
+    return named_things(answer)
+
+
+def carried_terms(turn: Turn, max_terms: int) -> list[str]:
+    """Salient terms of the earlier turns that the question does not already hold: what the
+    earlier answers name, newest first (an answer names what the conversation is about), then the
+    earlier questions' named things and content words, newest first."""
+    present = set(content_words(turn.query))
+    earlier = list(reversed(earlier_turns(turn.history)))
+    candidates = [t for _, answer in earlier for t in answer_terms(answer)]
+    candidates += [t for question, _ in earlier for t in named_things(question) + content_words(question)]
+    terms: list[str] = []
+    for term in candidates:
+        words = set(content_words(term))
+        if words and not words <= present:
+            terms.append(term)
+            present |= words
+    return terms[: max(max_terms, 0)]
+
+
+def with_terms(question: str, terms: list[str]) -> str:
+    return " ".join([question, *terms]).strip()
+
+
+def read_rewrite(text: str, turn: Turn, cfg: CruiseConfig) -> tuple[str, str]:
+    """(the rewrite, "") when the reply holds a usable one, else ("", why not)."""
+    line = next((part.strip() for part in (text or "").splitlines() if part.strip()), "")
+    line = _LABEL.sub("", line).strip().strip('"“”\'`*').strip()
+    if not line:
+        return "", "empty rewrite"
+    if len(line) > cfg.inputs.standalone_max_chars:
+        return "", "rewrite too long"
+    asked = set(content_words(turn.query))
+    if is_idk(line) or (asked and not asked & set(content_words(line))):
+        return "", "rewrite shares no word with the question"
+    return line, ""
+
+
+def history_lines(turn: Turn) -> str:
+    """The earlier turns for the rewrite prompt; an "I don't know" answer is left out."""
+    lines = []
+    for question, answer in earlier_turns(turn.history):
+        lines.append(f"Q: {question}")
+        if answer:
+            lines.append(f"A: {answer}")
+    return "\n".join(lines)
+
+
+def rewrite_requests(turns: list[Turn], wanted: list[int], summaries: list[str]) -> list[ChatRequest]:
+    prompt = load_prompt("standalone")
+    return [ChatRequest(prompt.messages(None, earlier=history_lines(turns[i]), photo=summaries[i] or "(not described)",
+                                        query=turns[i].query), turn=i) for i in wanted]
+
+
+def standalone_batch(turns: list[Turn], summaries: list[str], engine: ChatEngine | None,
+                     cfg: CruiseConfig) -> list[Standalone]:
+    """One Standalone per turn: empty for a turn without history or with the mode "off"; the
+    model is asked once for all the follow-ups of the batch ("model", "both")."""
+    mode = cfg.inputs.standalone_mode
+    out = [Standalone() for _ in turns]
+    wanted = [i for i, turn in enumerate(turns) if turn.history and turn.query]
+    if mode == "off" or not wanted:
+        return out
+    rewrites = {i: ("", "", "") for i in wanted}  # (rewrite, why it was rejected, raw reply)
+    if mode in ("model", "both") and engine is not None:
+        try:
+            results = engine.generate(rewrite_requests(turns, wanted, summaries),
+                                      Sampling(max_tokens=cfg.inputs.standalone_max_tokens, stop=("\n",), seed=cfg.models.seed),
+                                      stage="standalone")
+        except Exception as exc:  # noqa: BLE001 - a failed rewrite costs the rewrite, not the answer
+            results = []
+            rewrites = {i: ("", f"rewrite failed: {type(exc).__name__}: {exc}", "") for i in wanted}
+        for i, result in zip(wanted, results):
+            rewrite, why = ("", "rewrite cut by the deadline") if result.cut_by_deadline else read_rewrite(
+                result.text, turns[i], cfg)
+            rewrites[i] = (rewrite, why, result.text)
+    for i in wanted:
+        rewrite, why, raw = rewrites[i]
+        terms = carried_terms(turns[i], cfg.inputs.standalone_max_terms) if mode in ("rule", "both") else []
+        if mode == "rule":
+            question = with_terms(turns[i].query, terms)
+        elif mode == "model":
+            question = rewrite
+        else:
+            base = rewrite or turns[i].query
+            lacking = [t for t in terms if not set(content_words(t)) <= set(content_words(base))]
+            question = with_terms(base, lacking)
+        question = question if question != turns[i].query else ""
+        out[i] = Standalone(question=question, carried=terms, raw=raw, fallback=why)
+    return out
+
+
+def with_standalone(turns: list[Turn], standalones: list[Standalone]) -> list[Turn]:
+    """The turns carrying their standalone questions (new records; the inputs are unchanged)."""
+    return [dataclasses.replace(t, standalone=s.question) if s.question else t for t, s in zip(turns, standalones)]
+
+
+def follow_up_fields(turn: Turn, standalone: Standalone) -> dict:
+    """The trace fields of a turn with history (a turn without history gets none: its trace is a
+    single-turn run's)."""
+    if not turn.history:
+        return {}
+    return {"standalone_question": standalone.question or turn.query, "standalone_carried": standalone.carried,
+            "standalone_raw": standalone.raw, "standalone_fallback": standalone.fallback}
+
+
+def standalone_step(state) -> None:
+    """Over a batch in flight (agents/runtime/batch.py BatchState): the follow-ups carry their
+    standalone questions into every later step. A batch without follow-ups (every single-turn
+    batch) runs no stage, so its timings, deadline and traces are as before. `photos`: what each
+    photo shows, for the model's rewrite (the summary where the system has made one)."""
+    if state.cfg.inputs.standalone_mode == "off" or not any(t.history for t in state.turns):
+        return
+    photos = [summary.text for summary in getattr(state, "summaries", None) or []] or [""] * len(state.turns)
+    standalones = state.run.stage("standalone", standalone_batch, [state.turns, photos],
+                                  (state.engines.vlm, state.cfg), Standalone)
+    state.added["standalone"] = [follow_up_fields(t, s) for t, s in zip(state.turns, standalones)]
+    state.turns = with_standalone(state.turns, standalones)
+
+
+STAGE = Stage("standalone", calls_no_model=lambda cfg: cfg.inputs.standalone_mode in ("off", "rule"),
+              free_when_no_model=True,
+              trace_fields=("standalone_question", "standalone_carried", "standalone_raw", "standalone_fallback"),
+              step=standalone_step)
