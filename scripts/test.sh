@@ -24,4 +24,5 @@ fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 .venv/bin/ruff check .
 # pytest settings live in pyproject.toml, the tiers in tests/conftest.py
-.venv/bin/python -m pytest -q --full "$@"
+# the 20 slowest tests, so that CI's log shows where its time goes
+.venv/bin/python -m pytest -q --full --durations=20 "$@"
