@@ -49,7 +49,7 @@ from typing import Literal, get_args
 
 from agents.base_agent import TURN_BUDGET_S
 from agents.calibration import load_calibration
-from agents.cruise.settings import CruiseSettings, TauRetScope, YesNoMode
+from agents.cruise.settings import CruiseSettings, YesNoMode
 from agents.engines.base import IMAGE_LAYOUTS
 from agents.peers.qa_dragon.settings import QaDragonSettings
 from agents.peers.sam_rag.settings import SamRagSettings
@@ -82,18 +82,6 @@ CostPriorModel = Literal["", "l40s"]  # agents/runtime/cost_priors.py
 AnswerPrompts = Literal["cruise", "baseline"]  # agents/stages/s6_answer.py
 BaselineStyle = Literal["open", "hosted", "gemini"]  # agents/stages/baseline_prompt.py
 
-ENGINES = get_args(Engine)
-RERANKER_BACKENDS = get_args(RerankerBackend)
-YES_NO_MODES = get_args(YesNoMode)
-COV_MODES = get_args(CovMode)
-TAU_RET_SCOPES = get_args(TauRetScope)
-CHUNKERS = get_args(Chunker)
-HARNESS_CONTEXT_MODES = get_args(HarnessContext)
-CROP_MODES = get_args(CropMode)
-PERCEPTION_MODES = get_args(PerceptionMode)
-COST_PRIOR_MODELS = get_args(CostPriorModel)
-ANSWER_PROMPTS = get_args(AnswerPrompts)
-BASELINE_STYLES = get_args(BaselineStyle)
 
 
 def hosted_providers() -> tuple[str, ...]:
