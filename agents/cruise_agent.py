@@ -56,9 +56,9 @@ class CruiseAgent(BaseAgent):
         self.last_batch_report: dict | None = None
         self.warmup_s: dict[str, float] | None = None  # seconds per stage of the warm-up batch
         if self.config.run.warmup_at_load:
-            from agents.cruise.warmup import warm_up
+            from agents.runtime.warmup import warm_up
 
-            self.warmup_s = warm_up(self.engines, self.search_pipeline, self.config)
+            self.warmup_s = warm_up(self.system, self.engines, self.search_pipeline, self.config)
             self.ledger.drain()  # its engine calls are no scored batch's
 
     # --- what a harness that passes settings asks (agents/base_agent.py) ------------------------

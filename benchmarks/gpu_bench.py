@@ -24,9 +24,9 @@ the process's peak RSS), the first batch against the steady ones, the warm-up at
 machine's bf16 matmul and copy ceilings. It writes gpu_bench.json and gpu_bench.md to --out.
 With vLLM installed (and CUDA) it runs the `vllm` engine the same way after the transformers one.
 
-Fills no table yet: it has not run on a GPU from this repository (docs/engines.md, "The GPU
-path: benchmark before downloading, and what it fixed"); its "image batch" lines are the
-real-size row that docs/benchmarks.md, "Images batched or one by one", lacks.
+--systems runs registered systems besides CRUISE (their verdicts are random weights' text, so
+the stages that ran are the columns). Its figures: docs/benchmarks.md, "The chain at real size
+on a GPU (random weights)" (an H200, 2026-11-26).
 """
 from __future__ import annotations
 
@@ -67,7 +67,6 @@ TINY = {
 }
 TINY_TOKENS = dict(router_max_tokens=6, summary_max_tokens=6, answer_max_tokens=6, consistency_max_tokens=4,
                    cov_max_tokens=6)
-STAGES = ["route", "summarize", "retrieve", "rerank", "answer", "consistency", "verify"]
 
 
 # --- the machine's ceilings ---------------------------------------------------------------------
@@ -168,8 +167,10 @@ def build_model(role: str, tiny: bool, device: str) -> tuple[str, int]:
     if not (folder / "config.json").exists():
         tmp = folder.with_name(folder.name + f".tmp{os.getpid()}")
         tmp.mkdir(parents=True, exist_ok=True)
+        start = time.perf_counter()
         _build(role, doc, tmp, device, dtype)
         publish(tmp, folder)
+        print(f"gpu_bench: built the {role} in {time.perf_counter() - start:.1f} s", flush=True)
         if device == "cuda":
             torch.cuda.empty_cache()
     from safetensors import safe_open
@@ -236,13 +237,20 @@ def run_batches(agent, turns, batch_size: int, batches: int) -> list[dict]:
                     "engine_calls": len(calls), "requests": sum(c["requests"] for c in calls),
                     "prompt_tokens": sum(c["prompt_tokens"] for c in calls),
                     "output_tokens": sum(c["output_tokens"] for c in calls)})
+        print(f"gpu_bench: batch size {batch_size}, batch {b + 1}/{batches}: {wall:.2f} s", flush=True)
     return out
+
+
+def stages_in(batches: list[dict]) -> list[str]:
+    """The stages the batches timed, in the order they ran (a system's own list, less any that
+    its verdicts skipped)."""
+    return list(dict.fromkeys(name for b in batches for name in b["stage_s"]))
 
 
 def summarize_run(batches: list[dict], budget_s: float) -> dict:
     steady = batches[1:] or batches
     stage = {}
-    for name in STAGES:
+    for name in stages_in(batches):
         values = [b["stage_s"][name] for b in steady if name in b["stage_s"]]
         if values:
             stage[name] = {"min": min(values), "median": statistics.median(values)}
@@ -277,9 +285,12 @@ def image_batch_check(vlm, turns, count: int = 4) -> dict:
     """Does batching change an image chat's answer on this engine? `count` mini-benchmark photos
     (different sizes and contents) with one question: each alone, all in one call, and all in
     one call with `batch_images` off (each alone inside it; vLLM's CPU runner needs it, see
-    CruiseConfig.models.batch_images). Greedy, 8 tokens, log-probabilities; and the time of each way."""
+    CruiseConfig.models.batch_images), on the engines that have that switch (the served and vLLM
+    ones; the transformers engine always batches). Greedy, 8 tokens, log-probabilities; and the
+    time of each way."""
     from agents.engines.base import ChatRequest, Sampling
 
+    switchable = hasattr(vlm, "batch_images")  # asked before `timed` sets it
     greedy = Sampling(max_tokens=8, logprobs=True)
     requests = [ChatRequest([{"role": "user", "content": "What is in this photo?"}], image=image)
                 for _, image in turns[:count]]
@@ -295,7 +306,7 @@ def image_batch_check(vlm, turns, count: int = 4) -> dict:
             vlm.batch_images = previous
 
     batched, batched_s = timed(True)
-    separate, separate_s = timed(False)
+    separate, separate_s = timed(False) if switchable else (None, None)
 
     def differences(results):
         return {"same_text": all(a.text == b.text for a, b in zip(results, alone)),
@@ -303,18 +314,25 @@ def image_batch_check(vlm, turns, count: int = 4) -> dict:
                                         for x, y in zip(a.token_logprobs or [], b.token_logprobs or []))}
 
     return {"images": [list(r.image.size) for r in requests], "batched_vs_alone": differences(batched),
-            "separate_vs_alone": differences(separate), "batched_s": batched_s, "separate_s": separate_s}
+            "separate_vs_alone": differences(separate) if separate else None, "batched_s": batched_s, "separate_s": separate_s}
 
 
-def run_engine(engine: str, models: dict, turns, args, device: str) -> list[dict]:
+def run_engine(engine: str, system: str, models: dict, turns, args, device: str, image_check: bool = True,
+               save=lambda runs: None) -> list[dict]:
+    """The system's runs on the engine, one per batch size; `save(runs)` after each, so that a run
+    stopped by a time limit (a lent GPU's, say) keeps every batch size it finished. A peer
+    system's verdicts are random weights' text as it comes: the stages that ran are the columns."""
     from agents.cruise_agent import CruiseAgent
 
-    overrides = dict(engine=engine, vlm_model=models["vlm"], router_model=models["router"],
+    overrides = dict(system=system, engine=engine, vlm_model=models["vlm"], router_model=models["router"],
                      reranker_model=models["reranker"], reranker_backend="flag",
                      dtype="bfloat16" if device == "cuda" else "float32", cost_priors="",
                      turn_budget_s=1e6, warmup_at_load=args.warmup == "on", batch_size=args.batch_sizes[0])
     if args.tiny:
-        overrides.update(TINY_TOKENS)
+        from agents.config import CruiseConfig
+
+        held = CruiseConfig(system=system)  # a peer system has no CRUISE-only length to shorten
+        overrides.update({name: value for name, value in TINY_TOKENS.items() if held.has(name)})
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()
     start = time.perf_counter()
@@ -328,12 +346,14 @@ def run_engine(engine: str, models: dict, turns, args, device: str) -> list[dict
             torch.cuda.reset_peak_memory_stats()
         batches = run_batches(agent, turns, batch_size, args.batches)
         budget = 10.0 * batch_size - agent.config.run.safety_margin_s
-        runs.append({"engine": engine, "batch_size": batch_size, "load_s": load_s, "warmup_s": agent.warmup_s,
+        runs.append({"system": system, "engine": engine, "batch_size": batch_size, "load_s": load_s, "warmup_s": agent.warmup_s,
                      "peak_memory_gib": _peak_memory_gib(device), "batches": batches,
                      "summary": summarize_run(batches, budget)})
-    image_batch = image_batch_check(agent.engines.vlm, turns)
-    for run in runs:
-        run["image_batch"] = image_batch
+        save(runs)
+    if image_check:  # the engine's property, not the system's: once per engine
+        image_batch = image_batch_check(agent.engines.vlm, turns)
+        for run in runs:
+            run["image_batch"] = image_batch
     del agent
     gc.collect()
     if device == "cuda":
@@ -349,26 +369,40 @@ def table(result: dict) -> str:
              f"{m['transformers']}; models {'tiny' if result['tiny'] else 'at real size'} "
              f"({sizes} parameters)",
              "",
-             "| engine | batch | load s | warm-up s | first batch s | steady min / median / max s | "
-             + " | ".join(STAGES) + " (median s) | calls | output tokens | peak GiB | over budget |",
-             "|---|---|---|---|---|---|" + "---|" * len(STAGES) + "---|---|---|---|"]
+             ]
+    by_system: dict[str, list[dict]] = {}
     for run in result["runs"]:
-        s = run["summary"]
-        warm = sum(run["warmup_s"].values()) if run["warmup_s"] else 0.0
-        stages = [f"{s['stage_s'][n]['median']:.2f}" if n in s["stage_s"] else "-" for n in STAGES]
-        lines.append(f"| {run['engine']} | {run['batch_size']} | {run['load_s']:.1f} | {warm:.1f} | "
-                     f"{s['first_batch_s']:.2f} | {s['steady_min_s']:.2f} / {s['steady_median_s']:.2f} / "
-                     f"{s['steady_max_s']:.2f} | " + " | ".join(stages)
-                     + f" | {s['engine_calls_per_batch']:g} | {s['output_tokens_per_batch']:g} | "
-                     f"{run['peak_memory_gib']:.1f} | {s['over_budget_batches']}/{len(run['batches'])} |")
+        by_system.setdefault(run["system"], []).append(run)
+    for system, runs in by_system.items():
+        lines += table_rows(system, runs)
     for run in {run["engine"]: run for run in result["runs"] if "image_batch" in run}.values():
-        check = run["image_batch"]
+        check, separate = run["image_batch"], run["image_batch"]["separate_vs_alone"]
         lines.append(f"\nimage batch, {run['engine']}: {len(check['images'])} photos {check['images']} in one call "
                      f"against each alone: same text {check['batched_vs_alone']['same_text']}, largest log-probability "
                      f"difference {check['batched_vs_alone']['max_logprob_diff']:.1e} ({check['batched_s']:.2f} s); "
-                     f"with batch_images off: same text {check['separate_vs_alone']['same_text']}, "
-                     f"{check['separate_vs_alone']['max_logprob_diff']:.1e} ({check['separate_s']:.2f} s)")
+                     + (f"with batch_images off: same text {separate['same_text']}, "
+                        f"{separate['max_logprob_diff']:.1e} ({check['separate_s']:.2f} s)" if separate
+                        else "the engine has no batch_images switch"))
     return "\n".join(lines)
+
+
+def table_rows(system: str, runs: list[dict]) -> list[str]:
+    """One system's table: its stages as columns, in the order they ran."""
+    stages = list(dict.fromkeys(name for run in runs for name in run["summary"]["stage_s"]))
+    lines = ["", f"{system}:", "",
+             "| engine | batch | load s | warm-up s | first batch s | steady min / median / max s | "
+             + " | ".join(stages) + " (median s) | calls | output tokens | peak GiB | over budget |",
+             "|---|---|---|---|---|---|" + "---|" * len(stages) + "---|---|---|---|"]
+    for run in runs:
+        s = run["summary"]
+        warm = sum(run["warmup_s"].values()) if run["warmup_s"] else 0.0
+        cells = [f"{s['stage_s'][n]['median']:.2f}" if n in s["stage_s"] else "-" for n in stages]
+        lines.append(f"| {run['engine']} | {run['batch_size']} | {run['load_s']:.1f} | {warm:.1f} | "
+                     f"{s['first_batch_s']:.2f} | {s['steady_min_s']:.2f} / {s['steady_median_s']:.2f} / "
+                     f"{s['steady_max_s']:.2f} | " + " | ".join(cells)
+                     + f" | {s['engine_calls_per_batch']:g} | {s['output_tokens_per_batch']:g} | "
+                     f"{run['peak_memory_gib']:.1f} | {s['over_budget_batches']}/{len(run['batches'])} |")
+    return lines
 
 
 def main(argv=None) -> dict:
@@ -378,6 +412,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--batches", type=int, default=4, help="batches per batch size (the first is reported apart)")
     parser.add_argument("--warmup", choices=["on", "off"], default="on", help="warm-up at load (warmup_at_load)")
     parser.add_argument("--engines", nargs="+", default=None, help="default: transformers, and vllm when installed")
+    parser.add_argument("--systems", nargs="+", default=["cruise"],
+                        help="registered systems to run (cruise, qa_dragon, sam_rag, ...), each with every engine")
     parser.add_argument("--out", default=str(REPO_ROOT / "outputs" / "gpu-bench"))
     args = parser.parse_args(argv)
     import transformers
@@ -395,18 +431,25 @@ def main(argv=None) -> dict:
     for role in MODEL_FILES:
         models[role], params[role] = build_model(role, args.tiny, device)
     turns = mini_benchmark_turns(max(args.batch_sizes) * args.batches)
-    runs = []
-    for engine in engines:
-        runs += run_engine(engine, models, turns, args, device)
     result = {"tiny": args.tiny, "machine": machine, "args": {k: v for k, v in vars(args).items()},
               "models": {role: {"path": models[role], "params": params[role],
                                 "config": str((CONFIGS / MODEL_FILES[role]).relative_to(REPO_ROOT))}
                          for role in MODEL_FILES},
-              "runs": runs}
+              "runs": []}
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    (out / "gpu_bench.json").write_text(json.dumps(result, indent=1))
-    (out / "gpu_bench.md").write_text(table(result) + "\n")
+
+    def save(runs: list[dict]) -> None:
+        (out / "gpu_bench.json").write_text(json.dumps({**result, "runs": runs}, indent=1))
+        (out / "gpu_bench.md").write_text(table({**result, "runs": runs}) + "\n")
+        print(f"gpu_bench: saved {len(runs)} run(s) to {out}", flush=True)
+
+    for first, system in zip([True] + [False] * len(args.systems), args.systems):
+        for engine in engines:
+            done = list(result["runs"])
+            result["runs"] += run_engine(engine, system, models, turns, args, device, image_check=first,
+                                         save=lambda runs: save(done + runs))
+        save(result["runs"])
     print(table(result))
     print(f"\nwrote {out / 'gpu_bench.json'} and {out / 'gpu_bench.md'}")
     return result

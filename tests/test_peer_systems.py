@@ -481,3 +481,23 @@ def test_a_yes_no_stack_reads_each_support_check_from_one_forward_pass(system):
     assert requests[0].messages[-1]["content"].startswith(load_prompt(prompt).user.template.split("$")[0])
     assert out[0].confidence == 0.75 and out[0].parsed
     assert out[1].confidence is None or not out[1].parsed
+
+
+# ---- warm-up at load: each peer warms its own chain ----------------------------------------------
+
+
+@pytest.mark.parametrize("system", ["qa_dragon", "sam_rag"])
+def test_a_peer_system_warms_up_its_own_stages_and_learns_nothing_from_it(system, caplog):
+    # Found on an H200 (benchmarks/gpu_bench.py --systems qa_dragon sam_rag): the warm-up ran
+    # CRUISE's stages under a peer's config and three of them failed at load.
+    build = {"qa_dragon": qa_dragon_agent, "sam_rag": lambda **o: sam_rag_agent(**o)[0]}[system]
+    with caplog.at_level("WARNING"):
+        agent = build(warmup_at_load=True, batch_size=2)
+    assert not [r.getMessage() for r in caplog.records if "warm-up" in r.getMessage()]
+    assert agent.warmup_s and set(agent.warmup_s) <= set(agent.system.stage_names())
+    assert agent.costs.samples == {}  # nothing learned from the dummy batch
+    cold = build(batch_size=2)
+    assert ask(agent, CAFE)[0] == ask(cold, CAFE)[0]
+    # the first scored batch's calls and what the deadline learned are its own, as without a warm-up
+    assert stages(agent) == stages(cold)
+    assert {k: len(v) for k, v in agent.costs.samples.items()} == {k: len(v) for k, v in cold.costs.samples.items()}

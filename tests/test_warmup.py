@@ -1,6 +1,7 @@
-"""Warm-up at load (agents/cruise/warmup.py): one dummy batch through every stage when the agent
-is built, on by default on the GPU profile, kept out of the first scored batch's ledger and out of
-what the deadline learns."""
+"""Warm-up at load (agents/runtime/warmup.py; CRUISE's own in agents/cruise/warmup.py): one dummy
+batch through every stage when the agent is built, on by default on the GPU profile, kept out of
+the first scored batch's ledger and out of what the deadline learns. The peer systems' warm-up:
+tests/test_peer_systems.py."""
 from __future__ import annotations
 
 from agents.config import load_config

@@ -9,6 +9,7 @@ from agents.cruise.stages import STAGES
 from agents.cruise.stages.s9_finalize import decide_from_trace
 from agents.cruise.trace import funnel_flags
 from agents.cruise.trace_view import TURN_PAGE, cruise_sections, cruise_summary
+from agents.cruise.warmup import warm_up
 from agents.runtime.system import System, View, register
 
 BRANCHES = ("real_time_weak_retrieval", "weak_retrieval", "low_token_prob", "context_verified", "no_context_verified",
@@ -28,4 +29,5 @@ CRUISE = register(System(
     # A stage the profile does not price is charged the dearest request measured lately.
     untimed_prior=None,
     mad_context=True,
+    warm_up=warm_up,
 ))

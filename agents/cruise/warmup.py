@@ -1,16 +1,7 @@
-"""Warm-up at load: one dummy batch through every stage the config runs, before the first scored
-batch.
-
-Why: on the H100 the first batch after load took 1.3-2x a steady one: kernels and
-attention plans are built per new shape, the allocator grows its pools, the search models load
-their weights lazily. The competition gives time to load; spending it here keeps that cost out of
-the first batch's 10 s-per-turn budget. The dummy batch has the configured batch size and a
-photo large enough for the VLM's full tile count; it goes through CRUISE's stage list in order
-(stages/__init__.py `STAGES`, each stage's own step), and every model stage is forced to run (the
-route says "needs external info", the two answers differ, the check passes: `FORCED`), whatever
-the models answer. It runs outside the batch guards (`WarmRun`): nothing reaches the agent's StageCosts
-(the deadline learns from scored batches only), and the engine calls it makes are drained from
-the ledger before the first scored batch (CruiseAgent.batch_generate_response).
+"""CRUISE's warm-up at load (agents/runtime/warmup.py says why there is one): the dummy batch goes
+through CRUISE's stage list in order (its System record's, each stage's own step), and every model
+stage is forced to run (the route says "needs external info", the two answers differ, the check
+passes: `FORCED`), whatever the models answer. It runs outside the batch guards (`WarmRun`).
 """
 from __future__ import annotations
 
@@ -18,30 +9,19 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from PIL import Image
-
 from agents.config import CruiseConfig
 from agents.cruise.chain import ChainState, run_stages
-from agents.cruise.stages import STAGES
 from agents.engines.base import Engines
-from agents.stages.s0_inputs import prepare_turns
+from agents.runtime.warmup import QUESTION, dummy_turns
 from agents.stages.types import Answers, Evidence, Retrieval, Route, Verification
 
 log = logging.getLogger(__name__)
 
-QUESTION = "What is the name of the building in this photo, and when was it built?"
 PASSAGES = [
     "The Palace of Westminster is the meeting place of the Parliament of the United Kingdom, in London.",
     "Construction of the present building began in 1840 after a fire destroyed most of the old palace.",
     "Its clock tower, often called Big Ben, was completed in 1859.",
 ]
-
-
-def warm_up_image(side: int) -> Image.Image:
-    """A 4:3 gradient photo whose long side is `side` (the largest the chain passes on)."""
-    width, height = side, side * 3 // 4
-    gradient = Image.linear_gradient("L").resize((width, height))
-    return Image.merge("RGB", (gradient, gradient.transpose(Image.Transpose.FLIP_LEFT_RIGHT), gradient))
 
 
 @dataclass
@@ -89,15 +69,14 @@ FORCED = {
 WARMED_ELSEWHERE = ("perceive",)  # its models load at build time (s0a_perceive.warm_up_perception)
 
 
-def warm_up(engines: Engines, pipeline, cfg: CruiseConfig, stages=STAGES) -> dict[str, float]:
-    """Run one dummy batch through every stage of `stages` (CRUISE's list, in its order) that the
-    config runs; seconds per stage."""
-    n = cfg.run.batch_size
-    turns = prepare_turns([QUESTION] * n, [warm_up_image(cfg.inputs.image_max_side)] * n, [[] for _ in range(n)], cfg)
-    run = WarmRun(n)
+def warm_up(system, engines: Engines, pipeline, cfg: CruiseConfig) -> dict[str, float]:
+    """Run one dummy batch through every stage of `system`'s list (CRUISE's, in its order) that
+    the config runs; seconds per stage."""
+    turns = dummy_turns(cfg)
+    run = WarmRun(len(turns))
     state = ChainState(run, engines, pipeline, cfg, turns)
     state.routes = [Route(needs_external=True, is_real_time=False) for _ in turns]
-    for stage in stages:
+    for stage in system.stages:
         if stage.name not in WARMED_ELSEWHERE:
             run_stages(state, (stage,))
             FORCED.get(stage.name, lambda s: None)(state)

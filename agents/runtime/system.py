@@ -108,6 +108,9 @@ class System:
     # Whether its context is chosen by the MAD filter (so that calibration's other lambda can
     # change it).
     mad_context: bool = False
+    # Its warm-up at load, `warm_up(system, engines, pipeline, cfg) -> seconds per stage`: None
+    # answers one dummy batch with its own chain (agents/runtime/warmup.py).
+    warm_up: Callable | None = None
 
     def answer(self, turns, engines, pipeline, cfg, costs, started: float | None = None):
         """(answers, traces) for one batch: its chain under its own record."""
