@@ -197,6 +197,10 @@ class InputSettings:
     standalone_max_terms: int = 6  # terms the rule carries at most
     standalone_max_chars: int = 400  # a longer rewrite is rejected: the plain question is kept
     standalone_max_tokens: int = 48  # the model's rewrite: one question
+    # An earlier turn answered "I don't know" names nothing, but its search found pages about what
+    # it asked: the names of its best `standalone_found_pages` web pages stand in for its answer's
+    # terms (pseudo-relevance feedback from the conversation's own searches; 0: never).
+    standalone_found_pages: int = ranged(1, 0)
     # Image-search hits of a conversation's photo are kept for its later turns (the photo does
     # not change within one): entries by conversation and image, least recently used dropped.
     conversation_cache_size: int = 64

@@ -17,9 +17,10 @@ run recorded it) says each follow-up's referent and each KG / web turn's answer 
   follow-ups, and the batches over budget;
 - `--modes`: the standalone question written offline by each mode for every follow-up, with the
   history the evaluator handed over (the agent's own answers) and with the gold answers in their
-  place (what the modes do when the earlier turns were answered), and the web query that would
-  have run (the run's summary and image names added as s3_retrieve adds them): referent shares
-  and the model's seconds per follow-up;
+  place (what the modes do when the earlier turns were answered), the first web page each earlier
+  turn of the run found standing in for an "I don't know" (as the rule reads it), and the web
+  query that would have run (the run's summary and image names added as s3_retrieve adds them):
+  referent shares and the model's seconds per follow-up;
 - `--rerank`: the reranker score of the best answer-holding chunk the run retrieved for each
   follow-up, scored against the plain q' and against the rule's standalone q' (written offline
   from the run's own answers, and from gold ones), paired, with a 95% bootstrap interval;
@@ -132,6 +133,24 @@ def histories(rows: list[dict], gold: bool) -> dict[str, list[dict]]:
     return out
 
 
+def found_pages(rows: list[dict]) -> dict[str, dict[int, list[str]]]:
+    """interaction_id -> {earlier turn number: the name of the first web page that turn's search
+    found}, as s3_retrieve keeps them for the rule (`standalone_found_pages` = 1), from the run's
+    traces: what the rule reads for an earlier turn answered "I don't know"."""
+    by_session: dict[str, list[dict]] = {}
+    for row in sorted(rows, key=lambda r: (r["session_id"], r["turn_idx"])):
+        by_session.setdefault(row["session_id"], []).append(row)
+    out = {}
+    for turns in by_session.values():
+        found: dict[int, list[str]] = {}
+        for row in turns:
+            out[row["interaction_id"]] = dict(found)
+            web = [i.get("name") for i in row["trace"].get("retrieved") or [] if i.get("source") == "web" and i.get("name")]
+            if web:
+                found[row["turn_idx"]] = web[:1]
+    return out
+
+
 def fused_suffix(trace: dict) -> str:
     """What s3_retrieve added to q' for web search: the photo's confident image names."""
     web, query = trace.get("web_query") or "", trace.get("retrieval_query") or ""
@@ -156,16 +175,19 @@ def offline_modes(run: dict, notes: dict, modes: list[str], cfg, limit: int | No
 
         engine = build_engines(cfg, Ledger()).vlm
     out = {}
+    pages = found_pages(run["rows"])
     for gold in histories_of:
         history = histories(run["rows"], gold)
         turns = [Turn(r["query"], None, history[r["interaction_id"]]) for r in follow_ups]
+        found = [pages[r["interaction_id"]] for r in follow_ups]
         summaries = [r["trace"].get("summary") or "" for r in follow_ups]
         for mode in modes:
             mcfg = cfg.replace(standalone_mode=mode)
             start = time.perf_counter()
             standalones = []
             for i in range(0, len(turns), cfg.run.batch_size):
-                standalones += standalone_batch(turns[i:i + cfg.run.batch_size], summaries[i:i + cfg.run.batch_size], engine, mcfg)
+                end = i + cfg.run.batch_size
+                standalones += standalone_batch(turns[i:end], summaries[i:end], engine, mcfg, found[i:end])
             seconds = (time.perf_counter() - start) / max(len(turns), 1)
             shown = with_standalone(turns, standalones)
             queries = {r["interaction_id"]: f"{expanded_query(t, s)} {fused_suffix(r['trace'])}"

@@ -55,6 +55,36 @@ def test_an_i_dont_know_answer_never_supplies_a_term():
     assert terms == ["Falcon 9", "carrying", "launch", "rocket", "pad"]
 
 
+def test_an_earlier_turn_answered_i_dont_know_is_carried_by_the_pages_its_search_found():
+    history = talk(("which shuttle mission did she first command?", "I don't know"))
+    turn = Turn("what did that mission deploy?", None, history)
+    found = {0: ["STS-93 - Wikipedia"]}
+    assert carried_terms(turn, 10, found) == ["STS-93", "shuttle", "command"]
+    assert carried_terms(turn, 10) == ["shuttle", "command"]  # nothing found: the question's words alone
+    # an answer that names something is carried, not the pages
+    answered = Turn("what did that mission deploy?", None, talk(("which shuttle mission did she first command?",
+                                                                 "STS-93")))
+    assert carried_terms(answered, 10, {0: ["Eileen Collins - NASA"]}) == ["STS-93", "shuttle", "command"]
+
+
+def test_a_follow_up_through_the_agent_carries_the_page_its_idk_turn_found_and_no_other_conversations():
+    page = {**WEB_HIT, "page_name": "STS-93 - Wikipedia"}
+    agent = make_agent("full", web_hits=[page])
+    opening = "which shuttle mission did the astronaut on this patch first command?"
+    image = photo("purple")
+    agent.batch_generate_response([opening], [image], [[]])
+    trace = follow_up(agent, "what did that mission deploy?", talk((opening, "I don't know")), image)
+    assert trace["standalone_found"] == ["STS-93"] and "STS-93" in agent.search_pipeline.text_queries[-1]
+    # another photo is another conversation: nothing of this one's search reaches it
+    other = follow_up(agent, "what did that mission deploy?", talk((opening, "I don't know")), photo("orange"))
+    assert other["standalone_found"] == [] and "STS-93" not in other["standalone_question"]
+    # with the carry-over off, the same follow-up names nothing its earlier turn found
+    off = make_agent("full", web_hits=[page], standalone_found_pages=0)
+    off.batch_generate_response([opening + " (again)"], [image], [[]])
+    trace = follow_up(off, "what did that mission deploy?", talk((opening + " (again)", "I don't know")), image)
+    assert trace["standalone_found"] == [] and "STS-93" not in trace["standalone_question"]
+
+
 def test_the_rewrite_prompt_leaves_i_dont_know_answers_out():
     engine = ScriptedEngine({"standalone": lambda r: "where does Falcon 9's payload sit in space?"})
     turn = Turn("where does that spacecraft sit in space?", None,
@@ -178,6 +208,13 @@ def test_the_report_turn_page_shows_a_follow_ups_standalone_question():
     page = str(macro({"trace": trace, "branch": trace["branch"], **prepare_turn(trace)}))
     assert "<th>standalone question</th><td>what did that mission deploy? STS-93 Eileen Collins command" in page
     assert "carried from earlier turns: STS-93, Eileen Collins, command" in page
+    # a term carried from what an "I don't know" turn's search found says so
+    image, opening = photo("teal"), "which mission did the commander in this photo fly first?"
+    agent.search_pipeline.web_hits = [{**WEB_HIT, "page_name": "STS-93 - Wikipedia"}]
+    agent.batch_generate_response([opening], [image], [[]])
+    trace = follow_up(agent, "what did that mission deploy?", talk((opening, "I don't know")), image)
+    page = str(macro({"trace": trace, "branch": trace["branch"], **prepare_turn(trace)}))
+    assert 'found by the search of a turn answered "I don\'t know": STS-93' in page
 
 
 def test_the_benchmark_builds_the_histories_the_evaluator_hands_over():
@@ -191,3 +228,15 @@ def test_the_benchmark_builds_the_histories_the_evaluator_hands_over():
     assert own["t0"] == [] and [m["content"] for m in own["t2"]] == ["who is this?", "I don't know", "which mission?", "STS-93"]
     assert [m["content"] for m in gold["t1"]] == ["who is this?", "Eileen Collins"]
     assert names_referent("what did it deploy? sts-93", ["STS-93"]) and not names_referent("STS-930", ["STS-93"])
+
+
+def test_the_benchmark_reads_what_each_earlier_turn_found_from_the_run_traces():
+    from benchmarks.conversations import found_pages
+
+    def row(i, names):
+        retrieved = [{"source": "image", "name": "Eileen Collins"}] + [{"source": "web", "name": n} for n in names]
+        return {"session_id": "s", "interaction_id": f"t{i}", "turn_idx": i, "trace": {"retrieved": retrieved}}
+
+    pages = found_pages([row(2, ["Chandra - NASA"]), row(0, ["Eileen Collins - Wikipedia", "NASA"]), row(1, [])])
+    assert pages["t0"] == {} and pages["t1"] == {0: ["Eileen Collins - Wikipedia"]}
+    assert pages["t2"] == {0: ["Eileen Collins - Wikipedia"]}  # turn 1's search found no web page

@@ -424,3 +424,32 @@ def test_the_clock_criterion_forecasts_decode_steps_not_the_prefill():
     assert stop(ids).all() and stop.fired  # a 3.1 s step: the next would end after 10
 
 
+
+
+def test_one_word_choices_run_in_passes_that_each_check_the_deadline(mllama, monkeypatch):
+    # A choice is one forward pass with no step to stop at: many of them run in passes of
+    # CHOICE_ROWS, and a pass that would start after the deadline is cut instead.
+    import time
+
+    from agents.engines.base import time_limit
+    from agents.engines.transformers_engine import CHOICE_ROWS
+
+    rows_per_pass = []
+    forward = mllama.net.forward
+
+    def slow_forward(*args, **kwargs):  # the model is outside the unit: it takes 0.3 s a pass
+        rows_per_pass.append(kwargs["input_ids"].shape[0])
+        time.sleep(0.3)
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(mllama.net, "forward", slow_forward)
+    monkeypatch.setattr(mllama, "prefill_s_per_token", None)  # no rate yet: the first pass is never refused
+    requests = [chat(f"is {n} a prime number?") for n in range(2 * CHOICE_ROWS + 3)]
+    answered = mllama.generate(requests, Sampling(max_tokens=1, choices=("yes", "no")))
+    assert rows_per_pass == [CHOICE_ROWS, CHOICE_ROWS, 3] and all(r.text in ("yes", "no") for r in answered)
+    rows_per_pass.clear()
+    monkeypatch.setattr(mllama, "prefill_s_per_token", None)
+    with time_limit(lambda: 0.1):  # the deadline passes during the first pass
+        cut = mllama.generate(requests, Sampling(max_tokens=1, choices=("yes", "no")))
+    assert rows_per_pass == [CHOICE_ROWS]
+    assert [r.cut_by_deadline for r in cut] == [False] * CHOICE_ROWS + [True] * (CHOICE_ROWS + 3)

@@ -91,6 +91,12 @@ STEP_SLACK = 2.0
 # before it started on most batches of 8 with 28 s left, where it then took 10.5 s (SmolLM2 on one
 # thread, 2026-11-24); a prefill that does run over is paid from the batch's safety margin.
 PREFILL_SLACK = 1.5
+# A one-word choice (`Sampling.choices`) is one forward pass with nothing between its steps to
+# stop at, so a call of many such requests runs in passes of at most this many: the deadline is
+# checked, and the prefill rate measured afresh, before each. Found when QA-Dragon's fine reranker
+# (40 yes/no prompts, one 13.6 s pass with SmolLM2) ran a batch 1.4 s past the deadline while
+# another process held the second core (tests/full/test_peer_systems_smollm2.py).
+CHOICE_ROWS = 8
 
 
 class StopAtClock:
@@ -192,7 +198,11 @@ class TransformersEngine(ChatEngine):
             groups.setdefault((r.image is not None, r.sampling_or(sampling)), []).append(i)
         results: list[ChatResult | None] = [None] * len(requests)
         end = call_end()
+        passes = []
         for (images, group_sampling), group in groups.items():
+            rows = CHOICE_ROWS if group_sampling.choices else len(group)
+            passes += [(images, group_sampling, group[k:k + rows]) for k in range(0, len(group), rows)]
+        for images, group_sampling, group in passes:
             chats = [requests[i] for i in group]
             if end is not None and time.monotonic() >= end:
                 out = [deadline_cut_result() for _ in chats]  # an earlier sub-batch used the time up

@@ -8,6 +8,10 @@ message of its history, or the question itself on the first turn). The photo doe
 within a conversation, so its image-search hits are looked up once and kept here for the later
 turns (perception has its own cache by image content: agents/cruise/stages/s0a_perceive.py).
 
+Each turn's search also leaves here what it found (`remember_found`: the names of its best web
+pages), so that a later turn whose earlier answer was "I don't know" can still carry what that
+turn was about into its own search (agents/stages/s1c_standalone.py).
+
 Bounded: the least recently used conversation is dropped beyond `size` entries.
 """
 from __future__ import annotations
@@ -36,6 +40,11 @@ def conversation_key(query: str, history: list[dict], image: Image.Image) -> tup
     return opening_question(query, history), image_identity(image)
 
 
+def turn_number(history: list[dict]) -> int:
+    """Which turn of its conversation a turn is (0 for the first): the user messages before it."""
+    return sum(1 for m in history or [] if m.get("role") == "user")
+
+
 class ConversationCache:
     """Values by (conversation key, what was computed), the last `size` conversations kept."""
 
@@ -61,3 +70,17 @@ class ConversationCache:
 # One per process: the agent serves one batch after another, and the key names the conversation
 # and its photo, so an entry is only ever read by a later turn of the same conversation.
 SHARED_CONVERSATIONS = ConversationCache()
+
+
+def remember_found(cache: ConversationCache, query: str, history: list[dict], image: Image.Image,
+                   names: list[str]) -> None:
+    """Keep what this turn's search found best (page names), under its turn number."""
+    cache.put(conversation_key(query, history, image), f"found:{turn_number(history)}", list(names))
+
+
+def found_earlier(cache: ConversationCache, query: str, history: list[dict], image: Image.Image
+                  ) -> dict[int, list[str]]:
+    """{earlier turn number: what its search found best}, for the earlier turns this run searched."""
+    key = conversation_key(query, history, image)
+    found = {n: cache.get(key, f"found:{n}") for n in range(turn_number(history))}
+    return {n: names for n, names in found.items() if names}

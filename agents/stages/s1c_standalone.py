@@ -12,13 +12,19 @@ Two ways, chosen by `cfg.standalone_mode` (docs/chain.md "Conversations"):
 - "rule": history query expansion in the manner of Lin et al. (2020): the question followed by
   salient terms carried over from earlier turns, newest turn first: the named things of each
   earlier answer (runs of capitalised words and codes such as "STS-93"; a short answer whole),
-  then the content words of each earlier question. No model, no time.
+  or, for an earlier turn answered "I don't know", the names of the best pages its own search
+  found (`standalone_found_pages`; kept per conversation by s3_retrieve), then the content words
+  of each earlier question. No model, no time.
 - "model": the VLM rewrites the question (prompts/standalone.txt), as CANARD-trained rewriters
   and BlackPearl's query writer do; one batched request per follow-up. "both": the rewrite
   followed by the rule's terms it lacks.
 
 An answer that is "I don't know" never supplies a term: it refers to nothing, and the evaluator
-hands back the agent's own answers, so the referent it lacked is still unknown. A rewrite that is
+hands back the agent's own answers, so the referent it lacked is still unknown. What that turn's
+search found is another matter: the pages it ranked first are about what it asked, whether or
+not the answer stage dared to answer from them (with the cpu profile's 135M answerer it seldom
+does), so their names carry the subject on. They steer search only: the answer is still written
+from the evidence the follow-up's own search finds, and checked as any other. A rewrite that is
 empty, longer than `standalone_max_chars`, shares no word with the question, or was cut by the
 deadline is no rewrite: the turn keeps its plain question (and, in "both", the rule's terms).
 A turn without history is not touched: its prompts and trace are those of a single-turn run.
@@ -31,6 +37,7 @@ import re
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
+from agents.runtime.conversation_cache import SHARED_CONVERSATIONS, ConversationCache, found_earlier
 from agents.runtime.system import Stage
 from agents.stages.prompts import load_prompt
 from agents.stages.types import Standalone, Turn
@@ -55,6 +62,8 @@ _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'&.-]*[A-Za-z0-9]|[A-Za-z0-9]")
 SHORT_ANSWER_WORDS = 6
 _NAME_JOINERS = frozenset(("of", "the", "de", "du", "la", "von", "van", "and", "&"))
 # How a model labels its rewrite; stripped before the rewrite is read.
+# A page name's site after its title: "Title - Site", "Title | Site", "Title — Site".
+_SITE_SUFFIX = re.compile(r"\s+[-|–—]\s+[^-|–—]+$")
 _LABEL = re.compile(r"^\s*(?:standalone|rewritten|rewrite|new|full)?\s*(?:question|query)?\s*[:=-]\s*", re.I)
 
 
@@ -120,14 +129,22 @@ def answer_terms(answer: str) -> list[str]:
     return named_things(answer)
 
 
-def carried_terms(turn: Turn, max_terms: int) -> list[str]:
+def page_title(name: str) -> str:
+    """A page name without its site ("STS-93 - Wikipedia" -> "STS-93")."""
+    return _SITE_SUFFIX.sub("", " ".join(name.split())).strip()
+
+
+def carried_terms(turn: Turn, max_terms: int, found: dict[int, list[str]] | None = None) -> list[str]:
     """Salient terms of the earlier turns that the question does not already hold: what the
-    earlier answers name, newest first (an answer names what the conversation is about), then the
-    earlier questions' named things and content words, newest first."""
+    earlier answers name, newest first (an answer names what the conversation is about), or for
+    an earlier turn answered "I don't know" the names of the pages its search found best
+    (`found`: {turn number: page names}), then the earlier questions' named things and content
+    words, newest first."""
     present = set(content_words(turn.query))
-    earlier = list(reversed(earlier_turns(turn.history)))
-    candidates = [t for _, answer in earlier for t in answer_terms(answer)]
-    candidates += [t for question, _ in earlier for t in named_things(question) + content_words(question)]
+    earlier = list(reversed(list(enumerate(earlier_turns(turn.history)))))
+    candidates = [t for n, (_, answer) in earlier
+                  for t in (answer_terms(answer) if answer else [page_title(p) for p in (found or {}).get(n, [])])]
+    candidates += [t for _, (question, _) in earlier for t in named_things(question) + content_words(question)]
     terms: list[str] = []
     for term in candidates:
         words = set(content_words(term))
@@ -172,10 +189,12 @@ def rewrite_requests(turns: list[Turn], wanted: list[int], summaries: list[str])
 
 
 def standalone_batch(turns: list[Turn], summaries: list[str], engine: ChatEngine | None,
-                     cfg: CruiseConfig) -> list[Standalone]:
+                     cfg: CruiseConfig, found: list[dict[int, list[str]]] | None = None) -> list[Standalone]:
     """One Standalone per turn: empty for a turn without history or with the mode "off"; the
-    model is asked once for all the follow-ups of the batch ("model", "both")."""
+    model is asked once for all the follow-ups of the batch ("model", "both"). `found`: per
+    turn, what its earlier turns' searches found best ({turn number: page names})."""
     mode = cfg.inputs.standalone_mode
+    found = found or [{} for _ in turns]
     out = [Standalone() for _ in turns]
     wanted = [i for i, turn in enumerate(turns) if turn.history and turn.query]
     if mode == "off" or not wanted:
@@ -195,7 +214,8 @@ def standalone_batch(turns: list[Turn], summaries: list[str], engine: ChatEngine
             rewrites[i] = (rewrite, why, result.text)
     for i in wanted:
         rewrite, why, raw = rewrites[i]
-        terms = carried_terms(turns[i], cfg.inputs.standalone_max_terms) if mode in ("rule", "both") else []
+        terms = carried_terms(turns[i], cfg.inputs.standalone_max_terms, found[i]) if mode in ("rule", "both") else []
+        pages = {page_title(p) for names in found[i].values() for p in names}
         if mode == "rule":
             question = with_terms(turns[i].query, terms)
         elif mode == "model":
@@ -205,7 +225,8 @@ def standalone_batch(turns: list[Turn], summaries: list[str], engine: ChatEngine
             lacking = [t for t in terms if not set(content_words(t)) <= set(content_words(base))]
             question = with_terms(base, lacking)
         question = question if question != turns[i].query else ""
-        out[i] = Standalone(question=question, carried=terms, raw=raw, fallback=why)
+        out[i] = Standalone(question=question, carried=terms, found=[t for t in terms if t in pages], raw=raw,
+                            fallback=why)
     return out
 
 
@@ -220,7 +241,20 @@ def follow_up_fields(turn: Turn, standalone: Standalone) -> dict:
     if not turn.history:
         return {}
     return {"standalone_question": standalone.question or turn.query, "standalone_carried": standalone.carried,
-            "standalone_raw": standalone.raw, "standalone_fallback": standalone.fallback}
+            "standalone_found": standalone.found, "standalone_raw": standalone.raw,
+            "standalone_fallback": standalone.fallback}
+
+
+def found_for(turns: list[Turn], cache: ConversationCache | None = None) -> list[dict[int, list[str]]]:
+    """Per turn, what its conversation's earlier turns' searches found best (this run's)."""
+    cache = SHARED_CONVERSATIONS if cache is None else cache
+    return [found_earlier(cache, t.query, t.history, t.image) if t.history and t.image is not None else {}
+            for t in turns]
+
+
+def _over_live_turns(turns, summaries, found, engine, cfg) -> list[Standalone]:
+    # the batch guard hands the per-turn lists first, restricted to the turns still alive
+    return standalone_batch(turns, summaries, engine, cfg, found)
 
 
 def standalone_step(state) -> None:
@@ -231,7 +265,7 @@ def standalone_step(state) -> None:
     if state.cfg.inputs.standalone_mode == "off" or not any(t.history for t in state.turns):
         return
     photos = [summary.text for summary in getattr(state, "summaries", None) or []] or [""] * len(state.turns)
-    standalones = state.run.stage("standalone", standalone_batch, [state.turns, photos],
+    standalones = state.run.stage("standalone", _over_live_turns, [state.turns, photos, found_for(state.turns)],
                                   (state.engines.vlm, state.cfg), Standalone)
     state.added["standalone"] = [follow_up_fields(t, s) for t, s in zip(state.turns, standalones)]
     state.turns = with_standalone(state.turns, standalones)
@@ -239,5 +273,6 @@ def standalone_step(state) -> None:
 
 STAGE = Stage("standalone", calls_no_model=lambda cfg: cfg.inputs.standalone_mode in ("off", "rule"),
               free_when_no_model=True,
-              trace_fields=("standalone_question", "standalone_carried", "standalone_raw", "standalone_fallback"),
+              trace_fields=("standalone_question", "standalone_carried", "standalone_found", "standalone_raw",
+                            "standalone_fallback"),
               step=standalone_step)

@@ -22,7 +22,7 @@ from __future__ import annotations
 import os
 
 from agents.config import CruiseConfig
-from agents.runtime.conversation_cache import SHARED_CONVERSATIONS, ConversationCache, conversation_key
+from agents.runtime.conversation_cache import SHARED_CONVERSATIONS, ConversationCache, conversation_key, remember_found
 from agents.runtime.system import Stage, always
 from agents.stages.s1a_tool_route import searches_allowed
 from agents.stages.s2b_crop import cropped_images
@@ -108,6 +108,19 @@ def whole_photo_hits(turn: Turn, pipeline, cfg: CruiseConfig, cache: Conversatio
     return whole, False
 
 
+def remember_best_pages(turn: Turn, web_items: list[dict], cfg: CruiseConfig,
+                        cache: ConversationCache | None = None) -> None:
+    """Keep the names of this turn's best web pages (search order) for its conversation's later
+    turns: one whose answer is "I don't know" is carried by them instead (s1c_standalone)."""
+    if turn.image is None or cfg.inputs.standalone_found_pages <= 0:
+        return
+    cache = SHARED_CONVERSATIONS if cache is None else cache
+    cache.size = cfg.inputs.conversation_cache_size
+    names = [" ".join(str(item.get("name") or "").split()) for item in web_items]
+    remember_found(cache, turn.query, turn.history, turn.image,
+                   [n for n in names if n][: cfg.inputs.standalone_found_pages])
+
+
 def image_search(turn: Turn, pipeline, cfg: CruiseConfig, crops: CropPlan | None,
                  found: Retrieval | None = None) -> tuple[list[dict], list[str]]:
     """Image hits of the whole photo, fused with those of its crops when there are any; `found`
@@ -178,8 +191,10 @@ def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig, *, route
             found.errors.append(f"image search: {type(exc).__name__}: {exc}")
     if use_web and cfg.retrieval.use_web_search and cfg.retrieval.include_web_snippets and web_search_enabled(pipeline):
         try:
+            before = len(found.items)
             pool += add_web_hits(found, found.web_query, cfg.retrieval.k_recall, pipeline, cfg)
             found.searches.append("web")
+            remember_best_pages(turn, found.items[before:], cfg)
             for sub_query in (sub_queries.queries if sub_queries else []):
                 pool += add_web_hits(found, sub_query, cfg.peer_stages.decompose_k, pipeline, cfg)
                 found.sub_queries.append(sub_query)

@@ -55,6 +55,8 @@ class Standalone:
 
     question: str = ""  # "" when the turn has no history or the rewrite fell back
     carried: list[str] = field(default_factory=list)  # terms carried over from earlier turns
+    # of which the names of pages an earlier turn's search found, for a turn whose answer named nothing
+    found: list[str] = field(default_factory=list)
     raw: str = ""  # the model's reply (model modes)
     fallback: str = ""  # why the plain question was kept ("" when it was not)
 
