@@ -24,5 +24,7 @@ fi
 export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 .venv/bin/ruff check .
 # pytest settings live in pyproject.toml, the tiers in tests/conftest.py
-# the 20 slowest tests, so that CI's log shows where its time goes
-.venv/bin/python -m pytest -q --full --durations=20 "$@"
+# the 20 slowest tests, so that CI's log shows where its time goes; one process per core
+# (pyproject.toml), each test file whole in one of them (--dist loadfile): the full tier's files
+# build their models, indices and servers once per file
+.venv/bin/python -m pytest -q --full --dist loadfile --durations=20 "$@"

@@ -69,7 +69,7 @@ def test_an_earlier_turn_answered_i_dont_know_is_carried_by_the_pages_its_search
 
 def test_a_follow_up_through_the_agent_carries_the_page_its_idk_turn_found_and_no_other_conversations():
     page = {**WEB_HIT, "page_name": "STS-93 - Wikipedia"}
-    agent = make_agent("full", web_hits=[page])
+    agent = make_agent("full", web_hits=[page], standalone_found_pages=1)
     opening = "which shuttle mission did the astronaut on this patch first command?"
     image = photo("purple")
     agent.batch_generate_response([opening], [image], [[]])
@@ -78,8 +78,8 @@ def test_a_follow_up_through_the_agent_carries_the_page_its_idk_turn_found_and_n
     # another photo is another conversation: nothing of this one's search reaches it
     other = follow_up(agent, "what did that mission deploy?", talk((opening, "I don't know")), photo("orange"))
     assert other["standalone_found"] == [] and "STS-93" not in other["standalone_question"]
-    # with the carry-over off, the same follow-up names nothing its earlier turn found
-    off = make_agent("full", web_hits=[page], standalone_found_pages=0)
+    # with the carry-over off (the default), the same follow-up names nothing its earlier turn found
+    off = make_agent("full", web_hits=[page])
     off.batch_generate_response([opening + " (again)"], [image], [[]])
     trace = follow_up(off, "what did that mission deploy?", talk((opening + " (again)", "I don't know")), image)
     assert trace["standalone_found"] == [] and "STS-93" not in trace["standalone_question"]
@@ -209,6 +209,7 @@ def test_the_report_turn_page_shows_a_follow_ups_standalone_question():
     assert "<th>standalone question</th><td>what did that mission deploy? STS-93 Eileen Collins command" in page
     assert "carried from earlier turns: STS-93, Eileen Collins, command" in page
     # a term carried from what an "I don't know" turn's search found says so
+    agent = make_agent("full", web_hits=[WEB_HIT], standalone_found_pages=1)
     image, opening = photo("teal"), "which mission did the commander in this photo fly first?"
     agent.search_pipeline.web_hits = [{**WEB_HIT, "page_name": "STS-93 - Wikipedia"}]
     agent.batch_generate_response([opening], [image], [[]])

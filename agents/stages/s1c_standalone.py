@@ -13,8 +13,8 @@ Two ways, chosen by `cfg.standalone_mode` (docs/chain.md "Conversations"):
   salient terms carried over from earlier turns, newest turn first: the named things of each
   earlier answer (runs of capitalised words and codes such as "STS-93"; a short answer whole),
   or, for an earlier turn answered "I don't know", the names of the best pages its own search
-  found (`standalone_found_pages`; kept per conversation by s3_retrieve), then the content words
-  of each earlier question. No model, no time.
+  found (`standalone_found_pages`, off by default; kept per conversation by s3_retrieve), then
+  the content words of each earlier question. No model, no time.
 - "model": the VLM rewrites the question (prompts/standalone.txt), as CANARD-trained rewriters
   and BlackPearl's query writer do; one batched request per follow-up. "both": the rewrite
   followed by the rule's terms it lacks.
