@@ -200,8 +200,8 @@ class InputSettings:
     # An earlier turn answered "I don't know" names nothing, but its search found pages about what
     # it asked: the names of its best `standalone_found_pages` web pages can stand in for its
     # answer's terms (pseudo-relevance feedback from the conversation's own searches). Off: on the
-    # mini benchmark's follow-ups (cpu, 2026-11-26) 1 page named the referent on 52 of 80 against
-    # 40, but answer recall@10 among 1,000 distractor pages fell from 0.83 to 0.73 (a wrong first
+    # mini benchmark's follow-ups (cpu, 2026-11-26) 1 page named the referent on 55 of 80 against
+    # 48, but answer recall@10 among 1,000 distractor pages fell from 0.80 to 0.70 (a wrong first
     # page steers the next search away; docs/benchmarks.md "Conversations").
     standalone_found_pages: int = ranged(0, 0)
     # Image-search hits of a conversation's photo are kept for its later turns (the photo does

@@ -23,8 +23,8 @@ An answer that is "I don't know" never supplies a term: it refers to nothing, an
 hands back the agent's own answers, so the referent it lacked is still unknown. What that turn's
 search found is another matter: the pages it ranked first are about what it asked, whether or
 not the answer stage dared to answer from them (with the cpu profile's 135M answerer it seldom
-does), so their names carry the subject on. They steer search only: the answer is still written
-from the evidence the follow-up's own search finds, and checked as any other. A rewrite that is
+does), so their names can carry the subject on; they steer search only. Off by default: a wrong
+first page steered the next search away more often than a right one helped (docs/chain.md). A rewrite that is
 empty, longer than `standalone_max_chars`, shares no word with the question, or was cut by the
 deadline is no rewrite: the turn keeps its plain question (and, in "both", the rule's terms).
 A turn without history is not touched: its prompts and trace are those of a single-turn run.
@@ -61,9 +61,9 @@ _WORD = re.compile(r"[A-Za-z0-9][A-Za-z0-9'&.-]*[A-Za-z0-9]|[A-Za-z0-9]")
 # An answer this short is carried whole: it is the thing the question asked for.
 SHORT_ANSWER_WORDS = 6
 _NAME_JOINERS = frozenset(("of", "the", "de", "du", "la", "von", "van", "and", "&"))
-# How a model labels its rewrite; stripped before the rewrite is read.
 # A page name's site after its title: "Title - Site", "Title | Site", "Title — Site".
 _SITE_SUFFIX = re.compile(r"\s+[-|–—]\s+[^-|–—]+$")
+# How a model labels its rewrite; stripped before the rewrite is read.
 _LABEL = re.compile(r"^\s*(?:standalone|rewritten|rewrite|new|full)?\s*(?:question|query)?\s*[:=-]\s*", re.I)
 
 
