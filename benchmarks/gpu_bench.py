@@ -444,10 +444,10 @@ def main(argv=None) -> dict:
         (out / "gpu_bench.md").write_text(table({**result, "runs": runs}) + "\n")
         print(f"gpu_bench: saved {len(runs)} run(s) to {out}", flush=True)
 
-    for first, system in zip([True] + [False] * len(args.systems), args.systems):
+    for i, system in enumerate(args.systems):
         for engine in engines:
             done = list(result["runs"])
-            result["runs"] += run_engine(engine, system, models, turns, args, device, image_check=first,
+            result["runs"] += run_engine(engine, system, models, turns, args, device, image_check=i == 0,
                                          save=lambda runs: save(done + runs))
         save(result["runs"])
     print(table(result))

@@ -91,12 +91,18 @@ def fuse_image_hits(views: list[tuple[str, list[dict]]], k: int) -> list[dict]:
     return sorted(best.values(), key=lambda h: -h["score"])[:k]
 
 
+def conversations(cfg: CruiseConfig, cache: ConversationCache | None = None) -> ConversationCache:
+    """`cache`, else the process's shared one, bounded as the config says."""
+    cache = SHARED_CONVERSATIONS if cache is None else cache
+    cache.size = cfg.inputs.conversation_cache_size
+    return cache
+
+
 def whole_photo_hits(turn: Turn, pipeline, cfg: CruiseConfig, cache: ConversationCache | None = None
                      ) -> tuple[list[dict], bool]:
     """(image hits of the whole photo, reused): a follow-up turn reads the hits its conversation's
     earlier turn found; a first turn searches and keeps them for the turns after it."""
-    cache = SHARED_CONVERSATIONS if cache is None else cache
-    cache.size = cfg.inputs.conversation_cache_size
+    cache = conversations(cfg, cache)
     key = conversation_key(turn.query, turn.history, turn.image)
     name = f"image_hits:{id(pipeline)}:{cfg.retrieval.k_recall}"  # another pipeline or k is another search
     if turn.history:
@@ -114,8 +120,7 @@ def remember_best_pages(turn: Turn, web_items: list[dict], cfg: CruiseConfig,
     turns: one whose answer is "I don't know" is carried by them instead (s1c_standalone)."""
     if turn.image is None or cfg.inputs.standalone_found_pages <= 0:
         return
-    cache = SHARED_CONVERSATIONS if cache is None else cache
-    cache.size = cfg.inputs.conversation_cache_size
+    cache = conversations(cfg, cache)
     names = [" ".join(str(item.get("name") or "").split()) for item in web_items]
     remember_found(cache, turn.query, turn.history, turn.image,
                    [n for n in names if n][: cfg.inputs.standalone_found_pages])
