@@ -111,6 +111,11 @@ class ModelSettings:
     # "flag" (cross-encoder) | "minilm" (bi-encoder stand-in) | "server" (a /rerank endpoint: below)
     reranker_backend: RerankerBackend = "flag"
     reranker_model: str = PAPER_RERANKER  # paper
+    # ours: the "flag" cross-encoder's Linear layers quantized to int8 at load (PyTorch dynamic
+    # quantization, CPU only: the model then runs on the CPU even where a GPU is present). On 2
+    # cores it makes bge-reranker-v2-m3 (XLM-R-large) ~2x faster with the scores' ranks kept
+    # (docs/benchmarks.md "The paper's reranker on a laptop"); the scores stay sigmoid(logit).
+    reranker_int8: bool = False
     dtype: str = "bfloat16"
     # vLLM only: the share of the GPU's memory each engine may take (a profile sets the split it
     # planned; vLLM's own default is 0.9 for one engine alone)
@@ -238,6 +243,11 @@ class RetrievalSettings:
     mad_lambda: float = 1.5  # paper: lambda
     mad_top_k: int = 10  # paper: Top_10
     k_rerank: int = 3  # paper: K_rerank
+    # ours, 0 = off (the paper's path): coarse to fine, as QA-Dragon reranks. all-MiniLM-L6-v2's
+    # cosine keeps each turn's best `rerank_coarse_k` chunks and the reranker scores only those;
+    # the MAD filter and K_rerank then read the reranker's scores as before. For the real
+    # cross-encoder on a laptop: ~84 chunks a turn cost ~36 s on 2 cores, 16 a fifth of it.
+    rerank_coarse_k: int = ranged(0, 0)
     # ours: no chunk longer than the reranker reads. bge-reranker-v2-m3 takes 512 tokens for
     # query + passage (~4 characters a token in English, minus room for q'); the cpu profile's
     # MiniLM reads 256 word pieces.

@@ -46,8 +46,9 @@ class CruiseAgent(BaseAgent):
 
             engines = build_engines(self.config, self.ledger)
         else:
-            for engine in (engines.router, engines.vlm, engines.reranker):
-                engine.ledger = self.ledger
+            for engine in (engines.router, engines.vlm, engines.reranker, engines.coarse):
+                if engine is not None:
+                    engine.ledger = self.ledger
         self.engines = engines
         if perception_wanted(self.config, self.engines.vlm):
             warm_up_perception(self.config)  # seconds at load, not in the first scored batch's budget

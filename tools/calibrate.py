@@ -186,7 +186,7 @@ def context_changed(turn: dict, cfg: CruiseConfig) -> bool:
     chunks = turn.get("chunks")
     if not chunks or not system_for(cfg).mad_context:
         return False
-    evidence = select_chunks([c["text"] for c in chunks], [float(c["score"]) for c in chunks], cfg,
+    evidence = select_chunks([c["text"] for c in chunks], [None if c["score"] is None else float(c["score"]) for c in chunks], cfg,
                              [c.get("last_modified", "") for c in chunks])
     return evidence.context != (turn.get("context") or "")
 

@@ -120,7 +120,8 @@ def entity_check(s: ChainState) -> None:
 
 
 def rerank(s: ChainState) -> None:
-    s.evidence = s.run.stage("rerank", rerank_batch, [s.retrievals], (s.engines.reranker, s.cfg), Evidence)
+    s.evidence = s.run.stage("rerank", rerank_batch, [s.retrievals], (s.engines.reranker, s.cfg, s.engines.coarse),
+                             Evidence)
 
 
 def relevance(s: ChainState) -> None:

@@ -117,11 +117,16 @@ def turn_trace(
         # a follow-up only: its photo's image hits were an earlier turn's (no search ran)
         **({"image_hits_reused": retrieval.image_hits_reused} if turn.history else {}),
         "retrieved": retrieval.items,
+        # score None: the coarse step (coarse_score, when it ran) left the chunk out
         "chunks": [
-            {"text": text, "source": source, "score": score, **({"last_modified": date} if date else {})}
-            for text, source, score, date in zip(retrieval.chunks, retrieval.chunk_sources, evidence.chunk_scores,
-                                                 retrieval.chunk_dates or [""] * len(retrieval.chunks))
+            {"text": text, "source": source, "score": score, **({"last_modified": date} if date else {}),
+             **({"coarse_score": coarse} if coarse is not None else {})}
+            for text, source, score, date, coarse in zip(retrieval.chunks, retrieval.chunk_sources, evidence.chunk_scores,
+                                                         retrieval.chunk_dates or [""] * len(retrieval.chunks),
+                                                         evidence.coarse_scores or [None] * len(retrieval.chunks))
         ],
+        # how many chunks the coarse step passed to the reranker; None: it did not run
+        "coarse_kept": sum(s is not None for s in evidence.chunk_scores) if evidence.coarse_scores else None,
         "theta": evidence.theta,
         "kept_chunks": evidence.kept,
         # Algorithm 1's inputs, under the names decide_from_trace reads back (calibration re-decides from them).

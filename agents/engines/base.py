@@ -368,8 +368,10 @@ class Reranker(ABC):
 @dataclass
 class Engines:
     """What the chain runs on: the router, the VLM (summary, answers, checks) and the reranker.
-    The router and the VLM may be one engine (the cpu profile)."""
+    The router and the VLM may be one engine (the cpu profile). `coarse`: the bi-encoder that
+    shortlists each turn's chunks for the reranker (`rerank_coarse_k` > 0), else None."""
 
     router: ChatEngine
     vlm: ChatEngine
     reranker: Reranker
+    coarse: Reranker | None = None

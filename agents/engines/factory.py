@@ -108,7 +108,7 @@ def build_reranker(config: CruiseConfig, ledger: Ledger) -> Reranker:
         return ServerReranker(config.models.reranker_model, ledger, base_url=url, served_name=name,
                               max_in_flight=config.models.served_max_in_flight, timeout_s=config.models.served_timeout_s)
     if config.models.reranker_backend == "flag":
-        return CrossEncoderReranker(config.models.reranker_model, ledger)
+        return CrossEncoderReranker(config.models.reranker_model, ledger, int8=config.models.reranker_int8)
     if config.models.reranker_backend == "minilm":
         return MiniLMReranker(config.models.reranker_model, ledger)
     raise ValueError(f"unknown reranker_backend {config.models.reranker_backend!r}; choose 'flag', 'minilm' or 'server'")
@@ -123,4 +123,9 @@ def build_engines(config: CruiseConfig, ledger: Ledger) -> Engines:
     if config.models.engine == "openai":
         same = same and served_endpoint(config, "router") == served_endpoint(config, "vlm")
     router = vlm if same else build_chat_engine(config, "router", ledger)
-    return Engines(router=router, vlm=vlm, reranker=build_reranker(config, ledger))
+    coarse = None
+    if config.retrieval.rerank_coarse_k:
+        from agents.engines.reranker import MiniLMReranker
+
+        coarse = MiniLMReranker("minilm", ledger)
+    return Engines(router=router, vlm=vlm, reranker=build_reranker(config, ledger), coarse=coarse)

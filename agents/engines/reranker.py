@@ -3,6 +3,8 @@
 - `CrossEncoderReranker`: BAAI/bge-reranker-v2-m3 (the paper's reranker; l40s profile), run
   directly with transformers and scored as FlagEmbedding's FlagReranker scores with
   `normalize=True` (the sigmoid of the logit), without its per-pair host work.
+  With `int8=True` its Linear layers are quantized to int8 at load (PyTorch dynamic
+  quantization: int8 weights, activations quantized per batch), on the CPU, for a laptop.
 - `MiniLMReranker`: all-MiniLM-L6-v2 as a bi-encoder stand-in for the cpu profile, where a
   base-size cross-encoder takes ~18 s for 30 pairs. Cosine similarity is mapped to [0, 1] as
   (cos + 1) / 2, so the MAD threshold keeps its meaning of "a score in [0, 1]".
@@ -37,14 +39,15 @@ class CrossEncoderReranker(Reranker):
     """
 
     def __init__(self, model: str, ledger: Ledger | None = None, *, use_fp16: bool | None = None,
-                 batch_size: int = 32, max_length: int = 512):
+                 batch_size: int = 32, max_length: int = 512, int8: bool = False):
         super().__init__(model, ledger)
         import torch
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
         from agents.engines.local_models import dtype_argument
 
-        cuda = torch.cuda.is_available()
+        # PyTorch's dynamic quantization has CPU kernels only.
+        cuda = torch.cuda.is_available() and not int8
         # fp16 halves memory and time on a GPU; on a CPU it is slower and less accurate.
         fp16 = cuda if use_fp16 is None else (use_fp16 and cuda)
         self.device = "cuda:0" if cuda else "cpu"
@@ -57,6 +60,8 @@ class CrossEncoderReranker(Reranker):
         if fp16:
             self.net.half()
         self.net.to(self.device).eval()
+        if int8:
+            self.net = quantize_int8(self.net)
         self.pair_specials = self.tokenizer.num_special_tokens_to_add(pair=True)
 
     def pair_ids(self, pairs: list[tuple[str, str]]) -> list[list[int]]:
@@ -99,6 +104,22 @@ class CrossEncoderReranker(Reranker):
         for rank, i in enumerate(order):
             result[i] = float(scores[rank])
         return result
+
+
+def quantize_int8(net):
+    """`net` with every nn.Linear replaced by its dynamically quantized int8 twin (per-tensor
+    weight scales; activations quantized per batch), for the CPU. The embeddings stay float32:
+    they are looked up, not multiplied, and quantizing them saves memory, not time."""
+    import warnings
+
+    import torch
+
+    with warnings.catch_warnings():
+        # torch 2.13 (our pin) warns that torch.ao.quantization and its quantized tensors move to
+        # torchao (not installed here) and "will be removed in 2.10"; they still ship and work.
+        warnings.filterwarnings("ignore", message=r".*torch\.ao\.quantization is deprecated", category=DeprecationWarning)
+        warnings.filterwarnings("ignore", message=r".*quantize_per_tensor", category=UserWarning)
+        return torch.ao.quantization.quantize_dynamic(net, {torch.nn.Linear}, dtype=torch.qint8)
 
 
 class MiniLMReranker(Reranker):

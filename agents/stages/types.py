@@ -144,7 +144,9 @@ class Retrieval:
 
 @dataclass
 class Evidence:
-    chunk_scores: list[float] = field(default_factory=list)  # aligned with Retrieval.chunks
+    # aligned with Retrieval.chunks; None: the coarse step left the chunk out, the reranker never saw it
+    chunk_scores: list[float | None] = field(default_factory=list)
+    coarse_scores: list[float] = field(default_factory=list)  # the coarse step's, aligned; empty when it is off
     theta: float | None = None
     kept: list[str] = field(default_factory=list)
     kept_dates: list[str] = field(default_factory=list)  # aligned with kept: Retrieval.chunk_dates
