@@ -73,3 +73,24 @@ def test_the_test_models_have_heads_vllm_can_serve(model_dir):
     mllama = AutoConfig.from_pretrained(build_tiny_mllama(llama_vocab=True)).text_config
     for config in (reranker, mllama):
         assert config.hidden_size // config.num_attention_heads in VLLM_HEAD_SIZES
+
+
+@pytest.mark.parametrize("bias", [6.0, -6.0])
+def test_int8_scores_are_the_sigmoid_of_a_quantized_models_logit(model_dir, tmp_path, bias):
+    """reranker_int8: every Linear layer quantized, and the scores still sigmoid(logit) in [0, 1],
+    close to float32's. The tiny model's logits are all near 0, where a raw logit also lies in
+    [0, 1]: its head's bias moves them to +-6 first (sigmoid 0.9975 / 0.0025)."""
+    import torch
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    net = AutoModelForSequenceClassification.from_pretrained(model_dir)
+    with torch.no_grad():
+        net.classifier.out_proj.bias.fill_(bias)
+    net.save_pretrained(tmp_path)
+    AutoTokenizer.from_pretrained(model_dir).save_pretrained(tmp_path)
+    int8 = CrossEncoderReranker(str(tmp_path), int8=True)
+    assert not [name for name, m in int8.net.named_modules() if type(m) is torch.nn.Linear]
+    assert any(isinstance(m, torch.ao.nn.quantized.dynamic.Linear) for m in int8.net.modules())
+    got = int8.score(pairs())
+    assert all(0.0 < s < 1.0 for s in got)
+    assert logits(got) == pytest.approx(logits(CrossEncoderReranker(str(tmp_path)).score(pairs())), abs=0.05)
