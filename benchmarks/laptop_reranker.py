@@ -83,9 +83,26 @@ class Way:
     seconds: list[float] = field(default_factory=list)
     cpu_seconds: list[float] = field(default_factory=list)  # this process's, all threads together
     coarse_seconds: list[float] = field(default_factory=list)
+    coarse_cpu_seconds: list[float] = field(default_factory=list)
     pairs: list[int] = field(default_factory=list)
     lengths: list[int] = field(default_factory=list)
     scores: list[list[float | None]] = field(default_factory=list)
+
+
+class CpuTimed:
+    """A reranker's `_score`, adding up this process's CPU seconds spent in it."""
+
+    def __init__(self, reranker):
+        self.reranker, self.cpu_seconds = reranker, 0.0
+        inner = reranker._score
+
+        def timed(pairs):
+            start = time.process_time()
+            try:
+                return inner(pairs)
+            finally:
+                self.cpu_seconds += time.process_time() - start
+        reranker._score = timed
 
 
 def run_way(name: str, retrievals, reranker, coarse, k: int) -> Way:
@@ -97,12 +114,15 @@ def run_way(name: str, retrievals, reranker, coarse, k: int) -> Way:
     warm = [(retrievals[0].query, chunk) for chunk in retrievals[0].chunks[:4]]
     for model in (reranker, coarse) if coarse else (reranker,):
         model.score(warm)  # first-call allocations and kernel choices, outside the timing
+    coarse_cpu = CpuTimed(coarse) if coarse else None
     for retrieval in retrievals:
         coarse_ms = len(coarse.ledger.records) if coarse else 0
+        coarse_cpu_before = coarse_cpu.cpu_seconds if coarse_cpu else 0.0
         start, cpu_start = time.perf_counter(), time.process_time()
         evidence = rerank_batch([retrieval], reranker, cfg, coarse)[0]
         way.seconds.append(time.perf_counter() - start)
         way.cpu_seconds.append(time.process_time() - cpu_start)
+        way.coarse_cpu_seconds.append(coarse_cpu.cpu_seconds - coarse_cpu_before if coarse_cpu else 0.0)
         way.coarse_seconds.append(sum(r.wall_ms for r in coarse.ledger.records[coarse_ms:]) / 1000 if coarse else 0.0)
         scored = [c for c, s in zip(retrieval.chunks, evidence.chunk_scores) if s is not None]
         way.pairs.append(len(scored))
@@ -173,7 +193,7 @@ def table(ways: list[Way], threads: int) -> str:
     """One row per way. "CPU seconds / threads" is what a turn would take with the cores to itself
     (the machine is shared; wall seconds grow with the others' load, CPU seconds much less)."""
     lines = ["| reranking | pairs a turn | seconds a turn, median (min-max) | CPU seconds / threads, median | "
-             "of which coarse | pair tokens, median / max | rank agreement with float32 (Spearman, top-3) |",
+             "of which the coarse step (wall / CPU per thread) | pair tokens, median / max | rank agreement with float32 (Spearman, top-3) |",
              "|---|---|---|---|---|---|---|"]
     for way in ways:
         agree = "-"
@@ -181,7 +201,8 @@ def table(ways: list[Way], threads: int) -> str:
             reference = next(w for w in ways if w.name == way.name.replace("int8", "float32"))
             rho, top3 = agreement(reference, way)
             agree = f"{rho:.2f}, {top3:.2f}"
-        coarse = f"{statistics.median(way.coarse_seconds):.2f} s" if any(way.coarse_seconds) else "-"
+        coarse = (f"{statistics.median(way.coarse_seconds):.1f} / {statistics.median(way.coarse_cpu_seconds) / threads:.1f}"
+                  if any(way.coarse_seconds) else "-")
         lines.append(f"| {way.name} | {statistics.fmean(way.pairs):.1f} | {statistics.median(way.seconds):.1f} "
                      f"({min(way.seconds):.1f}-{max(way.seconds):.1f}) | {statistics.median(way.cpu_seconds) / threads:.1f} | {coarse} | "
                      f"{statistics.median(way.lengths):.0f} / {max(way.lengths)} | {agree} |")
