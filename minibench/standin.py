@@ -29,7 +29,7 @@ import zlib
 from agents.config import config_from_environment
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import ChatEngine, ChatResult, Engines, Ledger, Reranker
-from agents.engines.factory import build_reranker
+from agents.engines.factory import build_coarse_reranker, build_reranker
 
 NOTES = re.compile(r"<<<NOTES\n(.*?)\nNOTES>>>", re.S)
 FIRST_INFO = re.compile(r"\[Info \d+\]\s*(.+)")
@@ -202,7 +202,8 @@ class StandInCruiseAgent(CruiseAgent):
         config = config or config_from_environment()
         engine = InstantEngine()
         super().__init__(search_pipeline, config,
-                         engines=Engines(engine, engine, build_reranker(config, Ledger())))
+                         engines=Engines(engine, engine, build_reranker(config, Ledger()),
+                                         build_coarse_reranker(config, Ledger())))
 
 
 class MemoStandInCruiseAgent(CruiseAgent):
@@ -214,4 +215,5 @@ class MemoStandInCruiseAgent(CruiseAgent):
         engine = InstantEngine()
         search = MemoSearch(search_pipeline) if search_pipeline is not None else None
         super().__init__(search, config,
-                         engines=Engines(engine, engine, MemoReranker(build_reranker(config, Ledger()))))
+                         engines=Engines(engine, engine, MemoReranker(build_reranker(config, Ledger())),
+                                         build_coarse_reranker(config, Ledger())))

@@ -114,6 +114,14 @@ def build_reranker(config: CruiseConfig, ledger: Ledger) -> Reranker:
     raise ValueError(f"unknown reranker_backend {config.models.reranker_backend!r}; choose 'flag', 'minilm' or 'server'")
 
 
+def build_coarse_reranker(config: CruiseConfig, ledger: Ledger) -> Reranker | None:
+    """The bi-encoder that shortlists each turn's chunks for the reranker (all-MiniLM-L6-v2, from
+    its package), or None when `rerank_coarse_k` is 0."""
+    from agents.engines.reranker import MiniLMReranker
+
+    return MiniLMReranker("minilm", ledger) if config.retrieval.rerank_coarse_k else None
+
+
 def build_engines(config: CruiseConfig, ledger: Ledger) -> Engines:
     # The VLM first: it is the larger model, and on a GPU it should claim its share first.
     vlm = build_chat_engine(config, "vlm", ledger)
@@ -123,9 +131,5 @@ def build_engines(config: CruiseConfig, ledger: Ledger) -> Engines:
     if config.models.engine == "openai":
         same = same and served_endpoint(config, "router") == served_endpoint(config, "vlm")
     router = vlm if same else build_chat_engine(config, "router", ledger)
-    coarse = None
-    if config.retrieval.rerank_coarse_k:
-        from agents.engines.reranker import MiniLMReranker
-
-        coarse = MiniLMReranker("minilm", ledger)
-    return Engines(router=router, vlm=vlm, reranker=build_reranker(config, ledger), coarse=coarse)
+    return Engines(router=router, vlm=vlm, reranker=build_reranker(config, ledger),
+                   coarse=build_coarse_reranker(config, ledger))

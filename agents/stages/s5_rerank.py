@@ -73,7 +73,7 @@ def per_turn(retrievals: list[Retrieval], flat: list) -> list[list]:
     return out
 
 
-def coarse_pick(scores: list[float], k: int) -> list[int]:
+def best_k(scores: list[float], k: int) -> list[int]:
     """The indices of the k best scores, in chunk order (ties: the earlier chunk)."""
     return sorted(sorted(range(len(scores)), key=lambda i: (-scores[i], i))[:k])
 
@@ -88,7 +88,7 @@ def rerank_batch(retrievals: list[Retrieval], reranker: Reranker, cfg: CruiseCon
     if k:
         pairs = [(r.query, chunk) for r in retrievals for chunk in r.chunks]
         coarse_scores = per_turn(retrievals, coarse.score(pairs, stage="rerank") if pairs else [])
-        shortlist = [coarse_pick(scores, k) for scores in coarse_scores]
+        shortlist = [best_k(scores, k) for scores in coarse_scores]
     pairs = [(r.query, r.chunks[i]) for r, rows in zip(retrievals, shortlist) for i in rows]
     scores = iter(reranker.score(pairs, stage="rerank") if pairs else [])
     out = []
