@@ -113,8 +113,9 @@ class ModelSettings:
     reranker_model: str = PAPER_RERANKER  # paper
     # ours: the "flag" cross-encoder's Linear layers quantized to int8 at load (PyTorch dynamic
     # quantization, CPU only: the model then runs on the CPU even where a GPU is present). On 2
-    # cores it makes bge-reranker-v2-m3 (XLM-R-large) ~2x faster with the scores' ranks kept
-    # (docs/benchmarks.md "The paper's reranker on a laptop"); the scores stay sigmoid(logit).
+    # cores it makes a bge-reranker-v2-m3-sized cross-encoder ~2.9x faster, its scores' order
+    # kept (Spearman 0.96; docs/benchmarks.md "The paper's reranker on a laptop"); the scores
+    # stay sigmoid(logit).
     reranker_int8: bool = False
     dtype: str = "bfloat16"
     # vLLM only: the share of the GPU's memory each engine may take (a profile sets the split it
@@ -245,8 +246,9 @@ class RetrievalSettings:
     k_rerank: int = 3  # paper: K_rerank
     # ours, 0 = off (the paper's path): coarse to fine, as QA-Dragon reranks. all-MiniLM-L6-v2's
     # cosine keeps each turn's best `rerank_coarse_k` chunks and the reranker scores only those;
-    # the MAD filter and K_rerank then read the reranker's scores as before. For the real
-    # cross-encoder on a laptop: ~84 chunks a turn cost ~36 s on 2 cores, 16 a fifth of it.
+    # the MAD filter and K_rerank then read the reranker's scores as before. For the paper's
+    # cross-encoder on 2 cores: ~85 chunks a turn cost ~20 s, a shortlist of 16 ~7 s (and ~3.6 s
+    # in int8, reranker_int8), the bi-encoder's 1.5 s included (docs/benchmarks.md).
     rerank_coarse_k: int = ranged(0, 0)
     # ours: no chunk longer than the reranker reads. bge-reranker-v2-m3 takes 512 tokens for
     # query + passage (~4 characters a token in English, minus room for q'); the cpu profile's

@@ -8,7 +8,7 @@ Coarse to fine (ours, `rerank_coarse_k` > 0; off by default): a bi-encoder (all-
 scores every chunk first and keeps each turn's best k, and the reranker scores only those; the
 others have no reranker score (None), and the MAD filter and K_rerank read the scored ones. A
 cross-encoder reads query and chunk together for each pair, a bi-encoder each text once: on 2 cores
-the paper's cross-encoder over ~84 chunks a turn costs ~36 s, which 16 chunks cut to a fifth.
+the paper's cross-encoder over a cpu-profile turn's ~85 chunks costs ~20 s, over 16 ~6 s.
 
 A kept chunk from a dated web page (the full-content database's page_last_modified) shows its
 date in the context, "[Info m] (page last modified: DATE) chunk": a real-time question's answer
