@@ -113,10 +113,11 @@ def test_flat_names_reach_their_group_both_ways():
         cfg.replace(nope=1)
 
 
-# Settings added after that run was recorded: a resume of it names each, which is right, since
-# they change what a follow-up turn searches (agents/stages/s1c_standalone.py).
+# Settings added after that run was recorded: a resume of it names each, as it names every field
+# its record lacks. Right for the conversation settings, which change what a follow-up turn
+# searches (agents/stages/s1c_standalone.py); the reranker's two do as before at their defaults.
 ADDED_SINCE = ("conversation_cache_size", "standalone_found_pages", "standalone_max_chars", "standalone_max_terms",
-               "standalone_max_tokens", "standalone_mode")
+               "standalone_max_tokens", "standalone_mode", "rerank_coarse_k", "reranker_int8")
 
 
 def differences_but_added(before: dict, now: dict) -> list[str]:
