@@ -664,3 +664,34 @@ def test_the_two_worker_flags_say_which_is_which():
     helps = {a.dest: a.help for a in local_evaluation.evaluation_parser()._actions}
     assert "judge threads" in helps["num_workers"] and "--workers" in helps["num_workers"]
     assert "Ray" in helps["workers"]
+
+
+def test_deadline_cut_turns_are_said_above_the_scores_and_scored_apart(full_run):
+    """The world's one cut turn (s4-0, answered correctly): a notice first among the run's notices,
+    a panel printed above the scores table, and the cut and the other turns scored apart, by hand:
+    not cut are 14 turns with correct s1-0, s3-0, s6-0, s6-1, misses s1-2, s2-1..3, s5-0..2 and
+    hallucinations s1-1, s2-0, s3-1 (s4 was a conversation of its own, so no cut moves)."""
+    s = json.loads((full_run["out"] / "run_summary.json").read_text())
+    cut = s["deadline_cut"]
+    assert (cut["turns"], cut["of_turns"], cut["cut_answered"]) == (1, 15, 1)
+    assert cut["where"] == {"unnamed stage": 1}
+    assert cut["scores_cut"]["all"]["correct"] == 1.0 and cut["scores_cut"]["all"]["total"] == 1.0
+    not_cut = cut["scores_not_cut"]["all"]
+    assert (not_cut["total"], not_cut["correct"], not_cut["miss"], not_cut["hallucination"]) == (14, 4, 7, 3)
+    assert not_cut["truthfulness_score"] == pytest.approx((2 * 4 + 7) / 14 - 1)
+    assert s["notices"][0] == cut["notice"] and "--set turn_budget_s=0" in cut["notice"]
+    out = full_run["proc"].stdout
+    assert "1 TURNS CUT BY THE DEADLINE" in out
+    assert out.index("TURNS CUT BY THE DEADLINE") < out.index("Scores (95% intervals")
+    assert out.count("abstained for time") == 1  # the panel, not the notice again below it
+
+
+def test_the_report_opens_with_the_deadline_cut_banner(full_run, tmp_path):
+    from evaluator.report.html import build_report
+
+    page = build_report(full_run["out"], tmp_path / "report.html", images=False).read_text()
+    banner = page.index('id="deadline-cut-banner"')
+    assert banner < page.index('<h2 id="scores">')
+    assert "The deadline cut 1 of 15 turns</b>" in page and "unnamed stage 1" in page
+    assert '<code id="no-budget-flag">--set turn_budget_s=0</code>' in page
+    assert page.count("abstained for time") == 1  # the banner, not the notice again
