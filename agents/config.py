@@ -51,6 +51,7 @@ from agents.base_agent import TURN_BUDGET_S
 from agents.calibration import load_calibration
 from agents.cruise.settings import CruiseSettings, YesNoMode
 from agents.engines.base import IMAGE_LAYOUTS
+from agents.engines.registry import CHAT_ENGINES, RERANKERS, chat_engine_kind
 from agents.peers.qa_dragon.settings import QaDragonSettings
 from agents.peers.sam_rag.settings import SamRagSettings
 from agents.profiles import (
@@ -69,8 +70,8 @@ from agents.profiles import (
 from agents.runtime.system import system_named
 from agents.settings import SettingError, check_settings, chosen, field_types, parse_setting, ranged
 
-Engine = Literal["vllm", "transformers", "openai", "hosted"]
-RerankerBackend = Literal["flag", "minilm", "server"]
+Engine = Literal[tuple(CHAT_ENGINES)]  # agents/engines/registry.py
+RerankerBackend = Literal[tuple(RERANKERS)]
 StopStrings = Literal["server", "client"]
 CovMode = Literal["text", "yes_no", "grounding"]  # agents/cruise/stages/s8_verify.py, agents/stages/verdicts.py
 Chunker = Literal["infobox", "paper_fields"]  # agents/stages/s4_chunk.py
@@ -543,36 +544,24 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         if cfg.has(check) and cfg.has(needed) and cfg.value(check) and not cfg.value(needed):
             raise SettingError(f"{check}={cfg.value(check)} needs {needed}=True ({why}); "
                                f"switch {check} off or {needed} on")
-    check_hosted_models(cfg)
+    check_engine_settings(cfg)
     return cfg
 
 
-def check_hosted_models(cfg: CruiseConfig) -> None:
-    """Engine hosted without hosted_provider: the model's name must say its provider."""
-    from agents.engines.hosted_providers import PROVIDERS, provider_for_model
-
-    if cfg.models.engine == "hosted" and not cfg.models.hosted_provider:
-        for role in ("vlm", "router"):
-            model = cfg.value(f"{role}_model")
-            if provider_for_model(model) is None:
-                raise SettingError(f"engine hosted: no provider is known for {role}_model {model!r}; name one with "
-                                   f"hosted_provider (one of {sorted(PROVIDERS)})")
+def check_engine_settings(cfg: CruiseConfig) -> None:
+    """What the run's engine refuses (engine hosted without hosted_provider: the model's name must
+    say its provider)."""
+    problem = chat_engine_kind(cfg.models.engine).problem_in(cfg.models)
+    if problem:
+        raise SettingError(problem)
 
 
 def role_reads_no_probabilities(cfg: CruiseConfig, role: str) -> bool:
     """Whether a role's engine returns no token probabilities: every hosted provider (none is asked
-    for), and an OpenAI reasoning model behind engine "openai" (its API refuses `logprobs`)."""
-    from agents.engines.hosted_rules import is_openai_reasoning_model
-
-    models = cfg.models
-    if models.engine == "hosted":
-        return True
-    if models.engine == "openai":
-        name = cfg.value(f"{role}_served_name") or cfg.value(f"{role}_model")
-        if role == "router" and not models.router_served_name and models.router_model == models.vlm_model:
-            name = models.vlm_served_name or models.vlm_model
-        return is_openai_reasoning_model(name)
-    return False
+    for), and an OpenAI reasoning model behind engine "openai" (its API refuses `logprobs`). An
+    unknown engine is refused right after, by validate_config."""
+    kind = CHAT_ENGINES.get(cfg.models.engine)
+    return kind is not None and not kind.returns_probabilities(cfg.models, role)
 
 
 def logprob_fallbacks(cfg: CruiseConfig) -> CruiseConfig:

@@ -42,7 +42,7 @@ class CruiseAgent(BaseAgent):
         self.config = config
         self.ledger = Ledger()
         if engines is None:
-            from agents.engines.factory import build_engines  # loads models: only when needed
+            from agents.factory import build_engines  # loads models: only when needed
 
             engines = build_engines(self.config, self.ledger)
         else:

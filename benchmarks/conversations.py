@@ -171,7 +171,7 @@ def offline_modes(run: dict, notes: dict, modes: list[str], cfg, limit: int | No
     engine = None
     if any(m in ("model", "both") for m in modes):
         from agents.engines.base import Ledger
-        from agents.engines.factory import build_engines
+        from agents.factory import build_engines
 
         engine = build_engines(cfg, Ledger()).vlm
     out = {}
@@ -288,7 +288,7 @@ def rerank_paired(run: dict, notes: dict, cfg) -> None:
     (the rule's, written offline from the history the evaluator hands over, with the run's own
     answers and with gold ones), over the chunks the run retrieved, paired per follow-up."""
     from agents.engines.base import Ledger
-    from agents.engines.factory import build_reranker
+    from agents.factory import build_reranker
     from agents.stages.s1c_standalone import standalone_batch
     from agents.stages.types import Turn
 

@@ -19,11 +19,11 @@ from PIL import Image
 from agents.config import load_config, load_config_from_settings
 from agents.cruise.stages.s8_verify import COV_STOPS
 from agents.engines.base import ChatRequest, Ledger, Sampling, time_limit
-from agents.engines.factory import build_chat_engine
 from agents.engines.hosted_engine import HostedChatEngine, fit_image, hosted_problem
 from agents.engines.hosted_providers import ANTHROPIC, OPENAI
 from agents.engines.hosted_rules import gemini_thinking, openai_reasoning_efforts
 from agents.engines.served import API_KEY_ENV
+from agents.factory import build_chat_engine
 from agents.stages.baseline_prompt import HISTORY_CLOSE, HISTORY_OPEN, baseline_messages
 from agents.stages.types import Turn
 from testkit.hosted_standin import (
@@ -268,8 +268,8 @@ def test_a_hosted_name_picks_its_stack_engine_and_provider_url():
     assert load_config("cpu", model_name="gpt-5-mini").models.reasoning_effort["answer"] == "low"
     # on the served profile (its router has a server of its own) the router is still the VLM's provider
     served = load_config("served", model_name="claude-sonnet-4-6")
-    assert served.models.router_base_url == "" and served.models.engine == "hosted"
-    from agents.engines.factory import build_engines
+    assert (served.models.router_base_url, served.models.engine) == ("", "hosted")
+    from agents.factory import build_engines
 
     engines = build_engines(served.replace(reranker_backend="minilm", reranker_model="minilm"), Ledger())
     assert engines.router is engines.vlm

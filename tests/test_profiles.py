@@ -143,7 +143,7 @@ def test_a_model_name_picks_its_familys_stack_and_plays_both_chat_roles():
     assert cfg.stack == "llama-3.2-vision" and cfg.models.vlm_model == cfg.models.router_model
     # the cpu stack's readings for a 135M text model do not carry over to the named VLM
     assert (cfg.answer.cov_mode, cfg.cruise.router_mode, cfg.answer.tau_low) == ("text", "text", 0.9)
-    assert cfg.models.engine == "transformers"  # the machine's engine, unless the family says otherwise
+    assert (cfg.models.engine, cfg.models.reranker_backend) == ("transformers", "minilm")  # the machine's engine, unless the family says otherwise
     named = load_config("cpu", model_name="meta-llama/Llama-3.2-11B-Vision-Instruct", router_model="org/router")
     assert named.models.router_model == "org/router"
     with pytest.raises(ValueError, match="no model family matches"):

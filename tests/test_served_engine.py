@@ -243,10 +243,10 @@ def test_the_served_profile_checks_each_server_and_names_what_it_serves(loopback
 def test_the_cpu_chain_on_one_server_asks_it_for_its_served_name_in_both_roles(loopback, monkeypatch):
     """README's line: `--profile cpu --set engine=openai --set vlm_base_url=URL --set vlm_served_name=NAME`.
     The router is the VLM's model on the VLM's URL, so it is that server and takes that name."""
+    from agents import factory
     from agents.config import load_config_from_settings
-    from agents.engines import factory
     from agents.engines.base import Ledger
-    from agents.engines.factory import build_engines
+    from agents.factory import build_engines
     from agents.preload import served_problem
     from testkit.fakes import FunctionReranker
 

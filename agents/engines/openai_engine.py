@@ -224,3 +224,47 @@ class OpenAIChatEngine(ChatEngine):
         payload = request_payload(self.served_name, messages, sampling, self.send_stop)
         bodies = self.endpoint.post("/chat/completions", payload, end - time.monotonic())
         return finish_result(*read_completion(bodies), sampling.stop)
+
+
+def served_name(models, role: str) -> str:
+    from agents.engines.served import served_endpoint
+
+    return served_endpoint(models, role)[1]
+
+
+def reads_probabilities(models, role: str) -> bool:
+    """Whether a served role returns token probabilities: not an OpenAI reasoning model's (its API
+    refuses `logprobs`)."""
+    from agents.engines.hosted_rules import is_openai_reasoning_model
+
+    return not is_openai_reasoning_model(served_name(models, role))
+
+
+def build(models, role: str, ledger: Ledger) -> ChatEngine:
+    """The engine of one role behind an OpenAI-compatible server (agents/engines/registry.py)."""
+    from agents.engines.hosted_rules import is_openai_reasoning_model
+    from agents.engines.served import API_KEY_ENV, served_endpoint
+
+    url, name = served_endpoint(models, role)
+    if is_openai_reasoning_model(name):
+        # OpenAI's reasoning models refuse what a vLLM-style request carries (max_tokens,
+        # temperature, stop, logprobs): such a served name gets OpenAI's own request rules,
+        # with the served engine's URL and key variable
+        from agents.engines.hosted_engine import HostedChatEngine
+
+        return HostedChatEngine(
+            name, ledger, provider="openai", base_url=url, efforts=models.reasoning_effort,
+            allowances=models.reasoning_allowance_tokens, max_in_flight=models.served_max_in_flight,
+            timeout_s=models.served_timeout_s, key_variable=API_KEY_ENV)
+    return OpenAIChatEngine(
+        getattr(models, f"{role}_model"), ledger, base_url=url, served_name=name,
+        max_in_flight=models.served_max_in_flight, timeout_s=models.served_timeout_s,
+        stop_strings=models.served_stop_strings, image_placeholder=models.served_image_placeholder,
+        image_layout=models.served_image_layout, batch_images=models.batch_images)
+
+
+def engine_key(models, role: str) -> tuple:
+    """One engine serves both roles where they name the same model on the same server."""
+    from agents.engines.served import served_endpoint
+
+    return getattr(models, f"{role}_model"), served_endpoint(models, role)
