@@ -43,7 +43,8 @@ modes:
              and scores the merged turn rows as one run.
 
 search (--search):
-  default      evaluator.search.pipeline.build_search_pipeline(search_config(profile, indices), web=...)
+  default      evaluator.search.pipeline.build_search_pipeline(SEARCH, web=...), SEARCH the profile's
+               search models and indices (the run's, resolved once: evaluator/harness/resolved.py)
   none         the agent gets search_pipeline=None
   MODULE:FUNC  FUNC(search_config, web=bool) builds the pipeline (tests pass a fake this way)
   --web-contents [HF_ID] goes into search_config (its web_contents) for either

@@ -347,10 +347,11 @@ def reuse_seconds(run: dict, cfg) -> None:
     from agents.stages.s0a_perceive import PerceptionCache, perceive_batch, warm_up_perception
     from agents.stages.s3_retrieve import whole_photo_hits
     from agents.stages.types import Turn
-    from evaluator.search.pipeline import build_search_pipeline, search_config
+    from evaluator.harness.resolved import resolve_run
+    from evaluator.search.pipeline import build_search_pipeline
 
     images = photos(run_dataset(run), cfg.inputs.image_max_side)
-    pipeline = build_search_pipeline(search_config("cpu"), web=False)
+    pipeline = build_search_pipeline(resolve_run("cpu").search, web=False)
     warm_up_perception(cfg)
     history = histories(run["rows"], gold=False)
     order = sorted(run["rows"], key=lambda r: (r["batch"], r["turn_idx"]))

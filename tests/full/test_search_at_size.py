@@ -278,14 +278,14 @@ def test_another_embedding_width_is_named(monkeypatch, bad_cache, stand_ins):
     assert "768-wide embeddings" in message and "64-wide" in message
 
 
-def test_the_evaluator_prints_the_message_not_a_traceback(monkeypatch, bad_cache, stand_ins):
+def test_the_evaluator_prints_the_message_not_a_traceback(bad_cache, stand_ins):
     from evaluator.commands import EvaluationRefused, build_search
+    from evaluator.harness.resolved import ResolvedRun
     from evaluator.settings import EvaluationSettings
 
-    monkeypatch.setattr(search, "search_config",
-                        lambda *args, **kwargs: _config(stand_ins, web_index="synthetic/not-downloaded"))
+    run = ResolvedRun("test", search=_config(stand_ins, web_index="synthetic/not-downloaded"))
     with search.offline_hub(bad_cache), pytest.raises(EvaluationRefused) as stopped:
-        build_search(EvaluationSettings(search="default"), "test")
+        build_search(EvaluationSettings(search="default"), run)
     assert str(stopped.value).startswith("cannot search: web index 'synthetic/not-downloaded' is not available")
 
 
