@@ -13,11 +13,16 @@ is a field here: nothing outside this module asks which system is running.
 
 CRUISE, QA-Dragon and SAM-RAG register themselves from their own packages; a researcher's system
 registers the same way (`register(System(...))` in a test module, or in the package `--agent`
-names) and then runs, is traced, decided and shown in the report with no edit elsewhere.
+names) and then runs, is traced, decided and shown in the report with no edit elsewhere. A run
+also finds a system that nothing has imported yet: `system=MODULE:NAME` imports the module that
+registers it, and `system=NAME` loads an installed package's entry point of that name in the group
+`cruise_agent.systems` (as lm-evaluation-harness and lmms-eval find a package's tasks and models).
+A name is taken once: a second system of it, from another module, is refused.
 """
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -148,13 +153,9 @@ BUILT_IN = ("agents.cruise.system", "agents.peers.qa_dragon.system", "agents.pee
 # lm-evaluation-harness and lmms-eval find a package's tasks and models.
 ENTRY_POINT_GROUP = "cruise_agent.systems"
 _SYSTEMS: dict[str, System] = {}
+_REGISTERED_BY: dict[str, str] = {}  # system name -> the module that registered it
 _loaded: list[bool] = []
 _version: list[int] = [0]
-
-
-def defined_in(system: System) -> str:
-    """The module that defined a system's record (that of its run function)."""
-    return getattr(system.run, "__module__", None) or "an unknown module"
 
 
 def register(system: System) -> System:
@@ -163,11 +164,13 @@ def register(system: System) -> System:
     taken is refused, naming both modules; the module that registered it may register it again
     (a reload, a test module imported twice), and that record replaces its own."""
     registered()
-    taken = _SYSTEMS.get(system.name)
-    if taken is not None and defined_in(taken) != defined_in(system):
-        raise ValueError(f"a system named {system.name!r} is registered already, by {defined_in(taken)}; "
-                         f"{defined_in(system)} cannot register another: give it a name of its own")
+    module = sys._getframe(1).f_globals.get("__name__", "an unknown module")
+    taken = _REGISTERED_BY.get(system.name)
+    if taken is not None and taken != module:
+        raise ValueError(f"a system named {system.name!r} is registered already, by {taken}; {module} cannot "
+                         "register another of that name: give it a name of its own")
     _SYSTEMS[system.name] = system
+    _REGISTERED_BY[system.name] = module
     _version[0] += 1
     return system
 
