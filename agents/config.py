@@ -20,7 +20,7 @@ The dataclass defaults are the paper's values (CRUISE, its models included); "pa
 below, everything else is ours. `load_config(profile, preset, calibration, **overrides)` builds
 the configuration a run uses, each step over the last:
 
-    paper defaults -> the profile's machine settings -> its model stack (agents/profiles.py)
+    paper defaults -> the profile's machine settings (agents/profiles.py) -> its model stack (agents/stacks.py)
                    -> an ablation preset (PRESETS: the rows of the paper's Table 1 and more)
                    -> a calibration file's thresholds -> keyword overrides (`--set FIELD=VALUE`)
 
@@ -30,17 +30,14 @@ override of one is refused in one line (`apply_held`, `CruiseConfig.replace`).
 
 Settings are passed explicitly. The environment is read in one place only,
 `config_from_environment()`, for the AIcrowd boundary, where the evaluator builds `UserAgent()`
-with a search pipeline and nothing else.
-
-    python -m agents.config show cpu        # a profile's resolved settings
-    python -m agents.config diff cpu l40s   # only the fields where two profiles differ
+with a search pipeline and nothing else. What an engine can give (token probabilities) and
+refuses is asked of its record (agents/engine_capabilities.py); `python -m agents.config_cli`
+shows a profile's resolved settings.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import sys
 import typing
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -50,23 +47,13 @@ from typing import Any, Literal
 
 from agents.base_agent import TURN_BUDGET_S
 from agents.calibration import load_calibration
+from agents.engine_capabilities import engine_setting_problem, logprob_fallbacks
 from agents.engines.base import IMAGE_LAYOUTS
-from agents.engines.registry import CHAT_ENGINES, RERANKERS, chat_engine_kind
-from agents.profiles import (
-    DEFAULT_INDICES,
-    PAPER_RERANKER,
-    PAPER_ROUTER,
-    PAPER_VLM,
-    PROFILES,
-    PUBLISHED_INDICES,
-    STACKS,
-    get_profile,
-    get_stack,
-    resolve_profile,
-    stack_for_model,
-)
+from agents.engines.registry import CHAT_ENGINES, RERANKERS
+from agents.profiles import get_profile, resolve_profile
 from agents.runtime.system import find_system, registered, registry_version, system_named
 from agents.settings import SettingError, check_settings, chosen, field_types, parse_setting, ranged
+from agents.stacks import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM, get_stack, stack_for_model
 
 Engine = Literal[tuple(CHAT_ENGINES)]  # agents/engines/registry.py
 RerankerBackend = Literal[tuple(RERANKERS)]
@@ -141,7 +128,7 @@ class ModelSettings:
     # the model's image token, sent as a text part right before the image part, for a vLLM server run
     # with --chat-template-content-format string (agents/engines/openai_engine.py); "" = none. The
     # paper's Llama-3.2-Vision is served that way (its template reads the content as one string);
-    # every other family's stack sets "" (agents/profiles.py).
+    # every other family's stack sets "" (agents/stacks.py).
     served_image_placeholder: str = "<|image|>"
     # where the image part goes among a served request's messages (base.IMAGE_LAYOUTS): a server's
     # template cannot be asked, so a family whose template refuses the default says so (Gemma 3)
@@ -343,7 +330,7 @@ class CruiseConfig:
     """A run's configuration: the records it applied, then its settings by group (the module's
     docstring). `cfg.replace(**flat)` and `cfg.value(name)` take the flat field names."""
     profile: str = ""  # set by load_config: the machine (agents/profiles.py)
-    stack: str = "llama-3.2-vision"  # the model stack (agents/profiles.py STACKS)
+    stack: str = "llama-3.2-vision"  # the model stack (agents/stacks.py STACKS)
     preset: str = "full"
     # Which registered System answers a batch (agents/runtime/system.py): "cruise", "qa_dragon",
     # "sam_rag", or one a user registered. Its own settings group is set; the other systems' are None.
@@ -596,46 +583,10 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
         if cfg.has(check) and cfg.has(needed) and cfg.value(check) and not cfg.value(needed):
             raise SettingError(f"{check}={cfg.value(check)} needs {needed}=True ({why}); "
                                f"switch {check} off or {needed} on")
-    check_engine_settings(cfg)
-    return cfg
-
-
-def check_engine_settings(cfg: CruiseConfig) -> None:
-    """What the run's engine refuses (engine hosted without hosted_provider: the model's name must
-    say its provider)."""
-    problem = chat_engine_kind(cfg.models.engine).problem_in(cfg.models)
+    problem = engine_setting_problem(cfg)
     if problem:
         raise SettingError(problem)
-
-
-def role_reads_no_probabilities(cfg: CruiseConfig, role: str) -> bool:
-    """Whether a role's engine returns no token probabilities: every hosted provider (none is asked
-    for), and an OpenAI reasoning model behind engine "openai" (its API refuses `logprobs`). An
-    unknown engine is refused right after, by validate_config."""
-    kind = CHAT_ENGINES.get(cfg.models.engine)
-    return kind is not None and not kind.returns_probabilities(cfg.models, role)
-
-
-def logprob_fallbacks(cfg: CruiseConfig) -> CruiseConfig:
-    """The stages that read token probabilities, switched to their text modes where the engine
-    returns none: the yes/no router, the yes/no consistency check, the yes/no CoV, and the token
-    gate (off). Each switch is one line in `mode_fallbacks`."""
-    changes, notes = {}, []
-    router_blind, vlm_blind = (role_reads_no_probabilities(cfg, role) for role in ("router", "vlm"))
-    why = "the engine returns no token probabilities"
-    if router_blind and cfg.has("router_mode") and cfg.value("router_mode") == "yes_no":
-        changes["router_mode"] = "text"
-        notes.append(f"router_mode yes_no -> text ({why}): the router writes both labels")
-    if vlm_blind and cfg.answer.consistency_mode == "yes_no":
-        changes["consistency_mode"] = "text"
-        notes.append(f"consistency_mode yes_no -> text ({why}): the verdict is written")
-    if vlm_blind and cfg.answer.cov_mode == "yes_no":
-        changes["cov_mode"] = "text"
-        notes.append(f"cov_mode yes_no -> text ({why}): CoV writes its CONFIDENCE line")
-    if vlm_blind and cfg.answer.min_token_prob > 0:
-        changes["min_token_prob"] = 0.0
-        notes.append(f"min_token_prob {cfg.answer.min_token_prob:g} -> 0 ({why}): the token gate is off")
-    return cfg.replace(**changes, mode_fallbacks=tuple(notes))
+    return cfg
 
 
 def apply_held(cfg: CruiseConfig, settings: dict) -> CruiseConfig:
@@ -704,91 +655,3 @@ def config_from_environment(environ=None) -> CruiseConfig:
                                      environ.get(ENV_PREFIX + "PRESET") or None, settings,
                                      environ.get(ENV_PREFIX + "CALIBRATION") or None,
                                      environ.get(ENV_PREFIX + "STACK") or None)
-
-
-# --------------------------------------------------------------------------- show / diff
-def profile_record(profile: str, stack: str | None = None) -> dict:
-    """Everything a profile sets, flattened: the agent's resolved settings, then the search
-    pipeline (its indices resolved: the published pair a run without `--indices` searches where
-    the profile names none of its own), the default dataset and the GPUs per worker."""
-    machine = get_profile(profile)
-    record = load_config(profile, stack=stack).flat()
-    search = dataclasses.asdict(machine.search)
-    if search["image_index"] is None:
-        search["image_index"], search["web_index"] = PUBLISHED_INDICES[DEFAULT_INDICES]
-    record.update({f"search.{k}": v for k, v in search.items()})
-    record["dataset"] = machine.dataset
-    record["gpus_per_worker"] = machine.gpus_per_worker
-    return record
-
-
-def search_notes(profile: str) -> dict[str, str]:
-    """What `show` says beside the search fields whose value depends on a flag or means "none"."""
-    spec = get_profile(profile).search
-    notes = {"search.web_contents": "read only with --web-contents (bare: this id); without it, snippets only"}
-    if spec.image_index is None:
-        for position, kind in enumerate(("image_index", "web_index")):
-            others = "; ".join(f"--indices {name}: {pair[position]}" for name, pair in PUBLISHED_INDICES.items()
-                               if name != DEFAULT_INDICES)
-            notes[f"search.{kind}"] = f"--indices {DEFAULT_INDICES} (the default); {others}"
-    else:
-        notes["search.image_index"] = notes["search.web_index"] = "the profile's own; --indices does not change it"
-    if spec.provider is None:
-        notes["search.provider"] = "none: every model and index is a Hugging Face id (python -m tools.fetch)"
-    return notes
-
-
-def _shown(value) -> str:
-    return json.dumps(value) if isinstance(value, (dict, list, tuple)) else str(value)
-
-
-def show(profile: str) -> str:
-    machine = get_profile(profile)
-    lines = [f"# {machine.name}: {machine.description}",
-             f"# model stack {machine.stack}: {STACKS[machine.stack].description}"]
-    notes = search_notes(profile)
-    group = None
-    for key, value in profile_record(profile).items():
-        heading = FIELD_GROUPS.get(key, "the machine" if group else None)  # the records come first
-        if heading != group:
-            group = heading
-            lines.append(f"# {group}")
-        lines.append(f"{key} = {_shown(value)}" + (f"  # {notes[key]}" if key in notes else ""))
-    return "\n".join(lines)
-
-
-def diff(a: str, b: str) -> str:
-    left, right = profile_record(a), profile_record(b)
-    keys = [k for k in left if left[k] != right.get(k)] + [k for k in right if k not in left]
-    width = max([len(k) for k in keys] + [5])
-    lines = [f"{'field':<{width}}  {a}  ->  {b}"]
-    lines += [f"{k:<{width}}  {_shown(left.get(k))}  ->  {_shown(right.get(k))}" for k in keys]
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m agents.config", description="Profiles and their settings.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="the profiles and model stacks")
-    show_parser = sub.add_parser("show", help="a profile's resolved settings")
-    show_parser.add_argument("profile", choices=sorted(PROFILES))
-    diff_parser = sub.add_parser("diff", help="the fields where two profiles differ")
-    diff_parser.add_argument("a", choices=sorted(PROFILES))
-    diff_parser.add_argument("b", choices=sorted(PROFILES))
-    args = parser.parse_args(argv)
-    if args.command == "show":
-        print(show(args.profile))
-    elif args.command == "diff":
-        print(diff(args.a, args.b))
-    else:
-        for machine in PROFILES.values():
-            print(f"profile {machine.name}: {machine.description} (stack {machine.stack})")
-        for stack in STACKS.values():
-            print(f"stack {stack.name}: {stack.description}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -1,4 +1,4 @@
-"""Model families chosen by name (agents/profiles.py STACKS): the records, `--list-models`, the
+"""Model families chosen by name (agents/stacks.py STACKS): the records, `--list-models`, the
 path each family needs, the prompts their own chat templates render, and a served VLM that gets
 its images as image parts (the relaunched evaluator's `--model-name`)."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ from agents.engines.base import ChatRequest, image_layout, template_messages
 from agents.engines.openai_engine import request_messages
 from agents.engines.vllm_engine import memory_share
 from agents.preload import engine_problem
-from agents.profiles import (
+from agents.stacks import (
     STACKS,
     families_listing,
     family_of,

