@@ -212,3 +212,18 @@ def test_a_users_system_is_found_through_its_packages_entry_point(tmp_path, monk
     monkeypatch.syspath_prepend(str(tmp_path))
     cfg = load_config_from_settings("cpu", None, ["system=by_entry"])
     assert (cfg.system, system_for(cfg).stage_names()) == ("by_entry", ("by_entry_step",))
+
+
+def test_a_stage_field_no_page_reads_is_listed_by_the_report_and_one_it_reads_is_laid_out():
+    import dataclasses
+
+    from agents.runtime.trace_view import prepare_turn, system_shown_keys
+
+    cruise = system_named("cruise")
+    added = dataclasses.replace(cruise, stages=(*cruise.stages, Stage("picture_check", trace_fields=("picture_match",))))
+    shown = system_shown_keys(added)
+    # CRUISE's page reads the CoV confidence and the router's verdicts; nothing reads the new field
+    assert {"cov_confidence", "needs_external", "standalone_question"} <= shown and "picture_match" not in shown
+    # a turn of the running system is shown by its own page's keys: a QA-Dragon field is not CRUISE's
+    assert "draft_answer" not in prepare_turn({"system": "cruise"})["shown_keys"]
+    assert "draft_answer" in prepare_turn({"system": "qa_dragon"})["shown_keys"]

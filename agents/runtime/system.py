@@ -84,8 +84,9 @@ class View:
     lost, in order ({step: passed}); `summarize(traces)`: run_summary.json's figures;
     `report_sections(summary)`: those figures as tables; `branches`: the names its decisions
     take; `turn_template`: its turn page, a Jinja file with a macro `trace_details(t)`, named
-    from agents/ (None: the report lists the trace's keys); `shown_keys`: the keys that page
-    lays out besides its stages' trace fields."""
+    from agents/ (None: the report lists the trace's keys); `shown_keys`: keys the report shows
+    that the page does not read by name (agents/runtime/trace_view.py reads the page for the
+    others: a key no page reads, a new stage's field among them, is listed as it is)."""
 
     funnel: Callable[[dict, Any], dict[str, bool]]
     summarize: Callable[[list[dict]], dict] | None = None
@@ -93,8 +94,6 @@ class View:
     branches: tuple[str, ...] = ()
     turn_template: str | None = None
     shown_keys: frozenset[str] = frozenset()
-    # trace fields of its stages that its page does not lay out (the report lists them as they are)
-    listed: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
