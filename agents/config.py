@@ -548,6 +548,10 @@ def preset_settings(preset: str) -> dict:
 def parse_settings(settings: list[str] | tuple[str, ...]) -> dict:
     """["FIELD=VALUE", ...] (the evaluator's and tools' --set) -> typed keyword overrides for
     load_config, each typed by its field's annotation."""
+    for setting in settings or ():  # a system found where its name says brings its own fields
+        key, _, value = str(setting).partition("=")
+        if key.strip().lower() == "system":
+            find_system(value.strip())
     fields = field_names() - set(RECORD_FIELDS)
     out = {}
     for setting in settings or ():
@@ -632,6 +636,8 @@ def config_from_record(record: dict) -> CruiseConfig:
     describe()'s "config" and "where", flat field names, as before the groups); a field the record
     lacks keeps its default, and a field the config no longer has, or its system does not hold
     (a CRUISE switch recorded off for a peer system), is dropped."""
+    if isinstance(record.get("system"), str):
+        find_system(record["system"])  # a system found where its name says brings its own fields
     values = {}
     for name, value in record.items():
         if name in field_names():

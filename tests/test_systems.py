@@ -176,8 +176,15 @@ def test_a_second_system_of_a_taken_name_is_refused_naming_both_modules():
 
 
 USER_SYSTEM = '''
+from dataclasses import dataclass
+
 from agents.base_agent import IDK_ANSWER
 from agents.runtime.system import Decision, Stage, System, View, register
+
+
+@dataclass
+class Settings:
+    {name}_rounds: int = 1
 
 
 def run(system, turns, engines, pipeline, cfg, costs, started=None):
@@ -185,7 +192,8 @@ def run(system, turns, engines, pipeline, cfg, costs, started=None):
 
 
 register(System(name="{name}", stages=(Stage("{name}_step"),), run=run,
-                decide=lambda trace, cfg: Decision(IDK_ANSWER, "none"), view=View(funnel=lambda t, c: {{}})))
+                decide=lambda trace, cfg: Decision(IDK_ANSWER, "none"), view=View(funnel=lambda t, c: {{}}),
+                settings=Settings))
 '''
 
 
@@ -194,8 +202,10 @@ def test_a_users_system_is_found_from_its_module_path_without_importing_it_first
     monkeypatch.syspath_prepend(str(tmp_path))
     with pytest.raises(ValueError, match="unknown system 'by_path'"):
         load_config("cpu", system="by_path")  # nothing has imported it
-    cfg = load_config_from_settings("cpu", None, ["system=my_systems_by_path:by_path"])
+    # its own settings are typed and held once the module path found it, in the same --set list
+    cfg = load_config_from_settings("cpu", None, ["system=my_systems_by_path:by_path", "by_path_rounds=3"])
     assert system_for(cfg).name == "by_path" and system_for(cfg).stage_names() == ("by_path_step",)
+    assert (cfg.own.by_path_rounds, cfg.has("tau_ret")) == (3, False)
     assert config_from_record(cfg.flat()) == cfg  # a recorded run names where its system is
     with pytest.raises(ValueError, match="no module 'no_such_module'"):
         load_config("cpu", system="no_such_module:mine")
