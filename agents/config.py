@@ -333,7 +333,8 @@ class CruiseConfig:
     stack: str = "llama-3.2-vision"  # the model stack (agents/stacks.py STACKS)
     preset: str = "full"
     # Which registered System answers a batch (agents/runtime/system.py): "cruise", "qa_dragon",
-    # "sam_rag", or one a user registered. Its own settings group is set; the other systems' are None.
+    # "sam_rag", one a user registered, or one found where its name says (MODULE:NAME, an entry
+    # point). Its own settings are held in `own`; no other system's are.
     system: str = "cruise"
     models: ModelSettings = field(default_factory=ModelSettings)
     inputs: InputSettings = field(default_factory=InputSettings)

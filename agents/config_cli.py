@@ -3,6 +3,7 @@
     python -m agents.config_cli list            # the profiles and the model stacks
     python -m agents.config_cli show cpu        # a profile's resolved settings, by group
     python -m agents.config_cli diff cpu l40s   # only the fields where two profiles differ
+    python -m agents.config_cli priors          # the table of CRUISE's stage cost priors in docs/engines.md
 """
 from __future__ import annotations
 
@@ -10,8 +11,10 @@ import dataclasses
 import json
 import sys
 
-from agents.config import FIELD_GROUPS, load_config
+from agents.config import FIELD_GROUPS, CruiseConfig, load_config
 from agents.profiles import DEFAULT_INDICES, PROFILES, PUBLISHED_INDICES, get_profile
+from agents.runtime.cost_priors import priors_table
+from agents.runtime.system import system_named
 from agents.stacks import STACKS
 
 
@@ -85,11 +88,15 @@ def main(argv: list[str] | None = None) -> int:
     diff_parser = sub.add_parser("diff", help="the fields where two profiles differ")
     diff_parser.add_argument("a", choices=sorted(PROFILES))
     diff_parser.add_argument("b", choices=sorted(PROFILES))
+    priors_parser = sub.add_parser("priors", help="the l40s stage cost priors of a system's stages (docs/engines.md)")
+    priors_parser.add_argument("system", nargs="?", default="cruise")
     args = parser.parse_args(argv)
     if args.command == "show":
         print(show(args.profile))
     elif args.command == "diff":
         print(diff(args.a, args.b))
+    elif args.command == "priors":
+        print(priors_table(system_named(args.system), CruiseConfig(system=args.system)))
     else:
         for machine in PROFILES.values():
             print(f"profile {machine.name}: {machine.description} (stack {machine.stack})")

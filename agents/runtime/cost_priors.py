@@ -130,3 +130,4 @@ def stage_priors(system, cfg) -> dict[str, float]:
         if stage.free_when_no_model and stage.calls_no_model(cfg):
             priors[stage.name] = 0.0
     return priors
+
