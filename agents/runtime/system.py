@@ -122,9 +122,9 @@ class System:
     # Whether its context is chosen by the MAD filter (so that calibration's other lambda can
     # change it).
     mad_context: bool = False
-    # Its warm-up at load, `warm_up(system, engines, pipeline, cfg, turns) -> seconds per stage`, over the
-    # dummy batch `turns` the agent made ready: None
-    # answers one dummy batch with its own chain (agents/runtime/warmup.py).
+    # Its warm-up at load over the dummy batch the agent made ready, `warm_up(system, engines,
+    # pipeline, cfg, turns) -> seconds per stage`: None answers that batch with its own chain
+    # (agents/runtime/warmup.py).
     warm_up: Callable | None = None
 
     def answer(self, turns, engines, pipeline, cfg, costs, started: float | None = None):
