@@ -145,6 +145,8 @@ def test_the_two_rule_sets_word_the_miss_test_differently():
     assert is_miss("Sorry, I DON'T KNOW.") and is_miss("Sorry, I DON'T KNOW.", CRAG_MM)
     assert not is_miss("I do not know.") and is_miss("I do not know.", CRAG_MM)
     assert not is_miss("I don\u2019t know") and is_miss("I don\u2019t know", CRAG_MM)  # curly apostrophe
+    # a line break is no space to either rule: the agent writes "I don't know" itself (s6_answer)
+    assert not is_miss("I don't\nknow") and not is_miss("I don't\nknow", CRAG_MM)
     assert not is_miss("I dont know") and is_miss("I dont know", CRAG_MM)
     assert not is_miss("i don't knowingly lie") or is_miss("i don't knowingly lie", CRAG_MM)
     assert not needs_judge("I do not know.", "x", CRAG_MM) and needs_judge("I do not know.", "x")
