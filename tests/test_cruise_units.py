@@ -19,6 +19,7 @@ from agents.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit
 from agents.stages.s5_rerank import mad_threshold
 from agents.stages.s6_answer import normalize_answer, read_answer
 from agents.stages.verdicts import read_verdict
+from testkit.fakes import IDK_SPELLINGS
 
 # ---- mad_threshold -------------------------------------------------------------------------
 
@@ -154,6 +155,9 @@ def test_parse_verdict(text, expected):
         ("I'm not sure, maybe Paris", IDK_ANSWER),
         ("It cannot be determined from the image.", IDK_ANSWER),
         ("", IDK_ANSWER),
+        *[(idk + ".", IDK_ANSWER) for idk in IDK_SPELLINGS],
+        ("I can\u2019t tell from the photo.", IDK_ANSWER),
+        ("Paris\nI don't know the year", "Paris"),  # an abstention on a later line is not the answer's
     ],
 )
 def test_normalize_answer(text, expected):
@@ -362,6 +366,8 @@ def test_unreadable_verdict_is_not_consistent_and_counted(text):
         ("Here is the answer:\nRed", "Red"),  # lead-in line
         ('"Big Ben"', "Big Ben"),
         ("answer: I don't know.", IDK_ANSWER),
+        *[(f"**Answer:** {idk}.", IDK_ANSWER) for idk in IDK_SPELLINGS],
+        *[(f"Answer:\n{idk}", IDK_ANSWER) for idk in IDK_SPELLINGS],
     ],
 )
 def test_answer_is_read_through_what_models_write(text, expected):
