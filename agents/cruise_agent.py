@@ -42,7 +42,7 @@ class CruiseAgent(BaseAgent):
         self.config = config
         self.ledger = Ledger()
         if engines is None:
-            from agents.engines.factory import build_engines  # loads models: only when needed
+            from agents.factory import build_engines  # loads models: only when needed
 
             engines = build_engines(self.config, self.ledger)
         else:
@@ -57,9 +57,11 @@ class CruiseAgent(BaseAgent):
         self.last_batch_report: dict | None = None
         self.warmup_s: dict[str, float] | None = None  # seconds per stage of the warm-up batch
         if self.config.run.warmup_at_load:
-            from agents.runtime.warmup import warm_up
+            from agents.runtime.warmup import QUESTION, warm_up, warm_up_image
 
-            self.warmup_s = warm_up(self.system, self.engines, self.search_pipeline, self.config)
+            n, side = self.config.run.batch_size, self.config.inputs.image_max_side
+            turns = prepare_turns([QUESTION] * n, [warm_up_image(side)] * n, [[] for _ in range(n)], self.config)
+            self.warmup_s = warm_up(self.system, self.engines, self.search_pipeline, self.config, turns)
             self.ledger.drain()  # its engine calls are no scored batch's
 
     # --- what a harness that passes settings asks (agents/base_agent.py) ------------------------

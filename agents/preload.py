@@ -24,12 +24,9 @@ def is_hub_id(name: str) -> bool:
 
 def in_process_models(cfg: CruiseConfig) -> dict[str, str]:
     """Role -> model name, for the VLM, router and reranker that load in this process."""
-    from agents.engines.factory import served_roles
+    from agents.factory import in_process_roles
 
-    served = served_roles(cfg)  # those models live behind servers: nothing loads them here
-    if cfg.models.engine == "hosted":  # and those at a provider
-        served = [*served, "vlm", "router"]
-    return {role: cfg.value(f"{role}_model") for role in ("vlm", "router", "reranker") if role not in served}
+    return {role: cfg.value(f"{role}_model") for role in in_process_roles(cfg)}
 
 
 def hub_models(cfg: CruiseConfig) -> list[str]:
@@ -38,7 +35,7 @@ def hub_models(cfg: CruiseConfig) -> list[str]:
 
 
 def preload_problems(cfg: CruiseConfig) -> list[str]:
-    return [p for p in (model_name_problem(cfg), vllm_problem(cfg), served_problem(cfg), hosted_problem(cfg)) if p]
+    return [p for p in (model_name_problem(cfg), engine_problem(cfg), served_problem(cfg)) if p]
 
 
 def model_name_problem(cfg: CruiseConfig) -> str | None:
@@ -55,46 +52,12 @@ def model_name_problem(cfg: CruiseConfig) -> str | None:
     return "\n".join(problems) or None
 
 
-def hosted_problem(cfg: CruiseConfig) -> str | None:
-    """For a hosted VLM (and router): the provider's key variable is set, and the provider knows
-    the model for that key (one GET per model, short timeout, no retries)."""
-    if cfg.models.engine != "hosted":
-        return None
-    from agents.engines.factory import hosted_provider
-    from agents.engines.hosted_engine import hosted_problem as problem_of
+def engine_problem(cfg: CruiseConfig) -> str | None:
+    """What the run's engine says would stop it (agents/engines/registry.py `preload_problem`): a
+    vLLM release that cannot load the VLM's family, a hosted provider's key unset or model unknown."""
+    from agents.engines.registry import chat_engine_kind
 
-    problems = []
-    for role in ("vlm", "router"):
-        model = cfg.value(f"{role}_model")
-        if role == "router" and model == cfg.models.vlm_model and not cfg.models.router_base_url:
-            continue
-        found = problem_of(hosted_provider(cfg, role), model, cfg.value(f"{role}_base_url") or cfg.models.vlm_base_url)
-        if found:
-            problems.append(found)
-    return "\n".join(problems) or None
-
-
-def vllm_problem(cfg: CruiseConfig) -> str | None:
-    """Where the run loads its VLM in vLLM: a family that this vLLM release cannot load (Llama-3.2-
-    Vision past 0.10.2, Qwen3-VL before 0.11) stops the run here, in one line that names the path
-    that can, before the search models and the router have loaded for minutes. The release is read
-    from the installed package's metadata (vLLM is not imported), or is the project's pin
-    (requirements.txt) where no vLLM is installed: the family still needs what the GPU image has."""
-    from importlib import metadata
-
-    from agents.profiles import PINNED_VLLM, family_of, vllm_release_problem
-
-    if cfg.models.engine != "vllm":
-        return None
-    stack = family_of(cfg.models.vlm_model, cfg.stack)
-    if stack is None:
-        return None
-    try:
-        version = metadata.version("vllm")
-    except metadata.PackageNotFoundError:
-        version = PINNED_VLLM
-    problem = vllm_release_problem(stack, version, cfg.models.vlm_model)
-    return f"cannot start: {problem}" if problem else None
+    return chat_engine_kind(cfg.models.engine).problem_before_load(cfg.models, cfg.stack)
 
 
 def served_problem(cfg: CruiseConfig) -> str | None:
@@ -103,13 +66,13 @@ def served_problem(cfg: CruiseConfig) -> str | None:
     its model's served name; otherwise one line per problem, naming the URL and what it serves."""
     import httpx
 
-    from agents.engines.factory import served_endpoint, served_roles
-    from agents.engines.served import PROBE_TIMEOUT_S, Endpoint
+    from agents.engines.served import PROBE_TIMEOUT_S, Endpoint, served_endpoint
+    from agents.factory import served_roles
     from agents.transient_waits import HTTPStatusFailure
 
     wanted: dict[str, list[tuple[str, str]]] = {}
     for role in served_roles(cfg):
-        url, name = served_endpoint(cfg, role)
+        url, name = served_endpoint(cfg.models, role)
         wanted.setdefault(url, []).append((role, name))
     problems = []
     for url, roles in wanted.items():

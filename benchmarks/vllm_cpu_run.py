@@ -176,8 +176,8 @@ def main() -> int:
 
     from agents.config import load_config
     from agents.engines.base import ChatRequest, Ledger, Sampling
-    from agents.engines.factory import build_chat_engine
     from agents.engines.local_models import resolve_model
+    from agents.factory import build_chat_engine
     from testkit.tiny_models import build_tiny_mllama
 
     results: list[bool] = []

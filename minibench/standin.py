@@ -29,7 +29,7 @@ import zlib
 from agents.config import config_from_environment
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import ChatEngine, ChatResult, Engines, Ledger, Reranker
-from agents.engines.factory import build_coarse_reranker, build_reranker
+from agents.factory import build_coarse_reranker, build_reranker
 
 NOTES = re.compile(r"<<<NOTES\n(.*?)\nNOTES>>>", re.S)
 FIRST_INFO = re.compile(r"\[Info \d+\]\s*(.+)")

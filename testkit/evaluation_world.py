@@ -76,14 +76,20 @@ def run_argv(world, args, *, judge: bool, judge_url: str | None, judge_max_wait:
             "--display-conversations", "3"]
 
 
+def local_evaluation_process(argv: list[str], env: dict[str, str]) -> subprocess.CompletedProcess:
+    """`python local_evaluation.py ARGV` in a process of its own, with this environment less
+    OPENAI_API_KEY and CRUISE_* (each run chooses its own), plus `env`."""
+    full = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY",) and not k.startswith("CRUISE_")}
+    full.update(PYTHONPATH=str(REPO_ROOT), **env)
+    return subprocess.run([sys.executable, "local_evaluation.py", *argv], cwd=REPO_ROOT, env=full,
+                          capture_output=True, text=True, timeout=240)
+
+
 def run_cli(world, args, script: Path | None, *, key: str | None = SECRET, judge=True, expect_rc=0,
             judge_url: str | None = None, judge_max_wait="0", env_extra: dict | None = None):
     """local_evaluation.py in a subprocess (the full tier: workers, a real interpreter's exit)."""
-    env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY",) and not k.startswith("CRUISE_")}
-    env.update(PYTHONPATH=str(REPO_ROOT), **run_env(world, script, key, env_extra))
-    cmd = [sys.executable, "local_evaluation.py",
-           *run_argv(world, args, judge=judge, judge_url=judge_url, judge_max_wait=judge_max_wait)]
-    proc = subprocess.run(cmd, cwd=REPO_ROOT, env=env, capture_output=True, text=True, timeout=240)
+    proc = local_evaluation_process(run_argv(world, args, judge=judge, judge_url=judge_url,
+                                             judge_max_wait=judge_max_wait), run_env(world, script, key, env_extra))
     assert proc.returncode == expect_rc, proc.stdout[-3000:] + proc.stderr[-3000:]
     return proc
 

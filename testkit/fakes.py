@@ -11,6 +11,11 @@ from agents.cruise_agent import CruiseAgent
 from agents.engines.base import ChatEngine, ChatResult, Engines, Reranker
 from minibench.standin import InstantEngine, odds_from_confidence
 
+# How models write an abstention besides the contract's exact "I don't know": a curly apostrophe,
+# a line break inside the phrase, both, the long form broken. Every "I don't know" test gives the
+# agent each of them.
+IDK_SPELLINGS = ("I don't know", "I don\u2019t know", "I don't\nknow", "I don\u2019t\nknow", "I do not\nknow")
+
 
 class FakeClock:
     """Time that moves only when something sleeps on it (the scripted engines' stage times), so a

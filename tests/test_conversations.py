@@ -3,15 +3,16 @@ never borrows from an "I don't know", falls back on a bad rewrite, leaves single
 the per-conversation cache of the photo's image hits (agents/runtime/conversation_cache.py)."""
 from __future__ import annotations
 
+import pytest
 from PIL import Image
 
 from agents.config import load_config
 from agents.engines.base import ChatEngine, ChatResult
 from agents.runtime.conversation_cache import ConversationCache, conversation_key
-from agents.stages.s1c_standalone import carried_terms, named_things, standalone_batch, with_standalone
+from agents.stages.s1c_standalone import carried_terms, is_idk, named_things, standalone_batch, with_standalone
 from agents.stages.s3_retrieve import whole_photo_hits
 from agents.stages.types import Turn, search_question
-from testkit.fakes import FakePipeline, ScriptedEngine
+from testkit.fakes import IDK_SPELLINGS, FakePipeline, ScriptedEngine
 from testkit.scripted_chain import WHERE, make_agent
 
 WEB_HIT = {"page_name": "STS-93", "page_url": "https://example.org/sts-93",
@@ -44,10 +45,17 @@ def test_an_entity_named_in_an_earlier_question_reaches_the_web_and_rerank_queri
     assert trace["standalone_carried"] == ["STS-93", "Eileen Collins", "shuttle", "command"]
 
 
-def test_an_i_dont_know_answer_never_supplies_a_term():
+@pytest.mark.parametrize("idk", IDK_SPELLINGS)
+def test_an_earlier_answer_is_an_abstention_in_any_spelling(idk):
+    assert is_idk(idk) and is_idk(f"{idk}. Perhaps DSCOVR.") and is_idk(idk.upper()) and is_idk("")
+    assert not is_idk("Falcon 9") and not is_idk("STS-93, known as Columbia's last")
+
+
+@pytest.mark.parametrize("idk", IDK_SPELLINGS)
+def test_an_i_dont_know_answer_never_supplies_a_term(idk):
     turn = Turn("where does that spacecraft sit in space?", None,
                 talk(("what rocket is on the pad?", "Falcon 9"),
-                     ("what was it carrying on this launch?", "I don't know. Perhaps DSCOVR.")))
+                     ("what was it carrying on this launch?", f"{idk}. Perhaps DSCOVR.")))
     terms = carried_terms(turn, 10)
     assert "DSCOVR" not in " ".join(terms)
     # the earlier turns still give theirs: the answer that names something first, then the
@@ -55,8 +63,9 @@ def test_an_i_dont_know_answer_never_supplies_a_term():
     assert terms == ["Falcon 9", "carrying", "launch", "rocket", "pad"]
 
 
-def test_an_earlier_turn_answered_i_dont_know_is_carried_by_the_pages_its_search_found():
-    history = talk(("which shuttle mission did she first command?", "I don't know"))
+@pytest.mark.parametrize("idk", IDK_SPELLINGS)
+def test_an_earlier_turn_answered_i_dont_know_is_carried_by_the_pages_its_search_found(idk):
+    history = talk(("which shuttle mission did she first command?", idk))
     turn = Turn("what did that mission deploy?", None, history)
     found = {0: ["STS-93 - Wikipedia"]}
     assert carried_terms(turn, 10, found) == ["STS-93", "shuttle", "command"]
@@ -67,28 +76,30 @@ def test_an_earlier_turn_answered_i_dont_know_is_carried_by_the_pages_its_search
     assert carried_terms(answered, 10, {0: ["Eileen Collins - NASA"]}) == ["STS-93", "shuttle", "command"]
 
 
-def test_a_follow_up_through_the_agent_carries_the_page_its_idk_turn_found_and_no_other_conversations():
+@pytest.mark.parametrize("idk", IDK_SPELLINGS)
+def test_a_follow_up_through_the_agent_carries_the_page_its_idk_turn_found_and_no_other_conversations(idk):
     page = {**WEB_HIT, "page_name": "STS-93 - Wikipedia"}
     agent = make_agent("full", web_hits=[page], standalone_found_pages=1)
     opening = "which shuttle mission did the astronaut on this patch first command?"
     image = photo("purple")
     agent.batch_generate_response([opening], [image], [[]])
-    trace = follow_up(agent, "what did that mission deploy?", talk((opening, "I don't know")), image)
+    trace = follow_up(agent, "what did that mission deploy?", talk((opening, idk)), image)
     assert trace["standalone_found"] == ["STS-93"] and "STS-93" in agent.search_pipeline.text_queries[-1]
     # another photo is another conversation: nothing of this one's search reaches it
-    other = follow_up(agent, "what did that mission deploy?", talk((opening, "I don't know")), photo("orange"))
+    other = follow_up(agent, "what did that mission deploy?", talk((opening, idk)), photo("orange"))
     assert other["standalone_found"] == [] and "STS-93" not in other["standalone_question"]
     # with the carry-over off (the default), the same follow-up names nothing its earlier turn found
     off = make_agent("full", web_hits=[page])
     off.batch_generate_response([opening + " (again)"], [image], [[]])
-    trace = follow_up(off, "what did that mission deploy?", talk((opening + " (again)", "I don't know")), image)
+    trace = follow_up(off, "what did that mission deploy?", talk((opening + " (again)", idk)), image)
     assert trace["standalone_found"] == [] and "STS-93" not in trace["standalone_question"]
 
 
-def test_the_rewrite_prompt_leaves_i_dont_know_answers_out():
+@pytest.mark.parametrize("idk", IDK_SPELLINGS)
+def test_the_rewrite_prompt_leaves_i_dont_know_answers_out(idk):
     engine = ScriptedEngine({"standalone": lambda r: "where does Falcon 9's payload sit in space?"})
     turn = Turn("where does that spacecraft sit in space?", None,
-                talk(("what rocket is on the pad?", "Falcon 9"), ("what was it carrying?", "I don't know, maybe DSCOVR")))
+                talk(("what rocket is on the pad?", "Falcon 9"), ("what was it carrying?", f"{idk}, maybe DSCOVR")))
     (out,) = standalone_batch([turn], ["a rocket on a launch pad"], engine, load_config("cpu", standalone_mode="model"))
     (stage, request), = engine.requests
     assert stage == "standalone"

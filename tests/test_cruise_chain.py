@@ -8,7 +8,7 @@ import pytest
 from agents.base_agent import IDK_ANSWER
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import TOKEN_COUNT, Engines
-from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
+from testkit.fakes import IDK_SPELLINGS, FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 from testkit.scripted_chain import (
     COLOR,
     IMAGE_HITS,
@@ -117,6 +117,19 @@ def test_a_failing_stage_costs_only_its_own_turns():
     traces = agent.last_batch_report["traces"]
     assert traces[1]["branch"] == "error" and "scripted failure" in traces[1]["errors"][0]
     assert traces[2]["errors"] == []
+
+
+@pytest.mark.parametrize("idk", IDK_SPELLINGS)
+@pytest.mark.parametrize("preset", ["rag_baseline", "full"])
+def test_an_abstention_in_any_spelling_is_answered_exactly_i_dont_know(preset, idk):
+    # the official miss test is "i don't know" in the lower-cased answer: a curly apostrophe or a
+    # line break passed on would be judged, and most likely counted a hallucination
+    agent = make_agent(preset)
+    agent.engines.vlm.script = {**VLM_SCRIPT,
+                                "answer": lambda req: idk if PRICE in last_user_text(req) else f"Answer: {idk}."}
+    answers = agent.batch_generate_response(*batch([WHERE, PRICE]))
+    assert answers == [IDK_ANSWER, IDK_ANSWER]
+    assert [(t["rag_answer"], t["parse_failures"]) for t in agent.last_batch_report["traces"]] == [(IDK_ANSWER, [])] * 2
 
 
 def test_empty_question_gets_idk_without_breaking_the_batch():

@@ -19,6 +19,7 @@ from agents.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit
 from agents.stages.s5_rerank import mad_threshold
 from agents.stages.s6_answer import normalize_answer, read_answer
 from agents.stages.verdicts import read_verdict
+from testkit.fakes import IDK_SPELLINGS
 
 # ---- mad_threshold -------------------------------------------------------------------------
 
@@ -154,6 +155,9 @@ def test_parse_verdict(text, expected):
         ("I'm not sure, maybe Paris", IDK_ANSWER),
         ("It cannot be determined from the image.", IDK_ANSWER),
         ("", IDK_ANSWER),
+        *[(idk + ".", IDK_ANSWER) for idk in IDK_SPELLINGS],
+        ("I can\u2019t tell from the photo.", IDK_ANSWER),
+        ("Paris\nI don't know the year", "Paris"),  # an abstention on a later line is not the answer's
     ],
 )
 def test_normalize_answer(text, expected):
@@ -252,7 +256,7 @@ def test_presets_and_overrides():
     assert set(PRESETS) == {"vision_only", "rag_baseline", "no_cov_no_sc", "no_cov", "full", "extended",
                             "paper_finalizer", "qa_dragon", "sam_rag"}
     cfg = load_config("cpu", "no_cov", tau_ret=0.3)
-    assert (cfg.cruise.use_cov, cfg.cruise.use_self_consistency, cfg.cruise.tau_ret) == (False, True, 0.3)
+    assert (cfg.own.use_cov, cfg.own.use_self_consistency, cfg.own.tau_ret) == (False, True, 0.3)
     cfg = load_config_from_settings("l40s", None, ["tau_low=0.8", "chunk_fields=description,summary"])
     assert cfg.answer.tau_low == 0.8 and cfg.retrieval.chunk_fields == ("description", "summary")
     assert cfg.models.vlm_model == "meta-llama/Llama-3.2-11B-Vision-Instruct"
@@ -362,6 +366,8 @@ def test_unreadable_verdict_is_not_consistent_and_counted(text):
         ("Here is the answer:\nRed", "Red"),  # lead-in line
         ('"Big Ben"', "Big Ben"),
         ("answer: I don't know.", IDK_ANSWER),
+        *[(f"**Answer:** {idk}.", IDK_ANSWER) for idk in IDK_SPELLINGS],
+        *[(f"Answer:\n{idk}", IDK_ANSWER) for idk in IDK_SPELLINGS],
     ],
 )
 def test_answer_is_read_through_what_models_write(text, expected):
@@ -448,7 +454,7 @@ def test_every_preset_is_a_valid_config():
         load_config("cpu", preset)
     with pytest.raises(ValueError, match="use_dual_path"):
         load_config_from_settings("cpu", "full", ["use_dual_path=false"])
-    assert not load_config_from_settings("cpu", "no_cov_no_sc", ["use_dual_path=false"]).cruise.use_dual_path
+    assert not load_config_from_settings("cpu", "no_cov_no_sc", ["use_dual_path=false"]).own.use_dual_path
 
 
 def test_calibration_file_sets_only_thresholds(tmp_path):

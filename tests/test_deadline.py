@@ -10,6 +10,7 @@ import pytest
 
 from agents.base_agent import IDK_ANSWER
 from agents.runtime.deadline import StageCosts
+from evaluator.harness.deadline_cuts import cut_stages
 from testkit import fakes
 from testkit.scripted_chain import WHERE, batch, make_agent
 
@@ -130,6 +131,10 @@ def test_an_engine_cut_ends_the_batch_inside_its_budget_and_the_trace_says_where
     assert all(t["deadline_cut"] and t["deadline_cut_during"] == "answer" for t in traces)
     assert answers == [IDK_ANSWER, IDK_ANSWER]  # the cut answers read as unreadable: no answer
     assert [c["stage"] for c in agent.last_batch_report["engine_calls"]] == ["route", "summarize", "rerank", "answer"]
+    # what the evaluator's notice says of these traces (evaluator/harness/deadline_cuts.py)
+    assert cut_stages(traces + [{"deadline_cut": True, "deadline_cut_before": "consistency"},
+                                {"deadline_cut": False, "deadline_cut_before": None}]) == {
+        "during answer": 2, "before consistency": 1}
 
 
 def test_a_stage_not_yet_timed_is_charged_the_dearest_request_seen():

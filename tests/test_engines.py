@@ -125,7 +125,7 @@ def test_ledger_records_one_call_per_score(flag_reranker, batch):
 
 def test_factory_rejects_an_unknown_engine():
     from agents.config import load_config
-    from agents.engines.factory import build_engines
+    from agents.factory import build_engines
 
     with pytest.raises(ValueError, match=r"^engine='onnx': choose one of \('vllm', 'transformers', 'openai', 'hosted'\)$"):
         load_config("cpu", engine="onnx")
@@ -428,18 +428,22 @@ def test_the_clock_criterion_forecasts_decode_steps_not_the_prefill():
 
 def test_one_word_choices_run_in_passes_that_each_check_the_deadline(mllama, monkeypatch):
     # A choice is one forward pass with no step to stop at: many of them run in passes of
-    # CHOICE_ROWS, and a pass that would start after the deadline is cut instead.
-    import time
-
+    # CHOICE_ROWS, and a pass that would start after the deadline is cut instead. The engine's
+    # clock is a fake one that only the passes move, so the cut is exact on a busy machine.
+    from agents.engines import base, transformers_engine
     from agents.engines.base import time_limit
     from agents.engines.transformers_engine import CHOICE_ROWS
+    from testkit.fakes import FakeClock
 
+    clock = FakeClock()
+    monkeypatch.setattr(base, "time", clock)
+    monkeypatch.setattr(transformers_engine, "time", clock)
     rows_per_pass = []
     forward = mllama.net.forward
 
     def slow_forward(*args, **kwargs):  # the model is outside the unit: it takes 0.3 s a pass
         rows_per_pass.append(kwargs["input_ids"].shape[0])
-        time.sleep(0.3)
+        clock.sleep(0.3)
         return forward(*args, **kwargs)
 
     monkeypatch.setattr(mllama.net, "forward", slow_forward)

@@ -1,4 +1,4 @@
-"""Model families chosen by name (agents/profiles.py STACKS): the records, `--list-models`, the
+"""Model families chosen by name (agents/stacks.py STACKS): the records, `--list-models`, the
 path each family needs, the prompts their own chat templates render, and a served VLM that gets
 its images as image parts (the relaunched evaluator's `--model-name`)."""
 from __future__ import annotations
@@ -13,10 +13,10 @@ from PIL import Image
 import local_evaluation
 from agents.config import load_config, load_config_from_settings
 from agents.engines.base import ChatRequest, image_layout, template_messages
-from agents.engines.factory import engine_memory_share
 from agents.engines.openai_engine import request_messages
-from agents.preload import vllm_problem
-from agents.profiles import (
+from agents.engines.vllm_engine import memory_share
+from agents.preload import engine_problem
+from agents.stacks import (
     STACKS,
     families_listing,
     family_of,
@@ -57,7 +57,7 @@ def test_open_families_see_and_write_with_the_papers_readings_and_no_borrowed_ca
     for stack in ("qwen2.5-vl", "qwen3-vl", "internvl", "pixtral", "gemma-3"):
         cfg = load_config("cpu", model_name=STACKS[stack].checkpoints[0][0])
         # the cpu stack's choices for a 135M text model do not carry over
-        assert (cfg.cruise.router_mode, cfg.answer.consistency_mode, cfg.answer.cov_mode,
+        assert (cfg.own.router_mode, cfg.answer.consistency_mode, cfg.answer.cov_mode,
                 cfg.peer_stages.crop_mode) == ("text", "text", "text", "box")
         for field in ("tau_ret", "tau_low", "tau_high", "min_token_prob", "tau_ret_scope", "answer_max_tokens",
                       "cov_max_tokens", "router_max_tokens", "summary_max_tokens"):
@@ -86,14 +86,14 @@ def test_list_models_names_every_family_with_its_engine_requirements_and_tests(c
 
 def test_the_pre_load_check_names_the_path_a_family_needs():
     # no vLLM installed here: the family is weighed against the project's pin
-    problem = vllm_problem(load_config("l40s", model_name="Qwen/Qwen3-VL-8B-Instruct"))
+    problem = engine_problem(load_config("l40s", model_name="Qwen/Qwen3-VL-8B-Instruct"))
     assert problem.startswith("cannot start: vLLM 0.10.1.1 cannot load Qwen3-VL (Qwen/Qwen3-VL-8B-Instruct): "
                               "it needs vLLM >= 0.11.0") and "\n" not in problem
     assert "vllm serve Qwen/Qwen3-VL-8B-Instruct" in problem and "--set engine=openai" in problem
-    assert vllm_problem(load_config("l40s", model_name="Qwen/Qwen2.5-VL-7B-Instruct")) is None
+    assert engine_problem(load_config("l40s", model_name="Qwen/Qwen2.5-VL-7B-Instruct")) is None
     # served, or through transformers, Qwen3-VL needs nothing of the pin
-    assert vllm_problem(load_config("l40s", model_name="Qwen/Qwen3-VL-8B-Instruct", engine="openai")) is None
-    assert vllm_problem(load_config("cpu", model_name="Qwen/Qwen3-VL-8B-Instruct")) is None
+    assert engine_problem(load_config("l40s", model_name="Qwen/Qwen3-VL-8B-Instruct", engine="openai")) is None
+    assert engine_problem(load_config("cpu", model_name="Qwen/Qwen3-VL-8B-Instruct")) is None
     llama = STACKS["llama-3.2-vision"]
     assert "only up to 0.10.2" in vllm_release_problem(llama, "0.11.0")
     assert vllm_release_problem(llama, "0.10.2rc1") is None and vllm_release_problem(STACKS["qwen3-vl"], "0.32.0+cpu") is None
@@ -109,9 +109,9 @@ def test_an_engine_knows_a_checkpoints_family_from_its_config():
 
 def test_one_vllm_engine_for_both_roles_takes_both_shares():
     family = load_config("l40s", model_name="Qwen/Qwen2.5-VL-7B-Instruct")
-    assert engine_memory_share(family, "vlm") == pytest.approx(0.735 + 0.075)
+    assert memory_share(family.models, "vlm") == pytest.approx(0.735 + 0.075)
     paper = load_config("l40s")
-    assert (engine_memory_share(paper, "vlm"), engine_memory_share(paper, "router")) == (0.735, 0.075)
+    assert (memory_share(paper.models, "vlm"), memory_share(paper.models, "router")) == (0.735, 0.075)
 
 
 # --- each family's own template --------------------------------------------------------------

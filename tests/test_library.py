@@ -1,6 +1,8 @@
 """evaluator.evaluate (evaluator/api.py) called from Python: twice in one process with different
-settings, each giving the scores and files of the command line with the same flags; its options
-are the command line's; an agent is asked for a model name only where it declares one."""
+settings, each agent built with its own call's settings and each giving the scores and files of
+the command line with the same flags (here in this process too; tests/full/test_library.py runs the
+command line in processes of its own); its options are the command line's; an agent is asked for
+a model name only where it declares one."""
 from __future__ import annotations
 
 import dataclasses
@@ -12,80 +14,47 @@ import pandas as pd
 import pytest
 
 import local_evaluation
-from agents.profiles import REPO_ROOT
 from evaluator import EvaluationRefused, EvaluationSettings, evaluate
 from evaluator.harness.agent_setup import setup_agent
-from evaluator.harness.dataset import load_split, read_conversations
-from testkit.in_process import fresh_environment, offline_env, run_main
-
-MINI = REPO_ROOT / "data" / "crag-mm-mini"
-AGENT = "testkit.scripted_agent:ScriptedAgent"
-# files whose every byte follows from the settings and the agent's answers (the rest hold times or paths)
-SAME_BYTES = ("scores_dictionary.json", "turn_evaluation_results_all.csv", "turn_evaluation_results_ego.csv",
-              "turn_evaluation_results_all_extended.csv", "turn_evaluation_results_ego_extended.csv")
-
-
-def first_turns(dataset_type: str, n: int):
-    ds, _, _ = load_split(str(MINI / dataset_type), None, "validation")
-    return read_conversations(ds, n)
+from testkit.in_process import fresh_environment, run_main
+from testkit.library_runs import (
+    AGENT,
+    K_RECALL,
+    agent_k_recall,
+    first_turns,
+    local_evaluation_flags,
+    run_env,
+    same_run,
+    two_settings,
+)
 
 
 @pytest.fixture(scope="module")
 def runs(tmp_path_factory):
     """Two library calls in one process, then the command line with the same two settings."""
     root = tmp_path_factory.mktemp("library")
-    single = first_turns("single-turn", 4)
-    # the first two single-turn conversations answered with their ground truth, the rest "I don't know"
-    answers = {c.turns[0].query: c.turns[0].ground_truth for c in single[:2]}
-    script = root / "script.json"
-    script.write_text(json.dumps({"answers": answers, "batch_size": 2}))
-    env = {**offline_env(root), "SCRIPTED_AGENT_SCRIPT": str(script)}
-    common = dict(profile="cpu", agent=AGENT, search="none", eval_model="None", no_progress=True,
-                  display_conversations=0, exact_conversations=True)
-    settings = [dict(common, dataset_type="single-turn", dataset=str(MINI / "single-turn"), num_conversations=4),
-                dict(common, dataset_type="multi-turn", dataset=str(MINI / "multi-turn"), num_conversations=3,
-                     set=["k_recall=3"], rules="crag-mm")]
-    with fresh_environment(env):
-        results = [evaluate(**options, output_dir=root / f"library-{i}") for i, options in enumerate(settings)]
-    procs = []
+    settings = two_settings()
+    results = []
     for i, options in enumerate(settings):
-        argv = local_evaluation_flags({**options, "output_dir": str(root / f"cli-{i}")})
-        procs.append(run_main(local_evaluation.main, argv, env=env))
+        with fresh_environment(run_env(root, f"library-{i}")):
+            results.append(evaluate(**options, output_dir=root / f"library-{i}"))
+    procs = [run_main(local_evaluation.main, local_evaluation_flags({**options, "output_dir": str(root / f"cli-{i}")}),
+                      env=run_env(root, f"cli-{i}")) for i, options in enumerate(settings)]
     return dict(root=root, results=results, procs=procs, settings=settings)
 
 
-def local_evaluation_flags(options: dict) -> list[str]:
-    """The flags as a user types them (written out here, not by the code under test)."""
-    argv = []
-    for name, value in options.items():
-        flag = "--no_progress" if name == "no_progress" else "--" + name.replace("_", "-")
-        if value is True:
-            argv.append(flag)
-        elif isinstance(value, list):
-            for item in value:
-                argv += [flag, item]
-        else:
-            argv += [flag, str(value)]
-    return argv
+def test_each_call_builds_its_agent_with_its_own_settings(runs):
+    # what the agent held at every batch, not what the run recorded: a setup kept from the first
+    # call would build the second call's agent with the first call's (empty) settings
+    for i, k_recall in enumerate(K_RECALL):
+        assert agent_k_recall(runs["root"], f"library-{i}") == {k_recall}
+        assert agent_k_recall(runs["root"], f"cli-{i}") == {k_recall}
 
 
 def test_each_call_gives_the_files_of_the_command_line_with_the_same_flags(runs):
-    root = runs["root"]
     for i in range(2):
         assert runs["procs"][i].returncode == 0, runs["procs"][i].stderr[-2000:]
-        library, cli = root / f"library-{i}", root / f"cli-{i}"
-        assert sorted(p.name for p in library.iterdir()) == sorted(p.name for p in cli.iterdir())
-        for name in SAME_BYTES:
-            assert (library / name).read_bytes() == (cli / name).read_bytes(), (i, name)
-        answers = [{k: v for k, v in json.loads(line).items() if k != "batch_wall_ms"}
-                   for line in (library / "answers.jsonl").read_text().splitlines()]
-        cli_answers = [{k: v for k, v in json.loads(line).items() if k != "batch_wall_ms"}
-                       for line in (cli / "answers.jsonl").read_text().splitlines()]
-        assert answers == cli_answers
-        configs = [json.loads((folder / "run_config.json").read_text()) for folder in (library, cli)]
-        for config, folder in zip(configs, (library, cli)):
-            assert config["args"].pop("output_dir") == str(folder)
-        assert configs[0] == configs[1]
+        same_run(runs["root"] / f"library-{i}", runs["root"] / f"cli-{i}", i)
 
 
 def test_the_results_are_the_written_scores_and_rows(runs):
@@ -156,7 +125,7 @@ def test_the_cruise_agent_declares_the_model_name_it_takes():
 
 def test_a_settings_record_can_be_passed_whole(runs, tmp_path):
     settings = EvaluationSettings(**runs["settings"][0], output_dir=str(tmp_path / "whole"))
-    with fresh_environment({**offline_env(tmp_path), "SCRIPTED_AGENT_SCRIPT": str(runs["root"] / "script.json")}):
+    with fresh_environment(run_env(tmp_path, "whole")):
         result = evaluate(dataclasses.replace(settings, generate_only=True))
     assert result.scores == {} and result.exit_status == 0
     assert (Path(settings.output_dir) / "answers.jsonl").exists()

@@ -479,12 +479,13 @@ def test_an_index_revision_counts_only_when_both_runs_know_it():
 def test_a_cruise_agent_resume_compares_every_config_field_before_loading_models(world, tmp_path):
     from evaluator.harness.agent_setup import setup_agent
     from evaluator.harness.fingerprint import system_fingerprint
+    from evaluator.harness.resolved import resolve_run
 
     out = tmp_path / "cruise"
     out.mkdir()
     (out / "answers.jsonl").write_text(json.dumps({"interaction_id": "s1-0", "agent_response": "x"}) + "\n")
-    earlier = system_fingerprint(setup_agent("agents.user_config:UserAgent", profile="cpu"), "cpu", "full",
-                                 search="testkit.scripted_agent:make_fake_search", web=False)
+    earlier = system_fingerprint(resolve_run("cpu", setup_agent("agents.user_config:UserAgent", profile="cpu"),
+                                             search="testkit.scripted_agent:make_fake_search", web=False), "full")
     assert earlier["config"]["tau_ret"] == 0.9 and earlier["config"]["vlm_model"] and "settings" not in earlier
     assert "vlm_base_url" not in earlier["config"]  # where a server runs is not which model it is
     (out / "run_config.json").write_text(json.dumps({"fingerprint": earlier}))
@@ -539,6 +540,7 @@ def test_the_agent_reads_the_prompt_folder_the_fingerprint_hashes(tmp_path, monk
 def test_fingerprint_differences_for_calibration_and_prompt_files(tmp_path):
     from evaluator.harness.agent_setup import setup_agent
     from evaluator.harness.fingerprint import differences, system_fingerprint
+    from evaluator.harness.resolved import resolve_run
 
     calibration = tmp_path / "calibration.json"
     calibration.write_text('{"tau_ret": 0.3}')
@@ -546,7 +548,7 @@ def test_fingerprint_differences_for_calibration_and_prompt_files(tmp_path):
     def fingerprint(calibration_file=None, settings=()):
         agent = setup_agent("agents.user_config:UserAgent", profile="cpu")
         scripted = setup_agent("testkit.scripted_agent:ScriptedAgent", profile="cpu", settings=settings)
-        return {**system_fingerprint(agent, "cpu", "full", search="none", web=True, calibration=calibration_file),
+        return {**system_fingerprint(resolve_run("cpu", agent, search="none"), "full", calibration=calibration_file),
                 **({"settings": scripted.description["settings"]} if settings else {})}
 
     plain, calibrated = fingerprint(), fingerprint(str(calibration))
@@ -664,3 +666,34 @@ def test_the_two_worker_flags_say_which_is_which():
     helps = {a.dest: a.help for a in local_evaluation.evaluation_parser()._actions}
     assert "judge threads" in helps["num_workers"] and "--workers" in helps["num_workers"]
     assert "Ray" in helps["workers"]
+
+
+def test_deadline_cut_turns_are_said_above_the_scores_and_scored_apart(full_run):
+    """The world's one cut turn (s4-0, answered correctly): a notice first among the run's notices,
+    a panel printed above the scores table, and the cut and the other turns scored apart, by hand:
+    not cut are 14 turns with correct s1-0, s3-0, s6-0, s6-1, misses s1-2, s2-1..3, s5-0..2 and
+    hallucinations s1-1, s2-0, s3-1 (s4 was a conversation of its own, so no cut moves)."""
+    s = json.loads((full_run["out"] / "run_summary.json").read_text())
+    cut = s["deadline_cut"]
+    assert (cut["turns"], cut["of_turns"], cut["cut_answered"]) == (1, 15, 1)
+    assert cut["where"] == {"unnamed stage": 1}
+    assert cut["scores_cut"]["all"]["correct"] == 1.0 and cut["scores_cut"]["all"]["total"] == 1.0
+    not_cut = cut["scores_not_cut"]["all"]
+    assert (not_cut["total"], not_cut["correct"], not_cut["miss"], not_cut["hallucination"]) == (14, 4, 7, 3)
+    assert not_cut["truthfulness_score"] == pytest.approx((2 * 4 + 7) / 14 - 1)
+    assert s["notices"][0] == cut["notice"] and "--set turn_budget_s=0" in cut["notice"]
+    out = full_run["proc"].stdout
+    assert "1 TURNS CUT BY THE DEADLINE" in out
+    assert out.index("TURNS CUT BY THE DEADLINE") < out.index("Scores (95% intervals")
+    assert out.count("abstained for time") == 1  # the panel, not the notice again below it
+
+
+def test_the_report_opens_with_the_deadline_cut_banner(full_run, tmp_path):
+    from evaluator.report.html import build_report
+
+    page = build_report(full_run["out"], tmp_path / "report.html", images=False).read_text()
+    banner = page.index('id="deadline-cut-banner"')
+    assert banner < page.index('<h2 id="scores">')
+    assert "The deadline cut 1 of 15 turns</b>" in page and "unnamed stage 1" in page
+    assert '<code id="no-budget-flag">--set turn_budget_s=0</code>' in page
+    assert page.count("abstained for time") == 1  # the banner, not the notice again

@@ -10,8 +10,10 @@ the server received.
 """
 from __future__ import annotations
 
+import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -45,6 +47,20 @@ def built_by_the_checkout(checkout: Path, turns) -> list[list[dict]]:
     done = subprocess.run([sys.executable, "-c", script], cwd=checkout, input=json.dumps(turns),
                           capture_output=True, text=True, check=True)
     return json.loads(done.stdout)
+
+
+def expected_sha256(checkout: Path, sampling: dict) -> str:
+    """The prompt's hash as docs/evaluation.md defines it, worked out here: the messages the
+    checkout's own code builds for the placeholder turn and the sampling the judge was sent."""
+    (messages,) = built_by_the_checkout(checkout, [["{question}", "{ground_truth}", "{prediction}"]])
+    blob = json.dumps({"messages": messages, "sampling": sampling}, sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def git(checkout: Path, *args: str) -> str:
+    done = subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@example.org", "-c", "commit.gpgsign=false",
+                           *args], cwd=checkout, capture_output=True, text=True, check=True)
+    return done.stdout.strip()
 
 
 def answers_folder(out: Path) -> Path:
@@ -81,8 +97,40 @@ def test_the_requests_sent_are_the_messages_the_checkouts_own_code_builds(tmp_pa
     assert scores["all"]["correct"] == 1.0 and scores["all"]["hallucination"] == 1.0
     summary = json.loads((out / "run_summary.json").read_text())
     origin = summary["judge_prompt_origin"]
+    # the fixture is a folder inside this package's clone, not a clone itself: no commit of its own
     assert origin["official"] is True and origin["path"] == str(CHECKOUT) and origin["commit"] is None
-    assert summary["judge_prompt"] == f"official ({CHECKOUT}, sha256 {origin['sha256'][:12]})"
+    sha256 = expected_sha256(CHECKOUT, {"temperature": 0.25, "max_tokens": 77})
+    assert origin["sha256"] == sha256
+    assert summary["judge_prompt"] == f"official ({CHECKOUT}, sha256 {sha256[:12]})"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program to make a clone")
+def test_a_clones_origin_is_its_own_head_commit_and_the_hash_of_its_text(tmp_path):
+    checkout = tmp_path / "CRAG-MM"
+    shutil.copytree(CHECKOUT, checkout)
+    git(checkout, "init", "-q", "-b", "main")
+    git(checkout, "add", ".")
+    git(checkout, "commit", "-q", "-m", "first wording")
+    prompt = checkout / "evaluation" / "evaluation_prompt.py"
+    prompt.write_text(prompt.read_text().replace("Fixture grader.", "Fixture grader, second wording."))
+    git(checkout, "commit", "-q", "-am", "second wording")
+    head = git(checkout, "rev-parse", "HEAD")
+    out = answers_folder(tmp_path / "run")
+    with FakeOpenAIServer() as server:
+        local_evaluation.main(["--rejudge", "--output-dir", str(out), "--rules", "crag-mm", "--eval-base-url",
+                               server.url, "--no_progress", "--display-conversations", "0",
+                               "--judge-prompt-from", str(checkout)])
+    summary = json.loads((out / "run_summary.json").read_text())
+    origin = summary["judge_prompt_origin"]
+    # the commit of THIS folder's HEAD (not this package's, not the first one), as 40 hex digits, not "refs/heads/main"
+    assert re.fullmatch(r"[0-9a-f]{40}", origin["commit"]) and origin["commit"] == head
+    sha256 = expected_sha256(checkout, {"temperature": 0.25, "max_tokens": 77})
+    assert origin["sha256"] == sha256 != expected_sha256(CHECKOUT, {"temperature": 0.25, "max_tokens": 77})
+    assert summary["judge_prompt"] == f"official ({checkout}, git commit {head[:12]}, sha256 {sha256[:12]})"
+    # a detached HEAD (a clone checked out at a tag or a commit) names its commit the same way
+    first = git(checkout, "rev-parse", "HEAD~1")
+    git(checkout, "checkout", "-q", "--detach", first)
+    assert load_official_judge(checkout).commit == first
 
 
 def test_the_checkouts_reply_reader_is_used_not_ours():

@@ -32,7 +32,7 @@ from agents.peers.qa_dragon.search_router import names_something
 from agents.peers.qa_dragon.verifier import read_verifier
 from agents.peers.sam_rag.support import read_support
 from agents.runtime.batch import decide_from_trace
-from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
+from testkit.fakes import IDK_SPELLINGS, FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 from testkit.scripted_peers import CAFE, CAFE_HIT, CAR, CAR_PAGE, UMBRELLAS, qa_dragon_engines
 
 
@@ -264,6 +264,8 @@ def test_a_partly_supported_answer_passes_only_a_threshold_at_or_below_one_half(
     ("Object: car\n1. It is red.", IDK_ANSWER, False),  # cut before the answer
     ("The answer is:\nThe answer is:", IDK_ANSWER, False),  # a repeated label, no answer
     ("Draft answer: a short answer, or I don't know", IDK_ANSWER, False),  # the format copied
+    *[(f"Object: cafe\n1. Nothing names the founder.\nDraft answer: {idk}.", IDK_ANSWER, True) for idk in IDK_SPELLINGS],
+    *[(f"Object: cafe\n**Draft answer:**\n{idk}", IDK_ANSWER, True) for idk in IDK_SPELLINGS],
 ])
 def test_draft_reader(reply, answer, parsed):
     from agents.stages.prompts import load_prompt
@@ -285,6 +287,8 @@ def test_what_counts_as_a_named_object(phrase, named):
     ("Reason: nothing fits.\nAnswer: I don't know", (IDK_ANSWER, "nothing fits.", True)),
     ("The tower is in Paris.", ("The tower is in Paris.", "", True)),  # no labels: read as CRUISE reads an answer
     ("Reason: cut off before the", (IDK_ANSWER, "cut off before the", False)),
+    *[(f"Reason: nothing fits.\nAnswer: {idk}", (IDK_ANSWER, "nothing fits.", True)) for idk in IDK_SPELLINGS],
+    *[(f"{idk}.", (IDK_ANSWER, "", True)) for idk in IDK_SPELLINGS],
 ])
 def test_post_answer_reader(reply, expected):
     assert read_post_answer(reply) == expected

@@ -13,6 +13,7 @@ from evaluator.scoring.scores import (
     OFFICIAL_TURN_COLUMNS,
     SCORE_KEYS,
     apply_conversation_rules,
+    breakdown,
     is_miss,
     needs_judge,
     score_rows,
@@ -42,6 +43,23 @@ def test_verdict_fields_follow_the_official_rules():
     assert not failed["is_correct"] and not failed["is_miss"] and failed["api_response"] is None
     assert needs_judge("The capital is Paris", "Paris") and not needs_judge("paris", "Paris")
     assert not needs_judge("i don't know", "Paris")
+
+
+def test_breakdown_truthfulness_is_worked_by_hand_per_label():
+    def labelled(domain, i, answer, truth, verdict=None):
+        return {**turn(f"{domain}{i}", 0, answer, truth, verdict), "domain": domain}
+
+    food = ([labelled("food", i, "Paris", "paris") for i in range(3)]                       # 3 correct
+            + [labelled("food", i, "I don't know", "Oslo") for i in (3, 4)]                 # 2 missing
+            + [labelled("food", 5, "Berlin", "Bonn", False)])                               # 1 wrong
+    animal = [labelled("animal", 0, "cat", "cat")] + [labelled("animal", i, "dog", "fox", False) for i in (1, 2, 3)]
+    scored, _ = score_rows(food + animal)
+    table = {entry["domain"]: entry for entry in breakdown(scored, "domain")}
+    # truthfulness = (2 * correct + missing) / count - 1, the official score's form, per label
+    assert (table["food"]["count"], table["food"]["accuracy"], table["food"]["missing"]) == (6, 0.5, pytest.approx(2 / 6))
+    assert table["food"]["hallucination"] == pytest.approx(1 / 6)
+    assert table["food"]["truthfulness"] == pytest.approx((2 * 3 + 2) / 6 - 1)   # +1/3
+    assert table["animal"]["truthfulness"] == pytest.approx((2 * 1 + 0) / 4 - 1)  # -1/2
 
 
 def test_single_turn_table():
@@ -145,6 +163,8 @@ def test_the_two_rule_sets_word_the_miss_test_differently():
     assert is_miss("Sorry, I DON'T KNOW.") and is_miss("Sorry, I DON'T KNOW.", CRAG_MM)
     assert not is_miss("I do not know.") and is_miss("I do not know.", CRAG_MM)
     assert not is_miss("I don\u2019t know") and is_miss("I don\u2019t know", CRAG_MM)  # curly apostrophe
+    # a line break is no space to either rule: the agent writes "I don't know" itself (s6_answer)
+    assert not is_miss("I don't\nknow") and not is_miss("I don't\nknow", CRAG_MM)
     assert not is_miss("I dont know") and is_miss("I dont know", CRAG_MM)
     assert not is_miss("i don't knowingly lie") or is_miss("i don't knowingly lie", CRAG_MM)
     assert not needs_judge("I do not know.", "x", CRAG_MM) and needs_judge("I do not know.", "x")

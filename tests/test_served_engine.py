@@ -223,6 +223,7 @@ def test_the_served_profile_checks_each_server_and_names_what_it_serves(loopback
     from agents.preload import served_problem
     from evaluator.harness.agent_setup import setup_agent
     from evaluator.harness.models import loaded_models
+    from evaluator.harness.resolved import resolve_run
 
     vlm = loopback(models_answer(["meta-llama/Llama-3.2-11B-Vision-Instruct"]))
     router = loopback(models_answer(["some/other-model"]))
@@ -234,7 +235,7 @@ def test_the_served_profile_checks_each_server_and_names_what_it_serves(loopback
     assert served_problem(load_config("served", router_served_name="some/other-model", **urls)) is None
     # the served models are not looked for in the local Hugging Face cache
     agent = setup_agent("agents.user_config:UserAgent", profile="served")
-    assert not {"meta-llama/Llama-3.2-11B-Vision-Instruct", "BAAI/bge-reranker-v2-m3"} & set(loaded_models("served", agent))
+    assert not {"meta-llama/Llama-3.2-11B-Vision-Instruct", "BAAI/bge-reranker-v2-m3"} & set(loaded_models(resolve_run("served", agent)))
     cfg = load_config("served")
     assert (cfg.models.engine, cfg.models.reranker_backend, cfg.models.served_image_placeholder) == \
         ("openai", "server", "<|image|>")
@@ -243,10 +244,10 @@ def test_the_served_profile_checks_each_server_and_names_what_it_serves(loopback
 def test_the_cpu_chain_on_one_server_asks_it_for_its_served_name_in_both_roles(loopback, monkeypatch):
     """README's line: `--profile cpu --set engine=openai --set vlm_base_url=URL --set vlm_served_name=NAME`.
     The router is the VLM's model on the VLM's URL, so it is that server and takes that name."""
+    from agents import factory
     from agents.config import load_config_from_settings
-    from agents.engines import factory
     from agents.engines.base import Ledger
-    from agents.engines.factory import build_engines
+    from agents.factory import build_engines
     from agents.preload import served_problem
     from testkit.fakes import FunctionReranker
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
 from pathlib import Path
 from typing import Literal, get_args, get_origin
 
@@ -19,6 +20,7 @@ from agents.config import (
     parse_settings,
 )
 from agents.cruise_agent import CruiseAgent
+from agents.runtime.system import registered
 from agents.settings import SettingError, check_settings, field_types
 from evaluator.harness.fingerprint import differences
 
@@ -53,6 +55,84 @@ def test_every_choice_field_of_every_group_refuses_an_unknown_value(group):
                 check_settings(dataclasses.replace(group(), **{name: choice}))
 
 
+# What each numeric setting may hold, written from what it means (low, high; None: open above).
+_PROBABILITY = (0.0, 1.01)  # a threshold on a probability or a [0, 1] score; 1.01: nothing passes
+_SHARE = (0.0, 1.0)  # a share, a probability or a [0, 1] score itself
+_COUNT = (1, None)  # how many of something the step needs at least one of (tokens, hits, chunks)
+_COUNT_OR_NONE = (0, None)  # how many, where 0 switches the step or the cache off
+_AMOUNT = (0.0, None)  # seconds, a temperature, a multiple
+RANGES = {
+    **dict.fromkeys(("tau_ret", "tau_high", "tau_low", "router_external_min_p", "router_real_time_min_p",
+                     "min_token_prob", "qa_dragon_fine_min", "image_score_floor"), _PROBABILITY),
+    **dict.fromkeys(("vlm_gpu_memory_utilization", "router_gpu_memory_utilization", "perception_min_label_p",
+                     "perception_min_ocr_score", "mad_tau", "qa_dragon_coarse_min", "crop_min_side"), _SHARE),
+    **dict.fromkeys(("vlm_max_model_len", "router_max_model_len", "max_num_seqs", "served_max_in_flight",
+                     "image_max_side", "max_query_chars", "perception_ocr_max_side", "standalone_max_chars",
+                     "standalone_max_tokens", "k_recall", "infobox_fields_per_chunk", "mad_top_k", "k_rerank",
+                     "max_chunk_chars", "crop_k", "decompose_max_queries", "decompose_k", "router_extended_max_tokens",
+                     "crop_max_tokens", "decompose_max_tokens", "entity_check_max_tokens", "relevance_max_tokens",
+                     "summary_max_tokens", "answer_max_tokens", "batch_size", "router_max_tokens",
+                     "consistency_max_tokens", "cov_max_tokens", "cov_full_max_tokens", "qa_dragon_domain_max_tokens",
+                     "qa_dragon_tool_max_tokens", "qa_dragon_rephrase_max_tokens", "qa_dragon_coarse_k",
+                     "qa_dragon_verify_max_tokens", "sam_rag_batch_docs", "sam_rag_check_max_tokens"), _COUNT),
+    **dict.fromkeys(("reasoning_allowance_tokens", "history_max_chars", "perception_top_k", "perception_max_ocr_lines",
+                     "perception_cache_size", "perception_summary_max_chars", "standalone_max_terms",
+                     "standalone_found_pages", "conversation_cache_size", "fusion_max_names", "page_max_html_chars",
+                     "page_max_chunks", "entity_check_max", "qa_dragon_rephrase_queries", "sam_rag_rounds",
+                     "rerank_coarse_k"),
+                    _COUNT_OR_NONE),
+    **dict.fromkeys(("turn_budget_s", "safety_margin_s", "engine_margin_s", "stage_cost_priors_s", "mad_lambda",
+                     "direct_temperature", "qa_dragon_draft_lengths", "qa_dragon_answer_lengths"), _AMOUNT),
+    "served_timeout_s": (1.0, None),  # a request outside a batch gets at least a second
+    "seed": (0, 2**32 - 1),  # what numpy's and torch's generators take
+}
+
+
+def settings_groups() -> list[type]:
+    """Every settings dataclass: the shared groups and each built-in system's own."""
+    own = [s.settings for s in registered().values() if s.settings and s.settings.__module__.startswith("agents.")]
+    return list(dict.fromkeys([*GROUPS.values(), *own]))
+
+
+def numeric_fields(group) -> dict[str, type]:
+    """field -> int or float, for a number or a dict of numbers."""
+    found = {}
+    for name, hint in field_types(group).items():
+        number = get_args(hint)[1] if get_origin(hint) is dict else hint
+        if number in (int, float):
+            found[name] = number
+    return found
+
+
+def test_every_numeric_setting_declares_its_range():
+    fields = {name for group in settings_groups() for name in numeric_fields(group)}
+    assert fields == set(RANGES), f"without an entry here: {sorted(fields - set(RANGES))}; gone: {sorted(set(RANGES) - fields)}"
+
+
+@pytest.mark.parametrize("group", settings_groups(), ids=lambda g: g.__name__)
+def test_every_numeric_setting_is_taken_at_its_bounds_and_refused_just_past_them(group):
+    def checked(name, value):
+        field = next(f for f in dataclasses.fields(group) if f.name == name)
+        if get_origin(field_types(group)[name]) is dict:  # a dict's range holds for each value
+            choices = field.metadata.get("key_choices")
+            key = next(iter(getattr(group(), name)), None) or (choices() if callable(choices) else choices or ("answer",))[0]
+            value = {key: value}
+        check_settings(dataclasses.replace(group(), **{name: value}))
+
+    for name, number in numeric_fields(group).items():
+        low, high = RANGES[name]
+        below = low - 1 if number is int else math.nextafter(low, -math.inf)
+        checked(name, low)
+        with pytest.raises(SettingError, match=f"^{name}=.*must lie in"):
+            checked(name, below)
+        if high is None:
+            checked(name, 10**9)  # open above
+        else:
+            checked(name, high)
+            with pytest.raises(SettingError, match=f"^{name}=.*must lie in"):
+                checked(name, high + 1 if number is int else math.nextafter(high, math.inf))
+
+
 def test_a_number_outside_its_range_or_of_the_wrong_kind_is_refused_in_one_line():
     assert refusal(tau_low=1.5) == "tau_low=1.5: must lie in [0.0, 1.01]"
     assert refusal(direct_temperature=-0.1) == "direct_temperature=-0.1: must lie in [0.0, inf]"
@@ -71,7 +151,7 @@ def test_a_number_outside_its_range_or_of_the_wrong_kind_is_refused_in_one_line(
 
 def test_a_peer_system_holds_no_cruise_switch_and_refuses_one_in_one_line():
     qa = load_config("cpu", "qa_dragon")
-    assert qa.cruise is None and qa.sam_rag is None and qa.qa_dragon.qa_dragon_coarse_k == 5
+    assert type(qa.own).__name__ == "QaDragonSettings" and qa.own.qa_dragon_coarse_k == 5
     assert not {"use_cov", "use_dual_path", "tau_ret", "router_mode"} & set(qa.flat())
     for settings in (["use_cov=true"], ["use_cov=false"], ["tau_ret=0.3"]):
         with pytest.raises(SettingError) as info:
@@ -83,7 +163,7 @@ def test_a_peer_system_holds_no_cruise_switch_and_refuses_one_in_one_line():
     with pytest.raises(SettingError, match="^use_cov is a setting of system cruise, not of system sam_rag$"):
         config_from_environment({"CRUISE_PROFILE": "cpu", "CRUISE_PRESET": "sam_rag", "CRUISE_USE_COV": "false"})
     # what the cpu stack and a preset set for CRUISE is not applied under a peer, not refused
-    assert load_config("cpu", "qa_dragon+no_cov").qa_dragon is not None
+    assert load_config("cpu", "qa_dragon+no_cov").has("qa_dragon_coarse_k")
     assert load_config("cpu", "sam_rag").answer.cov_mode == load_config("cpu").answer.cov_mode == "grounding"
 
 
@@ -97,15 +177,15 @@ def test_set_strings_are_typed_by_the_fields_annotation():
         with pytest.raises(SettingError, match=f"^--set {named}="):
             parse_settings([bad])
     # a peer system's own field is typed with no configuration that holds it
-    assert load_config_from_settings("cpu", "sam_rag", ["sam_rag_rounds=1"]).sam_rag.sam_rag_rounds == 1
+    assert load_config_from_settings("cpu", "sam_rag", ["sam_rag_rounds=1"]).own.sam_rag_rounds == 1
 
 
 def test_flat_names_reach_their_group_both_ways():
     cruise = CruiseConfig().replace(tau_ret=0.2, tau_low=0.7)
-    assert (cruise.cruise.tau_ret, cruise.answer.tau_low, cruise.value("tau_ret"), cruise.qa_dragon) == (0.2, 0.7, 0.2, None)
+    assert (cruise.own.tau_ret, cruise.answer.tau_low, cruise.value("tau_ret")) == (0.2, 0.7, 0.2)
     # `system` goes first, so its own fields may follow in the same call
     cfg = cruise.replace(qa_dragon_coarse_k=2, vlm_model="m", system="qa_dragon")
-    assert (cfg.answer.tau_low, cfg.models.vlm_model, cfg.qa_dragon.qa_dragon_coarse_k, cfg.cruise) == (0.7, "m", 2, None)
+    assert (cfg.answer.tau_low, cfg.models.vlm_model, cfg.own.qa_dragon_coarse_k) == (0.7, "m", 2)
     assert cfg.value("tau_low") == 0.7 and cfg.has("qa_dragon_coarse_k") and not cfg.has("tau_ret")
     with pytest.raises(SettingError, match="^tau_ret is a setting of system cruise, not of system qa_dragon$"):
         cfg.replace(tau_ret=0.3)
@@ -113,15 +193,12 @@ def test_flat_names_reach_their_group_both_ways():
         cfg.replace(nope=1)
 
 
-# Settings added after that run was recorded: a resume of it names each, as it names every field
-# its record lacks. Right for the conversation settings, which change what a follow-up turn
-# searches (agents/stages/s1c_standalone.py); the reranker's two do as before at their defaults.
-ADDED_SINCE = ("conversation_cache_size", "standalone_found_pages", "standalone_max_chars", "standalone_max_terms",
-               "standalone_max_tokens", "standalone_mode", "rerank_coarse_k", "reranker_int8")
-
-
 def differences_but_added(before: dict, now: dict) -> list[str]:
-    return [line for line in differences(before, now) if line.split(":")[0].removeprefix("config.") not in ADDED_SINCE]
+    """What a resume names, less the settings added since that run was recorded (the conversation
+    settings of agents/stages/s1c_standalone.py, a new stage's switch): a resume of it names each,
+    which is right, since they may change what a turn does."""
+    added = set(now["config"]) - set(before["config"])
+    return [line for line in differences(before, now) if line.split(":")[0].removeprefix("config.") not in added]
 
 
 @pytest.mark.parametrize("preset", ["full", "qa_dragon"])
@@ -150,5 +227,4 @@ def test_each_built_in_systems_record_names_its_own_settings_group():
         own = system_named(name).settings
         assert own is GROUPS[name]
         cfg = load_config("cpu", preset)
-        assert isinstance(getattr(cfg, name), own)
-        assert [other for other in ("cruise", "qa_dragon", "sam_rag") if getattr(cfg, other) is not None] == [name]
+        assert isinstance(cfg.own, own) and set(cfg.flat()) >= {f.name for f in dataclasses.fields(own)}

@@ -46,6 +46,7 @@ from agents.config import (
     parse_settings,
 )
 from agents.engines.base import TOKEN_COUNT
+from agents.engines.registry import CHAT_ENGINES
 from agents.runtime.batch import decide_from_trace
 from agents.runtime.system import system_for
 from agents.stages.s5_rerank import select_chunks
@@ -122,6 +123,13 @@ def run_engine(run_dir: Path) -> str:
     return recorded_config(Path(run_dir)).models.engine
 
 
+def counted_end_token(engine: str) -> bool:
+    """Whether the engine's token probabilities, in traces written before they recorded
+    `token_count`, included the end-of-sequence token (an engine no longer known: assume so)."""
+    kind = CHAT_ENGINES.get(engine)
+    return kind is None or kind.counted_end_token
+
+
 def check_token_count(trace: dict, engine: str, run_dir: Path) -> None:
     """Refuse a trace whose token probabilities may include the end-of-sequence token: one
     without "token_count" from a run on vLLM or a server (they listed it); transformers always
@@ -131,7 +139,7 @@ def check_token_count(trace: dict, engine: str, run_dir: Path) -> None:
     counted = trace.get("token_count")
     if trace.get("rag_min_token_prob") is None or counted == TOKEN_COUNT:
         return
-    if counted is None and engine == "transformers":
+    if counted is None and not counted_end_token(engine):
         return
     raise SystemExit(
         f"{run_dir}: the traces' token probabilities were counted as "

@@ -288,7 +288,7 @@ def cards_table(config: CruiseConfig) -> str:
 
 # --- the other families on one L40S ------------------------------------------------------------
 # A family stack's --model-name VLM is also its router: one vLLM engine, which takes both roles'
-# shares of the card (agents/engines/factory.py engine_memory_share). Within that budget it needs
+# shares of the card (agents/engines/vllm_engine.py memory_share). Within that budget it needs
 # its weights and, besides, an allowance: the 11B Llama plan's profiling peak (3.7 GiB) and
 # non-torch memory (0.25 GiB), and about 2 GiB of KV cache for max_num_seqs requests of one image
 # (ModelStack.image_tokens) and 1,024 text tokens (a 7B decoder's 28 layers x 4 KV heads x 128 x
@@ -323,7 +323,7 @@ def params_of(model: str) -> float | None:
     """Billions of parameters of a checkpoint: the family record's figure, else the "<N>B" of its name."""
     import re
 
-    from agents.profiles import STACKS
+    from agents.stacks import STACKS
 
     for stack in STACKS.values():
         for name, params in stack.checkpoints:
@@ -335,21 +335,21 @@ def params_of(model: str) -> float | None:
 
 def family_fit(model: str, config: CruiseConfig, gpu_gib: float = GPU_GIB) -> FamilyFit | None:
     """Whether `model` (a family checkpoint) fits one card as the VLM and router of `config`."""
-    from agents.engines.factory import engine_memory_share
-    from agents.profiles import family_of
+    from agents.engines.vllm_engine import memory_share
+    from agents.stacks import family_of
 
     params = params_of(model)
     stack = family_of(model)
     if params is None or stack is None:
         return None
-    share = engine_memory_share(config.replace(vlm_model=model, router_model=model), "vlm")
+    share = memory_share(config.replace(vlm_model=model, router_model=model).models, "vlm")
     return FamilyFit(model, stack.family, params, params * 1e9 * 2 / GIB, params * 1e9 * QUANTIZED_BYTES_PER_PARAM / GIB,
                      share * gpu_gib)
 
 
 def family_sizes_table(config: CruiseConfig, gpu_gib: float = GPU_GIB) -> str:
     """Every checkpoint the family records name (ModelStack.checkpoints), on one card of `gpu_gib`."""
-    from agents.profiles import STACKS
+    from agents.stacks import STACKS
 
     lines = ["| family | checkpoint | parameters (B) | bf16 weights (GiB) | 4-bit weights (GiB) | on one L40S |",
              "|---|---|---|---|---|---|"]

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from agents.config import YesNoMode
 from agents.settings import ranged
 
-YesNoMode = Literal["text", "yes_no"]  # also consistency_mode (agents/config.py)
 TauRetScope = Literal["real_time", "context"]  # agents/cruise/stages/s9_finalize.py
 
 
@@ -22,7 +22,7 @@ class CruiseSettings:
     # router_mode "yes_no": the real-time label is yes when P(yes) / (P(yes) + P(no)) reaches this
     # (the external label's cut, router_external_min_p, is shared with QA-Dragon's tool router)
     router_real_time_min_p: float = ranged(0.5, 0.0, 1.01)
-    router_max_tokens: int = 24
+    router_max_tokens: int = ranged(24, 1)
 
     # --- the dual path and self-consistency (ours) -------------------------------------------
     use_dual_path: bool = True  # also generate the non-RAG answer
@@ -33,7 +33,7 @@ class CruiseSettings:
     use_self_consistency: bool = True
     # Two answers that normalise to the same string are consistent without asking the VLM.
     consistency_skip_identical: bool = True
-    consistency_max_tokens: int = 8  # room for "The answers agree: yes"
+    consistency_max_tokens: int = ranged(8, 1)  # room for "The answers agree: yes"
 
     # --- chain-of-verification (paper, section 3.3; agents/cruise/stages/s8_verify.py) ----------
     use_cov: bool = True
@@ -43,8 +43,8 @@ class CruiseSettings:
     # that first (s8_verify.py); cov_max_tokens leaves room for that case. cov_full_output lets
     # the model write everything for the trace.
     cov_full_output: bool = False
-    cov_max_tokens: int = 64
-    cov_full_max_tokens: int = 160
+    cov_max_tokens: int = ranged(64, 1)
+    cov_full_max_tokens: int = ranged(160, 1)
 
     # --- Algorithm 1 (paper; agents/cruise/stages/s9_finalize.py) ------------------------------
     # How Algorithm 1 counts a check that a preset switched off. False (ours, the default): as

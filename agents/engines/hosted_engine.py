@@ -50,7 +50,7 @@ from agents.engines.base import (
     seconds_left,
     template_messages,
 )
-from agents.engines.hosted_providers import PROVIDERS, HostedProvider
+from agents.engines.hosted_providers import PROVIDERS, HostedProvider, provider_for_model, provider_of
 from agents.engines.hosted_rules import ImageLimits
 from agents.engines.served import DEFAULT_TIMEOUT_S, PROBE_TIMEOUT_S, Endpoint
 from agents.transient_waits import HTTPStatusFailure
@@ -247,3 +247,51 @@ def hosted_problem(provider: str, model: str, base_url: str = "", key_variable: 
     finally:
         endpoint.close()
     return None
+
+
+def role_url(models, role: str) -> str:
+    return getattr(models, f"{role}_base_url") or models.vlm_base_url
+
+
+def build(models, role: str, ledger: Ledger) -> HostedChatEngine:
+    """The engine of one role at its provider (agents/engines/registry.py)."""
+    return HostedChatEngine(
+        getattr(models, f"{role}_model"), ledger, provider=provider_of(models, role), base_url=role_url(models, role),
+        efforts=models.reasoning_effort, allowances=models.reasoning_allowance_tokens,
+        max_in_flight=models.served_max_in_flight, timeout_s=models.served_timeout_s)
+
+
+def reads_probabilities(models, role: str) -> bool:
+    """No hosted provider is asked for token probabilities."""
+    return False
+
+
+def engine_key(models, role: str) -> tuple[str, str]:
+    """One engine serves both roles where they name the same model at the same URL."""
+    return getattr(models, f"{role}_model"), role_url(models, role)
+
+
+def setting_problem(models) -> str | None:
+    """Without hosted_provider, each model's name must say its provider."""
+    if models.hosted_provider:
+        return None
+    for role in ("vlm", "router"):
+        model = getattr(models, f"{role}_model")
+        if provider_for_model(model) is None:
+            return (f"engine hosted: no provider is known for {role}_model {model!r}; name one with "
+                    f"hosted_provider (one of {sorted(PROVIDERS)})")
+    return None
+
+
+def preload_problem(models, stack: str) -> str | None:
+    """For a hosted VLM (and router): the provider's key variable is set, and the provider knows
+    the model for that key (one GET per model, short timeout, no retries)."""
+    problems = []
+    for role in ("vlm", "router"):
+        model = getattr(models, f"{role}_model")
+        if role == "router" and model == models.vlm_model and not models.router_base_url:
+            continue
+        found = hosted_problem(provider_of(models, role), model, role_url(models, role))
+        if found:
+            problems.append(found)
+    return "\n".join(problems) or None

@@ -278,3 +278,9 @@ PROVIDERS: dict[str, HostedProvider] = {p.name: p for p in (OPENAI, ANTHROPIC, G
 def provider_for_model(model: str) -> str | None:
     """The name of the provider that serves a hosted model's name; None for any other."""
     return next((p.name for p in PROVIDERS.values() if p.serves(model)), None)
+
+
+def provider_of(models, role: str) -> str:
+    """The provider of a role's hosted model: the run's ModelSettings' `hosted_provider`, else the
+    one the model's name says."""
+    return models.hosted_provider or provider_for_model(getattr(models, f"{role}_model")) or "openai"

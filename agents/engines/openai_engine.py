@@ -170,13 +170,13 @@ def finish_result(text: str, logprobs: list[tuple[str, float]] | None, usage: di
 def sees_images(model: str) -> bool:
     """Whether the model reads images, from its config.json when this machine has it (a folder,
     an alias of agents/engines/local_models.py, or the Hugging Face cache); otherwise by its name:
-    a VLM family's (agents/profiles.py STACKS), or a word VLM names carry."""
+    a VLM family's (agents/stacks.py STACKS), or a word VLM names carry."""
     from agents.engines.local_models import read_checkpoint_config, resolve_model
 
     config = read_checkpoint_config(resolve_model(model))
     if config:
         return "vision_config" in config
-    from agents.profiles import family_of
+    from agents.stacks import family_of
 
     family = family_of(model)
     if family is not None and family.image_placeholder:  # a VLM family by name (Gemma 3, Pixtral, InternVL)
@@ -224,3 +224,47 @@ class OpenAIChatEngine(ChatEngine):
         payload = request_payload(self.served_name, messages, sampling, self.send_stop)
         bodies = self.endpoint.post("/chat/completions", payload, end - time.monotonic())
         return finish_result(*read_completion(bodies), sampling.stop)
+
+
+def served_name(models, role: str) -> str:
+    from agents.engines.served import served_endpoint
+
+    return served_endpoint(models, role)[1]
+
+
+def reads_probabilities(models, role: str) -> bool:
+    """Whether a served role returns token probabilities: not an OpenAI reasoning model's (its API
+    refuses `logprobs`)."""
+    from agents.engines.hosted_rules import is_openai_reasoning_model
+
+    return not is_openai_reasoning_model(served_name(models, role))
+
+
+def build(models, role: str, ledger: Ledger) -> ChatEngine:
+    """The engine of one role behind an OpenAI-compatible server (agents/engines/registry.py)."""
+    from agents.engines.hosted_rules import is_openai_reasoning_model
+    from agents.engines.served import API_KEY_ENV, served_endpoint
+
+    url, name = served_endpoint(models, role)
+    if is_openai_reasoning_model(name):
+        # OpenAI's reasoning models refuse what a vLLM-style request carries (max_tokens,
+        # temperature, stop, logprobs): such a served name gets OpenAI's own request rules,
+        # with the served engine's URL and key variable
+        from agents.engines.hosted_engine import HostedChatEngine
+
+        return HostedChatEngine(
+            name, ledger, provider="openai", base_url=url, efforts=models.reasoning_effort,
+            allowances=models.reasoning_allowance_tokens, max_in_flight=models.served_max_in_flight,
+            timeout_s=models.served_timeout_s, key_variable=API_KEY_ENV)
+    return OpenAIChatEngine(
+        getattr(models, f"{role}_model"), ledger, base_url=url, served_name=name,
+        max_in_flight=models.served_max_in_flight, timeout_s=models.served_timeout_s,
+        stop_strings=models.served_stop_strings, image_placeholder=models.served_image_placeholder,
+        image_layout=models.served_image_layout, batch_images=models.batch_images)
+
+
+def engine_key(models, role: str) -> tuple:
+    """One engine serves both roles where they name the same model on the same server."""
+    from agents.engines.served import served_endpoint
+
+    return getattr(models, f"{role}_model"), served_endpoint(models, role)

@@ -182,3 +182,19 @@ class ServerReranker(Reranker):
             raise RuntimeError(f"{self.endpoint}: /rerank scored {sum(s is not None for s in out)} "
                                f"of {len(documents)} documents")
         return out
+
+
+def build_cross_encoder(models, ledger: Ledger) -> Reranker:
+    return CrossEncoderReranker(models.reranker_model, ledger, int8=models.reranker_int8)
+
+
+def build_minilm(models, ledger: Ledger) -> Reranker:
+    return MiniLMReranker(models.reranker_model, ledger)
+
+
+def build_served(models, ledger: Ledger) -> Reranker:
+    from agents.engines.served import served_endpoint
+
+    url, name = served_endpoint(models, "reranker")
+    return ServerReranker(models.reranker_model, ledger, base_url=url, served_name=name,
+                          max_in_flight=models.served_max_in_flight, timeout_s=models.served_timeout_s)

@@ -130,3 +130,21 @@ def _events(lines: Iterator[str], end: float, where: str) -> Iterator[dict]:
         if isinstance(event, dict) and event.get("error") and not event.get("choices"):
             raise ServerGaveUp(f"{where}: the server reported {str(event['error'])[:300]}")
         yield event
+
+
+SERVED_ROLES = ("vlm", "router", "reranker")
+
+
+def served_endpoint(models, role: str) -> tuple[str, str]:
+    """(base URL, served model name) of one role's server, from the run's ModelSettings: the router
+    defaults to the VLM's URL, every name to the role's model id. A router that is the VLM's model on
+    the VLM's URL is the VLM's server, so it also takes the VLM's served name (one `vllm serve
+    --served-model-name NAME` answers both roles)."""
+    if role not in SERVED_ROLES:
+        raise ValueError(f"unknown role {role!r}; choose one of {SERVED_ROLES}")
+    model = getattr(models, f"{role}_model")
+    url = getattr(models, f"{role}_base_url") or (models.vlm_base_url if role == "router" else "")
+    name = getattr(models, f"{role}_served_name")
+    if role == "router" and not name and model == models.vlm_model and url == models.vlm_base_url:
+        name = models.vlm_served_name
+    return url, name or model

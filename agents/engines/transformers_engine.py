@@ -343,3 +343,9 @@ class TransformersEngine(ChatEngine):
             token_logprobs=None if logprobs is None else [float(x) for x in logprobs[: len(ids)]],
             tokens=None if logprobs is None else [self.tokenizer.decode([t]) for t in ids],
         )
+
+
+def build(models, role: str, ledger) -> TransformersEngine:
+    """The engine of one role with the arguments the run's ModelSettings give it (agents/engines/registry.py)."""
+    return TransformersEngine(resolve_model(getattr(models, f"{role}_model")), ledger, dtype=models.dtype,
+                              cudnn_attention=models.cudnn_attention)

@@ -183,7 +183,7 @@ def needs_remote_code(config: dict) -> bool:
 def check_vllm_loads(config: dict, version: str, model: str = "") -> None:
     """Raise a clear error when this vLLM release cannot load the checkpoint's family in-process
     (agents/profiles.py: vllm_min / vllm_max of each family), naming the path that can."""
-    from agents.profiles import stack_for_checkpoint, vllm_release_problem
+    from agents.stacks import stack_for_checkpoint, vllm_release_problem
 
     stack = stack_for_checkpoint(config)
     problem = vllm_release_problem(stack, version, model) if stack is not None else None
@@ -193,7 +193,7 @@ def check_vllm_loads(config: dict, version: str, model: str = "") -> None:
 
 def text_placeholder_for(config: dict) -> str:
     """The family's placeholder where its checkpoints may carry a text-only template (ModelStack.text_placeholder)."""
-    from agents.profiles import stack_for_checkpoint
+    from agents.stacks import stack_for_checkpoint
 
     stack = stack_for_checkpoint(config)
     return stack.image_placeholder if stack is not None and stack.text_placeholder else ""
@@ -263,3 +263,41 @@ class VLLMEngine(ChatEngine):
             params = [self.sampling_params_cls(**to_sampling_kwargs(s)) for s in samplings]
         outputs = self.llm.generate(inputs, params, use_tqdm=False)
         return [to_chat_result(o, s.logprobs, s.choices) for o, s in zip(outputs, samplings)]
+
+
+def memory_share(models, role: str) -> float:
+    """The share of the GPU a vLLM engine takes. One engine serves both roles when the router is
+    the VLM's model (a family stack's `--model-name`), and then it takes both roles' shares."""
+    if role == "vlm" and models.router_model == models.vlm_model:
+        return models.vlm_gpu_memory_utilization + models.router_gpu_memory_utilization
+    return models.vlm_gpu_memory_utilization if role == "vlm" else models.router_gpu_memory_utilization
+
+
+def build(models, role: str, ledger: Ledger) -> VLLMEngine:
+    """The engine of one role with the arguments the run's ModelSettings give it (agents/engines/registry.py)."""
+    return VLLMEngine(
+        resolve_model(getattr(models, f"{role}_model")), ledger, dtype=models.dtype, max_num_seqs=models.max_num_seqs,
+        seed=models.seed, batch_images=models.batch_images,
+        max_model_len=models.vlm_max_model_len if role == "vlm" else models.router_max_model_len,
+        gpu_memory_utilization=memory_share(models, role))
+
+
+def release_problem(models, stack: str) -> str | None:
+    """Where the run loads its VLM in vLLM: a family that this vLLM release cannot load (Llama-3.2-
+    Vision past 0.10.2, Qwen3-VL before 0.11) stops the run here, in one line that names the path
+    that can, before the search models and the router have loaded for minutes. The release is read
+    from the installed package's metadata (vLLM is not imported), or is the project's pin
+    (requirements.txt) where no vLLM is installed: the family still needs what the GPU image has."""
+    from importlib import metadata
+
+    from agents.stacks import PINNED_VLLM, family_of, vllm_release_problem
+
+    family = family_of(models.vlm_model, stack)
+    if family is None:
+        return None
+    try:
+        version = metadata.version("vllm")
+    except metadata.PackageNotFoundError:
+        version = PINNED_VLLM
+    problem = vllm_release_problem(family, version, models.vlm_model)
+    return f"cannot start: {problem}" if problem else None

@@ -23,6 +23,15 @@ _ABBREVIATIONS = (
     "ltd", "co", "corp", "ave", "blvd", "rd", "approx", "fig", "e.g", "i.e", "u.s", "u.k", "a.m", "p.m",
 )
 _SENTENCE_END = re.compile(r"([.!?])[\"'’”)\]]*(?=\s+|$)")
+# Any apostrophe models and keyboards write, or none ("I dont know").
+_APOSTROPHE = "['’‘ʼ′´`]?"
+# Ways a model says it cannot answer; `\s+` spans a line break too ("I don't\nknow").
+_ABSTENTION = re.compile(
+    rf"\b(i\s+do\s+not\s+know|i\s+don{_APOSTROPHE}t\s+know|not\s+sure"
+    rf"|cannot\s+(?:be\s+)?(?:determined?|told|tell|answer(?:ed)?|know)"
+    rf"|can{_APOSTROPHE}t\s+(?:determine|tell|answer)|unable\s+to\s+(?:determine|tell|answer)|no\s+information)\b",
+    re.IGNORECASE,
+)
 
 
 def strip_markdown(text: str) -> str:
@@ -43,7 +52,7 @@ def content_lines(text: str, labels: tuple[str, ...] = ()) -> list[str]:
         names = "|".join(re.escape(name).replace(r"\ ", r"[\s_-]*") for name in labels)
         label = re.compile(rf"^\s*(?:\d+[.)]\s*)?(?:{names})\s*(?:[:=]|-(?=\s))\s*", re.IGNORECASE)
     out = []
-    for line in strip_markdown(text).splitlines():
+    for line in abstentions_on_one_line(strip_markdown(text)).splitlines():
         line = drop_preamble(line.strip())
         if label is not None:
             line = label.sub("", line, count=1)
@@ -51,6 +60,19 @@ def content_lines(text: str, labels: tuple[str, ...] = ()) -> list[str]:
         if line:
             out.append(line)
     return out
+
+
+def abstains(text: str) -> bool:
+    """Whether `text` says that it cannot answer ("I don't know", "I do not know", "not sure",
+    "cannot be determined", ...), with any apostrophe, in any case, across line breaks. The
+    agent's own reading: the evaluator's miss test stays the official rule (evaluator/scoring/rules.py)."""
+    return _ABSTENTION.search(str(text or "")) is not None
+
+
+def abstentions_on_one_line(text: str) -> str:
+    """`text` with each abstention's words on one line ("I don't\\nknow" -> "I don't know"), so
+    that a reader going line by line sees it whole."""
+    return _ABSTENTION.sub(lambda found: " ".join(found.group(0).split()), text)
 
 
 def first_sentence(line: str) -> str:
@@ -80,7 +102,7 @@ def labelled_value(text: str, label: str) -> str | None:
     `label` is a regular expression ("search(?:\\s+tool)?")."""
     pattern = re.compile(rf"^[^\S\n]*(?:\d+[.)]\s*|[-*•][^\S\n]*)?(?:{label})[^\S\n]*(?:[:=]|-(?=\s))[^\S\n]*(.*)$",
                          re.IGNORECASE | re.MULTILINE)
-    lines = strip_markdown(text).splitlines()
+    lines = abstentions_on_one_line(strip_markdown(text)).splitlines()
     for i, line in enumerate(lines):
         match = pattern.match(line)
         if not match:

@@ -34,11 +34,11 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 from agents.runtime.conversation_cache import SHARED_CONVERSATIONS, ConversationCache, found_earlier
 from agents.runtime.system import Stage
+from agents.stages.parsing import abstains
 from agents.stages.prompts import load_prompt
 from agents.stages.types import Standalone, Turn
 
@@ -69,8 +69,7 @@ _LABEL = re.compile(r"^\s*(?:standalone|rewritten|rewrite|new|full)?\s*(?:questi
 
 def is_idk(answer: str) -> bool:
     """Whether an earlier answer is an abstention, which names nothing."""
-    text = " ".join(str(answer or "").lower().replace("’", "'").split())
-    return not text or IDK_ANSWER.lower() in text or text.startswith("i do not know")
+    return not str(answer or "").strip() or abstains(answer)
 
 
 def earlier_turns(history: list[dict]) -> list[tuple[str, str]]:

@@ -15,23 +15,16 @@ repository's straightforward agent for the model's family instead (agents/stages
 from __future__ import annotations
 
 import math
-import re
 
 from agents.base_agent import IDK_ANSWER
 from agents.config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
 from agents.runtime.system import Stage
 from agents.stages.baseline_prompt import baseline_messages
-from agents.stages.parsing import content_lines
+from agents.stages.parsing import abstains, content_lines
 from agents.stages.prompts import load_prompt, quote_notes, vlm_image
 from agents.stages.types import Answers, Evidence, Turn
 
-# Ways a model says it cannot answer; any of them becomes exactly "I don't know".
-_ABSTAIN = re.compile(
-    r"\b(i\s+do\s+not\s+know|i\s+don['’]?t\s+know|not\s+sure|cannot\s+(?:be\s+)?(?:determined?|told|tell|answer(?:ed)?|know)"
-    r"|can['’]?t\s+(?:determine|tell|answer)|unable\s+to\s+(?:determine|tell|answer)|no\s+information)\b",
-    re.IGNORECASE,
-)
 _LABELS = ("final answer", "short answer", "answer")
 _QUOTES = "\"“”"
 
@@ -39,12 +32,13 @@ _QUOTES = "\"“”"
 def read_answer(text: str) -> tuple[str, bool]:
     """(answer, parsed): the first line that holds text once a lead-in ("Here is the answer:"), an
     "Answer:" label (alone on its line or not, with markdown) and quotes are removed; exactly
-    "I don't know" for any abstention. parsed is False when the reply held no answer text."""
+    "I don't know" for any abstention (parsing.abstains), even one broken over two lines. parsed
+    is False when the reply held no answer text."""
     lines = content_lines(text, _LABELS)
     line = lines[0].strip(_QUOTES).strip() if lines else ""
     if not line:
         return IDK_ANSWER, False
-    return (IDK_ANSWER if _ABSTAIN.search(line) else line), True
+    return (IDK_ANSWER if abstains(line) else line), True
 
 
 def normalize_answer(text: str) -> str:
@@ -87,8 +81,8 @@ def answer_batch(
     """`domain_notes`: per turn, the lines domain routing adds to both answer prompts ("" none)."""
     notes = domain_notes or [""] * len(turns)
     # The non-RAG answer is CRUISE's dual path: a system whose own settings have none answers once.
-    dual = cfg.cruise is not None and cfg.cruise.use_dual_path
-    temperature = cfg.cruise.direct_temperature if dual else 0.0
+    dual = cfg.has("use_dual_path") and cfg.value("use_dual_path")
+    temperature = cfg.value("direct_temperature") if dual else 0.0
     greedy = Sampling(max_tokens=cfg.answer.answer_max_tokens, seed=cfg.models.seed, logprobs=True)
     sampled = Sampling(max_tokens=cfg.answer.answer_max_tokens, temperature=temperature, seed=cfg.models.seed)
     style = cfg.answer.baseline_style if cfg.answer.answer_prompts == "baseline" else None
@@ -116,6 +110,6 @@ def answer_batch(
     return answers
 
 
-STAGE = Stage("answer", cost_prior="answer", parsed="answer",
+STAGE = Stage("answer", cost_prior="answer", max_tokens=lambda cfg: cfg.answer.answer_max_tokens, parsed="answer",
               trace_fields=("rag_answer", "rag_raw", "direct_answer", "direct_raw", "direct_sampled",
                             "rag_min_token_prob", "rag_mean_token_prob", "token_count"))

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from evaluator.harness.batching import conversation_selection
+from evaluator.harness.deadline_cuts import deadline_cut_report
 from evaluator.harness.runner import (
     ANSWERS,
     BATCHES,
@@ -363,6 +364,9 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     forced = run_config.get("forced_resumes") or []
     notices += [f"resumed with --force ({f['at']}) from another system: " + "; ".join(f["differences"]) for f in forced]
     traces = latest_per_turn(read_jsonl(output_dir / TRACES), {r["interaction_id"] for r in records})
+    # turns the deadline cut: the first notice, since every score below it is read through them
+    cut = deadline_cut_report(rows, traces, rules)
+    notices = ([cut["notice"]] if cut else []) + notices
     errors = [r for r in records if r.get("error")]
     expected = run_config.get("expected_turns")
     summary = {
@@ -397,6 +401,8 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "agent_error_turns": len(errors),
         "agent_errors": sorted({r["error"] for r in errors})[:20],
         "deadline_cut_turns": sum(1 for t in traces if t.get("deadline_cut") is True),
+        # where the deadline cut them and the scores of the cut turns and the others apart
+        "deadline_cut": cut,
         # turns a stage fault turned into "I don't know" (a model server gone, an engine error)
         "stage_fault_turns": sum(1 for t in traces if t.get("branch") == "error"),
         "stage_faults": sorted({e for t in traces if t.get("branch") == "error" for e in t.get("errors") or []})[:20],

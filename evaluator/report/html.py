@@ -156,7 +156,8 @@ def turn_renderer(run_config: dict):
         trace = turn["trace"] or {}
         if prepare is not None:
             turn.update(prepare(trace))
-        turn["extra"] = {k: v for k, v in trace.items() if k not in shown}
+        laid_out = turn.get("shown_keys", shown)  # the turn's own system's page, where the view says
+        turn["extra"] = {k: v for k, v in trace.items() if k not in laid_out}
         turn["trace_html"] = macro(turn) if macro is not None and turn["trace"] is not None else ""
 
     return render_turn
@@ -355,13 +356,15 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
             turn["cut"] = (turn["trace"] or {}).get("deadline_cut") is True
     steps = funnel_steps(run.turns)
     unjudged = run.summary.get("unjudged") or None
-    # the unjudged turns' notice is the banner's own text: shown once, in the banner
-    notices = [n for n in run.summary.get("notices") or [] if not unjudged or n != unjudged.get("notice")]
+    cut = run.summary.get("deadline_cut") or None
+    # the unjudged and the cut turns' notices are their banners' own text: shown once, in the banner
+    notices = [n for n in run.summary.get("notices") or []
+               if not any(part and n == part.get("notice") for part in (unjudged, cut))]
     notices += [image_notice] if image_notice else []
     intervals = run_intervals(run)
     page = render("report.html.j2", run=run, scores=run.scores, intervals=intervals,
                   notices=notices, settings=recorded_settings(run.run_config),
-                  unjudged=unjudged, unjudged_scores=UNJUDGED_SCORES,
+                  unjudged=unjudged, unjudged_scores=UNJUDGED_SCORES, deadline_cut=cut,
                   scores_chart=charts.scores_chart(run.scores, intervals) if run.scores else "",
                   breakdowns=breakdown_sections(run.rows), funnel=steps,
                   funnel_chart=charts.funnel_chart(steps) if steps else "", agent_sections=agent_sections(run),

@@ -118,6 +118,24 @@ def unjudged_panel(unjudged: dict) -> Panel:
                  border_style="red", expand=False)
 
 
+def deadline_cut_panel(cut: dict) -> Panel:
+    """Above the scores table: how many turns the deadline cut and where, that they were abstained
+    for time, the scores of the turns it did not cut, and the flag that runs without the budget."""
+    table = Table(title="Scores of the cut turns and of the others", title_justify="left")
+    table.add_column("Metric")
+    table.add_column("Cut", justify="right")
+    table.add_column("Not cut", justify="right")
+    for key, label, fmt in [("total", "Turns", "{:.0f}"), *UNJUDGED_SCORES]:
+        table.add_row(label, *[fmt.format(cut[part]["all"][key]) for part in ("scores_cut", "scores_not_cut")])
+    lines = [Text(f"The deadline cut {cut['turns']} of {cut['of_turns']} turns: "
+                  + ", ".join(f"{where} {n}" for where, n in cut["where"].items()) + ".", style="bold red"),
+             Text(f"{cut['turns'] - cut['cut_answered']} of them were abstained for time, not for want of evidence: "
+                  "the scores below mix the chain's own abstentions with this machine's speed."),
+             table, Text("Run the same turns without the budget: add ", style="bold") + Text(cut["no_budget_flag"])]
+    return Panel(Group(*lines), title=f"[bold red]{cut['turns']} TURNS CUT BY THE DEADLINE[/bold red]",
+                 border_style="red", expand=False)
+
+
 def tokens_table(tokens: dict) -> Table:
     """What the run's model calls read and wrote, per stage (run_summary.json "tokens")."""
     per_turn = tokens["per_turn"]
@@ -161,6 +179,9 @@ def print_report(console: Console, results: Results, display_conversations: int,
     """The scores and what the run says of them; `judge_announced` False: nothing was said of a
     missing judge before scoring, so the NO JUDGE panel here says what scored the turns."""
     s = results.summary
+    cut = s.get("deadline_cut")
+    if cut:
+        console.print(deadline_cut_panel(cut))
     console.print(scores_table(results.scores, s.get(INTERVALS_KEY)))
     panel = None if judge_announced else no_judge_panel(s)
     if panel:
@@ -202,8 +223,8 @@ def print_report(console: Console, results: Results, display_conversations: int,
         console.print(Text("unreadable model outputs (safe default used): " + ", ".join(
             f"{stage} {count}/{read.get(stage, 0)}" for stage, count in s["parse_failures"].items())))
     for notice in s["notices"]:
-        if unjudged and notice == unjudged["notice"]:
-            continue  # said in the panel under the scores
+        if any(part and notice == part["notice"] for part in (unjudged, cut)):
+            continue  # said in its panel
         console.print(Text(f"notice: {notice}", style="yellow"))
 
 

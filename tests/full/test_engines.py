@@ -92,9 +92,9 @@ def test_text_only_engine_warns_once_and_still_answers(smol, caplog):
 # --- factory ---------------------------------------------------------------------------------
 def test_cpu_profile_builds_one_chat_engine_for_both_roles():
     from agents.config import load_config
-    from agents.engines.factory import build_engines
     from agents.engines.reranker import MiniLMReranker
     from agents.engines.transformers_engine import TransformersEngine
+    from agents.factory import build_engines
 
     ledger = Ledger()
     engines = build_engines(load_config("cpu"), ledger)
@@ -105,8 +105,8 @@ def test_cpu_profile_builds_one_chat_engine_for_both_roles():
 
 def test_factory_builds_two_engines_and_a_flag_reranker_when_asked():
     from agents.config import load_config
-    from agents.engines.factory import build_engines
     from agents.engines.reranker import CrossEncoderReranker
+    from agents.factory import build_engines
 
     config = load_config("cpu", router_model="smollm2", vlm_model=build_tiny_mllama(),
                          reranker_backend="flag", reranker_model=build_tiny_xlmr_reranker())

@@ -83,6 +83,39 @@ def test_comparison_in_chromium(report_runs, browser, tmp_path):
     assert page.evaluate("document.querySelectorAll('#differences-table tr').length") == 3
 
 
+# Each breakdown table as the page lays it out: its header cells left to right, and per row its
+# label and the point value in the cell under the "truthfulness" header (its interval below it).
+BREAKDOWN_LAYOUT = r"""
+[...document.querySelectorAll('table.breakdown')].map(table => {
+  const leftToRight = cells => [...cells].sort((a, b) => a.getBoundingClientRect().left - b.getBoundingClientRect().left);
+  const heads = leftToRight(table.querySelectorAll('th'));
+  const truth = heads.find(th => th.innerText.trim() === 'truthfulness').getBoundingClientRect();
+  const under = row => [...row.cells].find(c => {
+    const r = c.getBoundingClientRect(), middle = (r.left + r.right) / 2;
+    return middle > truth.left && middle < truth.right;
+  });
+  return {column: table.dataset.column, heads: heads.map(th => th.innerText.trim()),
+          rows: [...table.querySelectorAll('tr')].filter(r => r.querySelector('td')).map(
+            r => [leftToRight(r.cells)[0].innerText.trim(), under(r).innerText.trim().split(/\s/)[0]])};
+})
+"""
+
+
+def test_truthfulness_stands_right_after_the_counts_in_every_breakdown(report_runs, browser):
+    """Where it stands, not only that it is in view: a column moved to the end still fits at 1280 px."""
+    run = report_runs["full"]
+    breakdowns = json.loads((run / "run_summary.json").read_text())["breakdowns"]
+    page = browser.open((run / "report.html").as_uri())
+    tables = page.evaluate(BREAKDOWN_LAYOUT)
+    assert sorted(t["column"] for t in tables) == sorted(breakdowns)
+    for table in tables:
+        column = table["column"]
+        assert table["heads"] == [column.replace("_", " "), "turns", "truthfulness", "accuracy", "missing",
+                                  "hallucination"]
+        # the rows' values, as the run's summary has them
+        assert table["rows"] == [[entry[column], f"{entry['truthfulness']:+.3f}"] for entry in breakdowns[column]]
+
+
 # Every cell that shows truthfulness: a header cell saying "truthfulness" and the cells below it,
 # and every cell of a row whose label says "truthfulness". A cell counts as visible when it lies
 # inside the window's width and inside every ancestor that clips or scrolls it sideways.

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from agents.settings import ranged
+
 
 @dataclass
 class SamRagSettings:
-    sam_rag_batch_docs: int = 3  # documents judged per isRel round
-    sam_rag_rounds: int = 3  # isRel rounds at most ("retrieve until a relevant document is found")
-    sam_rag_check_max_tokens: int = 8  # isRel / isUse / isSup verdicts (text mode)
+    sam_rag_batch_docs: int = ranged(3, 1)  # documents judged per isRel round
+    sam_rag_rounds: int = ranged(3, 0)  # isRel rounds at most ("retrieve until a relevant document is found")
+    sam_rag_check_max_tokens: int = ranged(8, 1)  # isRel / isUse / isSup verdicts (text mode)
