@@ -66,10 +66,11 @@ def benchmark_retrievals(turns: int):
     from agents.stages.s3_retrieve import retrieve_one
     from agents.stages.types import Turn
     from benchmarks.answer_recall import answerable_turns, query_image
-    from evaluator.search.pipeline import build_search_pipeline, search_config
+    from evaluator.harness.resolved import resolve_run
+    from evaluator.search.pipeline import build_search_pipeline
 
     cfg = load_config("cpu", "full")
-    pipeline = build_search_pipeline(search_config("cpu"), web=True)
+    pipeline = build_search_pipeline(resolve_run("cpu").search, web=True)
     every = answerable_turns()
     step = max(1, len(every) // max(1, turns))
     picked = every[::step][:turns]
