@@ -18,7 +18,9 @@ real search pipeline and q' = the question (as benchmarks.answer_recall; a run's
 summary). `--turns` of them, spread evenly, each scored alone through the rerank stage
 (`rerank_batch`), three ways: every chunk in float32 (the paper's path), the coarse step's
 `--coarse-k` chunks in float32, and those in int8 (`reranker_int8`). The coarse step's own time
-(all-MiniLM-L6-v2 over every chunk) is in the last two and also shown alone. Rank agreement of
+(all-MiniLM-L6-v2 over every chunk) is in the last two and also shown alone. Beside the wall
+seconds, this process's CPU seconds divided by the threads: what a turn takes with the cores to
+itself, on a machine that other jobs share. Rank agreement of
 int8 with float32 over the same shortlist: Spearman's rho and the share of float32's top 3 that
 int8 also ranks top 3, per turn, averaged.
 
@@ -94,7 +96,7 @@ class CpuTimed:
     """A reranker's `_score`, adding up this process's CPU seconds spent in it."""
 
     def __init__(self, reranker):
-        self.reranker, self.cpu_seconds = reranker, 0.0
+        self.cpu_seconds = 0.0
         inner = reranker._score
 
         def timed(pairs):
@@ -117,14 +119,14 @@ def run_way(name: str, retrievals, reranker, coarse, k: int) -> Way:
         model.score(warm)  # first-call allocations and kernel choices, outside the timing
     coarse_cpu = CpuTimed(coarse) if coarse else None
     for retrieval in retrievals:
-        coarse_ms = len(coarse.ledger.records) if coarse else 0
+        coarse_calls = len(coarse.ledger.records) if coarse else 0
         coarse_cpu_before = coarse_cpu.cpu_seconds if coarse_cpu else 0.0
         start, cpu_start = time.perf_counter(), time.process_time()
         evidence = rerank_batch([retrieval], reranker, cfg, coarse)[0]
         way.seconds.append(time.perf_counter() - start)
         way.cpu_seconds.append(time.process_time() - cpu_start)
         way.coarse_cpu_seconds.append(coarse_cpu.cpu_seconds - coarse_cpu_before if coarse_cpu else 0.0)
-        way.coarse_seconds.append(sum(r.wall_ms for r in coarse.ledger.records[coarse_ms:]) / 1000 if coarse else 0.0)
+        way.coarse_seconds.append(sum(r.wall_ms for r in coarse.ledger.records[coarse_calls:]) / 1000 if coarse else 0.0)
         scored = [c for c, s in zip(retrieval.chunks, evidence.chunk_scores) if s is not None]
         way.pairs.append(len(scored))
         way.lengths += [len(ids) for ids in reranker.pair_ids([(retrieval.query, c) for c in scored])]
