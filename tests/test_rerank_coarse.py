@@ -7,7 +7,6 @@ import pytest
 
 from agents.config import load_config
 from agents.engines.reranker import CrossEncoderReranker
-from agents.settings import SettingError
 from agents.stages.s5_rerank import mad_threshold, rerank_batch
 from agents.stages.types import Retrieval
 from testkit.fakes import FunctionReranker
@@ -73,11 +72,6 @@ def test_off_by_default_every_chunk_is_scored_and_no_bi_encoder_is_asked(cross_e
     tower, _ = rerank_batch(retrievals(), cross_encoder, cfg, FunctionReranker(never))
     assert len(cross_encoder.seen) == len(TOWER) + len(BREAD)
     assert None not in tower.chunk_scores and tower.coarse_scores == []
-
-
-def test_the_coarse_k_setting_refuses_a_negative_count():
-    with pytest.raises(SettingError, match="rerank_coarse_k"):
-        load_config("cpu", rerank_coarse_k=-1)
 
 
 def test_the_trace_shows_what_the_coarse_step_kept():
