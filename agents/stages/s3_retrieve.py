@@ -25,7 +25,7 @@ from agents.config import CruiseConfig
 from agents.runtime.conversation_cache import SHARED_CONVERSATIONS, ConversationCache, conversation_key, remember_found
 from agents.runtime.system import Stage, always
 from agents.stages.s1a_tool_route import searches_allowed
-from agents.stages.s2b_crop import cropped_images
+from agents.stages.s2b_crop import cropped_images, oracle_plan
 from agents.stages.s4_chunk import (
     chunks_from_image_hit,
     chunks_from_passage,
@@ -65,9 +65,9 @@ def fusion_query(query: str, names: list[str]) -> str:
 
 
 def expanded_query(turn: Turn, summary: str) -> str:
-    """q' = question + summary (paper, eq. 2): what the reranker scores chunks against."""
-    question = search_question(turn)
-    return f"{question} {summary}".strip() if summary else question
+    """q' = question + summary (paper, eq. 2): what the reranker scores chunks against; an oracle
+    run's given entity (Turn.given_entity) comes before the summary."""
+    return " ".join(part for part in (search_question(turn), turn.given_entity, summary) if part).strip()
 
 
 def fuse_image_hits(views: list[tuple[str, list[dict]]], k: int) -> list[dict]:
@@ -131,14 +131,23 @@ def image_search(turn: Turn, pipeline, cfg: CruiseConfig, crops: CropPlan | None
     """Image hits of the whole photo, fused with those of its crops when there are any; `found`
     notes whether the whole photo's hits were its conversation's earlier ones."""
     whole, reused = whole_photo_hits(turn, pipeline, cfg)
+    crops = oracle_plan(turn) or crops
     if found is not None:
         found.image_hits_reused = reused
+        found.image_size = list(turn.image.size)
+        found.regions_searched = [{"view": c["view"], "box": list(c["box"])} for c in (crops.crops if crops else [])]
     if not crops or not crops.crops:
         return whole, []
     views = [("whole", whole)]
     for view, image in cropped_images(turn.image, crops):
         views.append((view, [h for h in (pipeline(image, k=cfg.peer_stages.crop_k) or []) if isinstance(h, dict)]))
     return fuse_image_hits(views, cfg.retrieval.k_recall), [view for view, _ in views[1:]]
+
+
+def regions_trace(found: Retrieval) -> dict:
+    """The trace's `regions_searched`: the crops image search ran on besides the whole photo, in
+    the pixels of the image of `image_size` (what grounding is measured on)."""
+    return {"image_size": found.image_size, "boxes": found.regions_searched}
 
 
 def add_image_hits(found: Retrieval, image_hits: list[dict], query: str, cfg: CruiseConfig) -> list[tuple]:
@@ -150,7 +159,9 @@ def add_image_hits(found: Retrieval, image_hits: list[dict], query: str, cfg: Cr
     for name in names:
         out.append((name_chunk(name), next(i for i, h in zip(hit_ids, image_hits) if name in hit_entity_names(h)), name, ""))
     for hit_id, hit in zip(hit_ids, image_hits):
-        item = {"source": "image", "id": hit_id, "score": hit.get("score"), "name": ", ".join(hit_entity_names(hit))}
+        names_here = hit_entity_names(hit)
+        item = {"source": "image", "id": hit_id, "score": hit.get("score"), "name": ", ".join(names_here),
+                "entities": names_here}
         if "view" in hit:
             item["view"] = hit["view"]
         found.items.append(item)
@@ -263,4 +274,5 @@ def retrieve_batch(
 
 # s4_chunk cuts the pages this stage fetched into chunks: a step of this stage, timed with it.
 STAGE = Stage("retrieve", switch="use_retrieval", cost_prior="retrieve", calls_no_model=always,
-              trace_fields=("retrieval_query", "web_query", "retrieved", "searches_run", "chunks", "image_hits_reused"))
+              trace_fields=("retrieval_query", "web_query", "retrieved", "searches_run", "chunks", "image_hits_reused",
+                            "regions_searched"))
