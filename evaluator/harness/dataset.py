@@ -168,11 +168,15 @@ def is_diagnostics_row(row: dict) -> bool:
 
 def diagnostics_conversation(index: int, row: dict) -> Conversation:
     """A flat CRAG-MM-Diagnostics row as a one-turn conversation: its `id` names the session and
-    the turn, as that repository's data_loader.py uses it."""
+    the turn, as that repository's data_loader.py uses it. The mini benchmark's answer keys
+    (`ans_accepted`, `abstain_expected`) are read where the row has them."""
     if not row.get("answer"):
         raise ValueError(f"row {row.get('id')}: no answer")
     iid = str(row["id"])
+    accepted, abstain = row.get("ans_accepted"), row.get("abstain_expected")
     turn = DatasetTurn(iid, row.get("question") or "", str(row["answer"]), labels=dict.fromkeys(LABEL_FIELDS),
+                       ans_accepted=[str(f) for f in accepted] if accepted is not None else None,
+                       abstain_expected=bool(abstain) if abstain is not None else None,
                        stage_labels=stage_labels(row.get("metadata")))
     return Conversation(index, iid, row.get("image_url") or None, None, [turn])
 
