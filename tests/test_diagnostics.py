@@ -227,3 +227,18 @@ def test_the_fuzzy_match_is_difflibs_ratio_at_0_85_case_folded():
     assert diagnostics.retrieval_rank(labels, trace) == 2  # the second image hit, by its page title
     assert diagnostics.named_in(["Great blue heron"], "a photo of a great blu heron by a lake")
     assert not diagnostics.named_in(["Great blue heron"], "a photo of a bird by a lake")
+
+
+def test_the_headroom_comparison_prints_each_oracles_paired_difference(runs, capsys):
+    """Region, entity and question each turn all 4 turns from "I don't know" to right: +1.000 in
+    accuracy and truthfulness, 4 fixed, 0 broken, for each oracle."""
+    from tools.oracle_headroom import main
+
+    main(["--compare", str(runs["plain"]), str(runs["region"]), str(runs["entity"]), str(runs["question"])])
+    table = capsys.readouterr().out.split("paired over the same turns", 1)[1]
+    rows = [line for line in table.splitlines() if line.startswith("| rag_baseline")]
+    assert [row.split(" | ")[1] for row in rows] == ["region", "entity", "question"]
+    for row in rows:
+        cells = row.split(" | ")
+        assert cells[3] == "0.000 -> 1.000" and cells[4].startswith("+1.000")
+        assert cells[-2:] == ["4", "0 |"]
