@@ -101,9 +101,9 @@ def write_published_layout(folder, rows: int = 4):
     return folder
 
 
-def _run(dataset, out, *, oracle=None):
+def _run(dataset, out, *, oracle=None, crop=True):
     return evaluate(dataset=str(dataset), split="test", dataset_type="single-turn", profile="cpu",
-                    preset="rag_baseline", set=["use_crop_search=true", "crop_mode=box"],
+                    preset="rag_baseline", set=["use_crop_search=true", "crop_mode=box"] if crop else [],
                     agent="tests.test_diagnostics:DiagnosedAgent", search="none", eval_model="None",
                     output_dir=str(out), no_progress=True, display_conversations=0, oracle=oracle)
 
@@ -112,8 +112,11 @@ def _run(dataset, out, *, oracle=None):
 def runs(tmp_path_factory):
     root = tmp_path_factory.mktemp("diagnostics")
     dataset = write_published_layout(root / "crag-mm-diagnostic")
-    return {name: _run(dataset, root / name, oracle=None if name == "plain" else name).output_dir
-            for name in ("plain", "region", "entity", "question")}
+    found = {name: _run(dataset, root / name, oracle=None if name == "plain" else name).output_dir
+             for name in ("plain", "region", "entity", "question")}
+    # a chain without a crop step of its own: the region oracle's crop is searched all the same
+    found["region_no_crop"] = _run(dataset, root / "region_no_crop", oracle="region", crop=False).output_dir
+    return found
 
 
 def _read(out, name):
@@ -148,7 +151,7 @@ def test_the_plain_run_loses_the_answer_at_grounding(runs):
     assert "each stage against human labels" in section and 'data-stage="image_retrieval@5"' in section
 
 
-@pytest.mark.parametrize("name", ["plain", "region", "entity", "question"])
+@pytest.mark.parametrize("name", ["plain", "region", "entity", "question", "region_no_crop"])
 def test_grounding_is_the_iou_of_the_traced_crop_boxes_and_knowledge_the_correct_count(runs, name):
     """Recomputed here from the run's own files: each trace's searched crops against the target box
     (both in pixels of the searched image, here the photo itself), and the scores' correct count."""
@@ -168,15 +171,16 @@ def test_grounding_is_the_iou_of_the_traced_crop_boxes_and_knowledge_the_correct
     assert knowledge["passed"] == correct and knowledge["labelled"] == 4
 
 
-def test_the_region_oracle_crops_to_the_target_and_image_search_finds_it(runs):
-    traces = _traces(runs["region"])
+@pytest.mark.parametrize("name", ["region", "region_no_crop"])
+def test_the_region_oracle_crops_to_the_target_and_image_search_finds_it(runs, name):
+    traces = _traces(runs[name])
     assert len(traces) == 4
     for trace in traces:
         assert trace["oracle"] == {"stage": "region", "box": TARGET_BOX}
         assert trace["regions_searched"]["boxes"] == [{"view": "oracle", "box": [100, 0, 200, 100]}]
         assert TARGET in [item["name"] for item in trace["retrieved"]]
-    found = _read(runs["region"], "diagnostics.json")
-    assert found["oracle"] == "region" and _read(runs["region"], "run_config.json")["oracle"] == "region"
+    found = _read(runs[name], "diagnostics.json")
+    assert found["oracle"] == "region" and _read(runs[name], "run_config.json")["oracle"] == "region"
     assert found["stages"]["grounding"]["passed"] == 4 and found["stages"]["image_retrieval@1"]["passed"] == 4
     assert found["stages"]["knowledge"]["passed"] == 4
     assert found["accuracy_given"]["grounding"]["passed"]["rate"] == 1.0
