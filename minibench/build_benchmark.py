@@ -14,8 +14,8 @@ are deterministic JPEGs, so two builds write the same bytes.
 Stage labels (CRAG-MM-Diagnostics, docs/diagnostics.md): the single-turn questions about a photo of
 one image-KG entity (content.TARGETS) carry that repository's `metadata` in their turn (the
 object's box is the whole picture); `diagnostics/` holds the same questions in its published
-layout (flat rows, split `test`) plus the composed photos of two objects (content.COMPOSED), each
-row with the mini benchmark's `ans_accepted` and `abstain_expected` beside `answer`.
+layout (flat rows, split `test`), one knowledge question per photo, plus the composed photos of
+two objects (content.COMPOSED), each row with the mini benchmark's `ans_accepted` and `abstain_expected` beside `answer`.
 """
 from __future__ import annotations
 
@@ -89,12 +89,14 @@ def diagnostics_row(row_id: str, image: bytes, name: str, image_url: str | None,
 
 
 def build_diagnostics_rows(single: tuple[list[dict], list[dict]]) -> tuple[list[dict], list[dict]]:
-    """The labelled single-turn questions (their sessions' provenance notes too), then one question
+    """One knowledge question per labelled photo (its first question that is not simple recognition
+    and whose answer a search source holds; the session's provenance note too), then one question
     per composed photo (a note of the same shape, with the composition)."""
-    rows, notes = [], []
-    for row, note in zip(*single):
+    rows, notes, photos = [], [], set()
+    for row, note, (picture, (_, category, _, _, _, source)) in zip(*single, content.SINGLE_TURN):
         turn = row["turns"][0]
-        if turn["metadata"]:
+        if turn["metadata"] and picture not in photos and category != content.SR and source in ("kg", "web"):
+            photos.add(picture)
             rows.append(diagnostics_row(turn["interaction_id"], row["image"]["bytes"], row["image"]["path"],
                                         row["image_url"], turn["query"], turn["metadata"]))
             notes.append(dict(note, session_id=turn["interaction_id"], single_turn_session=row["session_id"]))

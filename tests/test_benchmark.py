@@ -262,7 +262,7 @@ def test_the_follow_ups_cover_every_kind_of_referent():
 
 def test_the_diagnostics_folder_holds_the_labelled_questions_and_the_composed_photos():
     """data/crag-mm-mini/diagnostics in CRAG-MM-Diagnostics' published layout (flat rows, split
-    test): every single-turn question with a label, then the composed photos, whose target box
+    test): one knowledge question per labelled photo, then the composed photos, whose target box
     is the half the target was pasted into; every text-only question names its target."""
     from evaluator.harness.dataset import load_split, read_conversations
     from evaluator.scoring.diagnostics import named_in, target_names
@@ -270,9 +270,10 @@ def test_the_diagnostics_folder_holds_the_labelled_questions_and_the_composed_ph
 
     ds, split, _ = load_split(str(DATA / "diagnostics"), None, "test")
     assert split == "test" and {"id", "question", "answer", "image", "metadata"} <= set(ds.column_names)
-    labelled = [pic for pic, _ in content.SINGLE_TURN if pic in content.TARGETS]
+    labelled = list(content.TARGETS)  # one knowledge question per photo
     conversations = read_conversations(ds)
     assert len(conversations) == len(labelled) + len(content.COMPOSED)
+    assert all(query != content.TEXT_ONLY[query] for query in ds["question"])
     for conv in conversations:
         labels = conv.turns[0].stage_labels
         assert named_in(target_names(labels), labels["textual_only_question"]), labels
