@@ -167,7 +167,7 @@ def test_grounding_is_the_iou_of_the_traced_crop_boxes_and_knowledge_the_correct
     grounding = _read(out, "diagnostics.json")["stages"]["grounding"]
     assert (grounding["labelled"], grounding["passed"]) == (len(cropped), passed)
     knowledge = _read(out, "diagnostics.json")["stages"]["knowledge"]
-    correct = _read(out, "scores_dictionary.json")["all"]["correct_exact"]
+    correct = _read(out, "scores_dictionary.json")["all"]["correct"]
     assert knowledge["passed"] == correct and knowledge["labelled"] == 4
 
 

@@ -106,6 +106,9 @@ def domain_name(value) -> str | None:
     return name or None
 
 
+MAX_ORACLE_CHARS = 500  # an oracle's entity name or text-only question, as a question is bounded
+
+
 def given_entity_line(turn: Turn) -> str:
     """The picture block's line naming an oracle run's given entity ("" without one)."""
     if not turn.given_entity:
@@ -135,9 +138,6 @@ def with_oracle(turn: Turn, oracle, original_size: tuple[int, int] | None) -> Tu
                min(turn.image.size[0], round(x1 * sx)), min(turn.image.size[1], round(y1 * sy))]
         turn.oracle_box = box if box[2] > box[0] and box[3] > box[1] else None
     return turn
-
-
-MAX_ORACLE_CHARS = 500
 
 
 def prepare_turns(queries, images, histories, cfg, rag_context_list=None, domains=None, oracle=None) -> list[Turn]:
