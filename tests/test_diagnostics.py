@@ -246,3 +246,19 @@ def test_the_headroom_comparison_prints_each_oracles_paired_difference(runs, cap
         cells = row.split(" | ")
         assert cells[3] == "0.000 -> 1.000" and cells[4].startswith("+1.000")
         assert cells[-2:] == ["4", "0 |"]
+
+
+def test_a_region_oracle_is_searched_where_the_router_wanted_no_search():
+    """CRUISE's router may decide a turn needs nothing from outside: the oracle's region is image-
+    searched all the same (what the run measures), the web is not."""
+    from agents.config import load_config
+    from agents.stages.s3_retrieve import retrieve_batch
+    from agents.stages.types import Route, Turn
+    from testkit.fakes import FakePipeline
+
+    pipeline = FakePipeline([{"index": 0, "score": 0.9, "entities": [_entity(TARGET)]}], web_hits=[])
+    turn = Turn(query="what is it?", image=_photo(), history=[], oracle_box=[100, 0, 200, 100])
+    cfg = load_config("cpu", "full")
+    found = retrieve_batch([turn], [Route(needs_external=False, is_real_time=False)], [""], pipeline, cfg)[0]
+    assert found.searches == ["image"] and found.regions_searched == [{"view": "oracle", "box": [100, 0, 200, 100]}]
+    assert pipeline.calls == ["image", "image"] and pipeline.text_queries == []

@@ -197,6 +197,8 @@ def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig, *, route
     query = expanded_query(turn, summary)
     found = Retrieval(summary=summary, query=query, web_query=query)
     use_image, use_web = searches_allowed(route, cfg) if route is not None else (True, True)
+    if turn.oracle_box is not None:  # an oracle run's region is searched, the web only where the route says
+        use_image, use_web = True, use_web and (route is None or route.needs_external)
     pool: list[tuple] = []  # (chunk, source id, image entity name or "", page date or "")
     if turn.image is not None and use_image and image_search_enabled(pipeline):
         try:
@@ -255,7 +257,10 @@ def retrieve_batch(
     out = []
     for i, (turn, route, summary) in enumerate(zip(turns, routes, summaries)):
         use_image, use_web = searches_allowed(route, cfg)
-        wanted = cfg.retrieval.use_retrieval and route.needs_external
+        # an oracle run's region is searched whatever the router decided: the run measures what
+        # image search finds in it (docs/diagnostics.md)
+        use_image = use_image or turn.oracle_box is not None
+        wanted = cfg.retrieval.use_retrieval and (route.needs_external or turn.oracle_box is not None)
         handed = turn.passages if wanted and cfg.retrieval.harness_context != "ignore" else None
         own = (wanted and pipeline is not None and (use_image or use_web)
                and not (handed is not None and cfg.retrieval.harness_context == "only"))
