@@ -20,7 +20,7 @@ import os
 import sys
 
 from agents.profiles import PROFILES
-from evaluator.settings import DATASET_TYPES, INDEX_CHOICES, EvaluationSettings
+from evaluator.settings import DATASET_TYPES, INDEX_CHOICES, ORACLE_STAGES, EvaluationSettings
 
 DEFAULTS = EvaluationSettings()  # every option's default (evaluator/settings.py)
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -96,6 +96,11 @@ def evaluation_parser() -> argparse.ArgumentParser:
     p.add_argument("--suppress-image-search-api", action="store_true",
                    help="no image search: the agent's pipeline refuses image queries (the relaunched "
                         "facebookresearch/CRAG-MM evaluator's flag)")
+    p.add_argument("--oracle", default=DEFAULTS.oracle, choices=list(ORACLE_STAGES),
+                   help="give the agent one stage's human label on every labelled turn (a dataset with "
+                        "CRAG-MM-Diagnostics' metadata): region = the target's box is the crop image search "
+                        "runs on, entity = the target's name, question = the text-only question; "
+                        "docs/diagnostics.md")
     p.add_argument("--output-dir", default=DEFAULTS.output_dir, help="default: outputs/<timestamp> in the repo")
     p.add_argument("--revision", default=DEFAULTS.revision, help="dataset revision for hub ids")
     p.add_argument("--dataset", default=DEFAULTS.dataset,

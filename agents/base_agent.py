@@ -20,7 +20,11 @@ agent that answers none still runs (it takes no --preset/--set, and its report h
 - `preload_problems(config)`: what would stop the agent once it loads (a server down, an
   engine that cannot serve the model), in one line each, found without loading anything;
 - `TRACE_VIEW`: a module that shows the agent's traces in the report (`summarize(traces)` ->
-  run_summary.json's "agent_summary"; `report_sections(agent_summary)`; `TURN_TEMPLATE`).
+  run_summary.json's "agent_summary"; `report_sections(agent_summary)`; `TURN_TEMPLATE`);
+- `ORACLES`: the stages whose human labels the agent can be given (any of "region", "entity",
+  "question"); an oracle run (`--oracle STAGE`) then calls `batch_generate_response(...,
+  oracle=[...])` with one record per turn, None where the turn has no such label
+  (evaluator/harness/oracle.py says what each record holds).
 
 After each call an agent may leave `last_batch_report = {"traces": [...], "engine_calls": [...]}`,
 one trace per turn (a JSON object) and one record per model call. The harness sums a call's
@@ -48,6 +52,7 @@ JUDGED_ANSWER_TOKENS = 75  # answers are cut to this many Llama-3.2 tokens befor
 
 class BaseAgent:
     TRACE_VIEW: str | None = None  # module name; see the module's docstring
+    ORACLES: tuple[str, ...] = ()  # oracle runs it takes; see the module's docstring
 
     def __init__(self, search_pipeline=None):
         # `search_pipeline` is a `cragmm_search.search.UnifiedSearchPipeline` (or anything

@@ -30,6 +30,9 @@ SERVED_WHERE = ("vlm_base_url", "router_base_url", "reranker_base_url", "served_
 
 class CruiseAgent(BaseAgent):
     TRACE_VIEW = "agents.runtime.trace_view"
+    # every registered system searches through s3_retrieve and reads the turns s0_inputs prepares,
+    # where each oracle acts (stages/s0_inputs.py `with_oracle`)
+    ORACLES = ("region", "entity", "question")
 
     def __init__(self, search_pipeline=None, config: CruiseConfig | None = None, *, engines=None, profile=None,
                  preset=None, **overrides):
@@ -98,12 +101,13 @@ class CruiseAgent(BaseAgent):
         return self.config.run.batch_size
 
     def batch_generate_response(self, queries, images, message_histories, rag_context_list=None,
-                                domains=None) -> list[str]:
+                                domains=None, oracle=None) -> list[str]:
         """The starter kit calls this with the first three arguments. facebookresearch/CRAG-MM's
         harness also passes its own retrieval (`rag_context_list`: per turn a string, "" when it
         searched nothing; a list of strings or search-hit dicts works too) and each turn's domain
         name (`domains`: recorded in the trace, steers nothing). `harness_context` says how its
-        retrieval meets ours."""
+        retrieval meets ours. `oracle`: an oracle run's label per turn (agents/base_agent.py
+        ORACLES; stages/s0_inputs.py `with_oracle` says what each does)."""
         started = time.monotonic()  # the evaluator's clock for this call starts now, not at the chain
         n = len(queries)
         if len(images) != n or len(message_histories) != n:
@@ -111,13 +115,13 @@ class CruiseAgent(BaseAgent):
                 f"queries, images and message_histories must have one entry per turn "
                 f"(got {n}, {len(images)}, {len(message_histories)})"
             )
-        for name, values in (("rag_context_list", rag_context_list), ("domains", domains)):
+        for name, values in (("rag_context_list", rag_context_list), ("domains", domains), ("oracle", oracle)):
             if values is not None and len(values) != n:
                 raise ValueError(f"{name} must have one entry per turn (got {len(values)} for {n} queries)")
         if n > MAX_BATCH_SIZE:
             raise ValueError(f"a batch holds at most {MAX_BATCH_SIZE} turns, got {n}")
         self.ledger.drain()  # calls made outside a batch (warm-up) are not this batch's
-        turns = prepare_turns(queries, images, message_histories, self.config, rag_context_list, domains)
+        turns = prepare_turns(queries, images, message_histories, self.config, rag_context_list, domains, oracle)
         answers, traces = self.system.answer(turns, self.engines, self.search_pipeline, self.config, self.costs,
                                              started=started)
         self.last_batch_report = {

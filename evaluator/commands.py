@@ -25,6 +25,7 @@ from evaluator.harness.batching import clip_batch_size, conversation_selection, 
 from evaluator.harness.dataset import apply_image_url_updates, load_split, read_conversations
 from evaluator.harness.fingerprint import differences, selection_refusal, system_fingerprint
 from evaluator.harness.models import preload_problem
+from evaluator.harness.oracle import refusal as oracle_refusal
 from evaluator.harness.outputs import finalize, merge_runs
 from evaluator.harness.resolved import ResolvedRun, resolve_run
 from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
@@ -210,6 +211,8 @@ def current_fingerprint(settings: EvaluationSettings, run: ResolvedRun) -> dict:
         raise EvaluationRefused(f"cannot read {exc.filename}: {exc.strerror}") from None
     if settings.suppress_image_search_api:  # only then: earlier runs' fingerprints lack the key
         fingerprint["image_search"] = False
+    if settings.oracle:  # an oracle run is another system (only then, as above)
+        fingerprint["oracle"] = settings.oracle
     return fingerprint
 
 
@@ -284,6 +287,9 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
         run = resolved_run(settings, profile, setup)  # everything below reads this
         shard = parse_shard(settings.shard)
         rules = rule_set(settings.rules)
+        refused = oracle_refusal(settings.oracle, setup.cls)
+        if refused:
+            raise ValueError(refused)
     except ValueError as exc:
         raise EvaluationRefused(str(exc)) from None
     official = read_judge_prompt(settings.judge_prompt_from, rules)
@@ -353,6 +359,7 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
         # what the agent said decides its answers (agents/base_agent.py `describe`): the report
         # reads the agent's settings from here, as the run used them
         "agent_description": setup.description, "trace_view": setup.trace_view,
+        "oracle": settings.oracle,  # the stage whose human label each labelled turn was given, or None
     }
     if earlier:
         refusal = selection_refusal(output_dir, earlier, run_config)
@@ -370,7 +377,8 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
             raise EvaluationRefused(f"cannot resume {output_dir}: the agent's batch size is now "
                                     f"{clip_batch_size(agent.get_batch_size())}, the run used {batch_size}")
         stats = generate(agent, ds, conversations, batch_size, output_dir, truncator, resume=settings.resume,
-                         progress=not settings.no_progress, shard=settings.shard, stop_after=stop_after)
+                         progress=not settings.no_progress, shard=settings.shard, stop_after=stop_after,
+                         oracle=settings.oracle)
         if stats.turns_reused:
             notices.append(f"resumed: {stats.turns_reused} turns reused from saved answers")
     if settings.generate_only:

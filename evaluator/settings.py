@@ -14,6 +14,7 @@ from dataclasses import dataclass
 
 DATASET_TYPES = ("single-turn", "multi-turn")
 INDEX_CHOICES = ("public-test", "validation")
+ORACLE_STAGES = ("region", "entity", "question")  # --oracle (evaluator/harness/oracle.py)
 # flags whose spelling is not the destination with dashes (the starter kit's own name)
 FLAG_SPELLINGS = {"no_progress": "--no_progress"}
 
@@ -66,6 +67,7 @@ class EvaluationSettings(ScoringSettings):
     ray: str | None = None
     worker_retries: int = 2
     gpus_per_worker: float | None = None
+    oracle: str | None = None  # region | entity | question (evaluator/harness/oracle.py)
 
     def __post_init__(self):
         if isinstance(self.set, str):
@@ -76,7 +78,8 @@ class EvaluationSettings(ScoringSettings):
         if self.calibration is not None:
             object.__setattr__(self, "calibration", str(self.calibration))
         for name, value, choices in (("dataset_type", self.dataset_type, DATASET_TYPES),
-                                     ("indices", self.indices, (None, *INDEX_CHOICES))):
+                                     ("indices", self.indices, (None, *INDEX_CHOICES)),
+                                     ("oracle", self.oracle, (None, *ORACLE_STAGES))):
             if value not in choices:
                 raise ValueError(f"{name}={value!r}: choose one of {[c for c in choices if c]}")
 

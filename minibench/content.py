@@ -112,6 +112,100 @@ SINGLE_TURN: list[tuple[str, tuple]] = [
     ("parking_sign", ("local", RSN, STATIC, "can i park here for three hours on a saturday morning?", "No - parking is limited to 2 hours from 8 am to 6 pm, Monday to Saturday.", "image")),
 ]
 
+# --- stage labels (CRAG-MM-Diagnostics' metadata) -----------------------------------------
+# The object each photo of a single image-KG entity shows: its entity name (the image KG's) and
+# Wikipedia page. The object fills the photo, so its box is the whole picture; the composed photos
+# below hold two objects, each in a known half.
+WIKI = "https://en.wikipedia.org/wiki/"
+TARGETS: dict[str, dict] = {
+    "coffee": dict(name="Espresso", wiki=WIKI + "Espresso"),
+    "chelsea": dict(name="Tabby cat", wiki=WIKI + "Tabby_cat"),
+    "astronaut": dict(name="Eileen Collins", wiki=WIKI + "Eileen_Collins"),
+    "rocket": dict(name="Falcon 9", wiki=WIKI + "Falcon_9"),
+    "coins": dict(name="Greek coins from Pompeii", wiki=WIKI + "Pompeii"),
+    "hubble": dict(name="Hubble eXtreme Deep Field", wiki=WIKI + "Hubble_eXtreme_Deep_Field"),
+    "moon": dict(name="Moon", wiki=WIKI + "Moon"),
+    "horse": dict(name="Horse", wiki=WIKI + "Horse"),
+    "china": dict(name="Tower of Buddhist Incense", wiki=WIKI + "Tower_of_Buddhist_Incense"),
+    "flower": dict(name="Dahlia", wiki=WIKI + "Dahlia"),
+    "pride_cover": dict(name="Pride and Prejudice", wiki=WIKI + "Pride_and_Prejudice"),
+    "moby_cover": dict(name="Moby-Dick", wiki=WIKI + "Moby-Dick"),
+}
+
+# How a question refers to its target (CRAG-MM-Diagnostics' referring_expression_category; the
+# dataset's own values are not listed in its code, save "not enough cue (ambiguous)").
+ONLY_OBJECT = "the only object in the photo"
+CLASS_NAMED = "object class named"
+SPATIAL = "spatial cue"
+AMBIGUOUS = "not enough cue (ambiguous)"
+
+# Each labelled question with its target written in (textual_only_question).
+TEXT_ONLY: dict[str, str] = {
+    "what kind of coffee drink is in this cup?": "what kind of coffee drink is an espresso?",
+    "how much caffeine is in a single shot of this drink?": "how much caffeine is in a single shot of espresso?",
+    "what animal is this?": "what animal is a tabby cat?",
+    "what is the letter-shaped marking on the forehead of cats with this coat pattern?":
+        "what is the letter-shaped marking on the forehead of tabby cats?",
+    "how many hours a day does an adult cat like this usually sleep?":
+        "how many hours a day does an adult tabby cat usually sleep?",
+    "who is the astronaut in this portrait?": "who is the astronaut Eileen Collins?",
+    "what observatory did the first shuttle mission commanded by this person deploy?":
+        "what observatory did the first shuttle mission commanded by Eileen Collins deploy?",
+    "what rocket is this?": "what rocket is the Falcon 9?",
+    "which spacecraft did this launch put into space?": "which spacecraft did the Falcon 9 launch of February 2015 put into space?",
+    "is a falcon 9 launch happening from this pad right now?": "is a Falcon 9 launch happening right now?",
+    "what are these objects?": "what are the Greek coins from Pompeii?",
+    "in what year was the city where these coins were found buried by a volcano?":
+        "in what year was Pompeii, where the Greek coins were found, buried by a volcano?",
+    "how many coins are in the top row?": "how many Greek coins from Pompeii are in the top row of the photo?",
+    "what is this image of?": "what is the Hubble eXtreme Deep Field?",
+    "when was the telescope that took this image launched?":
+        "when was the telescope that took the Hubble eXtreme Deep Field launched?",
+    "which celestial body's surface is shown here?": "which celestial body's surface is the Moon's?",
+    "what is the average distance from earth to this body?": "what is the average distance from earth to the Moon?",
+    "what animal is shown in this silhouette?": "what animal is a horse?",
+    "how long is the pregnancy of this animal?": "how long is the pregnancy of a horse?",
+    "what is the name of this building?": "what is the name of the Tower of Buddhist Incense?",
+    "in which year was the palace complex containing this tower listed as a unesco world heritage site?":
+        "in which year was the palace complex containing the Tower of Buddhist Incense listed as a unesco world heritage site?",
+    "which is taller, this tower or the hall of prayer for good harvests at the temple of heaven?":
+        "which is taller, the Tower of Buddhist Incense or the hall of prayer for good harvests at the temple of heaven?",
+    "is this place open to visitors at this very moment?": "is the Tower of Buddhist Incense open to visitors at this very moment?",
+    "what flower is this?": "what flower is a dahlia?",
+    "what should i do with the tubers of this plant before winter in a cold climate?":
+        "what should i do with the tubers of a dahlia before winter in a cold climate?",
+    "who wrote this book?": "who wrote Pride and Prejudice?",
+    "in what year was this novel first published?": "in what year was Pride and Prejudice first published?",
+    "what is the name of the ship in this novel?": "what is the name of the ship in Moby-Dick?",
+    "was this novel published before or after pride and prejudice, and by how many years?":
+        "was Moby-Dick published before or after pride and prejudice, and by how many years?",
+    "on which whaling ship did the author of this book sail in 1841?":
+        "on which whaling ship did the author of Moby-Dick sail in 1841?",
+}
+
+# Photos of two objects side by side (left, right): (the two pictures, which one the question is
+# about, a single-turn question about it whose answer and answer forms are that question's, the
+# referring category, the question made unambiguous).
+COMPOSED: list[tuple[tuple[str, str], str, str, str, str]] = [
+    (("coffee", "chelsea"), "chelsea",
+     "what is the letter-shaped marking on the forehead of cats with this coat pattern?", CLASS_NAMED,
+     "what is the letter-shaped marking on the forehead of cats with this coat pattern?"),
+    (("rocket", "moon"), "rocket", "which spacecraft did this launch put into space?", AMBIGUOUS,
+     "which spacecraft did the launch on the left put into space?"),
+    (("flower", "horse"), "horse", "how long is the pregnancy of this animal?", CLASS_NAMED,
+     "how long is the pregnancy of this animal?"),
+]
+
+
+def stage_metadata(picture: str, query: str, box: list[float], size: tuple[int, int],
+                   category: str = ONLY_OBJECT, disambiguated: str | None = None) -> dict:
+    """One labelled question's metadata, in CRAG-MM-Diagnostics' field names."""
+    target = TARGETS[picture]
+    return dict(target_roi_bbox=[float(v) for v in box], image_size=list(size), target_object_name=target["name"],
+                wikipedia_url=target["wiki"], referring_expression_category=category,
+                disambiguated_question=disambiguated or query, textual_only_question=TEXT_ONLY[query])
+
+
 # Multi-turn conversations: all turns share one picture; later turns lean on earlier ones.
 MULTI_TURN: list[tuple[str, list[tuple]]] = [
     ("astronaut", [

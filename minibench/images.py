@@ -250,6 +250,21 @@ def _to_jpeg(img: Image.Image) -> bytes:
     return buf.getvalue()
 
 
+def composed(left: bytes, right: bytes) -> tuple[bytes, list[list[int]]]:
+    """Two pictures side by side on a grey canvas, each fitted into its half, and each one's box
+    [x1, y1, x2, y2] in the composed picture's pixels."""
+    half = MAX_SIDE // 2
+    canvas = Image.new("RGB", (MAX_SIDE, half), "#808080")
+    boxes = []
+    for n, data in enumerate((left, right)):
+        img = Image.open(io.BytesIO(data)).convert("RGB")
+        img.thumbnail((half, half), Image.Resampling.LANCZOS)
+        x, y = n * half + (half - img.width) // 2, (half - img.height) // 2
+        canvas.paste(img, (x, y))
+        boxes.append([x, y, x + img.width, y + img.height])
+    return _to_jpeg(canvas), boxes
+
+
 @lru_cache(maxsize=None)
 def image_bytes(source: str, transform: str | None = None) -> bytes:
     """JPEG bytes of one picture, optionally degraded/altered (`transform` from TRANSFORMS)."""

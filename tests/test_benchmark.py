@@ -40,7 +40,8 @@ def test_both_splits_load_with_the_crag_mm_schema(splits):
             assert isinstance(row["image"], Image.Image) and max(row["image"].size) <= 384
             assert row["image_url"] is None or row["image_url"].startswith("https://")
             assert isinstance(row["image_quality"], str) and row["image_quality"]
-            assert all(set(t) == TURN_KEYS for t in row["turns"])
+            # single-turn questions also carry CRAG-MM-Diagnostics' stage labels (None where unlabelled)
+            assert all(set(t) == TURN_KEYS | ({"metadata"} if kind == "single-turn" else set()) for t in row["turns"])
             # the official keys first, in order; then the offline judge's two extra keys
             assert all(list(a) == ["interaction_id", "ans_full", "ans_accepted", "abstain_expected"]
                        and a["ans_full"] for a in row["answers"])
@@ -257,3 +258,28 @@ def test_the_follow_ups_cover_every_kind_of_referent():
     assert sum(r.photo_entity for r, _ in retrieval) >= 15
     assert sum(r.source == "question" for r, _ in refs) >= 3
     assert sum(not r.about_photo for r, _ in refs) >= 20
+
+
+def test_the_diagnostics_folder_holds_the_labelled_questions_and_the_composed_photos():
+    """data/crag-mm-mini/diagnostics in CRAG-MM-Diagnostics' published layout (flat rows, split
+    test): one knowledge question per labelled photo, then the composed photos, whose target box
+    is the half the target was pasted into; every text-only question names its target."""
+    from evaluator.harness.dataset import load_split, read_conversations
+    from evaluator.scoring.diagnostics import named_in, target_names
+    from minibench import content
+
+    ds, split, _ = load_split(str(DATA / "diagnostics"), None, "test")
+    assert split == "test" and {"id", "question", "answer", "image", "metadata"} <= set(ds.column_names)
+    labelled = list(content.TARGETS)  # one knowledge question per photo
+    conversations = read_conversations(ds)
+    assert len(conversations) == len(labelled) + len(content.COMPOSED)
+    assert all(query != content.TEXT_ONLY[query] for query in ds["question"])
+    for conv in conversations:
+        labels = conv.turns[0].stage_labels
+        assert named_in(target_names(labels), labels["textual_only_question"]), labels
+    for conv, ((left, right), target, *_rest) in zip(conversations[len(labelled):], content.COMPOSED):
+        x1, y1, x2, y2 = conv.turns[0].stage_labels["target_roi_bbox"]
+        width, height = conv.turns[0].stage_labels["image_size"]
+        half = width / 2
+        assert (x1 >= half) == ((left, right).index(target) == 1) and x2 - x1 <= half and 0 <= y1 < y2 <= height
+        assert conv.turns[0].stage_labels["target_object_name"] == content.TARGETS[target]["name"]

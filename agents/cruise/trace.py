@@ -7,6 +7,7 @@ from agents.cruise.stages import STAGES
 from agents.cruise.stages.s9_finalize import decision_inputs
 from agents.engines.base import TOKEN_COUNT
 from agents.runtime.trace import not_idk, stage_counts
+from agents.stages.s3_retrieve import regions_trace
 from agents.stages.types import (
     Answers,
     CropPlan,
@@ -163,6 +164,7 @@ def peer_trace(route: Route, retrieval: Retrieval, evidence: Evidence, sub_queri
         "crop_boxes": crops.crops if crops else [],
         "crop_raw": crops.raw if crops else "",
         "crops_searched": retrieval.crops_searched,
+        "regions_searched": regions_trace(retrieval),
         "sub_queries": retrieval.sub_queries,
         "decompose_raw": sub_queries.raw if sub_queries else "",
         "entity_verdicts": retrieval.entity_verdicts,

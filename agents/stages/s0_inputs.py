@@ -17,6 +17,7 @@ import unicodedata
 
 from PIL import Image, ImageOps
 
+from agents.stages.prompts import load_prompt_lines
 from agents.stages.types import Turn
 
 log = logging.getLogger(__name__)
@@ -105,17 +106,52 @@ def domain_name(value) -> str | None:
     return name or None
 
 
-def prepare_turns(queries, images, histories, cfg, rag_context_list=None, domains=None) -> list[Turn]:
+MAX_ORACLE_CHARS = 500  # an oracle's entity name or text-only question, as a question is bounded
+
+
+def given_entity_line(turn: Turn) -> str:
+    """The picture block's line naming an oracle run's given entity ("" without one)."""
+    if not turn.given_entity:
+        return ""
+    return load_prompt_lines("given_entity").replace("$entity", turn.given_entity)
+
+
+def with_oracle(turn: Turn, oracle, original_size: tuple[int, int] | None) -> Turn:
+    """`turn` given an oracle run's label (evaluator/harness/oracle.py records): the text-only
+    question replaces the question; the entity is named in the picture block; the box, in the
+    pixels of the image as the harness gave it, is scaled to the prepared image's."""
+    if not isinstance(oracle, dict):
+        return turn
+    stage = oracle.get("stage")
+    if stage == "question" and oracle.get("question"):
+        turn.query = clean_text(oracle["question"], MAX_ORACLE_CHARS)
+    elif stage == "entity" and oracle.get("entity"):
+        turn.given_entity = clean_text(oracle["entity"], MAX_ORACLE_CHARS)
+        turn.picture = given_entity_line(turn)
+    elif stage == "region" and turn.image is not None and original_size:
+        try:
+            x0, y0, x1, y1 = (float(v) for v in oracle.get("box"))
+        except (TypeError, ValueError):
+            return turn
+        sx, sy = turn.image.size[0] / original_size[0], turn.image.size[1] / original_size[1]
+        box = [max(0, round(x0 * sx)), max(0, round(y0 * sy)),
+               min(turn.image.size[0], round(x1 * sx)), min(turn.image.size[1], round(y1 * sy))]
+        turn.oracle_box = box if box[2] > box[0] and box[3] > box[1] else None
+    return turn
+
+
+def prepare_turns(queries, images, histories, cfg, rag_context_list=None, domains=None, oracle=None) -> list[Turn]:
     n = len(queries)
     contexts = list(rag_context_list) if rag_context_list is not None else [None] * n
     names = list(domains) if domains is not None else [None] * n
+    given = list(oracle) if oracle is not None else [None] * n
     return [
-        Turn(
+        with_oracle(Turn(
             query=clean_text(q, cfg.inputs.max_query_chars),
             image=prepare_image(img, cfg.inputs.image_max_side),
             history=trim_history(h, cfg.inputs.history_max_chars, cfg.inputs.max_query_chars),
             domain=domain_name(d),
             passages=harness_passages(c),
-        )
-        for q, img, h, c, d in zip(queries, images, histories, contexts, names)
+        ), o, getattr(img, "size", None))
+        for q, img, h, c, d, o in zip(queries, images, histories, contexts, names, given)
     ]

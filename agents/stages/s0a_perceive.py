@@ -26,6 +26,7 @@ from agents.config import CruiseConfig
 from agents.engines import image_classifier, ocr
 from agents.runtime.system import Stage, always
 from agents.stages.prompts import load_prompt_lines
+from agents.stages.s0_inputs import given_entity_line
 from agents.stages.types import Perception, Turn
 
 # Smaller than this on a side, an image holds no legible text nor a recognisable object.
@@ -183,7 +184,8 @@ def picture_text(perception: Perception, cfg: CruiseConfig) -> str:
 
 def with_pictures(turns: list[Turn], perceptions: list[Perception], cfg: CruiseConfig) -> list[Turn]:
     """The turns carrying their picture blocks (new records; the inputs are not changed)."""
-    return [dataclasses.replace(t, picture=p.block, picture_text=picture_text(p, cfg))
+    return [dataclasses.replace(t, picture="\n\n".join(filter(None, [p.block, given_entity_line(t)])),
+                                picture_text=picture_text(p, cfg))
             for t, p in zip(turns, perceptions)]
 
 

@@ -80,9 +80,15 @@ def wants_crops(turn: Turn, route: Route, cfg: CruiseConfig) -> bool:
             and searches_allowed(route, cfg)[0])
 
 
+def oracle_plan(turn: Turn) -> CropPlan | None:
+    """An oracle run's region (Turn.oracle_box): the one crop searched, whatever the chain would
+    have cropped; None without one."""
+    return CropPlan(crops=[{"view": "oracle", "box": list(turn.oracle_box)}]) if turn.oracle_box else None
+
+
 def crop_batch(turns: list[Turn], routes: list[Route], engine: ChatEngine, cfg: CruiseConfig) -> list[CropPlan]:
-    wanted = [i for i, (t, r) in enumerate(zip(turns, routes)) if wants_crops(t, r, cfg)]
-    plans = [CropPlan() for _ in turns]
+    plans = [oracle_plan(t) or CropPlan() for t in turns]
+    wanted = [i for i, (t, r) in enumerate(zip(turns, routes)) if wants_crops(t, r, cfg) and not t.oracle_box]
     if cfg.peer_stages.crop_mode == "tiles":
         for i in wanted:
             plans[i] = CropPlan(crops=tile_crops(*turns[i].image.size))

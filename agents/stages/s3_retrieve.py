@@ -25,7 +25,7 @@ from agents.config import CruiseConfig
 from agents.runtime.conversation_cache import SHARED_CONVERSATIONS, ConversationCache, conversation_key, remember_found
 from agents.runtime.system import Stage, always
 from agents.stages.s1a_tool_route import searches_allowed
-from agents.stages.s2b_crop import cropped_images
+from agents.stages.s2b_crop import cropped_images, oracle_plan
 from agents.stages.s4_chunk import (
     chunks_from_image_hit,
     chunks_from_passage,
@@ -65,9 +65,9 @@ def fusion_query(query: str, names: list[str]) -> str:
 
 
 def expanded_query(turn: Turn, summary: str) -> str:
-    """q' = question + summary (paper, eq. 2): what the reranker scores chunks against."""
-    question = search_question(turn)
-    return f"{question} {summary}".strip() if summary else question
+    """q' = question + summary (paper, eq. 2): what the reranker scores chunks against; an oracle
+    run's given entity (Turn.given_entity) comes before the summary."""
+    return " ".join(part for part in (search_question(turn), turn.given_entity, summary) if part).strip()
 
 
 def fuse_image_hits(views: list[tuple[str, list[dict]]], k: int) -> list[dict]:
@@ -131,14 +131,23 @@ def image_search(turn: Turn, pipeline, cfg: CruiseConfig, crops: CropPlan | None
     """Image hits of the whole photo, fused with those of its crops when there are any; `found`
     notes whether the whole photo's hits were its conversation's earlier ones."""
     whole, reused = whole_photo_hits(turn, pipeline, cfg)
+    crops = oracle_plan(turn) or crops
     if found is not None:
         found.image_hits_reused = reused
+        found.image_size = list(turn.image.size)
+        found.regions_searched = [{"view": c["view"], "box": list(c["box"])} for c in (crops.crops if crops else [])]
     if not crops or not crops.crops:
         return whole, []
     views = [("whole", whole)]
     for view, image in cropped_images(turn.image, crops):
         views.append((view, [h for h in (pipeline(image, k=cfg.peer_stages.crop_k) or []) if isinstance(h, dict)]))
     return fuse_image_hits(views, cfg.retrieval.k_recall), [view for view, _ in views[1:]]
+
+
+def regions_trace(found: Retrieval) -> dict:
+    """The trace's `regions_searched`: the crops image search ran on besides the whole photo, in
+    the pixels of the image of `image_size` (what grounding is measured on)."""
+    return {"image_size": found.image_size, "boxes": found.regions_searched}
 
 
 def add_image_hits(found: Retrieval, image_hits: list[dict], query: str, cfg: CruiseConfig) -> list[tuple]:
@@ -150,7 +159,9 @@ def add_image_hits(found: Retrieval, image_hits: list[dict], query: str, cfg: Cr
     for name in names:
         out.append((name_chunk(name), next(i for i, h in zip(hit_ids, image_hits) if name in hit_entity_names(h)), name, ""))
     for hit_id, hit in zip(hit_ids, image_hits):
-        item = {"source": "image", "id": hit_id, "score": hit.get("score"), "name": ", ".join(hit_entity_names(hit))}
+        names_here = hit_entity_names(hit)
+        item = {"source": "image", "id": hit_id, "score": hit.get("score"), "name": ", ".join(names_here),
+                "entities": names_here}
         if "view" in hit:
             item["view"] = hit["view"]
         found.items.append(item)
@@ -186,6 +197,8 @@ def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig, *, route
     query = expanded_query(turn, summary)
     found = Retrieval(summary=summary, query=query, web_query=query)
     use_image, use_web = searches_allowed(route, cfg) if route is not None else (True, True)
+    if turn.oracle_box is not None:  # an oracle run's region is searched, the web only where the route says
+        use_image, use_web = True, use_web and (route is None or route.needs_external)
     pool: list[tuple] = []  # (chunk, source id, image entity name or "", page date or "")
     if turn.image is not None and use_image and image_search_enabled(pipeline):
         try:
@@ -244,7 +257,10 @@ def retrieve_batch(
     out = []
     for i, (turn, route, summary) in enumerate(zip(turns, routes, summaries)):
         use_image, use_web = searches_allowed(route, cfg)
-        wanted = cfg.retrieval.use_retrieval and route.needs_external
+        # an oracle run's region is searched whatever the router decided: the run measures what
+        # image search finds in it (docs/diagnostics.md)
+        use_image = use_image or turn.oracle_box is not None
+        wanted = cfg.retrieval.use_retrieval and (route.needs_external or turn.oracle_box is not None)
         handed = turn.passages if wanted and cfg.retrieval.harness_context != "ignore" else None
         own = (wanted and pipeline is not None and (use_image or use_web)
                and not (handed is not None and cfg.retrieval.harness_context == "only"))
@@ -263,4 +279,5 @@ def retrieve_batch(
 
 # s4_chunk cuts the pages this stage fetched into chunks: a step of this stage, timed with it.
 STAGE = Stage("retrieve", switch="use_retrieval", cost_prior="retrieve", calls_no_model=always,
-              trace_fields=("retrieval_query", "web_query", "retrieved", "searches_run", "chunks", "image_hits_reused"))
+              trace_fields=("retrieval_query", "web_query", "retrieved", "searches_run", "chunks", "image_hits_reused",
+                            "regions_searched"))

@@ -35,6 +35,11 @@ class Turn:
     # stage that searches or checks evidence asks in place of `query`. "" on a turn without
     # history, and where the rewrite fell back to the plain question.
     standalone: str = ""
+    # An oracle run's labels (agents/base_agent.py ORACLES): the target's box in this turn's image's
+    # pixels, which image search crops to (s2b, s3); the target's name, which the search query and
+    # every prompt's picture block carry. None / "" in an ordinary run.
+    oracle_box: list[float] | None = None
+    given_entity: str = ""
 
 
 def search_question(turn: Turn) -> str:
@@ -133,6 +138,10 @@ class Retrieval:
     chunk_entities: list[str] = field(default_factory=list)  # aligned with chunks: image entity name, "" for web
     searches: list[str] = field(default_factory=list)  # the searches that ran: "image", "web"
     crops_searched: list[str] = field(default_factory=list)  # views searched besides the whole image
+    # those crops' {"view", "box"} in the pixels of the image searched, and that image's [width, height]
+    # (the stage-wise diagnostics' grounding: evaluator/scoring/diagnostics.py)
+    regions_searched: list[dict] = field(default_factory=list)
+    image_size: list[int] | None = None
     sub_queries: list[str] = field(default_factory=list)  # decomposition's web queries that ran
     entity_verdicts: dict[str, bool | None] = field(default_factory=dict)  # name -> shown? (None: unreadable)
     entity_check_raw: list[str] = field(default_factory=list)

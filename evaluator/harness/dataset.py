@@ -14,11 +14,21 @@ v0.1.2 data, read by facebookresearch/CRAG-MM through `features["turns"][name].f
 and `image_quality` sits on the row or inside `turns`. The raw values are kept for the official
 CSVs (each harness writes them as the dataset holds them); `DatasetTurn.labels` holds the names
 that breakdowns and reports show.
+
+Stage labels (CRAG-MM-Diagnostics, McGill-NLP/crag-mm-diagnostics): its published rows are flat,
+one single-turn question each (`id`, `question`, `answer`, `image` or `image_url`, `metadata`),
+and `metadata` holds a human label per stage of a multi-modal RAG chain (STAGE_LABEL_FIELDS: the
+target's box in the image's pixels and the image's size, its name and Wikipedia page, how the
+question refers to it, and the question with the entity written in). Such a row is read as a
+one-turn conversation; a CRAG-MM-layout turn may carry the same fields (under `metadata` or on
+the turn itself). `DatasetTurn.stage_labels` holds them (None where a turn has no target), for the
+stage-wise diagnostics (evaluator/scoring/diagnostics.py) and the oracle runs (`--oracle`).
 """
 from __future__ import annotations
 
 import hashlib
 import io
+import json
 import urllib.error
 import urllib.request
 from dataclasses import dataclass, field
@@ -38,6 +48,8 @@ IMAGE_MAX_BYTES = 25 * 1024 * 1024
 
 
 LABEL_FIELDS = ("domain", "query_category", "dynamism", "image_quality")
+STAGE_LABEL_FIELDS = ("target_roi_bbox", "image_size", "target_object_name", "wikipedia_url",
+                      "referring_expression_category", "disambiguated_question", "textual_only_question")
 
 
 @dataclass
@@ -52,6 +64,7 @@ class DatasetTurn:
     # the mini benchmark's extra answer keys (None where the data has none, as the official splits)
     ans_accepted: list[str] | None = None
     abstain_expected: bool | None = None
+    stage_labels: dict | None = None  # STAGE_LABEL_FIELDS -> value, where the turn has a labelled target
 
 
 @dataclass
@@ -117,7 +130,60 @@ def label_name(value, names: list[str] | None) -> str | None:
     return str(value)
 
 
+def _numbers(value, n: int) -> list[float] | None:
+    try:
+        numbers = [float(v) for v in value]
+    except (TypeError, ValueError):
+        return None
+    return numbers if len(numbers) == n else None
+
+
+def stage_labels(metadata) -> dict | None:
+    """A turn's stage labels from its metadata (a dict, or JSON text of one); None when it names no
+    target. A box that is not four numbers with x2 > x1 and y2 > y1 is dropped (None), not guessed."""
+    if isinstance(metadata, str):
+        try:
+            metadata = json.loads(metadata)
+        except ValueError:
+            return None
+    if not isinstance(metadata, dict):
+        return None
+    labels = {name: metadata.get(name) for name in STAGE_LABEL_FIELDS}
+    box = _numbers(labels["target_roi_bbox"], 4) if labels["target_roi_bbox"] is not None else None
+    labels["target_roi_bbox"] = box if box and box[2] > box[0] and box[3] > box[1] else None
+    size = _numbers(labels["image_size"], 2) if labels["image_size"] is not None else None
+    labels["image_size"] = [int(v) for v in size] if size and min(size) > 0 else None
+    for name in STAGE_LABEL_FIELDS[2:]:
+        value = labels[name]
+        labels[name] = " ".join(str(value).split()) or None if value is not None else None
+    if not labels["target_object_name"] and labels["target_roi_bbox"] is None:
+        return None
+    return labels
+
+
+def is_diagnostics_row(row: dict) -> bool:
+    """A row in CRAG-MM-Diagnostics' flat layout (one question, no `turns`)."""
+    return "turns" not in row and "question" in row and "id" in row
+
+
+def diagnostics_conversation(index: int, row: dict) -> Conversation:
+    """A flat CRAG-MM-Diagnostics row as a one-turn conversation: its `id` names the session and
+    the turn, as that repository's data_loader.py uses it. The mini benchmark's answer keys
+    (`ans_accepted`, `abstain_expected`) are read where the row has them."""
+    if not row.get("answer"):
+        raise ValueError(f"row {row.get('id')}: no answer")
+    iid = str(row["id"])
+    accepted, abstain = row.get("ans_accepted"), row.get("abstain_expected")
+    turn = DatasetTurn(iid, row.get("question") or "", str(row["answer"]), labels=dict.fromkeys(LABEL_FIELDS),
+                       ans_accepted=[str(f) for f in accepted] if accepted is not None else None,
+                       abstain_expected=bool(abstain) if abstain is not None else None,
+                       stage_labels=stage_labels(row.get("metadata")))
+    return Conversation(index, iid, row.get("image_url") or None, None, [turn])
+
+
 def conversation_from_row(index: int, row: dict, vocabularies: dict[str, list[str]] | None = None) -> Conversation:
+    if is_diagnostics_row(row):
+        return diagnostics_conversation(index, row)
     vocabularies = vocabularies or {}
     answer_records = {a["interaction_id"]: a for a in normalise_records(row.get("answers"))}
     answers = {iid: a.get("ans_full") for iid, a in answer_records.items()}
@@ -136,7 +202,8 @@ def conversation_from_row(index: int, row: dict, vocabularies: dict[str, list[st
         turns.append(DatasetTurn(iid, t.get("query") or "", str(truth), t.get("domain"),
                           t.get("query_category"), t.get("dynamism"), labels,
                           [str(f) for f in accepted] if accepted is not None else None,
-                          bool(abstain) if abstain is not None else None))
+                          bool(abstain) if abstain is not None else None,
+                          stage_labels(t["metadata"] if "metadata" in t else t)))
     if not turns:
         raise ValueError(f"session {row.get('session_id')} has no turns")
     return Conversation(index, str(row["session_id"]), row.get("image_url"), row.get("image_quality"), turns)

@@ -15,6 +15,7 @@ key (beside the official "all" and "ego"), with the abstention counts. Turns lef
 verdict count as not correct (official) and are reported under run_summary.json's "unjudged",
 with the scores without them and the rejudge command (evaluator/harness/unjudged.py). Under `--rules crag-mm` also response.jsonl, the
 generated turns as that harness writes them (the official CSVs' first 13 columns).
+On a dataset with stage labels also diagnostics.json (evaluator/scoring/diagnostics.py).
 
 Works only from the output folder (answers.jsonl, judgments.jsonl, batches.jsonl, traces.jsonl,
 run_config.json), so the same code finishes a normal run, a resumed one, `--rejudge` (no agent,
@@ -32,6 +33,7 @@ from evaluator.harness.deadline_cuts import deadline_cut_report
 from evaluator.harness.runner import (
     ANSWERS,
     BATCHES,
+    DIAGNOSTICS,
     JUDGMENTS,
     RUN_CONFIG,
     TRACES,
@@ -45,6 +47,7 @@ from evaluator.harness.runner import (
 from evaluator.harness.trace_view import agent_summary
 from evaluator.harness.unjudged import unjudged_report
 from evaluator.scoring.coverage import evidence_coverage
+from evaluator.scoring.diagnostics import diagnose
 from evaluator.scoring.intervals import method, score_intervals
 from evaluator.scoring.judge import (
     Judge,
@@ -369,6 +372,12 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     notices = ([cut["notice"]] if cut else []) + notices
     errors = [r for r in records if r.get("error")]
     expected = run_config.get("expected_turns")
+    # stage-wise figures against human stage labels, where the dataset has them
+    diagnostics = diagnose(records, counted_all, traces, run_config.get("oracle"))
+    if diagnostics:
+        (output_dir / DIAGNOSTICS).write_text(json.dumps(diagnostics, indent=2))
+    else:
+        (output_dir / DIAGNOSTICS).unlink(missing_ok=True)
     summary = {
         "run_config": run_config.get("args", {}),
         "dataset": run_config.get("dataset"),
@@ -379,6 +388,7 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "profile": run_config.get("profile"),
         "preset": run_config.get("preset"),
         "shard": run_config.get("shard"),
+        "oracle": run_config.get("oracle"),
         "merged_from": run_config.get("merged_from"),
         "rules": rules.name,
         "resume_forced": bool(forced),
@@ -421,6 +431,9 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "evidence_coverage": evidence_coverage(traces, records, run_config.get("dataset")),
         # the agent's own figures over its traces (harness/trace_view.py)
         "agent_summary": agent_summary(run_config, traces),
+        # diagnostics.json's stage rates (null: no turn carries stage labels)
+        "diagnostics": {stage: {k: v for k, v in figures.items() if k != "by_category"}
+                        for stage, figures in diagnostics["stages"].items()} if diagnostics else None,
         "notices": notices,
     }
     (output_dir / "run_summary.json").write_text(json.dumps(summary, indent=2, default=str))

@@ -20,8 +20,10 @@ from pathlib import Path
 from agents.base_agent import IDK_ANSWER, TURN_BUDGET_S
 from evaluator.harness.batching import planned_batches
 from evaluator.harness.dataset import Conversation, image_for_agent
+from evaluator.harness.oracle import turn_oracle
 from evaluator.scoring.truncate import Truncator
 
+DIAGNOSTICS = "diagnostics.json"  # stage-wise figures against human stage labels (evaluator/scoring/diagnostics.py)
 ANSWERS = "answers.jsonl"
 TRACES = "traces.jsonl"
 BATCHES = "batches.jsonl"
@@ -154,8 +156,9 @@ def history_for(conv: Conversation, turn_idx: int, answers: dict[str, str]) -> l
     return history
 
 
-def _call_agent(agent, queries, images, histories) -> tuple[list[str], str | None, float, dict | None]:
-    """(answers, error, wall ms, agent report) for one batch; never raises."""
+def _call_agent(agent, queries, images, histories, oracle=None) -> tuple[list[str], str | None, float, dict | None]:
+    """(answers, error, wall ms, agent report) for one batch; never raises. `oracle`: one record
+    per turn for an oracle run (evaluator/harness/oracle.py), else None and not passed."""
     if hasattr(agent, "last_batch_report"):
         try:
             agent.last_batch_report = None  # a stale report must not pass for this batch's
@@ -163,7 +166,8 @@ def _call_agent(agent, queries, images, histories) -> tuple[list[str], str | Non
             pass
     start = time.perf_counter()
     try:
-        answers = agent.batch_generate_response(queries, images, histories)
+        extra = {"oracle": oracle} if oracle is not None else {}
+        answers = agent.batch_generate_response(queries, images, histories, **extra)
         error = check_answers(answers, len(queries))
     except Exception as exc:  # noqa: BLE001 - whatever the agent raises costs only this batch
         answers, error = None, f"agent raised {type(exc).__name__}: {str(exc)[:500]}"
@@ -213,8 +217,9 @@ def _report_parts(report: dict | None, n: int) -> tuple[list[dict | None], int |
 
 def generate(agent, ds, conversations: list[Conversation], batch_size: int, output_dir: Path,
              truncator: Truncator, *, resume: bool, progress: bool, shard: str | None = None,
-             stop_after: int | None = None) -> GenerationStats:
-    """Answer every turn of `planned_batches(conversations, batch_size, stop_after)`."""
+             stop_after: int | None = None, oracle: str | None = None) -> GenerationStats:
+    """Answer every turn of `planned_batches(conversations, batch_size, stop_after)`; `oracle`: the
+    stage whose label each labelled turn is given (evaluator/harness/oracle.py)."""
     stats = GenerationStats()
     saved = saved_answers(output_dir) if resume else {}
     answers = {iid: r["agent_response"] for iid, r in saved.items()}
@@ -227,7 +232,7 @@ def generate(agent, ds, conversations: list[Conversation], batch_size: int, outp
         pending = [(pos, t) for pos, t in batch if conversations[pos].turns[t].interaction_id not in answers]
         if pending:
             _run_batch(agent, conversations, pending, number, batch_size, images, answers, truncator,
-                       output_dir, stats, shard)
+                       output_dir, stats, shard, oracle)
             bar.update(len(pending))
         for pos, t in batch:  # the official iterator drops a conversation's image after its last turn
             if t == len(conversations[pos].turns) - 1:
@@ -237,7 +242,7 @@ def generate(agent, ds, conversations: list[Conversation], batch_size: int, outp
 
 
 def _run_batch(agent, conversations, pending, number, batch_size, images, answers, truncator,
-               output_dir, stats, shard) -> None:
+               output_dir, stats, shard, oracle=None) -> None:
     convs = [conversations[pos] for pos, _ in pending]
     queries = [c.turns[t].query for c, (_, t) in zip(convs, pending)]
     failures_before = len(stats.image_failures)
@@ -245,12 +250,16 @@ def _run_batch(agent, conversations, pending, number, batch_size, images, answer
     histories = [history_for(c, t, answers) for c, (_, t) in zip(convs, pending)]
     # Turns whose image could not be loaded are answered "I don't know" here; the rest go to the agent.
     asked = [i for i, image in enumerate(batch_images) if image is not None]
+    labels = [c.turns[t].stage_labels for c, (_, t) in zip(convs, pending)]
+    given = [turn_oracle(oracle, label, image.size if image is not None else None)
+             for label, image in zip(labels, batch_images)]
     raw = [IDK_ANSWER] * len(pending)
     traces: list[dict | None] = [None] * len(pending)
     error, wall_ms, engine_calls, stage_ms, stage_tokens = None, 0.0, None, None, None
     if asked:
         got, error, wall_ms, report = _call_agent(agent, [queries[i] for i in asked],
-                                                  [batch_images[i] for i in asked], [histories[i] for i in asked])
+                                                  [batch_images[i] for i in asked], [histories[i] for i in asked],
+                                                  [given[i] for i in asked] if oracle else None)
         got_traces, engine_calls, stage_ms, stage_tokens = _report_parts(report, len(asked))
         for i, answer, trace in zip(asked, got, got_traces):
             raw[i], traces[i] = answer, trace
@@ -262,11 +271,14 @@ def _run_batch(agent, conversations, pending, number, batch_size, images, answer
         turn_error = error if i in asked else "image could not be loaded; answered without asking the agent"
         names = {f"{field}_name": name for field, name in conv.turns[t].labels.items()}
         forms = {"ans_accepted": conv.turns[t].ans_accepted, "abstain_expected": conv.turns[t].abstain_expected}
+        if labels[i] is not None:  # the stage labels, for the diagnostics (evaluator/scoring/diagnostics.py)
+            forms["stage_labels"] = labels[i]
         answer_records.append({**row, **names, **forms, "raw_answer": raw_answer, "batch": number,
                                "shard": shard, "batch_wall_ms": round(wall_ms, 3), "error": turn_error})
         if trace is not None:
+            oracle_field = {"oracle": given[i]} if oracle else {}
             trace_records.append({"interaction_id": row["interaction_id"], "session_id": conv.session_id,
-                                  "turn_idx": t, **trace})
+                                  "turn_idx": t, **trace, **oracle_field})
     # answers last: a batch counts as done once its answers are saved, and a kill before that
     # leaves only records that the resumed run writes again (finalize keeps the last of each)
     append_jsonl(output_dir / TRACES, trace_records)

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER
 from evaluator.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY
-from evaluator.harness.runner import ANSWERS, RUN_CONFIG, TRACES, read_jsonl
+from evaluator.harness.runner import ANSWERS, DIAGNOSTICS, RUN_CONFIG, TRACES, read_jsonl
 from evaluator.harness.trace_view import load_trace_view
 from evaluator.harness.unjudged import SHOWN_SCORES as UNJUDGED_SCORES
 from evaluator.report import charts
@@ -372,7 +372,8 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
                   outcomes=OUTCOMES, branches=sorted({t["branch"] for t in run.turns}),
                   domains=sorted({t["domain"] for t in run.turns}), turn_pages=page_names,
                   pages_dir=pages_dir.name, outcome_totals=outcome_counts(run.rows), idk=IDK_ANSWER,
-                  multi_turn=multi_turn_section(run), judge_line=judge_line(run.summary))
+                  multi_turn=multi_turn_section(run), judge_line=judge_line(run.summary),
+                  diagnostics=read_json(run.run_dir / DIAGNOSTICS) or None)
     # the pages of an earlier build may hold turns this one does not
     shutil.rmtree(pages_dir, ignore_errors=True)
     pages_dir.mkdir(parents=True)

@@ -90,7 +90,7 @@ def run_qa_dragon(system, turns: list[Turn], engines: Engines, pipeline, cfg: Cr
         crops = keep(crops, run.stage("crop", crop_batch, [turns, sroutes], (engines.vlm, scfg), lambda: None))
     subjects = [query_subject(d) for d in drafts]
     retrievals = [Retrieval() for _ in turns]
-    if any(r.needs_external for r in sroutes):
+    if any(r.needs_external for r in sroutes) or any(t.oracle_box for t in turns):  # an oracle region is searched
         retrievals = keep(retrievals, run.stage("retrieve", _retrieve, [turns, sroutes, subjects, crops, rephrased],
                                                  (pipeline, scfg), lambda: None))
     if (cfg.peer_stages.use_entity_check and any(r.chunk_entities for r in retrievals)

@@ -15,6 +15,7 @@ from agents.peers.qa_dragon.types import (
     ToolChoice,
 )
 from agents.runtime.trace import not_idk, tally
+from agents.stages.s3_retrieve import regions_trace
 from agents.stages.types import CropPlan, Decision, Retrieval, SubQueries, Turn
 
 
@@ -65,6 +66,7 @@ def turn_trace(*, turn: Turn, domain: DomainRoute, draft: Draft, route: SearchRo
         "crop_object": crops.object_name,
         "crop_boxes": crops.crops,
         "crops_searched": retrieval.crops_searched,
+        "regions_searched": regions_trace(retrieval),
         "sub_queries": retrieval.sub_queries,
         "entity_verdicts": retrieval.entity_verdicts,
         "entities_rejected": [name for name, shown in retrieval.entity_verdicts.items() if shown is False],

@@ -6,6 +6,7 @@ from __future__ import annotations
 from agents.engines.base import TOKEN_COUNT
 from agents.peers.sam_rag.types import RelevanceSearch, SupportCheck, UseCheck
 from agents.runtime.trace import not_idk
+from agents.stages.s3_retrieve import regions_trace
 from agents.stages.types import Answers, Decision, Retrieval, Summary, Turn
 
 OUTCOMES = ("supported", "supported_after_regeneration", "unsupported", "not_useful", "not_checked", "abstained",
@@ -41,6 +42,7 @@ def turn_trace(*, turn: Turn, summary: Summary, retrieval: Retrieval, relevance:
         **({"image_hits_reused": retrieval.image_hits_reused} if turn.history else {}),
         "searches_run": retrieval.searches,
         "retrieved": retrieval.items,
+        "regions_searched": regions_trace(retrieval),
         "chunks": [{"text": text, "source": source, "score": score,
                     "is_rel": relevance.checks[i].passed if i in relevance.checks else None,
                     **({"last_modified": date} if date else {})}

@@ -1,0 +1,264 @@
+"""Stage-wise diagnostics against CRAG-MM-Diagnostics' human stage labels, and oracle runs.
+
+The dataset here is written to the layout McGill-NLP/crag-mm-diagnostics' data_loader.py reads
+(flat rows: `id`, `question`, `answer`, `image`, `metadata` with `target_roi_bbox` [x1, y1, x2,
+y2] in the image's pixels, `image_size` (width, height), `target_object_name`,
+`referring_expression_category`, `textual_only_question`, ...; the hub's `data/test-*.parquet`
+naming), not to our loader. Each photo holds two objects side by side: a red one on the left and
+the blue target on the right, so a crop of the wrong half finds the wrong entity.
+
+The agent is the real CruiseAgent chain (rag_baseline with the crop step on) over scripted models
+(testkit/fakes.py ScriptedEngine: the models are outside the unit) and a search pipeline that
+finds an entity by the colour of the image it is given.
+"""
+from __future__ import annotations
+
+import json
+
+import pytest
+from PIL import Image
+
+from agents.cruise_agent import CruiseAgent
+from agents.engines.base import Engines
+from evaluator import evaluate
+from evaluator.scoring import diagnostics
+from testkit.fakes import FunctionReranker, ScriptedEngine
+
+TARGET = "Blue heron"
+DECOY = "Red fox"
+SIZE = (200, 100)  # the photos' width and height; the target fills the right half
+TARGET_BOX = [100.0, 0.0, 200.0, 100.0]
+
+
+def _entity(name: str) -> dict:
+    return {"entity_name": name, "entity_attributes": {"habitat": f"The {name} lives near water."}}
+
+
+class ColourPipeline:
+    """Image search by colour: an image mostly blue finds the target, anything else the decoy."""
+
+    def __init__(self):
+        self.queries: list[str] = []
+
+    def __call__(self, query, k=5):
+        if isinstance(query, str):
+            self.queries.append(query)
+            raise ValueError("Text input is not supported as web search is not enabled.")
+        red, _, blue = query.convert("RGB").resize((1, 1), Image.Resampling.BOX).getpixel((0, 0))
+        name = TARGET if blue > 1.5 * red else DECOY
+        return [{"index": 0 if name == TARGET else 1, "score": 0.95 if name == TARGET else 0.9,
+                 "url": None, "entities": [_entity(name)]}][:k]
+
+
+def _answer(request) -> str:
+    """The gold answer where the target's name reached the prompt (notes, picture block or question)."""
+    text = "\n".join(str(m["content"]) for m in request.messages)
+    return TARGET if TARGET in text else "I don't know"
+
+
+class DiagnosedAgent(CruiseAgent):
+    """CruiseAgent whose crop step boxes the left half (the decoy), over ColourPipeline."""
+
+    def __init__(self, search_pipeline=None, config=None):
+        engine = ScriptedEngine({
+            "summarize": lambda r: "A photo of two animals.",
+            "crop": lambda r: "Object: animal\nBox: 0, 0, 500, 1000",
+            "answer": _answer,
+        })
+        super().__init__(ColourPipeline(), config, engines=Engines(engine, engine, FunctionReranker(lambda q, c: 0.9)))
+
+
+def _photo() -> Image.Image:
+    image = Image.new("RGB", SIZE, (220, 30, 30))
+    image.paste((30, 30, 220), (100, 0, 200, 100))
+    return image
+
+
+def write_published_layout(folder, rows: int = 4):
+    """The layout data_loader.py reads: `load_dataset(path)["test"]`, then per row `row["id"]`,
+    `row["question"]`, `row["answer"]`, `row["image"]`, `row["metadata"][...]`."""
+    import datasets
+    from datasets import Features, List, Value
+    from datasets import Image as ImageFeature
+
+    metadata = {"target_roi_bbox": List(Value("float64")), "image_size": List(Value("int64")),
+                "target_object_name": Value("string"), "wikipedia_url": Value("string"),
+                "referring_expression_category": Value("string"), "disambiguated_question": Value("string"),
+                "textual_only_question": Value("string")}
+    features = Features({"id": Value("string"), "question": Value("string"), "answer": Value("string"),
+                         "image": ImageFeature(), "image_url": Value("string"), "metadata": metadata})
+    categories = ["not enough cue (ambiguous)", "spatial"]
+    data = [{"id": f"d{i}", "question": "what is the animal on the right?", "answer": TARGET, "image": _photo(),
+             "image_url": f"https://images.example/d{i}.jpg",
+             "metadata": {"target_roi_bbox": TARGET_BOX, "image_size": list(SIZE), "target_object_name": TARGET,
+                          "wikipedia_url": "https://en.wikipedia.org/wiki/Great_blue_heron",
+                          "referring_expression_category": categories[i % 2],
+                          "disambiguated_question": "what is the blue animal on the right?",
+                          "textual_only_question": f"what is the {TARGET}?"}}
+            for i in range(rows)]
+    (folder / "data").mkdir(parents=True)
+    datasets.Dataset.from_list(data, features=features).to_parquet(str(folder / "data" / "test-00000-of-00001.parquet"))
+    return folder
+
+
+def _run(dataset, out, *, oracle=None, crop=True):
+    return evaluate(dataset=str(dataset), split="test", dataset_type="single-turn", profile="cpu",
+                    preset="rag_baseline", set=["use_crop_search=true", "crop_mode=box"] if crop else [],
+                    agent="tests.test_diagnostics:DiagnosedAgent", search="none", eval_model="None",
+                    output_dir=str(out), no_progress=True, display_conversations=0, oracle=oracle)
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    root = tmp_path_factory.mktemp("diagnostics")
+    dataset = write_published_layout(root / "crag-mm-diagnostic")
+    found = {name: _run(dataset, root / name, oracle=None if name == "plain" else name).output_dir
+             for name in ("plain", "region", "entity", "question")}
+    # a chain without a crop step of its own: the region oracle's crop is searched all the same
+    found["region_no_crop"] = _run(dataset, root / "region_no_crop", oracle="region", crop=False).output_dir
+    return found
+
+
+def _read(out, name):
+    return json.loads((out / name).read_text())
+
+
+def _traces(out) -> list[dict]:
+    return [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
+
+
+def test_a_dataset_in_the_published_layout_runs_each_row_as_one_turn_with_its_labels(runs):
+    answers = [json.loads(line) for line in (runs["plain"] / "answers.jsonl").read_text().splitlines()]
+    assert sorted(a["interaction_id"] for a in answers) == ["d0", "d1", "d2", "d3"]
+    assert all(a["session_id"] == a["interaction_id"] and a["turn_idx"] == 0 for a in answers)
+    labels = answers[0]["stage_labels"]
+    assert labels["target_roi_bbox"] == TARGET_BOX and labels["image_size"] == list(SIZE)
+    assert labels["textual_only_question"] == f"what is the {TARGET}?"
+    assert _read(runs["plain"], "run_config.json")["split"] == "test"
+
+
+def test_the_plain_run_loses_the_answer_at_grounding(runs):
+    """The crop boxes the decoy: IoU 0 with the target, image search finds only the decoy, nothing
+    names the target, and no answer is right."""
+    found = _read(runs["plain"], "diagnostics.json")
+    stages = found["stages"]
+    assert found["labelled_turns"] == 4
+    assert (stages["grounding"]["labelled"], stages["grounding"]["passed"]) == (4, 0)
+    assert stages["image_retrieval@10"]["passed"] == 0 and stages["identification"]["passed"] == 0
+    assert stages["knowledge"]["passed"] == 0
+    assert set(stages["knowledge"]["by_category"]) == {"not enough cue (ambiguous)", "spatial"}
+    section = (runs["plain"] / "report.html").read_text().split('id="diagnostics"', 1)[1].split("<h2", 1)[0]
+    assert "each stage against human labels" in section and 'data-stage="image_retrieval@5"' in section
+
+
+@pytest.mark.parametrize("name", ["plain", "region", "entity", "question", "region_no_crop"])
+def test_grounding_is_the_iou_of_the_traced_crop_boxes_and_knowledge_the_correct_count(runs, name):
+    """Recomputed here from the run's own files: each trace's searched crops against the target box
+    (both in pixels of the searched image, here the photo itself), and the scores' correct count."""
+    def overlap(a, b):
+        w = max(0.0, min(a[2], b[2]) - max(a[0], b[0]))
+        h = max(0.0, min(a[3], b[3]) - max(a[1], b[1]))
+        return w * h / ((a[2] - a[0]) * (a[3] - a[1]) + (b[2] - b[0]) * (b[3] - b[1]) - w * h)
+
+    out = runs[name]
+    cropped = [t["regions_searched"] for t in _traces(out) if t["regions_searched"]["boxes"]]
+    passed = sum(1 for r in cropped if max(overlap(TARGET_BOX, b["box"]) for b in r["boxes"]) >= 0.5)
+    assert all(r["image_size"] == list(SIZE) for r in cropped)
+    grounding = _read(out, "diagnostics.json")["stages"]["grounding"]
+    assert (grounding["labelled"], grounding["passed"]) == (len(cropped), passed)
+    knowledge = _read(out, "diagnostics.json")["stages"]["knowledge"]
+    correct = _read(out, "scores_dictionary.json")["all"]["correct"]
+    assert knowledge["passed"] == correct and knowledge["labelled"] == 4
+
+
+@pytest.mark.parametrize("name", ["region", "region_no_crop"])
+def test_the_region_oracle_crops_to_the_target_and_image_search_finds_it(runs, name):
+    traces = _traces(runs[name])
+    assert len(traces) == 4
+    for trace in traces:
+        assert trace["oracle"] == {"stage": "region", "box": TARGET_BOX}
+        assert trace["regions_searched"]["boxes"] == [{"view": "oracle", "box": [100, 0, 200, 100]}]
+        assert TARGET in [item["name"] for item in trace["retrieved"]]
+    found = _read(runs[name], "diagnostics.json")
+    assert found["oracle"] == "region" and _read(runs[name], "run_config.json")["oracle"] == "region"
+    assert found["stages"]["grounding"]["passed"] == 4 and found["stages"]["image_retrieval@1"]["passed"] == 4
+    assert found["stages"]["knowledge"]["passed"] == 4
+    assert found["accuracy_given"]["grounding"]["passed"]["rate"] == 1.0
+
+
+def test_the_entity_oracle_names_the_target_in_the_search_and_the_prompts(runs):
+    for trace in _traces(runs["entity"]):
+        assert trace["oracle"] == {"stage": "entity", "entity": TARGET}
+        assert TARGET in trace["retrieval_query"]
+    stages = _read(runs["entity"], "diagnostics.json")["stages"]
+    assert stages["identification"]["passed"] == 4 and stages["knowledge"]["passed"] == 4
+    assert stages["image_retrieval@10"]["passed"] == 0  # the photo's search itself is unchanged
+
+
+def test_the_question_oracle_asks_the_text_only_question(runs):
+    for trace in _traces(runs["question"]):
+        assert trace["oracle"] == {"stage": "question", "question": f"what is the {TARGET}?"}
+        assert trace["retrieval_query"].startswith(f"what is the {TARGET}?")
+    assert _read(runs["question"], "diagnostics.json")["stages"]["knowledge"]["passed"] == 4
+
+
+def test_an_agent_that_takes_no_oracle_is_refused_before_it_loads(tmp_path):
+    from evaluator import EvaluationRefused
+
+    dataset = write_published_layout(tmp_path / "ds", rows=1)
+    with pytest.raises(EvaluationRefused, match="takes no such oracle"):
+        evaluate(dataset=str(dataset), split="test", profile="cpu", agent="testkit.scripted_agent:ScriptedAgent",
+                 search="none", eval_model="None", output_dir=str(tmp_path / "out"), oracle="region")
+
+
+# --- the measures, against hand-worked values ----------------------------------------------
+
+def test_iou_of_hand_worked_boxes():
+    assert diagnostics.iou([0, 0, 10, 10], [5, 0, 15, 10]) == pytest.approx(50 / 150)
+    assert diagnostics.iou([0, 0, 10, 10], [0, 0, 10, 10]) == 1.0
+    assert diagnostics.iou([0, 0, 10, 10], [10, 0, 20, 10]) == 0.0  # touching edges share no area
+    assert diagnostics.iou([0, 0, 4, 4], [1, 1, 3, 3]) == pytest.approx(4 / 16)
+
+
+def test_the_fuzzy_match_is_difflibs_ratio_at_0_85_case_folded():
+    # "Eiffel Tower" vs "Eifel Tower": ratio 2*11/23 = 0.957; vs "Eiffel": 2*6/18 = 0.667
+    assert diagnostics.similar("Eiffel Tower", "eifel tower")
+    assert not diagnostics.similar("Eiffel Tower", "Eiffel")
+    labels = {"target_object_name": "Great blue heron", "wikipedia_url": "https://en.wikipedia.org/wiki/Ardea_herodias"}
+    trace = {"retrieved": [{"source": "web", "name": "Great blue heron"},
+                           {"source": "image", "entities": ["Heron"]},
+                           {"source": "image", "entities": ["Little egret", "Ardea herodias"]}]}
+    assert diagnostics.retrieval_rank(labels, trace) == 2  # the second image hit, by its page title
+    assert diagnostics.named_in(["Great blue heron"], "a photo of a great blu heron by a lake")
+    assert not diagnostics.named_in(["Great blue heron"], "a photo of a bird by a lake")
+
+
+def test_the_headroom_comparison_prints_each_oracles_paired_difference(runs, capsys):
+    """Region, entity and question each turn all 4 turns from "I don't know" to right: +1.000 in
+    accuracy and truthfulness, 4 fixed, 0 broken, for each oracle."""
+    from tools.oracle_headroom import main
+
+    main(["--compare", str(runs["plain"]), str(runs["region"]), str(runs["entity"]), str(runs["question"])])
+    table = capsys.readouterr().out.split("paired over the same turns", 1)[1]
+    rows = [line for line in table.splitlines() if line.startswith("| rag_baseline")]
+    assert [row.split(" | ")[1] for row in rows] == ["region", "entity", "question"]
+    for row in rows:
+        cells = row.split(" | ")
+        assert cells[3] == "0.000 -> 1.000" and cells[4].startswith("+1.000")
+        assert cells[-2:] == ["4", "0 |"]
+
+
+def test_a_region_oracle_is_searched_where_the_router_wanted_no_search():
+    """CRUISE's router may decide a turn needs nothing from outside: the oracle's region is image-
+    searched all the same (what the run measures), the web is not."""
+    from agents.config import load_config
+    from agents.stages.s3_retrieve import retrieve_batch
+    from agents.stages.types import Route, Turn
+    from testkit.fakes import FakePipeline
+
+    pipeline = FakePipeline([{"index": 0, "score": 0.9, "entities": [_entity(TARGET)]}], web_hits=[])
+    turn = Turn(query="what is it?", image=_photo(), history=[], oracle_box=[100, 0, 200, 100])
+    cfg = load_config("cpu", "full")
+    found = retrieve_batch([turn], [Route(needs_external=False, is_real_time=False)], [""], pipeline, cfg)[0]
+    assert found.searches == ["image"] and found.regions_searched == [{"view": "oracle", "box": [100, 0, 200, 100]}]
+    assert pipeline.calls == ["image", "image"] and pipeline.text_queries == []
