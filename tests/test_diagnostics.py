@@ -262,3 +262,21 @@ def test_a_region_oracle_is_searched_where_the_router_wanted_no_search():
     found = retrieve_batch([turn], [Route(needs_external=False, is_real_time=False)], [""], pipeline, cfg)[0]
     assert found.searches == ["image"] and found.regions_searched == [{"view": "oracle", "box": [100, 0, 200, 100]}]
     assert pipeline.calls == ["image", "image"] and pipeline.text_queries == []
+
+
+def test_an_entity_oracle_is_searched_where_the_router_wanted_no_search():
+    """The entity oracle too: where the router decided nothing was needed from outside, the turn is
+    searched all the same with the given name in its query (what the run measures)."""
+    from agents.config import load_config
+    from agents.stages.s3_retrieve import retrieve_batch
+    from agents.stages.types import Route, Turn
+    from testkit.fakes import FakePipeline
+
+    pipeline = FakePipeline([{"index": 0, "score": 0.9, "entities": [_entity(TARGET)]}], web_hits=[])
+    turn = Turn(query="what is it?", image=_photo(), history=[], given_entity=TARGET)
+    cfg = load_config("cpu", "full")
+    found = retrieve_batch([turn], [Route(needs_external=False, is_real_time=False)], [""], pipeline, cfg)[0]
+    assert "image" in found.searches and TARGET in found.query
+    plain = retrieve_batch([Turn(query="what is it?", image=_photo(), history=[])],
+                           [Route(needs_external=False, is_real_time=False)], [""], pipeline, cfg)[0]
+    assert plain.searches == []  # without the oracle the router's no stands

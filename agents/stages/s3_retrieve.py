@@ -35,7 +35,7 @@ from agents.stages.s4_chunk import (
     hit_entity_names,
     name_chunk,
 )
-from agents.stages.types import CropPlan, Retrieval, Route, SubQueries, Turn, search_question
+from agents.stages.types import CropPlan, Retrieval, Route, SubQueries, Turn, search_question, searched_for_oracle
 
 
 def safe_text_query(text: str) -> str:
@@ -257,10 +257,8 @@ def retrieve_batch(
     out = []
     for i, (turn, route, summary) in enumerate(zip(turns, routes, summaries)):
         use_image, use_web = searches_allowed(route, cfg)
-        # an oracle run's region is searched whatever the router decided: the run measures what
-        # image search finds in it (docs/diagnostics.md)
-        use_image = use_image or turn.oracle_box is not None
-        wanted = cfg.retrieval.use_retrieval and (route.needs_external or turn.oracle_box is not None)
+        use_image = use_image or turn.oracle_box is not None  # an oracle region is image-searched
+        wanted = cfg.retrieval.use_retrieval and (route.needs_external or searched_for_oracle(turn))
         handed = turn.passages if wanted and cfg.retrieval.harness_context != "ignore" else None
         own = (wanted and pipeline is not None and (use_image or use_web)
                and not (handed is not None and cfg.retrieval.harness_context == "only"))

@@ -42,6 +42,12 @@ class Turn:
     given_entity: str = ""
 
 
+def searched_for_oracle(turn: Turn) -> bool:
+    """Whether an oracle run's label is searched whatever the router decided: the run measures what
+    search finds with the true region or the true entity (docs/diagnostics.md)."""
+    return turn.oracle_box is not None or bool(turn.given_entity)
+
+
 def search_question(turn: Turn) -> str:
     """The question as retrieval and the evidence checks read it: the standalone form when the
     turn has one, else the question itself."""

@@ -41,7 +41,7 @@ from agents.runtime.trace import record
 from agents.stages.s2b_crop import crop_batch
 from agents.stages.s3_retrieve import retrieve_batch, web_search_enabled
 from agents.stages.s3a_entity_check import entity_check_batch
-from agents.stages.types import CropPlan, Retrieval, SubQueries, Turn
+from agents.stages.types import CropPlan, Retrieval, SubQueries, Turn, searched_for_oracle
 
 # What the answer needs after the searches: the post-answer and its verifier; and before them,
 # the search and the coarse reranker.
@@ -90,7 +90,7 @@ def run_qa_dragon(system, turns: list[Turn], engines: Engines, pipeline, cfg: Cr
         crops = keep(crops, run.stage("crop", crop_batch, [turns, sroutes], (engines.vlm, scfg), lambda: None))
     subjects = [query_subject(d) for d in drafts]
     retrievals = [Retrieval() for _ in turns]
-    if any(r.needs_external for r in sroutes) or any(t.oracle_box for t in turns):  # an oracle region is searched
+    if any(r.needs_external for r in sroutes) or any(map(searched_for_oracle, turns)):
         retrievals = keep(retrievals, run.stage("retrieve", _retrieve, [turns, sroutes, subjects, crops, rephrased],
                                                  (pipeline, scfg), lambda: None))
     if (cfg.peer_stages.use_entity_check and any(r.chunk_entities for r in retrievals)
