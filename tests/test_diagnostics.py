@@ -280,3 +280,18 @@ def test_an_entity_oracle_is_searched_where_the_router_wanted_no_search():
     plain = retrieve_batch([Turn(query="what is it?", image=_photo(), history=[])],
                            [Route(needs_external=False, is_real_time=False)], [""], pipeline, cfg)[0]
     assert plain.searches == []  # without the oracle the router's no stands
+
+
+def test_an_entity_oracle_is_searched_where_the_tool_router_ruled_out_every_search():
+    """QA-Dragon's tool router may rule out both searches: the given name is searched all the same."""
+    from agents.config import load_config
+    from agents.stages.s3_retrieve import retrieve_batch
+    from agents.stages.types import Route, Turn
+    from testkit.fakes import FakePipeline
+
+    pipeline = FakePipeline([{"index": 0, "score": 0.9, "entities": [_entity(TARGET)]}], web_hits=[])
+    cfg = load_config("cpu", "qa_dragon")
+    route = Route(needs_external=False, is_real_time=False, search="none")
+    found = retrieve_batch([Turn(query="what is it?", image=_photo(), history=[], given_entity=TARGET)],
+                           [route], [""], pipeline, cfg)[0]
+    assert "image" in found.searches and TARGET in found.query

@@ -190,15 +190,26 @@ def add_web_hits(found: Retrieval, web_query: str, k: int, pipeline, cfg: Cruise
     return out
 
 
+def searches_for(turn: Turn, route: Route | None, cfg: CruiseConfig) -> tuple[bool, bool]:
+    """(image search, web search) for a turn: as the tool router allows them (both without one),
+    and in an oracle run the label is searched whatever the routers decided (docs/diagnostics.md):
+    a region by image, the web only where the route asked for outside information; a given entity
+    by both searches where the tool router ruled both out."""
+    use_image, use_web = searches_allowed(route, cfg) if route is not None else (True, True)
+    if turn.oracle_box is not None:
+        return True, use_web and (route is None or route.needs_external)
+    if turn.given_entity and not (use_image or use_web):
+        return True, True
+    return use_image, use_web
+
+
 def retrieve_one(turn: Turn, summary: str, pipeline, cfg: CruiseConfig, *, route: Route | None = None,
                  crops: CropPlan | None = None, sub_queries: SubQueries | None = None) -> Retrieval:
     """One turn's hits and chunks. `route` (tool routing) may rule a search out; `crops` add
     image searches; `sub_queries` add web searches (the peer stages; None: as without them)."""
     query = expanded_query(turn, summary)
     found = Retrieval(summary=summary, query=query, web_query=query)
-    use_image, use_web = searches_allowed(route, cfg) if route is not None else (True, True)
-    if turn.oracle_box is not None:  # an oracle run's region is searched, the web only where the route says
-        use_image, use_web = True, use_web and (route is None or route.needs_external)
+    use_image, use_web = searches_for(turn, route, cfg)
     pool: list[tuple] = []  # (chunk, source id, image entity name or "", page date or "")
     if turn.image is not None and use_image and image_search_enabled(pipeline):
         try:
@@ -256,8 +267,7 @@ def retrieve_batch(
 ) -> list[Retrieval]:
     out = []
     for i, (turn, route, summary) in enumerate(zip(turns, routes, summaries)):
-        use_image, use_web = searches_allowed(route, cfg)
-        use_image = use_image or turn.oracle_box is not None  # an oracle region is image-searched
+        use_image, use_web = searches_for(turn, route, cfg)
         wanted = cfg.retrieval.use_retrieval and (route.needs_external or searched_for_oracle(turn))
         handed = turn.passages if wanted and cfg.retrieval.harness_context != "ignore" else None
         own = (wanted and pipeline is not None and (use_image or use_web)
