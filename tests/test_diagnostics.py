@@ -290,7 +290,9 @@ def test_an_entity_oracle_is_searched_where_the_tool_router_ruled_out_every_sear
     from testkit.fakes import FakePipeline
 
     pipeline = FakePipeline([{"index": 0, "score": 0.9, "entities": [_entity(TARGET)]}], web_hits=[])
-    cfg = load_config("cpu", "qa_dragon")
+    from agents.peers.qa_dragon.search_agents import search_agent_settings
+
+    cfg = search_agent_settings(load_config("cpu", "qa_dragon"))  # its search agents' settings: the tool gate on
     route = Route(needs_external=False, is_real_time=False, search="none")
     found = retrieve_batch([Turn(query="what is it?", image=_photo(), history=[], given_entity=TARGET)],
                            [route], [""], pipeline, cfg)[0]
