@@ -73,7 +73,7 @@ from agents.settings import SettingError, check_settings, chosen, field_types, p
 Engine = Literal[tuple(CHAT_ENGINES)]  # agents/engines/registry.py
 RerankerBackend = Literal[tuple(RERANKERS)]
 StopStrings = Literal["server", "client"]
-Prefill = Literal["batch", "rows"]  # agents/engines/transformers_engine.py prefill_rows
+Prefill = Literal["auto", "batch", "rows"]  # agents/engines/transformers_engine.py prefill_rows
 CovMode = Literal["text", "yes_no", "grounding"]  # agents/cruise/stages/s8_verify.py, agents/stages/verdicts.py
 Chunker = Literal["infobox", "paper_fields"]  # agents/stages/s4_chunk.py
 HarnessContext = Literal["merge", "only", "ignore"]
@@ -114,13 +114,13 @@ class ModelSettings:
     reranker_backend: RerankerBackend = "flag"
     reranker_model: str = PAPER_RERANKER  # paper
     dtype: str = "bfloat16"
-    # engine transformers, text prompts: "batch" reads a call's prompts as one left-padded batch
-    # (every padding position computed); "rows" reads each alone, a run of tokens several begin
-    # with once, then decodes them together (agents/engines/transformers_engine.py prefill_rows). On
-    # one CPU core "rows" read the cpu profile's answer prompts with 0.6x their tokens against
-    # 1.7x padded (docs/benchmarks.md "CPU inference backends"); a GPU reads a padded batch at
-    # the cost of one row, and "batch" is the default.
-    prefill: Prefill = "batch"
+    # engine transformers, text prompts: "rows" reads each prompt alone and a run of tokens several
+    # begin with once, then decodes them together; "batch" reads them as one left-padded batch
+    # (every padding position computed); "auto": rows on a CPU, batch on a GPU (which reads a
+    # padded batch in about the time of one row). On one CPU core the cpu profile's answer
+    # prompts cost 0.6x their tokens read by rows against 1.7x padded, with the same answers and
+    # log-probabilities (docs/benchmarks.md "CPU inference backends").
+    prefill: Prefill = "auto"
     # vLLM only: the share of the GPU's memory each engine may take (a profile sets the split it
     # planned; vLLM's own default is 0.9 for one engine alone)
     vlm_gpu_memory_utilization: float = ranged(0.9, 0.0, 1.0)

@@ -288,7 +288,8 @@ def measure(key: str, backend: Backend, batch_rows: dict[int, list[list[int]]], 
             real = sum(len(r) for r in rows)
             _, prefill_s = timed(lambda: backend.generate(rows, 1, fixed=True))
             _, total_s = timed(lambda: backend.generate(rows, ANSWER_TOKENS, fixed=True))
-            figures.speeds[batch] = (real / prefill_s, batch * (ANSWER_TOKENS - 1) / max(total_s - prefill_s, 1e-9))
+            figures.speeds[str(batch)] = (real / prefill_s,
+                                          batch * (ANSWER_TOKENS - 1) / max(total_s - prefill_s, 1e-9))
             print(f"cpu_engines: {key} batch {batch}: prefill {prefill_s:.1f} s, all {total_s:.1f} s", flush=True)
         for rows in answer_batches:
             out, seconds = timed(lambda: backend.generate(rows, ANSWER_TOKENS, fixed=False))
@@ -360,7 +361,7 @@ def table(results: list[Figures], reference: list[str]) -> str:
             lines.append(f"| {f.backend} | {f.error} |" + " |" * 9)
             continue
         same = sum(a == b for a, b in zip(f.answers, reference))
-        speeds = [f"{f.speeds[b][k]:.0f}" for b in (8, 16) for k in (0, 1)]
+        speeds = [f"{f.speeds[b][k]:.0f}" for b in ("8", "16") for k in (0, 1)]
         answer = "/".join(f"{s:.1f}" for s in f.answer_s)
         lines.append(f"| {f.backend} | {' | '.join(speeds)} | {answer} | {f.load_s:.2f} | {f.convert_s:.0f} "
                      f"| {f.rss_mib:.0f} | {f.install_mib:.0f} | {same}/{len(reference)} |")
@@ -372,10 +373,13 @@ def main(argv=None) -> None:
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     parser.add_argument("--batches", type=int, default=3, help="batches of 8 turns whose answer prompts are run")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads per backend (the cpu profile: 1)")
-    parser.add_argument("--one", help=argparse.SUPPRESS)  # a child process: one backend, JSON out
+    parser.add_argument("--table", action="store_true", help="print the table of the figures saved last, run nothing")
+    parser.add_argument("--one", help=argparse.SUPPRESS)  # a child process: one backend, its figures saved
     args = parser.parse_args(argv)
+    saved = prompts_file().with_name("figures")
+    saved.mkdir(exist_ok=True)
     if args.one:
-        print("RESULT " + json.dumps(run_one(args.one, args.batches, args.threads).__dict__))
+        (saved / f"{args.one}.json").write_text(json.dumps(run_one(args.one, args.batches, args.threads).__dict__))
         return
     import subprocess
     import sys
@@ -384,15 +388,16 @@ def main(argv=None) -> None:
     print("\n".join(prompt_figures(args.batches)))
     results = []
     for key in args.backends:
-        done = subprocess.run([sys.executable, "-m", "benchmarks.cpu_engines", "--one", key, "--batches",
-                               str(args.batches), "--threads", str(args.threads)],
-                              capture_output=True, text=True, env=os.environ)
-        line = next((x for x in done.stdout.splitlines() if x.startswith("RESULT ")), None)
-        if line is None:
-            results.append(Figures(backend=key, error=(done.stderr.strip().splitlines() or ["no result"])[-1][:160]))
+        if not args.table:
+            (saved / f"{key}.json").unlink(missing_ok=True)
+            done = subprocess.run([sys.executable, "-m", "benchmarks.cpu_engines", "--one", key, "--batches",
+                                   str(args.batches), "--threads", str(args.threads)],
+                                  capture_output=True, text=True, env=os.environ)
+            print(f"cpu_engines: {key} done; load average {open('/proc/loadavg').read().split()[:3]}", flush=True)
+        if (saved / f"{key}.json").exists():
+            results.append(Figures(**json.loads((saved / f"{key}.json").read_text())))
         else:
-            results.append(Figures(**json.loads(line[len("RESULT "):])))
-        print(f"cpu_engines: {key} done; load average {open('/proc/loadavg').read().split()[:3]}", flush=True)
+            results.append(Figures(backend=key, error=(done.stderr.strip().splitlines() or ["no result"])[-1][:160]))
     reference = next((f.answers for f in results if not f.error and f.backend.startswith("transformers float32, left")),
                      results[0].answers)
     print(f"\n{args.threads} thread(s) per backend; load average at the end: {open('/proc/loadavg').read().split()[:3]}\n")

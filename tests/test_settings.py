@@ -115,7 +115,7 @@ def test_flat_names_reach_their_group_both_ways():
 
 # Settings added after that run was recorded: a resume of it names each, which is right, since
 # they change what a follow-up turn searches (agents/stages/s1c_standalone.py).
-ADDED_SINCE = ("conversation_cache_size", "standalone_found_pages", "standalone_max_chars", "standalone_max_terms",
+ADDED_SINCE = ("conversation_cache_size", "prefill", "standalone_found_pages", "standalone_max_chars", "standalone_max_terms",
                "standalone_max_tokens", "standalone_mode")
 
 

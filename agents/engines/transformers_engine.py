@@ -255,14 +255,15 @@ class TransformersEngine(ChatEngine):
     prefill_s_per_token: float | None = None
 
     def __init__(self, model: str, ledger=None, *, dtype: str = "float32", device: str | None = None,
-                 cudnn_attention: bool = True, rows_prefill: bool = False):
+                 cudnn_attention: bool = True, prefill: str = "auto"):
         super().__init__(model, ledger)
         from transformers import AutoConfig
 
         self.path = resolve_model(model)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        # text prompts read each alone, shared runs once (`prefill_rows`), not as a left-padded batch
-        self.rows_prefill = rows_prefill
+        # text prompts read each alone, shared runs once (`prefill_rows`), or as one left-padded
+        # batch (ModelSettings.prefill)
+        self.rows_prefill = prefill == "rows" or (prefill == "auto" and self.device == "cpu")
         if self.device == "cpu":
             _set_cpu_threads()
             dtype = "float32"  # bf16 matmuls are slower than fp32 on most CPUs
@@ -495,4 +496,4 @@ def build(models, role: str, ledger) -> TransformersEngine:
     """The engine of one role with the arguments the run's ModelSettings give it (agents/engines/registry.py)."""
     return TransformersEngine(resolve_model(getattr(models, f"{role}_model")), ledger, dtype=models.dtype,
                               cudnn_attention=models.cudnn_attention,
-                              rows_prefill=models.prefill == "rows")
+                              prefill=models.prefill)
