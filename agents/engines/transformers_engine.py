@@ -261,9 +261,6 @@ class TransformersEngine(ChatEngine):
 
         self.path = resolve_model(model)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
-        # text prompts read each alone, shared runs once (`prefill_rows`), or as one left-padded
-        # batch (ModelSettings.prefill)
-        self.rows_prefill = prefill == "rows" or (prefill == "auto" and self.device == "cpu")
         if self.device == "cpu":
             _set_cpu_threads()
             dtype = "float32"  # bf16 matmuls are slower than fp32 on most CPUs
@@ -274,6 +271,10 @@ class TransformersEngine(ChatEngine):
         torch_dtype = _DTYPES[dtype]
         config = AutoConfig.from_pretrained(self.path)
         self.supports_images = hasattr(config, "vision_config")
+        # A causal LM's prompts read each alone, shared runs once (`prefill_rows`), or as one
+        # left-padded batch (ModelSettings.prefill). An image-text model's cache also holds its
+        # cross-attention or image states, which prefill_rows does not join: always a batch.
+        self.rows_prefill = not self.supports_images and (prefill == "rows" or (prefill == "auto" and self.device == "cpu"))
         if self.supports_images:
             from transformers import AutoModelForImageTextToText
 
