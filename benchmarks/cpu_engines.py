@@ -143,7 +143,9 @@ class TorchBackend(Backend):
     def __init__(self, *args, prefill: str = "padded", weights: str = "float32"):
         super().__init__(*args)
         self.prefill, self.weights = prefill, weights
-        self.name = f"transformers {weights}, {'left-padded batch' if prefill == 'padded' else 'prompts read alone'}"
+        how = {"padded": "left-padded batch", "rows": "prompts read alone, shared runs once",
+               "alone": "prompts read alone, nothing shared"}[prefill]
+        self.name = f"transformers {weights}, {how}"
 
     def load(self) -> None:
         import torch
@@ -156,7 +158,7 @@ class TorchBackend(Backend):
     def generate(self, rows, new_tokens, fixed):
         import torch
 
-        from agents.engines.transformers_engine import left_padded, prefill_rows
+        from agents.engines.transformers_engine import SHARED_PREFIX_MIN, left_padded, prefill_rows
 
         kwargs = dict(max_new_tokens=new_tokens, do_sample=False, temperature=None, top_p=None, top_k=None,
                       pad_token_id=self.pad_id, eos_token_id=self.end_ids)
@@ -164,8 +166,9 @@ class TorchBackend(Backend):
             kwargs["min_new_tokens"] = new_tokens
         with torch.inference_mode():
             ids, mask = left_padded(rows, self.pad_id)
-            if self.prefill == "rows":
-                kwargs["past_key_values"] = prefill_rows(self.net, rows)
+            if self.prefill != "padded":
+                kwargs["past_key_values"] = prefill_rows(self.net, rows,
+                                                         min_shared=10 ** 9 if self.prefill == "alone" else SHARED_PREFIX_MIN)
             out = self.net.generate(input_ids=ids, attention_mask=mask, **kwargs)
         return [self.cut(r) for r in out[:, ids.shape[1]:].tolist()]
 
@@ -231,6 +234,7 @@ class OnnxRuntimeBackend(Backend):
 
 BACKENDS = {
     "fp32": lambda *a: TorchBackend(*a),
+    "fp32-alone": lambda *a: TorchBackend(*a, prefill="alone"),
     "fp32-rows": lambda *a: TorchBackend(*a, prefill="rows"),
     "bf16-rows": lambda *a: TorchBackend(*a, prefill="rows", weights="bfloat16"),
     "int8-rows": lambda *a: TorchBackend(*a, prefill="rows", weights="int8"),
@@ -397,7 +401,8 @@ def main(argv=None) -> None:
         if (saved / f"{key}.json").exists():
             results.append(Figures(**json.loads((saved / f"{key}.json").read_text())))
         else:
-            results.append(Figures(backend=key, error=(done.stderr.strip().splitlines() or ["no result"])[-1][:160]))
+            why = "not run" if args.table else (done.stderr.strip().splitlines() or ["no result"])[-1][:160]
+            results.append(Figures(backend=key, error=why))
     reference = next((f.answers for f in results if not f.error and f.backend.startswith("transformers float32, left")),
                      results[0].answers)
     print(f"\n{args.threads} thread(s) per backend; load average at the end: {open('/proc/loadavg').read().split()[:3]}\n")

@@ -127,3 +127,20 @@ def test_rows_prefill_stops_decoding_at_the_deadline(engines, monkeypatch):
     # 200 steps would take 10 s: it stops within about one step of the deadline
     assert time.monotonic() - began < 1.2
     assert any(r.cut_by_deadline for r in out) and 4 < len(passes) < 24
+
+
+def test_a_prefill_is_forecast_from_a_call_of_its_own_kind(engines, monkeypatch):
+    # read by rows, the router's short yes/no prompts cost more per token than the answers' long
+    # ones: a slow choice rate must not refuse an answer call, nor a slow answer rate a choice call
+    _, rows = engines
+    monkeypatch.setattr(rows, "choice_s_per_token", 10.0)
+    monkeypatch.setattr(rows, "prefill_s_per_token", None)
+    with time_limit(lambda: 30.0):
+        answered = rows.generate(chats(), Sampling(max_tokens=4))
+    assert not any(r.cut_by_deadline for r in answered)
+    monkeypatch.setattr(rows, "choice_s_per_token", None)
+    monkeypatch.setattr(rows, "prefill_s_per_token", 10.0)
+    with time_limit(lambda: 30.0):
+        chosen = rows.generate(chats(), Sampling(choices=("yes", "no")))
+        refused = rows.generate(chats(), Sampling(max_tokens=4))
+    assert not any(r.cut_by_deadline for r in chosen) and all(r.cut_by_deadline for r in refused)

@@ -219,19 +219,20 @@ def prefix_tree(heads: list[list[int]], min_shared: int = SHARED_PREFIX_MIN) -> 
     return steps, row_step
 
 
-def prefill_rows(net, rows: list[list[int]], end: float | None = None):
+def prefill_rows(net, rows: list[list[int]], end: float | None = None, min_shared: int = SHARED_PREFIX_MIN):
     """The KV cache of every row but its last token, with no padding token computed, joined
     left-padded for `generate` to go on from with the left-padded batch (`left_padded`): it then
     reads only each row's last token and decodes the rows together.
 
     Each row is read alone, except that a run of at least SHARED_PREFIX_MIN tokens several rows
-    begin with (a stage's system message) is read once for them (`prefix_tree`). `end`: a
+    begin with (a stage's system message) is read once for them (`prefix_tree`; `min_shared`
+    larger than any prompt: none is). `end`: a
     `time.monotonic()` instant; DeadlinePassed when it comes between two forward passes. A row
     needs at least 2 tokens."""
     from transformers import DynamicCache
 
     heads = [r[:-1] for r in rows]
-    steps, row_step = prefix_tree(heads)
+    steps, row_step = prefix_tree(heads, min_shared)
     caches = []
     for parent, tokens in steps:
         if end is not None and time.monotonic() >= end:
@@ -249,10 +250,14 @@ def prefill_rows(net, rows: list[list[int]], end: float | None = None):
 
 
 class TransformersEngine(ChatEngine):
-    # Seconds per prompt token (padding included) of the last prefill: a sub-batch whose prefill
-    # would end after the deadline is not started, since a prefill cannot be stopped part-way
-    # (on 2 loaded cores, 8 answer prompts took 30 s to read).
+    # Seconds per prompt token read (padding included) of the last prefill: a sub-batch whose
+    # prefill would end after the deadline is not started (on 2 loaded cores, 8 answer prompts
+    # took 30 s to read). One-word choices keep their own rate: read by rows, the router's short
+    # prompts after their shared run take more seconds per token than the answer's long ones (a
+    # forward pass per row), and with the router's rate every answer stage of a loaded run was
+    # refused up front.
     prefill_s_per_token: float | None = None
+    choice_s_per_token: float | None = None
 
     def __init__(self, model: str, ledger=None, *, dtype: str = "float32", device: str | None = None,
                  cudnn_attention: bool = True, prefill: str = "auto"):
@@ -360,8 +365,8 @@ class TransformersEngine(ChatEngine):
         # with the shared prefixes once
         prompt_tokens = batch["input_ids"].numel() if rows is None \
             else sum(len(tokens) for _, tokens in prefix_tree([r[:-1] for r in rows])[0]) + len(rows)
-        if end is not None and self.prefill_s_per_token is not None \
-                and time.monotonic() + PREFILL_SLACK * prompt_tokens * self.prefill_s_per_token >= end:
+        rate = self.choice_s_per_token if sampling.choices else self.prefill_s_per_token
+        if end is not None and rate is not None and time.monotonic() + PREFILL_SLACK * prompt_tokens * rate >= end:
             return [deadline_cut_result() for _ in chats]  # its prefill alone would outlive the deadline
         began = time.monotonic()
         cache = None
@@ -372,7 +377,7 @@ class TransformersEngine(ChatEngine):
                 return [deadline_cut_result() for _ in chats]
         if sampling.choices:
             results = self._choose(batch, sampling.choices, images, cache)
-            self.prefill_s_per_token = (time.monotonic() - began) / prompt_tokens
+            self.choice_s_per_token = (time.monotonic() - began) / prompt_tokens
             return results
         rows_prefill_s = time.monotonic() - began
 
