@@ -118,6 +118,27 @@ def tokenized(prompts: list[dict], tokenizer) -> list[list[int]]:
     return out
 
 
+def quantized_int8(net):
+    """`net` with every Linear layer's weights in int8 (torch's dynamic quantization: activations
+    are quantized per call, matmuls run in int8 with fbgemm/oneDNN, results come back in float32)."""
+    import torch
+    from torch.ao.quantization import quantize_dynamic
+
+    return quantize_dynamic(net, {torch.nn.Linear}, dtype=torch.qint8)
+
+
+def load_causal_lm(path: str, weights: str = "float32"):
+    """A causal LM for the CPU: weights "float32", "bfloat16" or "int8" (`quantized_int8`)."""
+    import torch
+    from transformers import AutoModelForCausalLM
+
+    from agents.engines.local_models import dtype_argument
+
+    dtype = torch.bfloat16 if weights == "bfloat16" else torch.float32
+    net = AutoModelForCausalLM.from_pretrained(path, **dtype_argument(dtype)).eval()
+    return quantized_int8(net) if weights == "int8" else net
+
+
 # --- backends ---------------------------------------------------------------------------------
 class Backend:
     """One way to run the model: `load()` once, then `generate(rows, new_tokens, fixed)` greedy
@@ -155,8 +176,6 @@ class TorchBackend(Backend):
 
     def load(self) -> None:
         import torch
-
-        from agents.engines.transformers_engine import load_causal_lm
 
         torch.set_num_threads(self.threads)
         self.net = load_causal_lm(self.path, self.weights)

@@ -113,8 +113,8 @@ def test_rows_prefill_stops_between_prompts_at_the_deadline(engines, monkeypatch
     with time_limit(lambda: 0.3):
         out = rows.generate(chats(), Sampling(max_tokens=8))
     assert all(r.cut_by_deadline and r.text == "" for r in out)
-    # the prompts are read in 4 passes (the shared system message, then 3 rows; the 4th prompt
-    # shares nothing): the one under way at the deadline ends, no other starts, nothing is decoded
+    # the prompts take several passes (the shared runs, then each row's rest): the one under way
+    # at the deadline ends, no other starts, nothing is decoded
     assert len(passes) == 2 and time.monotonic() - began < 1.0
 
 

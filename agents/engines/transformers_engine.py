@@ -129,23 +129,6 @@ class StopAtClock:
         return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool, device=input_ids.device)
 
 
-def quantized_int8(net):
-    """`net` with every Linear layer's weights in int8 (torch's dynamic quantization: activations
-    are quantized per call, matmuls run in int8 with fbgemm/oneDNN, results come back in float32)."""
-    from torch.ao.quantization import quantize_dynamic
-
-    return quantize_dynamic(net, {torch.nn.Linear}, dtype=torch.qint8)
-
-
-def load_causal_lm(path: str, weights: str = "float32"):
-    """A causal LM for the CPU: weights "float32", "bfloat16" or "int8" (`quantized_int8`)."""
-    from transformers import AutoModelForCausalLM
-
-    dtype = torch.bfloat16 if weights == "bfloat16" else torch.float32
-    net = AutoModelForCausalLM.from_pretrained(path, **dtype_argument(dtype)).eval()
-    return quantized_int8(net) if weights == "int8" else net
-
-
 def left_padded(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
     """(input_ids, attention_mask) of token rows padded on the left to the longest."""
     longest = max(len(r) for r in rows)
@@ -224,9 +207,8 @@ def prefill_rows(net, rows: list[list[int]], end: float | None = None, min_share
     left-padded for `generate` to go on from with the left-padded batch (`left_padded`): it then
     reads only each row's last token and decodes the rows together.
 
-    Each row is read alone, except that a run of at least SHARED_PREFIX_MIN tokens several rows
-    begin with (a stage's system message) is read once for them (`prefix_tree`; `min_shared`
-    larger than any prompt: none is). `end`: a
+    Each row is read alone, except that a run of at least `min_shared` tokens several rows begin
+    with (a stage's system message) is read once for them (`prefix_tree`). `end`: a
     `time.monotonic()` instant; DeadlinePassed when it comes between two forward passes. A row
     needs at least 2 tokens."""
     from transformers import DynamicCache
@@ -353,7 +335,7 @@ class TransformersEngine(ChatEngine):
                                    return_tensors="pt", padding=True, add_special_tokens=add_special)
             batch.pop("token_type_ids", None)
         else:
-            # GGUF-derived tokenizers also return token_type_ids, which generate() rejects
+            # the ids only: GGUF-derived tokenizers also return token_type_ids, which generate() rejects
             rows = self.tokenizer(texts, add_special_tokens=add_special)["input_ids"]
             ids, mask = left_padded(rows, self.pad_id)
             batch = {"input_ids": ids, "attention_mask": mask}
