@@ -4,16 +4,16 @@ Run: HF_HUB_OFFLINE=1 python -m benchmarks.cpu_engines [--backends ...] [--batch
 
 The prompts are the chain's: the cpu profile's CruiseAgent runs over the first `--batches`
 batches of 8 of the mini benchmark's single-turn split with its real search, and every request
-the router and the VLM receive is recorded (the stages after the answer are not run: their
-prompts are not measured here, and skipping them saves minutes). They are kept in
+the router and the VLM receive is recorded (the stages after the answer are recorded but not
+run: their prompts are not measured here, and skipping them saves minutes). They are kept in
 `.cache/cpu_engines/prompts.json` and reused.
 
 For each backend it prints one table row:
 - prefill tokens/s (real prompt tokens, padding not counted) and decode tokens/s, at batch 8
   (the first batch's 8 answer prompts with notes) and 16 (all 16 answer prompts of that batch),
   each generation held to the answer stage's 24 new tokens;
-- load time (conversion apart, in its own column), the process's RSS after the timings, the
-  installed packages' size on disk;
+- load time and a conversion's time (0 when `.cache/cpu_engines/` already holds it), the
+  process's peak RSS, the installed packages' size on disk;
 - agreement with transformers float32: the share of the recorded answer prompts whose greedy
   answer is the same text.
 
@@ -38,7 +38,7 @@ from pathlib import Path
 from agents.profiles import REPO_ROOT, cache_dir
 
 ANSWER_TOKENS = 24  # the cpu profile's answer_max_tokens
-SKIPPED_STAGES = ("consistency", "verify")  # after the answer: not recorded, not run
+SKIPPED_STAGES = ("consistency", "verify")  # after the answer: recorded, not run
 
 
 def prompts_file() -> Path:
@@ -107,7 +107,6 @@ def load_prompts(batches: int) -> list[dict]:
     return prompts
 
 
-
 def tokenized(prompts: list[dict], tokenizer) -> list[list[int]]:
     """Each recorded prompt as the transformers engine tokenizes it (its chat template, one BOS)."""
     out = []
@@ -163,8 +162,9 @@ class Backend:
 
 
 class TorchBackend(Backend):
-    """transformers on torch: `prefill` "padded" (the engine today: one left-padded batch) or
-    "rows" (each prompt read alone, no padding, then decoded together from the joined caches);
+    """transformers on torch: `prefill` "padded" (one left-padded batch, the engine's "batch"),
+    "rows" (each prompt read alone, shared runs once, then decoded together from the joined
+    caches: the engine's "rows") or "alone" (the same, nothing shared);
     `weights` "float32", "bfloat16" or "int8" (torch's dynamic int8 quantization of the Linear layers)."""
 
     def __init__(self, *args, prefill: str = "padded", weights: str = "float32"):
@@ -280,7 +280,6 @@ class Figures:
     rss_mib: float = 0.0
     install_mib: float = 0.0
     answers: list = field(default_factory=list)
-    agreement: str = ""
 
 
 def install_mib(packages) -> float:
@@ -425,7 +424,8 @@ def main(argv=None) -> None:
                                   capture_output=True, text=True, env=os.environ)
             print(f"cpu_engines: {key} done; load average {open('/proc/loadavg').read().split()[:3]}", flush=True)
         if (saved / f"{key}.json").exists():
-            results.append(Figures(**json.loads((saved / f"{key}.json").read_text())))
+            kept = json.loads((saved / f"{key}.json").read_text())
+            results.append(Figures(**{k: v for k, v in kept.items() if k in Figures.__dataclass_fields__}))
         else:
             why = "not run" if args.table else (done.stderr.strip().splitlines() or ["no result"])[-1][:160]
             results.append(Figures(backend=key, error=why))
