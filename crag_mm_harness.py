@@ -48,9 +48,10 @@ def profile_from_model_name(model_name: str | None) -> str | None:
 
 def build_own_pipeline(profile: str, web: bool):
     """The profile's search pipeline, as our evaluator builds it (evaluator/search/pipeline.py)."""
-    from evaluator.search.pipeline import build_search_pipeline, search_config
+    from evaluator.harness.resolved import resolve_run
+    from evaluator.search.pipeline import build_search_pipeline
 
-    return build_search_pipeline(search_config(profile), web=web)
+    return build_search_pipeline(resolve_run(profile).search, web=web)
 
 
 class CragMMHarnessAgent(CruiseAgent):

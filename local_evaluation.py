@@ -43,7 +43,8 @@ modes:
              and scores the merged turn rows as one run.
 
 search (--search):
-  default      evaluator.search.pipeline.build_search_pipeline(search_config(profile, indices), web=...)
+  default      evaluator.search.pipeline.build_search_pipeline(SEARCH, web=...), SEARCH the profile's
+               search models and indices (the run's, resolved once: evaluator/harness/resolved.py)
   none         the agent gets search_pipeline=None
   MODULE:FUNC  FUNC(search_config, web=bool) builds the pipeline (tests pass a fake this way)
   --web-contents [HF_ID] goes into search_config (its web_contents) for either
@@ -102,14 +103,14 @@ def evaluation_parser() -> argparse.ArgumentParser:
                         "crag-mm-2025/crag-mm-<type>-public on l40s)")
     p.add_argument("--agent", default=DEFAULTS.agent, help="MODULE:CLASS")
     p.add_argument("--profile", default=DEFAULTS.profile, choices=["auto", *sorted(PROFILES)],
-                   help="the machine (agents/profiles.py; `python -m agents.config show NAME`): auto = l40s "
+                   help="the machine (agents/profiles.py; `python -m agents.config_cli show NAME`): auto = l40s "
                         "where its memory plan fits the GPU, else cpu (it says which and why); served = the "
                         "l40s models behind OpenAI-compatible servers (docs/serving.md)")
     p.add_argument("--preset", default=DEFAULTS.preset,
                    help="ablation preset (agents/config.py PRESETS), or several joined by '+', e.g. "
                         "no_cov+paper_finalizer; handed to the agent")
     p.add_argument("--model-name", default=DEFAULTS.model_name, metavar="NAME",
-                   help="the VLM (and router) by name, on its family's model stack (agents/profiles.py STACKS); "
+                   help="the VLM (and router) by name, on its family's model stack (agents/stacks.py STACKS); "
                         "the relaunched facebookresearch/CRAG-MM evaluator's flag; --list-models shows the families")
     p.add_argument("--list-models", action="store_true", help="list the model families --model-name knows, and stop")
     p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
@@ -172,7 +173,7 @@ def main(argv: list[str] | None = None) -> None:
         else:
             options = vars(evaluation_parser().parse_args(argv))
             if options.pop("list_models"):
-                from agents.profiles import families_listing
+                from agents.stacks import families_listing
 
                 print(families_listing())
                 return

@@ -20,7 +20,7 @@ The dataclass defaults are the paper's values (CRUISE, its models included); "pa
 below, everything else is ours. `load_config(profile, preset, calibration, **overrides)` builds
 the configuration a run uses, each step over the last:
 
-    paper defaults -> the profile's machine settings -> its model stack (agents/profiles.py)
+    paper defaults -> the profile's machine settings (agents/profiles.py) -> its model stack (agents/stacks.py)
                    -> an ablation preset (PRESETS: the rows of the paper's Table 1 and more)
                    -> a calibration file's thresholds -> keyword overrides (`--set FIELD=VALUE`)
 
@@ -30,50 +30,36 @@ override of one is refused in one line (`apply_held`, `CruiseConfig.replace`).
 
 Settings are passed explicitly. The environment is read in one place only,
 `config_from_environment()`, for the AIcrowd boundary, where the evaluator builds `UserAgent()`
-with a search pipeline and nothing else.
-
-    python -m agents.config show cpu        # a profile's resolved settings
-    python -m agents.config diff cpu l40s   # only the fields where two profiles differ
+with a search pipeline and nothing else. What an engine can give (token probabilities) and
+refuses is asked of its record (agents/engine_capabilities.py); `python -m agents.config_cli`
+shows a profile's resolved settings.
 """
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
-import sys
 import typing
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal
 
 from agents.base_agent import TURN_BUDGET_S
 from agents.calibration import load_calibration
-from agents.cruise.settings import CruiseSettings, YesNoMode
+from agents.engine_capabilities import engine_setting_problem, logprob_fallbacks
 from agents.engines.base import IMAGE_LAYOUTS
-from agents.engines.registry import CHAT_ENGINES, RERANKERS, chat_engine_kind
-from agents.peers.qa_dragon.settings import QaDragonSettings
-from agents.peers.sam_rag.settings import SamRagSettings
-from agents.profiles import (
-    DEFAULT_INDICES,
-    PAPER_RERANKER,
-    PAPER_ROUTER,
-    PAPER_VLM,
-    PROFILES,
-    PUBLISHED_INDICES,
-    STACKS,
-    get_profile,
-    get_stack,
-    resolve_profile,
-    stack_for_model,
-)
-from agents.runtime.system import system_named
+from agents.engines.registry import CHAT_ENGINES, RERANKERS
+from agents.profiles import get_profile, resolve_profile
+from agents.runtime.system import find_system, registered, registry_version, system_named
 from agents.settings import SettingError, check_settings, chosen, field_types, parse_setting, ranged
+from agents.stacks import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM, get_stack, stack_for_model
 
 Engine = Literal[tuple(CHAT_ENGINES)]  # agents/engines/registry.py
 RerankerBackend = Literal[tuple(RERANKERS)]
 StopStrings = Literal["server", "client"]
 Prefill = Literal["auto", "batch", "rows"]  # agents/engines/transformers_engine.py prefill_rows
+YesNoMode = Literal["text", "yes_no"]  # a verdict written, or read from the yes/no odds (agents/stages/verdicts.py)
 CovMode = Literal["text", "yes_no", "grounding"]  # agents/cruise/stages/s8_verify.py, agents/stages/verdicts.py
 Chunker = Literal["infobox", "paper_fields"]  # agents/stages/s4_chunk.py
 HarnessContext = Literal["merge", "only", "ignore"]
@@ -150,7 +136,7 @@ class ModelSettings:
     # the model's image token, sent as a text part right before the image part, for a vLLM server run
     # with --chat-template-content-format string (agents/engines/openai_engine.py); "" = none. The
     # paper's Llama-3.2-Vision is served that way (its template reads the content as one string);
-    # every other family's stack sets "" (agents/profiles.py).
+    # every other family's stack sets "" (agents/stacks.py).
     served_image_placeholder: str = "<|image|>"
     # where the image part goes among a served request's messages (base.IMAGE_LAYOUTS): a server's
     # template cannot be asked, so a family whose template refuses the default says so (Gemma 3)
@@ -352,10 +338,11 @@ class CruiseConfig:
     """A run's configuration: the records it applied, then its settings by group (the module's
     docstring). `cfg.replace(**flat)` and `cfg.value(name)` take the flat field names."""
     profile: str = ""  # set by load_config: the machine (agents/profiles.py)
-    stack: str = "llama-3.2-vision"  # the model stack (agents/profiles.py STACKS)
+    stack: str = "llama-3.2-vision"  # the model stack (agents/stacks.py STACKS)
     preset: str = "full"
     # Which registered System answers a batch (agents/runtime/system.py): "cruise", "qa_dragon",
-    # "sam_rag", or one a user registered. Its own settings group is set; the other systems' are None.
+    # "sam_rag", one a user registered, or one found where its name says (MODULE:NAME, an entry
+    # point). Its own settings are held in `own`; no other system's are.
     system: str = "cruise"
     models: ModelSettings = field(default_factory=ModelSettings)
     inputs: InputSettings = field(default_factory=InputSettings)
@@ -363,28 +350,30 @@ class CruiseConfig:
     peer_stages: PeerStageSettings = field(default_factory=PeerStageSettings)
     answer: AnswerSettings = field(default_factory=AnswerSettings)
     run: RunSettings = field(default_factory=RunSettings)
-    cruise: CruiseSettings | None = None
-    qa_dragon: QaDragonSettings | None = None
-    sam_rag: SamRagSettings | None = None
+    # The running system's own settings: an instance of its System record's `settings` class
+    # (CRUISE's router, CoV and Algorithm 1; QA-Dragon's or SAM-RAG's own), None for a system
+    # without one. Only the running system's are held, so a switch of a stage it lacks is not
+    # there to be on.
+    own: Any = None
     # Set by load_config, never by hand: the stages that read token probabilities and were switched
     # to their text modes because the engine returns none (a hosted provider), one line each
     # (`logprob_fallbacks`); run_config.json and every trace record them.
     mode_fallbacks: tuple[str, ...] = ()
 
     def __post_init__(self):
-        # Only the running system's own group is held: the group named as the system.
-        held = {name: getattr(self, name) for name in SYSTEM_GROUPS}
-        for name in SYSTEM_GROUPS:
-            setattr(self, name, None)
-        if self.system in held:
-            setattr(self, self.system, held[self.system] or GROUPS[self.system]())
+        # The running system's own settings, its defaults unless they were given (an unknown
+        # system holds none: validate_config refuses it).
+        record = find_system(self.system)
+        own_class = record.settings if record is not None else None
+        if own_class is None:
+            self.own = None
+        elif not isinstance(self.own, own_class):
+            self.own = own_class()
 
     def has(self, name: str) -> bool:
         """Whether this configuration holds flat field `name` (a system's own field: only under
         that system)."""
-        if name in TOP_FIELDS:
-            return True
-        return name in FIELD_GROUPS and getattr(self, FIELD_GROUPS[name]) is not None
+        return name in TOP_FIELDS or name in SHARED_FIELD_GROUPS or name in own_field_names(self.own)
 
     def value(self, name: str):
         """Flat field `name`'s value, wherever its group keeps it."""
@@ -392,23 +381,29 @@ class CruiseConfig:
             return getattr(self, name)
         return getattr(self._group_of(name), name)
 
-    def _group_of(self, name: str):
-        if name not in FIELD_GROUPS:
+    def _group_name(self, name: str) -> str:
+        """The attribute that holds flat field `name`: a shared group's, or "own"."""
+        if name in SHARED_FIELD_GROUPS:
+            return SHARED_FIELD_GROUPS[name]
+        if name in own_field_names(self.own):
+            return "own"
+        owner = system_field_owners().get(name)
+        if owner is None:
             raise SettingError(f"unknown config field {name!r}")
-        group = getattr(self, FIELD_GROUPS[name])
-        if group is None:
-            raise SettingError(f"{name} is a setting of system {FIELD_GROUPS[name]}, not of system {self.system}")
-        return group
+        raise SettingError(f"{name} is a setting of system {owner}, not of system {self.system}")
+
+    def _group_of(self, name: str):
+        return getattr(self, self._group_name(name))
 
     def replace(self, **changes) -> "CruiseConfig":
         """A copy with `changes` by flat field name (a group's name takes a whole group);
         `system` goes first, so that its own fields can follow in the same call."""
-        top = {name: changes.pop(name) for name in list(changes) if name in TOP_FIELDS or name in GROUPS}
+        top = {name: changes.pop(name) for name in list(changes)
+               if name in TOP_FIELDS or name in SHARED_GROUPS or name == "own"}
         cfg = dataclasses.replace(self, **top) if top else self
         grouped: dict[str, dict] = {}
         for name, value in changes.items():
-            cfg._group_of(name)
-            grouped.setdefault(FIELD_GROUPS[name], {})[name] = value
+            grouped.setdefault(cfg._group_name(name), {})[name] = value
         if not grouped:
             return cfg
         return dataclasses.replace(cfg, **{group: dataclasses.replace(getattr(cfg, group), **values)
@@ -418,11 +413,13 @@ class CruiseConfig:
         """Every field this configuration holds by its flat name, records first (what
         run_config.json, `show` and a trace record)."""
         out = {name: getattr(self, name) for name in TOP_FIELDS}
-        for name in GROUPS:
-            group = getattr(self, name)
-            if group is not None:
-                out.update(dataclasses.asdict(group))
+        for group in self.groups():
+            out.update(dataclasses.asdict(group))
         return out
+
+    def groups(self) -> list:
+        """The settings groups this configuration holds: the shared ones, then the system's own."""
+        return [getattr(self, name) for name in SHARED_GROUPS] + ([self.own] if self.own is not None else [])
 
     @classmethod
     def of(cls, **flat) -> "CruiseConfig":
@@ -430,23 +427,66 @@ class CruiseConfig:
         return cls().replace(**flat)
 
 
-def _groups() -> dict[str, type]:
-    out = {}
-    for name, hint in typing.get_type_hints(CruiseConfig).items():
-        found = [t for t in (hint, *get_args(hint)) if dataclasses.is_dataclass(t)]
-        if found:
-            out[name] = found[0]
-    return out
+# The shared groups (group name -> its dataclass) and flat field name -> its group, read off
+# CruiseConfig; the records' fields; the systems' own fields, read off the registry.
+SHARED_GROUPS: dict[str, type] = {name: hint for name, hint in typing.get_type_hints(CruiseConfig).items()
+                                  if dataclasses.is_dataclass(hint)}
+SHARED_FIELD_GROUPS: dict[str, str] = {f.name: group for group, cls in SHARED_GROUPS.items()
+                                       for f in dataclasses.fields(cls)}
+TOP_FIELDS = tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name not in SHARED_GROUPS and f.name != "own")
 
 
-# group name -> its dataclass, and flat field name -> its group, both read off CruiseConfig
-GROUPS: dict[str, type] = _groups()
-FIELD_GROUPS: dict[str, str] = {f.name: group for group, cls in GROUPS.items() for f in dataclasses.fields(cls)}
-TOP_FIELDS = tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name not in GROUPS)
-SYSTEM_GROUPS = tuple(f.name for f in dataclasses.fields(CruiseConfig) if f.name in GROUPS and f.default is None)
-_names = [*TOP_FIELDS, *GROUPS, *(f.name for cls in GROUPS.values() for f in dataclasses.fields(cls))]
-if len(set(_names)) < len(_names):  # a flat name must say one field: --set, presets and records use it
-    raise TypeError(f"CruiseConfig: field names used twice: {sorted({n for n in _names if _names.count(n) > 1})}")
+def own_field_names(own) -> frozenset[str]:
+    """The flat names of a system's own settings (an instance or its class; None: none)."""
+    return _field_names(own if own is None or isinstance(own, type) else type(own))
+
+
+@cache
+def _field_names(cls) -> frozenset[str]:
+    return frozenset(f.name for f in dataclasses.fields(cls)) if cls is not None else frozenset()
+
+
+@cache
+def _system_groups(version: int) -> dict[str, type]:
+    groups = {name: system.settings for name, system in registered().items() if system.settings is not None}
+    names = [*TOP_FIELDS, *SHARED_GROUPS, "own", *SHARED_FIELD_GROUPS,
+             *(name for cls in groups.values() for name in own_field_names(cls))]
+    if len(set(names)) < len(names):  # a flat name must say one field: --set, presets and records use it
+        raise TypeError(f"CruiseConfig: field names used twice: {sorted({n for n in names if names.count(n) > 1})}")
+    return groups
+
+
+def system_groups() -> dict[str, type]:
+    """Each registered system's name -> the dataclass of its own settings (those that have one)."""
+    return _system_groups(registry_version())
+
+
+def system_field_owners() -> dict[str, str]:
+    """A system's own flat field name -> the system that holds it."""
+    return {name: system for system, cls in system_groups().items() for name in own_field_names(cls)}
+
+
+class _Live(Mapping):
+    """A read-only mapping recomputed from the registry on each read (a user's system registers
+    after this module loads)."""
+
+    def __init__(self, read):
+        self._read = read
+
+    def __getitem__(self, key):
+        return self._read()[key]
+
+    def __iter__(self):
+        return iter(self._read())
+
+    def __len__(self):
+        return len(self._read())
+
+
+# Every settings group by name (the shared ones, then each registered system's own, by the
+# system's name) and every flat field name -> that group's name.
+GROUPS: Mapping[str, type] = _Live(lambda: {**SHARED_GROUPS, **system_groups()})
+FIELD_GROUPS: Mapping[str, str] = _Live(lambda: {**SHARED_FIELD_GROUPS, **system_field_owners()})
 PEER_SWITCHES = tuple(f.name for f in dataclasses.fields(PeerStageSettings) if f.name.startswith("use_"))
 
 # Fields that say which record was applied, not a setting of their own: set through
@@ -490,7 +530,7 @@ PRESETS: dict[str, dict] = {
     # The paper's CoV reading and Algorithm 1 thresholds over whatever a profile's model stack
     # chose (the cpu stack's grounding verifier and calibrated thresholds): for a chat model that
     # writes CoV's "CONFIDENCE: x" line in place of the stack's own, e.g. a scripted one in tests.
-    "paper_finalizer": {name: CruiseConfig().value(name) for name in FINALIZER_FIELDS},
+    "paper_finalizer": lambda: {name: CruiseConfig().value(name) for name in FINALIZER_FIELDS},
     # The peer systems whole, not as switches on CRUISE (docs/chain.md, "QA-Dragon" and "SAM-RAG"):
     # their settings hold no CRUISE router, dual path, self-consistency or CoV. QA-Dragon's image
     # search agent crops the asked-about object and checks each entity (seed 001, 3.4.2 and 3.4.4).
@@ -507,7 +547,8 @@ def preset_settings(preset: str) -> dict:
         if name not in PRESETS:
             raise SettingError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)} "
                                f"(or several joined by {PRESET_JOIN!r})")
-        settings.update(PRESETS[name])
+        found = PRESETS[name]
+        settings.update(found() if callable(found) else found)  # a callable: read off the defaults when asked
     return settings
 
 
@@ -516,6 +557,10 @@ def preset_settings(preset: str) -> dict:
 def parse_settings(settings: list[str] | tuple[str, ...]) -> dict:
     """["FIELD=VALUE", ...] (the evaluator's and tools' --set) -> typed keyword overrides for
     load_config, each typed by its field's annotation."""
+    for setting in settings or ():  # a system found where its name says brings its own fields
+        key, _, value = str(setting).partition("=")
+        if key.strip().lower() == "system":
+            find_system(value.strip())
     fields = field_names() - set(RECORD_FIELDS)
     out = {}
     for setting in settings or ():
@@ -545,53 +590,16 @@ def validate_config(cfg: CruiseConfig) -> CruiseConfig:
     or its only reader, is off would silently reject or ignore every answer)."""
     check_settings(cfg)
     system_named(cfg.system)  # a registered system
-    for name in GROUPS:
-        if getattr(cfg, name) is not None:
-            check_settings(getattr(cfg, name))
+    for group in cfg.groups():
+        check_settings(group)
     for check, needed, why in REQUIRED_SWITCHES:
         if cfg.has(check) and cfg.has(needed) and cfg.value(check) and not cfg.value(needed):
             raise SettingError(f"{check}={cfg.value(check)} needs {needed}=True ({why}); "
                                f"switch {check} off or {needed} on")
-    check_engine_settings(cfg)
-    return cfg
-
-
-def check_engine_settings(cfg: CruiseConfig) -> None:
-    """What the run's engine refuses (engine hosted without hosted_provider: the model's name must
-    say its provider)."""
-    problem = chat_engine_kind(cfg.models.engine).problem_in(cfg.models)
+    problem = engine_setting_problem(cfg)
     if problem:
         raise SettingError(problem)
-
-
-def role_reads_no_probabilities(cfg: CruiseConfig, role: str) -> bool:
-    """Whether a role's engine returns no token probabilities: every hosted provider (none is asked
-    for), and an OpenAI reasoning model behind engine "openai" (its API refuses `logprobs`). An
-    unknown engine is refused right after, by validate_config."""
-    kind = CHAT_ENGINES.get(cfg.models.engine)
-    return kind is not None and not kind.returns_probabilities(cfg.models, role)
-
-
-def logprob_fallbacks(cfg: CruiseConfig) -> CruiseConfig:
-    """The stages that read token probabilities, switched to their text modes where the engine
-    returns none: the yes/no router, the yes/no consistency check, the yes/no CoV, and the token
-    gate (off). Each switch is one line in `mode_fallbacks`."""
-    changes, notes = {}, []
-    router_blind, vlm_blind = (role_reads_no_probabilities(cfg, role) for role in ("router", "vlm"))
-    why = "the engine returns no token probabilities"
-    if router_blind and cfg.has("router_mode") and cfg.value("router_mode") == "yes_no":
-        changes["router_mode"] = "text"
-        notes.append(f"router_mode yes_no -> text ({why}): the router writes both labels")
-    if vlm_blind and cfg.answer.consistency_mode == "yes_no":
-        changes["consistency_mode"] = "text"
-        notes.append(f"consistency_mode yes_no -> text ({why}): the verdict is written")
-    if vlm_blind and cfg.answer.cov_mode == "yes_no":
-        changes["cov_mode"] = "text"
-        notes.append(f"cov_mode yes_no -> text ({why}): CoV writes its CONFIDENCE line")
-    if vlm_blind and cfg.answer.min_token_prob > 0:
-        changes["min_token_prob"] = 0.0
-        notes.append(f"min_token_prob {cfg.answer.min_token_prob:g} -> 0 ({why}): the token gate is off")
-    return cfg.replace(**changes, mode_fallbacks=tuple(notes))
+    return cfg
 
 
 def apply_held(cfg: CruiseConfig, settings: dict) -> CruiseConfig:
@@ -637,6 +645,8 @@ def config_from_record(record: dict) -> CruiseConfig:
     describe()'s "config" and "where", flat field names, as before the groups); a field the record
     lacks keeps its default, and a field the config no longer has, or its system does not hold
     (a CRUISE switch recorded off for a peer system), is dropped."""
+    if isinstance(record.get("system"), str):
+        find_system(record["system"])  # a system found where its name says brings its own fields
     values = {}
     for name, value in record.items():
         if name in field_names():
@@ -660,91 +670,3 @@ def config_from_environment(environ=None) -> CruiseConfig:
                                      environ.get(ENV_PREFIX + "PRESET") or None, settings,
                                      environ.get(ENV_PREFIX + "CALIBRATION") or None,
                                      environ.get(ENV_PREFIX + "STACK") or None)
-
-
-# --------------------------------------------------------------------------- show / diff
-def profile_record(profile: str, stack: str | None = None) -> dict:
-    """Everything a profile sets, flattened: the agent's resolved settings, then the search
-    pipeline (its indices resolved: the published pair a run without `--indices` searches where
-    the profile names none of its own), the default dataset and the GPUs per worker."""
-    machine = get_profile(profile)
-    record = load_config(profile, stack=stack).flat()
-    search = dataclasses.asdict(machine.search)
-    if search["image_index"] is None:
-        search["image_index"], search["web_index"] = PUBLISHED_INDICES[DEFAULT_INDICES]
-    record.update({f"search.{k}": v for k, v in search.items()})
-    record["dataset"] = machine.dataset
-    record["gpus_per_worker"] = machine.gpus_per_worker
-    return record
-
-
-def search_notes(profile: str) -> dict[str, str]:
-    """What `show` says beside the search fields whose value depends on a flag or means "none"."""
-    spec = get_profile(profile).search
-    notes = {"search.web_contents": "read only with --web-contents (bare: this id); without it, snippets only"}
-    if spec.image_index is None:
-        for position, kind in enumerate(("image_index", "web_index")):
-            others = "; ".join(f"--indices {name}: {pair[position]}" for name, pair in PUBLISHED_INDICES.items()
-                               if name != DEFAULT_INDICES)
-            notes[f"search.{kind}"] = f"--indices {DEFAULT_INDICES} (the default); {others}"
-    else:
-        notes["search.image_index"] = notes["search.web_index"] = "the profile's own; --indices does not change it"
-    if spec.provider is None:
-        notes["search.provider"] = "none: every model and index is a Hugging Face id (python -m tools.fetch)"
-    return notes
-
-
-def _shown(value) -> str:
-    return json.dumps(value) if isinstance(value, (dict, list, tuple)) else str(value)
-
-
-def show(profile: str) -> str:
-    machine = get_profile(profile)
-    lines = [f"# {machine.name}: {machine.description}",
-             f"# model stack {machine.stack}: {STACKS[machine.stack].description}"]
-    notes = search_notes(profile)
-    group = None
-    for key, value in profile_record(profile).items():
-        heading = FIELD_GROUPS.get(key, "the machine" if group else None)  # the records come first
-        if heading != group:
-            group = heading
-            lines.append(f"# {group}")
-        lines.append(f"{key} = {_shown(value)}" + (f"  # {notes[key]}" if key in notes else ""))
-    return "\n".join(lines)
-
-
-def diff(a: str, b: str) -> str:
-    left, right = profile_record(a), profile_record(b)
-    keys = [k for k in left if left[k] != right.get(k)] + [k for k in right if k not in left]
-    width = max([len(k) for k in keys] + [5])
-    lines = [f"{'field':<{width}}  {a}  ->  {b}"]
-    lines += [f"{k:<{width}}  {_shown(left.get(k))}  ->  {_shown(right.get(k))}" for k in keys]
-    return "\n".join(lines)
-
-
-def main(argv: list[str] | None = None) -> int:
-    import argparse
-
-    parser = argparse.ArgumentParser(prog="python -m agents.config", description="Profiles and their settings.")
-    sub = parser.add_subparsers(dest="command", required=True)
-    sub.add_parser("list", help="the profiles and model stacks")
-    show_parser = sub.add_parser("show", help="a profile's resolved settings")
-    show_parser.add_argument("profile", choices=sorted(PROFILES))
-    diff_parser = sub.add_parser("diff", help="the fields where two profiles differ")
-    diff_parser.add_argument("a", choices=sorted(PROFILES))
-    diff_parser.add_argument("b", choices=sorted(PROFILES))
-    args = parser.parse_args(argv)
-    if args.command == "show":
-        print(show(args.profile))
-    elif args.command == "diff":
-        print(diff(args.a, args.b))
-    else:
-        for machine in PROFILES.values():
-            print(f"profile {machine.name}: {machine.description} (stack {machine.stack})")
-        for stack in STACKS.values():
-            print(f"stack {stack.name}: {stack.description}")
-    return 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -56,9 +56,11 @@ class CruiseAgent(BaseAgent):
         self.last_batch_report: dict | None = None
         self.warmup_s: dict[str, float] | None = None  # seconds per stage of the warm-up batch
         if self.config.run.warmup_at_load:
-            from agents.runtime.warmup import warm_up
+            from agents.runtime.warmup import QUESTION, warm_up, warm_up_image
 
-            self.warmup_s = warm_up(self.system, self.engines, self.search_pipeline, self.config)
+            n, side = self.config.run.batch_size, self.config.inputs.image_max_side
+            turns = prepare_turns([QUESTION] * n, [warm_up_image(side)] * n, [[] for _ in range(n)], self.config)
+            self.warmup_s = warm_up(self.system, self.engines, self.search_pipeline, self.config, turns)
             self.ledger.drain()  # its engine calls are no scored batch's
 
     # --- what a harness that passes settings asks (agents/base_agent.py) ------------------------

@@ -126,7 +126,8 @@ def main() -> None:
 
     from agents.config import load_config, parse_settings
     from agents.engines.reranker import MiniLMReranker
-    from evaluator.search.pipeline import build_search_pipeline, search_config
+    from evaluator.harness.resolved import resolve_run
+    from evaluator.search.pipeline import build_search_pipeline
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--chunker", nargs="+", default=["infobox", "paper_fields"])
@@ -141,7 +142,7 @@ def main() -> None:
         overrides = parse_settings(args.set)
     except ValueError as exc:
         raise SystemExit(str(exc)) from None
-    search = search_config("cpu", web_contents="default" if args.web_contents else None)
+    search = resolve_run("cpu", web_contents="default" if args.web_contents else None).search
     if args.image_model:
         search = dataclasses.replace(search, image_model=args.image_model)
     pipeline = build_search_pipeline(search, web=True)  # builds the indices if needed

@@ -308,7 +308,7 @@ def rerank_paired(run: dict, notes: dict, cfg) -> None:
             standalone = f"{written.question or row['query']} {summary}".strip()
             before = reranker.score([(plain, c) for c in chunks], stage="rerank")
             after = reranker.score([(standalone, c) for c in chunks], stage="rerank")
-            s_ret.append((max(before) >= cfg.cruise.tau_ret, max(after) >= cfg.cruise.tau_ret))
+            s_ret.append((max(before) >= cfg.own.tau_ret, max(after) >= cfg.own.tau_ret))
             holding = [i for i, c in enumerate(chunks) if keys and answer_in_context(keys, c)]
             if holding:
                 pairs.append((max(before[i] for i in holding), max(after[i] for i in holding)))
@@ -320,7 +320,7 @@ def rerank_paired(run: dict, notes: dict, cfg) -> None:
               f"chunk: plain q' {statistics.mean(b for b, _ in pairs):.3f}, standalone q' "
               f"{statistics.mean(a for _, a in pairs):.3f}; difference {mean:+.3f} [{low:+.3f}, {high:+.3f}]; "
               f"higher on {sum(a > b for b, a in pairs)}, lower on {sum(a < b for b, a in pairs)}; S_ret >= tau_ret "
-              f"{cfg.cruise.tau_ret} on {sum(b for b, _ in s_ret)} -> {sum(a for _, a in s_ret)} of {len(s_ret)} follow-ups "
+              f"{cfg.own.tau_ret} on {sum(b for b, _ in s_ret)} -> {sum(a for _, a in s_ret)} of {len(s_ret)} follow-ups "
               "with chunks")
 
 
@@ -347,10 +347,11 @@ def reuse_seconds(run: dict, cfg) -> None:
     from agents.stages.s0a_perceive import PerceptionCache, perceive_batch, warm_up_perception
     from agents.stages.s3_retrieve import whole_photo_hits
     from agents.stages.types import Turn
-    from evaluator.search.pipeline import build_search_pipeline, search_config
+    from evaluator.harness.resolved import resolve_run
+    from evaluator.search.pipeline import build_search_pipeline
 
     images = photos(run_dataset(run), cfg.inputs.image_max_side)
-    pipeline = build_search_pipeline(search_config("cpu"), web=False)
+    pipeline = build_search_pipeline(resolve_run("cpu").search, web=False)
     warm_up_perception(cfg)
     history = histories(run["rows"], gold=False)
     order = sorted(run["rows"], key=lambda r: (r["batch"], r["turn_idx"]))
@@ -395,7 +396,7 @@ def main() -> None:
         print(f"{label}: {len(run['rows'])} turns, {len(follow_ups)} follow-ups")
         groups = referent_groups(follow_ups, notes, web_query_names)
         print("  web query names the referent: " + "; ".join(f"{k} {share(v)}" for k, v in groups.items()))
-        print(f"  S_ret >= tau_ret {cfg.cruise.tau_ret}: " + "; ".join(f"{k} {v}" for k, v in tau_ret_shares(run, cfg.cruise.tau_ret).items()))
+        print(f"  S_ret >= tau_ret {cfg.own.tau_ret}: " + "; ".join(f"{k} {v}" for k, v in tau_ret_shares(run, cfg.own.tau_ret).items()))
         print("  seconds per turn: " + ", ".join(f"{k} {v}" for k, v in seconds_per_turn(run).items()))
     offline = {}
     if args.modes:

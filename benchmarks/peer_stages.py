@@ -189,7 +189,8 @@ def main() -> None:
     from agents.config import load_config_from_settings
     from agents.engines.base import Engines, Ledger
     from agents.factory import build_engines
-    from evaluator.search.pipeline import build_search_pipeline, search_config
+    from evaluator.harness.resolved import resolve_run
+    from evaluator.search.pipeline import build_search_pipeline
     from minibench.build_indices import prepare_indices
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
@@ -208,7 +209,7 @@ def main() -> None:
     model = {"cpu": lambda: real.vlm, "scripted": capable_engine}[args.engine]()
     cached = CountingCache(model)
     engines = Engines(cached, cached, real.reranker)  # one tally: the router's calls count as "route"
-    search = search_config("cpu")
+    search = resolve_run("cpu").search
     prepare_indices(search)
     pipeline = build_search_pipeline(search, web=True)
     turns = answerable_turns()

@@ -85,10 +85,11 @@ def benchmark_pairs() -> dict[str, list[tuple[str, frozenset[str]]]]:
 def web_pipeline(distractors: int, profile: str = "cpu"):
     """The search pipeline of `profile` over the mini web index with `distractors` more pages
     (built on first use)."""
-    from evaluator.search.pipeline import build_search_pipeline, search_config
+    from evaluator.harness.resolved import resolve_run
+    from evaluator.search.pipeline import build_search_pipeline
     from minibench.build_indices import MINI_WEB_INDEX, web_index_with_distractors
 
-    search = search_config(profile)
+    search = resolve_run(profile).search
     web_index = web_index_with_distractors(distractors) if distractors else MINI_WEB_INDEX
     return build_search_pipeline(dataclasses.replace(search, web_index=web_index), web=True)
 

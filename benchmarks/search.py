@@ -38,11 +38,11 @@ def _stand_in_models(cache: Path) -> None:
     import torch
     from transformers import CLIPConfig, CLIPImageProcessor, CLIPModel, CLIPProcessor
 
-    from evaluator.search.pipeline import search_config
+    from evaluator.harness.resolved import resolve_run
     from minibench import synthetic_indices as synth
     from minibench.search_models import _tiny_clip_tokenizer
 
-    l40s = search_config("l40s")
+    l40s = resolve_run("l40s").search
     done = cache / "models-ready"
     if done.exists():
         return
@@ -67,7 +67,7 @@ def _stand_in_models(cache: Path) -> None:
 
 def _indices(root: Path, size: int) -> tuple[Path, float]:
     """An HF cache holding both indices of `size` records (written once) and the seconds it took."""
-    from evaluator.search.pipeline import search_config
+    from evaluator.harness.resolved import resolve_run
     from minibench import synthetic_indices as synth
 
     cache = root / f"hf-{size}"
@@ -76,7 +76,7 @@ def _indices(root: Path, size: int) -> tuple[Path, float]:
     stamp = cache / "indices-ready"
     if stamp.exists():
         return cache, float(stamp.read_text())
-    l40s = search_config("l40s")
+    l40s = resolve_run("l40s").search
     start = time.perf_counter()
     synth.image_index(cache, l40s.image_index, size, IMAGE_WIDTH)
     synth.web_index(cache, l40s.web_index, size, TEXT_WIDTH)
@@ -94,9 +94,10 @@ def child(variant: str, queries: int) -> dict:
     """Runs in the measured process (HF_HUB_CACHE set by the parent)."""
     import numpy as np
 
-    from evaluator.search.pipeline import build_search_pipeline, search_config
+    from evaluator.harness.resolved import resolve_run
+    from evaluator.search.pipeline import build_search_pipeline
 
-    l40s = search_config("l40s")
+    l40s = resolve_run("l40s").search
     start = time.perf_counter()
     try:
         if variant == "ours":

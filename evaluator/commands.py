@@ -26,6 +26,7 @@ from evaluator.harness.dataset import apply_image_url_updates, load_split, read_
 from evaluator.harness.fingerprint import differences, selection_refusal, system_fingerprint
 from evaluator.harness.models import preload_problem
 from evaluator.harness.outputs import finalize, merge_runs
+from evaluator.harness.resolved import ResolvedRun, resolve_run
 from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
 from evaluator.harness.unjudged import exit_code
 from evaluator.report.terminal import loud_notice, print_report
@@ -159,21 +160,19 @@ def default_output_dir() -> Path:
     return REPO_ROOT / "outputs" / datetime.datetime.now().strftime("%Y%m%d-%H%M%S")
 
 
-def build_search(settings: EvaluationSettings, profile: str):
-    if settings.search == "none":
+def build_search(settings: EvaluationSettings, run: ResolvedRun):
+    if run.search is None:
         return None
     from evaluator.search.index_check import SearchIndexError
-    from evaluator.search.pipeline import build_search_pipeline, search_config  # loads cragmm_search
+    from evaluator.search.pipeline import build_search_pipeline  # loads cragmm_search
 
-    search = search_config(profile, settings.indices, web_contents=settings.web_contents)
-    web = not settings.suppress_web_search_api
-    if settings.search == "default":
+    if run.builds_default_search:
         try:
-            pipeline = build_search_pipeline(search, web=web)
+            pipeline = build_search_pipeline(run.search, web=run.web)
         except SearchIndexError as exc:
             raise EvaluationRefused(f"cannot search: {exc}") from None
     else:
-        pipeline = import_object(settings.search)(search, web=web)
+        pipeline = import_object(run.search_spec)(run.search, web=run.web)
     if settings.suppress_image_search_api:
         from evaluator.search.pipeline import WithoutImageSearch
 
@@ -181,19 +180,17 @@ def build_search(settings: EvaluationSettings, profile: str):
     return pipeline
 
 
-def web_contents_id(settings: EvaluationSettings, profile: str) -> str | None:
-    """The full-content database the run's web hits are read from (None: snippets only)."""
-    if settings.search == "none" or settings.suppress_web_search_api or not settings.web_contents:
-        return None
-    from evaluator.search.pipeline import search_config
-
-    return search_config(profile, settings.indices, web_contents=settings.web_contents).web_contents
+def resolved_run(settings: EvaluationSettings, profile: str, setup: AgentSetup | None = None) -> ResolvedRun:
+    """The run's machine, search and agent, worked out once from its flags."""
+    return resolve_run(profile, setup, search=settings.search, web=not settings.suppress_web_search_api,
+                       indices=settings.indices, web_contents=settings.web_contents)
 
 
-def load_agent(settings: EvaluationSettings, profile: str, setup: AgentSetup, console: Console):
-    pipeline = build_search(settings, profile)
+def load_agent(settings: EvaluationSettings, run: ResolvedRun, console: Console):
+    pipeline = build_search(settings, run)
+    profile = run.profile
     try:
-        agent = setup.build(pipeline)
+        agent = run.agent.build(pipeline)
     except OSError as exc:  # a model or file the agent names is not there: one line, not a loader's traceback
         first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
         raise EvaluationRefused(f"cannot build the agent {settings.agent}: {type(exc).__name__}: {first_line} "
@@ -203,14 +200,12 @@ def load_agent(settings: EvaluationSettings, profile: str, setup: AgentSetup, co
     return agent
 
 
-def current_fingerprint(settings: EvaluationSettings, profile: str, setup: AgentSetup) -> dict:
+def current_fingerprint(settings: EvaluationSettings, run: ResolvedRun) -> dict:
     """The system this command would run."""
     calibration = settings.calibration
     try:
-        fingerprint = system_fingerprint(setup, profile, settings.preset, search=settings.search,
-                                         web=not settings.suppress_web_search_api, indices=settings.indices,
-                                         calibration=str(Path(calibration).resolve()) if calibration else None,
-                                         web_contents=settings.web_contents)
+        fingerprint = system_fingerprint(run, settings.preset,
+                                         calibration=str(Path(calibration).resolve()) if calibration else None)
     except OSError as exc:
         raise EvaluationRefused(f"cannot read {exc.filename}: {exc.strerror}") from None
     if settings.suppress_image_search_api:  # only then: earlier runs' fingerprints lack the key
@@ -286,12 +281,13 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
         setup = setup_agent(settings.agent, profile=profile, preset=settings.preset, settings=settings.set,
                             calibration=str(Path(settings.calibration).resolve()) if settings.calibration else None,
                             model_name=settings.model_name)
+        run = resolved_run(settings, profile, setup)  # everything below reads this
         shard = parse_shard(settings.shard)
         rules = rule_set(settings.rules)
     except ValueError as exc:
         raise EvaluationRefused(str(exc)) from None
     official = read_judge_prompt(settings.judge_prompt_from, rules)
-    fingerprint = current_fingerprint(settings, profile, setup)
+    fingerprint = current_fingerprint(settings, run)
     fingerprint["judge_prompt"] = origin_identity(official.origin() if official else None)
     config_path = output_dir / RUN_CONFIG
     earlier = json.loads(config_path.read_text()) if settings.resume and config_path.exists() else {}
@@ -304,9 +300,7 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
                                "differences": changed})
         console.print("[bold yellow]resuming with --force from another system:[/bold yellow] " + escape("; ".join(changed)))
     dataset = settings.dataset or default_dataset(profile, settings.dataset_type)
-    problem = preload_problem(profile, dataset, settings.revision, agent=setup, search_spec=settings.search,
-                              web=not settings.suppress_web_search_api, indices=settings.indices,
-                              web_contents=settings.web_contents)
+    problem = preload_problem(run, dataset, settings.revision)
     if problem:  # a missing model or dataset: one message, before anything loads
         raise EvaluationRefused(problem)
     console.print(f"[bold blue]Loading {escape(dataset)}[/bold blue] (revision {settings.revision}, split {settings.split})")
@@ -335,7 +329,7 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
     # run takes it from the run it continues, so a finished run is rescored without the agent.
     agent, batch_size = None, earlier.get("batch_size")
     if batch_size is None:
-        agent = load_agent(settings, profile, setup, console)
+        agent = load_agent(settings, run, console)
         batch_size = clip_batch_size(agent.get_batch_size())
     stop_after = None if settings.exact_conversations else settings.num_conversations
     batches = planned_batches(conversations, batch_size, stop_after)
@@ -354,7 +348,7 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
         "judge_model": recorded_judge(settings, judge)[0], "judge_base_url": recorded_judge(settings, judge)[1],
         "judge_prompt": judge.prompt_origin if judge else official.origin() if official else None,
         "batch_size": batch_size, "expected_turns": len(planned),
-        "indices": fingerprint.get("indices"), "web_contents": web_contents_id(settings, profile),
+        "indices": fingerprint.get("indices"), "web_contents": run.web_contents,
         "fingerprint": fingerprint, "forced_resumes": forced_resumes,
         # what the agent said decides its answers (agents/base_agent.py `describe`): the report
         # reads the agent's settings from here, as the run used them
@@ -371,7 +365,7 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
     if settings.resume and all(iid in done for iid in planned):
         console.print("every turn already has a saved answer: the agent is not loaded")
     else:
-        agent = agent or load_agent(settings, profile, setup, console)
+        agent = agent or load_agent(settings, run, console)
         if clip_batch_size(agent.get_batch_size()) != batch_size:
             raise EvaluationRefused(f"cannot resume {output_dir}: the agent's batch size is now "
                                     f"{clip_batch_size(agent.get_batch_size())}, the run used {batch_size}")

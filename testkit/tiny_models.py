@@ -258,7 +258,7 @@ def build_tiny_xlmr_reranker(path: Path | None = None) -> str:
 
 
 # --------------------------------------------------------------------------- open VLM families
-# One builder per family the agent runs in-process (agents/profiles.py STACKS), each from the
+# One builder per family the agent runs in-process (agents/stacks.py STACKS), each from the
 # family's own transformers classes and with its chat template (testkit/templates/SOURCES.md says
 # where each comes from). Sizes are what vLLM's CPU code accepts as well (benchmarks/
 # vllm_cpu_families.py runs the same builders there): attention heads of 32, text hidden 128.

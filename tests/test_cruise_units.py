@@ -252,7 +252,7 @@ def test_presets_and_overrides():
     assert set(PRESETS) == {"vision_only", "rag_baseline", "no_cov_no_sc", "no_cov", "full", "extended",
                             "paper_finalizer", "qa_dragon", "sam_rag"}
     cfg = load_config("cpu", "no_cov", tau_ret=0.3)
-    assert (cfg.cruise.use_cov, cfg.cruise.use_self_consistency, cfg.cruise.tau_ret) == (False, True, 0.3)
+    assert (cfg.own.use_cov, cfg.own.use_self_consistency, cfg.own.tau_ret) == (False, True, 0.3)
     cfg = load_config_from_settings("l40s", None, ["tau_low=0.8", "chunk_fields=description,summary"])
     assert cfg.answer.tau_low == 0.8 and cfg.retrieval.chunk_fields == ("description", "summary")
     assert cfg.models.vlm_model == "meta-llama/Llama-3.2-11B-Vision-Instruct"
@@ -448,7 +448,7 @@ def test_every_preset_is_a_valid_config():
         load_config("cpu", preset)
     with pytest.raises(ValueError, match="use_dual_path"):
         load_config_from_settings("cpu", "full", ["use_dual_path=false"])
-    assert not load_config_from_settings("cpu", "no_cov_no_sc", ["use_dual_path=false"]).cruise.use_dual_path
+    assert not load_config_from_settings("cpu", "no_cov_no_sc", ["use_dual_path=false"]).own.use_dual_path
 
 
 def test_calibration_file_sets_only_thresholds(tmp_path):

@@ -10,6 +10,7 @@ import pytest
 from agents.profiles import PROFILES, PUBLISHED_INDICES
 from evaluator.harness.agent_setup import setup_agent
 from evaluator.harness.models import dataset_problem, loaded_models, missing_models_message
+from evaluator.harness.resolved import resolve_run
 from evaluator.search import index_check
 from tools import fetch, preflight
 
@@ -37,7 +38,7 @@ def assert_one_route(message: str, command: str) -> None:
 @pytest.mark.parametrize("profile", ["l40s", "served"])
 def test_missing_models_name_the_fetch_command_of_their_profile(empty_cache, profile):
     agent = setup_agent("agents.user_config:UserAgent", profile=profile)
-    message = missing_models_message(loaded_models(profile, agent), profile)
+    message = missing_models_message(loaded_models(resolve_run(profile, agent)), profile)
     assert message.splitlines()[-2 if profile == "l40s" else -1] == f"  python -m tools.fetch --profile {profile}"
     assert_one_route(message, f"python -m tools.fetch --profile {profile}")
 
@@ -49,15 +50,14 @@ def test_a_run_of_another_vlm_family_names_the_command_that_fetches_its_models(e
 
     qwen = "Qwen/Qwen2.5-VL-7B-Instruct"
     agent = setup_agent("agents.user_config:UserAgent", profile="l40s", model_name=qwen)
-    message = preload_problem("l40s", "crag-mm-2025/crag-mm-single-turn-public", None, agent=agent,
-                              search_spec="default", web=True)
+    message = preload_problem(resolve_run("l40s", agent), "crag-mm-2025/crag-mm-single-turn-public", None)
     command = f"python -m tools.fetch --profile l40s --model-name {qwen}"
     assert f"  {command}" in message.splitlines() and f"  {qwen}" in message.splitlines()
     assert "meta-llama" not in message  # neither listed as missing nor told to log in for
     assert_one_route(message, command)
     # the four models of that run (search's two, the Qwen VLM, the reranker): fetch plans exactly these
     run_loads = {"openai/clip-vit-large-patch14-336", "BAAI/bge-large-en-v1.5", qwen, "BAAI/bge-reranker-v2-m3"}
-    assert set(loaded_models("l40s", agent)) == run_loads
+    assert set(loaded_models(resolve_run("l40s", agent))) == run_loads
     assert {i.repo_id for i in fetch.plan("l40s", model_name=qwen) if i.repo_type == "model"} == run_loads
     assert fetch.main(["--profile", "l40s", "--model-name", qwen, "--dry-run", "--task", "single-turn"]) == 0
     table = capsys.readouterr().out

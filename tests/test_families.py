@@ -1,4 +1,4 @@
-"""Model families chosen by name (agents/profiles.py STACKS): the records, `--list-models`, the
+"""Model families chosen by name (agents/stacks.py STACKS): the records, `--list-models`, the
 path each family needs, the prompts their own chat templates render, and a served VLM that gets
 its images as image parts (the relaunched evaluator's `--model-name`)."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ from agents.engines.base import ChatRequest, image_layout, template_messages
 from agents.engines.openai_engine import request_messages
 from agents.engines.vllm_engine import memory_share
 from agents.preload import engine_problem
-from agents.profiles import (
+from agents.stacks import (
     STACKS,
     families_listing,
     family_of,
@@ -57,7 +57,7 @@ def test_open_families_see_and_write_with_the_papers_readings_and_no_borrowed_ca
     for stack in ("qwen2.5-vl", "qwen3-vl", "internvl", "pixtral", "gemma-3"):
         cfg = load_config("cpu", model_name=STACKS[stack].checkpoints[0][0])
         # the cpu stack's choices for a 135M text model do not carry over
-        assert (cfg.cruise.router_mode, cfg.answer.consistency_mode, cfg.answer.cov_mode,
+        assert (cfg.own.router_mode, cfg.answer.consistency_mode, cfg.answer.cov_mode,
                 cfg.peer_stages.crop_mode) == ("text", "text", "text", "box")
         for field in ("tau_ret", "tau_low", "tau_high", "min_token_prob", "tau_ret_scope", "answer_max_tokens",
                       "cov_max_tokens", "router_max_tokens", "summary_max_tokens"):

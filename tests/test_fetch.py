@@ -11,6 +11,7 @@ import requests
 
 from evaluator.harness.agent_setup import setup_agent
 from evaluator.harness.models import loaded_models
+from evaluator.harness.resolved import resolve_run
 from evaluator.search.pipeline import search_config
 from tools import fetch
 
@@ -51,7 +52,7 @@ def _cached(cache, item, names, incomplete=False):
 def test_the_l40s_plan_is_every_hub_model_index_and_dataset_the_run_loads():
     items = fetch.plan("l40s")
     search = search_config("l40s")
-    models = loaded_models("l40s", setup_agent("agents.user_config:UserAgent", profile="l40s"))
+    models = loaded_models(resolve_run("l40s", setup_agent("agents.user_config:UserAgent", profile="l40s")))
     assert [i.repo_id for i in items if i.repo_type == "model"] == models
     assert "meta-llama/Llama-3.2-11B-Vision-Instruct" in models
     datasets = [(i.repo_id, i.revision) for i in items if i.repo_type == "dataset"]

@@ -24,6 +24,7 @@ from agents.engines.hosted_providers import ANTHROPIC, OPENAI
 from agents.engines.hosted_rules import gemini_thinking, openai_reasoning_efforts
 from agents.engines.served import API_KEY_ENV
 from agents.factory import build_chat_engine
+from agents.stacks import STACKS
 from agents.stages.baseline_prompt import HISTORY_CLOSE, HISTORY_OPEN, baseline_messages
 from agents.stages.types import Turn
 from testkit.hosted_standin import (
@@ -259,11 +260,15 @@ def test_a_hosted_name_picks_its_stack_engine_and_provider_url():
                              ("claude-sonnet-4-6", "claude", "https://api.anthropic.com/v1"),
                              ("gemini-2.5-flash", "gemini", "https://generativelanguage.googleapis.com/v1beta")]:
         cfg = load_config("cpu", model_name=name)
-        assert (cfg.stack, cfg.models.engine, cfg.models.vlm_base_url, cfg.models.vlm_model,
-                cfg.models.router_model) == (stack, "hosted", url,
-                                                                                              name, name)
+        assert (cfg.stack, cfg.models.engine, cfg.models.vlm_model, cfg.models.router_model) == \
+            (stack, "hosted", name, name)
+        # the stack names no URL: the provider's own is where the engine goes, and the key variable
+        # the stack's description names is the provider's
+        engine = build_chat_engine(cfg, "vlm", Ledger())
+        assert (cfg.models.vlm_base_url, engine.endpoint.base_url) == ("", url)
+        assert engine.provider.key_variable in STACKS[stack].description
         # the paper's stage modes (the cpu stack's 135M-model choices do not carry over)
-        assert (cfg.cruise.router_mode, cfg.answer.consistency_mode, cfg.answer.cov_mode,
+        assert (cfg.own.router_mode, cfg.answer.consistency_mode, cfg.answer.cov_mode,
                 cfg.answer.min_token_prob) == ("text", "text", "text", 0.0)
     assert load_config("cpu", model_name="gpt-5-mini").models.reasoning_effort["answer"] == "low"
     # on the served profile (its router has a server of its own) the router is still the VLM's provider
@@ -278,16 +283,16 @@ def test_a_hosted_name_picks_its_stack_engine_and_provider_url():
 def test_stages_that_read_probabilities_fall_back_to_text_and_say_so():
     # the run: the cpu profile's stack (yes/no readings, the token gate) on a served gpt-5-mini
     cfg = load_config_from_settings("cpu", None, ["engine=openai", "vlm_served_name=gpt-5-mini"])
-    assert (cfg.cruise.router_mode, cfg.answer.consistency_mode, cfg.answer.min_token_prob) == ("text", "text", 0.0)
+    assert (cfg.own.router_mode, cfg.answer.consistency_mode, cfg.answer.min_token_prob) == ("text", "text", 0.0)
     assert len(cfg.mode_fallbacks) == 3 and all("token probabilities" in line for line in cfg.mode_fallbacks)
     hosted = load_config_from_settings("cpu", None, ["router_mode=yes_no", "cov_mode=yes_no", "min_token_prob=0.2"],
                                        model_name="gemini-2.5-flash")
-    assert (hosted.cruise.router_mode, hosted.answer.cov_mode, hosted.answer.min_token_prob) == ("text", "text", 0.0)
+    assert (hosted.own.router_mode, hosted.answer.cov_mode, hosted.answer.min_token_prob) == ("text", "text", 0.0)
     from agents.cruise_agent import CruiseAgent
 
     assert tuple(CruiseAgent.describe(hosted)["config"]["mode_fallbacks"]) == hosted.mode_fallbacks  # run_config.json
     untouched = load_config("cpu")  # an engine with probabilities keeps its readings
-    assert untouched.cruise.router_mode == "yes_no" and untouched.mode_fallbacks == ()
+    assert untouched.own.router_mode == "yes_no" and untouched.mode_fallbacks == ()
     with pytest.raises(ValueError, match="reasoning_effort"):
         load_config("cpu", model_name="gpt-5-mini", reasoning_effort={"answer": "lots"})
     with pytest.raises(ValueError, match="no provider is known"):

@@ -14,6 +14,8 @@ import ast
 import re
 from pathlib import Path
 
+import pytest
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ENTRY_POINTS = {"local_evaluation", "crag_mm_harness"}
 TOP = {"tools", "benchmarks", "tests", *ENTRY_POINTS}
@@ -244,6 +246,63 @@ def test_the_cycle_check_sees_a_lazy_import_back(tmp_path):
         "def table(cfg=None):\n    from agents.config import Config\n")
     (tmp_path / "agents" / "cruise" / "chain.py").write_text("from agents import config\n")
     assert import_cycles(import_graph(tmp_path)) == [["agents.config", "agents.cruise.priors"]]
+
+
+# agents/'s parts: each folder (cruise/, peers/, stages/, runtime/, engines/) and each top-level
+# module (config.py, profiles.py, factory.py, ...). No two of them import each other, directly or
+# through others: each part's imports run one way, down to the parts below it.
+def agents_part(module: str) -> str:
+    """The part of agents/ a module belongs to: agents.<folder>, or the top-level module itself."""
+    return ".".join(module.split(".")[:2])
+
+
+def agents_part_graph(root: Path) -> dict[str, set[str]]:
+    """Part -> the other parts its modules import (every import counts, those inside functions too)."""
+    graph = import_graph(root)
+    parts: dict[str, set[str]] = {}
+    for module, targets in graph.items():
+        if below(module, "agents"):
+            part = agents_part(module)
+            parts.setdefault(part, set()).update(
+                agents_part(t) for t in targets if below(t, "agents") and agents_part(t) != part)
+    return parts
+
+
+def test_no_two_parts_of_agents_import_each_other():
+    graph = agents_part_graph(REPO_ROOT)
+    assert {"agents.cruise", "agents.peers", "agents.stages", "agents.runtime", "agents.engines",
+            "agents.config"} <= set(graph)
+    assert import_cycles(graph) == []
+
+
+def copy_of_agents(root: Path) -> Path:
+    """The project's agents/ package (its Python files), copied under `root`."""
+    for path in (REPO_ROOT / "agents").rglob("*.py"):
+        target = root / path.relative_to(REPO_ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_text(path.read_text(encoding="utf-8"), encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("module, planted, cycle", [
+    # the runtime reading the configuration's groups, lazily: runtime -> config -> runtime
+    ("runtime/cost_priors.py", "def groups():\n    from agents.config import GROUPS\n",
+     ["agents.config", "agents.runtime"]),
+    # an engine reading the run's configuration: engines -> config -> engines (and all that
+    # lies between them)
+    ("engines/served.py", "from agents.config import CruiseConfig\n", ["agents.config", "agents.engines"]),
+    # through a third part: the profiles reading a provider's URL (profiles -> engines ->
+    # profiles), and the registry of engines reading the assembly (engines -> factory -> config -> engines)
+    ("profiles.py", "from agents.engines.hosted_providers import OPENAI\n", ["agents.engines", "agents.profiles"]),
+    ("engines/registry.py", "def f():\n    import agents.factory\n", ["agents.config", "agents.engines", "agents.factory"]),
+])
+def test_the_part_check_fails_on_an_import_planted_back_up(tmp_path, module, planted, cycle):
+    root = copy_of_agents(tmp_path)
+    assert import_cycles(agents_part_graph(root)) == []
+    path = root / "agents" / module
+    path.write_text(path.read_text(encoding="utf-8") + planted, encoding="utf-8")
+    cycles = import_cycles(agents_part_graph(root))
+    assert len(cycles) == 1 and set(cycle) <= set(cycles[0]), cycles
 
 
 # Each system's own package; what they share lives in agents/runtime and agents/stages.

@@ -479,12 +479,13 @@ def test_an_index_revision_counts_only_when_both_runs_know_it():
 def test_a_cruise_agent_resume_compares_every_config_field_before_loading_models(world, tmp_path):
     from evaluator.harness.agent_setup import setup_agent
     from evaluator.harness.fingerprint import system_fingerprint
+    from evaluator.harness.resolved import resolve_run
 
     out = tmp_path / "cruise"
     out.mkdir()
     (out / "answers.jsonl").write_text(json.dumps({"interaction_id": "s1-0", "agent_response": "x"}) + "\n")
-    earlier = system_fingerprint(setup_agent("agents.user_config:UserAgent", profile="cpu"), "cpu", "full",
-                                 search="testkit.scripted_agent:make_fake_search", web=False)
+    earlier = system_fingerprint(resolve_run("cpu", setup_agent("agents.user_config:UserAgent", profile="cpu"),
+                                             search="testkit.scripted_agent:make_fake_search", web=False), "full")
     assert earlier["config"]["tau_ret"] == 0.9 and earlier["config"]["vlm_model"] and "settings" not in earlier
     assert "vlm_base_url" not in earlier["config"]  # where a server runs is not which model it is
     (out / "run_config.json").write_text(json.dumps({"fingerprint": earlier}))
@@ -539,6 +540,7 @@ def test_the_agent_reads_the_prompt_folder_the_fingerprint_hashes(tmp_path, monk
 def test_fingerprint_differences_for_calibration_and_prompt_files(tmp_path):
     from evaluator.harness.agent_setup import setup_agent
     from evaluator.harness.fingerprint import differences, system_fingerprint
+    from evaluator.harness.resolved import resolve_run
 
     calibration = tmp_path / "calibration.json"
     calibration.write_text('{"tau_ret": 0.3}')
@@ -546,7 +548,7 @@ def test_fingerprint_differences_for_calibration_and_prompt_files(tmp_path):
     def fingerprint(calibration_file=None, settings=()):
         agent = setup_agent("agents.user_config:UserAgent", profile="cpu")
         scripted = setup_agent("testkit.scripted_agent:ScriptedAgent", profile="cpu", settings=settings)
-        return {**system_fingerprint(agent, "cpu", "full", search="none", web=True, calibration=calibration_file),
+        return {**system_fingerprint(resolve_run("cpu", agent, search="none"), "full", calibration=calibration_file),
                 **({"settings": scripted.description["settings"]} if settings else {})}
 
     plain, calibrated = fingerprint(), fingerprint(str(calibration))

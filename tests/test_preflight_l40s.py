@@ -13,10 +13,11 @@ import pytest
 from agents.hardware import profile_for_gpu
 from evaluator.harness.agent_setup import setup_agent
 from evaluator.harness.models import loaded_models
+from evaluator.harness.resolved import resolve_run
 from evaluator.search.pipeline import search_config
 from tools import preflight
 
-L40S_ITEMS = loaded_models("l40s", setup_agent("agents.user_config:UserAgent", profile="l40s")) + [
+L40S_ITEMS = loaded_models(resolve_run("l40s", setup_agent("agents.user_config:UserAgent", profile="l40s"))) + [
     search_config("l40s").image_index, search_config("l40s").web_index]
 COMMIT = "0" * 40
 

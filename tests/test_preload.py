@@ -10,10 +10,11 @@ from agents.config import load_config
 from agents.profiles import REPO_ROOT
 from evaluator.harness.agent_setup import setup_agent
 from evaluator.harness.models import is_hub_id, loaded_models
+from evaluator.harness.resolved import resolve_run
 from evaluator.search.pipeline import search_config
 
 USER_AGENT = "agents.user_config:UserAgent"
-L40S_MODELS = loaded_models("l40s", setup_agent(USER_AGENT, profile="l40s"))
+L40S_MODELS = loaded_models(resolve_run("l40s", setup_agent(USER_AGENT, profile="l40s")))
 L40S_DATASETS = ["crag-mm-2025/crag-mm-single-turn-public", search_config("l40s").image_index,
                  search_config("l40s").web_index]
 
@@ -24,8 +25,8 @@ def test_the_model_list_is_what_the_l40s_process_loads():
                            config.models.reranker_model]
     assert "openai/clip-vit-large-patch14-336" in L40S_MODELS and "BAAI/bge-large-en-v1.5" in L40S_MODELS
     l40s_agent = setup_agent(USER_AGENT, profile="l40s")
-    assert search.text_model not in loaded_models("l40s", l40s_agent, web=False)  # Task 1 loads no text model
-    assert loaded_models("cpu", setup_agent(USER_AGENT, profile="cpu")) == []  # aliases and local folders only
+    assert search.text_model not in loaded_models(resolve_run("l40s", l40s_agent, web=False))  # Task 1 loads no text model
+    assert loaded_models(resolve_run("cpu", setup_agent(USER_AGENT, profile="cpu"))) == []  # aliases and local folders only
     assert not is_hub_id("smollm2") and not is_hub_id(str(REPO_ROOT)) and is_hub_id("org/name")
 
 
@@ -65,7 +66,8 @@ def test_an_agent_whose_model_is_missing_stops_the_run_in_one_line():
 
     setup = AgentSetup(spec="tests:AgentWithoutItsModel", cls=AgentWithoutItsModel)
     with pytest.raises(EvaluationRefused) as stop:
-        load_agent(EvaluationSettings(search="none", agent=setup.spec), "cpu", setup, console=None)
+        load_agent(EvaluationSettings(search="none", agent=setup.spec), resolve_run("cpu", setup, search="none"),
+                   console=None)
     message = str(stop.value)
     assert "\n" not in message and "OSError: no file named config.json in /nowhere" in message
     assert "python -m tools.preflight --profile cpu" in message

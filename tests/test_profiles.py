@@ -1,5 +1,5 @@
-"""Profiles and model stacks (agents/profiles.py) and the configuration built from them
-(agents/config.py): each profile one record, the paper's values as the defaults, settings
+"""Profiles and model stacks (agents/profiles.py, agents/stacks.py) and the configuration built
+from them (agents/config.py; its command line, agents/config_cli.py): each profile one record, the paper's values as the defaults, settings
 passed explicitly, the environment read at the AIcrowd boundary only."""
 from __future__ import annotations
 
@@ -10,15 +10,14 @@ from agents.config import (
     SettingError,
     config_from_environment,
     config_from_record,
-    diff,
     field_names,
     load_config,
     load_config_from_settings,
-    main,
     parse_settings,
-    show,
 )
-from agents.profiles import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM, PROFILES, STACKS, default_dataset
+from agents.config_cli import diff, main, show
+from agents.profiles import PROFILES, default_dataset
+from agents.stacks import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM, STACKS
 
 
 def test_the_defaults_are_the_papers_values():
@@ -28,7 +27,7 @@ def test_the_defaults_are_the_papers_values():
     # section 3.2 and Algorithm 1
     assert (retrieval.k_recall, retrieval.mad_tau, retrieval.mad_lambda, retrieval.mad_top_k, retrieval.k_rerank) == \
         (10, 0.1, 1.5, 10, 3)
-    assert (cfg.answer.tau_low, cfg.cruise.tau_high, cfg.cruise.tau_ret_scope, cfg.answer.cov_mode) == \
+    assert (cfg.answer.tau_low, cfg.own.tau_high, cfg.own.tau_ret_scope, cfg.answer.cov_mode) == \
         (0.9, 1.0, "real_time", "text")
 
 
@@ -59,7 +58,7 @@ def test_the_aicrowd_boundary_reads_the_environment():
     env = {"CRUISE_PROFILE": "cpu", "CRUISE_PRESET": "no_cov", "CRUISE_TAU_RET": "0.3",
            "CRUISE_CHUNK_FIELDS": "description,summary"}
     cfg = config_from_environment(env)
-    assert (cfg.profile, cfg.preset, cfg.cruise.use_cov, cfg.cruise.tau_ret) == ("cpu", "no_cov", False, 0.3)
+    assert (cfg.profile, cfg.preset, cfg.own.use_cov, cfg.own.tau_ret) == ("cpu", "no_cov", False, 0.3)
     assert cfg.retrieval.chunk_fields == ("description", "summary")
     with pytest.raises(SettingError, match="use_cov"):
         config_from_environment({"CRUISE_PROFILE": "cpu", "CRUISE_USE_COV": "perhaps"})
@@ -86,7 +85,7 @@ def test_settings_are_typed_as_the_field_is_where_they_land():
 
 def test_presets_join_left_to_right():
     cfg = load_config("cpu", "no_cov+paper_finalizer")
-    assert not cfg.cruise.use_cov and cfg.answer.cov_mode == "text" and cfg.answer.tau_low == 0.9 and cfg.preset == "no_cov+paper_finalizer"
+    assert not cfg.own.use_cov and cfg.answer.cov_mode == "text" and cfg.answer.tau_low == 0.9 and cfg.preset == "no_cov+paper_finalizer"
     assert load_config("cpu", "paper_finalizer+no_cov").answer.tau_low == 0.9
     with pytest.raises(SettingError, match="nope"):
         load_config("cpu", "full+nope")
@@ -137,12 +136,12 @@ def test_default_dataset_is_the_profiles():
 
 
 def test_a_model_name_picks_its_familys_stack_and_plays_both_chat_roles():
-    from agents.profiles import stack_for_model
+    from agents.stacks import stack_for_model
 
     cfg = load_config("cpu", model_name="meta-llama/Llama-3.2-11B-Vision-Instruct")
     assert cfg.stack == "llama-3.2-vision" and cfg.models.vlm_model == cfg.models.router_model
     # the cpu stack's readings for a 135M text model do not carry over to the named VLM
-    assert (cfg.answer.cov_mode, cfg.cruise.router_mode, cfg.answer.tau_low) == ("text", "text", 0.9)
+    assert (cfg.answer.cov_mode, cfg.own.router_mode, cfg.answer.tau_low) == ("text", "text", 0.9)
     assert (cfg.models.engine, cfg.models.reranker_backend) == ("transformers", "minilm")  # the machine's engine, unless the family says otherwise
     named = load_config("cpu", model_name="meta-llama/Llama-3.2-11B-Vision-Instruct", router_model="org/router")
     assert named.models.router_model == "org/router"

@@ -58,7 +58,7 @@ def test_a_hub_contents_database_does_not_mix_with_local_indices():
 def test_web_contents_flag_reaches_run_config():
     import dataclasses
 
-    from evaluator.commands import web_contents_id
+    from evaluator.commands import resolved_run
     from evaluator.settings import EvaluationSettings
     from local_evaluation import evaluation_parser
 
@@ -70,11 +70,12 @@ def test_web_contents_flag_reaches_run_config():
     bare = settings("--web-contents")
     named = settings("--web-contents", "me/my-contents-db")
     assert settings().web_contents is None
-    assert web_contents_id(bare, "l40s") == "crag-mm-2025/web-search-contents-db-private-v0.1.2"
-    assert web_contents_id(bare, "cpu") == "crag-mm-mini/web-search-contents-db"
-    assert web_contents_id(named, "l40s") == "me/my-contents-db"
+    assert resolved_run(bare, "l40s").web_contents == "crag-mm-2025/web-search-contents-db-private-v0.1.2"
+    assert resolved_run(bare, "cpu").web_contents == "crag-mm-mini/web-search-contents-db"
+    assert resolved_run(named, "l40s").web_contents == "me/my-contents-db"
     task1 = dataclasses.replace(bare, suppress_web_search_api=True)
-    assert web_contents_id(task1, "l40s") is None  # image search only: no page is read
+    assert resolved_run(task1, "l40s").web_contents is None  # image search only: no page is read
+    assert resolved_run(dataclasses.replace(bare, search="none"), "l40s").web_contents is None
 
 
 def test_an_index_read_offline_says_it_comes_from_the_local_cache(tmp_path, capsys):

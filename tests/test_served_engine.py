@@ -223,6 +223,7 @@ def test_the_served_profile_checks_each_server_and_names_what_it_serves(loopback
     from agents.preload import served_problem
     from evaluator.harness.agent_setup import setup_agent
     from evaluator.harness.models import loaded_models
+    from evaluator.harness.resolved import resolve_run
 
     vlm = loopback(models_answer(["meta-llama/Llama-3.2-11B-Vision-Instruct"]))
     router = loopback(models_answer(["some/other-model"]))
@@ -234,7 +235,7 @@ def test_the_served_profile_checks_each_server_and_names_what_it_serves(loopback
     assert served_problem(load_config("served", router_served_name="some/other-model", **urls)) is None
     # the served models are not looked for in the local Hugging Face cache
     agent = setup_agent("agents.user_config:UserAgent", profile="served")
-    assert not {"meta-llama/Llama-3.2-11B-Vision-Instruct", "BAAI/bge-reranker-v2-m3"} & set(loaded_models("served", agent))
+    assert not {"meta-llama/Llama-3.2-11B-Vision-Instruct", "BAAI/bge-reranker-v2-m3"} & set(loaded_models(resolve_run("served", agent)))
     cfg = load_config("served")
     assert (cfg.models.engine, cfg.models.reranker_backend, cfg.models.served_image_placeholder) == \
         ("openai", "server", "<|image|>")

@@ -21,7 +21,12 @@ from testkit.scripted_chain import WHERE, batch, make_agent, stages_called
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
 # paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
 
-CHAIN_STAGES = ["route", "summarize", "retrieve", "rerank", "answer", "consistency", "verify"]
+
+
+def priced_on(cfg) -> list[str]:
+    """CRUISE's stages that carry a cost prior and that `cfg` switches on, in its list's order:
+    what the priors' total and the table's first rows cover."""
+    return [s.name for s in CRUISE.stages if s.cost_prior and (s.switch is None or cfg.value(s.switch))]
 
 
 def test_a_prior_stands_in_until_the_stage_is_timed():
@@ -36,11 +41,13 @@ def test_a_prior_stands_in_until_the_stage_is_timed():
 def test_l40s_priors_cover_every_stage_and_a_batch_of_8_fits_its_budget():
     cfg = load_config("l40s")
     priors = stage_priors(CRUISE, cfg)
-    # the standalone question's rule calls no model: milliseconds, so its prior is 0
-    assert list(priors) == CHAIN_STAGES + list(cost_priors.PEER_STAGE_ANALOGUE) + ["standalone"]
-    assert priors["standalone"] == 0.0 and all(v > 0 for k, v in priors.items() if k != "standalone")
+    # every stage with a cost prior is priced, switched on or not; a stage that calls no model
+    # only sometimes (the standalone question's rule) is priced at 0 when it calls none
+    free = {s.name for s in CRUISE.stages if s.free_when_no_model and s.calls_no_model(cfg)}
+    assert set(priors) == {s.name for s in CRUISE.stages if s.cost_prior} | free and "standalone" in free
+    assert all(priors[name] == 0.0 for name in free) and all(v > 0 for k, v in priors.items() if k not in free)
     budget = cfg.run.turn_budget_s * cfg.run.batch_size - cfg.run.safety_margin_s
-    assert sum(priors[s] for s in CHAIN_STAGES) * cfg.run.batch_size < budget
+    assert sum(priors[s] for s in priced_on(cfg)) * cfg.run.batch_size < budget
     # Decoding dominates: the answer stage (2 requests per turn, 64 tokens) costs the most.
     assert max(priors, key=priors.get) == "answer"
     # no prior model on cpu: only the stage that calls no model is priced, at 0
@@ -48,14 +55,25 @@ def test_l40s_priors_cover_every_stage_and_a_batch_of_8_fits_its_budget():
 
 
 def test_l40s_priors_follow_the_generation_lengths():
-    base = l40s_stage_cost_priors(CruiseConfig())
-    longer = l40s_stage_cost_priors(CruiseConfig.of(answer_max_tokens=128, cov_full_output=True))
+    base = l40s_stage_cost_priors(CRUISE, CruiseConfig())
+    longer = l40s_stage_cost_priors(CRUISE, CruiseConfig.of(answer_max_tokens=128, cov_full_output=True))
     assert longer["answer"] > base["answer"] and longer["verify"] > base["verify"]
     assert longer["route"] == base["route"]
     # A peer stage follows its own length and requests: three entity checks a turn cost three.
-    one = l40s_stage_cost_priors(CruiseConfig.of(entity_check_max=1))["entity_check"]
+    one = l40s_stage_cost_priors(CRUISE, CruiseConfig.of(entity_check_max=1))["entity_check"]
     assert base["entity_check"] == pytest.approx(3 * one, abs=2e-4)
-    assert l40s_stage_cost_priors(CruiseConfig.of(decompose_max_tokens=160))["decompose"] > base["decompose"]
+    assert l40s_stage_cost_priors(CRUISE, CruiseConfig.of(decompose_max_tokens=160))["decompose"] > base["decompose"]
+
+
+def test_a_peer_systems_stage_is_priced_at_its_own_length():
+    # QA-Dragon's verifier is priced like CRUISE's CoV, at QA-Dragon's verify length, not CoV's
+    from agents.runtime.system import system_named
+
+    dragon = system_named("qa_dragon")
+    cfg = load_config("l40s", "qa_dragon")
+    longer = l40s_stage_cost_priors(dragon, cfg.replace(qa_dragon_verify_max_tokens=cfg.value("qa_dragon_verify_max_tokens") * 4))
+    assert longer["verify"] > l40s_stage_cost_priors(dragon, cfg)["verify"]
+    assert l40s_stage_cost_priors(dragon, cfg)["verify"] != l40s_stage_cost_priors(CRUISE, load_config("l40s"))["verify"]
 
 
 def test_the_agent_prices_its_stages_at_the_settings_in_force():
@@ -76,8 +94,8 @@ def test_engines_page_table_says_what_the_code_computes():
     assert set(rows) == set(priors) | {"total"}
     for stage, seconds in priors.items():
         assert float(rows[stage]) == pytest.approx(seconds, abs=0.0051), stage
-    assert float(rows["total"]) == pytest.approx(sum(priors[s] for s in CHAIN_STAGES), abs=0.0051)
-    assert cost_priors.priors_table(CruiseConfig()) in section
+    assert float(rows["total"]) == pytest.approx(sum(priors[s] for s in priced_on(load_config("l40s"))), abs=0.0051)
+    assert cost_priors.priors_table(CRUISE, CruiseConfig()) in section
 
 
 def test_priors_project_the_h100_parts_by_the_ratio_of_ceilings():
@@ -86,15 +104,17 @@ def test_priors_project_the_h100_parts_by_the_ratio_of_ceilings():
     decode = 64 * cost_priors.H100_DECODE_STEP_S
     rest = cost_priors.H100_STAGE_MEDIAN_S["answer"] - images - decode
     expected = ((images + rest) * 800 / 362 + decode * 3020 / 864) / 8
-    assert l40s_stage_cost_priors(CruiseConfig())["answer"] == pytest.approx(expected, abs=1e-4)
+    assert l40s_stage_cost_priors(CRUISE, CruiseConfig())["answer"] == pytest.approx(expected, abs=1e-4)
     # A batch of 8 with photos encodes 40 images.
     assert sum(cost_priors.IMAGES_PER_TURN.values()) * 8 == 40
 
 
-def test_the_chain_visits_the_stages_the_priors_name():
+def test_the_chain_visits_its_stages_in_its_lists_order_and_every_priced_stage_it_switches_on():
     agent = make_agent("full")
     agent.batch_generate_response(*batch([WHERE]))
-    assert list(agent.last_batch_report["traces"][0]["stage_ms"]) == CHAIN_STAGES
+    ran = list(agent.last_batch_report["traces"][0]["stage_ms"])
+    order = CRUISE.stage_names()
+    assert ran == sorted(ran, key=order.index) and set(priced_on(agent.config)) <= set(ran)
 
 
 @pytest.mark.parametrize("prior_s, ran", [

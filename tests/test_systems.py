@@ -15,11 +15,21 @@ import pytest
 from PIL import Image
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import load_config
+from agents.config import config_from_record, load_config, load_config_from_settings
 from agents.cruise_agent import CruiseAgent
 from agents.runtime.batch import decide_from_trace, decide_turn, start_batch
 from agents.runtime.cost_priors import stage_priors
-from agents.runtime.system import Decision, Stage, System, View, register, registered, system_named
+from agents.runtime.system import (
+    ENTRY_POINT_GROUP,
+    Decision,
+    Stage,
+    System,
+    View,
+    register,
+    registered,
+    system_for,
+    system_named,
+)
 from agents.runtime.trace import record
 from testkit.scripted_peers import qa_dragon_engines
 
@@ -99,8 +109,10 @@ def test_a_registered_system_is_evaluated_and_reported_with_its_own_funnel(tmp_p
 
 
 def test_an_unknown_system_and_a_switch_of_a_stage_the_system_lacks_are_refused_in_one_line():
-    with pytest.raises(ValueError, match=r"unknown system 'dragon'; choose one of \['cruise', 'echo', 'qa_dragon', 'sam_rag'\]"):
+    with pytest.raises(ValueError, match=r"^unknown system 'dragon'; choose one of \[") as unknown:
         load_config("cpu", "full", system="dragon")
+    # every system registered in this process is named (another test module's too)
+    assert all(repr(name) in str(unknown.value) for name in ("cruise", "echo", "qa_dragon", "sam_rag"))
     with pytest.raises(ValueError, match="^use_dual_path is a setting of system cruise, not of system sam_rag$"):
         load_config("cpu", "sam_rag", use_dual_path=True)
 
@@ -150,3 +162,80 @@ def test_a_turn_is_shown_by_its_own_systems_page_under_the_view_a_run_recorded(v
     assert "<th>D-CoT draft</th>" in dragon["trace_html"] and "<th>router</th>" not in dragon["trace_html"]
     # a system without a page of its own: its fields are listed as they are
     assert echo["trace_html"].strip() == "" and echo["extra"]["first_word"] == "Paris"
+
+
+def test_a_second_system_of_a_taken_name_is_refused_naming_both_modules():
+    with pytest.raises(ValueError) as refused:
+        register(System(name="cruise", stages=(ECHO_STAGE,), run=run_echo, decide=decide_echo,
+                        view=View(funnel=echo_funnel)))
+    assert str(refused.value) == ("a system named 'cruise' is registered already, by agents.cruise.system; "
+                                  "tests.test_systems cannot register another of that name: give it a name of its own")
+    assert system_named("cruise").run is not run_echo  # CRUISE's record stands
+    # the module that registered a system may register it again (a reload): its record replaces its own
+    again = System(name="echo", stages=(ECHO_STAGE,), run=run_echo, decide=decide_echo, view=ECHO.view)
+    assert register(again) is again and system_named("echo") is again
+    register(ECHO)
+
+
+USER_SYSTEM = '''
+from dataclasses import dataclass
+
+from agents.base_agent import IDK_ANSWER
+from agents.runtime.system import Decision, Stage, System, View, register
+
+
+@dataclass
+class Settings:
+    {name}_rounds: int = 1
+
+
+def run(system, turns, engines, pipeline, cfg, costs, started=None):
+    return [IDK_ANSWER for _ in turns], [{{"system": system.name}} for _ in turns]
+
+
+register(System(name="{name}", stages=(Stage("{name}_step"),), run=run,
+                decide=lambda trace, cfg: Decision(IDK_ANSWER, "none"), view=View(funnel=lambda t, c: {{}}),
+                settings=Settings))
+'''
+
+
+def test_a_users_system_is_found_from_its_module_path_without_importing_it_first(tmp_path, monkeypatch):
+    (tmp_path / "my_systems_by_path.py").write_text(USER_SYSTEM.format(name="by_path"))
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match="unknown system 'by_path'"):
+        load_config("cpu", system="by_path")  # nothing has imported it
+    # its own settings are typed and held once the module path found it, in the same --set list
+    cfg = load_config_from_settings("cpu", None, ["system=my_systems_by_path:by_path", "by_path_rounds=3"])
+    assert system_for(cfg).name == "by_path" and system_for(cfg).stage_names() == ("by_path_step",)
+    assert (cfg.own.by_path_rounds, cfg.has("tau_ret")) == (3, False)
+    assert config_from_record(cfg.flat()) == cfg  # a recorded run names where its system is
+    with pytest.raises(ValueError, match="no module 'no_such_module'"):
+        load_config("cpu", system="no_such_module:mine")
+
+
+def test_a_users_system_is_found_through_its_packages_entry_point(tmp_path, monkeypatch):
+    (tmp_path / "my_systems_by_entry.py").write_text(USER_SYSTEM.format(name="by_entry"))
+    info = tmp_path / "my_systems-0.1.dist-info"  # what pip writes for a package that declares one
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-systems\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nby_entry = my_systems_by_entry\n")
+    with pytest.raises(ValueError, match="unknown system 'by_entry'"):
+        load_config("cpu", system="by_entry")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    cfg = load_config_from_settings("cpu", None, ["system=by_entry"])
+    assert (cfg.system, system_for(cfg).stage_names()) == ("by_entry", ("by_entry_step",))
+
+
+def test_a_stage_field_no_page_reads_is_listed_by_the_report_and_one_it_reads_is_laid_out():
+    import dataclasses
+
+    from agents.runtime.trace_view import prepare_turn, system_shown_keys
+
+    cruise = system_named("cruise")
+    added = dataclasses.replace(cruise, stages=(*cruise.stages, Stage("picture_check", trace_fields=("picture_match",))))
+    shown = system_shown_keys(added)
+    # CRUISE's page reads the CoV confidence and the router's verdicts; nothing reads the new field
+    assert {"cov_confidence", "needs_external", "standalone_question"} <= shown and "picture_match" not in shown
+    # a turn of the running system is shown by its own page's keys: a QA-Dragon field is not CRUISE's
+    assert "draft_answer" not in prepare_turn({"system": "cruise"})["shown_keys"]
+    assert "draft_answer" in prepare_turn({"system": "qa_dragon"})["shown_keys"]

@@ -95,14 +95,15 @@ def plan(profile: str, tasks: tuple[str, ...] = ("single-turn", "multi-turn"), i
     from agents.profiles import default_dataset
     from evaluator.harness.agent_setup import setup_agent
     from evaluator.harness.models import is_hub_id, loaded_models
-    from evaluator.search.pipeline import search_config
+    from evaluator.harness.resolved import resolve_run
     from evaluator.search.providers import load_provider
 
-    search = search_config(profile, indices, web_contents)
+    agent = setup_agent("agents.user_config:UserAgent", profile=profile, model_name=model_name)
+    run = resolve_run(profile, agent, indices=indices, web_contents=web_contents)
+    search = run.search
     provider = load_provider(search.provider)
     roles = {search.image_model: "image search model", search.text_model: "web search model"}
-    agent = setup_agent("agents.user_config:UserAgent", profile=profile, model_name=model_name)
-    items = [Item(roles.get(m, "chain model"), m, "model") for m in loaded_models(profile, agent)]
+    items = [Item(roles.get(m, "chain model"), m, "model") for m in loaded_models(run)]
     hub_data = [("image index", search.image_index), ("web index", search.web_index),
                 (CONTENTS_ROLE, search.web_contents)]
     for role, index in hub_data:

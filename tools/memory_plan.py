@@ -323,7 +323,7 @@ def params_of(model: str) -> float | None:
     """Billions of parameters of a checkpoint: the family record's figure, else the "<N>B" of its name."""
     import re
 
-    from agents.profiles import STACKS
+    from agents.stacks import STACKS
 
     for stack in STACKS.values():
         for name, params in stack.checkpoints:
@@ -336,7 +336,7 @@ def params_of(model: str) -> float | None:
 def family_fit(model: str, config: CruiseConfig, gpu_gib: float = GPU_GIB) -> FamilyFit | None:
     """Whether `model` (a family checkpoint) fits one card as the VLM and router of `config`."""
     from agents.engines.vllm_engine import memory_share
-    from agents.profiles import family_of
+    from agents.stacks import family_of
 
     params = params_of(model)
     stack = family_of(model)
@@ -349,7 +349,7 @@ def family_fit(model: str, config: CruiseConfig, gpu_gib: float = GPU_GIB) -> Fa
 
 def family_sizes_table(config: CruiseConfig, gpu_gib: float = GPU_GIB) -> str:
     """Every checkpoint the family records name (ModelStack.checkpoints), on one card of `gpu_gib`."""
-    from agents.profiles import STACKS
+    from agents.stacks import STACKS
 
     lines = ["| family | checkpoint | parameters (B) | bf16 weights (GiB) | 4-bit weights (GiB) | on one L40S |",
              "|---|---|---|---|---|---|"]

@@ -64,9 +64,10 @@ def submission_models() -> list[dict]:
     these into the offline container (evaluator.harness.models.loaded_models is the one list)."""
     from evaluator.harness.agent_setup import setup_agent
     from evaluator.harness.models import loaded_models
+    from evaluator.harness.resolved import resolve_run
 
     agent = setup_agent("agents.user_config:UserAgent", profile="l40s")
-    return [{"repo_id": m, "revision": "main"} for m in loaded_models("l40s", agent)]
+    return [{"repo_id": m, "revision": "main"} for m in loaded_models(resolve_run("l40s", agent))]
 
 
 def aicrowd_document(challenge_id: str) -> dict:
@@ -372,10 +373,12 @@ def run(args) -> list[Check]:
         why = "the agent does not import or take its settings" if setup is None else \
             f"{len(missing)} cache items are missing"
         return checks + [skipped("batch size", why), skipped("dry run", why)]
-    from evaluator.search.pipeline import build_search_pipeline, search_config
+    from evaluator.harness.resolved import resolve_run
+    from evaluator.search.pipeline import build_search_pipeline
 
     try:
-        pipeline = build_search_pipeline(search_config(profile, args.indices), web=not args.suppress_web_search_api)
+        run = resolve_run(profile, setup, indices=args.indices, web=not args.suppress_web_search_api)
+        pipeline = build_search_pipeline(run.search, web=run.web)
         agent = setup.build(pipeline)
     except Exception as exc:  # noqa: BLE001 - a search index or model that does not load: said, not raised
         return checks + [Check("agent load", False, f"{type(exc).__name__}: {exc}"),

@@ -6,9 +6,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal
 
+from agents.config import YesNoMode
 from agents.settings import ranged
 
-YesNoMode = Literal["text", "yes_no"]  # also consistency_mode (agents/config.py)
 TauRetScope = Literal["real_time", "context"]  # agents/cruise/stages/s9_finalize.py
 
 

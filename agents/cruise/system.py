@@ -21,8 +21,7 @@ CRUISE = register(System(
     run=run_chain,
     decide=decide_from_trace,
     view=View(funnel=funnel_flags, summarize=cruise_summary, report_sections=cruise_sections, branches=BRANCHES,
-              turn_template=TURN_PAGE, listed=frozenset({"consistency_rule", "direct_sampled", "rag_mean_token_prob",
-                                                         "token_count", "web_query"})),
+              turn_template=TURN_PAGE),
     settings=CruiseSettings,
     # Algorithm 1 names the rule that rejects an "I don't know" too (not_verified, ...).
     abstains_first=False,

@@ -184,9 +184,9 @@ def funnel_flags(trace: dict, cfg) -> dict[str, bool]:
         steps["context after the MAD filter"] = bool(trace.get("context") or trace.get("chunks_dropped_irrelevant"))
     steps["non-empty context"] = bool(trace.get("context"))
     steps["RAG answer not IDK"] = not_idk(trace.get("rag_answer"))
-    steps["consistent"] = trace.get("consistent") is True or not cfg.cruise.use_self_consistency
-    threshold = cfg.answer.tau_low if trace.get("context") else cfg.cruise.tau_high
+    steps["consistent"] = trace.get("consistent") is True or not cfg.own.use_self_consistency
+    threshold = cfg.answer.tau_low if trace.get("context") else cfg.own.tau_high
     confidence = trace.get("cov_confidence")
-    steps[f"CoV >= {cfg.answer.tau_low:g} with context, >= {cfg.cruise.tau_high:g} without"] = (
-        not cfg.cruise.use_cov or (confidence is not None and float(confidence) >= threshold))
+    steps[f"CoV >= {cfg.answer.tau_low:g} with context, >= {cfg.own.tau_high:g} without"] = (
+        not cfg.own.use_cov or (confidence is not None and float(confidence) >= threshold))
     return steps

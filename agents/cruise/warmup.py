@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from agents.config import CruiseConfig
 from agents.cruise.chain import ChainState, run_stages
 from agents.engines.base import Engines
-from agents.runtime.warmup import QUESTION, dummy_turns
+from agents.runtime.warmup import QUESTION
 from agents.stages.types import Answers, Evidence, Retrieval, Route, Verification
 
 log = logging.getLogger(__name__)
@@ -69,10 +69,9 @@ FORCED = {
 WARMED_ELSEWHERE = ("perceive",)  # its models load at build time (s0a_perceive.warm_up_perception)
 
 
-def warm_up(system, engines: Engines, pipeline, cfg: CruiseConfig) -> dict[str, float]:
-    """Run one dummy batch through every stage of `system`'s list (CRUISE's, in its order) that
-    the config runs; seconds per stage."""
-    turns = dummy_turns(cfg)
+def warm_up(system, engines: Engines, pipeline, cfg: CruiseConfig, turns) -> dict[str, float]:
+    """Run the dummy batch `turns` through every stage of `system`'s list (CRUISE's, in its order)
+    that the config runs; seconds per stage."""
     run = WarmRun(len(turns))
     state = ChainState(run, engines, pipeline, cfg, turns)
     state.routes = [Route(needs_external=True, is_real_time=False) for _ in turns]

@@ -170,13 +170,13 @@ def finish_result(text: str, logprobs: list[tuple[str, float]] | None, usage: di
 def sees_images(model: str) -> bool:
     """Whether the model reads images, from its config.json when this machine has it (a folder,
     an alias of agents/engines/local_models.py, or the Hugging Face cache); otherwise by its name:
-    a VLM family's (agents/profiles.py STACKS), or a word VLM names carry."""
+    a VLM family's (agents/stacks.py STACKS), or a word VLM names carry."""
     from agents.engines.local_models import read_checkpoint_config, resolve_model
 
     config = read_checkpoint_config(resolve_model(model))
     if config:
         return "vision_config" in config
-    from agents.profiles import family_of
+    from agents.stacks import family_of
 
     family = family_of(model)
     if family is not None and family.image_placeholder:  # a VLM family by name (Gemma 3, Pixtral, InternVL)

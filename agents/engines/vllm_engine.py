@@ -183,7 +183,7 @@ def needs_remote_code(config: dict) -> bool:
 def check_vllm_loads(config: dict, version: str, model: str = "") -> None:
     """Raise a clear error when this vLLM release cannot load the checkpoint's family in-process
     (agents/profiles.py: vllm_min / vllm_max of each family), naming the path that can."""
-    from agents.profiles import stack_for_checkpoint, vllm_release_problem
+    from agents.stacks import stack_for_checkpoint, vllm_release_problem
 
     stack = stack_for_checkpoint(config)
     problem = vllm_release_problem(stack, version, model) if stack is not None else None
@@ -193,7 +193,7 @@ def check_vllm_loads(config: dict, version: str, model: str = "") -> None:
 
 def text_placeholder_for(config: dict) -> str:
     """The family's placeholder where its checkpoints may carry a text-only template (ModelStack.text_placeholder)."""
-    from agents.profiles import stack_for_checkpoint
+    from agents.stacks import stack_for_checkpoint
 
     stack = stack_for_checkpoint(config)
     return stack.image_placeholder if stack is not None and stack.text_placeholder else ""
@@ -290,7 +290,7 @@ def release_problem(models, stack: str) -> str | None:
     (requirements.txt) where no vLLM is installed: the family still needs what the GPU image has."""
     from importlib import metadata
 
-    from agents.profiles import PINNED_VLLM, family_of, vllm_release_problem
+    from agents.stacks import PINNED_VLLM, family_of, vllm_release_problem
 
     family = family_of(models.vlm_model, stack)
     if family is None:

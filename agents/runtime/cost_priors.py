@@ -22,8 +22,6 @@ on: a measured stage replaces it from the first batch on.
 """
 from __future__ import annotations
 
-from agents.config import GROUPS
-
 # --- the H100 measurement ---------------------------------------------------------------------
 H100_BATCH = 8
 H100_STAGE_MEDIAN_S = {  # seconds per batch of 8, median over the mini benchmark's batches
@@ -51,41 +49,22 @@ IMAGES_PER_TURN = {"route": 0, "summarize": 1, "rerank": 0, "answer": 2, "consis
 RETRIEVE_S_PER_TURN = 0.25
 
 
-# The peer stages (docs/chain.md "Stages from the peer systems") were not in the H100 run. Each is priced
-# as the measured stage of the same shape (an image request with a short prompt), at its own
-# max_tokens and requests per turn: crop and decompose like the summary (one image request that
-# writes a line or a few), the entity check and the relevance filter like the consistency check
-# (one image request reading a few lines, answering yes/no). The entity check asks up to
-# entity_check_max requests per turn. Estimates by analogy, replaced by measurement from the first
-# batch on like every prior.
-PEER_STAGE_ANALOGUE = {"crop": "summarize", "decompose": "summarize", "entity_check": "consistency",
-                       "relevance": "consistency"}
-CHAIN_STAGES = ("route", "summarize", "retrieve", "rerank", "answer", "consistency", "verify")
-
-
-def stage_max_tokens(cfg) -> dict[str, int]:
-    # CRUISE's own stages at its settings; a system without them never reads their priors, which
-    # are then priced at CRUISE's defaults.
-    cruise = cfg.cruise or GROUPS["cruise"]()
-    cov = cruise.cov_full_max_tokens if cruise.cov_full_output else cruise.cov_max_tokens
-    return {"route": cruise.router_max_tokens, "summarize": cfg.answer.summary_max_tokens,
-            "answer": cfg.answer.answer_max_tokens,
-            "consistency": cruise.consistency_max_tokens, "verify": cov, "crop": cfg.peer_stages.crop_max_tokens,
-            "decompose": cfg.peer_stages.decompose_max_tokens, "entity_check": cfg.peer_stages.entity_check_max_tokens,
-            "relevance": cfg.peer_stages.relevance_max_tokens}
-
-
-def peer_stage_s(stage: str, cfg) -> float:
-    """Seconds per turn of a peer stage on the L40S: its analogue's projection at this stage's
-    max_tokens, times its requests per turn."""
-    compute, decode = projected_stage_s(PEER_STAGE_ANALOGUE[stage], stage_max_tokens(cfg)[stage])
-    requests = cfg.peer_stages.entity_check_max if stage == "entity_check" else 1
-    return round(requests * (compute + decode) / H100_BATCH, 4)
+# A stage is priced by its record (agents/runtime/system.py `Stage`): `cost_prior` names the
+# measured stage of the same shape, `max_tokens(cfg)` its own generation length under the config
+# and `requests_per_turn(cfg)` its requests. The peer stages (docs/chain.md "Stages from the peer
+# systems") were not in the H100 run: crop and decompose are priced like the summary (one image
+# request that writes a line or a few), the entity check and the relevance filter like the
+# consistency check (one image request reading a few lines, answering yes/no), each at its own
+# length and requests. Estimates by analogue, replaced by measurement from the first batch on like
+# every prior.
+MEASURED_STAGES = ("route", "summarize", "retrieve", "rerank", "answer", "consistency", "verify")
 
 
 def projected_stage_s(stage: str, max_tokens: int | None) -> tuple[float, float]:
-    """(compute seconds, decode seconds) of one batch of 8 on the L40S."""
+    """(compute seconds, decode seconds) of one batch of 8 on the L40S of measured stage `stage`
+    at `max_tokens` (None: the measured run's)."""
     measured = H100_STAGE_MEDIAN_S[stage]
+    max_tokens = H100_MAX_TOKENS.get(stage) if max_tokens is None else max_tokens
     if stage == "verify":
         measured -= H100_VERIFY_STOP_STRING_REBUILD_S
     if stage == "rerank":
@@ -98,49 +77,51 @@ def projected_stage_s(stage: str, max_tokens: int | None) -> tuple[float, float]
     return (images + rest) * COMPUTE_RATIO, max_tokens * H100_DECODE_STEP_S * BANDWIDTH_RATIO
 
 
-def l40s_stage_cost_priors(cfg) -> dict[str, float]:
-    """Seconds per turn for each stage of a batch on one L40S (see the module's docstring), at
-    the generation lengths of `cfg`, the CruiseConfig in force (`cost_priors = "l40s"`)."""
-    tokens = stage_max_tokens(cfg)
-    priors = {}
-    for stage in CHAIN_STAGES:
-        if stage == "retrieve":
-            priors[stage] = RETRIEVE_S_PER_TURN
-        else:
-            compute, decode = projected_stage_s(stage, tokens.get(stage))
-            priors[stage] = round((compute + decode) / H100_BATCH, 4)
-    # The peer stages, priced always: the priors are set with the profile, before a preset such
-    # as `extended` switches them on; a stage that does not run never reads its prior.
-    for stage in PEER_STAGE_ANALOGUE:
-        priors[stage] = peer_stage_s(stage, cfg)
-    return priors
+def l40s_stage_s(stage, cfg) -> float | None:
+    """Seconds per turn of a stage (a `Stage` record) on one L40S at the generation length `cfg`
+    gives it; None for a stage with no cost prior."""
+    if stage.cost_prior is None:
+        return None
+    if stage.cost_prior == "retrieve":
+        return RETRIEVE_S_PER_TURN
+    tokens = stage.max_tokens(cfg) if stage.max_tokens is not None else None
+    compute, decode = projected_stage_s(stage.cost_prior, tokens)
+    return round(stage.requests_per_turn(cfg) * (compute + decode) / H100_BATCH, 4)
 
 
-def priors_table(cfg) -> str:
-    """The table of the priors that docs/engines.md shows (tests/test_stage_cost_priors.py checks
-    the page against it)."""
-    priors = l40s_stage_cost_priors(cfg)
+def l40s_stage_cost_priors(system, cfg) -> dict[str, float]:
+    """Seconds per turn for each of `system`'s priced stages on one L40S (see the module's
+    docstring), at the generation lengths of `cfg`, the CruiseConfig in force (`cost_priors =
+    "l40s"`). Every stage is priced, switched on or not: the priors are set with the profile,
+    before a preset such as `extended` switches a stage on, and a stage that does not run never
+    reads its prior."""
+    priced = ((stage.name, l40s_stage_s(stage, cfg)) for stage in system.stages)
+    return {name: seconds for name, seconds in priced if seconds is not None}
+
+
+def priors_table(system, cfg) -> str:
+    """The table of a system's priors that docs/engines.md shows for CRUISE (tests/test_stage_cost_priors.py
+    checks the page against it): the stages `cfg` switches on and their total, then the others."""
+    priors = l40s_stage_cost_priors(system, cfg)
+    on = [s.name for s in system.stages if s.name in priors and (s.switch is None or cfg.value(s.switch))]
     lines = ["| stage | s per turn | s per batch of 8 |", "|---|---|---|"]
-    for stage in CHAIN_STAGES:
+    for stage in on:
         lines.append(f"| {stage} | {priors[stage]:.2f} | {priors[stage] * H100_BATCH:.1f} |")
-    total = sum(priors[stage] for stage in CHAIN_STAGES)
+    total = sum(priors[stage] for stage in on)
     lines.append(f"| total | {total:.2f} | {total * H100_BATCH:.1f} |")
-    for stage in PEER_STAGE_ANALOGUE:  # off in the paper's chain: not in the total
+    for stage in (name for name in priors if name not in on):  # switched off: not in the total
         lines.append(f"| {stage} | {priors[stage]:.2f} | {priors[stage] * H100_BATCH:.1f} |")
     return "\n".join(lines)
 
 
-
 def stage_priors(system, cfg) -> dict[str, float]:
     """Seconds per turn each of `system`'s stages is expected to take before it is timed: the
-    config's prior model at the config's own generation lengths for the stages it prices (by each
-    Stage's `cost_prior` key), the system's `untimed_prior` for the others, the stages the config
-    sets outright (`stage_cost_priors_s`), and nothing for a stage that calls no model under cfg
-    only sometimes (the grounding check: milliseconds), which the deadline would otherwise charge
-    the dearest request's cost until it had run once."""
-    table = l40s_stage_cost_priors(cfg) if cfg.run.cost_priors == "l40s" else {}
-    priors = {stage.name: seconds for key, seconds in table.items() for stage in system.stages
-              if stage.cost_prior == key}
+    config's prior model at the config's own generation lengths for the stages it prices (each
+    Stage's `cost_prior`, `max_tokens` and `requests_per_turn`), the system's `untimed_prior` for
+    the others, the stages the config sets outright (`stage_cost_priors_s`), and nothing for a
+    stage that calls no model under cfg only sometimes (the grounding check: milliseconds), which
+    the deadline would otherwise charge the dearest request's cost until it had run once."""
+    priors = l40s_stage_cost_priors(system, cfg) if cfg.run.cost_priors == "l40s" else {}
     if system.untimed_prior is not None:
         for stage in system.stages:
             priors.setdefault(stage.name, system.untimed_prior)
@@ -149,3 +130,4 @@ def stage_priors(system, cfg) -> dict[str, float]:
         if stage.free_when_no_model and stage.calls_no_model(cfg):
             priors[stage.name] = 0.0
     return priors
+

@@ -13,11 +13,16 @@ is a field here: nothing outside this module asks which system is running.
 
 CRUISE, QA-Dragon and SAM-RAG register themselves from their own packages; a researcher's system
 registers the same way (`register(System(...))` in a test module, or in the package `--agent`
-names) and then runs, is traced, decided and shown in the report with no edit elsewhere.
+names) and then runs, is traced, decided and shown in the report with no edit elsewhere. A run
+also finds a system that nothing has imported yet: `system=MODULE:NAME` imports the module that
+registers it, and `system=NAME` loads an installed package's entry point of that name in the group
+`cruise_agent.systems` (as lm-evaluation-harness and lmms-eval find a package's tasks and models).
+A name is taken once: a second system of it, from another module, is refused.
 """
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -40,17 +45,27 @@ def always(cfg) -> bool:
     return True
 
 
+def one(cfg) -> int:
+    return 1
+
+
 @dataclass(frozen=True)
 class Stage:
     """One stage of a chain. `switch`: the CruiseConfig field that turns it on (None: it runs
-    whenever its system runs it). `cost_prior`: its key in the profile's prior model (None: no
-    prior of its own). `parsed`: the name the trace counts its parser's outcome under (None: no
-    model output to read). `calls_no_model`: whether, under a config, it sends no engine request
-    (the deadline then learns its cost per turn, not per request)."""
+    whenever its system runs it). `cost_prior`: the measured stage of the profile's prior model
+    it is priced like (agents/runtime/cost_priors.py MEASURED_STAGES; None: no prior of its own),
+    at its own `max_tokens(cfg)` (None: the measured stage's) and `requests_per_turn(cfg)`.
+    `parsed`: the name the trace counts its parser's outcome under (None: no model output to
+    read). `calls_no_model`: whether, under a config, it sends no engine request. The default is
+    that it calls a model: the deadline then learns its cost per engine request, and a stage that
+    never sends one is never learned and is charged the dearest request measured lately, so a
+    stage without a model says `calls_no_model=always` (its cost is then learned per turn)."""
 
     name: str
     switch: str | None = None
     cost_prior: str | None = None
+    max_tokens: Callable[[Any], int] | None = None
+    requests_per_turn: Callable[[Any], int] = one
     parsed: str | None = None
     trace_fields: tuple[str, ...] = ()
     calls_no_model: Callable[[Any], bool] = never
@@ -69,8 +84,9 @@ class View:
     lost, in order ({step: passed}); `summarize(traces)`: run_summary.json's figures;
     `report_sections(summary)`: those figures as tables; `branches`: the names its decisions
     take; `turn_template`: its turn page, a Jinja file with a macro `trace_details(t)`, named
-    from agents/ (None: the report lists the trace's keys); `shown_keys`: the keys that page
-    lays out besides its stages' trace fields."""
+    from agents/ (None: the report lists the trace's keys); `shown_keys`: keys the report shows
+    that the page does not read by name (agents/runtime/trace_view.py reads the page for the
+    others: a key no page reads, a new stage's field among them, is listed as it is)."""
 
     funnel: Callable[[dict, Any], dict[str, bool]]
     summarize: Callable[[list[dict]], dict] | None = None
@@ -78,8 +94,6 @@ class View:
     branches: tuple[str, ...] = ()
     turn_template: str | None = None
     shown_keys: frozenset[str] = frozenset()
-    # trace fields of its stages that its page does not lay out (the report lists them as they are)
-    listed: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True)
@@ -108,8 +122,9 @@ class System:
     # Whether its context is chosen by the MAD filter (so that calibration's other lambda can
     # change it).
     mad_context: bool = False
-    # Its warm-up at load, `warm_up(system, engines, pipeline, cfg) -> seconds per stage`: None
-    # answers one dummy batch with its own chain (agents/runtime/warmup.py).
+    # Its warm-up at load over the dummy batch the agent made ready, `warm_up(system, engines,
+    # pipeline, cfg, turns) -> seconds per stage`: None answers that batch with its own chain
+    # (agents/runtime/warmup.py).
     warm_up: Callable | None = None
 
     def answer(self, turns, engines, pipeline, cfg, costs, started: float | None = None):
@@ -132,16 +147,37 @@ class System:
 # name on the first look-up, as a user's package is by `--agent`: the registry sits below every
 # system, and the configuration checks a system's name without importing any chain.
 BUILT_IN = ("agents.cruise.system", "agents.peers.qa_dragon.system", "agents.peers.sam_rag.system")
+# The entry point group through which an installed package offers its systems, each entry point
+# naming its module (`[project.entry-points."cruise_agent.systems"] mine = "mypkg.system"`), as
+# lm-evaluation-harness and lmms-eval find a package's tasks and models.
+ENTRY_POINT_GROUP = "cruise_agent.systems"
 _SYSTEMS: dict[str, System] = {}
+_REGISTERED_BY: dict[str, str] = {}  # system name -> the module that registered it
 _loaded: list[bool] = []
+_version: list[int] = [0]
 
 
 def register(system: System) -> System:
-    """Add `system` to the registry (a later record of the same name replaces it); returns it, so
-    that a module can write `NAME = register(System(...))`. The built-in systems come first."""
+    """Add `system` to the registry; returns it, so that a module can write `NAME =
+    register(System(...))`. The built-in systems come first. A second system of a name already
+    taken is refused, naming both modules; the module that registered it may register it again
+    (a reload, a test module imported twice), and that record replaces its own."""
     registered()
+    module = sys._getframe(1).f_globals.get("__name__", "an unknown module")
+    taken = _REGISTERED_BY.get(system.name)
+    if taken is not None and taken != module:
+        raise ValueError(f"a system named {system.name!r} is registered already, by {taken}; {module} cannot "
+                         "register another of that name: give it a name of its own")
     _SYSTEMS[system.name] = system
+    _REGISTERED_BY[system.name] = module
+    _version[0] += 1
     return system
+
+
+def registry_version() -> int:
+    """A number that changes whenever a system registers (for what is read off the registry)."""
+    registered()
+    return _version[0]
 
 
 def registered() -> dict[str, System]:
@@ -152,12 +188,36 @@ def registered() -> dict[str, System]:
     return dict(_SYSTEMS)
 
 
-def system_named(name: str) -> System:
+def find_system(name: str) -> System | None:
+    """The system registered under `name`, else found where `name` says: "module.path:NAME" imports
+    that module (which registers NAME), and the name of an entry point of ENTRY_POINT_GROUP loads
+    what it names. None where none is found."""
+    from importlib.metadata import entry_points
+
     systems = registered()
-    if name not in systems:
-        raise ValueError(f"unknown system {name!r}; choose one of {sorted(systems)} "
-                         "(or register your own: agents/runtime/system.py)")
-    return systems[name]
+    if name in systems:
+        return systems[name]
+    module, _, own_name = name.partition(":")
+    if own_name:
+        try:
+            importlib.import_module(module)
+        except ModuleNotFoundError as exc:
+            raise ValueError(f"system {name!r}: no module {exc.name!r} to import it from") from None
+        return _SYSTEMS.get(own_name)
+    for entry in entry_points(group=ENTRY_POINT_GROUP):
+        if entry.name == name:
+            entry.load()
+            return _SYSTEMS.get(name)
+    return None
+
+
+def system_named(name: str) -> System:
+    found = find_system(name)
+    if found is None:
+        raise ValueError(f"unknown system {name!r}; choose one of {sorted(registered())}, name a module that "
+                         f"registers one (MODULE:NAME), or install a package that offers one as an entry point "
+                         f"of {ENTRY_POINT_GROUP!r} (agents/runtime/system.py)")
+    return found
 
 
 def system_for(cfg) -> System:

@@ -6,21 +6,25 @@ agents/cruise_agent.py; the protocol is agents/base_agent.py's):
   names, then any other) and the run's settings;
 - `report_sections(agent_summary)`: the parsers' and the budget's tables, then the system's own;
 - `prepare_turn(trace)`: what the turn page reads besides the trace (the chunks best first, each
-  marked kept or not, and the system's own page);
+  marked kept or not, the system's own page, and the keys that page lays out: `shown_keys`);
 - `TURN_TEMPLATE` (agents/report_turn.html.j2): each turn by its system's own page;
-  `SHOWN_TRACE_KEYS`: the keys the pages lay out (the report lists any other key as it is).
+  `SHOWN_TRACE_KEYS`: the keys the pages lay out, each page's read off the page itself (the
+  report lists any other key of a turn's trace as it is).
 
 Each trace names the system that wrote it ("system"). Only the registry and the systems' view and
 trace modules are imported: the report runs without the agent's models.
 """
 from __future__ import annotations
 
+import re
+from functools import cache
 from pathlib import Path
 
 from agents.runtime.system import System, registered, system_named
 from agents.runtime.trace import parse_summary
 
-TURN_TEMPLATE = Path(__file__).resolve().parent.parent / "report_turn.html.j2"
+AGENTS_DIR = Path(__file__).resolve().parent.parent  # where the systems' pages are named from
+TURN_TEMPLATE = AGENTS_DIR / "report_turn.html.j2"
 # Traces and summaries written before each named its system are all CRUISE's.
 UNNAMED_SYSTEM = "cruise"
 # The keys the harness and agents/runtime/trace.py record for every turn of every system that the
@@ -31,19 +35,44 @@ RECORDED_KEYS = {
 }
 
 
+# Trace keys the report shows for every system outside its page: the final answer (its own row)
+# and the context (the kept chunks of the chunk table that prepare_turn makes).
+SHOWN_ELSEWHERE = {"final_answer", "context"}
+# How a turn page reads a trace key: `tr.get("key")`, `tr.key`, `tr["key"]` (`tr` the trace, as
+# every page names it), `t.trace.get("key")`, or `t.key` for what prepare_turn makes of the key of
+# that name (t.chunks, t.branch); and the pages it imports from agents/.
+READS_KEY = re.compile(r"""\b(?:tr|t\.trace)(?:\.get\(\s*["'](\w+)["']|\[["'](\w+)["']\]|\.(?!get\b)(\w+))"""
+                       r"""|\bt\.(?!get\b)(\w+)""")
+IMPORTS_PAGE = re.compile(r"""\{%-?\s*(?:from|import)\s+["']([^"']+)["']""")
+
+
+@cache
+def page_keys(template: str) -> frozenset[str]:
+    """The trace keys a turn page under agents/ lays out, read off the page itself (and the pages
+    it imports from agents/), so that a key no page reads is listed by the report as it is."""
+    path = AGENTS_DIR / template
+    if not path.is_file():  # the report's own macros (_turn.html.j2) read no trace key by name
+        return frozenset()
+    text = path.read_text(encoding="utf-8")
+    keys = {key for match in READS_KEY.finditer(text) for key in match.groups() if key}
+    for imported in IMPORTS_PAGE.findall(text):
+        keys |= page_keys(imported)
+    return frozenset(keys)
+
+
+def system_shown_keys(system: System) -> frozenset[str]:
+    """What a system's page lays out: the keys it reads (and those its view says the report shows
+    by another name). A key it does not read, a new stage's trace field among them, is listed by
+    the report as it is; a system without a page has all its fields listed so."""
+    keys = RECORDED_KEYS | SHOWN_ELSEWHERE
+    if system.view.turn_template is not None:
+        keys |= page_keys(system.view.turn_template) | system.view.shown_keys
+    return frozenset(keys)
+
+
 def shown_keys() -> set[str]:
-    """What the pages lay out: the trace fields of the stages of every system that has a page, and
-    its view's own keys, less those its view leaves to the report's plain listing (View.listed). A
-    system without a page has its fields listed as they are."""
-    keys, listed = set(RECORDED_KEYS), set()
-    for system in registered().values():
-        if system.view.turn_template is None:
-            continue
-        keys |= system.view.shown_keys
-        listed |= system.view.listed
-        for stage in system.stages:
-            keys |= set(stage.trace_fields)
-    return keys - listed
+    """What the pages of every registered system lay out (a turn's own system's: prepare_turn)."""
+    return set().union(*(system_shown_keys(system) for system in registered().values()))
 
 
 def __getattr__(name: str):
@@ -100,7 +129,8 @@ def prepare_turn(trace: dict) -> dict:
     chunks = [{**c, "kept": c.get("text") in kept} for c in trace.get("chunks") or [] if isinstance(c, dict)]
     system = system_of(trace)
     return {"chunks": sorted(chunks, key=lambda c: -(c.get("score") or 0.0)),
-            "turn_template": system.view.turn_template if system is not None else None}
+            "turn_template": system.view.turn_template if system is not None else None,
+            "shown_keys": system_shown_keys(system) if system is not None else frozenset(RECORDED_KEYS)}
 
 
 def report_sections(agent_summary: dict) -> list[dict]:

@@ -4,7 +4,8 @@ Why: on the H100 the first batch after load took 1.3-2x a steady one (kernels an
 are built per new shape, the allocator grows its pools, the search models load their weights
 lazily). The competition gives time to load; spending it here keeps that cost out of the first
 batch's 10 s-per-turn budget. The dummy batch has the configured batch size and a photo large
-enough for the VLM's full tile count.
+enough for the VLM's full tile count (`warm_up_image`, `QUESTION`), made ready by the caller as it
+makes a scored batch's turns ready (agents/cruise_agent.py), so that the runtime needs no stage.
 
 A system whose record names its own warm-up (CRUISE: agents/cruise/warmup.py forces every model
 stage to run, whatever the models answer) uses it; any other system answers the dummy batch with
@@ -19,7 +20,6 @@ import logging
 from PIL import Image
 
 from agents.runtime.deadline import StageCosts
-from agents.stages.s0_inputs import prepare_turns
 
 log = logging.getLogger(__name__)
 
@@ -33,23 +33,19 @@ def warm_up_image(side: int) -> Image.Image:
     return Image.merge("RGB", (gradient, gradient.transpose(Image.Transpose.FLIP_LEFT_RIGHT), gradient))
 
 
-def dummy_turns(cfg):
-    n = cfg.run.batch_size
-    return prepare_turns([QUESTION] * n, [warm_up_image(cfg.inputs.image_max_side)] * n, [[] for _ in range(n)], cfg)
-
-
-def warm_by_answering(system, engines, pipeline, cfg) -> dict[str, float]:
-    """Seconds per stage of one dummy batch answered by `system`'s own chain, with the deadline
-    lifted (a stage cut for time would stay cold) and costs of its own (nothing learned)."""
+def warm_by_answering(system, engines, pipeline, cfg, turns) -> dict[str, float]:
+    """Seconds per stage of the dummy batch `turns` answered by `system`'s own chain, with the
+    deadline lifted (a stage cut for time would stay cold) and costs of its own (nothing learned)."""
     unbounded = cfg.replace(turn_budget_s=0.0)  # 0: no per-turn budget
     try:
-        _, traces = system.answer(dummy_turns(unbounded), engines, pipeline, unbounded, StageCosts())
+        _, traces = system.answer(turns, engines, pipeline, unbounded, StageCosts())
     except Exception as exc:  # noqa: BLE001 - a warm-up failure must not stop the agent loading
         log.warning("warm-up: system %s failed: %s: %s", system.name, type(exc).__name__, exc)
         return {}
     return {name: round(ms / 1000.0, 3) for name, ms in traces[0].get("stage_ms", {}).items()}
 
 
-def warm_up(system, engines, pipeline, cfg) -> dict[str, float]:
-    """Seconds per stage of `system`'s warm-up batch: its record's own warm-up, else its chain's answer."""
-    return (system.warm_up or warm_by_answering)(system, engines, pipeline, cfg)
+def warm_up(system, engines, pipeline, cfg, turns) -> dict[str, float]:
+    """Seconds per stage of `system`'s warm-up over the dummy batch `turns`: its record's own
+    warm-up, else its chain's answer."""
+    return (system.warm_up or warm_by_answering)(system, engines, pipeline, cfg, turns)

@@ -49,5 +49,6 @@ def summarize_batch(
     return summaries
 
 
-STAGE = Stage("summarize", switch="use_summary", cost_prior="summarize", parsed="summarize",
+STAGE = Stage("summarize", switch="use_summary", cost_prior="summarize",
+              max_tokens=lambda cfg: cfg.answer.summary_max_tokens, parsed="summarize",
               trace_fields=("summary", "summary_raw"))

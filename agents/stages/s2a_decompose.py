@@ -76,5 +76,6 @@ def decompose_batch(
     return out
 
 
-STAGE = Stage("decompose", switch="use_decompose", cost_prior="decompose", parsed="decompose",
+STAGE = Stage("decompose", switch="use_decompose", cost_prior="summarize",
+              max_tokens=lambda cfg: cfg.peer_stages.decompose_max_tokens, parsed="decompose",
               trace_fields=("sub_queries", "decompose_raw"))

@@ -98,5 +98,6 @@ def cropped_images(image: Image.Image, plan: CropPlan) -> list[tuple[str, Image.
     return [(c["view"], image.crop(tuple(c["box"]))) for c in plan.crops]
 
 
-STAGE = Stage("crop", switch="use_crop_search", cost_prior="crop", parsed="crop",
+STAGE = Stage("crop", switch="use_crop_search", cost_prior="summarize",
+              max_tokens=lambda cfg: cfg.peer_stages.crop_max_tokens, parsed="crop",
               trace_fields=("crop_object", "crop_boxes", "crop_raw", "crops_searched"))

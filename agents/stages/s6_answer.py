@@ -87,8 +87,8 @@ def answer_batch(
     """`domain_notes`: per turn, the lines domain routing adds to both answer prompts ("" none)."""
     notes = domain_notes or [""] * len(turns)
     # The non-RAG answer is CRUISE's dual path: a system whose own settings have none answers once.
-    dual = cfg.cruise is not None and cfg.cruise.use_dual_path
-    temperature = cfg.cruise.direct_temperature if dual else 0.0
+    dual = cfg.has("use_dual_path") and cfg.value("use_dual_path")
+    temperature = cfg.value("direct_temperature") if dual else 0.0
     greedy = Sampling(max_tokens=cfg.answer.answer_max_tokens, seed=cfg.models.seed, logprobs=True)
     sampled = Sampling(max_tokens=cfg.answer.answer_max_tokens, temperature=temperature, seed=cfg.models.seed)
     style = cfg.answer.baseline_style if cfg.answer.answer_prompts == "baseline" else None
@@ -116,6 +116,6 @@ def answer_batch(
     return answers
 
 
-STAGE = Stage("answer", cost_prior="answer", parsed="answer",
+STAGE = Stage("answer", cost_prior="answer", max_tokens=lambda cfg: cfg.answer.answer_max_tokens, parsed="answer",
               trace_fields=("rag_answer", "rag_raw", "direct_answer", "direct_raw", "direct_sampled",
                             "rag_min_token_prob", "rag_mean_token_prob", "token_count"))

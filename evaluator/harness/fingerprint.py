@@ -1,6 +1,6 @@
 """What decides an agent's answers, recorded so that `--resume` continues the same system.
 
-`system_fingerprint(agent, profile, ...)` is computed from the command line and the files on
+`system_fingerprint(run, preset, ...)` is computed from the run as resolved (harness/resolved.py) and the files on
 disk, before any model loads: the agent spec, profile, preset, the search pipeline the evaluator
 builds (spec, web on/off, its models), the search indices it opens (ids, and the snapshot commit
 the Hugging Face cache holds where one is there: `indices`), the calibration file's hash, and
@@ -28,7 +28,7 @@ import hashlib
 import json
 from pathlib import Path
 
-from evaluator.harness.agent_setup import AgentSetup
+from evaluator.harness.resolved import ResolvedRun
 from evaluator.scoring.official_judge import OURS
 
 # Fingerprint keys in the order differences are listed ("settings": what runs fingerprinted
@@ -54,32 +54,27 @@ def _plain(value):
     return json.loads(json.dumps(value, default=str))
 
 
-def system_fingerprint(agent: AgentSetup, profile: str, preset: str | None, *, search: str, web: bool,
-                       indices: str | None = None, calibration: str | None = None,
-                       web_contents: str | None = None) -> dict:
-    fingerprint = {"agent": agent.spec, "profile": profile, "preset": preset or "full", "search": search,
-                   "web_search": web,
+def system_fingerprint(run: ResolvedRun, preset: str | None, *, calibration: str | None = None) -> dict:
+    fingerprint = {"agent": run.agent.spec, "profile": run.profile, "preset": preset or "full",
+                   "search": run.search_spec, "web_search": run.web,
                    "calibration": {"file": str(calibration), "sha256": file_sha256(calibration)} if calibration else None}
-    if search != "none":  # a MODULE:FUNC factory is handed the same config, indices included
-        fingerprint["indices"] = search_indices(profile, web, indices, web_contents)
-    if search == "default":
-        from evaluator.search.pipeline import search_config
-
-        sc = search_config(profile, indices, web_contents=web_contents if web else None)
-        fingerprint["search_models"] = {"image_model": sc.image_model, "text_model": sc.text_model,
-                                        "web_contents": sc.web_contents}
-    fingerprint.update({k: v for k, v in agent.description.items() if k not in NOT_COMPARED})
+    if run.search is not None:  # a MODULE:FUNC factory is handed the same config, indices included
+        fingerprint["indices"] = search_indices(run)
+    if run.builds_default_search:
+        fingerprint["search_models"] = {"image_model": run.search.image_model, "text_model": run.search.text_model,
+                                        "web_contents": run.web_contents}
+    fingerprint.update({k: v for k, v in run.agent.description.items() if k not in NOT_COMPARED})
     return _plain(fingerprint)
 
 
-def search_indices(profile: str, web: bool, indices: str | None = None, web_contents: str | None = None) -> dict:
+def search_indices(run: ResolvedRun) -> dict:
     """{"image": {"id", "revision"}, "web": ... (Task 1: None), "contents": the full-page
-    database (None without --web-contents)} that `profile` searches (search_config, so --indices
-    decides); revision None where not cached yet."""
-    from evaluator.search.pipeline import index_revision, search_config
+    database (None without --web-contents)} that the run searches (so --indices decides);
+    revision None where not cached yet."""
+    from evaluator.search.pipeline import index_revision
 
-    sc = search_config(profile, indices, web_contents=web_contents if web else None)
-    ids = {"image": sc.image_index, "web": sc.web_index if web else None, "contents": sc.web_contents}
+    sc = run.search
+    ids = {"image": sc.image_index, "web": sc.web_index if run.web else None, "contents": run.web_contents}
     return {kind: {"id": repo, "revision": index_revision(repo, sc.provider)} if repo else None
             for kind, repo in ids.items()}
 

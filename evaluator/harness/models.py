@@ -1,6 +1,6 @@
 """Every hub model a run loads, and a look before anything loads at whether it (and the data) is there.
 
-`loaded_models(profile, agent)` is the one list of the hub models a run's process loads: the
+`loaded_models(run)` is the one list of the hub models a run's process loads: the
 search pipeline's image and text embedding models (evaluator/search/pipeline.py) and the
 agent's own (asked of its class: `AgentSetup.hub_models`, agents/base_agent.py). `aicrowd.json`
 generation, preflight's aicrowd check and the evaluator's pre-load check all read it, so none of
@@ -16,7 +16,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from evaluator.harness.agent_setup import AgentSetup
+from evaluator.harness.resolved import ResolvedRun
 from evaluator.search.fetch_route import fetch_command
 
 GATED_PREFIXES = ("meta-llama/",)
@@ -28,19 +28,15 @@ def is_hub_id(name: str) -> bool:
     return name.count("/") == 1 and not name.startswith((".", "/", "~")) and not Path(name).exists()
 
 
-def loaded_models(profile: str, agent: AgentSetup | None = None, *, search: bool = True, web: bool = True) -> list[str]:
-    """Hub model ids the process loads in `profile` (search pipeline first, as the evaluator
-    builds it first), each once. `web=False` is Task 1: the pipeline loads no text model. A
-    search provider's models are local (providers.py)."""
-    from evaluator.search.pipeline import search_config
-
+def loaded_models(run: ResolvedRun) -> list[str]:
+    """Hub model ids the run's process loads (search pipeline first, as the evaluator builds it
+    first), each once. Task 1 (web off) loads no text model. A search provider's models are local
+    (providers.py); a MODULE:FUNC search factory loads its own."""
     ids = []
-    if search:
-        sc = search_config(profile)
-        if sc.provider is None:
-            ids += [sc.image_model] + ([sc.text_model] if web else [])
-    if agent is not None:
-        ids += agent.hub_models()
+    if run.builds_default_search and run.search.provider is None:
+        ids += [run.search.image_model] + ([run.search.text_model] if run.web else [])
+    if run.agent is not None:
+        ids += run.agent.hub_models()
     return [m for m in dict.fromkeys(ids) if is_hub_id(m)]
 
 
@@ -118,24 +114,21 @@ def dataset_problem(dataset: str, revision: str | None, *, hub_reachable: bool =
     return None
 
 
-def preload_problem(profile: str, dataset: str, revision: str | None, *, agent: AgentSetup, search_spec: str,
-                    web: bool, indices: str | None = None, web_contents: str | None = None) -> str | None:
+def preload_problem(run: ResolvedRun, dataset: str, revision: str | None) -> str | None:
     """Everything a run is about to load that is not there, in one message (None if all is there):
     the hub models of `loaded_models`, what the agent reports, the dataset, and the search
     indices of the default factory (a provider's local indices are built, not fetched)."""
-    from evaluator.search.pipeline import search_config
     from evaluator.search.providers import load_provider
 
-    default_search = search_spec == "default"
-    models = loaded_models(profile, agent, search=default_search, web=web)
-    problems = [*agent.preload_problems(), missing_models_message(models, profile, agent.model_name)]
+    models = loaded_models(run)
+    problems = [*run.agent.preload_problems(), missing_models_message(models, run.profile, run.agent.model_name)]
     datasets = {dataset: revision}
     provider = None
-    if default_search:
-        sc = search_config(profile, indices, web_contents=web_contents)
+    if run.builds_default_search:
+        sc = run.search
         provider = load_provider(sc.provider)
         web_ids = [sc.web_index] + ([sc.web_contents] if sc.web_contents else [])
-        datasets.update({index: None for index in [sc.image_index] + (web_ids if web else [])})
+        datasets.update({index: None for index in [sc.image_index] + (web_ids if run.web else [])})
     reachable = True
     for name, rev in datasets.items():
         if provider is not None and provider.owns(name):

@@ -156,7 +156,8 @@ def turn_renderer(run_config: dict):
         trace = turn["trace"] or {}
         if prepare is not None:
             turn.update(prepare(trace))
-        turn["extra"] = {k: v for k, v in trace.items() if k not in shown}
+        laid_out = turn.get("shown_keys", shown)  # the turn's own system's page, where the view says
+        turn["extra"] = {k: v for k, v in trace.items() if k not in laid_out}
         turn["trace_html"] = macro(turn) if macro is not None and turn["trace"] is not None else ""
 
     return render_turn

@@ -1,7 +1,7 @@
 """The search pipeline the evaluator hands to the agent: a real `cragmm_search.UnifiedSearchPipeline`.
 
-What it is built from is the evaluator's business, not the agent's: `search_config(profile)`
-resolves the profile's `SearchSpec` (agents/profiles.py) into the image and text models, the
+What it is built from is the evaluator's business, not the agent's: `search_config` resolves a
+profile's `SearchSpec` (agents/profiles.py) into the image and text models, the
 two indices and the full-content web database. A hub profile searches the published pair that
 `--indices` names (public-test unless told otherwise); `web_contents="default"` (a bare
 `local_evaluation.py --web-contents`) means the profile's own database.

@@ -17,7 +17,7 @@ from PIL import Image
 import local_evaluation
 from agents.engines.base import ChatRequest, Sampling, image_layout, template_messages
 from agents.engines.transformers_engine import TransformersEngine
-from agents.profiles import stack_for_model
+from agents.stacks import stack_for_model
 from testkit.tiny_models import FAMILY_BUILDERS, FAMILY_TEMPLATES, chat_template
 
 MESSAGES = [{"role": "system", "content": "You answer questions about photos briefly."},

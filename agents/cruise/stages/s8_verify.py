@@ -71,14 +71,14 @@ def parse_confidence(text: str) -> float:
 
 
 def cov_sampling(cfg: CruiseConfig) -> Sampling:
-    if cfg.cruise.cov_full_output:
-        return Sampling(max_tokens=cfg.cruise.cov_full_max_tokens, seed=cfg.models.seed)
-    return Sampling(max_tokens=cfg.cruise.cov_max_tokens, stop=COV_STOPS, seed=cfg.models.seed)
+    if cfg.own.cov_full_output:
+        return Sampling(max_tokens=cfg.own.cov_full_max_tokens, seed=cfg.models.seed)
+    return Sampling(max_tokens=cfg.own.cov_max_tokens, stop=COV_STOPS, seed=cfg.models.seed)
 
 
 def needs_verification(answers: Answers, consistent: bool | None, cfg: CruiseConfig) -> bool:
     # An inconsistent pair is rejected by Algorithm 1 whatever the confidence, so it is not asked.
-    return cfg.cruise.use_cov and answers.rag != IDK_ANSWER and consistent is not False
+    return cfg.own.use_cov and answers.rag != IDK_ANSWER and consistent is not False
 
 
 def verify_batch(
@@ -115,5 +115,5 @@ def verify_batch(
     return out
 
 
-STAGE = Stage("verify", switch="use_cov", cost_prior="verify", parsed="verify", calls_no_model=grounding_mode,
+STAGE = Stage("verify", switch="use_cov", cost_prior="verify", max_tokens=lambda cfg: cov_sampling(cfg).max_tokens, parsed="verify", calls_no_model=grounding_mode,
               free_when_no_model=True, trace_fields=("cov_confidence", "cov_raw"))

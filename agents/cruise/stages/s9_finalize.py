@@ -71,20 +71,20 @@ def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
     if not cfg.answer.use_finalizer:  # vision_only and rag_baseline return the answer as it is
         return Decision(trace["rag_answer"], "no_finalizer")
     # A check switched off by a preset does not veto (passed), unless disabled_check_fails.
-    passed = not cfg.cruise.disabled_check_fails
+    passed = not cfg.own.disabled_check_fails
     return decide(
         trace["rag_answer"],
         is_real_time=bool(trace.get("is_real_time")),
         has_context=bool(trace.get("context")),
-        consistent=bool(trace.get("consistent")) if cfg.cruise.use_self_consistency else passed,
-        cov_confidence=(trace.get("cov_confidence") or 0.0) if cfg.cruise.use_cov else float(passed),
+        consistent=bool(trace.get("consistent")) if cfg.own.use_self_consistency else passed,
+        cov_confidence=(trace.get("cov_confidence") or 0.0) if cfg.own.use_cov else float(passed),
         retrieval_score=trace.get("retrieval_score") or 0.0,
-        tau_ret=cfg.cruise.tau_ret,
+        tau_ret=cfg.own.tau_ret,
         tau_low=cfg.answer.tau_low,
-        tau_high=cfg.cruise.tau_high,
+        tau_high=cfg.own.tau_high,
         token_prob=trace.get("rag_min_token_prob"),
         min_token_prob=cfg.answer.min_token_prob,
-        tau_ret_scope=cfg.cruise.tau_ret_scope,
+        tau_ret_scope=cfg.own.tau_ret_scope,
     )
 
 

@@ -22,7 +22,7 @@ from agents.peers.qa_dragon.draft import draft_batch
 from agents.peers.qa_dragon.post_answer import post_answer_batch
 from agents.peers.qa_dragon.rephrase import enhance_sub_queries, rephrase_batch
 from agents.peers.qa_dragon.rerank import coarse_batch, coarse_pick, fine_batch
-from agents.peers.qa_dragon.search_agents import query_subject, search_config, search_routes
+from agents.peers.qa_dragon.search_agents import query_subject, search_agent_settings, search_routes
 from agents.peers.qa_dragon.search_router import route_batch
 from agents.peers.qa_dragon.tool_router import planned_tools, tool_batch, unasked_tools
 from agents.peers.qa_dragon.trace import turn_trace
@@ -75,14 +75,14 @@ def run_qa_dragon(system, turns: list[Turn], engines: Engines, pipeline, cfg: Cr
         else:
             tools = unasked_tools(routes, domains, tools, web)
     rephrased = [SubQueries() for _ in turns]
-    if cfg.qa_dragon.qa_dragon_rephrase_queries > 0 and any(t.text for t in tools) and room("rephrase", SEARCH_THEN):
+    if cfg.own.qa_dragon_rephrase_queries > 0 and any(t.text for t in tools) and room("rephrase", SEARCH_THEN):
         rephrased = keep(rephrased, run.stage("rephrase", rephrase_batch, [turns, drafts, tools], (engines.vlm, cfg),
                                                lambda: None))
     # 3.5.1's sub-question enhancement: each rephrased query gets the referents the shared
     # standalone step carried from the conversation
     carried = [fields.get("standalone_carried") or [] for fields in opened.added.get("standalone") or [{}] * n]
     rephrased = [enhance_sub_queries(r, c) for r, c in zip(rephrased, carried)]
-    scfg = search_config(cfg)
+    scfg = search_agent_settings(cfg)
     sroutes = search_routes(tools)
     crops = [CropPlan() for _ in turns]
     if (cfg.peer_stages.use_crop_search and any(t.image and turn.image is not None for t, turn in zip(tools, turns))

@@ -40,7 +40,7 @@ def domain_batch(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> li
     prompt = load_prompt("qa_dragon_domain")
     requests = [ChatRequest(prompt.messages(turns[i].history, turns[i].picture, query=turns[i].query,
                                             domains=", ".join(DOMAINS))) for i in wanted]
-    results = engine.generate(requests, Sampling(max_tokens=cfg.qa_dragon.qa_dragon_domain_max_tokens,
+    results = engine.generate(requests, Sampling(max_tokens=cfg.own.qa_dragon_domain_max_tokens,
                                                  seed=cfg.models.seed),
                               stage="domain")
     for i, result in zip(wanted, results):

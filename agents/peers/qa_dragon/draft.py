@@ -74,7 +74,7 @@ def draft_batch(turns: list[Turn], domains: list[DomainRoute], engine: ChatEngin
     replies = ask_vlm(
         engine, "draft", turns, wanted,
         lambda i: dict(query=turns[i].query, domain_notes=domain_lines(domains[i])),
-        Sampling(max_tokens=lengths(cfg, cfg.qa_dragon.qa_dragon_draft_lengths),
+        Sampling(max_tokens=lengths(cfg, cfg.own.qa_dragon_draft_lengths),
                  seed=cfg.models.seed), prompt_name="qa_dragon_draft",
     )
     instructions = load_prompt("qa_dragon_draft").user.template

@@ -87,7 +87,7 @@ def post_answer_batch(turns: list[Turn], drafts: list[Draft], routes: list[Searc
                                             context=quote_notes(reranked[i].evidence.context),
                                             draft=draft_text(drafts[i])),
                             image=vlm_image(turns[i], engine)) for i in wanted]
-    sampling = Sampling(max_tokens=lengths(cfg, cfg.qa_dragon.qa_dragon_answer_lengths), seed=cfg.models.seed,
+    sampling = Sampling(max_tokens=lengths(cfg, cfg.own.qa_dragon_answer_lengths), seed=cfg.models.seed,
                         logprobs=True)
     results = engine.generate(requests, sampling, stage="post_answer")
     for i, result in zip(wanted, results):

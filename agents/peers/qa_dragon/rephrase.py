@@ -26,7 +26,7 @@ from agents.stages.types import SubQueries, Turn, search_question
 def rephrase_batch(turns: list[Turn], drafts: list[Draft], tools: list[ToolChoice], engine: ChatEngine,
                    cfg: CruiseConfig) -> list[SubQueries]:
     out = [SubQueries() for _ in turns]
-    limit = cfg.qa_dragon.qa_dragon_rephrase_queries
+    limit = cfg.own.qa_dragon_rephrase_queries
     wanted = [i for i, tool in enumerate(tools) if tool.text and limit > 0]
     if not wanted:
         return out
@@ -35,7 +35,7 @@ def rephrase_batch(turns: list[Turn], drafts: list[Draft], tools: list[ToolChoic
                                             object=drafts[i].object_name or "(not named)",
                                             reasoning=drafts[i].reasoning or "(none)", max_queries=str(limit)))
                 for i in wanted]
-    results = engine.generate(requests, Sampling(max_tokens=cfg.qa_dragon.qa_dragon_rephrase_max_tokens,
+    results = engine.generate(requests, Sampling(max_tokens=cfg.own.qa_dragon_rephrase_max_tokens,
                                                  seed=cfg.models.seed),
                               stage="rephrase")
     for i, result in zip(wanted, results):

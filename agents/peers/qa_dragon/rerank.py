@@ -32,7 +32,7 @@ from agents.stages.verdicts import YES_NO, read_check
 def coarse_pick(scores: list[float], cfg: CruiseConfig) -> list[int]:
     """Chunk indices passing the coarse stage, best first."""
     ranked = sorted(range(len(scores)), key=lambda i: (-scores[i], i))
-    return [i for i in ranked if scores[i] >= cfg.qa_dragon.qa_dragon_coarse_min][: cfg.qa_dragon.qa_dragon_coarse_k]
+    return [i for i in ranked if scores[i] >= cfg.own.qa_dragon_coarse_min][: cfg.own.qa_dragon_coarse_k]
 
 
 def assemble(retrieval: Retrieval, scores: list[float], order: list[int], cfg: CruiseConfig) -> Evidence:
@@ -41,7 +41,7 @@ def assemble(retrieval: Retrieval, scores: list[float], order: list[int], cfg: C
     dates = retrieval.chunk_dates
     chunks = [retrieval.chunks[i] for i in kept]
     kept_dates = [dates[i] for i in kept] if dates else []
-    return Evidence(chunk_scores=list(scores), theta=cfg.qa_dragon.qa_dragon_coarse_min if retrieval.chunks else None,
+    return Evidence(chunk_scores=list(scores), theta=cfg.own.qa_dragon_coarse_min if retrieval.chunks else None,
                     kept=chunks, kept_dates=kept_dates, context=context_block(chunks, kept_dates),
                     retrieval_score=max(scores, default=0.0))
 
@@ -73,7 +73,7 @@ def fine_batch(retrievals: list[Retrieval], coarse: list[Reranked], engine: Chat
     for (t, i), result in zip(asks, results):
         check = read_check(result)
         fine.setdefault(t, [None] * len(retrievals[t].chunks))[i] = check.p_yes if check.p_yes is not None else 0.0
-    floor = cfg.qa_dragon.qa_dragon_fine_min * cfg.qa_dragon.qa_dragon_coarse_min
+    floor = cfg.own.qa_dragon_fine_min * cfg.own.qa_dragon_coarse_min
     for t, p_yes in fine.items():
         coarse_scores = coarse[t].evidence.chunk_scores
         joint = {i: p * coarse_scores[i] for i, p in enumerate(p_yes) if p is not None}

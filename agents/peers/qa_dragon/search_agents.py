@@ -21,7 +21,7 @@ from agents.stages.types import Route
 _UNNAMED = ("unknown", "unclear", "none", "n/a", "")
 
 
-def search_config(cfg: CruiseConfig) -> CruiseConfig:
+def search_agent_settings(cfg: CruiseConfig) -> CruiseConfig:
     """CRUISE's retrieval settings with the tool gate on: each turn's route says which searches run."""
     return cfg.replace(use_tool_route=True, use_retrieval=True)
 

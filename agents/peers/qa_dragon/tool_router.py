@@ -62,7 +62,7 @@ def tool_batch(turns: list[Turn], drafts: list[Draft], routes: list[SearchRoute]
                                                       reasoning=drafts[i].reasoning or "(none)"),
                             image=vlm_image(turns[i], engine))
                 for i in wanted for name in TOOL_PROMPTS]
-    results = engine.generate(requests, check_sampling(cfg, cfg.qa_dragon.qa_dragon_tool_max_tokens),
+    results = engine.generate(requests, check_sampling(cfg, cfg.own.qa_dragon_tool_max_tokens),
                               stage="tool_route")
     for k, i in enumerate(wanted):
         image = read_check(results[2 * k], cfg.answer.router_external_min_p)

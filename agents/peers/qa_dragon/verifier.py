@@ -53,7 +53,7 @@ def verify_batch(turns: list[Turn], posts: list[PostAnswer], reranked: list[Rera
     wanted = [i for i, p in enumerate(posts) if needs_check(p)]
     checks = support_checks(
         engine, cfg, turns, wanted, stage="verify", prompt="qa_dragon_verify",
-        max_tokens=cfg.qa_dragon.qa_dragon_verify_max_tokens, answer_of=lambda i: posts[i].answer,
+        max_tokens=cfg.own.qa_dragon_verify_max_tokens, answer_of=lambda i: posts[i].answer,
         context_of=lambda i: reranked[i].evidence.context, read_text=read_verifier,
         values=lambda i: dict(query=turns[i].query, context=quote_notes(reranked[i].evidence.context),
                               answer=posts[i].answer, reason=posts[i].reason or "(none given)"))
@@ -63,5 +63,5 @@ def verify_batch(turns: list[Turn], posts: list[PostAnswer], reranked: list[Rera
 
 
 # Priced as CRUISE's CoV (one image request judging the answer against the notes).
-STAGE = Stage("verify", cost_prior="verify", parsed="verify", calls_no_model=grounding_mode, free_when_no_model=True,
+STAGE = Stage("verify", cost_prior="verify", max_tokens=lambda cfg: cfg.own.qa_dragon_verify_max_tokens, parsed="verify", calls_no_model=grounding_mode, free_when_no_model=True,
               trace_fields=("verifier_confidence", "verifier_raw", "decision", "final_answer"))

@@ -68,7 +68,7 @@ def run_sam_rag(system, turns: list[Turn], engines: Engines, pipeline, cfg: Crui
     states = [RelevanceSearch() for _ in turns]
     if any(r.chunks for r in retrievals):
         states = run.stage("rank", rank_batch, [retrievals], (engines.reranker, cfg), RelevanceSearch)
-    for _ in range(max(cfg.sam_rag.sam_rag_rounds, 0)):
+    for _ in range(max(cfg.own.sam_rag_rounds, 0)):
         if not any(searching(s, cfg) for s in states) or run.cut_before or run.cut_during:
             break
         if not room("is_rel", ANSWER_STEPS):

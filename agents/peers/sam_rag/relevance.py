@@ -29,7 +29,7 @@ def rank_batch(retrievals: list[Retrieval], reranker: Reranker, cfg: CruiseConfi
     pairs = [(r.query, chunk) for r in retrievals for chunk in r.chunks]
     scores = reranker.score(pairs, stage="rank") if pairs else []
     out, start = [], 0
-    limit = cfg.sam_rag.sam_rag_batch_docs * cfg.sam_rag.sam_rag_rounds
+    limit = cfg.own.sam_rag_batch_docs * cfg.own.sam_rag_rounds
     for r in retrievals:
         mine = [float(s) for s in scores[start: start + len(r.chunks)]]
         start += len(r.chunks)
@@ -39,14 +39,14 @@ def rank_batch(retrievals: list[Retrieval], reranker: Reranker, cfg: CruiseConfi
 
 
 def searching(state: RelevanceSearch, cfg: CruiseConfig) -> bool:
-    return not state.found and state.rounds < cfg.sam_rag.sam_rag_rounds and bool(state.next_round(cfg.sam_rag.sam_rag_batch_docs))
+    return not state.found and state.rounds < cfg.own.sam_rag_rounds and bool(state.next_round(cfg.own.sam_rag_batch_docs))
 
 
 def is_rel_round(turns: list[Turn], summaries: list[Summary], retrievals: list[Retrieval],
                  states: list[RelevanceSearch], engine: ChatEngine, cfg: CruiseConfig) -> list[RelevanceSearch]:
     """One round: the next documents of every turn still searching, one engine call."""
     asks = [(t, i) for t, state in enumerate(states) if searching(state, cfg)
-            for i in state.next_round(cfg.sam_rag.sam_rag_batch_docs)]
+            for i in state.next_round(cfg.own.sam_rag_batch_docs)]
     out = [dataclasses.replace(s, checks=dict(s.checks)) for s in states]
     if not asks:
         return out
@@ -54,7 +54,7 @@ def is_rel_round(turns: list[Turn], summaries: list[Summary], retrievals: list[R
     requests = [ChatRequest(prompt.messages(None, query=turns[t].query,
                                             caption=summaries[t].text or "(no caption)",
                                             document=quote_notes(retrievals[t].chunks[i]))) for t, i in asks]
-    results = engine.generate(requests, check_sampling(cfg, cfg.sam_rag.sam_rag_check_max_tokens), stage="is_rel")
+    results = engine.generate(requests, check_sampling(cfg, cfg.own.sam_rag_check_max_tokens), stage="is_rel")
     for (t, i), result in zip(asks, results):
         out[t].checks[i] = read_check(result)
     for t in {t for t, _ in asks}:

@@ -44,7 +44,7 @@ def is_sup_batch(turns: list[Turn], evidence: list[Evidence], answers: list[str]
     out = [SupportCheck() for _ in turns]
     wanted = [i for i, a in enumerate(answers) if a and a != IDK_ANSWER]
     checks = support_checks(
-        engine, cfg, turns, wanted, stage="is_sup", prompt="sam_rag_is_sup", max_tokens=cfg.sam_rag.sam_rag_check_max_tokens,
+        engine, cfg, turns, wanted, stage="is_sup", prompt="sam_rag_is_sup", max_tokens=cfg.own.sam_rag_check_max_tokens,
         answer_of=lambda i: answers[i], context_of=lambda i: evidence[i].context, read_text=read_support,
         values=lambda i: dict(query=turns[i].query, context=quote_notes(evidence[i].context), answer=answers[i]))
     for i, (confidence, raw, parsed) in checks.items():

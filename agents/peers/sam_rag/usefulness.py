@@ -43,7 +43,7 @@ def is_use_batch(turns: list[Turn], answers: list[Answers], uses: list[UseCheck]
         return out
     texts = {i: (uses[i].regenerated if second else answers[i].rag) for i in wanted}
     results = engine.generate(use_requests(turns, texts, wanted), check_sampling(cfg,
-                                                                                 cfg.sam_rag.sam_rag_check_max_tokens),
+                                                                                 cfg.own.sam_rag_check_max_tokens),
                               stage="is_use")
     for i, result in zip(wanted, results):
         check = read_check(result)
