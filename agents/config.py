@@ -58,6 +58,7 @@ from agents.stacks import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM, get_stack, st
 Engine = Literal[tuple(CHAT_ENGINES)]  # agents/engines/registry.py
 RerankerBackend = Literal[tuple(RERANKERS)]
 StopStrings = Literal["server", "client"]
+Prefill = Literal["auto", "batch", "rows"]  # agents/engines/transformers_engine.py prefill_rows
 YesNoMode = Literal["text", "yes_no"]  # a verdict written, or read from the yes/no odds (agents/stages/verdicts.py)
 CovMode = Literal["text", "yes_no", "grounding"]  # agents/cruise/stages/s8_verify.py, agents/stages/verdicts.py
 Chunker = Literal["infobox", "paper_fields"]  # agents/stages/s4_chunk.py
@@ -105,6 +106,13 @@ class ModelSettings:
     # stay sigmoid(logit).
     reranker_int8: bool = False
     dtype: str = "bfloat16"
+    # engine transformers, text prompts: "rows" reads each prompt alone and a run of tokens several
+    # begin with once, then decodes them together; "batch" reads them as one left-padded batch
+    # (every padding position computed); "auto": rows on a CPU, batch on a GPU (which reads a
+    # padded batch in about the time of one row). On one CPU core the cpu profile's answer
+    # prompts cost 0.6x their tokens read by rows against 1.7x padded, with the same answers and
+    # log-probabilities (docs/benchmarks.md "CPU inference backends").
+    prefill: Prefill = "auto"
     # vLLM only: the share of the GPU's memory each engine may take (a profile sets the split it
     # planned; vLLM's own default is 0.9 for one engine alone)
     vlm_gpu_memory_utilization: float = ranged(0.9, 0.0, 1.0)

@@ -6,6 +6,8 @@ loads them.
   processor, a tokenizer holding the Llama-3.2 special tokens and one of our test chat templates
   (testkit/templates/: hub-like by default); `llama_vocab=True` gives the variant vLLM serves, with
   the real Llama 3.2 tokenizer (`llama32_tokenizer()`).
+- `build_tiny_llama()`: a random-weight text-only Llama causal LM (SmolLM2's architecture) with
+  the same kind of tokenizer and template.
 - `build_tiny_xlmr_reranker()`: a random-weight XLM-R cross-encoder (one logit) with a
   SentencePiece tokenizer, in the shape `FlagEmbedding.FlagReranker` loads (bge-reranker-v2-m3's
   family).
@@ -162,6 +164,41 @@ def build_tiny_mllama(path: Path | None = None, *, template: str = HUB_LIKE_TEMP
     tmp = path.with_name(path.name + f".tmp{os.getpid()}")
     model.save_pretrained(tmp)
     processor.save_pretrained(tmp)
+    tokenizer.save_pretrained(tmp)
+    publish(tmp, path)
+    return str(path)
+
+
+def build_tiny_llama(path: Path | None = None) -> str:
+    """A random-weight text-only LlamaForCausalLM (SmolLM2's architecture: grouped KV heads, tied
+    embeddings) with our word tokenizer and the hub-like Llama 3.2 chat template."""
+    template = HUB_LIKE_TEMPLATE
+    path = Path(path) if path else models_dir() / f"tiny-llama-{_template_tag(template)}"
+    if (path / "config.json").exists():
+        return str(path)
+    import torch
+    from transformers import LlamaConfig, LlamaForCausalLM, PreTrainedTokenizerFast
+
+    tokenizer = build_word_tokenizer(
+        PreTrainedTokenizerFast, vocab_size=600, special_tokens=LLAMA32_SPECIAL_TOKENS,
+        bos_token="<|begin_of_text|>", eos_token="<|eot_id|>", pad_token="<|finetune_right_pad_id|>",
+        unk_token="<unk>", padding_side="left",
+    )
+    tokenizer.chat_template = chat_template(template)
+    ids = {t: tokenizer.convert_tokens_to_ids(t) for t in LLAMA32_SPECIAL_TOKENS}
+    torch.manual_seed(0)
+    # initializer_range 0.3 (transformers' 0.02 gives near-uniform logits): the greedy token is
+    # then decided by the weights, not by float rounding, so two ways of computing agree
+    config = LlamaConfig(vocab_size=len(tokenizer), hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=4096,
+                         tie_word_embeddings=True, initializer_range=0.3,
+                         bos_token_id=ids["<|begin_of_text|>"],
+                         eos_token_id=ids["<|eot_id|>"], pad_token_id=ids["<|finetune_right_pad_id|>"])
+    model = LlamaForCausalLM(config).eval()
+    model.generation_config.pad_token_id = ids["<|finetune_right_pad_id|>"]
+    model.generation_config.eos_token_id = ids["<|eot_id|>"]
+    tmp = path.with_name(path.name + f".tmp{os.getpid()}")
+    model.save_pretrained(tmp)
     tokenizer.save_pretrained(tmp)
     publish(tmp, path)
     return str(path)

@@ -447,12 +447,12 @@ def test_one_word_choices_run_in_passes_that_each_check_the_deadline(mllama, mon
         return forward(*args, **kwargs)
 
     monkeypatch.setattr(mllama.net, "forward", slow_forward)
-    monkeypatch.setattr(mllama, "prefill_s_per_token", None)  # no rate yet: the first pass is never refused
+    monkeypatch.setattr(mllama, "choice_s_per_token", None)  # no rate yet: the first pass is never refused
     requests = [chat(f"is {n} a prime number?") for n in range(2 * CHOICE_ROWS + 3)]
     answered = mllama.generate(requests, Sampling(max_tokens=1, choices=("yes", "no")))
     assert rows_per_pass == [CHOICE_ROWS, CHOICE_ROWS, 3] and all(r.text in ("yes", "no") for r in answered)
     rows_per_pass.clear()
-    monkeypatch.setattr(mllama, "prefill_s_per_token", None)
+    monkeypatch.setattr(mllama, "choice_s_per_token", None)
     with time_limit(lambda: 0.1):  # the deadline passes during the first pass
         cut = mllama.generate(requests, Sampling(max_tokens=1, choices=("yes", "no")))
     assert rows_per_pass == [CHOICE_ROWS]

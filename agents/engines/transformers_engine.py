@@ -129,14 +129,120 @@ class StopAtClock:
         return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool, device=input_ids.device)
 
 
+def left_padded(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """(input_ids, attention_mask) of token rows padded on the left to the longest."""
+    longest = max(len(r) for r in rows)
+    ids = torch.tensor([[pad_id] * (longest - len(r)) + r for r in rows])
+    mask = torch.tensor([[0] * (longest - len(r)) + [1] * len(r) for r in rows])
+    return ids, mask
+
+
+# A run of tokens that several prompts of one call begin with is read once for all of them when
+# it is at least this long; a shorter one is read with each prompt (a forward pass of its own
+# costs about one read of the weights, ~10 prompt tokens' worth on one core).
+SHARED_PREFIX_MIN = 16
+
+
+class DeadlinePassed(Exception):
+    """The call's deadline came while its prompts were being read."""
+
+
+def _common_length(rows: list[list[int]]) -> int:
+    first = rows[0]
+    for k in range(min(len(r) for r in rows)):
+        if any(r[k] != first[k] for r in rows):
+            return k
+    return min(len(r) for r in rows)
+
+
+def _extend(net, cache, tokens: list[int]):
+    """`cache` (a DynamicCache, or None for an empty one) after reading `tokens` too."""
+    from transformers import DynamicCache
+
+    out = DynamicCache()
+    if cache is not None:
+        for index, layer in enumerate(cache.layers):
+            out.update(layer.keys, layer.values, index)  # update() concatenates: the parent is left as it is
+    if tokens:
+        net(input_ids=torch.tensor([tokens]), past_key_values=out, use_cache=True, logits_to_keep=1)
+    return out
+
+
+def prefix_tree(heads: list[list[int]], min_shared: int = SHARED_PREFIX_MIN) -> tuple[list, list]:
+    """How to read token rows so that a run of at least `min_shared` tokens several rows begin
+    with is read once: (steps, row_step). Each step is (parent step or None, tokens read on top of
+    the parent's cache); row i's cache is that of step row_step[i]. Steps come parents first."""
+    steps: list[tuple[int | None, list[int]]] = []
+    row_step: list[int | None] = [None] * len(heads)
+
+    def read(parent, tokens) -> int | None:
+        if not tokens:
+            return parent
+        steps.append((parent, tokens))
+        return len(steps) - 1
+
+    def fill(members: list[int], depth: int, parent) -> None:  # every member begins with the parent's tokens
+        if len(members) == 1:
+            row_step[members[0]] = read(parent, heads[members[0]][depth:])
+            return
+        shared = _common_length([heads[m] for m in members])
+        if shared - depth >= min_shared:
+            parent, depth = read(parent, heads[members[0]][depth:shared]), shared
+        parts: dict = {}
+        for m in members:
+            parts.setdefault(heads[m][shared] if len(heads[m]) > shared else None, []).append(m)
+        for key, part in parts.items():
+            if key is None:  # these rows end where the shared run does
+                for m in part:
+                    row_step[m] = read(parent, heads[m][depth:])
+            else:
+                fill(part, depth, parent)
+
+    fill(list(range(len(heads))), 0, None)
+    return steps, row_step
+
+
+def prefill_rows(net, rows: list[list[int]], end: float | None = None, min_shared: int = SHARED_PREFIX_MIN):
+    """The KV cache of every row but its last token, with no padding token computed, joined
+    left-padded for `generate` to go on from with the left-padded batch (`left_padded`): it then
+    reads only each row's last token and decodes the rows together.
+
+    Each row is read alone, except that a run of at least `min_shared` tokens several rows begin
+    with (a stage's system message) is read once for them (`prefix_tree`). `end`: a
+    `time.monotonic()` instant; DeadlinePassed when it comes between two forward passes. A row
+    needs at least 2 tokens."""
+    from transformers import DynamicCache
+
+    heads = [r[:-1] for r in rows]
+    steps, row_step = prefix_tree(heads, min_shared)
+    caches = []
+    for parent, tokens in steps:
+        if end is not None and time.monotonic() >= end:
+            raise DeadlinePassed
+        caches.append(_extend(net, None if parent is None else caches[parent], tokens))
+    longest = max(len(h) for h in heads)
+    pads = [longest - len(h) for h in heads]
+    joined = DynamicCache()
+    for index in range(len(caches[0].layers)):
+        layers = [caches[step].layers[index] for step in row_step]
+        keys = [torch.nn.functional.pad(layer.keys, (0, 0, pad, 0)) for layer, pad in zip(layers, pads)]
+        values = [torch.nn.functional.pad(layer.values, (0, 0, pad, 0)) for layer, pad in zip(layers, pads)]
+        joined.update(torch.cat(keys), torch.cat(values), index)
+    return joined
+
+
 class TransformersEngine(ChatEngine):
-    # Seconds per prompt token (padding included) of the last prefill: a sub-batch whose prefill
-    # would end after the deadline is not started, since a prefill cannot be stopped part-way
-    # (on 2 loaded cores, 8 answer prompts took 30 s to read).
+    # Seconds per prompt token read (padding included) of the last prefill: a sub-batch whose
+    # prefill would end after the deadline is not started (on 2 loaded cores, 8 answer prompts
+    # took 30 s to read). One-word choices keep their own rate: read by rows, the router's short
+    # prompts after their shared run take more seconds per token than the answer's long ones (a
+    # forward pass per row), and with the router's rate every answer stage of a loaded run was
+    # refused up front.
     prefill_s_per_token: float | None = None
+    choice_s_per_token: float | None = None
 
     def __init__(self, model: str, ledger=None, *, dtype: str = "float32", device: str | None = None,
-                 cudnn_attention: bool = True):
+                 cudnn_attention: bool = True, prefill: str = "auto"):
         super().__init__(model, ledger)
         from transformers import AutoConfig
 
@@ -152,6 +258,10 @@ class TransformersEngine(ChatEngine):
         torch_dtype = _DTYPES[dtype]
         config = AutoConfig.from_pretrained(self.path)
         self.supports_images = hasattr(config, "vision_config")
+        # A causal LM's prompts read each alone, shared runs once (`prefill_rows`), or as one
+        # left-padded batch (ModelSettings.prefill). An image-text model's cache also holds its
+        # cross-attention or image states, which prefill_rows does not join: always a batch.
+        self.rows_prefill = not self.supports_images and (prefill == "rows" or (prefill == "auto" and self.device == "cpu"))
         if self.supports_images:
             from transformers import AutoModelForImageTextToText
 
@@ -219,23 +329,39 @@ class TransformersEngine(ChatEngine):
         bos = self.tokenizer.bos_token
         # Chat templates that write the BOS themselves must not get a second one from the tokenizer.
         add_special = not (bos and all(t.startswith(bos) for t in texts))
+        rows = None
         if images:
             batch = self.processor(images=[[c.image.convert("RGB")] for c in chats], text=texts,
                                    return_tensors="pt", padding=True, add_special_tokens=add_special)
+            batch.pop("token_type_ids", None)
         else:
-            batch = self.tokenizer(texts, return_tensors="pt", padding=True, add_special_tokens=add_special)
-        batch.pop("token_type_ids", None)  # GGUF-derived tokenizers return them; generate() rejects them
-        batch = batch.to(self.device)
+            # the ids only: GGUF-derived tokenizers also return token_type_ids, which generate() rejects
+            rows = self.tokenizer(texts, add_special_tokens=add_special)["input_ids"]
+            ids, mask = left_padded(rows, self.pad_id)
+            batch = {"input_ids": ids, "attention_mask": mask}
+            if not self.rows_prefill or min(len(r) for r in rows) < 2:
+                rows = None  # read as one left-padded batch
+        batch = {k: v.to(self.device) for k, v in batch.items()}
         prompt_len = batch["input_ids"].shape[1]
-        prompt_tokens = batch["input_ids"].numel()
-        if end is not None and self.prefill_s_per_token is not None \
-                and time.monotonic() + PREFILL_SLACK * prompt_tokens * self.prefill_s_per_token >= end:
+        # what the prefill computes: every position of the padded batch, or each row's tokens
+        # with the shared prefixes once
+        prompt_tokens = batch["input_ids"].numel() if rows is None \
+            else sum(len(tokens) for _, tokens in prefix_tree([r[:-1] for r in rows])[0]) + len(rows)
+        rate = self.choice_s_per_token if sampling.choices else self.prefill_s_per_token
+        if end is not None and rate is not None and time.monotonic() + PREFILL_SLACK * prompt_tokens * rate >= end:
             return [deadline_cut_result() for _ in chats]  # its prefill alone would outlive the deadline
+        began = time.monotonic()
+        cache = None
+        if rows is not None:
+            try:
+                cache = prefill_rows(self.net, rows, end)
+            except DeadlinePassed:
+                return [deadline_cut_result() for _ in chats]
         if sampling.choices:
-            began = time.monotonic()
-            results = self._choose(batch, sampling.choices, images)
-            self.prefill_s_per_token = (time.monotonic() - began) / prompt_tokens
+            results = self._choose(batch, sampling.choices, images, cache)
+            self.choice_s_per_token = (time.monotonic() - began) / prompt_tokens
             return results
+        rows_prefill_s = time.monotonic() - began
 
         kwargs = dict(max_new_tokens=sampling.max_tokens, pad_token_id=self.pad_id, eos_token_id=self.end_ids,
                       return_dict_in_generate=True, output_logits=sampling.logprobs)
@@ -252,9 +378,11 @@ class TransformersEngine(ChatEngine):
         # Outside a deadline it never fires, and still times the prefill.
         clock_stop = StopAtClock(end if end is not None else float("inf"))
         kwargs["stopping_criteria"] = StoppingCriteriaList([*kwargs.get("stopping_criteria", []), clock_stop])
+        if cache is not None:
+            kwargs["past_key_values"] = cache  # generate() reads only each row's last token
         out = self.net.generate(**batch, **kwargs)
         if clock_stop.first_step_s is not None:
-            self.prefill_s_per_token = clock_stop.first_step_s / prompt_tokens
+            self.prefill_s_per_token = (rows_prefill_s + clock_stop.first_step_s) / prompt_tokens
         new_ids = out.sequences[:, prompt_len:].tolist()
         logprobs = None
         if sampling.logprobs:
@@ -282,13 +410,20 @@ class TransformersEngine(ChatEngine):
             counts = counts + self._image_tokens(batch)
         return counts.tolist()
 
-    def _choose(self, batch, choices: tuple[str, ...], images: bool) -> list[ChatResult]:
+    def _choose(self, batch, choices: tuple[str, ...], images: bool, cache=None) -> list[ChatResult]:
         """`Sampling.choices`: one forward pass; each word's probability is the sum over the first
-        tokens of its spellings (`choice_variants`) at the next position (the last, left-padded)."""
+        tokens of its spellings (`choice_variants`) at the next position (the last, left-padded).
+        `cache`: every row but its last token, already read (`prefill_rows`)."""
         # Only the last position's logits: the vocabulary projection of every prompt position
         # made this pass about a third slower per token than generate()'s prefill on CPU, and its
         # rate sets how long the deadline expects the next prefill to take.
-        logprobs = torch.log_softmax(self.net(**batch, logits_to_keep=1).logits[:, -1, :].float(), dim=-1)
+        if cache is None:
+            logits = self.net(**batch, logits_to_keep=1).logits
+        else:
+            mask = batch["attention_mask"]
+            logits = self.net(input_ids=batch["input_ids"][:, -1:], attention_mask=mask, past_key_values=cache,
+                              position_ids=mask.sum(dim=1, keepdim=True) - 1, logits_to_keep=1).logits
+        logprobs = torch.log_softmax(logits[:, -1, :].float(), dim=-1)
         ids = {word: sorted({self.tokenizer.encode(v, add_special_tokens=False)[0] for v in choice_variants(word)})
                for word in choices}
         prompt_counts = self._prompt_counts(batch, images)
@@ -348,4 +483,5 @@ class TransformersEngine(ChatEngine):
 def build(models, role: str, ledger) -> TransformersEngine:
     """The engine of one role with the arguments the run's ModelSettings give it (agents/engines/registry.py)."""
     return TransformersEngine(resolve_model(getattr(models, f"{role}_model")), ledger, dtype=models.dtype,
-                              cudnn_attention=models.cudnn_attention)
+                              cudnn_attention=models.cudnn_attention,
+                              prefill=models.prefill)

@@ -1,0 +1,146 @@
+"""The transformers engine's rows prefill (ModelSettings.prefill "rows", the default on a CPU): each
+prompt read alone, a run several prompts begin with read once, then all decoded together. It must
+give what the left-padded batch gives (text, token log-probabilities, one-word choices, stop
+strings, token counts) and stop at the deadline, between prompts as well as between tokens.
+A tiny random Llama (testkit/tiny_models.py); SmolLM2's figures: benchmarks/cpu_engines.py."""
+from __future__ import annotations
+
+import functools
+import time
+
+import pytest
+
+from agents.engines.base import ChatRequest, Sampling, time_limit
+from agents.engines.transformers_engine import TransformersEngine, prefix_tree
+from testkit.tiny_models import build_tiny_llama
+
+SYSTEM = "you answer the question about the picture with one short answer, or say that you do not know"
+QUESTIONS = ["what color is the bus", "which year was this bridge built and who made the first design of it",
+             "name", "where does this river go after the city and how long is it"]
+
+
+def chats(questions=QUESTIONS) -> list[ChatRequest]:
+    # three prompts share the system message; the last has another one (no shared run with them)
+    return [ChatRequest([{"role": "system", "content": SYSTEM if k < 3 else "be brief"},
+                         {"role": "user", "content": q}]) for k, q in enumerate(questions)]
+
+
+@pytest.fixture(scope="module")
+def engines():
+    path = build_tiny_llama()
+    return TransformersEngine(path, prefill="batch"), TransformersEngine(path, prefill="rows")
+
+
+def largest_difference(a, b) -> float:
+    return max(abs(x - y) for ra, rb in zip(a, b) for x, y in zip(ra.token_logprobs, rb.token_logprobs))
+
+
+def test_rows_prefill_writes_what_the_padded_batch_writes(engines):
+    padded, rows = engines
+    sampled = Sampling(max_tokens=12, temperature=0.9, seed=5)  # the answer stage's sampled direct answer
+    requests = chats() + [ChatRequest(chats()[0].messages, sampling=sampled)]
+    greedy = Sampling(max_tokens=12, logprobs=True)
+    a, b = padded.generate(requests, greedy, stage="answer"), rows.generate(requests, greedy, stage="answer")
+    assert [r.text for r in b] == [r.text for r in a] and all(r.text for r in a)
+    assert [r.output_tokens for r in b] == [r.output_tokens for r in a]
+    assert largest_difference(a[:4], b[:4]) < 1e-4
+    # each prompt's own tokens are counted, not the tokens the prefill read, nor the padding
+    tokenizer, bos = rows.tokenizer, rows.tokenizer.bos_token
+    texts = [rows.prompt_text(r, with_image=False) for r in requests]
+    own = [len(tokenizer(t, add_special_tokens=not t.startswith(bos))["input_ids"]) for t in texts]
+    assert [r.prompt_tokens for r in b] == [r.prompt_tokens for r in a] == own
+    assert padded.ledger.records[-1].prompt_tokens == rows.ledger.records[-1].prompt_tokens == sum(own)
+
+
+def test_rows_prefill_keeps_one_word_choice_probabilities(engines):
+    padded, rows = engines
+    yes_no = Sampling(choices=("yes", "no"))
+    a, b = padded.generate(chats(), yes_no, stage="route"), rows.generate(chats(), yes_no, stage="route")
+    assert [r.text for r in b] == [r.text for r in a]
+    assert max(abs(x.choice_logprobs[w] - y.choice_logprobs[w]) for x, y in zip(a, b) for w in ("yes", "no")) < 1e-4
+
+
+def test_rows_prefill_stops_at_stop_strings(engines, monkeypatch):
+    padded, rows = engines
+    free = padded.generate(chats()[:1], Sampling(max_tokens=24))[0]
+    stop = free.text[len(free.text) // 3:][:3]  # a piece of what the model writes unhindered
+    with_stop = Sampling(max_tokens=24, stop=(stop,), logprobs=True)
+    a = padded.generate(chats(), with_stop)
+    passes = slowed(monkeypatch, rows, 0.0)
+    b = rows.generate(chats()[:1], with_stop)[0]
+    assert stop not in b.text and free.text.startswith(b.text) and b.output_tokens < free.output_tokens
+    assert (b.text, b.output_tokens) == (a[0].text, a[0].output_tokens)
+    # generation ends on the step that writes the stop string: one pass reads the prompt, one per token
+    assert len(passes) == 1 + b.output_tokens
+    assert [(r.text, r.output_tokens) for r in rows.generate(chats(), with_stop)] == \
+        [(r.text, r.output_tokens) for r in a]
+
+
+def test_prefix_tree_reads_a_shared_run_once_and_every_row_whole():
+    shared = list(range(100, 120))  # 20 tokens three rows begin with
+    heads = [shared + [1, 2, 3], shared + [4, 5], [100, 101, 102, 7, 8], shared + [1, 2, 9], [100, 101]]
+    steps, row_step = prefix_tree(heads, min_shared=16)
+
+    def read(step):  # the tokens a step's cache holds: its parents' and its own
+        parent, tokens = steps[step]
+        return (read(parent) if parent is not None else []) + tokens
+
+    assert [read(s) for s in row_step] == heads
+    # the 20 shared tokens once; the 3-token run [100, 101, 102] (under 16) with each row
+    assert sum(len(tokens) for _, tokens in steps) == 20 + 3 + 2 + 5 + 3 + 2
+
+
+def slowed(monkeypatch, engine, seconds: float) -> list[int]:
+    """The model takes `seconds` a forward pass (it is outside the unit); returns the tokens each pass read."""
+    passes = []
+    forward = engine.net.forward
+
+    @functools.wraps(forward)  # generate() reads the signature (position_ids from the mask)
+    def slow_forward(*args, **kwargs):
+        passes.append(kwargs["input_ids"].shape[1])
+        time.sleep(seconds)
+        return forward(*args, **kwargs)
+
+    monkeypatch.setattr(engine.net, "forward", slow_forward)
+    monkeypatch.setattr(engine, "prefill_s_per_token", None)  # no rate yet: the call is never refused up front
+    return passes
+
+
+def test_rows_prefill_stops_between_prompts_at_the_deadline(engines, monkeypatch):
+    _, rows = engines
+    passes = slowed(monkeypatch, rows, 0.2)
+    began = time.monotonic()
+    with time_limit(lambda: 0.3):
+        out = rows.generate(chats(), Sampling(max_tokens=8))
+    assert all(r.cut_by_deadline and r.text == "" for r in out)
+    # the prompts take several passes (the shared runs, then each row's rest): the one under way
+    # at the deadline ends, no other starts, nothing is decoded
+    assert len(passes) == 2 and time.monotonic() - began < 1.0
+
+
+def test_rows_prefill_stops_decoding_at_the_deadline(engines, monkeypatch):
+    _, rows = engines
+    passes = slowed(monkeypatch, rows, 0.05)
+    began = time.monotonic()
+    with time_limit(lambda: 0.8):
+        out = rows.generate(chats(), Sampling(max_tokens=200))
+    # 200 steps would take 10 s: it stops within about one step of the deadline
+    assert time.monotonic() - began < 1.2
+    assert any(r.cut_by_deadline for r in out) and 4 < len(passes) < 24
+
+
+def test_a_prefill_is_forecast_from_a_call_of_its_own_kind(engines, monkeypatch):
+    # read by rows, the router's short yes/no prompts cost more per token than the answers' long
+    # ones: a slow choice rate must not refuse an answer call, nor a slow answer rate a choice call
+    _, rows = engines
+    monkeypatch.setattr(rows, "choice_s_per_token", 10.0)
+    monkeypatch.setattr(rows, "prefill_s_per_token", None)
+    with time_limit(lambda: 30.0):
+        answered = rows.generate(chats(), Sampling(max_tokens=4))
+    assert not any(r.cut_by_deadline for r in answered)
+    monkeypatch.setattr(rows, "choice_s_per_token", None)
+    monkeypatch.setattr(rows, "prefill_s_per_token", 10.0)
+    with time_limit(lambda: 30.0):
+        chosen = rows.generate(chats(), Sampling(choices=("yes", "no")))
+        refused = rows.generate(chats(), Sampling(max_tokens=4))
+    assert not any(r.cut_by_deadline for r in chosen) and all(r.cut_by_deadline for r in refused)
