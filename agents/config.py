@@ -242,8 +242,8 @@ class RetrievalSettings:
     # ours, 0 = off (the paper's path): coarse to fine, as QA-Dragon reranks. all-MiniLM-L6-v2's
     # cosine keeps each turn's best `rerank_coarse_k` chunks and the reranker scores only those;
     # the MAD filter and K_rerank then read the reranker's scores as before. For the paper's
-    # cross-encoder on 2 cores: ~85 chunks a turn cost ~20 s, a shortlist of 16 ~7 s (and ~3.6 s
-    # in int8, reranker_int8), the bi-encoder's 1.5 s included (docs/benchmarks.md).
+    # cross-encoder on 2 quiet cores: ~85 chunks a turn cost 15.5 s, a shortlist of 16 5.3 s (and
+    # 2.5 s in int8, reranker_int8), the bi-encoder's 0.9 s included (docs/benchmarks.md).
     rerank_coarse_k: int = ranged(0, 0)
     # ours: no chunk longer than the reranker reads. bge-reranker-v2-m3 takes 512 tokens for
     # query + passage (~4 characters a token in English, minus room for q'); the cpu profile's
