@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import os
 
-from agents.config import config_from_environment, load_config
+from agents.config.loading import config_from_environment, load_config
 from agents.cruise_agent import CruiseAgent
 from agents.profiles import PROFILES
 

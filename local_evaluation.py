@@ -112,7 +112,7 @@ def evaluation_parser() -> argparse.ArgumentParser:
                         "where its memory plan fits the GPU, else cpu (it says which and why); served = the "
                         "l40s models behind OpenAI-compatible servers (docs/serving.md)")
     p.add_argument("--preset", default=DEFAULTS.preset,
-                   help="ablation preset (agents/config.py PRESETS), or several joined by '+', e.g. "
+                   help="ablation preset (agents/config/presets.py PRESETS), or several joined by '+', e.g. "
                         "no_cov+paper_finalizer; handed to the agent")
     p.add_argument("--model-name", default=DEFAULTS.model_name, metavar="NAME",
                    help="the VLM (and router) by name, on its family's model stack (agents/stacks.py STACKS); "

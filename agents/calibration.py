@@ -1,6 +1,6 @@
 """Reading a calibration file: the thresholds `python -m tools.calibrate` chose for a run.
 
-load_config applies it after the profile and the preset (agents/config.py); the evaluator checks
+load_config applies it after the profile and the preset (agents/config/loading.py); the evaluator checks
 the file before any model loads. Only CALIBRATED_FIELDS may appear in its "settings".
 """
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The profiles and their settings, on the command line: a thin shell over agents/config.py.
+"""The profiles and their settings, on the command line: a thin shell over agents/config/.
 
     python -m agents.config_cli list            # the profiles and the model stacks
     python -m agents.config_cli show cpu        # a profile's resolved settings, by group
@@ -11,7 +11,8 @@ import dataclasses
 import json
 import sys
 
-from agents.config import FIELD_GROUPS, CruiseConfig, load_config
+from agents.config.fields import FIELD_GROUPS
+from agents.config.loading import default_config, load_config
 from agents.profiles import DEFAULT_INDICES, PROFILES, PUBLISHED_INDICES, get_profile
 from agents.runtime.cost_priors import priors_table
 from agents.runtime.system import system_named
@@ -96,7 +97,7 @@ def main(argv: list[str] | None = None) -> int:
     elif args.command == "diff":
         print(diff(args.a, args.b))
     elif args.command == "priors":
-        print(priors_table(system_named(args.system), CruiseConfig(system=args.system)))
+        print(priors_table(system_named(args.system), default_config(system=args.system)))
     else:
         for machine in PROFILES.values():
             print(f"profile {machine.name}: {machine.description} (stack {machine.stack})")

@@ -4,7 +4,7 @@
     agent = CruiseAgent(search_pipeline, profile="cpu", preset="no_cov", tau_ret=0.4)
     agent = CruiseAgent(search_pipeline)   # the AIcrowd boundary: CRUISE_* from the environment
 
-Keyword overrides are `CruiseConfig` fields (agents/config.py). Built with nothing but a search
+Keyword overrides are `CruiseConfig` fields (agents/config/). Built with nothing but a search
 pipeline (as AIcrowd builds `UserAgent`), the agent reads its settings from the environment
 (`config_from_environment`); given a config, a profile, a preset or overrides it reads nothing
 from there. `engines` replaces the model engines (tests pass scripted ones). After every call,
@@ -16,7 +16,8 @@ import dataclasses
 import time
 
 from agents.base_agent import MAX_BATCH_SIZE, BaseAgent
-from agents.config import CruiseConfig, config_from_environment, load_config, load_config_from_settings
+from agents.config.cruise_config import CruiseConfig
+from agents.config.loading import config_from_environment, load_config, load_config_from_settings
 from agents.engines.base import Ledger
 from agents.runtime.cost_priors import stage_priors
 from agents.runtime.deadline import StageCosts

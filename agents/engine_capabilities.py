@@ -1,5 +1,5 @@
 """What the run's engine can give the stages, and what it refuses, asked of its record
-(agents/engines/registry.py) for a configuration (agents/config.py calls these while it builds one;
+(agents/engines/registry.py) for a configuration (agents/config/ calls these while it builds one;
 this module reads the configuration by its flat names and imports none of it).
 
 A stage that reads token probabilities (the yes/no router, the yes/no consistency check, the

@@ -8,7 +8,7 @@ profile: SmolLM2 plays both), one engine serves both roles. With vLLM the two mo
 """
 from __future__ import annotations
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, Engines, Ledger, Reranker
 from agents.engines.registry import chat_engine_kind, hook, reranker_kind
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 
 # What a Hugging Face repo id may be: "name" or "org/name", letters, digits, "-", "_", ".";
 # huggingface_hub refuses anything else, and transformers then fails deep inside its loader.

@@ -4,7 +4,7 @@ A field's annotation says its kind: `bool`, `int`, `float`, `str`, `tuple[str, .
 `typing.Literal[...]` of its choices, or a `dict[K, V]` of those. What the annotation cannot say
 sits next to the field, in its metadata (`ranged`, `chosen`): the numeric range, or choices kept
 by another module (the providers of agents/engines/hosted_rules.py). `check_settings` reads both
-and refuses a bad value in one line that names the field and what it may be. agents/config.py
+and refuses a bad value in one line that names the field and what it may be. agents/config/
 composes the groups; each system keeps its own group in its package (agents/cruise/settings.py,
 agents/peers/qa_dragon/settings.py, agents/peers/sam_rag/settings.py).
 """

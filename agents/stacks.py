@@ -4,7 +4,7 @@ agents/profiles.py).
 A model stack is the chat models and the settings that suit them: stage modes, generation
 budgets, thresholds, and for a model family the facts that decide how it runs (its checkpoints'
 types, the vLLM releases that load it, its image tokens). The `CruiseConfig` defaults
-(agents/config.py) are the paper's values, its models included, so the paper's stack changes
+(agents/config/groups.py) are the paper's values, its models included, so the paper's stack changes
 nothing; a smaller model lists what it changes, each change with its reason beside it. A
 profile names the stack it runs by default; `--model-name` picks the stack of its family.
 """

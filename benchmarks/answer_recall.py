@@ -124,7 +124,8 @@ def measure(pipeline, reranker, cfg, turns: list[RecallTurn] | None = None, vari
 def main() -> None:
     import dataclasses
 
-    from agents.config import load_config, parse_settings
+    from agents.config.loading import load_config
+    from agents.config.set_strings import parse_settings
     from agents.engines.reranker import MiniLMReranker
     from evaluator.harness.resolved import resolve_run
     from evaluator.search.pipeline import build_search_pipeline

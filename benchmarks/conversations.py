@@ -384,7 +384,7 @@ def main() -> None:
     parser.add_argument("--recall-at-size", type=int, metavar="DISTRACTORS",
                         help="also answer recall@10 among this many distractor pages (e.g. 5000)")
     args = parser.parse_args()
-    from agents.config import load_config
+    from agents.config.loading import load_config
 
     cfg = load_config("cpu")
     runs = {"after": load_run(args.after)}

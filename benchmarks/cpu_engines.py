@@ -51,7 +51,7 @@ def prompts_file() -> Path:
 def record_prompts(batches: int, batch_size: int = 8) -> list[dict]:
     """[{stage, batch, messages, sampling}] of every engine request the chain makes for the first
     `batches` batches of the mini benchmark's single-turn split (cpu profile, no deadline)."""
-    from agents.config import load_config
+    from agents.config.loading import load_config
     from agents.cruise_agent import CruiseAgent
     from agents.engines.base import ChatEngine, ChatResult, Engines, Ledger
     from agents.factory import build_engines

@@ -329,9 +329,9 @@ def run_engine(engine: str, system: str, models: dict, turns, args, device: str,
                      dtype="bfloat16" if device == "cuda" else "float32", cost_priors="",
                      turn_budget_s=1e6, warmup_at_load=args.warmup == "on", batch_size=args.batch_sizes[0])
     if args.tiny:
-        from agents.config import CruiseConfig
+        from agents.config.loading import default_config
 
-        held = CruiseConfig(system=system)  # a peer system has no CRUISE-only length to shorten
+        held = default_config(system=system)  # a peer system has no CRUISE-only length to shorten
         overrides.update({name: value for name, value in TINY_TOKENS.items() if held.has(name)})
     if device == "cuda":
         torch.cuda.reset_peak_memory_stats()

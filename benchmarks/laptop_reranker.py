@@ -64,7 +64,7 @@ def build_random_reranker(path: Path | None = None) -> str:
 def benchmark_retrievals(turns: int):
     """`turns` Retrievals of the mini benchmark (KG- and web-answerable turns, spread evenly),
     as the cpu profile's chain chunks them."""
-    from agents.config import load_config
+    from agents.config.loading import load_config
     from agents.stages.s3_retrieve import retrieve_one
     from agents.stages.types import Turn
     from benchmarks.answer_recall import answerable_turns, query_image
@@ -109,7 +109,7 @@ class CpuTimed:
 
 
 def run_way(name: str, retrievals, reranker, coarse, k: int) -> Way:
-    from agents.config import load_config
+    from agents.config.loading import load_config
     from agents.stages.s5_rerank import rerank_batch
 
     cfg = load_config("cpu", "full", rerank_coarse_k=k)

@@ -153,7 +153,7 @@ def measure(setting: str, turns: list[RecallTurn], engines, pipeline, base_cfg) 
     from minibench.build_benchmark import picture_bytes
 
     if setting == "extended":
-        from agents.config import PEER_SWITCHES
+        from agents.config.groups import PEER_SWITCHES
 
         cfg = base_cfg.replace(**dict.fromkeys(PEER_SWITCHES, True), preset="extended")
     else:
@@ -186,7 +186,7 @@ def measure(setting: str, turns: list[RecallTurn], engines, pipeline, base_cfg) 
 
 
 def main() -> None:
-    from agents.config import load_config_from_settings
+    from agents.config.loading import load_config_from_settings
     from agents.engines.base import Engines, Ledger
     from agents.factory import build_engines
     from evaluator.harness.resolved import resolve_run

@@ -16,7 +16,7 @@ import argparse
 import statistics
 import time
 
-from agents.config import load_config
+from agents.config.loading import load_config
 from agents.cruise.stages.s1_route import route_batch
 from agents.profiles import REPO_ROOT
 from agents.stages.types import Turn

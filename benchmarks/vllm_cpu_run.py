@@ -174,7 +174,7 @@ def main() -> int:
     import numpy as np
     from PIL import Image
 
-    from agents.config import load_config
+    from agents.config.loading import load_config
     from agents.engines.base import ChatRequest, Ledger, Sampling
     from agents.engines.local_models import resolve_model
     from agents.factory import build_chat_engine

@@ -26,7 +26,7 @@ import math
 import re
 import zlib
 
-from agents.config import config_from_environment
+from agents.config.loading import config_from_environment
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import ChatEngine, ChatResult, Engines, Ledger, Reranker
 from agents.factory import build_coarse_reranker, build_reranker

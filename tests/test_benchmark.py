@@ -182,7 +182,7 @@ def test_answers_are_reachable_where_the_provenance_says():
     """A KG answer is in the chunks of its picture's KG entities; a web answer is in some page's
     snippet and not in the picture's KG; a "none" answer is in neither (checked on the same
     chunks the agent reranks)."""
-    from agents.config import load_config
+    from agents.config.loading import load_config
     from agents.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit
     from evaluator.scoring.coverage import answer_in_context
     from minibench import content

@@ -7,7 +7,7 @@ import statistics
 import pandas as pd
 import pytest
 
-from agents.config import load_config
+from agents.config.loading import load_config
 from agents.engines.base import TOKEN_COUNT
 from tools.calibrate import (
     DEFAULTS,

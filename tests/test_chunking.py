@@ -10,7 +10,7 @@ import re
 
 import pytest
 
-from agents.config import load_config
+from agents.config.loading import load_config
 from agents.stages.s3_retrieve import retrieve_one
 from agents.stages.s4_chunk import (
     chunks_from_image_hit,

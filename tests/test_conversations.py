@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from PIL import Image
 
-from agents.config import load_config
+from agents.config.loading import load_config
 from agents.engines.base import ChatEngine, ChatResult
 from agents.runtime.conversation_cache import ConversationCache, conversation_key
 from agents.stages.s1c_standalone import carried_terms, is_idk, named_things, standalone_batch, with_standalone

@@ -14,7 +14,7 @@ from crag_mm_harness import MODEL_KEYWORD, CragMMHarnessAgent, profile_from_mode
 from testkit.fakes import FunctionReranker, echo_engine
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: the agents here run the
-# paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
+# paper_finalizer preset over the cpu profile (agents/config/presets.py PRESETS).
 PAPER = "full+paper_finalizer"
 
 # The keywords facebookresearch/CRAG-MM's user_config maps to its example agents.

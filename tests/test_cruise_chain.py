@@ -23,7 +23,7 @@ from testkit.scripted_chain import (
 )
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
-# paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
+# paper_finalizer preset over the cpu profile (agents/config/presets.py PRESETS).
 
 EXPECTED = {
     # preset: (engine calls of the batch in order, final answers for WHERE, COLOR, PRICE)

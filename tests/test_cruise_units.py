@@ -5,7 +5,8 @@ import pytest
 from PIL import Image
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import PRESETS, load_config, load_config_from_settings
+from agents.config.loading import load_config, load_config_from_settings
+from agents.config.presets import PRESETS
 from agents.cruise.stages.s1_route import parse_route
 from agents.cruise.stages.s7_consistency import parse_verdict, same_answer
 from agents.cruise.stages.s8_verify import COV_STOPS, cov_sampling, parse_confidence, read_confidence
@@ -474,7 +475,7 @@ def test_calibration_file_sets_only_thresholds(tmp_path):
 def test_yes_no_router_reads_each_label_from_the_odds_at_its_threshold():
     import math
 
-    from agents.config import load_config
+    from agents.config.loading import load_config
     from agents.cruise.stages.s1_route import route_batch
     from agents.engines.base import ChatEngine, ChatResult
     from agents.stages.types import Turn

@@ -15,7 +15,7 @@ from testkit import fakes
 from testkit.scripted_chain import WHERE, batch, make_agent
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
-# paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
+# paper_finalizer preset over the cpu profile (agents/config/presets.py PRESETS).
 
 
 class WorstSeenCosts(StageCosts):

@@ -251,7 +251,7 @@ def test_the_headroom_comparison_prints_each_oracles_paired_difference(runs, cap
 def test_a_region_oracle_is_searched_where_the_router_wanted_no_search():
     """CRUISE's router may decide a turn needs nothing from outside: the oracle's region is image-
     searched all the same (what the run measures), the web is not."""
-    from agents.config import load_config
+    from agents.config.loading import load_config
     from agents.stages.s3_retrieve import retrieve_batch
     from agents.stages.types import Route, Turn
     from testkit.fakes import FakePipeline
@@ -267,7 +267,7 @@ def test_a_region_oracle_is_searched_where_the_router_wanted_no_search():
 def test_an_entity_oracle_is_searched_where_the_router_wanted_no_search():
     """The entity oracle too: where the router decided nothing was needed from outside, the turn is
     searched all the same with the given name in its query (what the run measures)."""
-    from agents.config import load_config
+    from agents.config.loading import load_config
     from agents.stages.s3_retrieve import retrieve_batch
     from agents.stages.types import Route, Turn
     from testkit.fakes import FakePipeline
@@ -284,7 +284,7 @@ def test_an_entity_oracle_is_searched_where_the_router_wanted_no_search():
 
 def test_an_entity_oracle_is_searched_where_the_tool_router_ruled_out_every_search():
     """QA-Dragon's tool router may rule out both searches: the given name is searched all the same."""
-    from agents.config import load_config
+    from agents.config.loading import load_config
     from agents.stages.s3_retrieve import retrieve_batch
     from agents.stages.types import Route, Turn
     from testkit.fakes import FakePipeline

@@ -7,7 +7,7 @@ from typing import get_args
 
 import pytest
 
-from agents.config import load_config
+from agents.config.loading import load_config
 from agents.engines.base import Ledger
 from agents.engines.registry import CHAT_ENGINES, RERANKERS, ChatEngineKind, RerankerKind
 from agents.factory import build_engines, in_process_roles, served_roles
@@ -48,7 +48,7 @@ def echo_engine(monkeypatch):
 
 
 def test_the_settings_choices_are_the_registrys_records():
-    from agents.config import ModelSettings
+    from agents.config.groups import ModelSettings
 
     hints = field_types(ModelSettings)
     assert get_args(hints["engine"]) == tuple(CHAT_ENGINES) and get_args(hints["reranker_backend"]) == tuple(RERANKERS)

@@ -124,7 +124,7 @@ def test_ledger_records_one_call_per_score(flag_reranker, batch):
 
 
 def test_factory_rejects_an_unknown_engine():
-    from agents.config import load_config
+    from agents.config.loading import load_config
     from agents.factory import build_engines
 
     with pytest.raises(ValueError, match=r"^engine='onnx': choose one of \('vllm', 'transformers', 'openai', 'hosted'\)$"):

@@ -11,7 +11,7 @@ import pytest
 from PIL import Image
 
 import local_evaluation
-from agents.config import load_config, load_config_from_settings
+from agents.config.loading import load_config, load_config_from_settings
 from agents.engines.base import ChatRequest, image_layout, template_messages
 from agents.engines.openai_engine import request_messages
 from agents.engines.vllm_engine import memory_share

@@ -16,7 +16,7 @@ import math
 import pytest
 from PIL import Image
 
-from agents.config import load_config, load_config_from_settings
+from agents.config.loading import load_config, load_config_from_settings
 from agents.cruise.stages.s8_verify import COV_STOPS
 from agents.engines.base import ChatRequest, Ledger, Sampling, time_limit
 from agents.engines.hosted_engine import HostedChatEngine, fit_image, hosted_problem

@@ -8,7 +8,8 @@ import pytest
 from PIL import Image
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import PEER_SWITCHES, load_config
+from agents.config.groups import PEER_SWITCHES
+from agents.config.loading import load_config
 from agents.cruise.system import CRUISE
 from agents.cruise.trace import funnel_flags, parse_failure_counts, peer_stage_counts
 from agents.cruise_agent import CruiseAgent
@@ -23,7 +24,7 @@ from agents.stages.s5a_relevance import read_relevance
 from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
-# paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
+# paper_finalizer preset over the cpu profile (agents/config/presets.py PRESETS).
 
 # ---- parsers ------------------------------------------------------------------------------------
 

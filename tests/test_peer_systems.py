@@ -22,7 +22,7 @@ import pytest
 from PIL import Image
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import load_config, load_config_from_settings
+from agents.config.loading import load_config, load_config_from_settings
 from agents.cruise.trace_view import report_sections, summarize
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import ChatResult, Engines

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.stages.prompts import load_prompt
 from agents.stages.s0a_perceive import PerceptionCache, perceive_batch, reading_order
 from testkit.fakes import ScriptedEngine, last_user_text
@@ -62,7 +62,7 @@ def test_a_seeing_vlm_or_perception_off_leaves_the_prompts_as_written(model_runs
 
 
 def test_auto_follows_whether_the_vlm_engine_sees():
-    from agents.config import load_config
+    from agents.config.loading import load_config
     from agents.engines.openai_engine import OpenAIChatEngine
     from agents.stages.s0a_perceive import perception_wanted
 

@@ -123,7 +123,7 @@ def test_pins_are_the_installed_versions(tmp_path):
 
 
 def test_the_rule_of_auto_is_the_memory_plans_own_threshold():
-    from agents.config import load_config
+    from agents.config.loading import load_config
     from agents.hardware import L40S_MIN_GPU_GIB
     from tools.memory_plan import GPU_GIB, minimum_gpu_gib, plan_l40s
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.config import load_config
+from agents.config.loading import load_config
 from agents.profiles import REPO_ROOT
 from evaluator.harness.agent_setup import setup_agent
 from evaluator.harness.models import is_hub_id, loaded_models

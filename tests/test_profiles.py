@@ -1,27 +1,27 @@
 """Profiles and model stacks (agents/profiles.py, agents/stacks.py) and the configuration built
-from them (agents/config.py; its command line, agents/config_cli.py): each profile one record, the paper's values as the defaults, settings
+from them (agents/config/; its command line, agents/config_cli.py): each profile one record, the paper's values as the defaults, settings
 passed explicitly, the environment read at the AIcrowd boundary only."""
 from __future__ import annotations
 
 import pytest
 
-from agents.config import (
-    CruiseConfig,
-    SettingError,
+from agents.config.fields import field_names
+from agents.config.loading import (
     config_from_environment,
     config_from_record,
-    field_names,
+    default_config,
     load_config,
     load_config_from_settings,
-    parse_settings,
 )
+from agents.config.set_strings import parse_settings
 from agents.config_cli import diff, main, show
 from agents.profiles import PROFILES, default_dataset
+from agents.settings import SettingError
 from agents.stacks import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM, STACKS
 
 
 def test_the_defaults_are_the_papers_values():
-    cfg = CruiseConfig()
+    cfg = default_config()
     models, retrieval = cfg.models, cfg.retrieval
     assert (models.router_model, models.vlm_model, models.reranker_model) == (PAPER_ROUTER, PAPER_VLM, PAPER_RERANKER)
     # section 3.2 and Algorithm 1
@@ -33,7 +33,7 @@ def test_the_defaults_are_the_papers_values():
 
 def test_l40s_is_the_paper_plus_its_machine():
     cfg = load_config("l40s")
-    paper = CruiseConfig()
+    paper = default_config()
     changed = {name for name, value in cfg.flat().items() if value != paper.flat()[name]}
     machine = {name for name, value in PROFILES["l40s"].agent.items() if paper.value(name) != value}
     assert changed == {"profile"} | machine and "vlm_model" not in changed

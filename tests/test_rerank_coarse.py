@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from agents.config import load_config
+from agents.config.loading import load_config
 from agents.engines.reranker import CrossEncoderReranker
 from agents.stages.s5_rerank import mad_threshold, rerank_batch
 from agents.stages.types import Retrieval

@@ -13,7 +13,7 @@ import time
 import pytest
 
 import local_evaluation
-from agents.config import load_config
+from agents.config.loading import load_config
 from agents.engines.base import ChatRequest, Sampling
 from agents.engines.openai_engine import OpenAIChatEngine, read_completion, request_messages
 from agents.engines.reranker import ServerReranker
@@ -245,7 +245,7 @@ def test_the_cpu_chain_on_one_server_asks_it_for_its_served_name_in_both_roles(l
     """README's line: `--profile cpu --set engine=openai --set vlm_base_url=URL --set vlm_served_name=NAME`.
     The router is the VLM's model on the VLM's URL, so it is that server and takes that name."""
     from agents import factory
-    from agents.config import load_config_from_settings
+    from agents.config.loading import load_config_from_settings
     from agents.engines.base import Ledger
     from agents.factory import build_engines
     from agents.preload import served_problem

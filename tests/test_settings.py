@@ -10,15 +10,16 @@ from typing import Literal, get_args, get_origin
 
 import pytest
 
-from agents.config import (
-    GROUPS,
-    CruiseConfig,
+from agents.config.fields import GROUPS
+from agents.config.loading import (
     config_from_environment,
     config_from_record,
+    default_config,
     load_config,
     load_config_from_settings,
-    parse_settings,
+    set_fields,
 )
+from agents.config.set_strings import parse_settings
 from agents.cruise_agent import CruiseAgent
 from agents.runtime.system import registered
 from agents.settings import SettingError, check_settings, field_types
@@ -182,16 +183,21 @@ def test_set_strings_are_typed_by_the_fields_annotation():
 
 
 def test_flat_names_reach_their_group_both_ways():
-    cruise = CruiseConfig().replace(tau_ret=0.2, tau_low=0.7)
+    cruise = default_config().replace(tau_ret=0.2, tau_low=0.7)
     assert (cruise.own.tau_ret, cruise.answer.tau_low, cruise.value("tau_ret")) == (0.2, 0.7, 0.2)
     # `system` goes first, so its own fields may follow in the same call
-    cfg = cruise.replace(qa_dragon_coarse_k=2, vlm_model="m", system="qa_dragon")
+    cfg = set_fields(cruise, dict(qa_dragon_coarse_k=2, vlm_model="m", system="qa_dragon"))
     assert (cfg.answer.tau_low, cfg.models.vlm_model, cfg.own.qa_dragon_coarse_k) == (0.7, "m", 2)
     assert cfg.value("tau_low") == 0.7 and cfg.has("qa_dragon_coarse_k") and not cfg.has("tau_ret")
     with pytest.raises(SettingError, match="^tau_ret is a setting of system cruise, not of system qa_dragon$"):
-        cfg.replace(tau_ret=0.3)
+        set_fields(cfg, {"tau_ret": 0.3})
     with pytest.raises(SettingError, match="^unknown config field 'nope'$"):
-        cfg.replace(nope=1)
+        set_fields(cfg, {"nope": 1})
+    # the configuration itself names no other system: it looks none up
+    with pytest.raises(SettingError, match="^tau_ret is not a setting of system qa_dragon$"):
+        cfg.replace(tau_ret=0.3)
+    with pytest.raises(SettingError, match="^system=cruise: a configuration changes its system with for_system"):
+        cfg.replace(system="cruise")
 
 
 def differences_but_added(before: dict, now: dict) -> list[str]:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import CruiseConfig, load_config
+from agents.config.loading import default_config, load_config
 from agents.cruise.system import CRUISE
 from agents.runtime import cost_priors
 from agents.runtime.cost_priors import l40s_stage_cost_priors, stage_priors
@@ -19,7 +19,7 @@ from agents.runtime.deadline import StageCosts
 from testkit.scripted_chain import WHERE, batch, make_agent, stages_called
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
-# paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
+# paper_finalizer preset over the cpu profile (agents/config/presets.py PRESETS).
 
 
 
@@ -55,14 +55,14 @@ def test_l40s_priors_cover_every_stage_and_a_batch_of_8_fits_its_budget():
 
 
 def test_l40s_priors_follow_the_generation_lengths():
-    base = l40s_stage_cost_priors(CRUISE, CruiseConfig())
-    longer = l40s_stage_cost_priors(CRUISE, CruiseConfig.of(answer_max_tokens=128, cov_full_output=True))
+    base = l40s_stage_cost_priors(CRUISE, default_config())
+    longer = l40s_stage_cost_priors(CRUISE, default_config(answer_max_tokens=128, cov_full_output=True))
     assert longer["answer"] > base["answer"] and longer["verify"] > base["verify"]
     assert longer["route"] == base["route"]
     # A peer stage follows its own length and requests: three entity checks a turn cost three.
-    one = l40s_stage_cost_priors(CRUISE, CruiseConfig.of(entity_check_max=1))["entity_check"]
+    one = l40s_stage_cost_priors(CRUISE, default_config(entity_check_max=1))["entity_check"]
     assert base["entity_check"] == pytest.approx(3 * one, abs=2e-4)
-    assert l40s_stage_cost_priors(CRUISE, CruiseConfig.of(decompose_max_tokens=160))["decompose"] > base["decompose"]
+    assert l40s_stage_cost_priors(CRUISE, default_config(decompose_max_tokens=160))["decompose"] > base["decompose"]
 
 
 def test_a_peer_systems_stage_is_priced_at_its_own_length():
@@ -95,7 +95,7 @@ def test_engines_page_table_says_what_the_code_computes():
     for stage, seconds in priors.items():
         assert float(rows[stage]) == pytest.approx(seconds, abs=0.0051), stage
     assert float(rows["total"]) == pytest.approx(sum(priors[s] for s in priced_on(load_config("l40s"))), abs=0.0051)
-    assert cost_priors.priors_table(CRUISE, CruiseConfig()) in section
+    assert cost_priors.priors_table(CRUISE, default_config()) in section
 
 
 def test_priors_project_the_h100_parts_by_the_ratio_of_ceilings():
@@ -104,7 +104,7 @@ def test_priors_project_the_h100_parts_by_the_ratio_of_ceilings():
     decode = 64 * cost_priors.H100_DECODE_STEP_S
     rest = cost_priors.H100_STAGE_MEDIAN_S["answer"] - images - decode
     expected = ((images + rest) * 800 / 362 + decode * 3020 / 864) / 8
-    assert l40s_stage_cost_priors(CRUISE, CruiseConfig())["answer"] == pytest.approx(expected, abs=1e-4)
+    assert l40s_stage_cost_priors(CRUISE, default_config())["answer"] == pytest.approx(expected, abs=1e-4)
     # A batch of 8 with photos encodes 40 images.
     assert sum(cost_priors.IMAGES_PER_TURN.values()) * 8 == 40
 

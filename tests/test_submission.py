@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from agents.config import load_config
+from agents.config.loading import load_config
 from tools import preflight
 
 REPO = Path(__file__).resolve().parent.parent

@@ -15,7 +15,7 @@ import pytest
 from PIL import Image
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import config_from_record, load_config, load_config_from_settings
+from agents.config.loading import config_from_record, load_config, load_config_from_settings, with_system
 from agents.cruise_agent import CruiseAgent
 from agents.runtime.batch import decide_from_trace, decide_turn, start_batch
 from agents.runtime.cost_priors import stage_priors
@@ -134,7 +134,7 @@ def test_the_three_built_in_systems_are_records_in_one_registry():
 def test_the_priors_follow_each_systems_stages():
     l40s = load_config("l40s")
     cruise = stage_priors(system_named("cruise"), l40s)
-    dragon = stage_priors(system_named("qa_dragon"), l40s.replace(system="qa_dragon"))
+    dragon = stage_priors(system_named("qa_dragon"), with_system(l40s, "qa_dragon"))
     # a QA-Dragon step priced like CRUISE's stage of the same kind gets its prior; its own steps
     # start at 0 (timed on their first run); it has no CRUISE-only stage
     assert dragon["rerank"] == cruise["rerank"] and dragon["crop"] == cruise["crop"]

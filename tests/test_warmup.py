@@ -4,11 +4,11 @@ the first scored batch's ledger and out of what the deadline learns. The peer sy
 tests/test_peer_systems.py."""
 from __future__ import annotations
 
-from agents.config import load_config
+from agents.config.loading import load_config
 from testkit.scripted_chain import WHERE, batch, make_agent, stages_called
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
-# paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
+# paper_finalizer preset over the cpu profile (agents/config/presets.py PRESETS).
 
 MODEL_STAGES = ["route", "summarize", "rerank", "answer", "consistency", "verify"]
 

@@ -20,7 +20,7 @@ import pytest
 from cragmm_search.utils import hash_key, lookup_web_content, shard_id
 from PIL import Image
 
-from agents.config import load_config
+from agents.config.loading import load_config
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
 from agents.stages.s4_chunk import chunks_from_web_hit
@@ -28,7 +28,7 @@ from evaluator.search.index_check import IndexSpec, SearchIndexError, check_cont
 from testkit.fakes import FunctionReranker, ScriptedEngine, last_user_text
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
-# paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
+# paper_finalizer preset over the cpu profile (agents/config/presets.py PRESETS).
 
 QUESTION = "When does the last Route 24 bus leave for Camden?"
 FACT = "The last Route 24 bus to Camden leaves Pimlico at 23:40."  # only in the page's body

@@ -32,7 +32,7 @@ import shlex
 import sys
 from pathlib import Path
 
-from agents.config import PRESETS
+from agents.config.presets import PRESETS
 from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import load_split, read_conversations
 from evaluator.scoring.rules import rule_set

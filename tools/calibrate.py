@@ -36,19 +36,15 @@ from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER
 from agents.calibration import CALIBRATED_FIELDS
-from agents.config import (
-    PRESETS,
-    CruiseConfig,
-    SettingError,
-    apply_held,
-    config_from_record,
-    load_config,
-    parse_settings,
-)
+from agents.config.cruise_config import CruiseConfig
+from agents.config.loading import apply_held, config_from_record, default_config, load_config
+from agents.config.presets import PRESETS
+from agents.config.set_strings import parse_settings
 from agents.engines.base import TOKEN_COUNT
 from agents.engines.registry import CHAT_ENGINES
 from agents.runtime.batch import decide_from_trace
 from agents.runtime.system import system_for
+from agents.settings import SettingError
 from agents.stages.s5_rerank import select_chunks
 from evaluator.harness.runner import RUN_CONFIG, read_jsonl, saved_answers
 from evaluator.scoring.judge import DEFAULT_EVAL_MODEL, Judge, JudgeItem, find_api_key
@@ -65,7 +61,7 @@ GRID = {
     "mad_lambda": [0.5, 1.0, 1.5, 2.0, 3.0],
 }
 assert tuple(GRID) == CALIBRATED_FIELDS
-DEFAULTS = {name: CruiseConfig().value(name) for name in GRID}
+DEFAULTS = {name: default_config().value(name) for name in GRID}
 PAPER = {"tau_ret": DEFAULTS["tau_ret"], "tau_low": 0.9, "tau_high": 1.0, "min_token_prob": 0.0}  # no token gate
 MIN_JUDGED_ANSWERED = 30  # fewer judged answered turns than this: the runs' own thresholds stand
 FOLDS = 5

@@ -33,7 +33,8 @@ import shlex
 import sys
 from pathlib import Path
 
-from agents.config import PRESETS, load_config
+from agents.config.loading import load_config
+from agents.config.presets import PRESETS
 from agents.profiles import REPO_ROOT
 from evaluator.report.html import load_run, run_intervals
 from evaluator.report.paired import OUTCOMES, compare_pair

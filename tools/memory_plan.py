@@ -28,7 +28,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 
 GIB = 1024**3
 # An L40S reports 46068 MiB (its "48 GB" are decimal); vLLM multiplies that total by the
@@ -368,7 +368,7 @@ def family_sizes_table(config: CruiseConfig, gpu_gib: float = GPU_GIB) -> str:
 def main(argv: list[str] | None = None) -> int:
     import argparse
 
-    from agents.config import load_config
+    from agents.config.loading import load_config
 
     parser = argparse.ArgumentParser(prog="python -m tools.memory_plan",
                                      description="How the memory of one L40S is shared in the l40s profile: "

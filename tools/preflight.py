@@ -299,7 +299,7 @@ def check_gpu_memory(profile: str = "cpu", gpu=NO_GPU, settings: list[str] | tup
     sees), or 'no GPU'. A VLM of another family (`--model-name`) is weighed by its size instead
     (tools/memory_plan.py family_fit): whether it fits one L40S in bf16, needs 4-bit weights, or
     more than one card."""
-    from agents.config import load_config_from_settings
+    from agents.config.loading import load_config_from_settings
     from agents.hardware import visible_gpu
     from tools.memory_plan import TEXT_MODELS, family_fit, plan_l40s
 

@@ -21,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.cruise.stages import STAGES
 from agents.cruise.stages.s1_route import route_batch
 from agents.cruise.stages.s7_consistency import consistency_batch

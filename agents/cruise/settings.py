@@ -1,12 +1,12 @@
 """CRUISE's own settings: its router, the dual path, self-consistency, CoV and Algorithm 1's
 thresholds (the paper's values, "paper" below). A peer system's configuration has none of them
-(agents/config.py composes the groups; agents/settings.py checks them)."""
+(agents/config/ composes the groups; agents/settings.py checks them)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import Literal
 
-from agents.config import YesNoMode
+from agents.config.choices import YesNoMode
 from agents.settings import ranged
 
 TauRetScope = Literal["real_time", "context"]  # agents/cruise/stages/s9_finalize.py
@@ -55,4 +55,4 @@ class CruiseSettings:
     # Which turns tau_ret gates: "real_time" (the paper: real-time turns only) or "context" (ours:
     # every turn answered from context as well, for a router whose real-time label says little)
     tau_ret_scope: TauRetScope = "real_time"
-    tau_high: float = ranged(1.0, 0.0, 1.01)  # paper (tau_low, which the peers read too: agents/config.py)
+    tau_high: float = ranged(1.0, 0.0, 1.01)  # paper (tau_low, which the peers read too: agents/config/groups.py)

@@ -2,7 +2,7 @@
 MAD filter can be re-decided offline with other thresholds without running a model again."""
 from __future__ import annotations
 
-from agents.config import PEER_SWITCHES
+from agents.config.groups import PEER_SWITCHES
 from agents.cruise.stages import STAGES
 from agents.cruise.stages.s9_finalize import decision_inputs
 from agents.engines.base import TOKEN_COUNT

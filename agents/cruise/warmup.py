@@ -9,7 +9,7 @@ import logging
 import time
 from dataclasses import dataclass, field
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.cruise.chain import ChainState, run_stages
 from agents.engines.base import Engines
 from agents.runtime.warmup import QUESTION

@@ -26,7 +26,7 @@ Per request (the rules of each provider are its object in agents/engines/hosted_
   "I don't know" and counts it. Text cut off by the token budget before any word came back is
   `budget_exhausted` (counted as an empty reply).
 - Token probabilities are never asked for: the stages that read them fall back to their text
-  modes (agents/config.py `logprob_fallbacks`), and `Sampling.choices` is answered as text.
+  modes (agents/engine_capabilities.py `logprob_fallbacks`), and `Sampling.choices` is answered as text.
 """
 from __future__ import annotations
 

@@ -1,8 +1,8 @@
 """Every chat engine and reranker backend a run may name, one record each.
 
-`engine` and `reranker_backend` (agents/config.py `ModelSettings`) take the names below; nothing
+`engine` and `reranker_backend` (agents/config/groups.py `ModelSettings`) take the names below; nothing
 else in the package asks which engine runs: the assembly (agents/factory.py), the pre-run check
-(agents/preload.py) and the settings (agents/config.py) read these records.
+(agents/preload.py) and the settings (agents/config/) read these records.
 
 To add a chat engine: write its file, `agents/engines/<name>_engine.py`, with a
 `build(models, role, ledger) -> ChatEngine` (`models`: the run's `ModelSettings`; `role`: "vlm"

@@ -22,7 +22,7 @@ from collections import OrderedDict
 
 from PIL import Image
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines import image_classifier, ocr
 from agents.runtime.system import Stage, always
 from agents.stages.prompts import load_prompt_lines

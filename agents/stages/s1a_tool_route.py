@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.runtime.system import Stage
 from agents.stages.parsing import labelled_choice
 from agents.stages.types import Route

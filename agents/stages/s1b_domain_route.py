@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.runtime.system import Stage
 from agents.stages.parsing import labelled_value
 from agents.stages.prompts import load_prompt_lines

@@ -34,7 +34,7 @@ from __future__ import annotations
 import dataclasses
 import re
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 from agents.runtime.conversation_cache import SHARED_CONVERSATIONS, ConversationCache, found_earlier
 from agents.runtime.system import Stage

@@ -7,7 +7,7 @@ leaves the summary empty (q' = q) and counts as a parse failure.
 """
 from __future__ import annotations
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, Sampling
 from agents.runtime.system import Stage
 from agents.stages.parsing import content_lines, first_sentence

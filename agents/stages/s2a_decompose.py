@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import re
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, Sampling
 from agents.runtime.system import Stage
 from agents.stages.parsing import content_lines, labelled_choice

@@ -21,7 +21,7 @@ import re
 
 from PIL import Image
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, Sampling
 from agents.runtime.system import Stage
 from agents.stages.parsing import labelled_value

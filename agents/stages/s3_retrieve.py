@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import os
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.runtime.conversation_cache import SHARED_CONVERSATIONS, ConversationCache, conversation_key, remember_found
 from agents.runtime.system import Stage, always
 from agents.stages.s1a_tool_route import searches_allowed

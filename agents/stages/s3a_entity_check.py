@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 from agents.runtime.system import Stage
 from agents.stages.prompts import load_prompt, vlm_image

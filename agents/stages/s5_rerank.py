@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import statistics
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import Reranker
 from agents.runtime.system import Stage
 from agents.stages.types import Evidence, Retrieval

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
 from agents.runtime.system import Stage
 from agents.stages.baseline_prompt import baseline_messages

@@ -91,7 +91,7 @@ def test_text_only_engine_warns_once_and_still_answers(smol, caplog):
 
 # --- factory ---------------------------------------------------------------------------------
 def test_cpu_profile_builds_one_chat_engine_for_both_roles():
-    from agents.config import load_config
+    from agents.config.loading import load_config
     from agents.engines.reranker import MiniLMReranker
     from agents.engines.transformers_engine import TransformersEngine
     from agents.factory import build_engines
@@ -104,7 +104,7 @@ def test_cpu_profile_builds_one_chat_engine_for_both_roles():
 
 
 def test_factory_builds_two_engines_and_a_flag_reranker_when_asked():
-    from agents.config import load_config
+    from agents.config.loading import load_config
     from agents.engines.reranker import CrossEncoderReranker
     from agents.factory import build_engines
 

@@ -15,7 +15,7 @@ from agents.engines.base import Engines
 from testkit.fakes import FakePipeline, ScriptedEngine, last_user_text
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
-# paper_finalizer preset over the cpu profile (agents/config.py PRESETS).
+# paper_finalizer preset over the cpu profile (agents/config/presets.py PRESETS).
 
 QUESTIONS = ["Who designed this building?", "How tall is this tower?", "When did the museum open?"]
 DOMAINS = ["Sightseeing", "Sightseeing", "Others"]

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from PIL import Image
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.stages import s0a_perceive
 from agents.stages.s0a_perceive import PerceptionCache, perceive_batch
 from testkit.fakes import last_user_text

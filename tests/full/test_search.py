@@ -180,7 +180,7 @@ MEASURED_KG_RECALL, MEASURED_WEB_RECALL, MARGIN_TURNS = 48 / 56, 34 / 40, 2
 
 # MiniLM reranks ~90 chunks for each of 96 turns
 def test_answer_recall_at_k_rerank_on_the_rebuilt_benchmark(pipeline):
-    from agents.config import load_config
+    from agents.config.loading import load_config
     from agents.engines.reranker import MiniLMReranker
     from benchmarks.answer_recall import measure
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 import math
 import re
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 from agents.runtime.system import Stage
 from agents.stages.parsing import strip_markdown

@@ -9,7 +9,7 @@ quotes and final punctuation aside) are consistent without a request
 from __future__ import annotations
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, Sampling
 from agents.runtime.system import Stage
 from agents.stages.prompts import ask_vlm, quote_notes

@@ -33,7 +33,7 @@ import dataclasses
 import re
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, Sampling
 from agents.runtime.system import Stage
 from agents.stages.parsing import NUMBER, strip_markdown, to_float

@@ -18,7 +18,7 @@ a preset switched off counts as passed, or as failed with `disabled_check_fails`
 from __future__ import annotations
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.runtime.system import Stage
 from agents.stages.types import Answers, Decision, Evidence, Route, Verification
 

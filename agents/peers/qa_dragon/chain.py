@@ -15,7 +15,7 @@ leaves the answer its time), and each turn leaves one trace (trace.py).
 """
 from __future__ import annotations
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import Engines
 from agents.peers.qa_dragon.domain_router import domain_batch
 from agents.peers.qa_dragon.draft import draft_batch

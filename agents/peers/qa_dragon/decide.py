@@ -11,7 +11,7 @@ and tools/calibrate.py replays saved traces through it with other thresholds):
 from __future__ import annotations
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.stages.types import Decision
 from agents.stages.verdicts import support_passes
 

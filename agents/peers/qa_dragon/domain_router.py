@@ -6,7 +6,7 @@ domain label is believed instead, with no request. The domain picks the D-CoT's 
 """
 from __future__ import annotations
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 from agents.peers.qa_dragon.types import DomainRoute
 from agents.runtime.system import Stage

@@ -17,7 +17,7 @@ from __future__ import annotations
 import re
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, Sampling
 from agents.peers.qa_dragon.types import DomainRoute, Draft
 from agents.runtime.system import Stage

@@ -16,7 +16,7 @@ import math
 import re
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
 from agents.peers.qa_dragon.draft import lengths
 from agents.peers.qa_dragon.types import Draft, PostAnswer, Reranked, SearchRoute

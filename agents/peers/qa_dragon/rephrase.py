@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 from agents.peers.qa_dragon.types import Draft, ToolChoice
 from agents.runtime.system import Stage

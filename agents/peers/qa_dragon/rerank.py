@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Reranker, Sampling
 from agents.peers.qa_dragon.types import Reranked
 from agents.runtime.system import Stage

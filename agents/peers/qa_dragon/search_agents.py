@@ -14,7 +14,7 @@ and nothing else (CRUISE's tool-route gate, s1a, with the choice as the route).
 """
 from __future__ import annotations
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.peers.qa_dragon.types import Draft, ToolChoice
 from agents.stages.types import Route
 

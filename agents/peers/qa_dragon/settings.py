@@ -1,5 +1,5 @@
 """QA-Dragon's own settings (seed 001; docs/chain.md "QA-Dragon"). The stages it shares with
-CRUISE (the crop search, the entity check, retrieval) keep theirs in agents/config.py; a verdict is
+CRUISE (the crop search, the entity check, retrieval) keep theirs in agents/config/groups.py; a verdict is
 read the way the model stack reads CRUISE's (`consistency_mode`, `cov_mode` against `tau_low`)."""
 from __future__ import annotations
 

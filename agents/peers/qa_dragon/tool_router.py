@@ -16,7 +16,7 @@ no web search (Task 1), a text search cannot run and image search, the only sour
 """
 from __future__ import annotations
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest
 from agents.peers.qa_dragon.types import DomainRoute, Draft, SearchRoute, ToolChoice
 from agents.runtime.system import Stage

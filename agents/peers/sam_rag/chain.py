@@ -17,7 +17,7 @@ regeneration), and each turn leaves one trace (trace.py).
 from __future__ import annotations
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import Engines
 from agents.peers.sam_rag.relevance import is_rel_round, rank_batch, searching
 from agents.peers.sam_rag.support import is_sup_batch

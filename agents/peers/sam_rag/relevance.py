@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Reranker
 from agents.peers.sam_rag.types import RelevanceSearch
 from agents.runtime.system import Stage

@@ -1,5 +1,5 @@
 """SAM-RAG's own settings (seed 002; docs/chain.md "SAM-RAG"). Its verdicts are read the way the
-model stack reads CRUISE's (`cov_mode` against `tau_low`, agents/config.py)."""
+model stack reads CRUISE's (`cov_mode` against `tau_low`, agents/config/groups.py)."""
 from __future__ import annotations
 
 from dataclasses import dataclass

@@ -14,7 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 from agents.base_agent import IDK_ANSWER
-from agents.config import CruiseConfig
+from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
 from agents.peers.sam_rag.types import UseCheck
 from agents.runtime.system import Stage
