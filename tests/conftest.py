@@ -8,6 +8,7 @@ naming tests/full (or a file in it) on the command line, collects the full tier 
 from __future__ import annotations
 
 import os
+import sys
 from pathlib import Path
 from types import SimpleNamespace
 from unittest import mock
@@ -42,6 +43,32 @@ def fake_clock(monkeypatch):
     monkeypatch.setattr(cruise_agent, "time", clock)
     monkeypatch.setattr(batch, "Deadline", functools.partial(Deadline, clock=clock))
     return clock
+
+
+# The registry of systems (agents/runtime/system.py) outside a test holds the built-in systems
+# only: a test registers its own through `registered_systems`, and they are gone when it ends, so
+# that no other test, in any order, sees them.
+@pytest.fixture
+def registered_systems():
+    """`register` for one test: whatever the test registers, or a module it finds registers,
+    is gone from the registry when it ends (`scoped_registry`)."""
+    from agents.runtime.system import register, scoped_registry
+
+    with scoped_registry():
+        yield register
+
+
+@pytest.fixture(autouse=True)
+def no_system_left_registered(request):
+    """A test that leaves a system registered (a module that registers one at import, a test that
+    registers outside `registered_systems`) fails, naming it: later tests would see it."""
+    yield
+    registry = sys.modules.get("agents.runtime.system")
+    left = {name: module for name, module in (registry.registrants() if registry else {}).items()
+            if module not in registry.BUILT_IN}
+    if left:
+        pytest.fail(f"systems left registered after {request.node.nodeid}: {left}; register them through the "
+                    "registered_systems fixture (tests/conftest.py)", pytrace=False)
 
 
 def pytest_addoption(parser):

@@ -61,8 +61,14 @@ def echo_funnel(trace: dict, cfg) -> dict[str, bool]:
     return {"first word longer than one letter": len(trace.get("rag_answer") or "") > 1}
 
 
-ECHO = register(System(name="echo", stages=(ECHO_STAGE,), run=run_echo, decide=decide_echo,
-                       view=View(funnel=echo_funnel, branches=("echoed", "too_short"))))
+ECHO = System(name="echo", stages=(ECHO_STAGE,), run=run_echo, decide=decide_echo,
+              view=View(funnel=echo_funnel, branches=("echoed", "too_short")))
+
+
+@pytest.fixture(autouse=True)
+def echo_registered(registered_systems):
+    """The echo system, registered for each test of this module and gone after it."""
+    registered_systems(ECHO)
 
 
 def test_a_system_defined_in_a_test_module_answers_traces_and_decides_by_its_own_rule():
@@ -111,7 +117,7 @@ def test_a_registered_system_is_evaluated_and_reported_with_its_own_funnel(tmp_p
 def test_an_unknown_system_and_a_switch_of_a_stage_the_system_lacks_are_refused_in_one_line():
     with pytest.raises(ValueError, match=r"^unknown system 'dragon'; choose one of \[") as unknown:
         load_config("cpu", "full", system="dragon")
-    # every system registered in this process is named (another test module's too)
+    # every system registered now is named (this module's echo too)
     assert all(repr(name) in str(unknown.value) for name in ("cruise", "echo", "qa_dragon", "sam_rag"))
     with pytest.raises(ValueError, match="^use_dual_path is a setting of system cruise, not of system sam_rag$"):
         load_config("cpu", "sam_rag", use_dual_path=True)
@@ -174,7 +180,6 @@ def test_a_second_system_of_a_taken_name_is_refused_naming_both_modules():
     # the module that registered a system may register it again (a reload): its record replaces its own
     again = System(name="echo", stages=(ECHO_STAGE,), run=run_echo, decide=decide_echo, view=ECHO.view)
     assert register(again) is again and system_named("echo") is again
-    register(ECHO)
 
 
 USER_SYSTEM = '''

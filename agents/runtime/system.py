@@ -17,15 +17,23 @@ names) and then runs, is traced, decided and shown in the report with no edit el
 also finds a system that nothing has imported yet: `system=MODULE:NAME` imports the module that
 registers it, and `system=NAME` loads an installed package's entry point of that name in the group
 `cruise_agent.systems` (as lm-evaluation-harness and lmms-eval find a package's tasks and models).
-A name is taken once: a second system of it, from another module, is refused.
+A name is taken once: a second system of it, from another module, is refused. A record is
+checked when it registers (`record_fault`): a bad one is refused in one line that names it.
+
+A test registers its systems inside `scoped_registry()` (tests/conftest.py `registered_systems`):
+when the scope closes the registry is as it was, so that no other test sees them.
 """
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
+
+from agents.runtime.cost_priors import MEASURED_STAGES
 
 
 @dataclass
@@ -157,13 +165,55 @@ _loaded: list[bool] = []
 _version: list[int] = [0]
 
 
+class SystemRefused(ValueError):
+    """A System record the registry does not take, in one line that names it and what is wrong."""
+
+
+def record_fault(system: System) -> str | None:
+    """What makes `system` a record the rest of the package cannot read, or None: what each part
+    of the package reads off it must be there (a name a run can be given, stages that are named
+    Stage records each once, a rule and a run function to call, a view whose funnel can be called
+    and whose branches are names, a settings dataclass)."""
+    if not isinstance(system, System):
+        return f"a {type(system).__name__} is not a System record"
+    if not isinstance(system.name, str) or not system.name or ":" in system.name:
+        return "its name must be a non-empty string without ':' (system=MODULE:NAME reads the part after it)"
+    for position, stage in enumerate(system.stages):
+        if not isinstance(stage, Stage):
+            return f"stage {position} is a {type(stage).__name__}, not a Stage record"
+        if not isinstance(stage.name, str) or not stage.name:
+            return f"stage {position} has no name (its batch guard, trace and prior are keyed by it)"
+        if stage.cost_prior is not None and stage.cost_prior not in MEASURED_STAGES:
+            return f"stage {stage.name!r} is priced like {stage.cost_prior!r}, no measured stage {MEASURED_STAGES}"
+    names = [stage.name for stage in system.stages]
+    twice = sorted({name for name in names if names.count(name) > 1})
+    if twice:
+        return f"stages named twice: {twice} (the trace's stage_ms and the priors are keyed by the name)"
+    for rule in ("run", "decide"):
+        if not callable(getattr(system, rule)):
+            return f"its {rule} is not callable"
+    if not isinstance(system.view, View) or not callable(system.view.funnel):
+        return "its view must be a View whose funnel(trace, cfg) can be called"
+    branches = system.view.branches
+    if not all(isinstance(b, str) and b for b in branches) or len(set(branches)) < len(branches):
+        return f"its view's branches must be distinct names, got {branches!r}"
+    settings = system.settings
+    if settings is not None and not (isinstance(settings, type) and dataclasses.is_dataclass(settings)):
+        return f"its settings must be a dataclass (the class, not an instance), got {settings!r}"
+    return None
+
+
 def register(system: System) -> System:
     """Add `system` to the registry; returns it, so that a module can write `NAME =
-    register(System(...))`. The built-in systems come first. A second system of a name already
-    taken is refused, naming both modules; the module that registered it may register it again
-    (a reload, a test module imported twice), and that record replaces its own."""
+    register(System(...))`. The built-in systems come first. A record `record_fault` finds wrong
+    is refused (SystemRefused), naming it. A second system of a name already taken is refused,
+    naming both modules; the module that registered it may register it again (a reload, a test
+    module imported twice), and that record replaces its own."""
     registered()
     module = sys._getframe(1).f_globals.get("__name__", "an unknown module")
+    fault = record_fault(system)
+    if fault:
+        raise SystemRefused(f"system {getattr(system, 'name', system)!r} from {module} refused: {fault}")
     taken = _REGISTERED_BY.get(system.name)
     if taken is not None and taken != module:
         raise ValueError(f"a system named {system.name!r} is registered already, by {taken}; {module} cannot "
@@ -186,6 +236,33 @@ def registered() -> dict[str, System]:
         for module in BUILT_IN:
             importlib.import_module(module)
     return dict(_SYSTEMS)
+
+
+def registrants() -> dict[str, str]:
+    """Each system registered so far -> the module that registered it (the built-in systems only
+    once something has looked one up)."""
+    return dict(_REGISTERED_BY)
+
+
+@contextmanager
+def scoped_registry() -> Iterator[None]:
+    """A scope whose registrations end with it: on leaving, the registry is as it was on entering
+    (the built-in systems are loaded first and stay), and a module first imported inside it whose
+    import registered a system is forgotten (sys.modules), so that the next look-up imports it
+    and registers it again. For tests (tests/conftest.py `registered_systems`) and for trying a
+    system in a session that goes on."""
+    registered()
+    systems, owners, modules = dict(_SYSTEMS), dict(_REGISTERED_BY), set(sys.modules)
+    try:
+        yield
+    finally:
+        for module in set(_REGISTERED_BY.values()) - modules:
+            sys.modules.pop(module, None)
+        _SYSTEMS.clear()
+        _SYSTEMS.update(systems)
+        _REGISTERED_BY.clear()
+        _REGISTERED_BY.update(owners)
+        _version[0] += 1  # what was read off the registry inside is read again
 
 
 def find_system(name: str) -> System | None:

@@ -1,0 +1,143 @@
+"""The registry of systems (agents/runtime/system.py) as tests and users rely on it: a record is
+checked when it registers, and a bad one is refused in one line that names it (one case per
+check); a scope's registrations end with it, so that what one test registers no other test sees,
+in any order; and what the configuration reads off the registry follows it.
+"""
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass
+
+import pytest
+
+from agents.base_agent import IDK_ANSWER
+from agents.config.fields import FIELD_GROUPS
+from agents.config.loading import load_config_from_settings
+from agents.config.set_strings import parse_settings
+from agents.runtime.system import Decision, Stage, System, SystemRefused, View, register, registered, scoped_registry
+
+
+def run_nothing(system, turns, engines, pipeline, cfg, costs, started=None):
+    return [IDK_ANSWER for _ in turns], [{"system": system.name} for _ in turns]
+
+
+def decide_nothing(trace, cfg) -> Decision:
+    return Decision(IDK_ANSWER, "none")
+
+
+def no_funnel(trace, cfg) -> dict[str, bool]:
+    return {}
+
+
+@dataclass
+class ProbeSettings:
+    probe_rounds: int = 1
+
+
+def a_record(**changes) -> System:
+    """A record the registry takes (a stage priced like a measured one, one branch, a settings
+    class), with `changes`."""
+    fields = dict(name="probe", stages=(Stage("probe_look"), Stage("probe_answer", cost_prior="answer")),
+                  run=run_nothing, decide=decide_nothing, view=View(funnel=no_funnel, branches=("none", "kept")),
+                  settings=ProbeSettings)
+    return System(**{**fields, **changes})
+
+
+def test_a_good_record_is_taken(registered_systems):
+    record = registered_systems(a_record())
+    assert registered()["probe"] is record
+
+
+# what is wrong -> (the record's changes, the one line that refuses it)
+BAD_RECORDS = {
+    "a name with a colon": (
+        dict(name="my:probe"), "its name must be a non-empty string without ':' (system=MODULE:NAME reads the part "
+                               "after it)"),
+    "no name": (dict(name=""), "its name must be a non-empty string without ':' (system=MODULE:NAME reads the part "
+                               "after it)"),
+    "a stage that is no Stage": (
+        dict(stages=(Stage("probe_look"), "probe_answer")), "stage 1 is a str, not a Stage record"),
+    "a stage without a name": (
+        dict(stages=(Stage("probe_look"), Stage(""))),
+        "stage 1 has no name (its batch guard, trace and prior are keyed by it)"),
+    "a stage priced like no measured stage": (
+        dict(stages=(Stage("probe_look", cost_prior="anwser"),)),
+        "stage 'probe_look' is priced like 'anwser', no measured stage ('route', 'summarize', 'retrieve', 'rerank', "
+        "'answer', 'consistency', 'verify')"),
+    "two stages of one name": (
+        dict(stages=(Stage("probe_look"), Stage("probe_answer"), Stage("probe_look"))),
+        "stages named twice: ['probe_look'] (the trace's stage_ms and the priors are keyed by the name)"),
+    "a run that cannot be called": (dict(run="probe.chain:run"), "its run is not callable"),
+    "a rule that cannot be called": (dict(decide=None), "its decide is not callable"),
+    "a view that is no View": (
+        dict(view={"funnel": no_funnel}), "its view must be a View whose funnel(trace, cfg) can be called"),
+    "a funnel that cannot be called": (
+        dict(view=View(funnel=("passed",))), "its view must be a View whose funnel(trace, cfg) can be called"),
+    "a branch named twice": (
+        dict(view=View(funnel=no_funnel, branches=("none", "kept", "none"))),
+        "its view's branches must be distinct names, got ('none', 'kept', 'none')"),
+    "settings given as an instance": (
+        dict(settings=ProbeSettings()),
+        "its settings must be a dataclass (the class, not an instance), got ProbeSettings(probe_rounds=1)"),
+}
+
+
+@pytest.mark.parametrize("changes, why", BAD_RECORDS.values(), ids=BAD_RECORDS)
+def test_a_bad_record_is_refused_in_one_line_naming_it(registered_systems, changes, why):
+    with pytest.raises(SystemRefused) as refused:
+        registered_systems(a_record(**changes))
+    name = changes.get("name", "probe")
+    assert str(refused.value) == f"system {name!r} from {__name__} refused: {why}"
+    assert name not in registered()
+
+
+USER_SYSTEM = '''
+from dataclasses import dataclass
+
+from agents.base_agent import IDK_ANSWER
+from agents.runtime.system import Decision, Stage, System, View, register
+
+
+@dataclass
+class Settings:
+    scoped_probe_rounds: int = 1
+
+
+register(System(name="scoped_probe", stages=(Stage("scoped_probe_step"),),
+                run=lambda system, turns, *rest: ([IDK_ANSWER] * len(turns), [{} for _ in turns]),
+                decide=lambda trace, cfg: Decision(IDK_ANSWER, "none"), view=View(funnel=lambda t, c: {}),
+                settings=Settings))
+'''
+
+
+def test_what_a_scope_registers_is_gone_after_it_and_registers_again_in_the_next(tmp_path, monkeypatch):
+    (tmp_path / "probe_systems_in_scope.py").write_text(USER_SYSTEM)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    before = registered()
+    for rounds in (2, 3):  # the second scope imports the module again, which registers its system again
+        with scoped_registry():
+            cfg = load_config_from_settings("cpu", None, ["system=probe_systems_in_scope:scoped_probe",
+                                                          f"scoped_probe_rounds={rounds}"])
+            assert (cfg.own.scoped_probe_rounds, FIELD_GROUPS["scoped_probe_rounds"]) == (rounds, "scoped_probe")
+        assert registered() == before
+        assert "scoped_probe_rounds" not in FIELD_GROUPS and "probe_systems_in_scope" not in sys.modules
+
+
+@dataclass
+class CountedLimit:
+    probe_limit: int = 1
+
+
+@dataclass
+class NamedLimit:
+    probe_limit: str = "one"
+
+
+def test_a_field_is_typed_by_the_system_registered_now():
+    """Two scopes register a field of one name, typed apart: each --set is typed by its own."""
+    with scoped_registry():
+        register(a_record(settings=CountedLimit))
+        assert parse_settings(["probe_limit=3"]) == {"probe_limit": 3}
+    with scoped_registry():
+        register(a_record(settings=NamedLimit))
+        assert parse_settings(["probe_limit=3"]) == {"probe_limit": "3"}
