@@ -183,7 +183,7 @@ class TorchBackend(Backend):
     def generate(self, rows, new_tokens, fixed):
         import torch
 
-        from agents.engines.transformers_engine import SHARED_PREFIX_MIN, left_padded, prefill_rows
+        from agents.engines.rows_prefill import SHARED_PREFIX_MIN, left_padded, prefill_rows
 
         kwargs = dict(max_new_tokens=new_tokens, do_sample=False, temperature=None, top_p=None, top_k=None,
                       pad_token_id=self.pad_id, eos_token_id=self.end_ids)
@@ -247,7 +247,7 @@ class OnnxRuntimeBackend(Backend):
         self.net = ORTModelForCausalLM.from_pretrained(quantized, session_options=options, use_cache=True)
 
     def generate(self, rows, new_tokens, fixed):
-        from agents.engines.transformers_engine import left_padded
+        from agents.engines.rows_prefill import left_padded
 
         ids, mask = left_padded(rows, self.pad_id)
         kwargs = dict(max_new_tokens=new_tokens, do_sample=False, pad_token_id=self.pad_id, eos_token_id=self.end_ids)
@@ -359,7 +359,7 @@ def prompt_figures(batches: int) -> list[str]:
     from transformers import AutoTokenizer
 
     from agents.engines.local_models import resolve_model
-    from agents.engines.transformers_engine import prefix_tree
+    from agents.engines.rows_prefill import prefix_tree
 
     tokenizer = AutoTokenizer.from_pretrained(resolve_model("smollm2"))
     prompts = [p for p in load_prompts(batches) if p["stage"] == "answer"]

@@ -411,7 +411,7 @@ def test_vllm_choices_are_read_among_the_top_logprobs():
 def test_the_clock_criterion_forecasts_decode_steps_not_the_prefill():
     import torch
 
-    from agents.engines.transformers_engine import StopAtClock
+    from agents.engines.stopping import StopAtClock
 
     clock = _FakeClock()
     stop = StopAtClock(end=10.0, clock=clock)

@@ -11,7 +11,8 @@ import time
 import pytest
 
 from agents.engines.base import ChatRequest, Sampling, time_limit
-from agents.engines.transformers_engine import TransformersEngine, prefix_tree
+from agents.engines.rows_prefill import prefix_tree
+from agents.engines.transformers_engine import TransformersEngine
 from testkit.tiny_models import build_tiny_llama
 
 SYSTEM = "you answer the question about the picture with one short answer, or say that you do not know"

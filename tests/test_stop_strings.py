@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import torch
 
-from agents.engines.transformers_engine import StopOnText
+from agents.engines.stopping import StopOnText
 
 
 def test_stop_on_text_stops_a_row_on_the_step_that_completes_a_stop_string():

@@ -12,6 +12,8 @@ Two model families:
 Batches are left-padded. Mllama's processor refuses a batch that mixes prompts with and without
 an image, so such a call runs as two sub-batches, and so does a call whose requests carry
 different samplings (`ChatRequest.sampling`); it is still one `generate` call for the ledger.
+A causal LM's text prompts may instead be read by rows (agents/engines/rows_prefill.py); where
+generation stops, at a stop string or before the deadline, is agents/engines/stopping.py's.
 """
 from __future__ import annotations
 
@@ -33,6 +35,8 @@ from agents.engines.base import (
     template_messages,
 )
 from agents.engines.local_models import dtype_argument, resolve_model
+from agents.engines.rows_prefill import DeadlinePassed, left_padded, prefill_rows, prefix_tree
+from agents.engines.stopping import StopAtClock, StopOnText
 
 _DTYPES = {"float32": torch.float32, "bfloat16": torch.bfloat16, "float16": torch.float16}
 
@@ -46,48 +50,8 @@ def _set_cpu_threads() -> None:
     torch.set_num_threads(threads)
 
 
-class StopOnText:
-    """generate()'s stopping criterion for stop strings: a row is done once the text it has
-    generated contains one of them.
-
-    Why not transformers' own `stop_strings=`: its StopStringCriteria precomputes, for every
-    token of the vocabulary, where it could end each stop string, and caches that on the
-    vocabulary's order, which changes between calls, so it was rebuilt on every call: 5-8 s of
-    CPU per verify call with the 128k Llama vocabulary on the H100. Here each step
-    decodes only the last few generated tokens of each row (a window wide enough to hold the
-    longest stop string, so a stop string is seen on the step that completes it) and searches
-    them. The text we return is cut at the earliest stop string afterwards (`cut_at_stop`) either
-    way, so where a row stops changes only how long the batch runs, never its text.
-    """
-
-    def __init__(self, tokenizer, stops, prompt_len: int):
-        self.tokenizer = tokenizer
-        self.stops = [s for s in stops if s]
-        self.prompt_len = prompt_len
-        # A token decodes to at least one character (a byte-level piece of a multi-byte
-        # character decodes to one replacement character), so L characters span <= L tokens;
-        # the margin covers a partial character at the window's start.
-        self.window = max((len(s) for s in self.stops), default=0) + 4
-        self.done: list[bool] | None = None
-
-    def __call__(self, input_ids: torch.LongTensor, scores=None, **kwargs) -> torch.BoolTensor:
-        if self.done is None:
-            self.done = [False] * input_ids.shape[0]
-        start = max(self.prompt_len, input_ids.shape[1] - self.window)
-        tails = input_ids[:, start:].tolist()
-        for row, tail in enumerate(tails):
-            if not self.done[row]:
-                text = self.tokenizer.decode(tail, skip_special_tokens=True)
-                self.done[row] = any(s in text for s in self.stops)
-        return torch.tensor(self.done, dtype=torch.bool, device=input_ids.device)
-
-
-# How much slower than the last measurement a decode step or a prefill is allowed to come out:
-# on a shared machine the speed moves from one call to the next as other jobs start and stop,
-# and the deadline must hold anyway; stopping a little early costs only the tokens not written.
-STEP_SLACK = 2.0
-# The same for a prefill, whose rate comes from the engine's last prefill, a call of the same kind
-# (a batch of chat prompts on the same model). At 2.0 the cpu profile's consistency check was cut
+# How much slower than the engine's last prefill, a call of the same kind (a batch of chat prompts
+# on the same model), a prefill is allowed to come out (a decode step's slack: agents/engines/stopping.py). At 2.0 the cpu profile's consistency check was cut
 # before it started on most batches of 8 with 28 s left, where it then took 10.5 s (SmolLM2 on one
 # thread, 2026-11-24); a prefill that does run over is paid from the batch's safety margin.
 PREFILL_SLACK = 1.5
@@ -97,138 +61,6 @@ PREFILL_SLACK = 1.5
 # (40 yes/no prompts, one 13.6 s pass with SmolLM2) ran a batch 1.4 s past the deadline while
 # another process held the second core (tests/full/test_peer_systems_smollm2.py).
 CHOICE_ROWS = 8
-
-
-class StopAtClock:
-    """generate()'s stopping criterion for the batch's deadline: every row stops once the next
-    decode step would end after `end` (a `time.monotonic()` instant).
-
-    The next step is assumed to take up to `STEP_SLACK` times as long as the last one did, so
-    the call returns by `end` rather than one step after it; the prefill (the first forward pass) cannot
-    be interrupted, which is why the engine does not start a call with nothing left and the chain
-    keeps a margin. transformers' own `max_time` criterion stops only after the time has passed,
-    and does not say whether it fired.
-    """
-
-    def __init__(self, end: float, clock=time.monotonic):
-        self.end = end
-        self.clock = clock
-        self.started = clock()
-        self.last: float | None = None  # when the previous step ended (None: before the first)
-        self.first_step_s: float | None = None  # the prefill and the first token
-        self.fired = False
-
-    def __call__(self, input_ids: torch.LongTensor, scores=None, **kwargs) -> torch.BoolTensor:
-        now = self.clock()
-        # The first call comes after the prefill, which says nothing of a decode step's length.
-        if self.last is None:
-            self.first_step_s = now - self.started
-        step = 0.0 if self.last is None else now - self.last
-        self.last = now
-        self.fired = self.fired or now + STEP_SLACK * step >= self.end
-        return torch.full((input_ids.shape[0],), self.fired, dtype=torch.bool, device=input_ids.device)
-
-
-def left_padded(rows: list[list[int]], pad_id: int) -> tuple[torch.Tensor, torch.Tensor]:
-    """(input_ids, attention_mask) of token rows padded on the left to the longest."""
-    longest = max(len(r) for r in rows)
-    ids = torch.tensor([[pad_id] * (longest - len(r)) + r for r in rows])
-    mask = torch.tensor([[0] * (longest - len(r)) + [1] * len(r) for r in rows])
-    return ids, mask
-
-
-# A run of tokens that several prompts of one call begin with is read once for all of them when
-# it is at least this long; a shorter one is read with each prompt (a forward pass of its own
-# costs about one read of the weights, ~10 prompt tokens' worth on one core).
-SHARED_PREFIX_MIN = 16
-
-
-class DeadlinePassed(Exception):
-    """The call's deadline came while its prompts were being read."""
-
-
-def _common_length(rows: list[list[int]]) -> int:
-    first = rows[0]
-    for k in range(min(len(r) for r in rows)):
-        if any(r[k] != first[k] for r in rows):
-            return k
-    return min(len(r) for r in rows)
-
-
-def _extend(net, cache, tokens: list[int]):
-    """`cache` (a DynamicCache, or None for an empty one) after reading `tokens` too."""
-    from transformers import DynamicCache
-
-    out = DynamicCache()
-    if cache is not None:
-        for index, layer in enumerate(cache.layers):
-            out.update(layer.keys, layer.values, index)  # update() concatenates: the parent is left as it is
-    if tokens:
-        net(input_ids=torch.tensor([tokens]), past_key_values=out, use_cache=True, logits_to_keep=1)
-    return out
-
-
-def prefix_tree(heads: list[list[int]], min_shared: int = SHARED_PREFIX_MIN) -> tuple[list, list]:
-    """How to read token rows so that a run of at least `min_shared` tokens several rows begin
-    with is read once: (steps, row_step). Each step is (parent step or None, tokens read on top of
-    the parent's cache); row i's cache is that of step row_step[i]. Steps come parents first."""
-    steps: list[tuple[int | None, list[int]]] = []
-    row_step: list[int | None] = [None] * len(heads)
-
-    def read(parent, tokens) -> int | None:
-        if not tokens:
-            return parent
-        steps.append((parent, tokens))
-        return len(steps) - 1
-
-    def fill(members: list[int], depth: int, parent) -> None:  # every member begins with the parent's tokens
-        if len(members) == 1:
-            row_step[members[0]] = read(parent, heads[members[0]][depth:])
-            return
-        shared = _common_length([heads[m] for m in members])
-        if shared - depth >= min_shared:
-            parent, depth = read(parent, heads[members[0]][depth:shared]), shared
-        parts: dict = {}
-        for m in members:
-            parts.setdefault(heads[m][shared] if len(heads[m]) > shared else None, []).append(m)
-        for key, part in parts.items():
-            if key is None:  # these rows end where the shared run does
-                for m in part:
-                    row_step[m] = read(parent, heads[m][depth:])
-            else:
-                fill(part, depth, parent)
-
-    fill(list(range(len(heads))), 0, None)
-    return steps, row_step
-
-
-def prefill_rows(net, rows: list[list[int]], end: float | None = None, min_shared: int = SHARED_PREFIX_MIN):
-    """The KV cache of every row but its last token, with no padding token computed, joined
-    left-padded for `generate` to go on from with the left-padded batch (`left_padded`): it then
-    reads only each row's last token and decodes the rows together.
-
-    Each row is read alone, except that a run of at least `min_shared` tokens several rows begin
-    with (a stage's system message) is read once for them (`prefix_tree`). `end`: a
-    `time.monotonic()` instant; DeadlinePassed when it comes between two forward passes. A row
-    needs at least 2 tokens."""
-    from transformers import DynamicCache
-
-    heads = [r[:-1] for r in rows]
-    steps, row_step = prefix_tree(heads, min_shared)
-    caches = []
-    for parent, tokens in steps:
-        if end is not None and time.monotonic() >= end:
-            raise DeadlinePassed
-        caches.append(_extend(net, None if parent is None else caches[parent], tokens))
-    longest = max(len(h) for h in heads)
-    pads = [longest - len(h) for h in heads]
-    joined = DynamicCache()
-    for index in range(len(caches[0].layers)):
-        layers = [caches[step].layers[index] for step in row_step]
-        keys = [torch.nn.functional.pad(layer.keys, (0, 0, pad, 0)) for layer, pad in zip(layers, pads)]
-        values = [torch.nn.functional.pad(layer.values, (0, 0, pad, 0)) for layer, pad in zip(layers, pads)]
-        joined.update(torch.cat(keys), torch.cat(values), index)
-    return joined
 
 
 class TransformersEngine(ChatEngine):
@@ -354,7 +186,7 @@ class TransformersEngine(ChatEngine):
         cache = None
         if rows is not None:
             try:
-                cache = prefill_rows(self.net, rows, end)
+                cache = prefill_rows(self.net, rows, end, clock=time.monotonic)
             except DeadlinePassed:
                 return [deadline_cut_result() for _ in chats]
         if sampling.choices:

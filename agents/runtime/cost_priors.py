@@ -28,7 +28,7 @@ H100_STAGE_MEDIAN_S = {  # seconds per batch of 8, median over the mini benchmar
     "route": 0.66, "summarize": 4.30, "rerank": 1.43, "answer": 8.80, "consistency": 1.67, "verify": 12.17,
 }
 # The verify median still held transformers' per-call StopStringCriteria rebuild, 5-8 s per call
-# with the 128k Llama vocabulary, gone since (StopOnText, agents/engines/transformers_engine.py);
+# with the 128k Llama vocabulary, gone since (StopOnText, agents/engines/stopping.py);
 # the low end is taken off, keeping the prior on the slow side.
 H100_VERIFY_STOP_STRING_REBUILD_S = 5.0
 H100_IMAGE_ENCODE_S = 0.071  # one 4-tile image (65-71 ms measured; the slow end)
