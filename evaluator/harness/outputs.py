@@ -304,60 +304,116 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     run_config = json.loads((output_dir / RUN_CONFIG).read_text()) if (output_dir / RUN_CONFIG).exists() else {}
     rules = rules or rule_set(run_config.get("rules"))
     records = list(saved_answers(output_dir).values())
-    if run_config and judge is not None and (run_config.get("judge_model"),
-                                             run_config.get("judge_base_url")) != (judge.model, judge.base_url):
-        # a rejudge's (or merge's) judge becomes the run's: a later --rejudge without flags asks it again
-        run_config.update(judge_model=judge.model, judge_base_url=judge.base_url)
-        (output_dir / RUN_CONFIG).write_text(json.dumps(run_config, indent=2, default=str))
+    if judge is not None:  # a rejudge's (or merge's) judge becomes the run's: a later --rejudge without flags asks it again
+        record_run_judge(output_dir, run_config, judge.model, judge.base_url)
     verdicts, replies, judge_counts = judge_turns(records, output_dir, judge, progress, rules, official)
     kept_judges = judge_counts.get("kept_verdict_judges") or {}
-    if run_config and len(kept_judges) == 1:
-        # no judge now: the scores rest on the saved verdicts, so their judge is the run's
+    if len(kept_judges) == 1:  # no judge now: the scores rest on the saved verdicts, so their judge is the run's
         model, base_urls, _ = judges_of_label(next(iter(kept_judges)))
-        if (run_config.get("judge_model"), run_config.get("judge_base_url")) != (model, base_urls[-1]):
-            run_config.update(judge_model=model, judge_base_url=base_urls[-1])
-            (output_dir / RUN_CONFIG).write_text(json.dumps(run_config, indent=2, default=str))
-    rows = build_rows(records, verdicts, replies, rules)
+        record_run_judge(output_dir, run_config, model, base_urls[-1])
+    scored = score_turns(build_rows(records, verdicts, replies, rules), rules)
+    judged = judged_by(judge, judge_counts, records, scored.rows, rules, official)
+    write_scores(output_dir, scored, judged, rules)
+    unjudged = unjudged_report(scored.rows, {iid for iid, verdict in verdicts.items() if verdict is None}, rules,
+                               output_dir, judge_counts, llm_judge=judge is not None,
+                               judge_model=judge.model if judge else None, judge_base_url=judge.base_url if judge else None)
+    traces = latest_per_turn(read_jsonl(output_dir / TRACES), {r["interaction_id"] for r in records})
+    cut = deadline_cut_report(scored.rows, traces, rules)
+    notices = run_notices(list(notices or []), scored, judged, judge_counts, unjudged, cut, run_config)
+    diagnostics = write_diagnostics(output_dir, records, scored.counted_all, traces, run_config.get("oracle"))
+    batches = latest_per_batch(read_jsonl(output_dir / BATCHES))
+    summary = {
+        **summary_of_run(run_config, rules, batches),
+        **summary_of_judging(judged, judge_counts, unjudged),
+        **summary_of_turns(run_config, records, traces, cut, batches),
+        **summary_of_scores(scored, records, traces, run_config, diagnostics),
+        "notices": notices,
+    }
+    (output_dir / "run_summary.json").write_text(json.dumps(summary, indent=2, default=str))
+    # traces.jsonl is one of the five outputs even when the agent reports nothing
+    (output_dir / TRACES).touch()
+    return Results(scored.counted_all, scored.counted_ego, scored.scores, summary)
+
+
+def record_run_judge(output_dir: Path, run_config: dict, model: str | None, base_url: str | None) -> None:
+    """The judge the scores rest on, written into the run's run_config.json where it names another."""
+    if run_config and (run_config.get("judge_model"), run_config.get("judge_base_url")) != (model, base_url):
+        run_config.update(judge_model=model, judge_base_url=base_url)
+        (output_dir / RUN_CONFIG).write_text(json.dumps(run_config, indent=2, default=str))
+
+
+@dataclass
+class Scored:
+    """The turns' rows (official columns and our extras), the rows the scores count (the flags
+    after the multi-turn cut), the scores and their intervals, for all turns and the egocentric."""
+    rows: list[dict]
+    ego: list[dict]
+    counted_all: list[dict]
+    counted_ego: list[dict]
+    scores: dict
+    intervals: dict
+
+
+def score_turns(rows: list[dict], rules: RuleSet) -> Scored:
     ego = [r for r in rows if r["is_ego"]]
     counted_all, scores_all = score_rows(rows, rules)
     counted_ego, scores_ego = score_rows(ego, rules)
-    batches = latest_per_batch(read_jsonl(output_dir / BATCHES))
-    tokenizers = sorted({b["tokenizer"] for b in batches if b.get("tokenizer")})
-    tokenizer = " + ".join(tokenizers) or run_config.get("tokenizer", "unknown")
-    scores = {"all": scores_all, "ego": scores_ego}
     intervals = {**method(), "all": score_intervals(counted_all), "ego": score_intervals(counted_ego)}
+    return Scored(rows, ego, counted_all, counted_ego, {"all": scores_all, "ego": scores_ego}, intervals)
 
-    write_csv(rows, output_dir / OFFICIAL_FILES[0], OFFICIAL_TURN_COLUMNS)
-    write_csv(ego, output_dir / OFFICIAL_FILES[1], OFFICIAL_TURN_COLUMNS)
+
+@dataclass
+class JudgedBy:
+    """Who decided the verdicts the scores rest on: the label, the judge prompt's origin (None
+    without an LLM judge's verdicts), and whether the offline judge decided turns (or might have:
+    nothing was kept) with its abstention figures."""
+    label: str
+    prompt_origin: dict | None
+    offline: bool
+    offline_figures: dict
+
+
+def judged_by(judge: Judge | None, judge_counts: dict, records: list[dict], rows: list[dict], rules: RuleSet,
+              official: OfficialJudge | None) -> JudgedBy:
+    kept_judges = judge_counts.get("kept_verdict_judges") or {}
     # the prompt of the verdicts the scores rest on: the judge's, or the one the kept verdicts' keys were checked with
     prompt_origin = judge.prompt_origin if judge else (
         prompt_origin_of(protocol_for(rules, official)) if kept_judges else None)
-    # the offline judge's label and figures where it decided turns (or might have: nothing was kept)
     offline = judge is None and (judge_counts["offline_judged_turns"] > 0 or (
         not kept_judges and any(has_answer_forms(r) for r in records)))
-    judge_label = judge.label if judge else " + ".join([*kept_judges, *[OFFLINE_JUDGE_LABEL] * offline]) or "disabled"
-    offline_figures = abstention_counts(rows) if offline else {}
+    label = judge.label if judge else " + ".join([*kept_judges, *[OFFLINE_JUDGE_LABEL] * offline]) or "disabled"
+    return JudgedBy(label, prompt_origin, offline, abstention_counts(rows) if offline else {})
+
+
+def write_scores(output_dir: Path, scored: Scored, judged: JudgedBy, rules: RuleSet) -> None:
+    """The official files (CSVs, scores_dictionary.json), the extended CSVs and, where the rule
+    set's harness writes one, its file of generated turns."""
+    write_csv(scored.rows, output_dir / OFFICIAL_FILES[0], OFFICIAL_TURN_COLUMNS)
+    write_csv(scored.ego, output_dir / OFFICIAL_FILES[1], OFFICIAL_TURN_COLUMNS)
     # the official keys as they are; intervals and an offline judge's label under keys of their own
-    written = {**scores, INTERVALS_KEY: intervals}
-    if offline:
-        written["judge"] = {"name": OFFLINE_JUDGE_LABEL, "official": False, **offline_figures}
+    written = {**scored.scores, INTERVALS_KEY: scored.intervals}
+    if judged.offline:
+        written["judge"] = {"name": OFFLINE_JUDGE_LABEL, "official": False, **judged.offline_figures}
     (output_dir / OFFICIAL_FILES[2]).write_text(json.dumps(written, indent=2))
-    write_csv(counted_all, output_dir / EXTENDED_FILES[0], EXTENDED_TURN_COLUMNS)
-    write_csv(counted_ego, output_dir / EXTENDED_FILES[1], EXTENDED_TURN_COLUMNS)
-    if rules.turn_data_file:  # the rule set's harness also writes its generated turns
+    write_csv(scored.counted_all, output_dir / EXTENDED_FILES[0], EXTENDED_TURN_COLUMNS)
+    write_csv(scored.counted_ego, output_dir / EXTENDED_FILES[1], EXTENDED_TURN_COLUMNS)
+    if rules.turn_data_file:
         path = output_dir / rules.turn_data_file
         path.unlink(missing_ok=True)
-        append_jsonl(path, [{c: row[c] for c in BASE_COLUMNS} for row in rows])
+        append_jsonl(path, [{c: row[c] for c in BASE_COLUMNS} for row in scored.rows])
 
-    unjudged = unjudged_report(rows, {iid for iid, verdict in verdicts.items() if verdict is None}, rules,
-                               output_dir, judge_counts, llm_judge=judge is not None,
-                               judge_model=judge.model if judge else None, judge_base_url=judge.base_url if judge else None)
-    notices = ([unjudged["notice"]] if unjudged else []) + list(notices or [])
-    if not ego:
+
+def run_notices(given: list[str], scored: Scored, judged: JudgedBy, judge_counts: dict, unjudged: dict | None,
+                cut: dict | None, run_config: dict) -> list[str]:
+    """What a reader must know, most important first: the turns the deadline cut (every score is
+    read through them), the turns left without a verdict, what the run said, then the judging's
+    and the resumes' notes."""
+    notices = ([cut["notice"]] if cut else []) + ([unjudged["notice"]] if unjudged else []) + given
+    if not scored.ego:
         notices.append("no egocentric turns in this run: the 'ego' rates are NaN (as the official "
                        "evaluator writes them), not measurements")
     notices += kept_verdict_notices(judge_counts)
-    if offline:
+    if judged.offline:
         notices.append(f"no LLM judge: the {OFFLINE_JUDGE_LABEL} decided {judge_counts['offline_judged_turns']} "
                        "turns against the data's accepted answer forms; these scores are not comparable "
                        "with LLM-judged ones")
@@ -365,20 +421,27 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         notices.append(f"the judge answered HTTP 429/5xx and was waited out {judge_counts['judge_rate_limit_waits']} "
                        f"times (at most {judge_counts['judge_waited_s_max_turn']:.1f} s for one turn)")
     forced = run_config.get("forced_resumes") or []
-    notices += [f"resumed with --force ({f['at']}) from another system: " + "; ".join(f["differences"]) for f in forced]
-    traces = latest_per_turn(read_jsonl(output_dir / TRACES), {r["interaction_id"] for r in records})
-    # turns the deadline cut: the first notice, since every score below it is read through them
-    cut = deadline_cut_report(rows, traces, rules)
-    notices = ([cut["notice"]] if cut else []) + notices
-    errors = [r for r in records if r.get("error")]
-    expected = run_config.get("expected_turns")
-    # stage-wise figures against human stage labels, where the dataset has them
-    diagnostics = diagnose(records, counted_all, traces, run_config.get("oracle"))
+    return notices + [f"resumed with --force ({f['at']}) from another system: " + "; ".join(f["differences"])
+                      for f in forced]
+
+
+def write_diagnostics(output_dir: Path, records: list[dict], counted_all: list[dict], traces: list[dict],
+                      oracle: str | None) -> dict | None:
+    """diagnostics.json: each stage against the dataset's human stage labels, where it has them
+    (none: no file)."""
+    diagnostics = diagnose(records, counted_all, traces, oracle)
     if diagnostics:
         (output_dir / DIAGNOSTICS).write_text(json.dumps(diagnostics, indent=2))
     else:
         (output_dir / DIAGNOSTICS).unlink(missing_ok=True)
-    summary = {
+    return diagnostics
+
+
+def summary_of_run(run_config: dict, rules: RuleSet, batches: list[dict]) -> dict:
+    """run_summary.json's opening: what ran, on what, under which rules and tokenizer."""
+    tokenizers = sorted({b["tokenizer"] for b in batches if b.get("tokenizer")})
+    forced = run_config.get("forced_resumes") or []
+    return {
         "run_config": run_config.get("args", {}),
         "dataset": run_config.get("dataset"),
         "dataset_type": run_config.get("dataset_type"),
@@ -393,18 +456,32 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "rules": rules.name,
         "resume_forced": bool(forced),
         "forced_resumes": forced,
-        "tokenizer": tokenizer,
+        "tokenizer": " + ".join(tokenizers) or run_config.get("tokenizer", "unknown"),
         "conversation_selection": run_config.get("conversation_selection"),
         "image_url_updates": run_config.get("image_url_updates", []),
-        "judge": judge_label,
+    }
+
+
+def summary_of_judging(judged: JudgedBy, judge_counts: dict, unjudged: dict | None) -> dict:
+    return {
+        "judge": judged.label,
         # where the judge's prompt came from (evaluator/scoring/official_judge.py): the text to
         # show, and the record (official: folder, git commit, sha256); null without an LLM judge
-        "judge_prompt": origin_text(prompt_origin) if prompt_origin is not None else None,
-        "judge_prompt_origin": prompt_origin,
+        "judge_prompt": origin_text(judged.prompt_origin) if judged.prompt_origin is not None else None,
+        "judge_prompt_origin": judged.prompt_origin,
         **judge_counts,
         # the turns without a verdict: the scores with them left out and the command that judges them
         "unjudged": unjudged,
-        **offline_figures,
+        **judged.offline_figures,
+    }
+
+
+def summary_of_turns(run_config: dict, records: list[dict], traces: list[dict], cut: dict | None,
+                     batches: list[dict]) -> dict:
+    """How the turns went: answered, failed, cut, refused, and the batches' time and tokens."""
+    errors = [r for r in records if r.get("error")]
+    expected = run_config.get("expected_turns")
+    return {
         "turns_expected": expected,
         "turns_answered": len(records),
         "complete": expected is None or len(records) == expected,
@@ -423,23 +500,26 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         "image_load_failures": [e for b in batches for e in (b.get("image_errors") or [])],
         **batch_summary(batches),
         "tokens": token_summary(batches),
-        "scores": scores,
-        INTERVALS_KEY: intervals,
-        "breakdowns": {c: breakdown(counted_all, c) for c in BREAKDOWN_COLUMNS},
+    }
+
+
+def summary_of_scores(scored: Scored, records: list[dict], traces: list[dict], run_config: dict,
+                      diagnostics: dict | None) -> dict:
+    """The scores and what they break down into: intervals, breakdowns, conversations, evidence,
+    the agent's own figures, the stage diagnostics."""
+    return {
+        "scores": scored.scores,
+        INTERVALS_KEY: scored.intervals,
+        "breakdowns": {c: breakdown(scored.counted_all, c) for c in BREAKDOWN_COLUMNS},
         # both rule sets' figures, by turn index and the early stop's toll; None for single turns
-        "multi_turn": multi_turn_figures(rows),
+        "multi_turn": multi_turn_figures(scored.rows),
         "evidence_coverage": evidence_coverage(traces, records, run_config.get("dataset")),
         # the agent's own figures over its traces (harness/trace_view.py)
         "agent_summary": agent_summary(run_config, traces),
         # diagnostics.json's stage rates (null: no turn carries stage labels)
         "diagnostics": {stage: {k: v for k, v in figures.items() if k != "by_category"}
                         for stage, figures in diagnostics["stages"].items()} if diagnostics else None,
-        "notices": notices,
     }
-    (output_dir / "run_summary.json").write_text(json.dumps(summary, indent=2, default=str))
-    # traces.jsonl is one of the five outputs even when the agent reports nothing
-    (output_dir / TRACES).touch()
-    return Results(counted_all, counted_ego, scores, summary)
 
 
 def already_merged(sources: list[Path], output_dir: Path) -> bool:
