@@ -252,51 +252,97 @@ def finish(settings: ScoringSettings, output_dir: Path, judge: Judge | None, con
 
 def run_evaluation(settings: EvaluationSettings, console: Console) -> EvaluationResult:
     """One run, resumed run, rejudge, generate-only run or shard (evaluator/api.py `evaluate`)."""
+    refuse_contradicting_flags(settings)
+    output_dir = Path(settings.output_dir) if settings.output_dir else default_output_dir()
+    if settings.rejudge:
+        return rejudge(settings, output_dir, console)
+    if (output_dir / ANSWERS).exists() and not settings.resume:
+        raise EvaluationRefused(f"{output_dir} already holds answers: pass --resume to continue it, or pick a new folder")
+    start = start_of_run(settings, console)
+    official = read_judge_prompt(settings.judge_prompt_from, start.rules)
+    fingerprint = current_fingerprint(settings, start.run)
+    fingerprint["judge_prompt"] = origin_identity(official.origin() if official else None)
+    config_path = output_dir / RUN_CONFIG
+    earlier = json.loads(config_path.read_text()) if settings.resume and config_path.exists() else {}
+    forced_resumes = resume_or_refuse(settings, output_dir, earlier, fingerprint, console)
+    notices: list[str] = []
+    data = load_conversations(settings, start, console, notices)
+    # --generate-only judges nothing: the judge is chosen (and its absence said) where the answers are scored
+    judge = None if settings.generate_only else build_judge(settings.eval_model, settings.eval_base_url, settings,
+                                                            console, start.rules, official)
+    truncator = truncation_tokenizer(console, notices)
+    agent, batch_size = agent_and_batch_size(settings, start.run, earlier, console)
+    plan = plan_batches(settings, data.conversations, batch_size, console)
+    run_config = run_record(settings, start, data, plan, batch_size, judge, official, truncator, fingerprint,
+                            forced_resumes)
+    write_run_config(output_dir, earlier, run_config)
+    generate_answers(settings, output_dir, start, data, plan, batch_size, agent, truncator, console, notices)
+    if settings.generate_only:
+        console.print(f"[bold green]answers saved in {escape(str(output_dir))}[/bold green] (--generate-only: "
+                      "score them with --rejudge or merge)")
+        return EvaluationResult(output_dir, {}, [], [], notices, 0, {})
+    return finish(settings, output_dir, judge, console, notices, start.rules, official)
+
+
+def refuse_contradicting_flags(settings: EvaluationSettings) -> None:
     if (settings.resume or settings.rejudge) and not settings.output_dir:
         raise EvaluationRefused("--resume and --rejudge need --output-dir (the folder of the earlier run)")
     if settings.force and not (settings.resume or settings.rejudge):
         raise EvaluationRefused("--force only applies to --resume and --rejudge")
     if settings.generate_only and settings.rejudge:
         raise EvaluationRefused("--generate-only and --rejudge exclude each other: one generates, the other scores")
-    output_dir = Path(settings.output_dir) if settings.output_dir else default_output_dir()
-    notices: list[str] = []
 
-    if settings.rejudge:
-        if not (output_dir / ANSWERS).exists():
-            raise EvaluationRefused(f"{output_dir} holds no saved answers to rejudge")
-        config_path = output_dir / RUN_CONFIG
-        run_config = json.loads(config_path.read_text()) if config_path.exists() else {}
-        rules = saved_rules(settings, run_config)
-        official = read_judge_prompt(saved_prompt(settings, output_dir, run_config, rules), rules)
-        judge = build_judge(*saved_judge_choice(settings, run_config), settings, console, rules, official,
-                            announce=False)
-        refuse_prompt_change(output_dir, judge, settings)
-        return finish(settings, output_dir, judge, console, notices, rules, official, judge_announced=False)
-    if (output_dir / ANSWERS).exists() and not settings.resume:
-        raise EvaluationRefused(f"{output_dir} already holds answers: pass --resume to continue it, or pick a new folder")
 
+def rejudge(settings: EvaluationSettings, output_dir: Path, console: Console) -> EvaluationResult:
+    """The saved answers of `output_dir` judged and scored again, by the run's judge and rules
+    unless the flags name others."""
+    if not (output_dir / ANSWERS).exists():
+        raise EvaluationRefused(f"{output_dir} holds no saved answers to rejudge")
+    config_path = output_dir / RUN_CONFIG
+    run_config = json.loads(config_path.read_text()) if config_path.exists() else {}
+    rules = saved_rules(settings, run_config)
+    official = read_judge_prompt(saved_prompt(settings, output_dir, run_config, rules), rules)
+    judge = build_judge(*saved_judge_choice(settings, run_config), settings, console, rules, official, announce=False)
+    refuse_prompt_change(output_dir, judge, settings)
+    return finish(settings, output_dir, judge, console, [], rules, official, judge_announced=False)
+
+
+@dataclass
+class RunStart:
+    """What a run's flags resolve to before anything loads: the profile, the agent's setup, the
+    resolved run everything below reads, the shard and the rule set."""
+    profile: str
+    setup: AgentSetup
+    run: ResolvedRun
+    shard: tuple[int, int] | None
+    rules: RuleSet
+
+
+def start_of_run(settings: EvaluationSettings, console: Console) -> RunStart:
+    """The flags resolved; a bad --set, preset, calibration file, shard, rule set or oracle, or
+    contradictory switches, fail now with one line."""
     if settings.profile == "auto":  # say which profile the GPU memory chose, and why
         console.print(f"--profile auto: {escape(describe_auto_profile())}")
     try:
         profile = resolve_profile(settings.profile)
-        # the agent's configuration, built here and handed to it: a bad --set, preset or
-        # calibration file, or contradictory switches, fail now with one line
+        # the agent's configuration, built here and handed to it
         setup = setup_agent(settings.agent, profile=profile, preset=settings.preset, settings=settings.set,
                             calibration=str(Path(settings.calibration).resolve()) if settings.calibration else None,
                             model_name=settings.model_name)
         run = resolved_run(settings, profile, setup)  # everything below reads this
-        shard = parse_shard(settings.shard)
-        rules = rule_set(settings.rules)
+        start = RunStart(profile, setup, run, parse_shard(settings.shard), rule_set(settings.rules))
         refused = oracle_refusal(settings.oracle, setup.cls)
         if refused:
             raise ValueError(refused)
     except ValueError as exc:
         raise EvaluationRefused(str(exc)) from None
-    official = read_judge_prompt(settings.judge_prompt_from, rules)
-    fingerprint = current_fingerprint(settings, run)
-    fingerprint["judge_prompt"] = origin_identity(official.origin() if official else None)
-    config_path = output_dir / RUN_CONFIG
-    earlier = json.loads(config_path.read_text()) if settings.resume and config_path.exists() else {}
+    return start
+
+
+def resume_or_refuse(settings: EvaluationSettings, output_dir: Path, earlier: dict, fingerprint: dict,
+                     console: Console) -> list[dict]:
+    """The run's forced resumes: the earlier ones, and this one where it resumes another system
+    with --force (without it, such a resume is refused)."""
     changed = resume_differences(output_dir, earlier, fingerprint) if settings.resume else []
     if changed and not settings.force:
         refuse_mixed_resume(output_dir, changed)
@@ -305,9 +351,27 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
         forced_resumes.append({"at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                                "differences": changed})
         console.print("[bold yellow]resuming with --force from another system:[/bold yellow] " + escape("; ".join(changed)))
-    dataset = settings.dataset or default_dataset(profile, settings.dataset_type)
-    problem = preload_problem(run, dataset, settings.revision)
-    if problem:  # a missing model or dataset: one message, before anything loads
+    return forced_resumes
+
+
+@dataclass
+class RunData:
+    """The dataset of a run: its name, the loaded split and its name, the conversations this run
+    (or shard) answers, and the image URLs the rule set updated."""
+    dataset: str
+    ds: object
+    split: str
+    conversations: list
+    image_url_updates: list
+
+
+def load_conversations(settings: EvaluationSettings, start: RunStart, console: Console,
+                       notices: list[str]) -> RunData:
+    """The dataset's conversations, after the pre-load check of every model and the dataset (a
+    missing one: one message, before anything loads)."""
+    dataset = settings.dataset or default_dataset(start.profile, settings.dataset_type)
+    problem = preload_problem(start.run, dataset, settings.revision)
+    if problem:
         raise EvaluationRefused(problem)
     console.print(f"[bold blue]Loading {escape(dataset)}[/bold blue] (revision {settings.revision}, split {settings.split})")
     try:
@@ -320,72 +384,105 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
     if split_notice:
         console.print(f"[yellow]{escape(split_notice)}[/yellow]")
         notices.append(split_notice)
-    updated = apply_image_url_updates(conversations, rules.image_url_updates.get(settings.dataset_type, {}))
-    if shard:
-        conversations = [c for c in conversations if c.index % shard[1] == shard[0]]
+    updated = apply_image_url_updates(conversations, start.rules.image_url_updates.get(settings.dataset_type, {}))
+    if start.shard:
+        conversations = [c for c in conversations if c.index % start.shard[1] == start.shard[0]]
+    return RunData(dataset, ds, split, conversations, updated)
 
-    # --generate-only judges nothing: the judge is chosen (and its absence said) where the answers are scored
-    judge = None if settings.generate_only else build_judge(settings.eval_model, settings.eval_base_url, settings,
-                                                            console, rules, official)
+
+def truncation_tokenizer(console: Console, notices: list[str]):
     truncator = load_truncator()
     if not truncator.official:
         console.print(f"[yellow]truncation tokenizer: {escape(truncator.name)}[/yellow]")
         notices.append(f"truncation tokenizer is not Llama 3.2: {truncator.name}")
-    # The official stopping rule depends on the batch size, which only the agent knows; a resumed
-    # run takes it from the run it continues, so a finished run is rescored without the agent.
-    agent, batch_size = None, earlier.get("batch_size")
-    if batch_size is None:
-        agent = load_agent(settings, run, console)
-        batch_size = clip_batch_size(agent.get_batch_size())
+    return truncator
+
+
+def agent_and_batch_size(settings: EvaluationSettings, run: ResolvedRun, earlier: dict, console: Console):
+    """(the agent or None, the batch size). The official stopping rule depends on the batch size,
+    which only the agent knows; a resumed run takes it from the run it continues, so a finished
+    run is rescored without loading the agent."""
+    if earlier.get("batch_size") is not None:
+        return None, earlier["batch_size"]
+    agent = load_agent(settings, run, console)
+    return agent, clip_batch_size(agent.get_batch_size())
+
+
+@dataclass
+class BatchPlan:
+    """The batches the official loop would run (positions of conversation and turn), the turns
+    they hold, how many conversations they serve, and where the loop stops (None: the whole split)."""
+    batches: list
+    planned: list[str]
+    served: int
+    stop_after: int | None
+
+
+def plan_batches(settings: EvaluationSettings, conversations: list, batch_size: int, console: Console) -> BatchPlan:
     stop_after = None if settings.exact_conversations else settings.num_conversations
     batches = planned_batches(conversations, batch_size, stop_after)
     planned = [conversations[pos].turns[t].interaction_id for batch in batches for pos, t in batch]
     served = len({pos for batch in batches for pos, _ in batch})
     console.print(f"{served} conversations, {len(planned)} turns")
-    run_config = {
+    return BatchPlan(batches, planned, served, stop_after)
+
+
+def run_record(settings: EvaluationSettings, start: RunStart, data: RunData, plan: BatchPlan, batch_size: int,
+               judge: Judge | None, official: OfficialJudge | None, truncator, fingerprint: dict,
+               forced_resumes: list[dict]) -> dict:
+    """run_config.json: what a resume, a rejudge, a merge and the report read of the run."""
+    judge_model, judge_base_url = recorded_judge(settings, judge)
+    return {
         "args": dataclasses.asdict(settings),
-        "dataset": dataset, "dataset_type": settings.dataset_type, "split": split, "revision": settings.revision,
+        "dataset": data.dataset, "dataset_type": settings.dataset_type, "split": data.split,
+        "revision": settings.revision,
         "num_conversations": settings.num_conversations, "exact_conversations": bool(settings.exact_conversations),
         "conversation_selection": conversation_selection(settings.num_conversations, bool(settings.exact_conversations),
-                                                         served, len(planned)),
-        "served_conversations": served,
-        "shard": settings.shard, "agent": settings.agent, "rules": rules.name, "image_url_updates": updated,
-        "profile": profile, "preset": settings.preset or "full", "tokenizer": truncator.name,
-        "judge_model": recorded_judge(settings, judge)[0], "judge_base_url": recorded_judge(settings, judge)[1],
+                                                         plan.served, len(plan.planned)),
+        "served_conversations": plan.served,
+        "shard": settings.shard, "agent": settings.agent, "rules": start.rules.name,
+        "image_url_updates": data.image_url_updates,
+        "profile": start.profile, "preset": settings.preset or "full", "tokenizer": truncator.name,
+        "judge_model": judge_model, "judge_base_url": judge_base_url,
         "judge_prompt": judge.prompt_origin if judge else official.origin() if official else None,
-        "batch_size": batch_size, "expected_turns": len(planned),
-        "indices": fingerprint.get("indices"), "web_contents": run.web_contents,
+        "batch_size": batch_size, "expected_turns": len(plan.planned),
+        "indices": fingerprint.get("indices"), "web_contents": start.run.web_contents,
         "fingerprint": fingerprint, "forced_resumes": forced_resumes,
         # what the agent said decides its answers (agents/base_agent.py `describe`): the report
         # reads the agent's settings from here, as the run used them
-        "agent_description": setup.description, "trace_view": setup.trace_view,
+        "agent_description": start.setup.description, "trace_view": start.setup.trace_view,
         "oracle": settings.oracle,  # the stage whose human label each labelled turn was given, or None
     }
+
+
+def write_run_config(output_dir: Path, earlier: dict, run_config: dict) -> None:
+    """run_config.json written, once a resume is found to select the same turns as the run it
+    continues; the folder is made only now, so that a refused start leaves none behind."""
     if earlier:
         refusal = selection_refusal(output_dir, earlier, run_config)
         if refusal:
             raise EvaluationRefused(refusal)
-    output_dir.mkdir(parents=True, exist_ok=True)  # only now: a refused start leaves no folder behind
-    config_path.write_text(json.dumps(run_config, indent=2, default=str))
+    output_dir.mkdir(parents=True, exist_ok=True)
+    (output_dir / RUN_CONFIG).write_text(json.dumps(run_config, indent=2, default=str))
 
+
+def generate_answers(settings: EvaluationSettings, output_dir: Path, start: RunStart, data: RunData, plan: BatchPlan,
+                     batch_size: int, agent, truncator, console: Console, notices: list[str]) -> None:
+    """The planned turns answered by the agent (loaded now if it is not yet), each answer saved
+    as it comes; a resume answers only the turns without a saved answer."""
     done = saved_answers(output_dir) if settings.resume else {}
-    if settings.resume and all(iid in done for iid in planned):
+    if settings.resume and all(iid in done for iid in plan.planned):
         console.print("every turn already has a saved answer: the agent is not loaded")
-    else:
-        agent = agent or load_agent(settings, run, console)
-        if clip_batch_size(agent.get_batch_size()) != batch_size:
-            raise EvaluationRefused(f"cannot resume {output_dir}: the agent's batch size is now "
-                                    f"{clip_batch_size(agent.get_batch_size())}, the run used {batch_size}")
-        stats = generate(agent, ds, conversations, batch_size, output_dir, truncator, resume=settings.resume,
-                         progress=not settings.no_progress, shard=settings.shard, stop_after=stop_after,
-                         oracle=settings.oracle)
-        if stats.turns_reused:
-            notices.append(f"resumed: {stats.turns_reused} turns reused from saved answers")
-    if settings.generate_only:
-        console.print(f"[bold green]answers saved in {escape(str(output_dir))}[/bold green] (--generate-only: "
-                      "score them with --rejudge or merge)")
-        return EvaluationResult(output_dir, {}, [], [], notices, 0, {})
-    return finish(settings, output_dir, judge, console, notices, rules, official)
+        return
+    agent = agent or load_agent(settings, start.run, console)
+    if clip_batch_size(agent.get_batch_size()) != batch_size:
+        raise EvaluationRefused(f"cannot resume {output_dir}: the agent's batch size is now "
+                                f"{clip_batch_size(agent.get_batch_size())}, the run used {batch_size}")
+    stats = generate(agent, data.ds, data.conversations, batch_size, output_dir, truncator, resume=settings.resume,
+                     progress=not settings.no_progress, shard=settings.shard, stop_after=plan.stop_after,
+                     oracle=settings.oracle)
+    if stats.turns_reused:
+        notices.append(f"resumed: {stats.turns_reused} turns reused from saved answers")
 
 
 def refuse_mixed_shards(sources: list[Path]) -> None:
