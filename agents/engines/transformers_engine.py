@@ -110,10 +110,10 @@ class StopAtClock:
     and does not say whether it fired.
     """
 
-    def __init__(self, end: float, clock=time.monotonic):
+    def __init__(self, end: float, clock=None):
         self.end = end
-        self.clock = clock
-        self.started = clock()
+        self.clock = clock or time.monotonic  # read when built: the clock the rest of the engine reads
+        self.started = self.clock()
         self.last: float | None = None  # when the previous step ended (None: before the first)
         self.first_step_s: float | None = None  # the prefill and the first token
         self.fired = False
