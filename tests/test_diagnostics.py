@@ -9,12 +9,15 @@ the blue target on the right, so a crop of the wrong half finds the wrong entity
 
 The agent is the real CruiseAgent chain (rag_baseline with the crop step on) over scripted models
 (testkit/fakes.py ScriptedEngine: the models are outside the unit) and a search pipeline that
-finds an entity by the colour of the image it is given.
+finds an entity by the colour of the image it is given. QA-Dragon and SAM-RAG are given each
+oracle in the world of testkit/scripted_peers.py; the measures themselves are checked on turns
+worked by hand, at the edges of each rule.
 """
 from __future__ import annotations
 
 import json
 import shutil
+from types import SimpleNamespace
 
 import pytest
 from PIL import Image
@@ -25,6 +28,7 @@ from agents.engines.base import Engines
 from evaluator import evaluate
 from evaluator.scoring import diagnostics
 from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine
+from testkit.scripted_peers import CAFE, CAFE_HIT, CAR_PAGE, UMBRELLAS, qa_dragon_engines
 
 TARGET = "Blue heron"
 DECOY = "Red fox"
@@ -228,18 +232,18 @@ class SearchedImages(FakePipeline):
         return super().__call__(query, k)
 
 
-def _peer_turn(system: str, question: str, oracle: dict | None):
+def _peer_turn(system: str, question: str, oracle: dict | None) -> SimpleNamespace:
     """One turn of Table 1's world (testkit/scripted_peers.py) through the real CruiseAgent running
-    `system`, given `oracle` as the harness hands it (evaluator/harness/oracle.py)."""
-    from testkit.scripted_peers import CAFE_HIT, CAR_PAGE, qa_dragon_engines
-
-    pipeline = SearchedImages([CAFE_HIT], [CAR_PAGE])
+    `system`, given `oracle` as the harness hands it (evaluator/harness/oracle.py): its answer,
+    trace, the search it asked (`searched`) and the text of every prompt its VLM was sent."""
+    searched = SearchedImages([CAFE_HIT], [CAR_PAGE])
     config = load_config("cpu", system, stack="llama-3.2-vision", chunker="paper_fields")
-    agent = CruiseAgent(pipeline, config=config, engines=qa_dragon_engines())
+    agent = CruiseAgent(searched, config=config, engines=qa_dragon_engines())
     given = {"oracle": [oracle]} if oracle is not None else {}
     (answer,) = agent.batch_generate_response([question], [Image.new("RGB", (64, 48), "gray")], [[]], **given)
-    pipeline.prompts = [str(m["content"]) for _, r in agent.engines.vlm.requests for m in r.messages]
-    return answer, agent.last_batch_report["traces"][0], pipeline
+    prompts = [str(m["content"]) for _, request in agent.engines.vlm.requests for m in request.messages]
+    return SimpleNamespace(answer=answer, trace=agent.last_batch_report["traces"][0], searched=searched,
+                           prompts=prompts)
 
 
 @pytest.mark.parametrize("system", ["qa_dragon", "sam_rag"])
@@ -247,40 +251,36 @@ def test_a_peer_system_given_the_region_searches_that_region(system):
     """QA-Dragon answers the umbrellas' words by Direct Output and searches nothing (its search
     gate); given a region, the region is image-searched all the same, as CRUISE does. SAM-RAG
     always searches: given a region, it searches that crop of the photo (30 x 22 pixels)."""
-    from testkit.scripted_peers import UMBRELLAS
-
-    _, plain, unaided = _peer_turn(system, UMBRELLAS, None)
+    plain = _peer_turn(system, UMBRELLAS, None)
     box = [10, 8, 40, 30]
-    answer, trace, pipeline = _peer_turn(system, UMBRELLAS, {"stage": "region", "box": box})
-    assert answer == "RAIN OR SHINE" and trace["system"] == system
-    assert trace["regions_searched"] == {"image_size": [64, 48], "boxes": [{"view": "oracle", "box": box}]}
-    assert (30, 22) in pipeline.sizes and (30, 22) not in unaided.sizes
+    given = _peer_turn(system, UMBRELLAS, {"stage": "region", "box": box})
+    assert given.answer == "RAIN OR SHINE" and given.trace["system"] == system
+    assert given.trace["regions_searched"] == {"image_size": [64, 48], "boxes": [{"view": "oracle", "box": box}]}
+    assert (30, 22) in given.searched.sizes and (30, 22) not in plain.searched.sizes
     if system == "qa_dragon":
-        assert plain["branch"] == trace["branch"] == "direct_output" and unaided.calls == []
+        assert plain.trace["branch"] == given.trace["branch"] == "direct_output" and plain.searched.calls == []
 
 
 @pytest.mark.parametrize("system", ["qa_dragon", "sam_rag"])
 def test_a_peer_system_given_the_entity_searches_for_it(system):
-    from testkit.scripted_peers import UMBRELLAS
-
-    _, plain, unaided = _peer_turn(system, UMBRELLAS, None)
-    _, trace, pipeline = _peer_turn(system, UMBRELLAS, {"stage": "entity", "entity": "Rainbow Umbrella Co"})
-    assert "Rainbow Umbrella Co" in trace["retrieval_query"] and "Rainbow Umbrella Co" not in plain["retrieval_query"]
-    assert "image" in pipeline.calls and any("Rainbow Umbrella Co" in q for q in pipeline.text_queries)
+    name = "Rainbow Umbrella Co"
+    plain = _peer_turn(system, UMBRELLAS, None)
+    given = _peer_turn(system, UMBRELLAS, {"stage": "entity", "entity": name})
+    assert name in given.trace["retrieval_query"] and name not in plain.trace["retrieval_query"]
+    assert "image" in given.searched.calls and any(name in q for q in given.searched.text_queries)
     if system == "qa_dragon":  # the Direct Output turn is searched for the given name
-        assert trace["branch"] == "direct_output" and unaided.calls == []
+        assert given.trace["branch"] == "direct_output" and plain.searched.calls == []
 
 
 @pytest.mark.parametrize("system", ["qa_dragon", "sam_rag"])
 def test_a_peer_system_given_the_question_asks_it_instead(system):
     """The text-only question replaces the turn's own, in every search and every prompt."""
-    from testkit.scripted_peers import CAFE
-
-    given = "Who founded Blue Bottle Coffee?"
-    _, trace, pipeline = _peer_turn(system, CAFE, {"stage": "question", "question": given})
-    assert trace["retrieval_query"].startswith(given) and pipeline.text_queries
-    assert all(CAFE not in text for text in [trace["retrieval_query"], *pipeline.text_queries, *pipeline.prompts])
-    assert any(given in prompt for prompt in pipeline.prompts)
+    question = "Who founded Blue Bottle Coffee?"
+    given = _peer_turn(system, CAFE, {"stage": "question", "question": question})
+    assert given.trace["retrieval_query"].startswith(question) and given.searched.text_queries
+    assert all(CAFE not in text for text in [given.trace["retrieval_query"], *given.searched.text_queries,
+                                             *given.prompts])
+    assert any(question in prompt for prompt in given.prompts)
 
 
 # --- the oracle and the selection of turns decide whether a run may be resumed -------------------
