@@ -108,6 +108,15 @@ def test_the_rewrite_prompt_leaves_i_dont_know_answers_out(idk):
     assert out.question == "where does Falcon 9's payload sit in space?" and not out.fallback
 
 
+@pytest.mark.parametrize("idk", [s for s in IDK_SPELLINGS if "\n" not in s] + ["Not sure"])
+def test_a_rewrite_that_abstains_is_no_rewrite_though_it_repeats_the_question(idk):
+    engine = ScriptedEngine({"standalone": lambda r: f"{idk} when Eileen Collins did retire"})
+    turn = Turn("when did she retire?", None, talk(("who is this?", "Eileen Collins")))
+    (out,) = standalone_batch([turn], [""], engine, load_config("cpu", standalone_mode="model"))
+    assert (out.question, out.fallback) == ("", "rewrite is an abstention")
+    assert search_question(with_standalone([turn], [out])[0]) == "when did she retire?"
+
+
 class CutEngine(ChatEngine):
     """An engine whose every request the deadline stopped."""
 

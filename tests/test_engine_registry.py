@@ -8,12 +8,13 @@ from typing import get_args
 import pytest
 
 from agents.config.loading import load_config
-from agents.engines.base import Ledger
+from agents.engines.base import ChatRequest, Ledger, Sampling
 from agents.engines.registry import CHAT_ENGINES, RERANKERS, ChatEngineKind, RerankerKind
 from agents.factory import build_engines, in_process_roles, served_roles
 from agents.preload import engine_problem, in_process_models
 from agents.settings import field_types
 from testkit.fakes import FunctionReranker, ScriptedEngine
+from testkit.loopback import chat_answer
 
 BUILT: list[tuple[str, str]] = []
 
@@ -83,3 +84,59 @@ def test_an_unknown_engine_or_backend_is_named_with_the_choices():
         build_engines(cfg.replace(engine="onnx"), Ledger())
     with pytest.raises(ValueError, match=r"^unknown reranker_backend 'bm25'; choose one of \('flag', 'minilm', "):
         served_roles(cfg.replace(reranker_backend="bm25"))
+
+
+# --- the built-in records, read through the assembly -----------------------------------------------
+
+def served_settings(server, **more) -> dict:
+    """The cpu chain with both roles behind one OpenAI-compatible server (testkit/loopback.py stands
+    in for it) and the stages that read token probabilities on."""
+    return dict(engine="openai", vlm_base_url=server.base_url, vlm_served_name="NAME", router_mode="yes_no",
+                consistency_mode="yes_no", reranker_backend="server", reranker_base_url=server.base_url, **more)
+
+
+def ask(engine):
+    return engine.generate([ChatRequest([{"role": "user", "content": "Which city?"}])], Sampling(logprobs=True))[0]
+
+
+def test_an_openai_served_model_keeps_the_stages_that_read_token_probabilities(loopback):
+    """Its record's hook: a served model returns them (the yes/no stages stay), an OpenAI reasoning
+    model's name does not (its API refuses `logprobs`), whatever other engines say."""
+    server = loopback(chat_answer(["Par", "is"], [-0.1, -0.2], "Paris", {"finish_reason": "stop"}))
+    cfg = load_config("cpu", **served_settings(server))
+    assert (cfg.value("router_mode"), cfg.answer.consistency_mode, cfg.mode_fallbacks) == ("yes_no", "yes_no", ())
+    engines = build_engines(cfg, Ledger())
+    assert ask(engines.router).token_logprobs == [-0.1, -0.2] and server.requests[-1][2]["logprobs"] is True
+    reasoning = load_config("cpu", **{**served_settings(server), "vlm_served_name": "o4-mini"})
+    assert (reasoning.value("router_mode"), reasoning.answer.consistency_mode) == ("text", "text")
+
+
+def test_openai_roles_share_an_engine_only_under_one_served_name(loopback):
+    """Its record's key: the router is the VLM's model on the VLM's server, so one engine asks for
+    the one served name; given a served name of its own it is another model there, another engine."""
+    server = loopback(chat_answer(["Par", "is"], [-0.1, -0.2], "Paris", {"finish_reason": "stop"}))
+    one = build_engines(load_config("cpu", **served_settings(server)), Ledger())
+    ask(one.router)
+    assert one.router is one.vlm and server.requests[-1][2]["model"] == "NAME"
+    two = build_engines(load_config("cpu", **served_settings(server, router_served_name="ROUTER")), Ledger())
+    assert two.router is not two.vlm
+    ask(two.router)
+    ask(two.vlm)
+    assert [body["model"] for _, _, body in server.requests[-2:]] == ["ROUTER", "NAME"]
+
+
+@pytest.mark.parametrize("int8", [True, False])
+def test_the_flag_reranker_is_built_with_int8_linear_layers_when_the_settings_ask(loopback, int8):
+    import torch
+
+    from testkit.tiny_models import build_tiny_xlmr_reranker
+
+    server = loopback(chat_answer(["Par", "is"], [-0.1, -0.2], "Paris", {"finish_reason": "stop"}))
+    settings = {**served_settings(server), "reranker_backend": "flag", "reranker_model": build_tiny_xlmr_reranker(),
+                "reranker_int8": int8}
+    reranker = build_engines(load_config("cpu", **settings), Ledger()).reranker
+    plain = [name for name, m in reranker.net.named_modules() if type(m) is torch.nn.Linear]
+    quantized = [name for name, m in reranker.net.named_modules()
+                 if isinstance(m, torch.ao.nn.quantized.dynamic.Linear)]
+    assert (bool(quantized), bool(plain)) == (int8, not int8)
+    assert all(0.0 < s < 1.0 for s in reranker.score([("which bridge?", "The Golden Gate Bridge.")]))

@@ -476,6 +476,17 @@ def test_an_index_revision_counts_only_when_both_runs_know_it():
         f"search indices: {VALIDATION_IMAGE_INDEX} -> {PUBLIC_IMAGE_INDEX}"]
 
 
+def test_the_keys_the_command_adds_to_a_fingerprint_are_compared_too():
+    """evaluator/commands.py `current_fingerprint` adds image search switched off and the oracle,
+    only where set: a run that set them is another system than one that did not."""
+    from evaluator.harness.fingerprint import differences
+
+    plain = {"agent": "a:B"}
+    assert differences(plain, {**plain, "image_search": False}) == ["image_search: (not set) -> False"]
+    assert differences({**plain, "oracle": "entity"}, {**plain, "oracle": "question"}) == [
+        "oracle: entity -> question"]
+    assert differences({**plain, "oracle": "entity"}, {**plain, "oracle": "entity"}) == []
+
 def test_a_cruise_agent_resume_compares_every_config_field_before_loading_models(world, tmp_path):
     from evaluator.harness.agent_setup import setup_agent
     from evaluator.harness.fingerprint import system_fingerprint

@@ -104,6 +104,28 @@ def test_the_requests_sent_are_the_messages_the_checkouts_own_code_builds(tmp_pa
     assert summary["judge_prompt"] == f"official ({CHECKOUT}, sha256 {sha256[:12]})"
 
 
+def test_our_own_prompts_origin_hashes_the_messages_and_the_sampling_the_judge_sent(tmp_path):
+    """The crag-mm rule set in this package's wording: the hash docs/evaluation.md defines, worked
+    out here from what the judge server received for a turn of the placeholder texts, its messages
+    and the sampling they were sent with (temperature 0 and 1,024 tokens, the official setting)."""
+    out = answers_folder(tmp_path / "run")
+    rows = [json.loads(line) for line in (out / "answers.jsonl").read_text().splitlines()]
+    rows[0].update(query="{question}", ground_truth="{ground_truth}", agent_response="{prediction}",
+                   raw_answer="{prediction}")
+    (out / "answers.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    with FakeOpenAIServer() as server:
+        finalize(out, Judge(None, server.url, None, rules=CRAG_MM, num_workers=1, max_wait_s=0.0), rules=CRAG_MM,
+                 progress=False)
+        (sent,) = [r["body"] for r in server.chat_requests() if "{prediction}" in json.dumps(r["body"]["messages"])]
+    assert (sent["temperature"], sent["max_tokens"]) == (0, 1024)
+    blob = json.dumps({"messages": sent["messages"], "sampling": {"temperature": sent["temperature"],
+                                                                   "max_tokens": sent["max_tokens"]}},
+                      sort_keys=True, ensure_ascii=False)
+    origin = json.loads((out / "run_summary.json").read_text())["judge_prompt_origin"]
+    assert origin == {"official": False, "path": None, "commit": None,
+                      "sha256": hashlib.sha256(blob.encode("utf-8")).hexdigest()}
+
+
 @pytest.mark.skipif(shutil.which("git") is None, reason="needs the git program to make a clone")
 def test_a_clones_origin_is_its_own_head_commit_and_the_hash_of_its_text(tmp_path):
     checkout = tmp_path / "CRAG-MM"

@@ -6,13 +6,15 @@ A tiny random Llama (testkit/tiny_models.py); SmolLM2's figures: benchmarks/cpu_
 from __future__ import annotations
 
 import functools
-import time
 
 import pytest
 
+from agents.engines import base as engine_base
+from agents.engines import transformers_engine
 from agents.engines.base import ChatRequest, Sampling, time_limit
 from agents.engines.rows_prefill import prefix_tree
 from agents.engines.transformers_engine import TransformersEngine
+from testkit.fakes import FakeClock
 from testkit.tiny_models import build_tiny_llama
 
 SYSTEM = "you answer the question about the picture with one short answer, or say that you do not know"
@@ -53,6 +55,22 @@ def test_rows_prefill_writes_what_the_padded_batch_writes(engines):
     assert padded.ledger.records[-1].prompt_tokens == rows.ledger.records[-1].prompt_tokens == sum(own)
 
 
+def test_rows_prefill_joins_each_rows_cache_whatever_the_order_of_the_rows(engines):
+    """The rows that share the system message are neither first nor together here (shared, other,
+    shared, shared): their caches are read in another order than the rows', and each row must
+    still get its own back."""
+    padded, rows = engines
+    first, second, third, other = chats()
+    requests = [first, other, second, third]
+    texts = [rows.prompt_text(r, with_image=False) for r in requests]
+    heads = [ids[:-1] for ids in rows.tokenizer(texts, add_special_tokens=False)["input_ids"]]
+    _, row_step = prefix_tree(heads)
+    assert row_step != sorted(row_step)  # the order this test is for
+    greedy = Sampling(max_tokens=12, logprobs=True)
+    a, b = padded.generate(requests, greedy), rows.generate(requests, greedy)
+    assert [r.text for r in b] == [r.text for r in a] and largest_difference(a, b) < 1e-4
+
+
 def test_rows_prefill_keeps_one_word_choice_probabilities(engines):
     padded, rows = engines
     yes_no = Sampling(choices=("yes", "no"))
@@ -67,7 +85,7 @@ def test_rows_prefill_stops_at_stop_strings(engines, monkeypatch):
     stop = free.text[len(free.text) // 3:][:3]  # a piece of what the model writes unhindered
     with_stop = Sampling(max_tokens=24, stop=(stop,), logprobs=True)
     a = padded.generate(chats(), with_stop)
-    passes = slowed(monkeypatch, rows, 0.0)
+    passes, _ = slowed(monkeypatch, rows, 0.0)
     b = rows.generate(chats()[:1], with_stop)[0]
     assert stop not in b.text and free.text.startswith(b.text) and b.output_tokens < free.output_tokens
     assert (b.text, b.output_tokens) == (a[0].text, a[0].output_tokens)
@@ -91,43 +109,47 @@ def test_prefix_tree_reads_a_shared_run_once_and_every_row_whole():
     assert sum(len(tokens) for _, tokens in steps) == 20 + 3 + 2 + 5 + 3 + 2
 
 
-def slowed(monkeypatch, engine, seconds: float) -> list[int]:
-    """The model takes `seconds` a forward pass (it is outside the unit); returns the tokens each pass read."""
-    passes = []
+def slowed(monkeypatch, engine, seconds: float) -> tuple[list[int], FakeClock]:
+    """The model takes `seconds` a forward pass, on a fake clock that only its passes move (the
+    engine's and its deadline's clock for the test); returns the tokens each pass read, and the clock."""
+    passes, clock = [], FakeClock()
     forward = engine.net.forward
 
     @functools.wraps(forward)  # generate() reads the signature (position_ids from the mask)
     def slow_forward(*args, **kwargs):
         passes.append(kwargs["input_ids"].shape[1])
-        time.sleep(seconds)
+        clock.sleep(seconds)
         return forward(*args, **kwargs)
 
     monkeypatch.setattr(engine.net, "forward", slow_forward)
     monkeypatch.setattr(engine, "prefill_s_per_token", None)  # no rate yet: the call is never refused up front
-    return passes
+    monkeypatch.setattr(transformers_engine, "time", clock)
+    monkeypatch.setattr(engine_base, "time", clock)  # call_end: the deadline's end on the same clock
+    return passes, clock
 
 
 def test_rows_prefill_stops_between_prompts_at_the_deadline(engines, monkeypatch):
     _, rows = engines
-    passes = slowed(monkeypatch, rows, 0.2)
-    began = time.monotonic()
+    passes, clock = slowed(monkeypatch, rows, 0.2)
     with time_limit(lambda: 0.3):
         out = rows.generate(chats(), Sampling(max_tokens=8))
     assert all(r.cut_by_deadline and r.text == "" for r in out)
-    # the prompts take several passes (the shared runs, then each row's rest): the one under way
-    # at the deadline ends, no other starts, nothing is decoded
-    assert len(passes) == 2 and time.monotonic() - began < 1.3  # 1 s of slack past the deadline
+    # the prompts take several passes (the shared run, then each row's rest): the second starts at
+    # 0.2 s, before the deadline, and ends at 0.4 s; no other starts, nothing is decoded
+    assert len(passes) == 2 and clock() == pytest.approx(0.4)
 
 
 def test_rows_prefill_stops_decoding_at_the_deadline(engines, monkeypatch):
     _, rows = engines
-    passes = slowed(monkeypatch, rows, 0.05)
-    began = time.monotonic()
-    with time_limit(lambda: 0.8):
+    step = 1 / 16  # s a forward pass (a binary fraction: the clock's sums are exact)
+    passes, clock = slowed(monkeypatch, rows, step)
+    with time_limit(lambda: 1.0):
         out = rows.generate(chats(), Sampling(max_tokens=200))
-    # 200 steps would take 10 s: it stops near the deadline (1 s of slack for a loaded machine)
-    assert time.monotonic() - began < 1.8
-    assert any(r.cut_by_deadline for r in out) and 4 < len(passes) < 24
+    assert any(r.cut_by_deadline for r in out)
+    # 5 prefill passes (the shared run, 3 rests, the fourth prompt) end at 5/16 s, the first token's
+    # pass at 6/16; then a step is taken while it would end by the deadline with 2x slack
+    # (STEP_SLACK): the last at 14/16 s, since 14/16 + 2/16 reaches 1 s. 200 steps would take 12.5 s.
+    assert len(passes) == 14 and clock() == 14 * step <= 1.0
 
 
 def test_a_prefill_is_forecast_from_a_call_of_its_own_kind(engines, monkeypatch):

@@ -46,6 +46,9 @@ def test_verdict_fields_follow_the_official_rules():
 
 
 def test_breakdown_truthfulness_is_worked_by_hand_per_label():
+    """The figures only. Where report.html lays the column out (right after the turn count) is
+    checked by the full tier alone, in Chromium (tests/full/test_report.py): moving it last passes
+    this tier."""
     def labelled(domain, i, answer, truth, verdict=None):
         return {**turn(f"{domain}{i}", 0, answer, truth, verdict), "domain": domain}
 

@@ -155,15 +155,20 @@ def test_image_requests_go_one_at_a_time_when_images_must_not_share_a_batch(loop
     from PIL import Image
 
     open_images, most = [0], [0]
-    lock = threading.Lock()
+    changed = threading.Condition()
+    # An image request is held until all three have been open at once: sent together, they are released
+    # as soon as the third arrives (10 s of slack for a loaded machine); sent one at a time, each
+    # waits 0.3 s in vain, time for a second one to come in if the engine sent it too early.
+    hold_s = 10.0 if batch_images else 0.3
 
     def answer(path, body, count):
         has_image = any(isinstance(m["content"], list) for m in body["messages"])
-        with lock:
+        with changed:
             open_images[0] += has_image
             most[0] = max(most[0], open_images[0])
-        time.sleep(0.3)
-        with lock:
+            changed.notify_all()
+            if has_image:
+                changed.wait_for(lambda: most[0] == 3, timeout=hold_s)
             open_images[0] -= has_image
         return vllm_chat_answer(path, body, count)
 

@@ -20,7 +20,6 @@ from agents.cruise_agent import CruiseAgent
 from agents.runtime.batch import decide_from_trace, decide_turn, start_batch
 from agents.runtime.cost_priors import stage_priors
 from agents.runtime.system import (
-    ENTRY_POINT_GROUP,
     Decision,
     Stage,
     System,
@@ -223,7 +222,8 @@ def test_a_users_system_is_found_through_its_packages_entry_point(tmp_path, monk
     info = tmp_path / "my_systems-0.1.dist-info"  # what pip writes for a package that declares one
     info.mkdir()
     (info / "METADATA").write_text("Metadata-Version: 2.1\nName: my-systems\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(f"[{ENTRY_POINT_GROUP}]\nby_entry = my_systems_by_entry\n")
+    # the group as a user writes it in pyproject.toml (docs/layout.md), not read from the code
+    (info / "entry_points.txt").write_text("[cruise_agent.systems]\nby_entry = my_systems_by_entry\n")
     with pytest.raises(ValueError, match="unknown system 'by_entry'"):
         load_config("cpu", system="by_entry")
     monkeypatch.syspath_prepend(str(tmp_path))

@@ -208,7 +208,7 @@ class TransformersEngine(ChatEngine):
         from transformers import StoppingCriteriaList
 
         # Outside a deadline it never fires, and still times the prefill.
-        clock_stop = StopAtClock(end if end is not None else float("inf"))
+        clock_stop = StopAtClock(end if end is not None else float("inf"), clock=time.monotonic)
         kwargs["stopping_criteria"] = StoppingCriteriaList([*kwargs.get("stopping_criteria", []), clock_stop])
         if cache is not None:
             kwargs["past_key_values"] = cache  # generate() reads only each row's last token

@@ -25,8 +25,8 @@ search found is another matter: the pages it ranked first are about what it aske
 not the answer stage dared to answer from them (with the cpu profile's 135M answerer it seldom
 does), so their names can carry the subject on; they steer search only. Off by default: a wrong
 first page steered the next search away more often than a right one helped (docs/chain.md). A rewrite that is
-empty, longer than `standalone_max_chars`, shares no word with the question, or was cut by the
-deadline is no rewrite: the turn keeps its plain question (and, in "both", the rule's terms).
+empty, longer than `standalone_max_chars`, an abstention, shares no word with the question, or was
+cut by the deadline is no rewrite: the turn keeps its plain question (and, in "both", the rule's terms).
 A turn without history is not touched: its prompts and trace are those of a single-turn run.
 """
 from __future__ import annotations
@@ -165,8 +165,10 @@ def read_rewrite(text: str, turn: Turn, cfg: CruiseConfig) -> tuple[str, str]:
         return "", "empty rewrite"
     if len(line) > cfg.inputs.standalone_max_chars:
         return "", "rewrite too long"
+    if abstains(line):  # "I don't know when she retired" repeats the question's words, and asks nothing
+        return "", "rewrite is an abstention"
     asked = set(content_words(turn.query))
-    if is_idk(line) or (asked and not asked & set(content_words(line))):
+    if asked and not asked & set(content_words(line)):
         return "", "rewrite shares no word with the question"
     return line, ""
 

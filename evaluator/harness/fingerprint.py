@@ -9,7 +9,9 @@ what the agent says decides its answers (`AgentSetup.description`, agents/base_a
 and its prompt files' hashes as "prompts"). A description section named "where" (where a served
 model runs and how it is reached, not which model it is) is recorded but not compared: shards
 pointed at different replicas of one model stay one system (`merge`), and a resumed run may
-reach its servers at new addresses.
+reach its servers at new addresses. The command adds the image search switched off
+(`image_search`) and the oracle run (`oracle`), each only where set (evaluator/commands.py
+`current_fingerprint`): a plain run's folder does not resume as an oracle run, nor the other way.
 
 The judge prompt does not decide answers, but it decides the verdicts a resumed run adds to the
 earlier ones: "judge_prompt" holds its identity (official_judge.origin_identity: "this package's
@@ -33,8 +35,8 @@ from evaluator.scoring.official_judge import OURS
 
 # Fingerprint keys in the order differences are listed ("settings": what runs fingerprinted
 # before agents described themselves recorded for an agent that was not CruiseAgent).
-KEYS = ("agent", "profile", "preset", "search", "web_search", "search_models", "indices", "config", "settings",
-        "prompts", "calibration", "judge_prompt")
+KEYS = ("agent", "profile", "preset", "search", "web_search", "image_search", "search_models", "indices", "config",
+        "settings", "prompts", "calibration", "oracle", "judge_prompt")
 # run_config.json fields that say which turns a run covers and how they are scored: a resumed
 # run must share them with the run it continues, whatever --force says (selection_refusal)
 RESUME_KEYS = ("dataset", "dataset_type", "split", "revision", "num_conversations", "exact_conversations",

@@ -102,7 +102,9 @@ BREAKDOWN_LAYOUT = r"""
 
 
 def test_truthfulness_stands_right_after_the_counts_in_every_breakdown(report_runs, browser):
-    """Where it stands, not only that it is in view: a column moved to the end still fits at 1280 px."""
+    """Where it stands, not only that it is in view: a column moved to the end still fits at 1280 px.
+    The only test that catches truthfulness moved last: the default tier checks the breakdown's
+    figures (tests/test_scoring.py), not the page's layout, which only a browser lays out."""
     run = report_runs["full"]
     breakdowns = json.loads((run / "run_summary.json").read_text())["breakdowns"]
     page = browser.open((run / "report.html").as_uri())
