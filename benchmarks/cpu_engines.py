@@ -12,6 +12,9 @@ For each backend it prints one table row:
 - prefill tokens/s (real prompt tokens, padding not counted) and decode tokens/s, at batch 8
   (the first batch's 8 answer prompts with notes) and 16 (all 16 answer prompts of that batch),
   each generation held to the answer stage's 24 new tokens;
+- the answer stage's seconds per batch (the batch's 16 answer prompts, greedy answers ending where
+  they end), wall and the process's CPU (other jobs on the machine move the wall seconds much
+  more than the CPU ones);
 - load time and a conversion's time (0 when `.cache/cpu_engines/` already holds it), the
   backend's peak RSS (each backend runs in a process of its own, which reports its own peak),
   the installed packages' size on disk;
@@ -288,6 +291,7 @@ class Figures:
     convert_s: float = 0.0
     speeds: dict = field(default_factory=dict)  # batch -> (prefill tokens/s, decode tokens/s)
     answer_s: list = field(default_factory=list)  # seconds per batch's 16 answer prompts, natural stops
+    answer_cpu_s: list = field(default_factory=list)  # the process's CPU seconds for the same
     rss_mib: float = 0.0
     install_mib: float = 0.0
     answers: list = field(default_factory=list)
@@ -334,7 +338,9 @@ def measure(key: str, backend: Backend, batch_rows: dict[int, list[list[int]]], 
                                           batch * (ANSWER_TOKENS - 1) / max(total_s - prefill_s, 1e-9))
             print(f"cpu_engines: {key} batch {batch}: prefill {prefill_s:.1f} s, all {total_s:.1f} s", flush=True)
         for rows in answer_batches:
+            cpu = time.process_time()
             out, seconds = timed(lambda: backend.generate(rows, ANSWER_TOKENS, fixed=False))
+            figures.answer_cpu_s.append(time.process_time() - cpu)
             figures.answers += out
             figures.answer_s.append(seconds)
         figures.rss_mib = own_peak_rss_mib()
@@ -415,36 +421,47 @@ def table(results: list[Figures]) -> str:
     reference = reference_of(results)
     rounds = max((f.round for f in results), default=1)
     head = ("| backend | prefill tok/s b8 | decode tok/s b8 | prefill tok/s b16 | decode tok/s b16 | answer stage s/batch "
-            "| load s | conversion s | RSS MiB | install MiB | same greedy answer as fp32 |")
+            "| answer stage CPU s/batch | load s | conversion s | RSS MiB | install MiB | same greedy answer as fp32 |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for f in results:
         name = f"{f.backend} (round {f.round})" if rounds > 1 else f.backend
         if f.error:
-            lines.append(f"| {name} | {f.error} |" + " |" * 9)
+            lines.append(f"| {name} | {f.error} |" + " |" * 10)
             continue
         # a decode rate over 1e6 tokens/s: the prefill-only call took as long as the whole one (noise)
         speeds = [f"{f.speeds[b][k]:.0f}" if f.speeds[b][k] < 1e6 else "-" for b in ("8", "16") for k in (0, 1)]
-        answer = "/".join(f"{s:.1f}" for s in f.answer_s)
-        lines.append(f"| {name} | {' | '.join(speeds)} | {answer} | {f.load_s:.2f} | {f.convert_s:.0f} "
+        lines.append(f"| {name} | {' | '.join(speeds)} | {seconds_text(f.answer_s)} | {seconds_text(f.answer_cpu_s)} "
+                     f"| {f.load_s:.2f} | {f.convert_s:.0f} "
                      f"| {f.rss_mib:.0f} | {f.install_mib:.0f} | {agreement(f, reference)} |")
     return "\n".join(lines)
 
 
+def seconds_text(seconds: list[float]) -> str:
+    return "/".join(f"{x:.1f}" for x in seconds) or "-"
+
+
+def speedup_text(base: list[float], other: list[float]) -> str:
+    """'2.00/1.25x (1.61x in all)': base's seconds / other's, batch by batch and summed."""
+    each = "/".join(f"{b / o:.2f}" for b, o in zip(base, other))
+    return f"{each}x ({sum(base) / sum(other):.2f}x in all)" if each else "-"
+
+
 def paired_lines(results: list[Figures]) -> list[str]:
     """Within each round, each backend's answer stage against fp32's of that round: the speed-up
-    batch by batch (fp32's seconds / the backend's) and over all batches."""
+    (fp32's seconds / the backend's) batch by batch and over all batches, in wall seconds and in
+    the process's CPU seconds (which other jobs on the machine move much less)."""
     lines = []
     for number in sorted({f.round for f in results}):
         ran = [f for f in results if f.round == number and not f.error and f.answer_s]
         base = next((f for f in ran if f.key == REFERENCE), None)
         for f in ran:
             if base is None:
-                lines.append(f"round {number}: {f.key} {'/'.join(f'{s:.1f}' for s in f.answer_s)} s, no fp32 to pair with")
+                lines.append(f"round {number}: {f.key} {seconds_text(f.answer_s)} s, no fp32 to pair with")
             elif f is not base:
-                each = "/".join(f"{b / s:.2f}" for b, s in zip(base.answer_s, f.answer_s))
-                lines.append(f"round {number}: {f.key} {'/'.join(f'{s:.1f}' for s in f.answer_s)} s against fp32 "
-                             f"{'/'.join(f'{s:.1f}' for s in base.answer_s)} s: {each}x batch by batch, "
-                             f"{sum(base.answer_s) / sum(f.answer_s):.2f}x in all (load {f.load_before} before it, "
+                lines.append(f"round {number}: {f.key} {seconds_text(f.answer_s)} s against fp32 "
+                             f"{seconds_text(base.answer_s)} s: {speedup_text(base.answer_s, f.answer_s)}; CPU "
+                             f"{seconds_text(f.answer_cpu_s)} s against {seconds_text(base.answer_cpu_s)} s: "
+                             f"{speedup_text(base.answer_cpu_s, f.answer_cpu_s)} (load {f.load_before} before it, "
                              f"{f.load_after} after)")
     return lines
 

@@ -101,9 +101,11 @@ def test_each_child_reports_its_own_peak_memory_not_its_large_parents():
 
 
 # --- cpu_engines' agreement column and paired lines ---------------------------------------------
-def ran(key: str, answers: list[str], seconds: list[float], round_: int = 1, error: str = "") -> Figures:
+def ran(key: str, answers: list[str], seconds: list[float], round_: int = 1, error: str = "",
+        cpu: list[float] | None = None) -> Figures:
     return Figures(backend=f"backend {key}", key=key, round=round_, error=error, answers=answers,
-                   answer_s=seconds, speeds={"8": (100.0, 10.0), "16": (100.0, 10.0)})
+                   answer_s=seconds, answer_cpu_s=seconds if cpu is None else cpu,
+                   speeds={"8": (100.0, 10.0), "16": (100.0, 10.0)})
 
 
 def agreement_column(markdown: str) -> dict[str, str]:
@@ -130,10 +132,11 @@ def test_without_a_float32_run_the_column_says_no_reference():
 
 
 def test_paired_lines_divide_float32s_seconds_by_each_backends_in_the_same_round():
-    results = [ran("fp32", ["a"], [30.0, 20.0], 1), ran("fp32-rows", ["a"], [15.0, 16.0], 1),
+    results = [ran("fp32", ["a"], [30.0, 20.0], 1, cpu=[20.0, 10.0]), ran("fp32-rows", ["a"], [15.0, 16.0], 1, cpu=[10.0, 10.0]),
                ran("fp32", ["a"], [60.0, 40.0], 2), ran("fp32-rows", ["a"], [20.0, 20.0], 2)]
     lines = paired_lines(results)
     assert len(lines) == 2
-    assert lines[0].startswith("round 1: fp32-rows") and "2.00/1.25x batch by batch, 1.61x in all" in lines[0]
-    assert lines[1].startswith("round 2: fp32-rows") and "3.00/2.00x batch by batch, 2.50x in all" in lines[1]
+    assert lines[0].startswith("round 1: fp32-rows 15.0/16.0 s against fp32 30.0/20.0 s: 2.00/1.25x (1.61x in all); "
+                               "CPU 10.0/10.0 s against 20.0/10.0 s: 2.00/1.00x (1.50x in all)")
+    assert lines[1].startswith("round 2: fp32-rows 20.0/20.0 s against fp32 60.0/40.0 s: 3.00/2.00x (2.50x in all)")
     assert "round 2" in agreement_column(table(results)).popitem()[0]  # rows of several rounds say which
