@@ -84,6 +84,11 @@ def machine_line() -> str:
     return read_machine().line()
 
 
+def machine_header() -> str:
+    """The line a benchmark prints above its figures: the machine and its load now."""
+    return f"machine: {machine_line()}; load average {load_average()}"
+
+
 def load_average() -> str:
     """The 1, 5 and 15 minute load averages, "-" where the system has none."""
     try:
