@@ -44,11 +44,6 @@ def turn_budgets(traces: list[dict]) -> list[float]:
                    if isinstance(t, dict) and isinstance(t.get("turn_budget_s"), (int, float))})
 
 
-def budgets_text(budgets: list[float]) -> str:
-    """The budgets a run's turns ran under, each against the competition's."""
-    return "; ".join(budget_text(b) for b in budgets) or "the agent's budget (its traces do not say which)"
-
-
 def deadline_cut_report(rows: list[dict], traces: list[dict], rules: RuleSet) -> dict | None:
     """run_summary.json's "deadline_cut": the cut turns' count, where the deadline cut them, the
     scores of the cut turns and of the others, and the notice saying it in one paragraph; None
@@ -60,7 +55,7 @@ def deadline_cut_report(rows: list[dict], traces: list[dict], rules: RuleSet) ->
     kept_rows = [r for r in rows if r["interaction_id"] not in cut]
     stages = cut_stages([t for t in traces if t.get("interaction_id") in cut])
     budgets = turn_budgets(traces)
-    budget = budgets_text(budgets)
+    budget = "; ".join(map(budget_text, budgets)) or "the agent's budget (its traces do not say which)"
     cut_scores, kept_scores = subset_scores(cut_rows, rules), subset_scores(kept_rows, rules)
     answered = int(cut_scores["all"]["correct"] + cut_scores["all"]["hallucination"])
     notice = (f"The deadline cut {len(cut_rows)} of {len(rows)} turns, at {budget}: "
