@@ -46,7 +46,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.profiles import REPO_ROOT, cache_dir
-from benchmarks.machine import load_average, machine_line, own_peak_rss_mib, read_machine
+from benchmarks.machine import load_average, machine_header, own_peak_rss_mib, read_machine
 
 ANSWER_TOKENS = 24  # the cpu profile's answer_max_tokens
 REFERENCE = "fp32"  # the agreement column's reference: transformers float32, left-padded
@@ -484,7 +484,7 @@ def main(argv=None) -> None:
     import subprocess
     import sys
 
-    print(f"machine: {machine_line()}; load average {load_average()}", flush=True)
+    print(machine_header(), flush=True)
     load_prompts(args.batches)
     print("\n".join(prompt_figures(args.batches)))
     results = []
@@ -510,8 +510,7 @@ def main(argv=None) -> None:
                 results.append(Figures(**{k: v for k, v in kept.items() if k in Figures.__dataclass_fields__}))
             else:
                 results.append(Figures(backend=key, key=key, round=number, error=why))
-    print(f"\nmachine: {machine_line()}; {args.threads} thread(s) per backend; load average at the end: "
-          f"{load_average()}\n")
+    print(f"\n{machine_header()} (at the end); {args.threads} thread(s) per backend\n")
     print(table(results))
     print("\n".join(["", *paired_lines(results)]))
 
