@@ -33,7 +33,8 @@ text), `reasoning_tokens` (hidden reasoning a hosted model bills as output), `wa
 `empty_replies` and `refusals` (one entry per request a provider refused) per stage: the report's
 tokens and times. It reads a few keys of a trace, each optional:
 `branch` (what decided the turn; "error" a stage fault, "refused" a provider's refusal, both
-answered "I don't know"), `deadline_cut` (bool), `errors` (list of str), `funnel`
+answered "I don't know"), `deadline_cut` (bool), `turn_budget_s` (the per-turn budget the turn ran
+under, 0 for none: the report and batches.jsonl set it beside the competition's), `errors` (list of str), `funnel`
 (ordered {step: passed} of the agent's own checks, the report's funnel), and, for a
 retrieval-augmented agent, `retrieved` (hits), `chunks` and `kept_chunks` (its context: the
 evidence-coverage figures).
@@ -48,6 +49,17 @@ MIN_BATCH_SIZE = 1  # the evaluator clips get_batch_size() to MIN..MAX
 MAX_BATCH_SIZE = 16
 TURN_BUDGET_S = 10.0  # each batch_generate_response call gets TURN_BUDGET_S x batch size
 JUDGED_ANSWER_TOKENS = 75  # answers are cut to this many Llama-3.2 tokens before judging
+
+
+def budget_text(turn_budget_s: float) -> str:
+    """A per-turn budget as a report names it, against the competition's."""
+    if turn_budget_s <= 0:
+        return ("none (turn_budget_s 0: the relaunched benchmark has no time limit; these timings are not "
+                f"the competition's {TURN_BUDGET_S:g} s a turn)")
+    if turn_budget_s == TURN_BUDGET_S:
+        return f"{turn_budget_s:g} s a turn, the competition's"
+    than = "tighter" if turn_budget_s < TURN_BUDGET_S else "wider"
+    return f"{turn_budget_s:g} s a turn ({than} than the competition's {TURN_BUDGET_S:g} s)"
 
 
 class BaseAgent:

@@ -31,6 +31,7 @@ import io
 import json
 from dataclasses import dataclass
 
+from benchmarks.machine import machine_header
 from minibench import content
 
 
@@ -148,6 +149,7 @@ def main() -> None:
         search = dataclasses.replace(search, image_model=args.image_model)
     pipeline = build_search_pipeline(search, web=True)  # builds the indices if needed
     reranker = MiniLMReranker()
+    print(machine_header())
     print(json.dumps({"image_model": search.image_model, "web_contents": search.web_contents}))
     for variant in args.query_image:
         result = image_top1_entity(pipeline, variant)

@@ -45,6 +45,7 @@ from pathlib import Path
 
 import numpy as np
 
+from benchmarks.machine import machine_header
 from evaluator.scoring.coverage import answer_in_context, provenance_for
 
 
@@ -387,6 +388,7 @@ def main() -> None:
     from agents.config.loading import load_config
 
     cfg = load_config("cpu")
+    print(machine_header())
     runs = {"after": load_run(args.after)}
     if args.before:
         runs = {"before": load_run(args.before), **runs}

@@ -1,6 +1,6 @@
 """CPU inference backends for the cpu profile's model (SmolLM2-135M) on the chain's own prompts.
 
-Run: HF_HUB_OFFLINE=1 python -m benchmarks.cpu_engines [--backends ...] [--batches 3] [--threads 1]
+Run: HF_HUB_OFFLINE=1 python -m benchmarks.cpu_engines [--backends ...] [--batches 3] [--threads 1] [--rounds 1]
 
 The prompts are the chain's: the cpu profile's CruiseAgent runs over the first `--batches`
 batches of 8 of the mini benchmark's single-turn split with its real search, and every request
@@ -12,10 +12,21 @@ For each backend it prints one table row:
 - prefill tokens/s (real prompt tokens, padding not counted) and decode tokens/s, at batch 8
   (the first batch's 8 answer prompts with notes) and 16 (all 16 answer prompts of that batch),
   each generation held to the answer stage's 24 new tokens;
+- the answer stage's seconds per batch (the batch's 16 answer prompts, greedy answers ending where
+  they end), wall and the process's CPU (other jobs on the machine move the wall seconds much
+  more than the CPU ones);
 - load time and a conversion's time (0 when `.cache/cpu_engines/` already holds it), the
-  process's peak RSS, the installed packages' size on disk;
-- agreement with transformers float32: the share of the recorded answer prompts whose greedy
-  answer is the same text.
+  backend's peak RSS (each backend runs in a process of its own, which reports its own peak),
+  the installed packages' size on disk;
+- agreement with transformers float32 (left-padded, "fp32"): the share of the recorded answer
+  prompts whose greedy answer is the same text. fp32 is run as the reference when `--backends`
+  does not name it; where it could not run the column says "no reference".
+
+`--rounds N` runs the backends in turn N times (a, b, a, b, ...), so that a machine whose load
+changes (other jobs) weighs on each alike; the table then has a row per backend and round, and
+the lines after it each backend's answer-stage speed-up on fp32 within a round (paired figures:
+compare those ratios more than the seconds). The machine (CPU, logical CPUs, the instruction
+sets that matter) is read from the system and printed with the table and saved with the figures.
 
 The other backends are not requirements of the project (the chosen path is transformers'):
     pip install ctranslate2==4.8.5 optimum==2.1.0 optimum-onnx==0.1.0 onnx==1.23.2 ml_dtypes==0.6.0
@@ -30,14 +41,15 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.profiles import REPO_ROOT, cache_dir
+from benchmarks.machine import load_average, machine_header, own_peak_rss_mib, read_machine
 
 ANSWER_TOKENS = 24  # the cpu profile's answer_max_tokens
+REFERENCE = "fp32"  # the agreement column's reference: transformers float32, left-padded
 SKIPPED_STAGES = ("consistency", "verify")  # after the answer: recorded, not run
 
 
@@ -272,14 +284,20 @@ BACKENDS = {
 @dataclass
 class Figures:
     backend: str
+    key: str = ""  # the BACKENDS key it was run as
+    round: int = 1
     error: str = ""
     load_s: float = 0.0
     convert_s: float = 0.0
     speeds: dict = field(default_factory=dict)  # batch -> (prefill tokens/s, decode tokens/s)
     answer_s: list = field(default_factory=list)  # seconds per batch's 16 answer prompts, natural stops
+    answer_cpu_s: list = field(default_factory=list)  # the process's CPU seconds for the same
     rss_mib: float = 0.0
     install_mib: float = 0.0
     answers: list = field(default_factory=list)
+    machine: dict = field(default_factory=dict)
+    load_before: str = ""
+    load_after: str = ""
 
 
 def install_mib(packages) -> float:
@@ -306,7 +324,7 @@ def timed(fn):
 
 
 def measure(key: str, backend: Backend, batch_rows: dict[int, list[list[int]]], answer_batches) -> Figures:
-    figures = Figures(backend=backend.name)
+    figures = Figures(backend=backend.name, key=key)
     try:
         _, figures.load_s = timed(backend.load)
         figures.convert_s = backend.convert_s
@@ -320,10 +338,12 @@ def measure(key: str, backend: Backend, batch_rows: dict[int, list[list[int]]], 
                                           batch * (ANSWER_TOKENS - 1) / max(total_s - prefill_s, 1e-9))
             print(f"cpu_engines: {key} batch {batch}: prefill {prefill_s:.1f} s, all {total_s:.1f} s", flush=True)
         for rows in answer_batches:
+            cpu = time.process_time()
             out, seconds = timed(lambda: backend.generate(rows, ANSWER_TOKENS, fixed=False))
+            figures.answer_cpu_s.append(time.process_time() - cpu)
             figures.answers += out
             figures.answer_s.append(seconds)
-        figures.rss_mib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+        figures.rss_mib = own_peak_rss_mib()
         figures.install_mib = install_mib(backend.packages)
     except Exception as exc:  # noqa: BLE001 - a backend that cannot run is a row saying why
         figures.error = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
@@ -351,6 +371,7 @@ def run_one(key: str, batches: int, threads: int) -> Figures:
     backend = BACKENDS[key](path, threads, end_ids, tokenizer.pad_token_id)
     figures = measure(key, backend, batch_rows, answer_batches)
     figures.answers = [tokenizer.decode(a, skip_special_tokens=True).strip() for a in figures.answers]
+    figures.machine = read_machine().record()
     return figures
 
 
@@ -380,21 +401,69 @@ def prompt_figures(batches: int) -> list[str]:
     return lines
 
 
-def table(results: list[Figures], reference: list[str]) -> str:
+def backends_to_run(asked: list[str]) -> list[str]:
+    """The asked backends in their order, and the agreement reference after them when not asked."""
+    return list(asked) if REFERENCE in asked else [*asked, REFERENCE]
+
+
+def reference_of(results: list[Figures]) -> Figures | None:
+    """fp32's first round that ran: what every backend's greedy answers are compared with."""
+    return next((f for f in results if f.key == REFERENCE and not f.error), None)
+
+
+def agreement(figures: Figures, reference: Figures | None) -> str:
+    if reference is None:
+        return "no reference"
+    return f"{sum(a == b for a, b in zip(figures.answers, reference.answers))}/{len(reference.answers)}"
+
+
+def table(results: list[Figures]) -> str:
+    reference = reference_of(results)
+    rounds = max((f.round for f in results), default=1)
     head = ("| backend | prefill tok/s b8 | decode tok/s b8 | prefill tok/s b16 | decode tok/s b16 | answer stage s/batch "
-            "| load s | conversion s | RSS MiB | install MiB | same greedy answer as fp32 |")
+            "| answer stage CPU s/batch | load s | conversion s | RSS MiB | install MiB | same greedy answer as fp32 |")
     lines = [head, "|" + "---|" * (head.count("|") - 1)]
     for f in results:
+        name = f"{f.backend} (round {f.round})" if rounds > 1 else f.backend
         if f.error:
-            lines.append(f"| {f.backend} | {f.error} |" + " |" * 9)
+            lines.append(f"| {name} | {f.error} |" + " |" * 10)
             continue
-        same = sum(a == b for a, b in zip(f.answers, reference))
         # a decode rate over 1e6 tokens/s: the prefill-only call took as long as the whole one (noise)
         speeds = [f"{f.speeds[b][k]:.0f}" if f.speeds[b][k] < 1e6 else "-" for b in ("8", "16") for k in (0, 1)]
-        answer = "/".join(f"{s:.1f}" for s in f.answer_s)
-        lines.append(f"| {f.backend} | {' | '.join(speeds)} | {answer} | {f.load_s:.2f} | {f.convert_s:.0f} "
-                     f"| {f.rss_mib:.0f} | {f.install_mib:.0f} | {same}/{len(reference)} |")
+        lines.append(f"| {name} | {' | '.join(speeds)} | {seconds_text(f.answer_s)} | {seconds_text(f.answer_cpu_s)} "
+                     f"| {f.load_s:.2f} | {f.convert_s:.0f} "
+                     f"| {f.rss_mib:.0f} | {f.install_mib:.0f} | {agreement(f, reference)} |")
     return "\n".join(lines)
+
+
+def seconds_text(seconds: list[float]) -> str:
+    return "/".join(f"{x:.1f}" for x in seconds) or "-"
+
+
+def speedup_text(base: list[float], other: list[float]) -> str:
+    """'2.00/1.25x (1.61x in all)': base's seconds / other's, batch by batch and summed."""
+    each = "/".join(f"{b / o:.2f}" for b, o in zip(base, other))
+    return f"{each}x ({sum(base) / sum(other):.2f}x in all)" if each else "-"
+
+
+def paired_lines(results: list[Figures]) -> list[str]:
+    """Within each round, each backend's answer stage against fp32's of that round: the speed-up
+    (fp32's seconds / the backend's) batch by batch and over all batches, in wall seconds and in
+    the process's CPU seconds (which other jobs on the machine move much less)."""
+    lines = []
+    for number in sorted({f.round for f in results}):
+        ran = [f for f in results if f.round == number and not f.error and f.answer_s]
+        base = next((f for f in ran if f.key == REFERENCE), None)
+        for f in ran:
+            if base is None:
+                lines.append(f"round {number}: {f.key} {seconds_text(f.answer_s)} s, no fp32 to pair with")
+            elif f is not base:
+                lines.append(f"round {number}: {f.key} {seconds_text(f.answer_s)} s against fp32 "
+                             f"{seconds_text(base.answer_s)} s: {speedup_text(base.answer_s, f.answer_s)}; CPU "
+                             f"{seconds_text(f.answer_cpu_s)} s against {seconds_text(base.answer_cpu_s)} s: "
+                             f"{speedup_text(base.answer_cpu_s, f.answer_cpu_s)} (load {f.load_before} before it, "
+                             f"{f.load_after} after)")
+    return lines
 
 
 def main(argv=None) -> None:
@@ -402,37 +471,48 @@ def main(argv=None) -> None:
     parser.add_argument("--backends", nargs="+", default=list(BACKENDS), choices=list(BACKENDS))
     parser.add_argument("--batches", type=int, default=3, help="batches of 8 turns whose answer prompts are run")
     parser.add_argument("--threads", type=int, default=1, help="CPU threads per backend (the cpu profile: 1)")
+    parser.add_argument("--rounds", type=int, default=1, help="run the backends in turn this many times")
     parser.add_argument("--table", action="store_true", help="print the table of the figures saved last, run nothing")
     parser.add_argument("--one", help=argparse.SUPPRESS)  # a child process: one backend, its figures saved
+    parser.add_argument("--into", help=argparse.SUPPRESS)  # the child's figures file
     args = parser.parse_args(argv)
     saved = prompts_file().with_name("figures")
     saved.mkdir(exist_ok=True)
     if args.one:
-        (saved / f"{args.one}.json").write_text(json.dumps(run_one(args.one, args.batches, args.threads).__dict__))
+        Path(args.into).write_text(json.dumps(run_one(args.one, args.batches, args.threads).__dict__))
         return
     import subprocess
     import sys
 
+    print(machine_header(), flush=True)
     load_prompts(args.batches)
     print("\n".join(prompt_figures(args.batches)))
     results = []
-    for key in args.backends:
-        if not args.table:
-            (saved / f"{key}.json").unlink(missing_ok=True)
-            done = subprocess.run([sys.executable, "-m", "benchmarks.cpu_engines", "--one", key, "--batches",
-                                   str(args.batches), "--threads", str(args.threads)],
-                                  capture_output=True, text=True, env=os.environ)
-            print(f"cpu_engines: {key} done; load average {open('/proc/loadavg').read().split()[:3]}", flush=True)
-        if (saved / f"{key}.json").exists():
-            kept = json.loads((saved / f"{key}.json").read_text())
-            results.append(Figures(**{k: v for k, v in kept.items() if k in Figures.__dataclass_fields__}))
-        else:
-            why = "not run" if args.table else (done.stderr.strip().splitlines() or ["no result"])[-1][:160]
-            results.append(Figures(backend=key, error=why))
-    reference = next((f.answers for f in results if not f.error and f.backend.startswith("transformers float32, left")),
-                     results[0].answers)
-    print(f"\n{args.threads} thread(s) per backend; load average at the end: {open('/proc/loadavg').read().split()[:3]}\n")
-    print(table(results, reference))
+    for number in range(1, args.rounds + 1):
+        for key in backends_to_run(args.backends):
+            into = saved / f"{key}.round{number}.json"
+            why = "not run"
+            if not args.table:
+                into.unlink(missing_ok=True)
+                before = load_average()
+                # a process of its own: its RSS, threads and imports are the backend's alone
+                done = subprocess.run([sys.executable, "-m", "benchmarks.cpu_engines", "--one", key, "--into", str(into),
+                                       "--batches", str(args.batches), "--threads", str(args.threads)],
+                                      capture_output=True, text=True, env=os.environ)
+                why = (done.stderr.strip().splitlines() or ["no result"])[-1][:160]
+                if into.exists():
+                    kept = json.loads(into.read_text())
+                    into.write_text(json.dumps({**kept, "round": number, "load_before": before,
+                                                "load_after": load_average()}))
+                print(f"cpu_engines: {key} round {number} done; load average {load_average()}", flush=True)
+            if into.exists():
+                kept = json.loads(into.read_text())
+                results.append(Figures(**{k: v for k, v in kept.items() if k in Figures.__dataclass_fields__}))
+            else:
+                results.append(Figures(backend=key, key=key, round=number, error=why))
+    print(f"\n{machine_header()} (at the end); {args.threads} thread(s) per backend\n")
+    print(table(results))
+    print("\n".join(["", *paired_lines(results)]))
 
 
 if __name__ == "__main__":

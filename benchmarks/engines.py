@@ -14,6 +14,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from benchmarks.machine import machine_header
+
 PROMPTS = [
     "Describe the Eiffel Tower in detail.",
     "Explain how a bicycle works.",
@@ -79,7 +81,7 @@ def main() -> None:
         _, seconds = timed(lambda: reranker.score(pairs))
         rows.append((f"MiniLM rerank, {n} pairs", f"{seconds * 1000:.0f} ms/call, {n / seconds:.0f} pairs/s"))
 
-    print(f"torch {torch.__version__}, {torch.get_num_threads()} threads\n")
+    print(f"{machine_header()}\ntorch {torch.__version__}, {torch.get_num_threads()} threads\n")
     width = max(len(r[0]) for r in rows)
     print(f"| {rows[0][0]:<{width}} | {rows[0][1]} |\n|{'-' * (width + 2)}|---|")
     for what, figure in rows[1:]:

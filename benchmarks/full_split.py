@@ -32,6 +32,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 from agents.profiles import REPO_ROOT, cache_dir
+from benchmarks.machine import load_average, read_machine
 from evaluator.report.html import build_report
 from evaluator.scoring.judge import Judge, JudgeItem
 from minibench.full_split import MULTI_TURN_CONVERSATIONS, SINGLE_TURN_SESSIONS, build_full_split
@@ -204,7 +205,7 @@ def main(argv=None) -> None:
     out = args.out or Path(tempfile.mkdtemp(prefix="full-split-"))
     out.mkdir(parents=True, exist_ok=True)
     env = {**os.environ, **OFFLINE, "CRUISE_CACHE": str(private_cache(out / "cache")), "OPENAI_API_KEY": "stub-key"}
-    figures: dict = {"out": str(out)}
+    figures: dict = {"out": str(out), "machine": read_machine().record(), "load_average_before": load_average()}
 
     start = time.perf_counter()
     data = build_full_split(out / "data", single=args.single, multi=args.multi)

@@ -38,7 +38,6 @@ import importlib.util
 import json
 import math
 import os
-import platform
 import resource
 import statistics
 import time
@@ -48,6 +47,7 @@ import torch
 
 from agents.engines.local_models import publish
 from agents.profiles import REPO_ROOT, cache_dir
+from benchmarks.machine import read_machine
 
 CONFIGS = Path(__file__).resolve().parent / "gpu_bench_configs"
 MODEL_FILES = {"vlm": "llama-3.2-11b-vision-instruct.json", "router": "llama-3.2-1b-instruct.json",
@@ -368,6 +368,7 @@ def table(result: dict) -> str:
              f"copy {m['copy_gbps']:.0f} GB/s (read + write); torch {m['torch']}, transformers "
              f"{m['transformers']}; models {'tiny' if result['tiny'] else 'at real size'} "
              f"({sizes} parameters)",
+             f"host: {m.get('host_line', 'not recorded')}",
              "",
              ]
     by_system: dict[str, list[dict]] = {}
@@ -424,9 +425,10 @@ def main(argv=None) -> dict:
     args.tiny = args.tiny or device == "cpu"
     engines = args.engines or (["transformers"] + (["vllm"] if device == "cuda" and importlib.util.find_spec("vllm")
                                                     else []))
-    machine = {"device": device, "device_name": torch.cuda.get_device_name(0) if device == "cuda" else platform.processor()
-               or platform.machine(), "torch": torch.__version__, "transformers": transformers.__version__,
-               "torch_threads": torch.get_num_threads(), **ceilings(device)}
+    host = read_machine()
+    machine = {"device": device, "device_name": torch.cuda.get_device_name(0) if device == "cuda" else host.cpu,
+               "host": host.record(), "host_line": host.line(), "torch": torch.__version__,
+               "transformers": transformers.__version__, "torch_threads": torch.get_num_threads(), **ceilings(device)}
     models, params = {}, {}
     for role in MODEL_FILES:
         models[role], params[role] = build_model(role, args.tiny, device)

@@ -27,6 +27,7 @@ import time
 from pathlib import Path
 
 from agents.engines.hosted_providers import PROVIDERS, provider_for_model
+from benchmarks.machine import machine_header
 from testkit.hosted_standin import STAND_IN_KEY, StandInProvider
 
 
@@ -79,7 +80,7 @@ def main(argv: list[str] | None = None) -> int:
                         continue
                     lines.append(f"| {stage} | {c['requests'] / turns:.2f} | {c['prompt'] / turns:.0f} | "
                                  f"{c['completion'] / turns:.0f} | {c['reasoning'] / turns:.0f} |")
-    print("\n".join(lines))
+    print("\n".join([machine_header(), *lines]))
     return 0
 
 

@@ -17,6 +17,7 @@ import time
 
 import numpy as np
 
+from benchmarks.machine import machine_header
 from evaluator.harness.outputs import BREAKDOWN_COLUMNS
 from evaluator.scoring.intervals import BOOTSTRAP_RESAMPLES, paired_differences, score_intervals
 from evaluator.scoring.scores import breakdown, score_rows
@@ -51,6 +52,7 @@ def main() -> None:
     counted_a, _ = score_rows(synthetic_rows(args.single, args.multi, 1))
     counted_b, _ = score_rows(synthetic_rows(args.single, args.multi, 2))
     ego = [r for r in counted_a if r["is_ego"]]
+    print(machine_header())
     print(f"{len(counted_a)} turns, {args.single + args.multi} conversations, {BOOTSTRAP_RESAMPLES} resamples")
     timed("score intervals, all turns", lambda: score_intervals(counted_a))
     timed("score intervals, egocentric", lambda: score_intervals(ego))

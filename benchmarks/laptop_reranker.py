@@ -34,6 +34,8 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from benchmarks.machine import machine_header
+
 # bge-reranker-v2-m3's config.json (XLM-R-large with an 8,194-position table).
 BGE_RERANKER_V2_M3 = dict(vocab_size=250002, hidden_size=1024, num_hidden_layers=24, num_attention_heads=16,
                           intermediate_size=4096, max_position_embeddings=8194, type_vocab_size=1,
@@ -223,6 +225,7 @@ def main() -> None:
     args = parser.parse_args()
     load = os.getloadavg()
     ways = measure(args.turns, args.coarse_k, args.threads, args.model)
+    print(machine_header())
     print(f"{args.turns} turns, {args.threads} torch threads, load average before {load[0]:.2f}, "
           f"after {os.getloadavg()[0]:.2f}")
     print(table(ways, args.threads))

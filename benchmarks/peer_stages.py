@@ -30,6 +30,7 @@ import re
 from collections import defaultdict
 
 from benchmarks.answer_recall import RecallTurn, answerable_turns
+from benchmarks.machine import machine_header
 from minibench import content
 
 SETTINGS = ("full", "use_tool_route", "use_domain_route", "use_decompose", "use_crop_search", "use_entity_check",
@@ -214,6 +215,7 @@ def main() -> None:
     pipeline = build_search_pipeline(search, web=True)
     turns = answerable_turns()
     turns = turns[: args.limit] if args.limit else turns
+    print(machine_header())
     print(f"engine: {args.engine}; {len(turns)} KG/web-answerable turns; batch {cfg.run.batch_size}; "
           f"crop_mode {cfg.peer_stages.crop_mode}")
     header = ("setting", "recall kg+web", "kg", "web", "retrieved", "context", "chunks", "kept", "added per batch")

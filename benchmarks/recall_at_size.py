@@ -27,6 +27,7 @@ import dataclasses
 import json
 import time
 
+from benchmarks.machine import machine_header
 from minibench import content
 
 DEFAULT_DISTRACTORS = (0, 1000)  # 5000 builds in ~1.5 h on a loaded 2-core CPU
@@ -119,6 +120,7 @@ def main() -> None:
     parser.add_argument("--k", type=int, nargs="+", default=list(DEFAULT_KS))
     parser.add_argument("--json", action="store_true", help="also print each result as JSON")
     args = parser.parse_args()
+    print(machine_header())
     groups = benchmark_pairs()
     header = "| distractor pages | group | queries | " + " | ".join(f"recall@{k}" for k in sorted(args.k)) + " |"
     lines = [header, "|" + "---|" * (3 + len(args.k))]

@@ -16,6 +16,8 @@ import random
 import statistics
 import time
 
+from benchmarks.machine import machine_header
+
 SENTENCES = [
     "The Eiffel Tower is a wrought-iron lattice tower in Paris, France.",
     "Mount Fuji is the highest mountain in Japan and an active volcano.",
@@ -72,6 +74,7 @@ def main() -> None:
     rows = [("FlagReranker.compute_score (before)",
              lambda p: flag.compute_score([list(x) for x in p], normalize=True, batch_size=32, max_length=512)),
             ("CrossEncoderReranker (now)", ours.score)]
+    print(machine_header())
     print(f"{len(pairs)} pairs ({args.turns} queries x {args.chunks} chunks), pair length "
           f"{min(lengths)}-{max(lengths)} tokens (median {statistics.median(lengths):.0f}), "
           f"{'cuda' if cuda else 'cpu'}, {torch.get_num_threads()} threads")

@@ -20,6 +20,7 @@ from agents.config.loading import load_config
 from agents.cruise.stages.s1_route import route_batch
 from agents.profiles import REPO_ROOT
 from agents.stages.types import Turn
+from benchmarks.machine import machine_header
 
 MINI = REPO_ROOT / "data" / "crag-mm-mini"
 
@@ -66,6 +67,7 @@ def main() -> None:
     rows = questions()
     external_truth = [r.get("query_category") != "simple recognition" for r in rows]
     real_time_truth = [r.get("dynamism") == "real-time" for r in rows]
+    print(machine_header())
     print(f"{len(rows)} questions, batch {args.batch}, router {cfg.models.router_model} ({args.profile} profile)")
     print("| router_mode | both labels read | s per turn (median batch) | external = tag | real-time = tag |")
     print("|---|---|---|---|---|")

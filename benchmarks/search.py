@@ -29,6 +29,8 @@ import sys
 import time
 from pathlib import Path
 
+from benchmarks.machine import machine_header
+
 IMAGE_WIDTH = 768
 TEXT_WIDTH = 1024
 DEFAULT_SIZES = (30_000, 40_000, 200_000)
@@ -160,6 +162,7 @@ def main() -> None:
     if args.child:
         print("RESULT " + json.dumps(child(args.child, args.queries)))
         return
+    print(machine_header())
     print(f"{'records':>9} {'disk MB':>8} {'write s':>8} {'variant':>8} {'open s':>7} {'1st img s':>9} "
           f"{'1st txt s':>9} {'img p50/p95 ms':>15} {'txt p50/p95 ms':>15} {'peak RSS MB':>11}")
     for size in args.sizes:

@@ -24,6 +24,7 @@ import time
 from pathlib import Path
 
 from agents.engines.local_models import resolve_model
+from benchmarks.machine import machine_header
 from testkit.transformers_serve import ServedModel, evaluation_settings, serving_copy
 
 REPO = Path(__file__).resolve().parent.parent
@@ -80,6 +81,7 @@ def main() -> None:
         server.stop()
 
     local = answers(work / "local")
+    print(machine_header())
     print(f"mini benchmark, single-turn, first {args.turns} conversations; SmolLM2 via transformers serve 4.57.6")
     print(f"{'run':34} {'wall s':>8} {'agent s':>8} {'answers = in-process':>22}")
     for name, (wall, out) in rows.items():

@@ -18,6 +18,7 @@ import time
 
 from agents.engines.base import ChatRequest, Sampling
 from agents.engines.transformers_engine import TransformersEngine
+from benchmarks.machine import machine_header
 
 QUESTIONS = [
     "What is the tallest mountain in Japan?", "Who designed the Eiffel Tower?",
@@ -60,6 +61,7 @@ def main() -> None:
 
     cases = [("SmolLM2-135M, batch 8, 24 tokens", resolve_model("smollm2"), 24),
              ("tiny Mllama + Llama 3.2 vocabulary, batch 8, 16 tokens", build_tiny_mllama(llama_vocab=True), 16)]
+    print(machine_header())
     print("| model | no stop strings (s) | transformers stop_strings, before (s) | StopOnText, now (s) |")
     print("|---|---|---|---|")
     for title, path, tokens in cases:

@@ -10,6 +10,8 @@ sizes) to a JSONL file so tests can check what the evaluator fed it. Script keys
                                            (the flag is created first, so it crashes once)
   raise_on_query / short_on_query: query -> raise / return one answer too few in that batch
   deadline_cut_queries: [query]   -> traces say "deadline_cut": true
+  (--set turn_budget_s=S)         -> every trace says "turn_budget_s": S, as an agent that keeps a
+                                     per-turn budget records the one it ran under
   sleep_s: float                  -> each call waits that long (a run slow enough to be killed)
 Only the standard library here; PIL and datasets are imported inside the dataset builder.
 """
@@ -77,8 +79,10 @@ class ScriptedAgent:
             raise RuntimeError("scripted failure")
         answers = [s["answers"].get(q, s.get("default", "I don't know")) for q in queries]
         cut = set(s.get("deadline_cut_queries", []))
+        budget = self.config["settings"].get("turn_budget_s")
+        budget_field = {} if budget is None else {"turn_budget_s": float(budget)}
         self.last_batch_report = {
-            "traces": [{"scripted": True, "deadline_cut": q in cut} for q in queries],
+            "traces": [{"scripted": True, "deadline_cut": q in cut, **budget_field} for q in queries],
             "engine_calls": [{"stage": "scripted", "kind": "chat", "requests": len(queries),
                               "prompt_tokens": 0, "output_tokens": 0, "wall_ms": 1.5},
                              {"stage": "rerank", "kind": "rerank", "requests": 1,

@@ -113,15 +113,9 @@ def run_settings(traces: list[dict]) -> dict:
 
 def budget_line(budgets: list[float]) -> str:
     """What the report says of the per-turn budget."""
-    from agents.base_agent import TURN_BUDGET_S
+    from agents.base_agent import budget_text
 
-    def one(seconds: float) -> str:
-        if seconds <= 0:
-            return "none (turn_budget_s 0: the relaunched benchmark has no time limit; these timings are not the competition's)"
-        if seconds == TURN_BUDGET_S:
-            return f"{seconds:g} s a turn, the competition's"
-        return f"{seconds:g} s a turn, widened from the competition's {TURN_BUDGET_S:g} s"
-    return "; ".join(one(b) for b in budgets) or "not recorded"
+    return "; ".join(budget_text(b) for b in budgets) or "not recorded"
 
 
 def prepare_turn(trace: dict) -> dict:

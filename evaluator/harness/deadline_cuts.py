@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from agents.base_agent import budget_text
 from evaluator.harness.unjudged import scores_text
 from evaluator.scoring.rules import RuleSet
-from evaluator.scoring.scores import score_rows
+from evaluator.scoring.scores import subset_scores
 
 # How to run the same turns without the budget: the agent's setting for "no per-turn budget".
 NO_BUDGET_FLAG = "--set turn_budget_s=0"
@@ -37,8 +38,10 @@ def cut_stages(traces: list[dict]) -> dict[str, int]:
     return dict(where.most_common())
 
 
-def subset_scores(rows: list[dict], rules: RuleSet) -> dict:
-    return {"all": score_rows(rows, rules)[1], "ego": score_rows([r for r in rows if r["is_ego"]], rules)[1]}
+def turn_budgets(traces: list[dict]) -> list[float]:
+    """The per-turn budgets (seconds, 0 = none) the agent's traces say the turns ran under."""
+    return sorted({t["turn_budget_s"] for t in traces
+                   if isinstance(t, dict) and isinstance(t.get("turn_budget_s"), (int, float))})
 
 
 def deadline_cut_report(rows: list[dict], traces: list[dict], rules: RuleSet) -> dict | None:
@@ -51,16 +54,16 @@ def deadline_cut_report(rows: list[dict], traces: list[dict], rules: RuleSet) ->
         return None
     kept_rows = [r for r in rows if r["interaction_id"] not in cut]
     stages = cut_stages([t for t in traces if t.get("interaction_id") in cut])
-    budgets = sorted({t["turn_budget_s"] for t in traces if isinstance(t.get("turn_budget_s"), (int, float))})
-    budget = " / ".join(f"{b:g} s" for b in budgets) or "the agent's"
+    budgets = turn_budgets(traces)
+    budget = "; ".join(map(budget_text, budgets)) or "the agent's budget (its traces do not say which)"
     cut_scores, kept_scores = subset_scores(cut_rows, rules), subset_scores(kept_rows, rules)
     answered = int(cut_scores["all"]["correct"] + cut_scores["all"]["hallucination"])
-    notice = (f"The deadline cut {len(cut_rows)} of {len(rows)} turns ({budget} a turn): "
+    notice = (f"The deadline cut {len(cut_rows)} of {len(rows)} turns, at {budget}: "
               + ", ".join(f"{where} {n}" for where, n in stages.items())
               + f". {len(cut_rows) - answered} of them were abstained for time, not for want of evidence, so the "
               f"scores above mix the chain's own abstentions with the machine's speed. Turns not cut: "
               f"{scores_text(kept_scores)}. Run the same turns without the budget: add {NO_BUDGET_FLAG} "
               "(the competition's 10 s a turn then no longer holds).")
     return {"turns": len(cut_rows), "of_turns": len(rows), "where": stages, "cut_answered": answered,
-            "turn_budget_s": budgets, "scores_cut": cut_scores, "scores_not_cut": kept_scores,
+            "turn_budget_s": budgets, "budget": budget, "scores_cut": cut_scores, "scores_not_cut": kept_scores,
             "no_budget_flag": NO_BUDGET_FLAG, "notice": notice}

@@ -260,7 +260,8 @@ def batch_summary(batches: list[dict]) -> dict:
         "wall_ms_p95": _percentile(walls, 95),
         "over_budget_count": len(over),
         "per_batch": [{"batch": b["batch"], "shard": b.get("shard"), "turns": b["turns"],
-                       "wall_ms": b["wall_ms"], "budget_ms": b["budget_ms"]} for b in batches],
+                       "wall_ms": b["wall_ms"], "budget_ms": b["budget_ms"],
+                       "run_budget_ms": b.get("run_budget_ms")} for b in batches],
         "engine_calls_per_batch": [b.get("engine_calls") for b in batches if b.get("engine_calls") is not None],
         "stage_ms_per_batch": [b.get("stage_ms") for b in batches if b.get("stage_ms") is not None],
     }

@@ -20,6 +20,7 @@ from pathlib import Path
 from agents.base_agent import IDK_ANSWER, TURN_BUDGET_S
 from evaluator.harness.batching import planned_batches
 from evaluator.harness.dataset import Conversation, image_for_agent
+from evaluator.harness.deadline_cuts import turn_budgets
 from evaluator.harness.oracle import turn_oracle
 from evaluator.scoring.truncate import Truncator
 
@@ -241,6 +242,15 @@ def generate(agent, ds, conversations: list[Conversation], batch_size: int, outp
     return stats
 
 
+def run_budget(traces: list[dict | None], batch_size: int) -> dict:
+    """A batch record's own budget beside the competition's `budget_ms`: the per-turn budget the
+    agent's traces say it ran under (`turn_budget_s`; None where they do not say, or differ) and
+    that budget by the competition's rule, x batch size (`run_budget_ms`; None: no budget)."""
+    budgets = turn_budgets([t for t in traces if t])
+    seconds = budgets[0] if len(budgets) == 1 else None
+    return {"turn_budget_s": seconds, "run_budget_ms": seconds * 1000.0 * batch_size if seconds else None}
+
+
 def _run_batch(agent, conversations, pending, number, batch_size, images, answers, truncator,
                output_dir, stats, shard, oracle=None) -> None:
     convs = [conversations[pos] for pos, _ in pending]
@@ -285,6 +295,7 @@ def _run_batch(agent, conversations, pending, number, batch_size, images, answer
     append_jsonl(output_dir / BATCHES, [{
         "batch": number, "shard": shard, "turns": len(pending), "batch_size": batch_size,
         "wall_ms": round(wall_ms, 3), "budget_ms": TURN_BUDGET_S * 1000.0 * batch_size,
+        **run_budget(traces, batch_size),
         "engine_calls": engine_calls, "stage_ms": stage_ms, "stage_tokens": stage_tokens, "error": error, "tokenizer": truncator.name,
         "image_errors": stats.image_failures[failures_before:],
     }])

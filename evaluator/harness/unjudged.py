@@ -10,17 +10,16 @@ the command that judges them again. `run_summary.json` holds it under "unjudged"
 the console prints it under the scores table, report.html in a banner, and a run whose LLM judge
 left any turn undecided exits with UNJUDGED_EXIT_CODE once everything is written.
 
-The left-out scores are `score_rows` over the remaining turns: each conversation keeps its other
+The left-out scores are `subset_scores` over the remaining turns: each conversation keeps its other
 turns in order and the multi-turn rules apply to them as to any conversation.
 """
 from __future__ import annotations
 
-import math
 import shlex
 from pathlib import Path
 
 from evaluator.scoring.rules import RuleSet
-from evaluator.scoring.scores import score_rows
+from evaluator.scoring.scores import shown_score, subset_scores
 
 # The exit code of a run (or --rejudge, or merge) whose LLM judge left turns without a verdict:
 # the scores are written, but counted with those turns as not correct. 1 and 2 are taken
@@ -43,21 +42,20 @@ def rejudge_command(output_dir: Path, model: str | None = None, base_url: str | 
 
 def scores_without(rows: list[dict], unjudged: set[str], rules: RuleSet) -> dict:
     """The official scores of the turns that have a verdict (or needed none), all and egocentric."""
-    kept = [r for r in rows if r["interaction_id"] not in unjudged]
-    return {"all": score_rows(kept, rules)[1], "ego": score_rows([r for r in kept if r["is_ego"]], rules)[1]}
+    return subset_scores([r for r in rows if r["interaction_id"] not in unjudged], rules)
 
 
 def scores_text(scores: dict) -> str:
-    """'all N turns: accuracy ..., ...; egocentric M turns: ...' (a subset without turns left out)."""
+    """'all N turns: accuracy ..., ...; egocentric M turns: ...' (a subset without turns left out;
+    "0 turns" where no turn is left)."""
     parts = []
     for subset, label in (("all", "all"), ("ego", "egocentric")):
         values = scores.get(subset) or {}
         if not values.get("total"):
             continue
-        figures = ", ".join(f"{name} {fmt.format(values[key])}" for key, name, fmt in SHOWN_SCORES
-                            if not math.isnan(values[key]))
+        figures = ", ".join(f"{name} {shown_score(values, key, fmt)}" for key, name, fmt in SHOWN_SCORES)
         parts.append(f"{label} {values['total']:.0f} turns: {figures}")
-    return "; ".join(parts) or "no turn left"
+    return "; ".join(parts) or "0 turns"
 
 
 def cause_text(counts: dict, llm_judge: bool) -> str:

@@ -97,7 +97,8 @@ def funnel_chart(steps: list[dict]) -> str:
 
 
 def batch_time_chart(batches: list[dict], stages: list[str]) -> str:
-    """Per batch: the stages' wall time stacked, the whole call's wall time, and the budget."""
+    """Per batch: the stages' wall time stacked, the whole call's wall time, the competition's
+    budget and the run's own where it kept another."""
     fig = Figure(figsize=(7.0, 2.8))
     ax = fig.subplots()
     xs = list(range(len(batches)))
@@ -107,9 +108,17 @@ def batch_time_chart(batches: list[dict], stages: list[str]) -> str:
         ax.bar(xs, seconds, bottom=bottom, color=STAGE_COLORS[i % len(STAGE_COLORS)], label=stage, width=0.8)
         bottom = [a + b for a, b in zip(bottom, seconds)]
     ax.plot(xs, [b["wall_ms"] / 1000.0 for b in batches], "o", color="black", markersize=3, label="batch wall time")
-    ax.step([x - 0.5 for x in xs] + [xs[-1] + 0.5] if xs else [], [b["budget_ms"] / 1000.0 for b in batches]
-            + ([batches[-1]["budget_ms"] / 1000.0] if batches else []), where="post", color=BUDGET_COLOR,
-            linestyle="--", linewidth=1, label="budget (10 s x batch size)")
+    edges = [x - 0.5 for x in xs] + [xs[-1] + 0.5] if xs else []
+
+    def budget_step(budgets_ms: list[float], style: str, label: str) -> None:
+        ax.step(edges, [ms / 1000.0 for ms in budgets_ms + budgets_ms[-1:]], where="post", color=BUDGET_COLOR,
+                linestyle=style, linewidth=1, label=label)
+
+    competition = [b["budget_ms"] for b in batches]
+    budget_step(competition, "--", "budget (10 s x batch size)")
+    own = [b.get("run_budget_ms") for b in batches]
+    if own and all(own) and own != competition:  # the run kept a budget of its own
+        budget_step(own, ":", "the run's budget")
     ax.set_xlabel("batch")
     ax.xaxis.set_major_locator(matplotlib.ticker.MaxNLocator(integer=True))
     ax.set_ylabel("seconds")

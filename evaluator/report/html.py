@@ -34,7 +34,7 @@ from evaluator.report.paired import OUTCOMES, PairedComparison, compare_to_first
 from evaluator.scoring.coverage import ANSWER_SOURCES, COVERAGE_LABELS, coverage_figures
 from evaluator.scoring.intervals import method, score_intervals
 from evaluator.scoring.multi_turn import multi_turn_figures
-from evaluator.scoring.scores import breakdown, is_miss, label_of
+from evaluator.scoring.scores import breakdown, is_miss, label_of, shown_score
 
 TEMPLATES = Path(__file__).resolve().parent / "templates"
 REPORT_NAME = "report.html"
@@ -462,6 +462,7 @@ def template_environment(agent_templates: str | None = None):
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["pretty"] = lambda value: json.dumps(value, indent=1, ensure_ascii=False, default=str)
     env.filters["pct"] = lambda value: f"{value:.1%}"
+    env.filters["score"] = shown_score  # scores|score(key, fmt): "-" where a set of no turns has none
     env.filters["interval"] = interval_text
     return env
 

@@ -11,7 +11,7 @@ from evaluator.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY, Results
 from evaluator.harness.unjudged import SHOWN_SCORES as UNJUDGED_SCORES
 from evaluator.report.paired import PairedComparison, judge_line
 from evaluator.scoring.coverage import coverage_figures
-from evaluator.scoring.scores import breakdown
+from evaluator.scoring.scores import breakdown, shown_score
 
 SCORE_LABELS = [
     ("total", "Total turns", "{:.0f}"),
@@ -55,7 +55,7 @@ def scores_table(scores: dict, intervals: dict | None = None) -> Table:
     for key, label, fmt in SCORE_LABELS:
         cells = []
         for subset in ("all", "ego"):
-            cells.append(fmt.format(scores[subset][key]))
+            cells.append(shown_score(scores[subset], key, fmt))
             if intervals:
                 cells.append(interval_text((intervals.get(subset) or {}).get(key), fmt))
         table.add_row(label, *cells)
@@ -104,7 +104,7 @@ def unjudged_panel(unjudged: dict) -> Panel:
     table.add_column("Egocentric", justify="right")
     left_out = unjudged["scores_without_unjudged"]
     for key, label, fmt in [("total", "Turns", "{:.0f}"), *[(k, n, f) for k, n, f in UNJUDGED_SCORES]]:
-        table.add_row(label, *[fmt.format(left_out[subset][key]) for subset in ("all", "ego")])
+        table.add_row(label, *[shown_score(left_out[subset], key, fmt) for subset in ("all", "ego")])
     command = unjudged["rejudge_command"]
     how = command if unjudged.get("llm_judge") else f"set OPENAI_API_KEY (or add --eval-base-url URL), then {command}"
     lines = [Text(f"{unjudged['turns']} turns that needed the judge have no verdict ({unjudged['cause']}).",
@@ -126,9 +126,10 @@ def deadline_cut_panel(cut: dict) -> Panel:
     table.add_column("Cut", justify="right")
     table.add_column("Not cut", justify="right")
     for key, label, fmt in [("total", "Turns", "{:.0f}"), *UNJUDGED_SCORES]:
-        table.add_row(label, *[fmt.format(cut[part]["all"][key]) for part in ("scores_cut", "scores_not_cut")])
+        table.add_row(label, *[shown_score(cut[part]["all"], key, fmt) for part in ("scores_cut", "scores_not_cut")])
     lines = [Text(f"The deadline cut {cut['turns']} of {cut['of_turns']} turns: "
                   + ", ".join(f"{where} {n}" for where, n in cut["where"].items()) + ".", style="bold red"),
+             Text(f"The budget: {cut.get('budget') or 'not recorded'}."),
              Text(f"{cut['turns'] - cut['cut_answered']} of them were abstained for time, not for want of evidence: "
                   "the scores below mix the chain's own abstentions with this machine's speed."),
              table, Text("Run the same turns without the budget: add ", style="bold") + Text(cut["no_budget_flag"])]

@@ -43,6 +43,7 @@ SCORE_KEYS = [
     "total", "correct_exact", "correct", "miss", "hallucination", "exact_match", "accuracy",
     "missing", "hallucination_rate", "truthfulness_score", "mean_multi_turn_conversation_score",
 ]
+COUNT_KEYS = SCORE_KEYS[:5]  # the rest are rates and scores, which a set of no turns does not have
 
 
 def is_miss(answer: str, rules: RuleSet | None = None) -> bool:
@@ -155,6 +156,28 @@ def score_rows(rows: list[dict], rules: RuleSet | None = None) -> tuple[list[dic
             float(np.mean(list(conversation_scores.values()))) if conversation_scores else math.nan),
     }
     return counted, {k: float(v) for k, v in scores.items()}
+
+
+def subset_scores(rows: list[dict], rules: RuleSet | None = None) -> dict:
+    """{"all", "ego"}: the official scores of a part of a run's turns (each conversation keeps
+    its other turns in order), for run_summary.json: a subset of no turns has its counts (0) and
+    None for every rate and score, where score_rows gives NaN and a truthfulness of 0.0."""
+    out = {}
+    for subset, kept in (("all", rows), ("ego", [r for r in rows if r["is_ego"]])):
+        scores = score_rows(kept, rules)[1]
+        out[subset] = {k: v if k in COUNT_KEYS or (scores["total"] and not math.isnan(v)) else None
+                       for k, v in scores.items()}
+    return out
+
+
+def shown_score(scores: dict, key: str, fmt: str) -> str:
+    """A score as a report shows it: "-" where it has no value (a subset of no turns, whose count
+    then reads 0; a NaN; a None), else `fmt`."""
+    value = scores.get(key)
+    if value is None or (isinstance(value, float) and math.isnan(value)) or (
+            key not in COUNT_KEYS and not scores.get("total")):
+        return "-"
+    return fmt.format(value)
 
 
 def label_of(row: dict, column: str) -> str:

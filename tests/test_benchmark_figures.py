@@ -1,0 +1,142 @@
+"""Benchmark figures that can fail: the machine read from the system (benchmarks/machine.py), a
+process's own peak memory, and benchmarks/cpu_engines.py's agreement column (always against
+float32) and paired lines, on figures written by hand.
+
+The cpuinfo fixtures are Linux's /proc/cpuinfo text: amd_epyc_avx2.txt is our development
+machine's, copied as it is; intel_xeon_amx.txt is a Sapphire Rapids Xeon's in the same layout
+(its flags as the kernel lists them on such a CPU, AMX and AVX-512 BF16 among them).
+"""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.cpu_engines import REFERENCE, Figures, backends_to_run, paired_lines, table
+from benchmarks.machine import WATCHED_FLAGS, parse_cpuinfo
+
+FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cpuinfo"
+REPO_ROOT = Path(__file__).resolve().parent.parent
+
+
+# --- the machine --------------------------------------------------------------------------------
+def test_a_xeon_with_amx_is_read_with_its_model_its_cpus_and_every_watched_flag():
+    machine = parse_cpuinfo((FIXTURES / "intel_xeon_amx.txt").read_text())
+    assert machine.cpu == "Intel(R) Xeon(R) Platinum 8480+"
+    assert (machine.logical_cpus, machine.usable_cpus) == (4, 4)
+    assert machine.flags == WATCHED_FLAGS  # avx2 ... amx_int8, all of them, in the watched order
+    line = machine.line()
+    assert line.startswith("Intel(R) Xeon(R) Platinum 8480+, 4 logical CPUs (")
+    assert "amx_bf16" in line and "avx512_bf16" in line and "; no " not in line
+    assert machine.record()["flags"] == list(WATCHED_FLAGS)
+
+
+def test_an_epyc_without_avx512_is_read_with_avx2_alone():
+    machine = parse_cpuinfo((FIXTURES / "amd_epyc_avx2.txt").read_text(), usable_cpus=1)
+    assert machine.cpu == "AMD EPYC"
+    assert (machine.logical_cpus, machine.usable_cpus) == (2, 1)
+    assert machine.flags == ("avx2",)
+    assert machine.line() == ("AMD EPYC, 1 of 2 logical CPUs usable (avx2; no avx512f, avx512_vnni, avx512_bf16, "
+                              "amx_tile, amx_bf16, amx_int8)")
+
+
+def test_flags_are_whole_words_of_the_flags_line_only():
+    """avx512_fp16 is not avx512f, and "vmx flags" (a later line of the same processor) is not its flags."""
+    text = ("processor\t: 0\nmodel name\t: Some CPU\nflags\t\t: fpu avx2 avx512_fp16 amx_tile_x\n"
+            "vmx flags\t: avx512f amx_bf16\n")
+    assert parse_cpuinfo(text).flags == ("avx2",)
+
+
+def test_an_arm_cpuinfo_gives_its_features_and_a_cpu_without_a_model_name_still_has_a_name():
+    text = ("processor\t: 0\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd evtstrm aes pmull sha1 sha2 crc32\n"
+            "CPU implementer\t: 0x41\n\nprocessor\t: 1\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd\n")
+    machine = parse_cpuinfo(text)
+    assert machine.logical_cpus == 2 and machine.flags == () and machine.cpu
+    assert "none of avx2" in machine.line()
+
+
+def test_a_system_that_does_not_list_its_flags_says_they_were_not_read():
+    machine = parse_cpuinfo("processor\t: 0\nmodel name\t: Odd CPU\n")
+    assert machine.flags is None and machine.line() == "Odd CPU, 1 logical CPUs (instruction sets not read)"
+
+
+# --- a process's own peak memory ----------------------------------------------------------------
+CHILD = """
+import sys
+from benchmarks.cpu_engines import Backend, measure
+held = b"x" * (int(sys.argv[1]) * 2 ** 20)  # written, so resident
+del held  # given back before the figure is taken: a peak still counts it
+
+class Still(Backend):
+    name = "still"
+    def load(self):
+        pass
+    def generate(self, rows, new_tokens, fixed):
+        return [[1] * new_tokens for _ in rows]
+
+figures = measure("still", Still("", 1, [0], 0), {8: [[5, 6]], 16: [[5, 6]]}, [[[5, 6]]])
+print(figures.error or figures.rss_mib)
+"""
+
+
+def child_peak_mib(megabytes: int) -> float:
+    """The RSS figure cpu_engines.measure reports in a fresh process that held `megabytes` before."""
+    done = subprocess.run([sys.executable, "-c", CHILD, str(megabytes)], capture_output=True, text=True,
+                          cwd=REPO_ROOT, timeout=120)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return float(done.stdout.strip().splitlines()[-1])
+
+
+def test_each_child_reports_its_own_peak_memory_not_its_large_parents():
+    """Spawned from a parent that holds 400 MB more, a child that held 10 MB reports tens of
+    MiB and one that held 200 MB over 200 MiB, though it has given them back by then: its peak
+    (getrusage's ru_maxrss would give both the parent's, inherited across fork and exec; the
+    current RSS would miss the 200 MB)."""
+    parent_holds = b"p" * (400 * 2 ** 20)
+    small, large = child_peak_mib(10), child_peak_mib(200)
+    assert len(parent_holds) == 400 * 2 ** 20
+    assert small < 150, small
+    assert large >= 200, large
+    assert large - small > 150
+
+
+# --- cpu_engines' agreement column and paired lines ---------------------------------------------
+def ran(key: str, answers: list[str], seconds: list[float], round_: int = 1, error: str = "",
+        cpu: list[float] | None = None) -> Figures:
+    return Figures(backend=f"backend {key}", key=key, round=round_, error=error, answers=answers,
+                   answer_s=seconds, answer_cpu_s=seconds if cpu is None else cpu,
+                   speeds={"8": (100.0, 10.0), "16": (100.0, 10.0)})
+
+
+def agreement_column(markdown: str) -> dict[str, str]:
+    rows = [line.split("|")[1:-1] for line in markdown.splitlines()[2:]]
+    return {cells[0].strip(): cells[-1].strip() for cells in rows}
+
+
+def test_float32_runs_as_the_reference_when_it_is_not_asked_for():
+    assert backends_to_run(["bf16-rows", "int8-rows"]) == ["bf16-rows", "int8-rows", REFERENCE]
+    assert backends_to_run(["fp32-rows", "fp32"]) == ["fp32-rows", "fp32"]  # asked: not twice
+
+
+def test_agreement_is_counted_against_float32_not_against_the_first_backend():
+    results = [ran("bf16-rows", ["a", "b", "c", "d"], [1.0]), ran("int8-rows", ["a", "b", "x", "y"], [1.0]),
+               ran("fp32", ["a", "q", "c", "q"], [2.0])]
+    column = agreement_column(table(results))
+    assert column == {"backend bf16-rows": "2/4", "backend int8-rows": "1/4", "backend fp32": "4/4"}
+
+
+def test_without_a_float32_run_the_column_says_no_reference():
+    results = [ran("bf16-rows", ["a", "b"], [1.0]), ran("fp32", [], [], error="OSError: no model")]
+    column = agreement_column(table(results))
+    assert column["backend bf16-rows"] == "no reference"
+
+
+def test_paired_lines_divide_float32s_seconds_by_each_backends_in_the_same_round():
+    results = [ran("fp32", ["a"], [30.0, 20.0], 1, cpu=[20.0, 10.0]), ran("fp32-rows", ["a"], [15.0, 16.0], 1, cpu=[10.0, 10.0]),
+               ran("fp32", ["a"], [60.0, 40.0], 2), ran("fp32-rows", ["a"], [20.0, 20.0], 2)]
+    lines = paired_lines(results)
+    assert len(lines) == 2
+    assert lines[0].startswith("round 1: fp32-rows 15.0/16.0 s against fp32 30.0/20.0 s: 2.00/1.25x (1.61x in all); "
+                               "CPU 10.0/10.0 s against 20.0/10.0 s: 2.00/1.00x (1.50x in all)")
+    assert lines[1].startswith("round 2: fp32-rows 20.0/20.0 s against fp32 60.0/40.0 s: 3.00/2.00x (2.50x in all)")
+    assert "round 2" in agreement_column(table(results)).popitem()[0]  # rows of several rounds say which
