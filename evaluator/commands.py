@@ -19,15 +19,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from agents.hardware import describe_auto_profile
-from agents.profiles import REPO_ROOT, default_dataset, resolve_profile
-from evaluator.harness.agent_setup import AgentSetup, import_object, setup_agent
+from agents.profiles import REPO_ROOT, default_dataset
+from evaluator.harness.agent_setup import import_object
 from evaluator.harness.batching import clip_batch_size, conversation_selection, planned_batches
 from evaluator.harness.dataset import apply_image_url_updates, load_split, read_conversations
 from evaluator.harness.fingerprint import differences, selection_refusal, system_fingerprint
 from evaluator.harness.models import preload_problem
 from evaluator.harness.oracle import refusal as oracle_refusal
 from evaluator.harness.outputs import finalize, merge_runs
-from evaluator.harness.resolved import ResolvedRun, resolve_run
+from evaluator.harness.resolved import ResolvedRun, resolve_settings
 from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
 from evaluator.harness.unjudged import exit_code
 from evaluator.report.terminal import loud_notice, print_report
@@ -181,12 +181,6 @@ def build_search(settings: EvaluationSettings, run: ResolvedRun):
     return pipeline
 
 
-def resolved_run(settings: EvaluationSettings, profile: str, setup: AgentSetup | None = None) -> ResolvedRun:
-    """The run's machine, search and agent, worked out once from its flags."""
-    return resolve_run(profile, setup, search=settings.search, web=not settings.suppress_web_search_api,
-                       indices=settings.indices, web_contents=settings.web_contents)
-
-
 def load_agent(settings: EvaluationSettings, run: ResolvedRun, console: Console):
     pipeline = build_search(settings, run)
     profile = run.profile
@@ -278,13 +272,10 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
     if settings.profile == "auto":  # say which profile the GPU memory chose, and why
         console.print(f"--profile auto: {escape(describe_auto_profile())}")
     try:
-        profile = resolve_profile(settings.profile)
         # the agent's configuration, built here and handed to it: a bad --set, preset or
         # calibration file, or contradictory switches, fail now with one line
-        setup = setup_agent(settings.agent, profile=profile, preset=settings.preset, settings=settings.set,
-                            calibration=str(Path(settings.calibration).resolve()) if settings.calibration else None,
-                            model_name=settings.model_name)
-        run = resolved_run(settings, profile, setup)  # everything below reads this
+        run = resolve_settings(settings)  # everything below reads this
+        profile, setup = run.profile, run.agent
         shard = parse_shard(settings.shard)
         rules = rule_set(settings.rules)
         refused = oracle_refusal(settings.oracle, setup.cls)
