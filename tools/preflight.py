@@ -27,6 +27,7 @@ flag the run cannot take, such as a bad --set, said in one line):
                 has to download
   cache: ...    each model and search index the run loads is in the cache; one that is not fails
                 with the run's fetch command
+  search        the run's search pipeline opens (its models and indices), as the evaluation builds it
   agent load    the agent loads: its models, the named one included; one that does not fails
                 with the exception's first line
   batch size    get_batch_size() is within 1..16
@@ -303,15 +304,14 @@ def sample_batch(dataset: str, size: int):
 def check_agent_load(run: ResolvedRun, pipeline) -> tuple[object | None, Check]:
     """The run's agent, built as the evaluation builds it (its configuration: the named model, the
     --set values); a model that does not load fails the check with the exception's first line."""
+    named = run.agent.model_name
     try:
         agent = run.agent.build(pipeline)
     except Exception as exc:  # noqa: BLE001 - a model that does not load: said, not raised
         lines = str(exc).strip().splitlines()
-        named = run.agent.model_name
         what = f"--model-name {named}" if named else "the agent"
         return None, Check("agent load", False, f"{what} did not load: {type(exc).__name__}: {lines[0] if lines else ''}")
-    return agent, Check("agent load", True, f"{run.agent.spec} loaded" + (f" with {run.agent.model_name}"
-                                                                           if run.agent.model_name else ""))
+    return agent, Check("agent load", True, f"{run.agent.spec} loaded" + (f" with --model-name {named}" if named else ""))
 
 
 def agent_turn_budget(run: ResolvedRun) -> float | None:
@@ -465,6 +465,8 @@ def run_checks(args) -> list[Check]:
         why = str(exc) if isinstance(exc, EvaluationRefused) else f"{type(exc).__name__}: {exc}"
         return checks + [Check("search", False, why)] + skipped(("agent load", "batch size", "dry run"),
                                                                 "the search pipeline did not load")
+    checks.append(Check("search", True, "--search none: the agent is given no pipeline" if pipeline is None
+                        else f"the {run.search_spec} pipeline opened"))
     agent, loaded = check_agent_load(run, pipeline)
     checks.append(loaded)
     if agent is None:

@@ -30,7 +30,7 @@ def assert_passes_but_for_speed(done: subprocess.CompletedProcess) -> str:
     """Every check passes; the dry run's line may fail for time alone: the checks, not this shared
     machine's speed, are under test here (the budgets' verdicts: tests/test_preflight_run.py).
     Returns the dry run's line."""
-    for name in ("import", "aicrowd", "requirements", "agent load", "batch size"):
+    for name in ("import", "aicrowd", "requirements", "search", "agent load", "batch size"):
         assert re.search(rf"^PASS\s+{name}\b", done.stdout, re.M), done.stdout
     dry_run = re.search(r"^(PASS|FAIL)\s+dry run\s+(.*)$", done.stdout, re.M)
     assert dry_run, done.stdout
@@ -52,7 +52,7 @@ def test_the_dry_run_runs_the_model_that_is_named(tmp_path):
     from the agent's own engine calls, and the named one answered the chat stages."""
     folder = build_tiny_qwen2_5_vl(tmp_path / "Qwen2.5-VL-3B-Instruct")
     done = run_preflight("--model-name", folder)
-    assert re.search(rf"^PASS\s+agent load\s+agents.user_config:UserAgent loaded with {re.escape(folder)}$",
+    assert re.search(rf"^PASS\s+agent load\s+agents.user_config:UserAgent loaded with --model-name {re.escape(folder)}$",
                      done.stdout, re.M), done.stdout
     line = assert_passes_but_for_speed(done)
     assert f"; ran {folder} (route, " in line and "smollm2" not in line, line
