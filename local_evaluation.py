@@ -82,6 +82,49 @@ def add_judge_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--no_progress", action="store_true", help="no progress bars")
 
 
+def add_run_args(p: argparse.ArgumentParser, *, profile: str = DEFAULTS.profile) -> None:
+    """The flags that name the run: the agent, what it is told, the machine and its search. The
+    pre-flight (tools/preflight.py) and tools.fetch take the same flags, and each resolves them as
+    an evaluation does (`run_settings`, then evaluator/harness/resolved.py `resolve_settings`)."""
+    p.add_argument("--agent", default=DEFAULTS.agent, help="MODULE:CLASS")
+    p.add_argument("--profile", default=profile, choices=["auto", *sorted(PROFILES)],
+                   help="the machine (agents/profiles.py; `python -m agents.config_cli show NAME`): auto = l40s "
+                        "where its memory plan fits the GPU, else cpu (it says which and why); served = the "
+                        "l40s models behind OpenAI-compatible servers (docs/serving.md)")
+    p.add_argument("--preset", default=DEFAULTS.preset,
+                   help="ablation preset (agents/config/presets.py PRESETS), or several joined by '+', e.g. "
+                        "no_cov+paper_finalizer; handed to the agent")
+    p.add_argument("--model-name", default=DEFAULTS.model_name, metavar="NAME",
+                   help="the VLM (and router) by name, on its family's model stack (agents/stacks.py STACKS); "
+                        "the relaunched facebookresearch/CRAG-MM evaluator's flag; `local_evaluation.py --list-models` "
+                        "shows the families")
+    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
+                   help="config override handed to the agent (a JSON object for a dict field); repeatable")
+    p.add_argument("--calibration", default=DEFAULTS.calibration, metavar="FILE",
+                   help="thresholds from `python -m tools.calibrate` (calibration.json), handed to the agent; "
+                        "--set still wins")
+    p.add_argument("--search", default=DEFAULTS.search,
+                   help="default | none | MODULE:FUNC (`local_evaluation.py --help` says what each builds)")
+    p.add_argument("--indices", default=DEFAULTS.indices, choices=list(INDEX_CHOICES),
+                   help="which published search indices the l40s and served profiles search: public-test "
+                        "(default; crag-mm-2025/{image,web}-search-index-public-test, what the relaunched "
+                        "facebookresearch/CRAG-MM evaluator uses) or validation (the 2025 starter kit's "
+                        "*-search-index-validation)")
+    p.add_argument("--web-contents", nargs="?", const="default", default=DEFAULTS.web_contents, metavar="HF_ID",
+                   help="web hits carry their full page (page_result, page_last_modified) from this "
+                        "full-content database, which the search package reads as sharded LMDB files; "
+                        "bare: the profile's (crag-mm-2025/web-search-contents-db-private-v0.1.2 on "
+                        "l40s/served, the mini benchmark's own on cpu)")
+    p.add_argument("--suppress-web-search-api", action="store_true", help="Task 1: image search only")
+
+
+def run_settings(args: argparse.Namespace) -> EvaluationSettings:
+    """The run that the flags of `add_run_args` in `args` name (every other option at its default)."""
+    probe = argparse.ArgumentParser(add_help=False)
+    add_run_args(probe)
+    return EvaluationSettings(**{name: getattr(args, name) for name in vars(probe.parse_args([]))})
+
+
 def evaluation_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0], epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -92,7 +135,6 @@ def evaluation_parser() -> argparse.ArgumentParser:
                         "than N were served (it overshoots); -1 = all")
     p.add_argument("--exact-conversations", action="store_true",
                    help="with --num-conversations N: exactly the first N conversations, all their turns")
-    p.add_argument("--suppress-web-search-api", action="store_true", help="Task 1: image search only")
     p.add_argument("--suppress-image-search-api", action="store_true",
                    help="no image search: the agent's pipeline refuses image queries (the relaunched "
                         "facebookresearch/CRAG-MM evaluator's flag)")
@@ -106,34 +148,8 @@ def evaluation_parser() -> argparse.ArgumentParser:
     p.add_argument("--dataset", default=DEFAULTS.dataset,
                    help="hub id or local folder (default: data/crag-mm-mini/<type> on cpu, "
                         "crag-mm-2025/crag-mm-<type>-public on l40s)")
-    p.add_argument("--agent", default=DEFAULTS.agent, help="MODULE:CLASS")
-    p.add_argument("--profile", default=DEFAULTS.profile, choices=["auto", *sorted(PROFILES)],
-                   help="the machine (agents/profiles.py; `python -m agents.config_cli show NAME`): auto = l40s "
-                        "where its memory plan fits the GPU, else cpu (it says which and why); served = the "
-                        "l40s models behind OpenAI-compatible servers (docs/serving.md)")
-    p.add_argument("--preset", default=DEFAULTS.preset,
-                   help="ablation preset (agents/config/presets.py PRESETS), or several joined by '+', e.g. "
-                        "no_cov+paper_finalizer; handed to the agent")
-    p.add_argument("--model-name", default=DEFAULTS.model_name, metavar="NAME",
-                   help="the VLM (and router) by name, on its family's model stack (agents/stacks.py STACKS); "
-                        "the relaunched facebookresearch/CRAG-MM evaluator's flag; --list-models shows the families")
+    add_run_args(p)
     p.add_argument("--list-models", action="store_true", help="list the model families --model-name knows, and stop")
-    p.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                   help="config override handed to the agent (a JSON object for a dict field); repeatable")
-    p.add_argument("--calibration", default=DEFAULTS.calibration, metavar="FILE",
-                   help="thresholds from `python -m tools.calibrate` (calibration.json), handed to the agent; "
-                        "--set still wins")
-    p.add_argument("--search", default=DEFAULTS.search, help="default | none | MODULE:FUNC (see below)")
-    p.add_argument("--indices", default=DEFAULTS.indices, choices=list(INDEX_CHOICES),
-                   help="which published search indices the l40s and served profiles search: public-test "
-                        "(default; crag-mm-2025/{image,web}-search-index-public-test, what the relaunched "
-                        "facebookresearch/CRAG-MM evaluator uses) or validation (the 2025 starter kit's "
-                        "*-search-index-validation)")
-    p.add_argument("--web-contents", nargs="?", const="default", default=DEFAULTS.web_contents, metavar="HF_ID",
-                   help="web hits carry their full page (page_result, page_last_modified) from this "
-                        "full-content database, which the search package reads as sharded LMDB files; "
-                        "bare: the profile's (crag-mm-2025/web-search-contents-db-private-v0.1.2 on "
-                        "l40s/served, the mini benchmark's own on cpu)")
     p.add_argument("--resume", action="store_true")
     p.add_argument("--force", action="store_true",
                    help="with --resume: continue even though the system differs (recorded in run_summary.json); "

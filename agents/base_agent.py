@@ -31,7 +31,8 @@ one trace per turn (a JSON object) and one record per model call. The harness su
 `stage`, `kind` ("chat" or "rerank"), `requests`, `prompt_tokens`, `output_tokens` (the answer
 text), `reasoning_tokens` (hidden reasoning a hosted model bills as output), `wall_ms`,
 `empty_replies` and `refusals` (one entry per request a provider refused) per stage: the report's
-tokens and times. It reads a few keys of a trace, each optional:
+tokens and times. A call's `model` (the model that answered) is what the pre-flight's dry run
+says it ran. It reads a few keys of a trace, each optional:
 `branch` (what decided the turn; "error" a stage fault, "refused" a provider's refusal, both
 answered "I don't know"), `deadline_cut` (bool), `turn_budget_s` (the per-turn budget the turn ran
 under, 0 for none: the report and batches.jsonl set it beside the competition's), `errors` (list of str), `funnel`

@@ -19,15 +19,15 @@ from rich.console import Console
 from rich.markup import escape
 
 from agents.hardware import describe_auto_profile
-from agents.profiles import REPO_ROOT, default_dataset, resolve_profile
-from evaluator.harness.agent_setup import AgentSetup, import_object, setup_agent
+from agents.profiles import REPO_ROOT, default_dataset
+from evaluator.harness.agent_setup import import_object
 from evaluator.harness.batching import clip_batch_size, conversation_selection, planned_batches
 from evaluator.harness.dataset import apply_image_url_updates, load_split, read_conversations
 from evaluator.harness.fingerprint import differences, selection_refusal, system_fingerprint
 from evaluator.harness.models import preload_problem
 from evaluator.harness.oracle import refusal as oracle_refusal
 from evaluator.harness.outputs import finalize, merge_runs
-from evaluator.harness.resolved import ResolvedRun, resolve_run
+from evaluator.harness.resolved import ResolvedRun, resolve_settings
 from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
 from evaluator.harness.unjudged import exit_code
 from evaluator.report.terminal import loud_notice, print_report
@@ -181,12 +181,6 @@ def build_search(settings: EvaluationSettings, run: ResolvedRun):
     return pipeline
 
 
-def resolved_run(settings: EvaluationSettings, profile: str, setup: AgentSetup | None = None) -> ResolvedRun:
-    """The run's machine, search and agent, worked out once from its flags."""
-    return resolve_run(profile, setup, search=settings.search, web=not settings.suppress_web_search_api,
-                       indices=settings.indices, web_contents=settings.web_contents)
-
-
 def load_agent(settings: EvaluationSettings, run: ResolvedRun, console: Console):
     pipeline = build_search(settings, run)
     profile = run.profile
@@ -309,10 +303,8 @@ def rejudge(settings: EvaluationSettings, output_dir: Path, console: Console) ->
 
 @dataclass
 class RunStart:
-    """What a run's flags resolve to before anything loads: the profile, the agent's setup, the
-    resolved run everything below reads, the shard and the rule set."""
-    profile: str
-    setup: AgentSetup
+    """What a run's flags resolve to before anything loads: the resolved run everything below reads
+    (its profile, its agent's setup), the shard and the rule set."""
     run: ResolvedRun
     shard: tuple[int, int] | None
     rules: RuleSet
@@ -324,14 +316,9 @@ def start_of_run(settings: EvaluationSettings, console: Console) -> RunStart:
     if settings.profile == "auto":  # say which profile the GPU memory chose, and why
         console.print(f"--profile auto: {escape(describe_auto_profile())}")
     try:
-        profile = resolve_profile(settings.profile)
-        # the agent's configuration, built here and handed to it
-        setup = setup_agent(settings.agent, profile=profile, preset=settings.preset, settings=settings.set,
-                            calibration=str(Path(settings.calibration).resolve()) if settings.calibration else None,
-                            model_name=settings.model_name)
-        run = resolved_run(settings, profile, setup)  # everything below reads this
-        start = RunStart(profile, setup, run, parse_shard(settings.shard), rule_set(settings.rules))
-        refused = oracle_refusal(settings.oracle, setup.cls)
+        run = resolve_settings(settings)  # everything below reads this
+        start = RunStart(run, parse_shard(settings.shard), rule_set(settings.rules))
+        refused = oracle_refusal(settings.oracle, run.agent.cls)
         if refused:
             raise ValueError(refused)
     except ValueError as exc:
@@ -369,7 +356,7 @@ def load_conversations(settings: EvaluationSettings, start: RunStart, console: C
                        notices: list[str]) -> RunData:
     """The dataset's conversations, after the pre-load check of every model and the dataset (a
     missing one: one message, before anything loads)."""
-    dataset = settings.dataset or default_dataset(start.profile, settings.dataset_type)
+    dataset = settings.dataset or default_dataset(start.run.profile, settings.dataset_type)
     problem = preload_problem(start.run, dataset, settings.revision)
     if problem:
         raise EvaluationRefused(problem)
@@ -442,7 +429,7 @@ def run_record(settings: EvaluationSettings, start: RunStart, data: RunData, pla
         "served_conversations": plan.served,
         "shard": settings.shard, "agent": settings.agent, "rules": start.rules.name,
         "image_url_updates": data.image_url_updates,
-        "profile": start.profile, "preset": settings.preset or "full", "tokenizer": truncator.name,
+        "profile": start.run.profile, "preset": settings.preset or "full", "tokenizer": truncator.name,
         "judge_model": judge_model, "judge_base_url": judge_base_url,
         "judge_prompt": judge.prompt_origin if judge else official.origin() if official else None,
         "batch_size": batch_size, "expected_turns": len(plan.planned),
@@ -450,7 +437,7 @@ def run_record(settings: EvaluationSettings, start: RunStart, data: RunData, pla
         "fingerprint": fingerprint, "forced_resumes": forced_resumes,
         # what the agent said decides its answers (agents/base_agent.py `describe`): the report
         # reads the agent's settings from here, as the run used them
-        "agent_description": start.setup.description, "trace_view": start.setup.trace_view,
+        "agent_description": start.run.agent.description, "trace_view": start.run.agent.trace_view,
         "oracle": settings.oracle,  # the stage whose human label each labelled turn was given, or None
     }
 

@@ -1,10 +1,12 @@
 """One evaluation over many workers on Ray: `local_evaluation.py ... --workers N [--ray ADDRESS]`.
 
-The split is cut into N shards (`--shard I/N`: conversation index % N == I). Each shard is one Ray
+The driver first resolves the run once (evaluator/harness/resolved.py): a flag the run cannot
+take stops it before Ray starts, and every shard is told the profile it resolved to. The split is
+cut into N shards (`--shard I/N`: conversation index % N == I). Each shard is one Ray
 task that runs this same `local_evaluation.py` in a subprocess, with the judge off, into
 `OUTPUT_DIR/shards/I-of-N`, generation only (`--generate-only`: a shard neither scores nor
-reports). Ray places the tasks, one CPU each and `--gpus-per-worker` GPUs each (default: 1 for the
-l40s profile, whose engines load in the shard, 0 for cpu and served), and sets each task's
+reports). Ray places the tasks, one CPU each and `--gpus-per-worker` GPUs each (default: the run's
+profile's, 1 for l40s, whose engines load in the shard, 0 for cpu and served), and sets each task's
 CUDA_VISIBLE_DEVICES; it retries a task whose worker died or whose run failed
 (`--worker-retries`). A retried shard runs with `--resume`, so the turns it had saved are kept and
 only the rest are asked again; a shard's process dies with the Ray worker that started it, so a
@@ -36,6 +38,7 @@ from evaluator.settings import EvaluationSettings, MergeSettings, command_line, 
 
 if TYPE_CHECKING:
     from evaluator.commands import EvaluationResult
+    from evaluator.harness.resolved import ResolvedRun
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 ENTRY = REPO_ROOT / "local_evaluation.py"
@@ -91,16 +94,25 @@ def shard_env(driver_env: dict[str, str], remote: bool) -> dict[str, str]:
     return env
 
 
-def gpus_per_worker(requested: float | None, profile: str) -> float:
-    """--gpus-per-worker, else the profile's own (agents/profiles.py: 1 where its engines load in
-    the shard's process, 0 for a client of model servers or the CPU)."""
+def gpus_per_worker(requested: float | None, run: ResolvedRun) -> float:
+    """--gpus-per-worker, else what the run's profile gives a shard (agents/profiles.py: 1 where
+    its engines load in the shard's process, 0 for a client of model servers or the CPU)."""
     if requested is not None:
         if requested < 0:
             raise ValueError(f"--gpus-per-worker {requested}: give 0 or more")
         return requested
-    from agents.profiles import get_profile, resolve_profile
+    return run.gpus_per_worker
 
-    return get_profile(resolve_profile(profile)).gpus_per_worker
+
+def shards_of(settings: EvaluationSettings) -> tuple[EvaluationSettings, float]:
+    """The run resolved once, by the driver (evaluator/harness/resolved.py): a flag it cannot take
+    is refused here, before any shard starts, and every shard is told the profile it resolved to
+    (on a cluster each node would otherwise work out "auto" on its own card). Returns the shards'
+    run and the GPUs each asks Ray for."""
+    from evaluator.harness.resolved import resolve_settings
+
+    run = resolve_settings(settings)
+    return dataclasses.replace(settings, profile=run.profile), gpus_per_worker(settings.gpus_per_worker, run)
 
 
 def run_shard(command: list[str], folder: str, env: dict[str, str]) -> str:
@@ -165,11 +177,11 @@ def run_on_ray(settings: EvaluationSettings, console) -> EvaluationResult:
         raise EvaluationRefused(f"--workers {n}: give 1 or more")
     if settings.shard or settings.rejudge or settings.generate_only:
         raise EvaluationRefused("--workers runs every shard itself and scores once: drop --shard/--rejudge/--generate-only")
-    ray = import_ray()
     try:
-        gpus = gpus_per_worker(settings.gpus_per_worker, settings.profile)
+        settings, gpus = shards_of(settings)
     except ValueError as exc:
         raise EvaluationRefused(str(exc)) from None
+    ray = import_ray()
     output_dir = Path(settings.output_dir) if settings.output_dir else default_output_dir()
     folders = shard_dirs(output_dir, n)
     if settings.ray:

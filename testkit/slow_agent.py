@@ -1,4 +1,4 @@
-"""An agent that answers too slowly, for the preflight's budget check."""
+"""An agent of no settings of its own that answers slowly (a second a batch)."""
 import time
 
 from agents.base_agent import BaseAgent

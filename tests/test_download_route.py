@@ -5,13 +5,15 @@ checkpoints, ~21 GB nothing loads). In-process, against an empty cache, offline.
 """
 from __future__ import annotations
 
+import shlex
+
 import pytest
 
 from agents.profiles import PROFILES, PUBLISHED_INDICES
-from evaluator.harness.agent_setup import setup_agent
-from evaluator.harness.models import dataset_problem, loaded_models, missing_models_message
-from evaluator.harness.resolved import resolve_run
+from evaluator.harness.models import dataset_problem, loaded_models, missing_models_message, preload_problem
+from evaluator.harness.resolved import resolve_settings
 from evaluator.search import index_check
+from evaluator.settings import EvaluationSettings
 from tools import fetch, preflight
 
 INDEX_SETS = PUBLISHED_INDICES
@@ -37,8 +39,7 @@ def assert_one_route(message: str, command: str) -> None:
 
 @pytest.mark.parametrize("profile", ["l40s", "served"])
 def test_missing_models_name_the_fetch_command_of_their_profile(empty_cache, profile):
-    agent = setup_agent("agents.user_config:UserAgent", profile=profile)
-    message = missing_models_message(loaded_models(resolve_run(profile, agent)), profile)
+    message = missing_models_message(resolve_settings(EvaluationSettings(profile=profile)))
     assert message.splitlines()[-2 if profile == "l40s" else -1] == f"  python -m tools.fetch --profile {profile}"
     assert_one_route(message, f"python -m tools.fetch --profile {profile}")
 
@@ -46,22 +47,39 @@ def test_missing_models_name_the_fetch_command_of_their_profile(empty_cache, pro
 def test_a_run_of_another_vlm_family_names_the_command_that_fetches_its_models(empty_cache, capsys):
     """`--profile l40s --model-name Qwen/...`: the hint names the command that fetches the Qwen
     checkpoint, not the profile's gated Llama pair, and that command's plan is what the run loads."""
-    from evaluator.harness.models import preload_problem
-
     qwen = "Qwen/Qwen2.5-VL-7B-Instruct"
-    agent = setup_agent("agents.user_config:UserAgent", profile="l40s", model_name=qwen)
-    message = preload_problem(resolve_run("l40s", agent), "crag-mm-2025/crag-mm-single-turn-public", None)
+    run = resolve_settings(EvaluationSettings(profile="l40s", model_name=qwen))
+    message = preload_problem(run, "crag-mm-2025/crag-mm-single-turn-public", None)
     command = f"python -m tools.fetch --profile l40s --model-name {qwen}"
     assert f"  {command}" in message.splitlines() and f"  {qwen}" in message.splitlines()
     assert "meta-llama" not in message  # neither listed as missing nor told to log in for
     assert_one_route(message, command)
     # the four models of that run (search's two, the Qwen VLM, the reranker): fetch plans exactly these
     run_loads = {"openai/clip-vit-large-patch14-336", "BAAI/bge-large-en-v1.5", qwen, "BAAI/bge-reranker-v2-m3"}
-    assert set(loaded_models(resolve_run("l40s", agent))) == run_loads
-    assert {i.repo_id for i in fetch.plan("l40s", model_name=qwen) if i.repo_type == "model"} == run_loads
+    assert set(loaded_models(run)) == run_loads
+    assert {i.repo_id for i in fetch.plan(run) if i.repo_type == "model"} == run_loads
     assert fetch.main(["--profile", "l40s", "--model-name", qwen, "--dry-run", "--task", "single-turn"]) == 0
     table = capsys.readouterr().out
     assert qwen in table and "meta-llama" not in table
+
+
+def test_the_fetch_command_of_a_run_carries_every_flag_that_changes_what_it_loads(empty_cache, capsys):
+    """A --set that swaps the reranker, under a preset and another family's VLM: the missing-models
+    message names the run's own command, and that command, run as written, fetches what the run
+    loads (the profile's own reranker is neither named nor fetched)."""
+    qwen, reranker = "Qwen/Qwen2.5-VL-7B-Instruct", "BAAI/bge-reranker-base"
+    run = resolve_settings(EvaluationSettings(profile="l40s", model_name=qwen, preset="no_cov",
+                                              set=(f"reranker_model={reranker}",)))
+    command = f"python -m tools.fetch --profile l40s --preset no_cov --model-name {qwen} --set reranker_model={reranker}"
+    message = missing_models_message(run)
+    assert f"  {command}" in message.splitlines() and f"  {reranker}" in message.splitlines()
+    assert_one_route(message, command)
+    assert "bge-reranker-v2-m3" not in message
+    argv = shlex.split(command)[3:]
+    assert fetch.main([*argv, "--dry-run", "--task", "single-turn"]) == 0
+    table = capsys.readouterr().out
+    assert reranker in table and "bge-reranker-v2-m3" not in table
+    assert {i.repo_id for i in fetch.plan(run) if i.repo_type == "model"} == set(loaded_models(run))
 
 
 @pytest.mark.parametrize("repo_id, command", [
@@ -100,18 +118,23 @@ def test_a_missing_index_names_the_fetch_command_and_no_hub_hint(empty_cache, ki
 
 
 def test_the_preflight_cache_lines_name_the_fetch_command(empty_cache):
-    disk, checks = preflight.check_cache("l40s")
+    disk, checks = preflight.check_cache(resolve_settings(EvaluationSettings(profile="l40s")))
     assert len(checks) == 7 and not any(c.ok for c in checks)
     for check in checks:
         assert_one_route(check.detail, "python -m tools.fetch --profile l40s")
     assert "python -m tools.fetch --profile l40s" in disk.detail
 
 
-def test_fetch_refuses_an_unknown_profile_in_one_line(capsys):
-    assert fetch.main(["--profile", "bogus", "--dry-run"]) == 2
+def test_fetch_refuses_an_unknown_profile_and_a_bad_setting(capsys):
+    with pytest.raises(SystemExit) as stopped:  # the flag's choices, as local_evaluation.py's
+        fetch.main(["--profile", "bogus", "--dry-run"])
+    assert stopped.value.code == 2
     captured = capsys.readouterr()
-    assert captured.out == ""
-    assert captured.err == "tools.fetch: unknown profile 'bogus'; choose one of ['cpu', 'l40s', 'served']\n"
+    assert captured.out == "" and "argument --profile: invalid choice: 'bogus'" in captured.err
+    assert fetch.main(["--profile", "l40s", "--set", "no_such_field=1", "--dry-run"]) == 2  # in one line
+    captured = capsys.readouterr()
+    assert captured.out == "" and captured.err.startswith("tools.fetch: --set 'no_such_field=1': expected FIELD=VALUE")
+    assert captured.err.count("\n") == 1
 
 
 def test_the_route_knows_the_evaluators_default_datasets():

@@ -263,7 +263,10 @@ def test_the_memory_plan_and_the_pre_flight_say_which_sizes_fit_one_l40s(name, v
 
     fit = family_fit(name, load_config("l40s"))
     assert fit.verdict == verdict and fit.budget_gib == pytest.approx(0.81 * GPU_GIB)
-    check = check_gpu_memory("l40s", gpu=None, model_name=name)
+    from evaluator.harness.resolved import resolve_settings
+    from evaluator.settings import EvaluationSettings
+
+    check = check_gpu_memory(resolve_settings(EvaluationSettings(profile="l40s", model_name=name)), gpu=None)
     assert check.ok is passes and verdict in check.detail and f"{fit.params_b:.1f} B" in check.detail
 
 

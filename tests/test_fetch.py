@@ -9,13 +9,18 @@ from types import SimpleNamespace
 import pytest
 import requests
 
-from evaluator.harness.agent_setup import setup_agent
 from evaluator.harness.models import loaded_models
-from evaluator.harness.resolved import resolve_run
+from evaluator.harness.resolved import resolve_settings
 from evaluator.search.pipeline import search_config
+from evaluator.settings import EvaluationSettings
 from tools import fetch
 
 GB = 1e9
+
+
+def plan(profile: str, tasks: tuple[str, ...] = ("single-turn", "multi-turn"), **options) -> list[fetch.Item]:
+    """What tools.fetch fetches for the run of `profile` with these options (local_evaluation.py's names)."""
+    return fetch.plan(resolve_settings(EvaluationSettings(profile=profile, **options)), tasks)
 SECRET = "hf_NOTAREALTOKEN0123456789"
 
 
@@ -50,9 +55,9 @@ def _cached(cache, item, names, incomplete=False):
 
 
 def test_the_l40s_plan_is_every_hub_model_index_and_dataset_the_run_loads():
-    items = fetch.plan("l40s")
+    items = plan("l40s")
     search = search_config("l40s")
-    models = loaded_models(resolve_run("l40s", setup_agent("agents.user_config:UserAgent", profile="l40s")))
+    models = loaded_models(resolve_settings(EvaluationSettings(profile="l40s")))
     assert [i.repo_id for i in items if i.repo_type == "model"] == models
     assert "meta-llama/Llama-3.2-11B-Vision-Instruct" in models
     datasets = [(i.repo_id, i.revision) for i in items if i.repo_type == "dataset"]
@@ -62,7 +67,7 @@ def test_the_l40s_plan_is_every_hub_model_index_and_dataset_the_run_loads():
                         ("crag-mm-2025/crag-mm-multi-turn-public", "v0.1.2")]
     assert [i.repo_id for i in items if i.gated] == ["meta-llama/Llama-3.2-11B-Vision-Instruct",
                                                      "meta-llama/Llama-3.2-1B-Instruct"]
-    assert [i.repo_id for i in fetch.plan("l40s", ("single-turn",)) if "turn" in i.repo_id] == [
+    assert [i.repo_id for i in plan("l40s", ("single-turn",)) if "turn" in i.repo_id] == [
         "crag-mm-2025/crag-mm-single-turn-public"]
 
 
@@ -72,10 +77,10 @@ def test_the_indices_are_the_public_test_pair_unless_validation_is_chosen(monkey
 
     public = ["crag-mm-2025/image-search-index-public-test", "crag-mm-2025/web-search-index-public-test"]
     validation = ["crag-mm-2025/image-search-index-validation", "crag-mm-2025/web-search-index-validation"]
-    assert index_ids(fetch.plan("l40s")) == public == index_ids(fetch.plan("served"))
-    assert index_ids(fetch.plan("l40s", indices="validation")) == validation
+    assert index_ids(plan("l40s")) == public == index_ids(plan("served"))
+    assert index_ids(plan("l40s", indices="validation")) == validation
     monkeypatch.setenv("CRAG_MM_INDICES", "validation")  # the environment does not choose them
-    assert index_ids(fetch.plan("l40s")) == public
+    assert index_ids(plan("l40s")) == public
     # every index id has a size estimate, and the offline table says it is one
     monkeypatch.setattr("huggingface_hub.constants.HF_HUB_OFFLINE", True)
     for choice, ids in (("validation", validation), ("public-test", public)):
@@ -87,8 +92,18 @@ def test_the_indices_are_the_public_test_pair_unless_validation_is_chosen(monkey
         fetch.main(["--indices", "test"])
 
 
+def test_the_plan_is_the_runs_a_task_1_run_reads_no_web_and_a_run_without_search_no_index():
+    task1 = {i.repo_id for i in plan("l40s", suppress_web_search_api=True)}
+    assert {"openai/clip-vit-large-patch14-336", "crag-mm-2025/image-search-index-public-test"} <= task1
+    assert not {"BAAI/bge-large-en-v1.5", "crag-mm-2025/web-search-index-public-test"} & task1
+    assert "crag-mm-2025/web-search-contents-db-private-v0.1.2" not in {
+        i.repo_id for i in plan("l40s", suppress_web_search_api=True, web_contents="default")}
+    unsearched = plan("l40s", search="none")  # the agent gets no pipeline: the chain's models and the datasets
+    assert {i.role for i in unsearched} == {"chain model", "single-turn dataset", "multi-turn dataset"}
+
+
 def test_the_cpu_profile_fetches_nothing(capsys):
-    assert fetch.plan("cpu") == []
+    assert plan("cpu") == []
     assert fetch.main(["--profile", "cpu", "--dry-run"]) == 0
     assert "nothing to fetch" in capsys.readouterr().out
 
@@ -103,7 +118,7 @@ def test_sizes_come_from_the_hub_without_the_files_nothing_loads(tmp_path):
 
 
 def test_sizes_fall_back_to_the_table_and_the_hub_is_asked_once_when_unreachable(tmp_path):
-    items = fetch.plan("l40s")
+    items = plan("l40s")
     hub = FakeHub({}, unreachable=True)
     rows = fetch.survey(items, tmp_path, hub)
     assert len(hub.asked) == 1
@@ -146,7 +161,7 @@ def hub_env(monkeypatch, tmp_path):
     monkeypatch.setattr(constants, "HF_HUB_CACHE", str(tmp_path / "hub"))
     monkeypatch.setattr(constants, "HF_HUB_OFFLINE", False)
     monkeypatch.setenv("HF_TOKEN", SECRET)
-    sizes = {i.repo_id: {"config.json": 10**9} for i in fetch.plan("l40s")}
+    sizes = {i.repo_id: {"config.json": 10**9} for i in plan("l40s")}
     monkeypatch.setattr("huggingface_hub.HfApi", lambda: FakeHub(sizes))
     calls = []
     monkeypatch.setattr("huggingface_hub.snapshot_download", lambda **kw: calls.append(kw))
@@ -205,9 +220,9 @@ def test_a_refused_gated_model_is_named_and_the_rest_still_downloads():
 
 def test_the_contents_database_is_planned_sized_as_an_estimate_and_a_shard_gap_is_partial(tmp_path, capsys):
     contents_id = "crag-mm-2025/web-search-contents-db-private-v0.1.2"
-    items = fetch.plan("l40s", web_contents="default")  # a bare --web-contents
+    items = plan("l40s", web_contents="default")  # a bare --web-contents
     assert [i.repo_id for i in items if i.role == fetch.CONTENTS_ROLE] == [contents_id]
-    assert not any(i.role == fetch.CONTENTS_ROLE for i in fetch.plan("l40s"))
+    assert not any(i.role == fetch.CONTENTS_ROLE for i in plan("l40s"))
     item = next(i for i in items if i.role == fetch.CONTENTS_ROLE)
     [row] = fetch.survey([item], tmp_path, FakeHub({}, unreachable=True))
     assert (row.source, row.size, row.state) == ("estimate", 15.0 * GB, "missing")

@@ -11,13 +11,13 @@ from importlib import metadata
 import pytest
 
 from agents.hardware import profile_for_gpu
-from evaluator.harness.agent_setup import setup_agent
 from evaluator.harness.models import loaded_models
-from evaluator.harness.resolved import resolve_run
+from evaluator.harness.resolved import resolve_settings
 from evaluator.search.pipeline import search_config
+from evaluator.settings import EvaluationSettings
 from tools import preflight
 
-L40S_ITEMS = loaded_models(resolve_run("l40s", setup_agent("agents.user_config:UserAgent", profile="l40s"))) + [
+L40S_ITEMS = loaded_models(resolve_settings(EvaluationSettings(profile="l40s"))) + [
     search_config("l40s").image_index, search_config("l40s").web_index]
 COMMIT = "0" * 40
 
@@ -97,13 +97,21 @@ def test_the_validation_indices_are_named_with_their_flag(empty_cache, capsys):
 @pytest.mark.parametrize("gpu, ok, words", [
     (None, True, "no GPU here: checked on paper for one L40S"),
     (("NVIDIA H100 80GB HBM3", 79.2), True, "here: NVIDIA H100 80GB HBM3, 79.2 GiB"),
-    (("NVIDIA GeForce RTX 4090", 23.6), False, "NVIDIA GeForce RTX 4090 (23.6 GiB) is too small for the l40s profile"),
+    (("NVIDIA GeForce RTX 4090", 23.6), False, "NVIDIA GeForce RTX 4090 (23.6 GiB) is too small for the l40s run"),
 ])
-def test_the_memory_plan_is_held_against_the_gpu_seen(gpu, ok, words):
-    check = preflight.check_gpu_memory("l40s", gpu)
+def test_the_memory_plan_is_the_runs_own_held_against_the_gpu_seen(gpu, ok, words):
+    check = preflight.check_gpu_memory(resolve_settings(EvaluationSettings(profile="l40s")), gpu)
     assert check.ok is ok and words in check.detail
-    # on the cpu profile a small card is said, not failed: the submission's card is an L40S
-    assert preflight.check_gpu_memory("cpu", gpu).ok
+    assert "the l40s run's configuration" in check.detail
+    # the cpu and served runs reserve no share of a GPU (transformers, model servers): the plan of
+    # another profile's configuration says nothing of them, on any card
+    for profile, engine in (("cpu", "transformers"), ("served", "openai")):
+        other = preflight.check_gpu_memory(resolve_settings(EvaluationSettings(profile=profile)), gpu)
+        assert other.ok is None and other.detail == (f"not planned: the {profile} run's engine ({engine}) reserves "
+                                                     "no share of a GPU (--profile l40s: the submission's plan)")
+    # nor an l40s run told to run its models in transformers: the run's configuration decides
+    told = resolve_settings(EvaluationSettings(profile="l40s", set=("engine=transformers",)))
+    assert preflight.check_gpu_memory(told, gpu).ok is None
 
 
 def test_pins_are_the_installed_versions(tmp_path):

@@ -58,7 +58,7 @@ def test_a_hub_contents_database_does_not_mix_with_local_indices():
 def test_web_contents_flag_reaches_run_config():
     import dataclasses
 
-    from evaluator.commands import resolved_run
+    from evaluator.harness.resolved import resolve_settings
     from evaluator.settings import EvaluationSettings
     from local_evaluation import evaluation_parser
 
@@ -66,6 +66,9 @@ def test_web_contents_flag_reaches_run_config():
         options = vars(evaluation_parser().parse_args(list(argv)))
         options.pop("list_models")
         return EvaluationSettings(**options)
+
+    def resolved_run(settings, profile):
+        return resolve_settings(dataclasses.replace(settings, profile=profile))
 
     bare = settings("--web-contents")
     named = settings("--web-contents", "me/my-contents-db")

@@ -9,22 +9,25 @@ from pathlib import Path
 import pytest
 
 from agents.config.loading import load_config
+from evaluator.harness.resolved import resolve_settings
+from evaluator.settings import EvaluationSettings
 from tools import preflight
 
 REPO = Path(__file__).resolve().parent.parent
+L40S = resolve_settings(EvaluationSettings(profile="l40s"))
 
 
 def test_aicrowd_json_lists_exactly_the_l40s_models():
     from evaluator.search.pipeline import search_config
 
     doc = json.loads((REPO / "aicrowd.json").read_text())
-    assert doc == preflight.aicrowd_document(doc["challenge_id"])
+    assert doc == preflight.aicrowd_document(doc["challenge_id"], L40S)
     cfg, search = load_config("l40s"), search_config("l40s")
     # The agent's models and the search pipeline's: the offline container holds nothing else.
     assert {m["repo_id"] for m in doc["hf_models"]} == {
         cfg.models.router_model, cfg.models.vlm_model, cfg.models.reranker_model, search.image_model, search.text_model}
     assert {"openai/clip-vit-large-patch14-336", "BAAI/bge-large-en-v1.5"} <= {m["repo_id"] for m in doc["hf_models"]}
-    assert preflight.check_aicrowd(REPO / "aicrowd.json").ok
+    assert preflight.check_aicrowd(REPO / "aicrowd.json", L40S).ok
 
 
 @pytest.mark.parametrize("model", [m["repo_id"] for m in json.loads((REPO / "aicrowd.json").read_text())["hf_models"]])
@@ -33,8 +36,29 @@ def test_aicrowd_check_names_a_missing_model(tmp_path, model):
     doc["hf_models"] = [m for m in doc["hf_models"] if m["repo_id"] != model]
     path = tmp_path / "aicrowd.json"
     path.write_text(json.dumps(doc))
-    check = preflight.check_aicrowd(path)
+    check = preflight.check_aicrowd(path, L40S)
     assert not check.ok and check.detail == f"models missing from hf_models: {model}"
+
+
+def test_aicrowd_check_says_whether_the_named_model_is_listed(tmp_path):
+    """The shipped aicrowd.json lists the paper's models: a run of another checkpoint fails it,
+    naming that checkpoint; the document written for that run passes it."""
+    qwen = "Qwen/Qwen2.5-VL-7B-Instruct"
+    run = resolve_settings(EvaluationSettings(profile="l40s", model_name=qwen))
+    check = preflight.check_aicrowd(REPO / "aicrowd.json", run)
+    assert check.ok is False
+    assert check.detail == f"models missing from hf_models: {qwen}; the named model {qwen} is NOT listed"
+    written = tmp_path / "aicrowd.json"
+    assert preflight.main(["--model-name", qwen, "--aicrowd", str(written), "--write-aicrowd"]) == 0  # auto: l40s
+    assert qwen in {m["repo_id"] for m in json.loads(written.read_text())["hf_models"]}
+    check = preflight.check_aicrowd(written, run)
+    assert check.ok and check.detail.endswith(f"; the named model {qwen} is listed")
+    # a folder of this machine is no hub id: said, and the cpu run loads nothing from the hub
+    folder = tmp_path / "Qwen2.5-VL-3B-Instruct"
+    folder.mkdir()
+    local = preflight.check_aicrowd(REPO / "aicrowd.json", resolve_settings(
+        EvaluationSettings(profile="cpu", model_name=str(folder))))
+    assert local.ok and f"the named model {folder} is a folder on this machine, not a hub id" in local.detail
 
 
 def test_requirements_cover_every_agent_import(tmp_path):
@@ -71,7 +95,7 @@ def test_dockerfile_structure():
 def test_gpu_memory_plan_fits_with_three_gib_spare_and_counts_what_vllm_counts():
     from tools import memory_plan as mp
 
-    assert preflight.check_gpu_memory().ok
+    assert preflight.check_gpu_memory(L40S).ok
     plan = mp.plan_l40s(load_config("l40s"))
     assert plan.fits and plan.spare_gib >= 3.0 and [e.role for e in plan.engines] == ["vlm", "router"]
     vlm = plan.engines[0]
@@ -110,7 +134,8 @@ def test_gpu_memory_plan_refuses_what_does_not_fit(change, problem):
 
     plan = plan_l40s(load_config("l40s", **change))
     assert not plan.fits and any(problem in p for p in plan.problems())
-    check = preflight.check_gpu_memory(settings=[f"{k}={v}" for k, v in change.items()])  # as `preflight --set` passes it
+    run = resolve_settings(EvaluationSettings(profile="l40s", set=tuple(f"{k}={v}" for k, v in change.items())))
+    check = preflight.check_gpu_memory(run, gpu=None)  # the run as `preflight --set` resolves it
     assert not check.ok and problem in check.detail
 
 

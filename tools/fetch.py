@@ -1,15 +1,19 @@
-"""Fetch everything a profile's real run needs into the Hugging Face cache: models, datasets, indices.
+"""Fetch everything a run needs into the Hugging Face cache: models, datasets, indices.
 
     python -m tools.fetch --profile l40s --dry-run   # what is missing, and how big
     python -m tools.fetch --profile l40s             # sizes, disk check, then download
     python -m tools.fetch --indices validation       # the 2025 starter kit's indices instead
     python -m tools.fetch --profile l40s --model-name Qwen/Qwen2.5-VL-7B-Instruct  # another VLM's run
 
-The indices are the pair `--indices` (else public-test) names, as
-local_evaluation.py's `--indices` picks them.
+The run is named by local_evaluation.py's own flags (--profile, here l40s unless told, --agent,
+--preset, --set, --model-name, --calibration, --search, --indices, --web-contents,
+--suppress-web-search-api) and resolved as an evaluation resolves them
+(evaluator/harness/resolved.py `resolve_settings`), so a flag that changes what the run loads
+changes what is fetched; every message that finds something missing of a run names this command
+with the run's flags.
 
-The list comes from the code that loads things: `loaded_models(profile)` (the agent's and the
-search pipeline's hub models), the profile's search indices (evaluator/search/pipeline.py),
+The list comes from the code that loads things: `loaded_models(run)` (the agent's and the
+search pipeline's hub models), the run's search indices (evaluator/search/pipeline.py),
 with `--web-contents [HF_ID]` the full-content web database (sharded LMDB files; its size is an
 estimate until the hub answers, and a snapshot with shard files missing counts as partial), and
 the evaluator's default datasets for both tasks. Sizes come from the hub when it answers
@@ -19,8 +23,7 @@ Downloads go through `huggingface_hub.snapshot_download`: it resumes a partial d
 progress bars, and takes HF_ENDPOINT, HF_HUB_CACHE and HF_TOKEN (or `huggingface-cli login`)
 from the environment. The token is never printed; only whether one is set.
 
-This is the one download route: every message that finds something missing names this command
-with its flags (evaluator/search/fetch_route.py builds it).
+This is the one download route (evaluator/search/fetch_route.py).
 """
 from __future__ import annotations
 
@@ -30,6 +33,10 @@ import shutil
 import sys
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from evaluator.harness.resolved import ResolvedRun
 
 GB = 1e9
 # Files of the model repos that nothing here loads: other frameworks' weights and Meta's
@@ -87,30 +94,27 @@ class Row:
     state: str  # "present", "partial", "missing"
 
 
-def plan(profile: str, tasks: tuple[str, ...] = ("single-turn", "multi-turn"), indices: str | None = None,
-         web_contents: str | None = None, model_name: str | None = None) -> list[Item]:
-    """What a run of `profile` loads from the hub (nothing for profiles that build everything
-    locally); `indices`: the PUBLISHED_INDICES name (None: public-test); `web_contents` and
-    `model_name` as local_evaluation.py's --web-contents and --model-name."""
+def plan(run: ResolvedRun, tasks: tuple[str, ...] = ("single-turn", "multi-turn")) -> list[Item]:
+    """What `run` (evaluator/harness/resolved.py) loads from the hub, and the evaluator's default
+    dataset of each task (nothing for a profile that builds everything locally): its hub models
+    (`loaded_models`), the search indices of its default search pipeline (a provider's own are
+    built, not fetched; Task 1 reads no web index) and its full-content database."""
     from agents.profiles import default_dataset
-    from evaluator.harness.agent_setup import setup_agent
     from evaluator.harness.models import is_hub_id, loaded_models
-    from evaluator.harness.resolved import resolve_run
     from evaluator.search.providers import load_provider
 
-    agent = setup_agent("agents.user_config:UserAgent", profile=profile, model_name=model_name)
-    run = resolve_run(profile, agent, indices=indices, web_contents=web_contents)
     search = run.search
-    provider = load_provider(search.provider)
-    roles = {search.image_model: "image search model", search.text_model: "web search model"}
+    roles = {} if search is None else {search.image_model: "image search model", search.text_model: "web search model"}
     items = [Item(roles.get(m, "chain model"), m, "model") for m in loaded_models(run)]
-    hub_data = [("image index", search.image_index), ("web index", search.web_index),
-                (CONTENTS_ROLE, search.web_contents)]
-    for role, index in hub_data:
-        if index and not (provider is not None and provider.owns(index)):
-            items.append(Item(role, index, "dataset"))
+    if run.builds_default_search:
+        provider = load_provider(search.provider)
+        hub_data = [("image index", search.image_index)] + (
+            [("web index", search.web_index), (CONTENTS_ROLE, run.web_contents)] if run.web else [])
+        for role, index in hub_data:
+            if index and not (provider is not None and provider.owns(index)):
+                items.append(Item(role, index, "dataset"))
     for task in tasks:
-        dataset = default_dataset(profile, task)
+        dataset = default_dataset(run.profile, task)
         if is_hub_id(dataset):
             items.append(Item(f"{task} dataset", dataset, "dataset", evaluated_revision()))
     return items
@@ -269,29 +273,24 @@ def download(rows: list[Row], snapshot_download, print_=print) -> list[str]:
 def main(argv: list[str] | None = None) -> int:
     from huggingface_hub import HfApi, constants, get_token, snapshot_download
 
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--profile", default="l40s")
+    from evaluator.harness.resolved import resolve_settings
+    from local_evaluation import add_run_args, run_settings
+
+    parser = argparse.ArgumentParser(prog="python -m tools.fetch", description=__doc__.splitlines()[0])
+    add_run_args(parser, profile="l40s")  # the run whose loads are fetched, named as local_evaluation.py names it
     parser.add_argument("--dry-run", action="store_true", help="list what is missing and its size; download nothing")
     parser.add_argument("--task", choices=["single-turn", "multi-turn"], action="append",
                         help="only this task's dataset (repeatable; default both)")
-    parser.add_argument("--indices", choices=["public-test", "validation"], default=None,
-                        help="which published search indices (default: public-test)")
-    parser.add_argument("--web-contents", nargs="?", const="default", default=None, metavar="HF_ID",
-                        help="also the full-content web database, as local_evaluation.py --web-contents "
-                             "(bare: the profile's)")
-    parser.add_argument("--model-name", default=None, metavar="HF_ID",
-                        help="the VLM checkpoint of another family, as local_evaluation.py --model-name: its "
-                             "stack's models instead of the profile's")
     args = parser.parse_args(argv)
     cache = Path(constants.HF_HUB_CACHE)
     try:
-        items = plan(args.profile, tuple(args.task or ("single-turn", "multi-turn")), args.indices, args.web_contents,
-                     args.model_name)
-    except ValueError as exc:  # an unknown profile: one line, no traceback
+        run = resolve_settings(run_settings(args))
+        items = plan(run, tuple(args.task or ("single-turn", "multi-turn")))
+    except ValueError as exc:  # an unknown profile, a bad --set: one line, no traceback
         print(f"tools.fetch: {exc}", file=sys.stderr)
         return 2
     if not items:
-        print(f"the {args.profile} profile loads nothing from the hub: nothing to fetch")
+        print(f"the {run.profile} profile loads nothing from the hub: nothing to fetch")
         return 0
     api = None if constants.HF_HUB_OFFLINE else HfApi()
     rows = survey(items, cache, api)

@@ -2,32 +2,46 @@
 
     python -m tools.preflight                  # the profile this machine runs (--profile auto)
     python -m tools.preflight --profile l40s   # the submission's profile, on any machine
-    python -m tools.preflight --write-aicrowd  # (re)generate aicrowd.json from the l40s profile
+    python -m tools.preflight --profile cpu --model-name DIR   # that checkpoint's run, dry-run here
+    python -m tools.preflight --write-aicrowd  # (re)generate aicrowd.json from the l40s run
 
-Every check prints a line (PASS, FAIL, or SKIP for one that needs a failed one), on any profile,
-before anything is downloaded; the exit code is 1 if any check fails (2: a bad --set):
-  import        agents.user_config.UserAgent imports with HF_HUB_OFFLINE=1 and sockets refused
+It takes the flags that name an evaluation's run (--agent, --profile, --preset, --model-name,
+--set, --calibration, --search, --indices, --web-contents, --suppress-web-search-api: as
+local_evaluation.py takes them) and resolves them as the evaluation does, once
+(evaluator/harness/resolved.py `resolve_settings`); every check below and the dry run read that
+one run. Every check prints a line (PASS, FAIL, or SKIP for one that does not apply to the run or
+needs a failed one), before anything is downloaded; the exit code is 1 if any check fails (2: a
+flag the run cannot take, such as a bad --set, said in one line):
+  import        the agent class imports with HF_HUB_OFFLINE=1 and sockets refused
   requirements  every third-party import under agents/ is named in requirements.txt
-  pins          the installed versions are the profile's requirement set's pins (requirements.txt
+  pins          the installed versions are the run's requirement set's pins (requirements.txt
                 for l40s and served, requirements-cpu.txt for cpu)
-  aicrowd       aicrowd.json is well formed and lists every model the l40s process loads
-                (the agent's and the search pipeline's)
-  gpu memory    the l40s profile's memory plan (tools/memory_plan.py) fits one L40S with 3 GiB
-                spare, and (l40s profile) the GPU this machine has, or says that it has none; with
-                --model-name NAME, whether that family checkpoint fits one L40S in bf16, needs
-                4-bit weights, or more than one card
-  disk          the Hugging Face cache's disk holds what `python -m tools.fetch` still has to download
-  cache: ...    each model and search index the profile's process loads is in the cache; one that
-                is not fails with the command that fetches it
-  batch size    UserAgent(...).get_batch_size() is within 1..16
-  dry run       one batch of the shipped benchmark returns one string per query within
-                10 s x batch size, and how much of that budget each stage used
+  aicrowd       aicrowd.json is well formed and lists every hub model the run loads (the agent's
+                and the search pipeline's), and says whether the --model-name model is listed
+  gpu memory    the run's configuration (its models, --set values) planned on one L40S with 3 GiB
+                spare (tools/memory_plan.py), and on the GPU this machine has, or says that it has
+                none; a VLM of another family is weighed by its size (fits in bf16, needs 4-bit
+                weights, or more than one card); a run whose engine reserves no share of a GPU
+                (cpu, served) has nothing to plan
+  disk          the Hugging Face cache's disk holds what the run's `python -m tools.fetch` still
+                has to download
+  cache: ...    each model and search index the run loads is in the cache; one that is not fails
+                with the run's fetch command
+  search        the run's search pipeline opens (its models and indices), as the evaluation builds it
+  agent load    the agent loads: its models, the named one included; one that does not fails
+                with the exception's first line
+  batch size    get_batch_size() is within 1..16
+  dry run       one batch of the shipped benchmark returns one string per query within both the
+                agent's own budget (its configuration's turn_budget_s) and the competition's
+                10 s a turn, and says which models answered (the named one among them) and how
+                much of the budget each stage used
 What it cannot check here: vLLM on a GPU it does not have, the platform's own image build.
 """
 from __future__ import annotations
 
 import argparse
 import ast
+import dataclasses
 import json
 import os
 import re
@@ -37,9 +51,13 @@ import time
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from agents.base_agent import MAX_BATCH_SIZE, MIN_BATCH_SIZE, TURN_BUDGET_S
 from agents.profiles import REPO_ROOT as REPO
+
+if TYPE_CHECKING:
+    from evaluator.harness.resolved import ResolvedRun
 
 CHALLENGE_IDS = ("single-source-augmentation", "multi-source-augmentation", "multi-turn-qa")
 # Imported only by the cpu profile's model aliases (agents/engines/local_models.py), its
@@ -59,22 +77,34 @@ class Check:
 # ---- aicrowd.json -------------------------------------------------------------------------------
 
 
-def submission_models() -> list[dict]:
-    """Every hub model the l40s process loads, the search pipeline's included: AIcrowd bakes only
-    these into the offline container (evaluator.harness.models.loaded_models is the one list)."""
-    from evaluator.harness.agent_setup import setup_agent
+def aicrowd_document(challenge_id: str, run: ResolvedRun) -> dict:
+    """aicrowd.json for `run`: every hub model its process loads, the search pipeline's included.
+    AIcrowd bakes only these into the offline container (evaluator.harness.models.loaded_models
+    is the one list)."""
     from evaluator.harness.models import loaded_models
-    from evaluator.harness.resolved import resolve_run
 
-    agent = setup_agent("agents.user_config:UserAgent", profile="l40s")
-    return [{"repo_id": m, "revision": "main"} for m in loaded_models(resolve_run("l40s", agent))]
-
-
-def aicrowd_document(challenge_id: str) -> dict:
-    return {"challenge_id": challenge_id, "gpu": True, "hf_models": submission_models()}
+    return {"challenge_id": challenge_id, "gpu": True,
+            "hf_models": [{"repo_id": m, "revision": "main"} for m in loaded_models(run)]}
 
 
-def check_aicrowd(path: Path) -> Check:
+def named_model_line(run: ResolvedRun, listed: set[str], loaded: list[str]) -> str | None:
+    """What aicrowd.json says of the --model-name model (None: none was named)."""
+    from evaluator.harness.models import is_hub_id
+
+    name = run.agent.model_name if run.agent is not None else None
+    if not name:
+        return None
+    if name in loaded:
+        return f"the named model {name} is " + ("listed" if name in listed else "NOT listed")
+    if is_hub_id(name):
+        return f"the named model {name} does not load in this process (a server or provider runs it): no need to list it"
+    return (f"the named model {name} is a folder on this machine, not a hub id: hf_models lists hub ids, so "
+            "AIcrowd's image holds it only if the repository does")
+
+
+def check_aicrowd(path: Path, run: ResolvedRun) -> Check:
+    from evaluator.harness.models import loaded_models
+
     try:
         doc = json.loads(path.read_text())
     except (OSError, ValueError) as exc:
@@ -85,10 +115,15 @@ def check_aicrowd(path: Path) -> Check:
     if doc.get("gpu") is not True:
         problems.append('"gpu" must be true')
     listed = {m.get("repo_id") for m in doc.get("hf_models", []) if isinstance(m, dict)}
-    missing = [m["repo_id"] for m in submission_models() if m["repo_id"] not in listed]
+    loaded = loaded_models(run)
+    missing = [m for m in loaded if m not in listed]
     if missing:
         problems.append("models missing from hf_models: " + ", ".join(missing))
-    return Check("aicrowd", not problems, "; ".join(problems) or f"{len(listed)} models listed")
+    loads = f"the {len(loaded)} hub models the {run.profile} run loads among them" if loaded else \
+        f"the {run.profile} run loads no hub model (--profile l40s: the submission's run)"
+    named = named_model_line(run, listed, loaded)
+    detail = "; ".join(problems) if problems else f"{len(listed)} models listed, {loads}"
+    return Check("aicrowd", not problems, detail + (f"; {named}" if named else ""))
 
 
 # ---- imports and requirements ------------------------------------------------------------------
@@ -175,19 +210,20 @@ def check_pins(requirements: Path) -> Check:
 # ---- the Hugging Face cache and its disk ---------------------------------------------------------
 
 
-def check_cache(profile: str, indices: str | None = None, model_name: str | None = None) -> tuple[Check, list[Check]]:
-    """(disk, one check per model and search index the profile's process loads). Read from disk
-    only: what tools.fetch would list as present, partial or missing, never asking the hub."""
+def check_cache(run: ResolvedRun) -> tuple[Check, list[Check]]:
+    """(disk, one check per model and search index the run loads). Read from disk only: what
+    tools.fetch would list as present, partial or missing, never asking the hub; what is missing
+    is fetched by the run's own command (`ResolvedRun.fetch_command`)."""
     import shutil
 
     from huggingface_hub import constants
 
-    from evaluator.search.fetch_route import fetch_command
-    from tools.fetch import CONTENTS_ROLE, DISK_MARGIN, GB, local_state, needed_bytes, plan, survey
+    from tools.fetch import DISK_MARGIN, GB, local_state, needed_bytes, plan, survey
 
     cache = Path(constants.HF_HUB_CACHE)
-    everything = survey(plan(profile, indices=indices, model_name=model_name), cache, None)  # datasets too: the fetch command downloads them
+    everything = survey(plan(run), cache, None)  # datasets too: the fetch command downloads them
     loaded = [r for r in everything if r.item.repo_type == "model" or "index" in r.item.role]
+    command = run.fetch_command()
     checks = []
     for row in loaded:
         name = f"cache: {row.item.repo_id.split('/')[-1]}"
@@ -197,15 +233,13 @@ def check_cache(profile: str, indices: str | None = None, model_name: str | None
         state = local_state(cache, row.item, None)
         what = "not in the cache" if state == "missing" else "only partly downloaded"
         size = f"{row.size / GB:.1f} GB" if row.size else "size unknown"
-        kind = "contents" if row.item.role == CONTENTS_ROLE else None
-        checks.append(Check(name, False, f"{row.item.role} {row.item.repo_id} is {what} ({size}): "
-                                         f"{fetch_command(profile, row.item.repo_id, kind) or fetch_command(profile, model_name=model_name)}"))
+        checks.append(Check(name, False, f"{row.item.role} {row.item.repo_id} is {what} ({size}): {command}"))
     need = needed_bytes(everything) * (1 + DISK_MARGIN)
     if not everything:
-        return Check("disk", True, f"the {profile} profile downloads nothing"), checks
+        return Check("disk", True, f"the {run.profile} run downloads nothing"), checks
     cache_disk = next((p for p in (cache, *cache.parents) if p.exists()), Path("/"))
     free = shutil.disk_usage(cache_disk).free
-    detail = (f"{free / GB:.1f} GB free for {cache}; {fetch_command(profile, model_name=model_name)} still has {need / GB:.1f} GB to "
+    detail = (f"{free / GB:.1f} GB free for {cache}; {command} still has {need / GB:.1f} GB to "
               f"download (with {DISK_MARGIN:.0%} margin)")
     return Check("disk", free >= need, detail if free >= need else "NOT ENOUGH: " + detail), checks
 
@@ -267,60 +301,114 @@ def sample_batch(dataset: str, size: int):
     return queries, images, [[] for _ in queries]
 
 
-def check_dry_run(agent, batch, turn_budget_s: float) -> Check:
+def check_agent_load(run: ResolvedRun, pipeline) -> tuple[object | None, Check]:
+    """The run's agent, built as the evaluation builds it (its configuration: the named model, the
+    --set values); a model that does not load fails the check with the exception's first line."""
+    named = run.agent.model_name
+    try:
+        agent = run.agent.build(pipeline)
+    except Exception as exc:  # noqa: BLE001 - a model that does not load: said, not raised
+        lines = str(exc).strip().splitlines()
+        what = f"--model-name {named}" if named else "the agent"
+        return None, Check("agent load", False, f"{what} did not load: {type(exc).__name__}: {lines[0] if lines else ''}")
+    return agent, Check("agent load", True, f"{run.agent.spec} loaded" + (f" with --model-name {named}" if named else ""))
+
+
+def agent_turn_budget(run: ResolvedRun) -> float | None:
+    """Seconds a turn the agent's own configuration gives itself (`turn_budget_s`; its deadline
+    holds each batch to it); None where it sets none (0, or an agent of no CruiseConfig)."""
+    from agents.config.cruise_config import CruiseConfig
+
+    config = run.agent.config if run.agent is not None else None
+    budget = config.run.turn_budget_s if isinstance(config, CruiseConfig) else 0.0
+    return budget or None
+
+
+def models_that_answered(report: dict) -> dict[str, list[str]]:
+    """model -> the stages it answered, in order, from the agent's engine calls."""
+    ran: dict[str, list[str]] = {}
+    for call in report.get("engine_calls", []):
+        stages = ran.setdefault(call.get("model") or "?", [])
+        if call["stage"] not in stages:
+            stages.append(call["stage"])
+    return ran
+
+
+def check_dry_run(agent, batch, run: ResolvedRun, clock=time.perf_counter) -> Check:
+    """One batch against both budgets: the agent's own (`agent_turn_budget`) and the competition's
+    TURN_BUDGET_S, each a failure when exceeded; which models answered, the named one among them."""
     from evaluator.harness.runner import check_answers
 
     queries, images, histories = batch
-    budget = turn_budget_s * len(queries)
-    start = time.perf_counter()
+    n = len(queries)
+    competition = TURN_BUDGET_S * n
+    own = agent_turn_budget(run)
+    start = clock()
     try:
         answers = agent.batch_generate_response(queries, images, histories)
     except Exception as exc:  # noqa: BLE001
         return Check("dry run", False, f"raised {type(exc).__name__}: {exc}")
-    wall = time.perf_counter() - start
-    problem = check_answers(answers, len(queries))
+    wall = clock() - start
+    problem = check_answers(answers, n)
     if problem:
         return Check("dry run", False, problem)
-    stages = {}
-    for call in (getattr(agent, "last_batch_report", None) or {}).get("engine_calls", []):
+    report = getattr(agent, "last_batch_report", None) or {}
+    over = [] if wall <= competition else [f"OVER the competition's budget ({wall:.1f} s > {competition:g} s)"]
+    if own is not None and wall > own * n:
+        over.append(f"OVER the agent's budget ({wall:.1f} s > {own * n:g} s)")
+    ran = models_that_answered(report)
+    named = run.agent.model_name if run.agent is not None else None
+    if named and ran and named not in ran:
+        over.append(f"the named model {named} answered none of its calls")
+    agents_own = f"the agent's {own * n:g} s (turn_budget_s {own:g})" if own is not None else \
+        "the agent sets no budget of its own"
+    stages: dict[str, float] = {}
+    for call in report.get("engine_calls", []):
         stages[call["stage"]] = stages.get(call["stage"], 0.0) + call["wall_ms"] / 1000.0
-    used = ", ".join(f"{s} {100 * t / budget:.0f}%" for s, t in stages.items())
-    detail = f"{len(queries)} answers in {wall:.1f} s of {budget:.0f} s" + (f" ({used})" if used else "")
-    return Check("dry run", wall <= budget, detail if wall <= budget else "OVER BUDGET: " + detail)
+    detail = (f"{n} answers in {wall:.1f} s; budgets: {agents_own}, the competition's {competition:g} s "
+              f"({TURN_BUDGET_S:g} s a turn); ran "
+              + ("; ".join(f"{model} ({', '.join(used)})" for model, used in ran.items())
+                 if ran else "no model the agent reported")
+              + ("; of the competition's budget: " + ", ".join(f"{s} {100 * t / competition:.0f}%" for s, t in stages.items())
+                 if stages else ""))
+    return Check("dry run", not over, "; ".join(over) + ": " + detail if over else detail)
 
 
 NO_GPU = object()  # check_gpu_memory's default: look at this machine
 
 
-def check_gpu_memory(profile: str = "cpu", gpu=NO_GPU, settings: list[str] | tuple[str, ...] = (),
-                     model_name: str | None = None) -> Check:
-    """The l40s plan (with the run's --set applied) on one L40S (the submission's card); on the l40s
-    profile also on the GPU this machine has (`gpu`: (name, GiB) or None; default: what torch
-    sees), or 'no GPU'. A VLM of another family (`--model-name`) is weighed by its size instead
+def check_gpu_memory(run: ResolvedRun, gpu=NO_GPU) -> Check:
+    """The run's configuration (its models, its --set values) on one L40S (the submission's card),
+    and on the GPU this machine has (`gpu`: (name, GiB) or None; default: what torch sees), or
+    'no GPU'. A VLM of another family (`--model-name`) is weighed by its size instead
     (tools/memory_plan.py family_fit): whether it fits one L40S in bf16, needs 4-bit weights, or
-    more than one card."""
-    from agents.config.loading import load_config_from_settings
+    more than one card. A run whose engine reserves no share of a GPU has nothing to plan."""
+    from agents.config.cruise_config import CruiseConfig
+    from agents.engines.registry import chat_engine_kind
     from agents.hardware import visible_gpu
     from tools.memory_plan import TEXT_MODELS, family_fit, plan_l40s
 
-    try:
-        config = load_config_from_settings("l40s", None, settings, model_name=model_name)
-    except ValueError as exc:
-        return Check("gpu memory", False, str(exc))
-    if config.models.vlm_model not in TEXT_MODELS:
-        fit = family_fit(config.models.vlm_model, config)
+    config = run.agent.config if run.agent is not None else None
+    if not isinstance(config, CruiseConfig):
+        return Check("gpu memory", None, f"not planned: {run.agent.spec if run.agent else 'no agent'} has no "
+                                         "CruiseAgent configuration to plan")
+    if not chat_engine_kind(config.models.engine).memory_share:
+        return Check("gpu memory", None, f"not planned: the {run.profile} run's engine ({config.models.engine}) "
+                                         "reserves no share of a GPU (--profile l40s: the submission's plan)")
+    model = config.models.vlm_model
+    if model not in TEXT_MODELS:
+        fit = family_fit(model, config)
         if fit is None:
-            return Check("gpu memory", None,
-                         f"{config.models.vlm_model}: no size known to plan with (name its size, e.g. 7B)")
-        quantized = any(word in config.models.vlm_model.lower() for word in ("awq", "gptq", "int4", "4bit", "4-bit"))
+            return Check("gpu memory", None, f"{model}: no size known to plan with (name its size, e.g. 7B)")
+        quantized = any(word in model.lower() for word in ("awq", "gptq", "int4", "4bit", "4-bit"))
         ok = fit.verdict == "fits in bf16" or (fit.verdict.startswith("needs 4-bit") and quantized)
-        return Check("gpu memory", ok, f"{config.models.vlm_model} ({fit.family}, {fit.params_b:.1f} B parameters): "
+        return Check("gpu memory", ok, f"{model} ({fit.family}, {fit.params_b:.1f} B parameters): "
                                        f"{fit.bf16_gib:.1f} GiB in bf16, {fit.quantized_gib:.1f} GiB in 4 bits, "
                                        f"one engine's budget {fit.budget_gib:.1f} GiB on one L40S: {fit.verdict} "
                                        "(on paper: python -m tools.memory_plan --families)")
     plan = plan_l40s(config)
-    detail = (f"{plan.total_gib:.1f} of {plan.gpu_gib:.1f} GiB planned, {plan.spare_gib:.1f} GiB spare (l40s profile; "
-              f"python -m tools.memory_plan)")
+    detail = (f"{plan.total_gib:.1f} of {plan.gpu_gib:.1f} GiB planned, {plan.spare_gib:.1f} GiB spare (the "
+              f"{run.profile} run's configuration; python -m tools.memory_plan)")
     if not plan.fits:
         return Check("gpu memory", False, "; ".join(plan.problems()) + f" ({detail})")
     gpu = visible_gpu() if gpu is NO_GPU else gpu
@@ -329,95 +417,96 @@ def check_gpu_memory(profile: str = "cpu", gpu=NO_GPU, settings: list[str] | tup
     name, gib = gpu
     here = plan_l40s(config, gib)
     detail += f"; here: {name}, {gib:.1f} GiB, {here.spare_gib:.1f} GiB spare"
-    if here.fits or profile not in ("l40s",):
-        return Check("gpu memory", True, detail + ("" if here.fits else " (too small for the l40s profile)"))
-    return Check("gpu memory", False, f"{name} ({gib:.1f} GiB) is too small for the l40s profile: "
+    if here.fits:
+        return Check("gpu memory", True, detail)
+    return Check("gpu memory", False, f"{name} ({gib:.1f} GiB) is too small for the {run.profile} run: "
                                       + "; ".join(here.problems()[:2]) + f" ({detail})")
 
 
 # ---- main -----------------------------------------------------------------------------------------
 
 
-def skipped(name: str, why: str) -> Check:
-    return Check(name, None, f"not run: {why}")
+def skipped(names: tuple[str, ...], why: str) -> list[Check]:
+    return [Check(name, None, f"not run: {why}") for name in names]
 
 
-def run(args) -> list[Check]:
+def run_checks(args) -> list[Check]:
+    """Every check on the run the flags name (ValueError, one line: a flag the run cannot take)."""
     from agents.hardware import choose_profile
-    from evaluator.harness.agent_setup import setup_agent
+    from evaluator.commands import EvaluationRefused, build_search
+    from evaluator.harness.resolved import resolve_settings
+    from local_evaluation import run_settings
 
     # before anything imports huggingface_hub, which reads these once: nothing here downloads
     os.environ["HF_HUB_OFFLINE"] = "1"
     os.environ["TRANSFORMERS_OFFLINE"] = "1"
     os.environ["HF_DATASETS_OFFLINE"] = "1"
-    profile = args.profile
-    if profile == "auto":
+    settings = run_settings(args)
+    if settings.profile == "auto":
         choice = choose_profile()
-        profile = choice.profile
+        settings = dataclasses.replace(settings, profile=choice.profile)
         print(f"--profile auto: {choice.profile} ({choice.reason})")
-    agent_cls, imported = import_agent(args.agent)
+    agent_cls, imported = import_agent(settings.agent)
     checks = [imported, check_requirements(REPO / "requirements.txt"),
-              check_pins(REPO / ("requirements-cpu.txt" if profile == "cpu" else "requirements.txt")),
-              check_aicrowd(Path(args.aicrowd)),
-              check_gpu_memory(profile, settings=args.set, model_name=getattr(args, "model_name", None))]
-    setup = None
-    if agent_cls is not None:
-        try:
-            setup = setup_agent(args.agent, profile=profile, settings=args.set)
-        except ValueError as exc:
-            checks.append(Check("settings", False, str(exc)))
-    disk, cached = check_cache(profile, args.indices, getattr(args, "model_name", None))
+              check_pins(REPO / ("requirements-cpu.txt" if settings.profile == "cpu" else "requirements.txt"))]
+    if agent_cls is None:
+        return checks + skipped(("aicrowd", "gpu memory", "disk", "agent load", "batch size", "dry run"),
+                                "the agent does not import")
+    run = resolve_settings(settings)
+    checks += [check_aicrowd(Path(args.aicrowd), run), check_gpu_memory(run)]
+    disk, cached = check_cache(run)
     checks += [disk, *cached]
     missing = [c for c in cached if not c.ok]
-    if setup is None or missing:
-        why = "the agent does not import or take its settings" if setup is None else \
-            f"{len(missing)} cache items are missing"
-        return checks + [skipped("batch size", why), skipped("dry run", why)]
-    from evaluator.harness.resolved import resolve_run
-    from evaluator.search.pipeline import build_search_pipeline
-
+    if missing:
+        return checks + skipped(("agent load", "batch size", "dry run"), f"{len(missing)} cache items are missing")
     try:
-        run = resolve_run(profile, setup, indices=args.indices, web=not args.suppress_web_search_api)
-        pipeline = build_search_pipeline(run.search, web=run.web)
-        agent = setup.build(pipeline)
+        pipeline = build_search(settings, run)
     except Exception as exc:  # noqa: BLE001 - a search index or model that does not load: said, not raised
-        return checks + [Check("agent load", False, f"{type(exc).__name__}: {exc}"),
-                         skipped("dry run", "the agent did not load")]
+        why = str(exc) if isinstance(exc, EvaluationRefused) else f"{type(exc).__name__}: {exc}"
+        return checks + [Check("search", False, why)] + skipped(("agent load", "batch size", "dry run"),
+                                                                "the search pipeline did not load")
+    checks.append(Check("search", True, "--search none: the agent is given no pipeline" if pipeline is None
+                        else f"the {run.search_spec} pipeline opened"))
+    agent, loaded = check_agent_load(run, pipeline)
+    checks.append(loaded)
+    if agent is None:
+        return checks + skipped(("batch size", "dry run"), "the agent did not load")
     size, batch_check = check_batch_size(agent)
     checks.append(batch_check)
     if batch_check.ok:
         dataset = args.dataset or str(REPO / "data" / "crag-mm-mini" / "single-turn")
-        checks.append(check_dry_run(agent, sample_batch(dataset, size), args.turn_budget))
+        checks.append(check_dry_run(agent, sample_batch(dataset, size), run))
     return checks
 
 
 def main(argv=None) -> int:
+    from local_evaluation import add_run_args
+
     parser = argparse.ArgumentParser(prog="python -m tools.preflight", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--profile", default="auto", choices=["auto", "cpu", "l40s", "served"],
-                        help="auto: l40s where its memory plan fits this machine's GPU, else cpu")
-    parser.add_argument("--agent", default="agents.user_config:UserAgent", help="MODULE:CLASS")
+    add_run_args(parser)  # the run, named as local_evaluation.py names it
     parser.add_argument("--aicrowd", default=str(REPO / "aicrowd.json"))
     parser.add_argument("--dataset", default=None, help="for the dry run (default: the shipped mini benchmark)")
-    parser.add_argument("--set", action="append", default=[], metavar="FIELD=VALUE",
-                        help="CruiseConfig override, as for local_evaluation.py")
-    parser.add_argument("--model-name", default=None, metavar="NAME",
-                        help="a VLM of another family: weigh it for one L40S and look for its stack's models in the cache")
-    parser.add_argument("--turn-budget", type=float, default=TURN_BUDGET_S, help="seconds per turn (competition: 10)")
-    parser.add_argument("--suppress-web-search-api", action="store_true", help="Task 1: image search only")
-    parser.add_argument("--indices", default=None, choices=["public-test", "validation"],
-                        help="which published search indices a hub profile searches (default: public-test)")
-    parser.add_argument("--write-aicrowd", action="store_true", help="write aicrowd.json from the l40s profile and stop")
+    parser.add_argument("--write-aicrowd", action="store_true",
+                        help="write aicrowd.json for the run the flags name (--profile auto: l40s, AIcrowd's "
+                             "machine) and stop")
     parser.add_argument("--challenge-id", default="single-source-augmentation", choices=CHALLENGE_IDS)
     args = parser.parse_args(argv)
 
-    if args.write_aicrowd:
-        Path(args.aicrowd).write_text(json.dumps(aicrowd_document(args.challenge_id), indent=2) + "\n")
-        print(f"wrote {args.aicrowd}")
-        return 0
     try:
-        checks = run(args)
-    except ValueError as exc:  # a bad --set or profile: say so, no traceback
+        if args.write_aicrowd:
+            from evaluator.harness.resolved import resolve_settings
+            from local_evaluation import run_settings
+
+            settings = run_settings(args)
+            if settings.profile == "auto":  # the document is for AIcrowd's machine, whatever this one is
+                settings = dataclasses.replace(settings, profile="l40s")
+            document = aicrowd_document(args.challenge_id, resolve_settings(settings))
+            Path(args.aicrowd).write_text(json.dumps(document, indent=2) + "\n")
+            print(f"wrote {args.aicrowd}")
+            return 0
+        checks = run_checks(args)
+    except ValueError as exc:  # a flag the run cannot take (a bad --set, an unknown family): no traceback
         print(f"preflight: {exc}")
         return 2
     width = max(len(c.name) for c in checks)

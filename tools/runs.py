@@ -1,7 +1,8 @@
 """What the tools that evaluate many settings share (tools/ablation.py, tools/compare_systems.py):
 the flags that say which agent runs where, and one evaluation run into a folder of its own.
 
-A run is `evaluator.evaluate` in this process. On a profile whose engines load onto this
+A run is `evaluator.evaluate` in this process. Where the run's profile, as the run resolves it
+(evaluator/harness/resolved.py; "auto" worked out on this machine), loads its engines onto this
 process's GPU (agents/profiles.py `gpus_per_worker`), each run is a `local_evaluation.py`
 process instead: vLLM gives its GPU memory back only when its process ends.
 """
@@ -14,7 +15,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from agents.profiles import PROFILES, REPO_ROOT, get_profile
+from agents.profiles import PROFILES, REPO_ROOT
 from evaluator import EvaluationRefused, EvaluationSettings, evaluate
 from evaluator.settings import command_line
 
@@ -23,7 +24,7 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     """The flags every run of the tool shares, as local_evaluation.py names them."""
     parser.add_argument("--num-conversations", type=int, default=None,
                         help="evaluate exactly the first N conversations of each dataset (a quick run)")
-    parser.add_argument("--profile", default="cpu", choices=sorted(PROFILES))
+    parser.add_argument("--profile", default="cpu", choices=["auto", *sorted(PROFILES)])
     parser.add_argument("--agent", default="agents.user_config:UserAgent", help="MODULE:CLASS, as local_evaluation.py")
     parser.add_argument("--search", default="default", help="as local_evaluation.py: default | none | MODULE:FUNC")
     parser.add_argument("--dataset-root", type=Path, default=None,
@@ -41,6 +42,16 @@ def run_settings(args, dataset_type: str, preset: str, output_dir: Path, **optio
                               no_progress=True, **options)
 
 
+def in_own_process(settings: EvaluationSettings) -> bool:
+    """Whether the run loads its engines onto this process's GPU (read off the resolved run)."""
+    from evaluator.harness.resolved import resolve_settings
+
+    try:
+        return bool(resolve_settings(settings).gpus_per_worker)
+    except ValueError as exc:
+        raise SystemExit(f"{settings.output_dir}: {exc}") from None
+
+
 def run_once(settings: EvaluationSettings) -> Path:
     """The run, reused when its folder already holds its scores and resumed when it was cut short;
     the command printed first gives the same run by hand."""
@@ -52,7 +63,7 @@ def run_once(settings: EvaluationSettings) -> Path:
         settings = dataclasses.replace(settings, resume=True)
     command = [sys.executable, str(REPO_ROOT / "local_evaluation.py"), *command_line(settings)]
     print("$ " + shlex.join(command), flush=True)
-    if get_profile(settings.profile).gpus_per_worker:
+    if in_own_process(settings):
         subprocess.run(command, cwd=REPO_ROOT, check=True)
         return output_dir
     try:

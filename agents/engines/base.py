@@ -259,6 +259,7 @@ class CallRecord:
     empty_replies: int = 0  # requests answered with no text though no deadline cut them
     # [turn position, reason] of each request the provider refused (ChatRequest.turn)
     refusals: list = field(default_factory=list)
+    model: str = ""  # the model that answered (the engine's, as it was loaded)
 
 
 @dataclass
@@ -323,6 +324,7 @@ class ChatEngine(ABC):
                 reasoning_tokens=sum(r.reasoning_tokens for r in results),
                 empty_replies=sum(1 for r in results if is_empty_reply(r)),
                 refusals=[[q.turn, r.refusal] for q, r in zip(requests, results) if r.refusal],
+                model=self.model,
             )
         )
         return results
@@ -356,7 +358,7 @@ class Reranker(ABC):
         if len(scores) != len(pairs):
             raise RuntimeError(f"{type(self).__name__} returned {len(scores)} scores for {len(pairs)} pairs")
         self.ledger.record(
-            CallRecord(stage, "rerank", len(pairs), 0, 0, (time.perf_counter() - start) * 1000.0)
+            CallRecord(stage, "rerank", len(pairs), 0, 0, (time.perf_counter() - start) * 1000.0, model=self.model)
         )
         return scores
 

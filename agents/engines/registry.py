@@ -47,6 +47,9 @@ class ChatEngineKind:
     # the token probabilities it gave, in traces written before they recorded `token_count`,
     # included the end-of-sequence token (tools/calibrate.py refuses to calibrate on those)
     counted_end_token: bool = True
+    # (models, role) -> the share of the GPU's memory the role's engine reserves when it loads;
+    # "" = it reserves none, so the GPU memory plan (tools/memory_plan.py) has nothing to plan
+    memory_share: str = ""
 
     def returns_probabilities(self, models, role: str) -> bool:
         return hook(self.reads_probabilities)(models, role) if self.reads_probabilities else True
@@ -70,7 +73,8 @@ class RerankerKind:
 
 
 CHAT_ENGINES = {kind.name: kind for kind in (
-    ChatEngineKind("vllm", "agents.engines.vllm_engine:build", preload_problem="agents.engines.vllm_engine:release_problem"),
+    ChatEngineKind("vllm", "agents.engines.vllm_engine:build", preload_problem="agents.engines.vllm_engine:release_problem",
+                   memory_share="agents.engines.vllm_engine:memory_share"),
     ChatEngineKind("transformers", "agents.engines.transformers_engine:build", counted_end_token=False),
     # nothing loads here: the model id only names the served model (and its config)
     ChatEngineKind("openai", "agents.engines.openai_engine:build", loads_here=False, served=True,

@@ -31,7 +31,11 @@ class AgentSetup:
     cls: type
     config: object | None = None  # what cls.configure returned; None: the agent takes no settings
     description: dict = field(default_factory=dict)  # cls.describe(config), JSON
-    model_name: str | None = None  # --model-name: the checkpoint the agent's VLM is, as the command line named it
+    # what the command line told it, as it named them (a fetch command names them again)
+    model_name: str | None = None  # --model-name: the checkpoint the agent's VLM is
+    preset: str | None = None
+    settings: tuple[str, ...] = ()  # --set FIELD=VALUE
+    calibration: str | None = None
 
     @property
     def trace_view(self) -> str | None:
@@ -82,4 +86,5 @@ def setup_agent(spec: str, *, profile: str, preset: str | None = None, settings:
                              "would not reach it")
         return AgentSetup(spec, cls)
     describe = getattr(cls, "describe", None)
-    return AgentSetup(spec, cls, config, dict(describe(config)) if describe else {}, model_name)
+    return AgentSetup(spec, cls, config, dict(describe(config)) if describe else {}, model_name, preset,
+                      tuple(settings or ()), calibration)

@@ -47,19 +47,21 @@ def model_is_cached(repo_id: str) -> bool:
     return isinstance(try_to_load_from_cache(repo_id, "config.json"), str)
 
 
-def missing_models_message(ids: list[str], profile: str, model_name: str | None = None) -> str | None:
-    """One message naming every model of `ids` missing from the cache, and how to fetch them
-    (`model_name`: the run's --model-name, which the fetch command must name too)."""
+def missing_models_message(run: ResolvedRun) -> str | None:
+    """One message naming every hub model the run loads that is missing from the cache, and the
+    run's own command that fetches them (`ResolvedRun.fetch_command`: the files a run loads only,
+    no original/ checkpoints)."""
     from huggingface_hub import constants
 
+    ids = loaded_models(run)
     missing = [m for m in ids if not model_is_cached(m)]
     if not missing:
         return None
-    lines = [f"cannot start: {len(missing)} of the {len(ids)} models that the {profile} profile loads "
+    lines = [f"cannot start: {len(missing)} of the {len(ids)} models that the {run.profile} profile loads "
              f"are not in the Hugging Face cache ({constants.HF_HUB_CACHE}):"]
     lines += [f"  {m}" + ("  (gated)" if m.startswith(GATED_PREFIXES) else "") for m in missing]
     lines.append("Fetch them into that cache (on a machine with network access), then run again:")
-    lines.append(f"  {fetch_command(profile, model_name=model_name)}")  # the files a run loads only: no original/ checkpoints
+    lines.append(f"  {run.fetch_command()}")
     if any(m.startswith(GATED_PREFIXES) for m in missing):
         lines.append("The meta-llama models are gated: accept their licence on the model's Hugging Face "
                      "page and log in first (huggingface-cli login, or HF_TOKEN).")
@@ -120,8 +122,7 @@ def preload_problem(run: ResolvedRun, dataset: str, revision: str | None) -> str
     indices of the default factory (a provider's local indices are built, not fetched)."""
     from evaluator.search.providers import load_provider
 
-    models = loaded_models(run)
-    problems = [*run.agent.preload_problems(), missing_models_message(models, run.profile, run.agent.model_name)]
+    problems = [*run.agent.preload_problems(), missing_models_message(run)]
     datasets = {dataset: revision}
     provider = None
     if run.builds_default_search:
