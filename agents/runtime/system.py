@@ -59,7 +59,9 @@ class Stage:
     read). `calls_no_model`: whether, under a config, it sends no engine request. The default is
     that it calls a model: the deadline then learns its cost per engine request, and a stage that
     never sends one is never learned and is charged the dearest request measured lately, so a
-    stage without a model says `calls_no_model=always` (its cost is then learned per turn)."""
+    stage without a model says `calls_no_model=always`. Under a config where it calls none, its
+    cost is learned per turn and it is priced 0 until timed (agents/runtime/cost_priors.py
+    `stage_priors`), not like a model request."""
 
     name: str
     switch: str | None = None
@@ -69,9 +71,6 @@ class Stage:
     parsed: str | None = None
     trace_fields: tuple[str, ...] = ()
     calls_no_model: Callable[[Any], bool] = never
-    # The stage's cost under a config where it calls no model only sometimes (the grounding
-    # check): milliseconds, so its prior is 0 rather than a model request's.
-    free_when_no_model: bool = False
     # How the chain runs this stage over the batch in flight (agents/runtime/batch.py BatchState),
     # for a stage no chain wires itself: perception, a stage added to a system's list. CRUISE's
     # chain runs its list in order; the peers' open each batch with these steps (run_steps).
