@@ -72,9 +72,20 @@ class Stage:
     trace_fields: tuple[str, ...] = ()
     calls_no_model: Callable[[Any], bool] = never
     # How the chain runs this stage over the batch in flight (agents/runtime/batch.py BatchState),
-    # for a stage no chain wires itself: perception, a stage added to a system's list. CRUISE's
-    # chain runs its list in order; the peers' open each batch with these steps (run_steps).
+    # for a stage no chain wires itself: perception, a stage added to a system's list. The shared
+    # opening (OPENING) runs first for every system (batch.py `open_batch`); then CRUISE's chain
+    # runs its list in order, and the peers run these steps right after the opening (run_steps).
     step: Callable[[Any], None] | None = None
+
+
+# The shared steps that open every system's batches, named by module: the runtime sits below the
+# shared stages and imports them by name, as the registry imports the built-in systems.
+# Perception: for a VLM that cannot see, each turn's picture as text in every later prompt.
+OPENING = ("agents.stages.s0a_perceive",)
+
+
+def opening_stages() -> tuple[Stage, ...]:
+    return tuple(importlib.import_module(module).STAGE for module in OPENING)
 
 
 @dataclass(frozen=True)
@@ -125,6 +136,14 @@ class System:
     # pipeline, cfg, turns) -> seconds per stage`: None answers that batch with its own chain
     # (agents/runtime/warmup.py).
     warm_up: Callable | None = None
+
+    def __post_init__(self):
+        # Its list opens with the shared steps (OPENING), listed or not: their place first, their
+        # priors, the deadline's per-turn learning of a stage without a model and their trace
+        # fields then follow for every system, as for any stage of its list.
+        opening = opening_stages()
+        shared = {stage.name for stage in opening}
+        object.__setattr__(self, "stages", (*opening, *(s for s in self.stages if s.name not in shared)))
 
     def answer(self, turns, engines, pipeline, cfg, costs, started: float | None = None):
         """(answers, traces) for one batch: its chain under its own record."""
@@ -221,3 +240,11 @@ def system_named(name: str) -> System:
 
 def system_for(cfg) -> System:
     return system_named(cfg.system)
+
+
+def recorded_name(system: System, cfg) -> str:
+    """How a run's traces name `system`: as the run found it where that names the module it comes
+    from (`MODULE:NAME`), so that the report, written later in another process, finds the system
+    and its page again; else by its name."""
+    module, _, name = cfg.system.rpartition(":")
+    return cfg.system if module and name == system.name else system.name
