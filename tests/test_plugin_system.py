@@ -1,4 +1,4 @@
-"""A system from outside agents/: what the runtime gives every system without its asking.
+"""A system from outside agents/, in a package of its own, touching no file of this repository.
 
 A system defined here lists only its own stage and opens its batch with the runtime's
 `open_batch`: its turns reach its stage carrying the picture as text when the VLM cannot see
@@ -6,8 +6,17 @@ A system defined here lists only its own stage and opens its batch with the runt
 over with the turn (`harness_domain`, `harness_passages`) and what perception read. The
 perception models are stand-ins that read one sign in every photo (they lie outside the unit:
 tests/full/test_perception.py runs the real ones).
+
+A package written to a temporary folder as docs/layout.md "Add a system" lays it out (its
+pyproject.toml, its module, its prompts/, a stage that calls no model and one that asks the VLM,
+its own settings and its own turn page) keeps its prompt and its page there: its stages read its
+prompt by name, the run's prompt hashes cover it, and the report shows its turns by its page.
 """
 from __future__ import annotations
+
+import hashlib
+import sys
+from pathlib import Path
 
 import pytest
 from PIL import Image
@@ -92,3 +101,154 @@ def test_a_vlm_that_sees_gets_no_picture_block_and_a_harness_that_hands_nothing_
     assert answers == [IDK_ANSWER] and trace["looked_at"] == "" and trace["perception"] is None
     assert (trace["harness_domain"], trace["harness_passages"]) == (None, None)
     assert list(trace["stage_ms"]) == ["look"]
+
+
+# --------------------------------------------------------------------------- a package of its own
+PYPROJECT = """[project]
+name = "@PACKAGE@"
+version = "0.1"
+
+[project.entry-points."cruise_agent.systems"]
+@SYSTEM@ = "@PACKAGE@.system"
+
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[tool.setuptools.package-data]
+"@PACKAGE@" = ["prompts/*.txt", "*.j2"]
+"""
+SETTINGS = """from dataclasses import dataclass
+
+from agents.settings import ranged
+
+
+@dataclass
+class ShoutSettings:
+    @SYSTEM@_words: int = ranged(3, 1)  # the most words an answer may take
+"""
+TALLY = """from agents.runtime.system import Stage, always
+
+
+def tally_batch(turns):
+    return [len(turn.query.split()) for turn in turns]
+
+
+STAGE = Stage("@SYSTEM@_tally", calls_no_model=always, trace_fields=("@SYSTEM@_question_words",))
+"""
+SHOUT = """from agents.engines.base import Sampling
+from agents.runtime.system import Stage
+from agents.stages.prompts import ask_vlm
+
+
+def shout_batch(turns, counts, engine, cfg):
+    def values(i):
+        return {"query": turns[i].query, "words": str(cfg.own.@SYSTEM@_words), "count": str(counts[i])}
+
+    return ask_vlm(engine, "@SYSTEM@", turns, list(range(len(turns))), values, Sampling(max_tokens=16))
+
+
+STAGE = Stage("@SYSTEM@", trace_fields=("@SYSTEM@_reply",))
+"""
+SYSTEM = """from agents.base_agent import IDK_ANSWER
+from agents.runtime.batch import decide_turn, open_batch
+from agents.runtime.system import Decision, System, View, register
+from @PACKAGE@ import s1_tally, s2_shout
+from @PACKAGE@.settings import ShoutSettings
+
+
+def run(system, turns, engines, pipeline, cfg, costs, started=None):
+    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    counts = state.run.stage("@SYSTEM@_tally", s1_tally.tally_batch, [state.turns], (), lambda: 0)
+    replies = state.run.stage("@SYSTEM@", s2_shout.shout_batch, [state.turns, counts], (engines.vlm, cfg),
+                              lambda: IDK_ANSWER)
+    answers, traces = [], []
+    for i, reply in enumerate(replies):
+        decision = decide_turn(system, {"rag_answer": reply}, cfg, state.run, i)
+        answers.append(decision.answer)
+        own = {"@SYSTEM@_question_words": counts[i], "@SYSTEM@_reply": reply, "rag_answer": reply,
+               "branch": decision.branch, "final_answer": decision.answer}
+        traces.append(state.trace(i, own, parsed={}))
+    return answers, traces
+
+
+def decide(trace, cfg):
+    return Decision(trace["rag_answer"], "shouted")
+
+
+SYSTEM = register(System(
+    name="@SYSTEM@", stages=(s1_tally.STAGE, s2_shout.STAGE), run=run, decide=decide,
+    view=View(funnel=lambda trace, cfg: {"replied": bool(trace.get("rag_answer"))}, branches=("shouted",),
+              turn_template="report_turn.html.j2"),
+    settings=ShoutSettings,
+    untimed_prior=None,  # a model stage not timed yet is charged the dearest request, as CRUISE's
+))
+"""
+PROMPT = """[system]
+You answer in capitals, in at most $words words.
+[user]
+$query
+(The question has $count words.)
+"""
+PAGE = """{% from "runtime/turn_rows.html.j2" import timing %}
+{% macro trace_details(t) %}
+{% set tr = t.trace or {} %}
+        <tr><th>shouted</th><td>{{ tr.get("@SYSTEM@_reply") }}</td></tr>
+        {{ timing(tr) }}
+{% endmacro %}
+"""
+
+
+def write_package(root: Path, package: str, system: str) -> Path:
+    """The package `package` offering system `system` under `root` (its source folder and, as pip
+    writes for an installed package, its .dist-info with the entry point); returns the package's
+    folder."""
+    files = {"pyproject.toml": PYPROJECT, f"{package}/__init__.py": "", f"{package}/settings.py": SETTINGS,
+             f"{package}/s1_tally.py": TALLY, f"{package}/s2_shout.py": SHOUT, f"{package}/system.py": SYSTEM,
+             f"{package}/prompts/{system}.txt": PROMPT, f"{package}/report_turn.html.j2": PAGE,
+             f"{package}-0.1.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n",
+             f"{package}-0.1.dist-info/entry_points.txt": f"[cruise_agent.systems]\n{system} = {package}.system\n"}
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text.replace("@PACKAGE@", package).replace("@SYSTEM@", system), encoding="utf-8")
+    return root / package
+
+
+def test_a_stage_reads_its_prompt_from_its_systems_package_first_and_the_run_hashes_it(tmp_path, monkeypatch):
+    from agents.runtime.package_files import own_files
+    from agents.runtime.system import system_named
+    from agents.stages.prompts import load_prompt, load_prompt_lines, prompt_hashes
+
+    folder = write_package(tmp_path, "prompted_pkg", "prompted")
+    (folder / "prompts" / "perception.txt").write_text("In the photo:\n$content\n")  # one of the repository's, its own way
+    monkeypatch.syspath_prepend(str(tmp_path))
+    system = system_named("prompted_pkg.system:prompted")
+    with pytest.raises(FileNotFoundError):
+        load_prompt("prompted")  # not the repository's: no system of that package is answering
+    repository_answer = load_prompt("answer_with_context")
+    with own_files(system):
+        assert load_prompt("prompted").system.template == "You answer in capitals, in at most $words words."
+        assert load_prompt_lines("perception") == "In the photo:\n$content"
+        assert load_prompt("answer_with_context") == repository_answer  # a name it lacks: the repository's
+    assert load_prompt_lines("perception") != "In the photo:\n$content"
+    hashes = prompt_hashes(system=system)
+    digest = hashlib.sha256((folder / "prompts" / "prompted.txt").read_bytes()).hexdigest()
+    assert hashes["prompted_pkg:prompted.txt"] == digest and "prompted_pkg:perception.txt" in hashes
+    assert prompt_hashes().items() < hashes.items()  # the repository's, and its own besides
+
+
+def test_its_turn_page_in_its_package_shows_its_turns_in_a_report_written_by_a_process_that_never_imported_it(
+        tmp_path, monkeypatch):
+    from evaluator.report.html import turn_renderer
+
+    write_package(tmp_path, "paged_pkg", "paged")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "paged_pkg" not in sys.modules
+    # a saved trace of a run that found the system by MODULE:NAME names it so
+    turn = dict(trace={"system": "paged_pkg.system:paged", "paged_reply": "A BUS", "paged_question_words": 4,
+                       "stage_ms": {"paged": 12.0}, "chunks": []}, branch="shouted")
+    turn_renderer({"trace_view": "agents.runtime.trace_view"})(turn)
+    assert "<th>shouted</th><td>A BUS</td>" in turn["trace_html"] and "<th>stage ms</th>" in turn["trace_html"]
+    # what its page lays out is not listed again; what it does not read is
+    assert "paged_reply" not in turn["extra"] and turn["extra"]["paged_question_words"] == 4

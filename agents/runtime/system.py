@@ -94,8 +94,10 @@ class View:
     lost, in order ({step: passed}); `summarize(traces)`: run_summary.json's figures;
     `report_sections(summary)`: those figures as tables; `branches`: the names its decisions
     take; `turn_template`: its turn page, a Jinja file with a macro `trace_details(t)`, named
-    from agents/ (None: the report lists the trace's keys); `shown_keys`: keys the report shows
-    that the page does not read by name (agents/runtime/trace_view.py reads the page for the
+    from the folder of the module that registered the system, so that a system's package holds
+    its own (agents/runtime/package_files.py; None: the report lists the trace's keys; the rows
+    every page may use are named from agents/: runtime/turn_rows.html.j2); `shown_keys`: keys the
+    report shows that the page does not read by name (agents/runtime/trace_view.py reads the page for the
     others: a key no page reads, a new stage's field among them, is listed as it is)."""
 
     funnel: Callable[[dict, Any], dict[str, bool]]
@@ -227,6 +229,12 @@ def find_system(name: str) -> System | None:
             entry.load()
             return _SYSTEMS.get(name)
     return None
+
+
+def registered_by(name: str) -> str | None:
+    """The module that registered the system named `name` (None: none has)."""
+    registered()
+    return _REGISTERED_BY.get(name)
 
 
 def system_named(name: str) -> System:
