@@ -120,12 +120,12 @@ build-backend = "setuptools.build_meta"
 """
 SETTINGS = """from dataclasses import dataclass
 
-from agents.settings import ranged
+from agents.settings import COUNT, ranged
 
 
 @dataclass
 class ShoutSettings:
-    @SYSTEM@_words: int = ranged(3, 1)  # the most words an answer may take
+    @SYSTEM@_words: int = ranged(3, COUNT)  # the most words an answer may take
 """
 TALLY = """from agents.runtime.system import Stage, always
 
