@@ -103,6 +103,18 @@ def test_a_vlm_that_sees_gets_no_picture_block_and_a_harness_that_hands_nothing_
     assert list(trace["stage_ms"]) == ["look"]
 
 
+def test_a_system_record_is_named_for_a_run_by_the_module_that_registered_it():
+    from agents.runtime.system import system_named
+    from evaluator.settings import set_strings
+
+    assert str(LOOKER) == "tests.test_plugin_system:looker"
+    assert set_strings({"system": LOOKER}) == ("system=tests.test_plugin_system:looker",)
+    assert system_named(str(LOOKER)) is LOOKER
+    # a record nothing registered has only its name
+    assert str(System(name="unregistered", stages=(), run=run_look, decide=LOOKER.decide, view=LOOKER.view)) == \
+        "unregistered"
+
+
 # --------------------------------------------------------------------------- a package of its own
 PYPROJECT = """[project]
 name = "@PACKAGE@"

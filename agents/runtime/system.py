@@ -147,6 +147,13 @@ class System:
         shared = {stage.name for stage in opening}
         object.__setattr__(self, "stages", (*opening, *(s for s in self.stages if s.name not in shared)))
 
+    def __str__(self) -> str:
+        """How a run names it (`--set system=`; `evaluate(set={"system": record})` writes it so):
+        MODULE:NAME of the module that registered it, found again in any process; its name alone
+        where nothing registered it."""
+        module = registered_by(self.name)
+        return f"{module}:{self.name}" if module else self.name
+
     def answer(self, turns, engines, pipeline, cfg, costs, started: float | None = None):
         """(answers, traces) for one batch: its chain under its own record."""
         return self.run(self, turns, engines, pipeline, cfg, costs, started)
