@@ -15,6 +15,7 @@ prompt by name, the run's prompt hashes cover it, and the report shows its turns
 from __future__ import annotations
 
 import hashlib
+import json
 import sys
 from pathlib import Path
 
@@ -264,3 +265,85 @@ def test_its_turn_page_in_its_package_shows_its_turns_in_a_report_written_by_a_p
     assert "<th>shouted</th><td>A BUS</td>" in turn["trace_html"] and "<th>stage ms</th>" in turn["trace_html"]
     # what its page lays out is not listed again; what it does not read is
     assert "paged_reply" not in turn["extra"] and turn["extra"]["paged_question_words"] == 4
+
+
+def test_a_page_is_named_beside_the_module_that_registered_its_system_unless_its_view_names_the_package():
+    import dataclasses
+
+    from agents.runtime.package_files import page_name
+
+    def with_page(page):
+        return dataclasses.replace(LOOKER, view=View(funnel=LOOKER.view.funnel, turn_template=page))
+
+    assert page_name(LOOKER) is None  # no page: its trace is listed key by key
+    assert page_name(with_page("report_turn.html.j2")) == "tests:report_turn.html.j2"
+    # a record built from another system's keeps that system's page
+    assert page_name(with_page("agents.cruise:report_turn.html.j2")) == "agents.cruise:report_turn.html.j2"
+
+
+# --------------------------------------------------------------------------- run through evaluate()
+MINI = Path(__file__).resolve().parents[1] / "data" / "crag-mm-mini" / "single-turn"
+BUILT: list[CruiseAgent] = []  # the agents evaluate() built, to read their engines and priors
+
+
+class AnyStage(dict):
+    """Every stage's reply, whichever it is: capitals."""
+
+    def __missing__(self, stage):
+        return lambda request: "A YELLOW SIGN"
+
+
+class BlindStandInAgent(CruiseAgent):
+    """The real CruiseAgent over stand-in engines whose VLM cannot see, as the cpu profile's
+    text-only model cannot."""
+
+    def __init__(self, search_pipeline=None, config=None):
+        engines = Engines(router=ScriptedEngine({}), vlm=BlindEngine(AnyStage()),
+                          reranker=FunctionReranker(lambda q, c: 0.0))
+        super().__init__(search_pipeline, config, engines=engines)
+        BUILT.append(self)
+
+
+@pytest.mark.parametrize("found_by", ["entry point", "MODULE:NAME"])
+def test_a_system_in_a_package_of_its_own_runs_through_evaluate_with_its_prompt_settings_page_and_the_photo(
+        tmp_path, monkeypatch, perception_reads_a_sign, found_by):
+    from agents.runtime.system import system_named
+    from evaluator import evaluate
+    from testkit.in_process import fresh_environment
+
+    package, name = ("entry_shout_pkg", "entry_shout") if found_by == "entry point" else ("module_shout_pkg", "module_shout")
+    folder = write_package(tmp_path / "site", package, name)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    system = name if found_by == "entry point" else f"{package}.system:{name}"
+    out = tmp_path / "run"
+    BUILT.clear()
+    env = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               HF_DATASETS_CACHE=str(tmp_path / "hf-datasets"))
+    with fresh_environment(env):
+        result = evaluate(agent=BlindStandInAgent, dataset=str(MINI), dataset_type="single-turn", num_conversations=3,
+                          exact_conversations=True, profile="cpu", search="none", eval_model="None", no_progress=True,
+                          display_conversations=0, output_dir=out,
+                          set={"system": system, f"{name}_words": 2, "warmup_at_load": False})
+    assert result.exit_status == 0 and result.scores["all"]["total"] == 3
+    [agent] = BUILT
+    asked = [request for stage, request in agent.engines.vlm.requests if stage == name]
+    assert len(asked) == 3
+    for request in asked:
+        # its own prompt, at its own setting (2 words), the photo read as text for a VLM that cannot see
+        assert request.messages[0]["content"] == "You answer in capitals, in at most 2 words."
+        assert SIGN in request.messages[-1]["content"] and request.image is None
+    traces = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
+    assert {t["system"] for t in traces} == {system} and all(t["final_answer"] == "A YELLOW SIGN" for t in traces)
+    assert all(t["harness_domain"] is None and t["harness_passages"] is None for t in traces)  # the local harness hands none over
+    assert all(SIGN in t["perception"]["block"] for t in traces)
+    # its stage without a model costs 0 s in the deadline's priors; its VLM stage, untimed, has none
+    assert agent.costs.priors == {"perceive": 0.0, f"{name}_tally": 0.0}
+    assert stage_priors(system_named(system), agent.config) == agent.costs.priors
+    # the run recorded its prompt's hash and its settings
+    described = json.loads((out / "run_config.json").read_text())["agent_description"]
+    digest = hashlib.sha256((folder / "prompts" / f"{name}.txt").read_bytes()).hexdigest()
+    assert described["prompts"][f"{package}:{name}.txt"] == digest
+    assert (described["config"]["system"], described["config"][f"{name}_words"]) == (system, 2)
+    # the report shows its turns by its own page
+    pages = "".join(page.read_text() for page in (out / "report_turns").glob("*.html"))
+    assert pages.count("<th>shouted</th><td>A YELLOW SIGN</td>") == 3

@@ -79,12 +79,14 @@ def running_prompt_folders() -> tuple[tuple[str, Traversable], ...]:
 
 
 def page_name(system) -> str | None:
-    """`PACKAGE:PATH` of `system`'s turn page, beside the module that registered it (None: it has
-    no page, or no package to hold one)."""
+    """`PACKAGE:PATH` of `system`'s turn page: as its view names it where that is already
+    `PACKAGE:PATH` (a record built from another system's keeps that system's page), else beside
+    the module that registered it (None: it has no page, or no package to hold one)."""
+    page = system.view.turn_template
+    if page is None or ":" in page:
+        return page
     package = home_package(system)
-    if system.view.turn_template is None or package is None:
-        return None
-    return f"{package}:{system.view.turn_template}"
+    return f"{package}:{page}" if package else None
 
 
 def package_file(name: str) -> Traversable | None:
