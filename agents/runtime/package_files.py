@@ -6,11 +6,12 @@ repository.
 - Prompts: a stage asks for its prompt by name (`ask_vlm(engine, "name", ...)`,
   agents/stages/prompts.py); while a system answers a batch (`own_files`, entered by the agent
   around each batch and by the warm-up), `prompts/<name>.txt` is looked for in the `prompts/`
-  folder of each of its packages first (`prompt_folders`), then in the repository's. The run's recorded
-  prompt hashes cover those folders too.
+  folder of each of its packages first (`prompt_folders`), then in the repository's. The run's
+  recorded prompt hashes cover those folders too.
 - The turn page: `View.turn_template` is named from the folder of the module that registered the
   system; `page_name` names it for the report as `PACKAGE:PATH`, which the report's template
-  loader reads from that package (evaluator/report/html.py), as the runtime's view reads its keys.
+  loader reads from that package (evaluator/report/html.py), as the runtime's view reads its
+  keys (agents/runtime/trace_view.py).
 
 Packages are read through importlib.resources, so a wheel, an editable install and a folder on
 sys.path serve alike. A system registered by a top-level module (no package) has no folder of its

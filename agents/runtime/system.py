@@ -94,12 +94,12 @@ class View:
     lost, in order ({step: passed}); `summarize(traces)`: run_summary.json's figures;
     `report_sections(summary)`: those figures as tables; `branches`: the names its decisions
     take; `turn_template`: its turn page, a Jinja file with a macro `trace_details(t)`, named
-    from the folder of the module that registered the system, so that a system's package holds
-    its own, or `PACKAGE:PATH` (agents/runtime/package_files.py; None: the report lists the
-    trace's keys; the rows
-    every page may use are named from agents/: runtime/turn_rows.html.j2); `shown_keys`: keys the
-    report shows that the page does not read by name (agents/runtime/trace_view.py reads the page for the
-    others: a key no page reads, a new stage's field among them, is listed as it is)."""
+    from the folder of the module that registered the system (so a system's own package holds
+    it), or as `PACKAGE:PATH` (agents/runtime/package_files.py; None: the report lists the
+    trace's keys; the rows every page may use are named from agents/: runtime/turn_rows.html.j2);
+    `shown_keys`: keys the report shows that the page does not read by name
+    (agents/runtime/trace_view.py reads the page for the others: a key no page reads, a new
+    stage's field among them, is listed as it is)."""
 
     funnel: Callable[[dict, Any], dict[str, bool]]
     summarize: Callable[[list[dict]], dict] | None = None

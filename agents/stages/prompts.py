@@ -52,26 +52,24 @@ def prompts_dir() -> Path:
 
 
 def prompt_hashes(folder: Path | None = None, system=None) -> dict[str, str]:
-    """prompts/*.txt file name -> sha256 of its bytes (the folder the agent reads; rglob: the
-    domain notes in prompts/domains/ change answers too), and `system`'s own packages' prompts
-    under "PACKAGE:NAME" (agents/runtime/package_files.py). The judge's prompts (judge_*.txt)
-    decide verdicts, not answers: --rejudge is for those."""
-    folder = Path(folder or prompts_dir())
-    hashes = {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-              for p in sorted(folder.rglob("*.txt")) if not p.name.startswith("judge_")}
+    """prompts/*.txt file name -> sha256 of its bytes (the folder the agent reads; the domain
+    notes in prompts/domains/ change answers too), and `system`'s own packages' prompts under
+    "PACKAGE:NAME" (agents/runtime/package_files.py). The judge's prompts (judge_*.txt) decide
+    verdicts, not answers: --rejudge is for those."""
+    hashes = _hashes(Path(folder or prompts_dir()))
     for package, own in prompt_folders(system) if system is not None else ():
-        hashes.update({f"{package}:{name}": digest for name, digest in _own_hashes(own).items()})
+        hashes.update({f"{package}:{name}": digest for name, digest in _hashes(own).items()})
     return hashes
 
 
-def _own_hashes(folder, prefix: str = "") -> dict[str, str]:
-    """name -> sha256 of each .txt file under a package's prompts folder (read through
-    importlib.resources, which need not be a directory on disk)."""
+def _hashes(folder, prefix: str = "") -> dict[str, str]:
+    """name below `folder` -> sha256 of each .txt file there but the judge's (a folder on disk, or
+    a package's read through importlib.resources)."""
     found = {}
     for entry in sorted(folder.iterdir(), key=lambda e: e.name):
         if entry.is_dir():
-            found.update(_own_hashes(entry, f"{prefix}{entry.name}/"))
-        elif entry.name.endswith(".txt"):
+            found.update(_hashes(entry, f"{prefix}{entry.name}/"))
+        elif entry.name.endswith(".txt") and not entry.name.startswith("judge_"):
             found[prefix + entry.name] = hashlib.sha256(entry.read_bytes()).hexdigest()
     return found
 
