@@ -109,14 +109,13 @@ class MergeSettings(ScoringSettings):
 
 
 def named(obj) -> str:
-    """`MODULE:QUALNAME` of a class or a function, refused where that does not import back to it
-    (a class defined inside a function, or one replaced since)."""
+    """`MODULE:NAME` of a class or a function, as `--agent` and agent_setup's import_object read
+    it back; refused where that does not import back to it (a class defined inside a function or
+    another class, or one replaced since)."""
     spec = f"{obj.__module__}:{obj.__qualname__}"
     try:
-        found = importlib.import_module(obj.__module__)
-        for part in obj.__qualname__.split("."):
-            found = getattr(found, part)
-    except (ImportError, AttributeError):
+        found = getattr(importlib.import_module(obj.__module__), obj.__qualname__)
+    except (ImportError, AttributeError):  # a nested qualname is no attribute of its module
         found = None
     if found is not obj:
         raise ValueError(f"{obj!r} cannot be named for the run: {spec} does not import back to it "
