@@ -21,6 +21,7 @@ from agents.config.loading import config_from_environment, load_config, load_con
 from agents.engines.base import Ledger
 from agents.runtime.cost_priors import stage_priors
 from agents.runtime.deadline import StageCosts
+from agents.runtime.package_files import own_files
 from agents.runtime.system import system_for
 from agents.stages.s0_inputs import prepare_turns
 from agents.stages.s0a_perceive import perception_wanted, warm_up_perception
@@ -77,13 +78,14 @@ class CruiseAgent(BaseAgent):
     @classmethod
     def describe(cls, config: CruiseConfig) -> dict:
         """Every config field ("config"; "where" for the fields that say where a served model
-        runs and how it is reached, not which model it is) and the prompt files' hashes."""
+        runs and how it is reached, not which model it is) and the hashes of the prompt files
+        its system reads (its own package's too)."""
         from agents.stages.prompts import prompt_hashes
 
         fields = config.flat()
         return {"config": {k: v for k, v in fields.items() if k not in SERVED_WHERE},
                 "where": {k: v for k, v in fields.items() if k in SERVED_WHERE},
-                "prompts": prompt_hashes()}
+                "prompts": prompt_hashes(system=system_for(config))}
 
     @classmethod
     def hub_models(cls, config: CruiseConfig) -> list[str]:
@@ -123,8 +125,9 @@ class CruiseAgent(BaseAgent):
             raise ValueError(f"a batch holds at most {MAX_BATCH_SIZE} turns, got {n}")
         self.ledger.drain()  # calls made outside a batch (warm-up) are not this batch's
         turns = prepare_turns(queries, images, message_histories, self.config, rag_context_list, domains, oracle)
-        answers, traces = self.system.answer(turns, self.engines, self.search_pipeline, self.config, self.costs,
-                                             started=started)
+        with own_files(self.system):  # its stages read its own package's prompts first
+            answers, traces = self.system.answer(turns, self.engines, self.search_pipeline, self.config, self.costs,
+                                                 started=started)
         self.last_batch_report = {
             "traces": traces,
             "engine_calls": [dataclasses.asdict(r) for r in self.ledger.drain()],

@@ -2,9 +2,11 @@
 
 A field's annotation says its kind: `bool`, `int`, `float`, `str`, `tuple[str, ...]`, a
 `typing.Literal[...]` of its choices, or a `dict[K, V]` of those. What the annotation cannot say
-sits next to the field, in its metadata (`ranged`, `chosen`): the numeric range, or choices kept
-by another module (the providers of agents/engines/hosted_rules.py). `check_settings` reads both
-and refuses a bad value in one line that names the field and what it may be. agents/config/
+sits next to the field, in its metadata (`ranged`, `chosen`): the numeric range, named by what the
+number means (a `Span`: `THRESHOLD`, `SHARE`, `COUNT`, ...), or choices kept by another module
+(the providers of agents/engines/hosted_rules.py). `check_settings` reads both and refuses a bad
+value in one line that names the field and what it may be. A new numeric field says which span
+it is (`ranged(8, COUNT)`); tests/test_settings.py reads it from there and tries both its bounds. agents/config/
 composes the groups; each system keeps its own group in its package (agents/cruise/settings.py,
 agents/peers/qa_dragon/settings.py, agents/peers/sam_rag/settings.py).
 """
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import dataclasses
 import typing
-from dataclasses import field
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Callable, Literal, get_args, get_origin
 
@@ -21,10 +23,29 @@ class SettingError(ValueError):
     """A setting that cannot be applied, said in one line that names it."""
 
 
-def ranged(default, low: float | None = None, high: float | None = None):
-    """A numeric field whose values lie in [low, high] (None: open on that side). For a dict
-    field the range holds for each value."""
-    metadata = {"range": (low, high)}
+@dataclass(frozen=True)
+class Span:
+    """What a numeric setting may hold, by what it means: [low, high] (None: open above)."""
+
+    meaning: str
+    low: float
+    high: float | None = None
+
+
+THRESHOLD = Span("a threshold on a probability or a [0, 1] score (1.01: nothing passes)", 0.0, 1.01)
+SHARE = Span("a share, a probability or a [0, 1] score itself", 0.0, 1.0)
+COUNT = Span("how many of something a step needs at least one of (tokens, hits, chunks)", 1)
+COUNT_OR_OFF = Span("how many, where 0 switches the step or the cache off", 0)
+AMOUNT = Span("seconds, a temperature, a multiple", 0.0)
+TIMEOUT = Span("seconds a request outside a batch may take: at least one", 1.0)
+SEED = Span("a seed, as numpy's and torch's generators take it", 0, 2**32 - 1)
+SPANS = (THRESHOLD, SHARE, COUNT, COUNT_OR_OFF, AMOUNT, TIMEOUT, SEED)
+
+
+def ranged(default, span: Span, *, keys: tuple | Callable[[], tuple] | None = None):
+    """A numeric field whose values lie in `span`. For a dict field the span holds for each
+    value, and `keys` (as `chosen`'s choices) are the keys it may have."""
+    metadata = {"range": (span.low, span.high), "span": span, **({"key_choices": keys} if keys is not None else {})}
     if callable(default):
         return field(default_factory=default, metadata=metadata)
     return field(default=default, metadata=metadata)

@@ -23,9 +23,13 @@ def evaluate(settings: EvaluationSettings | None = None, /, **options) -> Evalua
 
     Each keyword is a command-line option, named as its argparse destination, with the same
     default (`python local_evaluation.py --help` says what each means): `dataset_type`,
-    `num_conversations`, `exact_conversations`, `agent` ("MODULE:CLASS"), `profile`, `preset`,
-    `set` (a list of "FIELD=VALUE"), `calibration`, `search`, `output_dir`, `eval_model`
-    ("None": no LLM judge), `rules`, `no_progress`, ... Or pass one `EvaluationSettings`.
+    `num_conversations`, `exact_conversations`, `agent` ("MODULE:CLASS", or the class itself),
+    `profile`, `preset`, `set` (a list of "FIELD=VALUE"; or typed: a dict, a settings dataclass
+    instance, a System record as a value: `set={"system": MY_SYSTEM, "my_rounds": 2}`),
+    `calibration`, `search`, `output_dir`, `eval_model` ("None": no LLM judge), `rules`,
+    `no_progress`, ... Or pass one `EvaluationSettings`. Typed options are recorded as the command
+    line would give them (evaluator/settings.py), so `evaluate(agent=MyAgent)` runs, records and
+    resumes as `evaluate(agent="my_module:MyAgent")`.
 
     The mode follows from the options, as on the command line:
       a run (default)          generate answers with the agent, judge, score, report;

@@ -6,10 +6,19 @@ Each field is named as `local_evaluation.py`'s argparse destination and holds it
 (`add_judge_args`: a run and a merge both have them); `EvaluationSettings` a run's own options
 besides; `MergeSettings` the folders a merge gathers. `command_line` writes a record back as
 the flags that give it (what a `--workers` shard is started with).
+
+From Python a run may also be told in types rather than strings, each written into the record as
+the command line would give it (so run_config.json and the resume fingerprint record what ran):
+`agent` an agent class (its `MODULE:QUALNAME`, which must import back to that class), `set` a
+dict or a settings dataclass instance (every field of it), or a list mixing those with
+"FIELD=VALUE" strings; a value a class or a function (its `MODULE:QUALNAME`), or any other object
+by its `str()` (a registered System record says `MODULE:NAME`, the module that registered it).
 """
 from __future__ import annotations
 
 import dataclasses
+import importlib
+import json
 from dataclasses import dataclass
 
 DATASET_TYPES = ("single-turn", "multi-turn")
@@ -72,7 +81,8 @@ class EvaluationSettings(ScoringSettings):
     def __post_init__(self):
         if isinstance(self.set, str):
             raise ValueError(f"set={self.set!r}: give a list of FIELD=VALUE strings")
-        object.__setattr__(self, "set", tuple(self.set))
+        object.__setattr__(self, "agent", agent_spec(self.agent))
+        object.__setattr__(self, "set", set_strings(self.set))
         if self.output_dir is not None:
             object.__setattr__(self, "output_dir", str(self.output_dir))
         if self.calibration is not None:
@@ -96,6 +106,60 @@ class MergeSettings(ScoringSettings):
         object.__setattr__(self, "output_dir", str(self.output_dir))
         if not self.dirs or not self.output_dir:
             raise ValueError("merge needs the shard folders and an output_dir")
+
+
+def named(obj) -> str:
+    """`MODULE:NAME` of a class or a function, as `--agent` and agent_setup's import_object read
+    it back; refused where that does not import back to it (a class defined inside a function or
+    another class, or one replaced since)."""
+    spec = f"{obj.__module__}:{obj.__qualname__}"
+    try:
+        found = getattr(importlib.import_module(obj.__module__), obj.__qualname__)
+    except (ImportError, AttributeError):  # a nested qualname is no attribute of its module
+        found = None
+    if found is not obj:
+        raise ValueError(f"{obj!r} cannot be named for the run: {spec} does not import back to it "
+                         "(define it at the top level of a module)")
+    return spec
+
+
+def agent_spec(agent) -> str:
+    """The agent as the command line names it: "MODULE:CLASS" as given, or a class's."""
+    return agent if isinstance(agent, str) else named(agent)
+
+
+def setting_text(value) -> str:
+    """A typed setting's value as --set writes it."""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, (tuple, list)):
+        return ",".join(map(setting_text, value))
+    if isinstance(value, dict):
+        return json.dumps(value)
+    if isinstance(value, type) or callable(value) and hasattr(value, "__qualname__"):
+        return named(value)
+    return str(value)
+
+
+def set_strings(given) -> tuple[str, ...]:
+    """--set's "FIELD=VALUE" strings of `set` as given: strings, a dict, a settings dataclass
+    instance (every field of it), or a list of any of them."""
+    items = [given] if isinstance(given, dict) or dataclasses.is_dataclass(given) else list(given)
+    out: list[str] = []
+    for item in items:
+        if isinstance(item, str):
+            out.append(item)
+            continue
+        if dataclasses.is_dataclass(item) and not isinstance(item, type):
+            item = {f.name: getattr(item, f.name) for f in dataclasses.fields(item)}
+        if not isinstance(item, dict):
+            raise ValueError(f"set: {item!r} is neither a FIELD=VALUE string, a dict nor a settings dataclass")
+        out += [f"{name}={setting_text(value)}" for name, value in item.items()]
+    return tuple(out)
 
 
 def scoring_of(settings: ScoringSettings) -> dict:

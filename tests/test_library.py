@@ -1,13 +1,15 @@
 """evaluator.evaluate (evaluator/api.py) called from Python: twice in one process with different
 settings, each agent built with its own call's settings and each giving the scores and files of
 the command line with the same flags (here in this process too; tests/full/test_library.py runs the
-command line in processes of its own); its options are the command line's; an agent is asked for
-a model name only where it declares one."""
+command line in processes of its own); its options are the command line's; the agent given as its
+class and the settings typed run and record as their strings; an agent is asked for a model name
+only where it declares one."""
 from __future__ import annotations
 
 import dataclasses
 import inspect
 import json
+from dataclasses import dataclass
 from pathlib import Path
 
 import pandas as pd
@@ -130,3 +132,53 @@ def test_a_settings_record_can_be_passed_whole(runs, tmp_path):
     assert result.scores == {} and result.exit_status == 0
     assert (Path(settings.output_dir) / "answers.jsonl").exists()
     assert not (Path(settings.output_dir) / "scores_dictionary.json").exists()
+
+
+@dataclass
+class RetrievalChoice:
+    """A settings dataclass of the caller's: every field of an instance is set."""
+
+    k_recall: int = 3
+
+
+@pytest.fixture(scope="module")
+def typed_runs(runs):
+    """The same two runs with the agent given as its class and the settings typed (a dict, then a
+    settings dataclass instance beside a FIELD=VALUE string)."""
+    from testkit.scripted_agent import ScriptedAgent
+
+    root = runs["root"]
+    typed = [dict(runs["settings"][0], agent=ScriptedAgent),
+             dict(runs["settings"][1], agent=ScriptedAgent, set={"k_recall": 3}),
+             dict(runs["settings"][1], set=[RetrievalChoice()])]
+    for i, options in enumerate(typed):
+        with fresh_environment(run_env(root, f"typed-{i}")):
+            evaluate(**options, output_dir=root / f"typed-{i}")
+    return root
+
+
+def test_an_agent_class_and_typed_settings_run_and_record_as_their_strings(typed_runs):
+    # the same answers, scores and rows, and a run_config.json that names the same agent and --set
+    for typed, given in ((0, 0), (1, 1), (2, 1)):
+        same_run(typed_runs / f"library-{given}", typed_runs / f"typed-{typed}", given)
+        assert agent_k_recall(typed_runs, f"typed-{typed}") == {K_RECALL[given]}
+    recorded = json.loads((typed_runs / "typed-1" / "run_config.json").read_text())
+    assert recorded["agent"] == AGENT and recorded["args"]["set"] == ["k_recall=3"]
+
+
+def test_a_typed_value_is_written_as_the_command_line_takes_it_and_a_class_that_cannot_be_named_is_refused():
+    from evaluator.settings import set_strings
+
+    assert set_strings([{"use_cov": False, "tau_low": 0.75, "chunk_fields": ("a", "b")}, "k_recall=7",
+                        {"stage_cost_priors_s": {"answer": 2.5}, "agent_class": EvaluationSettings}]) == (
+        "use_cov=false", "tau_low=0.75", "chunk_fields=a,b", "k_recall=7", 'stage_cost_priors_s={"answer": 2.5}',
+        "agent_class=evaluator.settings:EvaluationSettings")
+
+    class Local:
+        pass
+
+    with pytest.raises(EvaluationRefused, match=r"^<class '.*Local'> cannot be named for the run: .*<locals>\.Local "
+                                                r"does not import back to it"):
+        evaluate(agent=Local)
+    with pytest.raises(EvaluationRefused, match="^set: 3 is neither"):
+        evaluate(set=[3])

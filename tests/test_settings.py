@@ -1,5 +1,6 @@
-"""The settings groups: one check per field from its annotation and range, a peer system without
-CRUISE's switches, --set typed by annotation, and a run recorded before the groups."""
+"""The settings groups: one check per field from its annotation and range (each numeric field's
+span read from its declaration and tried at both bounds), a peer system without CRUISE's
+switches, --set typed by annotation, and a run recorded before the groups."""
 from __future__ import annotations
 
 import dataclasses
@@ -10,6 +11,7 @@ from typing import Literal, get_args, get_origin
 
 import pytest
 
+from agents import settings
 from agents.config.fields import GROUPS
 from agents.config.loading import (
     config_from_environment,
@@ -56,59 +58,48 @@ def test_every_choice_field_of_every_group_refuses_an_unknown_value(group):
                 check_settings(dataclasses.replace(group(), **{name: choice}))
 
 
-# What each numeric setting may hold, written from what it means (low, high; None: open above).
-_PROBABILITY = (0.0, 1.01)  # a threshold on a probability or a [0, 1] score; 1.01: nothing passes
-_SHARE = (0.0, 1.0)  # a share, a probability or a [0, 1] score itself
-_COUNT = (1, None)  # how many of something the step needs at least one of (tokens, hits, chunks)
-_COUNT_OR_NONE = (0, None)  # how many, where 0 switches the step or the cache off
-_AMOUNT = (0.0, None)  # seconds, a temperature, a multiple
-RANGES = {
-    **dict.fromkeys(("tau_ret", "tau_high", "tau_low", "router_external_min_p", "router_real_time_min_p",
-                     "min_token_prob", "qa_dragon_fine_min", "image_score_floor"), _PROBABILITY),
-    **dict.fromkeys(("vlm_gpu_memory_utilization", "router_gpu_memory_utilization", "perception_min_label_p",
-                     "perception_min_ocr_score", "mad_tau", "qa_dragon_coarse_min", "crop_min_side"), _SHARE),
-    **dict.fromkeys(("vlm_max_model_len", "router_max_model_len", "max_num_seqs", "served_max_in_flight",
-                     "image_max_side", "max_query_chars", "perception_ocr_max_side", "standalone_max_chars",
-                     "standalone_max_tokens", "k_recall", "infobox_fields_per_chunk", "mad_top_k", "k_rerank",
-                     "max_chunk_chars", "crop_k", "decompose_max_queries", "decompose_k", "router_extended_max_tokens",
-                     "crop_max_tokens", "decompose_max_tokens", "entity_check_max_tokens", "relevance_max_tokens",
-                     "summary_max_tokens", "answer_max_tokens", "batch_size", "router_max_tokens",
-                     "consistency_max_tokens", "cov_max_tokens", "cov_full_max_tokens", "qa_dragon_domain_max_tokens",
-                     "qa_dragon_tool_max_tokens", "qa_dragon_rephrase_max_tokens", "qa_dragon_coarse_k",
-                     "qa_dragon_verify_max_tokens", "sam_rag_batch_docs", "sam_rag_check_max_tokens"), _COUNT),
-    **dict.fromkeys(("reasoning_allowance_tokens", "history_max_chars", "perception_top_k", "perception_max_ocr_lines",
-                     "perception_cache_size", "perception_summary_max_chars", "standalone_max_terms",
-                     "standalone_found_pages", "conversation_cache_size", "fusion_max_names", "page_max_html_chars",
-                     "page_max_chunks", "entity_check_max", "qa_dragon_rephrase_queries", "sam_rag_rounds",
-                     "rerank_coarse_k"),
-                    _COUNT_OR_NONE),
-    **dict.fromkeys(("turn_budget_s", "safety_margin_s", "engine_margin_s", "stage_cost_priors_s", "mad_lambda",
-                     "direct_temperature", "qa_dragon_draft_lengths", "qa_dragon_answer_lengths"), _AMOUNT),
-    "served_timeout_s": (1.0, None),  # a request outside a batch gets at least a second
-    "seed": (0, 2**32 - 1),  # what numpy's and torch's generators take
+# What each span means (agents/settings.py), written from its meaning: (low, high; None: open above).
+MEANINGS = {
+    "THRESHOLD": (0.0, 1.01),  # a threshold on a probability or a [0, 1] score; 1.01: nothing passes
+    "SHARE": (0.0, 1.0),  # a share, a probability or a [0, 1] score itself
+    "COUNT": (1, None),  # how many of something the step needs at least one of (tokens, hits, chunks)
+    "COUNT_OR_OFF": (0, None),  # how many, where 0 switches the step or the cache off
+    "AMOUNT": (0.0, None),  # seconds, a temperature, a multiple
+    "TIMEOUT": (1.0, None),  # a request outside a batch gets at least a second
+    "SEED": (0, 2**32 - 1),  # what numpy's and torch's generators take
 }
 
 
 def settings_groups() -> list[type]:
-    """Every settings dataclass of the package: the shared groups and each built-in system's own (a
-    system another test module registers brings its own group, which is not the package's)."""
-    own = [s.settings for s in registered().values() if s.settings]
-    return [g for g in dict.fromkeys([*GROUPS.values(), *own]) if g.__module__.startswith("agents.")]
+    """Every settings dataclass registered: the shared groups and each registered system's own."""
+    return list(dict.fromkeys([*GROUPS.values(), *(s.settings for s in registered().values() if s.settings)]))
 
 
-def numeric_fields(group) -> dict[str, type]:
-    """field -> int or float, for a number or a dict of numbers."""
+def numeric_fields(group) -> dict[str, dataclasses.Field]:
+    """field name -> its declaration, for a number or a dict of numbers."""
+    declared = {f.name: f for f in dataclasses.fields(group)}
     found = {}
     for name, hint in field_types(group).items():
         number = get_args(hint)[1] if get_origin(hint) is dict else hint
         if number in (int, float):
-            found[name] = number
+            found[name] = declared[name]
     return found
 
 
-def test_every_numeric_setting_declares_its_range():
-    fields = {name for group in settings_groups() for name in numeric_fields(group)}
-    assert fields == set(RANGES), f"without an entry here: {sorted(fields - set(RANGES))}; gone: {sorted(set(RANGES) - fields)}"
+def test_each_span_holds_what_it_means():
+    assert {name: (getattr(settings, name).low, getattr(settings, name).high) for name in MEANINGS} == MEANINGS
+    assert set(settings.SPANS) == {getattr(settings, name) for name in MEANINGS}
+
+
+@pytest.mark.parametrize("group", settings_groups(), ids=lambda g: g.__name__)
+def test_every_numeric_setting_declares_which_span_it_is(group):
+    """A number without a span, or (in the package's own groups) with a span of its own making
+    rather than one of the meanings above, is refused: its range would go unchecked."""
+    for name, declared in numeric_fields(group).items():
+        span = declared.metadata.get("span")
+        assert isinstance(span, settings.Span), f"{group.__name__}.{name}: no span (ranged(default, SPAN))"
+        if group.__module__.startswith("agents."):
+            assert span in settings.SPANS, f"{group.__name__}.{name}: {span} is none of agents/settings.py's spans"
 
 
 @pytest.mark.parametrize("group", settings_groups(), ids=lambda g: g.__name__)
@@ -121,8 +112,11 @@ def test_every_numeric_setting_is_taken_at_its_bounds_and_refused_just_past_them
             value = {key: value}
         check_settings(dataclasses.replace(group(), **{name: value}))
 
-    for name, number in numeric_fields(group).items():
-        low, high = RANGES[name]
+    for name, declared in numeric_fields(group).items():
+        number = get_args(field_types(group)[name])[1] if get_origin(field_types(group)[name]) is dict else \
+            field_types(group)[name]
+        span = declared.metadata["span"]
+        low, high = span.low, span.high
         below = low - 1 if number is int else math.nextafter(low, -math.inf)
         checked(name, low)
         with pytest.raises(SettingError, match=f"^{name}=.*must lie in"):
@@ -155,10 +149,10 @@ def test_a_peer_system_holds_no_cruise_switch_and_refuses_one_in_one_line():
     qa = load_config("cpu", "qa_dragon")
     assert type(qa.own).__name__ == "QaDragonSettings" and qa.own.qa_dragon_coarse_k == 5
     assert not {"use_cov", "use_dual_path", "tau_ret", "router_mode"} & set(qa.flat())
-    for settings in (["use_cov=true"], ["use_cov=false"], ["tau_ret=0.3"]):
+    for given in (["use_cov=true"], ["use_cov=false"], ["tau_ret=0.3"]):
         with pytest.raises(SettingError) as info:
-            load_config_from_settings("cpu", "qa_dragon", settings)
-        name = settings[0].split("=")[0]
+            load_config_from_settings("cpu", "qa_dragon", given)
+        name = given[0].split("=")[0]
         assert str(info.value) == f"{name} is a setting of system cruise, not of system qa_dragon"
     with pytest.raises(SettingError, match="^qa_dragon_coarse_k is a setting of system qa_dragon, not of system sam_rag$"):
         load_config_from_settings("cpu", "sam_rag", ["qa_dragon_coarse_k=3"])

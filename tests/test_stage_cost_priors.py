@@ -41,17 +41,20 @@ def test_a_prior_stands_in_until_the_stage_is_timed():
 def test_l40s_priors_cover_every_stage_and_a_batch_of_8_fits_its_budget():
     cfg = load_config("l40s")
     priors = stage_priors(CRUISE, cfg)
-    # every stage with a cost prior is priced, switched on or not; a stage that calls no model
-    # only sometimes (the standalone question's rule) is priced at 0 when it calls none
-    free = {s.name for s in CRUISE.stages if s.free_when_no_model and s.calls_no_model(cfg)}
-    assert set(priors) == {s.name for s in CRUISE.stages if s.cost_prior} | free and "standalone" in free
+    # every stage with a cost prior is priced, switched on or not; a stage whose record says it
+    # calls no model under cfg (perception, the standalone question's rule) is priced at 0, search
+    # at its own measured cost
+    free = {s.name for s in CRUISE.stages if s.calls_no_model(cfg)} - {"retrieve"}
+    assert set(priors) == {s.name for s in CRUISE.stages if s.cost_prior} | free
+    assert {"perceive", "standalone"} <= free and priors["retrieve"] == cost_priors.RETRIEVE_S_PER_TURN
     assert all(priors[name] == 0.0 for name in free) and all(v > 0 for k, v in priors.items() if k not in free)
     budget = cfg.run.turn_budget_s * cfg.run.batch_size - cfg.run.safety_margin_s
     assert sum(priors[s] for s in priced_on(cfg)) * cfg.run.batch_size < budget
     # Decoding dominates: the answer stage (2 requests per turn, 64 tokens) costs the most.
     assert max(priors, key=priors.get) == "answer"
-    # no prior model on cpu: only the stage that calls no model is priced, at 0
-    assert stage_priors(CRUISE, load_config("cpu", "full+paper_finalizer")) == {"standalone": 0.0}
+    # no prior model on cpu: only the stages that call no model are priced, at 0 (search too)
+    assert stage_priors(CRUISE, load_config("cpu", "full+paper_finalizer")) == dict.fromkeys(
+        ("perceive", "standalone", "retrieve"), 0.0)
 
 
 def test_l40s_priors_follow_the_generation_lengths():
@@ -128,3 +131,38 @@ def test_a_cold_first_batch_does_not_start_a_stage_its_prior_says_cannot_finish(
     agent.batch_generate_response(*batch([WHERE]))  # the very first batch: nothing timed yet
     assert stages_called(agent) == ran
     assert agent.last_batch_report["traces"][0]["deadline_cut_before"] == (None if prior_s < 1 else "answer")
+
+
+def test_a_stage_whose_record_says_it_calls_no_model_is_priced_0_not_like_the_dearest_request():
+    """A system of its own (not CRUISE's list) whose stages without a prior are charged the dearest
+    request measured lately (`untimed_prior=None`, as CRUISE's): a stage that sends no engine
+    request is priced 0 by what its record says, with no flag of its own, and starts where the
+    dearest request would not fit; one that calls no model only under some settings is priced so
+    only under those."""
+    from agents.engines.base import Ledger
+    from agents.runtime.batch import BatchRun
+    from agents.runtime.deadline import Deadline
+    from agents.runtime.system import Decision, Stage, System, View, always
+    from testkit.fakes import FakeClock
+
+    grounding = Stage("check", cost_prior="verify", calls_no_model=lambda cfg: cfg.answer.cov_mode == "grounding")
+    system = System(name="priced_by_record", stages=(Stage("ask"), Stage("tally", calls_no_model=always), grounding),
+                    run=lambda *a: ([], []), decide=lambda trace, cfg: Decision("", "none"),
+                    view=View(funnel=lambda trace, cfg: {}), untimed_prior=None)
+    cpu = load_config("cpu")
+    assert cpu.answer.cov_mode == "grounding" and cpu.run.cost_priors == ""
+    priors = stage_priors(system, cpu)
+    assert (priors["tally"], priors["check"]) == (0.0, 0.0) and "ask" not in priors  # "ask" calls a model
+    # the l40s prior model prices the check as CoV where it asks a model, at 0 where it does not
+    assert stage_priors(system, load_config("l40s"))["check"] > 0.5
+    assert stage_priors(system, load_config("l40s", cov_mode="grounding"))["check"] == 0.0
+
+    # the batch guard: a model stage measured at 6 s a request, then 5 s left for 4 turns
+    clock = FakeClock()
+    costs = StageCosts(priors=priors)
+    costs.new_batch()
+    costs.observe("ask", 4, 24.0, requests=4)
+    assert costs.expect("unpriced_model_stage", 4) == 24.0 and costs.expect("tally", 4) == 0.0
+    run = BatchRun(4, Deadline(5.0, clock=clock), costs, ledger=Ledger(), engine_free=system.engine_free(cpu))
+    assert run.stage("tally", lambda xs: [x * 2 for x in xs], [[1, 2, 3, 4]], (), lambda: None) == [2, 4, 6, 8]
+    assert run.cut_before is None

@@ -17,7 +17,7 @@ from PIL import Image
 from agents.base_agent import IDK_ANSWER
 from agents.config.loading import config_from_record, load_config, load_config_from_settings, with_system
 from agents.cruise_agent import CruiseAgent
-from agents.runtime.batch import decide_from_trace, decide_turn, start_batch
+from agents.runtime.batch import decide_from_trace, decide_turn, open_batch
 from agents.runtime.cost_priors import stage_priors
 from agents.runtime.system import (
     Decision,
@@ -29,7 +29,6 @@ from agents.runtime.system import (
     system_for,
     system_named,
 )
-from agents.runtime.trace import record
 from testkit.scripted_peers import qa_dragon_engines
 
 ECHO_STAGE = Stage("echo", trace_fields=("first_word",))
@@ -40,14 +39,14 @@ def echo_batch(turns) -> list[str]:
 
 
 def run_echo(system, turns, engines, pipeline, cfg, costs, started=None):
-    run = start_batch(turns, cfg, costs, system, ledger=engines.vlm.ledger, started=started)
-    words = run.stage("echo", echo_batch, [turns], (), lambda: IDK_ANSWER)
+    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    words = state.run.stage("echo", echo_batch, [state.turns], (), lambda: IDK_ANSWER)
     answers, traces = [], []
     for i, word in enumerate(words):
-        decision = decide_turn(system, {"rag_answer": word}, cfg, run, i)
+        decision = decide_turn(system, {"rag_answer": word}, cfg, state.run, i)
         answers.append(decision.answer)
-        traces.append(record({"first_word": word, "rag_answer": word, "branch": decision.branch,
-                              "final_answer": decision.answer}, system=system, cfg=cfg, run=run, i=i, parsed={}))
+        traces.append(state.trace(i, {"first_word": word, "rag_answer": word, "branch": decision.branch,
+                                      "final_answer": decision.answer}, parsed={}))
     return answers, traces
 
 
@@ -145,8 +144,8 @@ def test_the_priors_follow_each_systems_stages():
     assert dragon["rerank"] == cruise["rerank"] and dragon["crop"] == cruise["crop"]
     assert dragon["draft"] == 0.0 and dragon["fine_rerank"] == 0.0
     assert "consistency" not in dragon and set(dragon) == set(system_named("qa_dragon").stage_names())
-    # the echo system: its one stage, unpriced, starts at 0
-    assert stage_priors(ECHO, l40s) == {"echo": 0.0}
+    # the echo system: its one stage, unpriced, starts at 0, after the perception every system opens with
+    assert stage_priors(ECHO, l40s) == {"perceive": 0.0, "echo": 0.0}
 
 
 @pytest.mark.parametrize("view", ["agents.cruise.trace_view", "agents.runtime.trace_view"])
@@ -210,7 +209,7 @@ def test_a_users_system_is_found_from_its_module_path_without_importing_it_first
         load_config("cpu", system="by_path")  # nothing has imported it
     # its own settings are typed and held once the module path found it, in the same --set list
     cfg = load_config_from_settings("cpu", None, ["system=my_systems_by_path:by_path", "by_path_rounds=3"])
-    assert system_for(cfg).name == "by_path" and system_for(cfg).stage_names() == ("by_path_step",)
+    assert system_for(cfg).name == "by_path" and system_for(cfg).stage_names() == ("perceive", "by_path_step")
     assert (cfg.own.by_path_rounds, cfg.has("tau_ret")) == (3, False)
     assert config_from_record(cfg.flat()) == cfg  # a recorded run names where its system is
     with pytest.raises(ValueError, match="no module 'no_such_module'"):
@@ -228,7 +227,7 @@ def test_a_users_system_is_found_through_its_packages_entry_point(tmp_path, monk
         load_config("cpu", system="by_entry")
     monkeypatch.syspath_prepend(str(tmp_path))
     cfg = load_config_from_settings("cpu", None, ["system=by_entry"])
-    assert (cfg.system, system_for(cfg).stage_names()) == ("by_entry", ("by_entry_step",))
+    assert (cfg.system, system_for(cfg).stage_names()) == ("by_entry", ("perceive", "by_entry_step"))
 
 
 def test_a_stage_field_no_page_reads_is_listed_by_the_report_and_one_it_reads_is_laid_out():

@@ -3,10 +3,10 @@ that reads it, and the choices other modules keep (the hosted providers, the rea
 asked of them only when a value is checked, so that reading the settings imports no engine."""
 from __future__ import annotations
 
-from dataclasses import field
 from typing import Literal
 
 from agents.engines.registry import CHAT_ENGINES, RERANKERS
+from agents.settings import COUNT_OR_OFF, ranged
 
 Engine = Literal[tuple(CHAT_ENGINES)]  # agents/engines/registry.py
 RerankerBackend = Literal[tuple(RERANKERS)]
@@ -39,4 +39,4 @@ def reasoning_efforts() -> tuple[str, ...]:
 
 def allowance_field():
     """effort -> reasoning tokens >= 0."""
-    return field(default_factory=dict, metadata={"key_choices": reasoning_efforts, "range": (0, None)})
+    return ranged(dict, COUNT_OR_OFF, keys=reasoning_efforts)

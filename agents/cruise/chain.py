@@ -29,9 +29,8 @@ from agents.cruise.stages.s8_verify import verify_batch
 from agents.cruise.stages.s9_finalize import decision_inputs
 from agents.cruise.trace import turn_trace
 from agents.engines.base import Engines
-from agents.runtime.batch import BatchRun, BatchState, decide_turn, keep, start_batch
+from agents.runtime.batch import BatchRun, BatchState, decide_turn, keep, open_batch
 from agents.runtime.deadline import StageCosts
-from agents.runtime.trace import record
 from agents.stages.s1b_domain_route import domain_notes
 from agents.stages.s2_summarize import summarize_batch
 from agents.stages.s2a_decompose import decompose_batch
@@ -154,10 +153,10 @@ STEPS = {"route": route, "domain_route": domain_route, "summarize": summarize,
 def run_stages(state: ChainState, stages) -> ChainState:
     """Each stage in order: its own step (Stage.step: perception, an added stage), else the chain's
     for it; a stage with neither (the tool router, read from the router's reply; Algorithm 1, run
-    per turn after) has nothing to run here."""
+    per turn after), or a shared step that opened the batch already, has nothing to run here."""
     for stage in stages:
         step = stage.step or STEPS.get(stage.name)
-        if step is not None:
+        if step is not None and stage.name not in state.opened:
             step(state)
     return state
 
@@ -175,19 +174,17 @@ def run_chain(system, turns: list[Turn], engines: Engines, pipeline, cfg: Cruise
               started: float | None = None) -> tuple[list[str], list[dict]]:
     """Answers and traces for one batch of turns, its stages in `system`'s order (CRUISE's record,
     agents/cruise/system.py); the batch's budget runs from `started` (time.monotonic; default now)."""
-    run = start_batch(turns, cfg, costs, system, ledger=engines.vlm.ledger, started=started)
-    s = run_stages(ChainState(run, engines, pipeline, cfg, turns), system.stages)
+    s = run_stages(open_batch(system, turns, engines, pipeline, cfg, costs, started, state=ChainState), system.stages)
     final, traces = [], []
     for i in range(len(turns)):
         decision = decide_turn(system, decision_inputs(s.routes[i], s.evidence[i], s.answers[i], s.checks[i]), cfg,
-                               run, i)
+                               s.run, i)
         final.append(decision.answer)
         own, parsed = turn_trace(
             turn=s.turns[i], route=s.routes[i], summary=s.summaries[i], retrieval=s.retrievals[i],
             evidence=s.evidence[i], answers=s.answers[i], check=s.checks[i], decision=decision,
             sub_queries=s.sub_queries[i], crops=s.crops[i], domain_notes=bool(s.notes[i]))
-        traces.append(record(own, system=system, cfg=cfg, run=run, i=i, parsed=parsed,
-                             perception=s.perceptions[i], errors=s.retrievals[i].errors, added=s.added))
+        traces.append(s.trace(i, own, parsed, errors=s.retrievals[i].errors))
     return final, traces
 
 

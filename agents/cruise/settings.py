@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from agents.config.choices import YesNoMode
-from agents.settings import ranged
+from agents.settings import AMOUNT, COUNT, THRESHOLD, ranged
 
 TauRetScope = Literal["real_time", "context"]  # agents/cruise/stages/s9_finalize.py
 
@@ -21,19 +21,19 @@ class CruiseSettings:
     router_mode: YesNoMode = "text"
     # router_mode "yes_no": the real-time label is yes when P(yes) / (P(yes) + P(no)) reaches this
     # (the external label's cut, router_external_min_p, is shared with QA-Dragon's tool router)
-    router_real_time_min_p: float = ranged(0.5, 0.0, 1.01)
-    router_max_tokens: int = ranged(24, 1)
+    router_real_time_min_p: float = ranged(0.5, THRESHOLD)
+    router_max_tokens: int = ranged(24, COUNT)
 
     # --- the dual path and self-consistency (ours) -------------------------------------------
     use_dual_path: bool = True  # also generate the non-RAG answer
     # Without context the RAG and non-RAG prompts are the same; the second answer is then sampled
     # at this temperature (seeded) so that the check asks whether the answer is stable.
     # 0.0: greedy, and the second answer is a copy of the first.
-    direct_temperature: float = ranged(0.7, 0.0)
+    direct_temperature: float = ranged(0.7, AMOUNT)
     use_self_consistency: bool = True
     # Two answers that normalise to the same string are consistent without asking the VLM.
     consistency_skip_identical: bool = True
-    consistency_max_tokens: int = ranged(8, 1)  # room for "The answers agree: yes"
+    consistency_max_tokens: int = ranged(8, COUNT)  # room for "The answers agree: yes"
 
     # --- chain-of-verification (paper, section 3.3; agents/cruise/stages/s8_verify.py) ----------
     use_cov: bool = True
@@ -43,16 +43,16 @@ class CruiseSettings:
     # that first (s8_verify.py); cov_max_tokens leaves room for that case. cov_full_output lets
     # the model write everything for the trace.
     cov_full_output: bool = False
-    cov_max_tokens: int = ranged(64, 1)
-    cov_full_max_tokens: int = ranged(160, 1)
+    cov_max_tokens: int = ranged(64, COUNT)
+    cov_full_max_tokens: int = ranged(160, COUNT)
 
     # --- Algorithm 1 (paper; agents/cruise/stages/s9_finalize.py) ------------------------------
     # How Algorithm 1 counts a check that a preset switched off. False (ours, the default): as
     # passed, so an ablation removes that check's veto. True: as failed, the other reading of the
     # paper's Table 1 (docs/chain.md, "Presets").
     disabled_check_fails: bool = False
-    tau_ret: float = ranged(0.5, 0.0, 1.01)  # paper leaves it open; ours until calibrated offline
+    tau_ret: float = ranged(0.5, THRESHOLD)  # paper leaves it open; ours until calibrated offline
     # Which turns tau_ret gates: "real_time" (the paper: real-time turns only) or "context" (ours:
     # every turn answered from context as well, for a router whose real-time label says little)
     tau_ret_scope: TauRetScope = "real_time"
-    tau_high: float = ranged(1.0, 0.0, 1.01)  # paper (tau_low, which the peers read too: agents/config/groups.py)
+    tau_high: float = ranged(1.0, THRESHOLD)  # paper (tau_low, which the peers read too: agents/config/groups.py)

@@ -104,10 +104,6 @@ def turn_trace(
     `record` adds what every system records."""
     parsed = parse_outcomes(route, summary, answers, check, sub_queries, crops, retrieval, evidence)
     return {
-        # what the harness passed besides the question: its domain name (steers nothing yet) and
-        # how many passages of its own retrieval (None: it handed none over)
-        "harness_domain": turn.domain,
-        "harness_passages": None if turn.passages is None else len(turn.passages),
         "needs_external": route.needs_external,
         "router_parsed": route.parsed,
         "router_raw": route.raw,

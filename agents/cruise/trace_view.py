@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from agents.cruise.trace import parse_failure_counts, peer_stage_counts
 
-TURN_PAGE = "cruise/report_turn.html.j2"  # named from agents/ (agents/report_turn.html.j2)
+TURN_PAGE = "report_turn.html.j2"  # beside agents/cruise/system.py, which registers CRUISE
 
 
 PROTOCOL = ("SHOWN_TRACE_KEYS", "TURN_TEMPLATE", "prepare_turn", "report_sections", "summarize")

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from agents.base_agent import IDK_ANSWER
 from agents.engines.base import Ledger, time_limit
 from agents.runtime.deadline import Deadline, StageCosts
-from agents.runtime.system import Decision, system_for
+from agents.runtime.system import Decision, opening_stages, system_for
+from agents.runtime.trace import record
 
 
 @dataclass
@@ -64,8 +65,8 @@ class BatchRun:
         `calls_before` (each request names its turn's position in the group: ChatRequest.turn)."""
         if self.ledger is None:
             return
-        for record in self.ledger.records[calls_before:]:
-            for position, reason in record.refusals or []:
+        for call in self.ledger.records[calls_before:]:
+            for position, reason in call.refusals or []:
                 if isinstance(position, int) and 0 <= position < len(group) and group[position] not in self.refused:
                     self.refuse(group[position], f"{name}: the provider refused the request: {reason}")
 
@@ -162,26 +163,52 @@ class Room:
 class BatchState:
     """One batch in flight, as every system has it: its guards, engines, search and settings, the
     turns as the later steps see them, what perception read (None per turn where it did not run),
-    and the trace fields per turn of the stages that state their own step (`added`, by stage).
-    A system's chain may extend it with its own records (CRUISE's ChainState)."""
+    the trace fields per turn of the stages that state their own step (`added`, by stage), the
+    system it runs and the shared steps that opened it (`opened`: each runs once a batch). A
+    system's chain may extend it with its own records (CRUISE's ChainState)."""
 
     run: BatchRun
     engines: object
     pipeline: object
     cfg: object
     turns: list
+    system: object = None
     perceptions: list = field(default_factory=list)
     added: dict[str, list[dict]] = field(default_factory=dict)
+    opened: tuple[str, ...] = ()
 
     def __post_init__(self):
         self.perceptions = [None] * len(self.turns)
 
+    def trace(self, i: int, own: dict, parsed: dict[str, bool], errors: list[str] = (),
+              skipped_for_time: list[str] | None = None) -> dict:
+        """Turn i's trace: `own` (the system's signals; `parsed`: its parse outcomes) and what the
+        runtime records for every system (agents/runtime/trace.py `record`): what the harness
+        handed over with the turn, what perception read, the stages' own fields (`added`)."""
+        return record(own, system=self.system, cfg=self.cfg, run=self.run, i=i, turn=self.turns[i], parsed=parsed,
+                      perception=self.perceptions[i], errors=errors, skipped_for_time=skipped_for_time,
+                      added=self.added)
+
+
+def open_batch(system, turns: list, engines, pipeline, cfg, costs: StageCosts, started: float | None = None,
+               state: type[BatchState] = BatchState) -> BatchState:
+    """A batch of `system` opened: its guards (`start_batch`), its state (`state`: BatchState, or a
+    system's own extension of it) and the shared steps every system's list opens with run over it
+    (perception, for a VLM that cannot see: agents/runtime/system.py OPENING), so that a system's
+    chain reads turns that carry their pictures as text; `state.trace(i, ...)` records each turn."""
+    run = start_batch(turns, cfg, costs, system, ledger=engines.vlm.ledger, started=started)
+    opening = opening_stages()
+    opened = run_steps(state(run, engines, pipeline, cfg, turns, system), opening)
+    opened.opened = tuple(stage.name for stage in opening)
+    return opened
+
 
 def run_steps(state: BatchState, stages) -> BatchState:
-    """Run, in order, each of `stages` that states its own step (Stage.step) over `state`: the
-    shared stages every system opens with (perception), and a stage added to a system's list."""
+    """Run, in order, each of `stages` that states its own step (Stage.step) over `state`, but the
+    shared ones that opened the batch: the steps of a system's list it runs right after the
+    opening (the standalone question), and a stage added to its list."""
     for stage in stages:
-        if stage.step is not None:
+        if stage.step is not None and stage.name not in state.opened:
             stage.step(state)
     return state
 

@@ -58,6 +58,8 @@ RETRIEVE_S_PER_TURN = 0.25
 # length and requests. Estimates by analogue, replaced by measurement from the first batch on like
 # every prior.
 MEASURED_STAGES = ("route", "summarize", "retrieve", "rerank", "answer", "consistency", "verify")
+# The measured stages that send no engine request (the search's embedding and index lookups).
+NO_MODEL_MEASURED = ("retrieve",)
 
 
 def projected_stage_s(stage: str, max_tokens: int | None) -> tuple[float, float]:
@@ -118,16 +120,18 @@ def stage_priors(system, cfg) -> dict[str, float]:
     """Seconds per turn each of `system`'s stages is expected to take before it is timed: the
     config's prior model at the config's own generation lengths for the stages it prices (each
     Stage's `cost_prior`, `max_tokens` and `requests_per_turn`), the system's `untimed_prior` for
-    the others, the stages the config sets outright (`stage_cost_priors_s`), and nothing for a
-    stage that calls no model under cfg only sometimes (the grounding check: milliseconds), which
-    the deadline would otherwise charge the dearest request's cost until it had run once."""
+    the others, and the stages the config sets outright (`stage_cost_priors_s`).
+
+    A stage whose record says it calls no model under cfg (`calls_no_model`: perception, the
+    rule's standalone question, the grounding check) is priced 0, or at its own measured cost
+    where it is priced like a stage that calls none (search): a model request's prior does not
+    fit it, and the deadline, which learns such a stage per turn from its first run, would
+    otherwise charge it the dearest request it had measured."""
     priors = l40s_stage_cost_priors(system, cfg) if cfg.run.cost_priors == "l40s" else {}
-    if system.untimed_prior is not None:
-        for stage in system.stages:
+    for stage in system.stages:
+        if stage.calls_no_model(cfg):
+            priors[stage.name] = priors.get(stage.name, 0.0) if stage.cost_prior in NO_MODEL_MEASURED else 0.0
+        elif system.untimed_prior is not None:
             priors.setdefault(stage.name, system.untimed_prior)
     priors.update(cfg.run.stage_cost_priors_s)
-    for stage in system.stages:
-        if stage.free_when_no_model and stage.calls_no_model(cfg):
-            priors[stage.name] = 0.0
     return priors
-

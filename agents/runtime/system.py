@@ -67,7 +67,9 @@ class Stage:
     read). `calls_no_model`: whether, under a config, it sends no engine request. The default is
     that it calls a model: the deadline then learns its cost per engine request, and a stage that
     never sends one is never learned and is charged the dearest request measured lately, so a
-    stage without a model says `calls_no_model=always` (its cost is then learned per turn)."""
+    stage without a model says `calls_no_model=always`. Under a config where it calls none, its
+    cost is learned per turn and it is priced 0 until timed (agents/runtime/cost_priors.py
+    `stage_priors`), not like a model request."""
 
     name: str
     switch: str | None = None
@@ -77,13 +79,21 @@ class Stage:
     parsed: str | None = None
     trace_fields: tuple[str, ...] = ()
     calls_no_model: Callable[[Any], bool] = never
-    # The stage's cost under a config where it calls no model only sometimes (the grounding
-    # check): milliseconds, so its prior is 0 rather than a model request's.
-    free_when_no_model: bool = False
     # How the chain runs this stage over the batch in flight (agents/runtime/batch.py BatchState),
-    # for a stage no chain wires itself: perception, a stage added to a system's list. CRUISE's
-    # chain runs its list in order; the peers' open each batch with these steps (run_steps).
+    # for a stage no chain wires itself: perception, a stage added to a system's list. The shared
+    # opening (OPENING) runs first for every system (batch.py `open_batch`); then CRUISE's chain
+    # runs its list in order, and the peers run these steps right after the opening (run_steps).
     step: Callable[[Any], None] | None = None
+
+
+# The shared steps that open every system's batches, named by module: the runtime sits below the
+# shared stages and imports them by name, as the registry imports the built-in systems.
+# Perception: for a VLM that cannot see, each turn's picture as text in every later prompt.
+OPENING = ("agents.stages.s0a_perceive",)
+
+
+def opening_stages() -> tuple[Stage, ...]:
+    return tuple(importlib.import_module(module).STAGE for module in OPENING)
 
 
 @dataclass(frozen=True)
@@ -92,9 +102,12 @@ class View:
     lost, in order ({step: passed}); `summarize(traces)`: run_summary.json's figures;
     `report_sections(summary)`: those figures as tables; `branches`: the names its decisions
     take; `turn_template`: its turn page, a Jinja file with a macro `trace_details(t)`, named
-    from agents/ (None: the report lists the trace's keys); `shown_keys`: keys the report shows
-    that the page does not read by name (agents/runtime/trace_view.py reads the page for the
-    others: a key no page reads, a new stage's field among them, is listed as it is)."""
+    from the folder of the module that registered the system (so a system's own package holds
+    it), or as `PACKAGE:PATH` (agents/runtime/package_files.py; None: the report lists the
+    trace's keys; the rows every page may use are named from agents/: runtime/turn_rows.html.j2);
+    `shown_keys`: keys the report shows that the page does not read by name
+    (agents/runtime/trace_view.py reads the page for the others: a key no page reads, a new
+    stage's field among them, is listed as it is)."""
 
     funnel: Callable[[dict, Any], dict[str, bool]]
     summarize: Callable[[list[dict]], dict] | None = None
@@ -134,6 +147,21 @@ class System:
     # pipeline, cfg, turns) -> seconds per stage`: None answers that batch with its own chain
     # (agents/runtime/warmup.py).
     warm_up: Callable | None = None
+
+    def __post_init__(self):
+        # Its list opens with the shared steps (OPENING), listed or not: their place first, their
+        # priors, the deadline's per-turn learning of a stage without a model and their trace
+        # fields then follow for every system, as for any stage of its list.
+        opening = opening_stages()
+        shared = {stage.name for stage in opening}
+        object.__setattr__(self, "stages", (*opening, *(s for s in self.stages if s.name not in shared)))
+
+    def __str__(self) -> str:
+        """How a run names it (`--set system=`; `evaluate(set={"system": record})` writes it so):
+        MODULE:NAME of the module that registered it, found again in any process; its name alone
+        where nothing registered it."""
+        module = registered_by(self.name)
+        return f"{module}:{self.name}" if module else self.name
 
     def answer(self, turns, engines, pipeline, cfg, costs, started: float | None = None):
         """(answers, traces) for one batch: its chain under its own record."""
@@ -288,6 +316,12 @@ def find_system(name: str) -> System | None:
     return None
 
 
+def registered_by(name: str) -> str | None:
+    """The module that registered the system named `name` (None: none has)."""
+    registered()
+    return _REGISTERED_BY.get(name)
+
+
 def system_named(name: str) -> System:
     found = find_system(name)
     if found is None:
@@ -299,3 +333,11 @@ def system_named(name: str) -> System:
 
 def system_for(cfg) -> System:
     return system_named(cfg.system)
+
+
+def recorded_name(system: System, cfg) -> str:
+    """How a run's traces name `system`: as the run found it where that names the module it comes
+    from (`MODULE:NAME`), so that the report, written later in another process, finds the system
+    and its page again; else by its name."""
+    module, _, name = cfg.system.rpartition(":")
+    return cfg.system if module and name == system.name else system.name

@@ -7,21 +7,31 @@ A system's own trace (its `turn_trace`) holds only its own signals; `record` add
 from __future__ import annotations
 
 from agents.base_agent import IDK_ANSWER
+from agents.runtime.system import recorded_name
 
 
 def not_idk(answer) -> bool:
     return bool(answer) and IDK_ANSWER.lower() not in str(answer).lower()
 
 
-def record(own: dict, *, system, cfg, run, i: int, parsed: dict[str, bool], perception=None,
+def record(own: dict, *, system, cfg, run, i: int, turn, parsed: dict[str, bool], perception=None,
            errors: list[str] = (), skipped_for_time: list[str] | None = None,
            added: dict[str, list[dict]] | None = None) -> dict:
     """One turn's trace: `own` (the system's signals), the fields of the stages that state their
     own step (`added`: stage -> per turn, runtime/batch.py BatchState) and the fields every system
-    records. `parsed`: stage -> whether its parser read its output, for the stages that produced
-    one; `errors`: the turn's errors besides the run's own."""
+    records. `turn`: the turn as the chain read it (agents/stages/types.py Turn); `parsed`: stage
+    -> whether its parser read its output, for the stages that produced one; `errors`: the turn's
+    errors besides the run's own."""
     stages = system.parsed_stages()
-    trace = {"preset": cfg.preset, "system": system.name, **own}
+    trace = {
+        "preset": cfg.preset,
+        "system": recorded_name(system, cfg),
+        # what the harness passed besides the question: its domain name (steers nothing yet) and
+        # how many passages of its own retrieval (None: it handed none over)
+        "harness_domain": turn.domain,
+        "harness_passages": None if turn.passages is None else len(turn.passages),
+        **own,
+    }
     for fields in (added or {}).values():
         trace.update(fields[i])
     trace.update({

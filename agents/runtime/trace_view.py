@@ -7,7 +7,9 @@ agents/cruise_agent.py; the protocol is agents/base_agent.py's):
 - `report_sections(agent_summary)`: the parsers' and the budget's tables, then the system's own;
 - `prepare_turn(trace)`: what the turn page reads besides the trace (the chunks best first, each
   marked kept or not, the system's own page, and the keys that page lays out: `shown_keys`);
-- `TURN_TEMPLATE` (agents/report_turn.html.j2): each turn by its system's own page;
+- `TURN_TEMPLATE` (agents/report_turn.html.j2): each turn by its system's own page, found beside
+  the module that registered the system and named `PACKAGE:PATH` (agents/runtime/package_files.py
+  `page_name`), so a system's page may live in its own installed package;
   `SHOWN_TRACE_KEYS`: the keys the pages lay out, each page's read off the page itself (the
   report lists any other key of a turn's trace as it is).
 
@@ -20,10 +22,11 @@ import re
 from functools import cache
 from pathlib import Path
 
+from agents.runtime.package_files import package_file, page_name
 from agents.runtime.system import System, registered, system_named
 from agents.runtime.trace import parse_summary
 
-AGENTS_DIR = Path(__file__).resolve().parent.parent  # where the systems' pages are named from
+AGENTS_DIR = Path(__file__).resolve().parent.parent  # where the rows the pages share are named from
 TURN_TEMPLATE = AGENTS_DIR / "report_turn.html.j2"
 # Traces and summaries written before each named its system are all CRUISE's.
 UNNAMED_SYSTEM = "cruise"
@@ -40,7 +43,7 @@ RECORDED_KEYS = {
 SHOWN_ELSEWHERE = {"final_answer", "context"}
 # How a turn page reads a trace key: `tr.get("key")`, `tr.key`, `tr["key"]` (`tr` the trace, as
 # every page names it), `t.trace.get("key")`, or `t.key` for what prepare_turn makes of the key of
-# that name (t.chunks, t.branch); and the pages it imports from agents/.
+# that name (t.chunks, t.branch); and the pages it imports (PACKAGE:PATH, or named from agents/).
 READS_KEY = re.compile(r"""\b(?:tr|t\.trace)(?:\.get\(\s*["'](\w+)["']|\[["'](\w+)["']\]|\.(?!get\b)(\w+))"""
                        r"""|\bt\.(?!get\b)(\w+)""")
 IMPORTS_PAGE = re.compile(r"""\{%-?\s*(?:from|import)\s+["']([^"']+)["']""")
@@ -48,10 +51,11 @@ IMPORTS_PAGE = re.compile(r"""\{%-?\s*(?:from|import)\s+["']([^"']+)["']""")
 
 @cache
 def page_keys(template: str) -> frozenset[str]:
-    """The trace keys a turn page under agents/ lays out, read off the page itself (and the pages
-    it imports from agents/), so that a key no page reads is listed by the report as it is."""
-    path = AGENTS_DIR / template
-    if not path.is_file():  # the report's own macros (_turn.html.j2) read no trace key by name
+    """The trace keys a turn page lays out (`PACKAGE:PATH`, or a page named from agents/), read
+    off the page itself and the pages it imports, so that a key no page reads is listed by the
+    report as it is."""
+    path = package_file(template) if ":" in template else AGENTS_DIR / template
+    if path is None or not path.is_file():  # the report's own macros (_turn.html.j2) read no trace key by name
         return frozenset()
     text = path.read_text(encoding="utf-8")
     keys = {key for match in READS_KEY.finditer(text) for key in match.groups() if key}
@@ -65,8 +69,9 @@ def system_shown_keys(system: System) -> frozenset[str]:
     by another name). A key it does not read, a new stage's trace field among them, is listed by
     the report as it is; a system without a page has all its fields listed so."""
     keys = RECORDED_KEYS | SHOWN_ELSEWHERE
-    if system.view.turn_template is not None:
-        keys |= page_keys(system.view.turn_template) | system.view.shown_keys
+    page = page_name(system)
+    if page is not None:
+        keys |= page_keys(page) | system.view.shown_keys
     return frozenset(keys)
 
 
@@ -123,7 +128,7 @@ def prepare_turn(trace: dict) -> dict:
     chunks = [{**c, "kept": c.get("text") in kept} for c in trace.get("chunks") or [] if isinstance(c, dict)]
     system = system_of(trace)
     return {"chunks": sorted(chunks, key=lambda c: -(c.get("score") or 0.0)),
-            "turn_template": system.view.turn_template if system is not None else None,
+            "turn_template": page_name(system) if system is not None else None,
             "shown_keys": system_shown_keys(system) if system is not None else frozenset(RECORDED_KEYS)}
 
 

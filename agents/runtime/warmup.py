@@ -20,6 +20,7 @@ import logging
 from PIL import Image
 
 from agents.runtime.deadline import StageCosts
+from agents.runtime.package_files import own_files
 
 log = logging.getLogger(__name__)
 
@@ -47,5 +48,7 @@ def warm_by_answering(system, engines, pipeline, cfg, turns) -> dict[str, float]
 
 def warm_up(system, engines, pipeline, cfg, turns) -> dict[str, float]:
     """Seconds per stage of `system`'s warm-up over the dummy batch `turns`: its record's own
-    warm-up, else its chain's answer."""
-    return (system.warm_up or warm_by_answering)(system, engines, pipeline, cfg, turns)
+    warm-up, else its chain's answer; its stages read its own package's prompts, as its scored
+    batches do (agents/runtime/package_files.py)."""
+    with own_files(system):
+        return (system.warm_up or warm_by_answering)(system, engines, pipeline, cfg, turns)

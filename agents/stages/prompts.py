@@ -3,8 +3,13 @@
 Placeholders are `$name` (string.Template), so braces in retrieved text or questions are inert.
 `ask_vlm` is the request the summary and checking stages make: one prompt, filled per turn,
 one engine call. `quote_notes` fences retrieved text for every prompt that shows it.
-CRUISE_PROMPTS_DIR points at another folder of the same files (to try prompt variants without
-editing the repository); the evaluator's resume fingerprint hashes the folder in use.
+
+A stage asks for its prompt by name. While a system answers, the name is looked for first in the
+`prompts/` folder of the system's own package and of the packages its stages' steps come from
+(agents/runtime/package_files.py: a system in a package of its own keeps its prompts there), then
+in the repository's prompts/. CRUISE_PROMPTS_DIR points at another folder of the repository's
+files (to try prompt variants without editing the repository); the evaluator's resume fingerprint
+hashes the folders in use (`prompt_hashes`).
 """
 from __future__ import annotations
 
@@ -18,6 +23,7 @@ from typing import Callable
 
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
 from agents.profiles import REPO_ROOT
+from agents.runtime.package_files import prompt_folders, running_prompt_folders
 from agents.stages.types import Turn
 
 PROMPTS_DIR = REPO_ROOT / "prompts"
@@ -45,22 +51,46 @@ def prompts_dir() -> Path:
     return Path(os.environ.get("CRUISE_PROMPTS_DIR") or PROMPTS_DIR)
 
 
-def prompt_hashes(folder: Path | None = None) -> dict[str, str]:
-    """prompts/*.txt file name -> sha256 of its bytes (the folder the agent reads; rglob: the
-    domain notes in prompts/domains/ change answers too). The judge's prompts (judge_*.txt)
-    decide verdicts, not answers: --rejudge is for those."""
-    folder = Path(folder or prompts_dir())
-    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
-            for p in sorted(folder.rglob("*.txt")) if not p.name.startswith("judge_")}
+def prompt_hashes(folder: Path | None = None, system=None) -> dict[str, str]:
+    """prompts/*.txt file name -> sha256 of its bytes (the folder the agent reads; the domain
+    notes in prompts/domains/ change answers too), and `system`'s own packages' prompts under
+    "PACKAGE:NAME" (agents/runtime/package_files.py). The judge's prompts (judge_*.txt) decide
+    verdicts, not answers: --rejudge is for those."""
+    hashes = _hashes(Path(folder or prompts_dir()))
+    for package, own in prompt_folders(system) if system is not None else ():
+        hashes.update({f"{package}:{name}": digest for name, digest in _hashes(own).items()})
+    return hashes
+
+
+def _hashes(folder, prefix: str = "") -> dict[str, str]:
+    """name below `folder` -> sha256 of each .txt file there but the judge's (a folder on disk, or
+    a package's read through importlib.resources)."""
+    found = {}
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.is_dir():
+            found.update(_hashes(entry, f"{prefix}{entry.name}/"))
+        elif entry.name.endswith(".txt") and not entry.name.startswith("judge_"):
+            found[prefix + entry.name] = hashlib.sha256(entry.read_bytes()).hexdigest()
+    return found
+
+
+def prompt_file(name: str):
+    """prompts/<name>.txt as the running system reads it: its own packages' first, then the
+    repository's (the folder in use)."""
+    for _, folder in running_prompt_folders():
+        own = folder / f"{name}.txt"
+        if own.is_file():
+            return own
+    return prompts_dir() / f"{name}.txt"
 
 
 def load_prompt(name: str) -> PromptTemplate:
-    return _read_prompt(prompts_dir() / f"{name}.txt")
+    return _read_prompt(prompt_file(name))
 
 
 @functools.cache
-def _read_prompt(path: Path) -> PromptTemplate:
-    name = path.stem
+def _read_prompt(path) -> PromptTemplate:
+    name = path.name.removesuffix(".txt")
     text = path.read_text(encoding="utf-8")
     head, sep, rest = text.partition("[system]\n")
     system, sep2, user = rest.partition("[user]\n")
@@ -94,7 +124,8 @@ def ask_vlm_results(
     prompt_name: str | None = None,
 ) -> list[ChatResult]:
     """`ask_vlm` with the engine's whole results (log-probabilities, `Sampling.choices` odds);
-    `prompt_name`: another prompt file of the stage (default prompts/<stage>.txt)."""
+    `prompt_name`: another prompt file of the stage (default prompts/<stage>.txt, found as
+    `load_prompt` finds it)."""
     if not wanted:
         return []
     prompt = load_prompt(prompt_name or stage)
@@ -115,5 +146,5 @@ def vlm_image(turn: Turn, engine: ChatEngine):
 def load_prompt_lines(name: str) -> str:
     """A plain-text prompt fragment (prompts/<name>.txt, no [system]/[user] parts), "" when the
     file does not exist: e.g. a domain's extra lines for the answer prompt."""
-    path = prompts_dir() / f"{name}.txt"
+    path = prompt_file(name)
     return path.read_text(encoding="utf-8").strip() if path.is_file() else ""

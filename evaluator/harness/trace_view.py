@@ -4,7 +4,9 @@ A run records the module its agent named (`TRACE_VIEW`) in run_config.json as "t
 run recorded before it did is asked through its agent class. The module may provide:
 - `summarize(traces) -> dict`: figures over the run's traces (run_summary.json "agent_summary");
 - `report_sections(agent_summary) -> list[{"title", "header", "rows"}]`: tables for the report;
-- `TURN_TEMPLATE`: a Jinja file with a macro `trace_details(t)` that shows one turn's trace.
+- `TURN_TEMPLATE`: a Jinja file with a macro `trace_details(t)` that shows one turn's trace; a
+  page it imports is found beside it, among the report's templates, or, named `PACKAGE:PATH`, in
+  that package (evaluator/report/html.py `package_template`).
 An agent without one gets neither: its traces are shown key by key.
 """
 from __future__ import annotations

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import importlib.resources
 import io
 import json
 import os
@@ -451,14 +452,29 @@ def interval_text(interval, kind: str = "rate") -> str:
     return f"[{low:.4f}, {high:.4f}]"
 
 
+def package_template(name: str) -> str | None:
+    """The template `PACKAGE:PATH` names, read from that installed or importable package (a
+    system's turn page kept in its own package); None for any other name, or one not found."""
+    package, colon, path = name.partition(":")
+    if not colon or not package:
+        return None
+    try:
+        found = importlib.resources.files(package).joinpath(*path.split("/"))
+        return found.read_text(encoding="utf-8") if found.is_file() else None
+    except (ImportError, TypeError):  # no such package, or a module that is not one
+        return None
+
+
 @functools.lru_cache(maxsize=4)
 def template_environment(agent_templates: str | None = None):
     """One Jinja2 environment per process (and agent template folder): it compiles each template
-    once, not once per turn page. An agent's turn template finds the report's macros beside it."""
-    from jinja2 import Environment, FileSystemLoader, StrictUndefined, select_autoescape
+    once, not once per turn page. An agent's turn template finds the report's macros beside it,
+    and a page named `PACKAGE:PATH` is read from that package (`package_template`)."""
+    from jinja2 import ChoiceLoader, Environment, FileSystemLoader, FunctionLoader, StrictUndefined, select_autoescape
 
     folders = [TEMPLATES] + ([agent_templates] if agent_templates else [])
-    env = Environment(loader=FileSystemLoader(folders), autoescape=select_autoescape(["html", "j2"]),
+    loader = ChoiceLoader([FileSystemLoader(folders), FunctionLoader(package_template)])
+    env = Environment(loader=loader, autoescape=select_autoescape(["html", "j2"]),
                       undefined=StrictUndefined, trim_blocks=True, lstrip_blocks=True)
     env.filters["pretty"] = lambda value: json.dumps(value, indent=1, ensure_ascii=False, default=str)
     env.filters["pct"] = lambda value: f"{value:.1%}"

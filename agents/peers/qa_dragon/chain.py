@@ -35,9 +35,8 @@ from agents.peers.qa_dragon.types import (
     SearchRoute,
 )
 from agents.peers.qa_dragon.verifier import needs_check, verify_batch
-from agents.runtime.batch import BatchState, Room, decide_turn, keep, run_steps, start_batch
+from agents.runtime.batch import Room, decide_turn, keep, open_batch, run_steps
 from agents.runtime.deadline import StageCosts
-from agents.runtime.trace import record
 from agents.stages.s2b_crop import crop_batch
 from agents.stages.s3_retrieve import retrieve_batch, web_search_enabled
 from agents.stages.s3a_entity_check import entity_check_batch
@@ -54,10 +53,10 @@ def run_qa_dragon(system, turns: list[Turn], engines: Engines, pipeline, cfg: Cr
     """Answers and traces for one batch (`system`: QA-Dragon's record, system.py); the budget runs
     from `started` (time.monotonic)."""
     n = len(turns)
-    run = start_batch(turns, cfg, costs, system, ledger=engines.vlm.ledger, started=started)
-    # the shared stages of its list that state their own step (perception) open the batch
-    opened = run_steps(BatchState(run, engines, pipeline, cfg, turns), system.stages)
-    turns, perceptions = opened.turns, opened.perceptions
+    # the stages of its list that state their own step (the standalone question) run right after
+    # the opening every system has (perception)
+    opened = run_steps(open_batch(system, turns, engines, pipeline, cfg, costs, started), system.stages)
+    run, turns = opened.run, opened.turns
     domains = run.stage("domain", domain_batch, [turns], (engines.router, cfg), DomainRoute)
     drafts = run.stage("draft", draft_batch, [turns, domains], (engines.vlm, cfg), Draft)
     routes = route_batch(turns, drafts, domains)
@@ -125,9 +124,7 @@ def run_qa_dragon(system, turns: list[Turn], engines: Engines, pipeline, cfg: Cr
             turn=turns[i], domain=domains[i], draft=drafts[i], route=route, tool=tools[i], rephrased=rephrased[i],
             crops=crops[i], retrieval=retrievals[i], reranked=reranked[i], post=posts[i], check=checks[i],
             candidate=candidate, decision=decision)
-        traces.append(record(own, system=system, cfg=cfg, run=run, i=i, parsed=parsed, perception=perceptions[i],
-                             errors=retrievals[i].errors, skipped_for_time=room.skipped,
-                             added=opened.added))
+        traces.append(opened.trace(i, own, parsed, errors=retrievals[i].errors, skipped_for_time=room.skipped))
     return final, traces
 
 

@@ -25,6 +25,6 @@ QA_DRAGON = register(System(
     run=run_qa_dragon,
     decide=decide_from_trace,
     view=View(funnel=funnel_flags, summarize=summarize, report_sections=report_sections,
-              branches=BRANCHES, turn_template="peers/qa_dragon/report_turn.html.j2", shown_keys=SHOWN),
+              branches=BRANCHES, turn_template="report_turn.html.j2", shown_keys=SHOWN),
     settings=QaDragonSettings,
 ))

@@ -36,8 +36,6 @@ def turn_trace(*, turn: Turn, domain: DomainRoute, draft: Draft, route: SearchRo
     parsed = parse_outcomes(domain, draft, tool, rephrased, crops, retrieval, post, check)
     direct = route.branch == "direct_output"
     return {
-        "harness_domain": turn.domain,
-        "harness_passages": None if turn.passages is None else len(turn.passages),
         # pre-answer
         "domain": domain.domain,
         "domain_source": domain.source,

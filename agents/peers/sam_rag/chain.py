@@ -24,9 +24,8 @@ from agents.peers.sam_rag.support import is_sup_batch
 from agents.peers.sam_rag.trace import turn_trace
 from agents.peers.sam_rag.types import RelevanceSearch, SupportCheck, UseCheck
 from agents.peers.sam_rag.usefulness import is_use_batch, regenerate_batch
-from agents.runtime.batch import BatchState, Room, decide_turn, keep, run_steps, start_batch
+from agents.runtime.batch import Room, decide_turn, keep, open_batch, run_steps
 from agents.runtime.deadline import StageCosts
-from agents.runtime.trace import record
 from agents.stages.s2_summarize import summarize_batch
 from agents.stages.s3_retrieve import retrieve_batch
 from agents.stages.s5_rerank import context_block
@@ -52,10 +51,10 @@ def run_sam_rag(system, turns: list[Turn], engines: Engines, pipeline, cfg: Crui
     """Answers and traces for one batch (`system`: SAM-RAG's record, system.py); the budget runs
     from `started` (time.monotonic)."""
     n = len(turns)
-    run = start_batch(turns, cfg, costs, system, ledger=engines.vlm.ledger, started=started)
-    # the shared stages of its list that state their own step (perception) open the batch
-    opened = run_steps(BatchState(run, engines, pipeline, cfg, turns), system.stages)
-    turns, perceptions = opened.turns, opened.perceptions
+    # the stages of its list that state their own step (the standalone question) run right after
+    # the opening every system has (perception)
+    opened = run_steps(open_batch(system, turns, engines, pipeline, cfg, costs, started), system.stages)
+    run, turns, perceptions = opened.run, opened.turns, opened.perceptions
     scfg = cfg.replace(use_retrieval=True, use_summary=True)
     routes = [Route(needs_external=True, is_real_time=False, parsed=None) for _ in turns]
     summaries = run.stage("summarize", _caption, [turns, routes, perceptions], (engines.vlm, scfg), Summary)
@@ -103,9 +102,7 @@ def run_sam_rag(system, turns: list[Turn], engines: Engines, pipeline, cfg: Crui
             turn=turns[i], summary=summaries[i], retrieval=retrievals[i], relevance=states[i],
             context=evidence[i].context, answers=answers[i], use=uses[i], support=supports[i],
             candidate=candidates[i], decision=decision)
-        traces.append(record(own, system=system, cfg=cfg, run=run, i=i, parsed=parsed, perception=perceptions[i],
-                             errors=retrievals[i].errors, skipped_for_time=room.skipped,
-                             added=opened.added))
+        traces.append(opened.trace(i, own, parsed, errors=retrievals[i].errors, skipped_for_time=room.skipped))
     return final, traces
 
 

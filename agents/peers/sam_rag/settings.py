@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from agents.settings import ranged
+from agents.settings import COUNT, COUNT_OR_OFF, ranged
 
 
 @dataclass
 class SamRagSettings:
-    sam_rag_batch_docs: int = ranged(3, 1)  # documents judged per isRel round
-    sam_rag_rounds: int = ranged(3, 0)  # isRel rounds at most ("retrieve until a relevant document is found")
-    sam_rag_check_max_tokens: int = ranged(8, 1)  # isRel / isUse / isSup verdicts (text mode)
+    sam_rag_batch_docs: int = ranged(3, COUNT)  # documents judged per isRel round
+    sam_rag_rounds: int = ranged(3, COUNT_OR_OFF)  # isRel rounds at most ("retrieve until a relevant document is found")
+    sam_rag_check_max_tokens: int = ranged(8, COUNT)  # isRel / isUse / isSup verdicts (text mode)

@@ -52,5 +52,5 @@ def is_sup_batch(turns: list[Turn], evidence: list[Evidence], answers: list[str]
     return out
 
 
-IS_SUP = Stage("is_sup", parsed="is_sup", calls_no_model=grounding_mode, free_when_no_model=True,
+IS_SUP = Stage("is_sup", parsed="is_sup", calls_no_model=grounding_mode,
                trace_fields=("is_sup_confidence", "is_sup_raw", "branch", "final_answer"))

@@ -29,6 +29,6 @@ SAM_RAG = register(System(
     run=run_sam_rag,
     decide=decide_from_trace,
     view=View(funnel=funnel_flags, summarize=summarize, report_sections=report_sections, branches=OUTCOMES,
-              turn_template="peers/sam_rag/report_turn.html.j2", shown_keys=SHOWN),
+              turn_template="report_turn.html.j2", shown_keys=SHOWN),
     settings=SamRagSettings,
 ))

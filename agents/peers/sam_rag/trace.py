@@ -31,8 +31,6 @@ def turn_trace(*, turn: Turn, summary: Summary, retrieval: Retrieval, relevance:
     parsed = parse_outcomes(summary, relevance, answers, use, support)
     kept = relevance.kept
     return {
-        "harness_domain": turn.domain,
-        "harness_passages": None if turn.passages is None else len(turn.passages),
         # modality alignment and retrieval
         "summary": retrieval.summary,
         "summary_raw": summary.raw,

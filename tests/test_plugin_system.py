@@ -1,0 +1,349 @@
+"""A system from outside agents/, in a package of its own, touching no file of this repository.
+
+A system defined here lists only its own stage and opens its batch with the runtime's
+`open_batch`: its turns reach its stage carrying the picture as text when the VLM cannot see
+(the perception every system's list opens with), and each trace records what the harness handed
+over with the turn (`harness_domain`, `harness_passages`) and what perception read. The
+perception models are stand-ins that read one sign in every photo (they lie outside the unit:
+tests/full/test_perception.py runs the real ones).
+
+A package written to a temporary folder as docs/layout.md "Add a system" lays it out (its
+pyproject.toml, its module, its prompts/, a stage that calls no model and one that asks the VLM,
+its own settings and its own turn page) keeps its prompt and its page there: its stages read its
+prompt by name, the run's prompt hashes cover it, and the report shows its turns by its page.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import sys
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from agents.base_agent import IDK_ANSWER
+from agents.config.loading import load_config
+from agents.cruise_agent import CruiseAgent
+from agents.engines.base import Engines
+from agents.runtime.batch import decide_turn, open_batch
+from agents.runtime.cost_priors import stage_priors
+from agents.runtime.system import Decision, Stage, System, View, register
+from testkit.fakes import FunctionReranker, ScriptedEngine
+from testkit.perception_scenes import BlindEngine
+
+SIGN = "CLOSED ON MONDAYS"
+
+
+@pytest.fixture
+def perception_reads_a_sign(monkeypatch):
+    """The classifier and the OCR as stand-ins: every photo shows a street sign that reads SIGN."""
+    from agents.engines import image_classifier, ocr
+    from agents.stages import s0a_perceive
+
+    def top_labels(images, k=5):
+        return [[("street sign", 0.9)]] * (1 if isinstance(images, Image.Image) else len(images))
+
+    monkeypatch.setattr(image_classifier, "top_labels", top_labels)
+    monkeypatch.setattr(ocr, "read_text", lambda image, max_side=960: [([[0, 0], [90, 0], [90, 9], [0, 9]], SIGN, 0.97)])
+    monkeypatch.setattr(s0a_perceive, "SHARED_CACHE", s0a_perceive.PerceptionCache())
+
+
+LOOK = Stage("look", trace_fields=("looked_at",))
+
+
+def run_look(system, turns, engines, pipeline, cfg, costs, started=None):
+    """Its one stage reads what each turn carries as its picture; no step of its own for perception."""
+    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    seen = state.run.stage("look", lambda ts: [t.picture for t in ts], [state.turns], (), lambda: "")
+    answers, traces = [], []
+    for i, picture in enumerate(seen):
+        answer = "a sign" if SIGN in picture else IDK_ANSWER
+        decision = decide_turn(system, {"rag_answer": answer}, cfg, state.run, i)
+        answers.append(decision.answer)
+        traces.append(state.trace(i, {"looked_at": picture, "rag_answer": answer, "branch": decision.branch,
+                                      "final_answer": decision.answer}, parsed={}))
+    return answers, traces
+
+
+LOOKER = register(System(name="looker", stages=(LOOK,), run=run_look,
+                         decide=lambda trace, cfg: Decision(trace["rag_answer"], "looked"),
+                         view=View(funnel=lambda trace, cfg: {}), untimed_prior=None))
+
+
+def looker_agent(vlm) -> CruiseAgent:
+    engines = Engines(router=ScriptedEngine({}), vlm=vlm, reranker=FunctionReranker(lambda q, c: 0.0))
+    return CruiseAgent(None, config=load_config("cpu", "full", system="looker", warmup_at_load=False), engines=engines)
+
+
+def test_a_system_that_lists_no_perception_reads_the_photo_as_text_and_traces_the_harness_fields(
+        perception_reads_a_sign):
+    agent = looker_agent(BlindEngine({}))
+    photo = Image.new("RGB", (96, 64), "yellow")
+    answers = agent.batch_generate_response(["What does it say?", "And now?"], [photo, photo.copy()], [[], []],
+                                            rag_context_list=[["a passage", "   ", "another"], ""],
+                                            domains=["Plants", None])
+    assert answers == ["a sign", "a sign"]
+    traces = agent.last_batch_report["traces"]
+    assert all(SIGN in t["looked_at"] and SIGN in t["perception"]["block"] for t in traces)
+    assert [t["harness_domain"] for t in traces] == ["Plants", None]
+    assert [t["harness_passages"] for t in traces] == [2, 0]  # blank passages dropped; "" searched, found none
+    assert list(traces[0]["stage_ms"]) == ["perceive", "look"]
+    # perception is one of its stages: timed per turn (it calls no model) and priced 0, not like a request
+    assert LOOKER.stage_names() == ("perceive", "look") and "perceive" in LOOKER.engine_free(agent.config)
+    assert stage_priors(LOOKER, agent.config) == {"perceive": 0.0}
+
+
+def test_a_vlm_that_sees_gets_no_picture_block_and_a_harness_that_hands_nothing_over_is_traced_so(
+        perception_reads_a_sign):
+    agent = looker_agent(ScriptedEngine({}))
+    answers = agent.batch_generate_response(["What does it say?"], [Image.new("RGB", (96, 64))], [[]])
+    trace = agent.last_batch_report["traces"][0]
+    assert answers == [IDK_ANSWER] and trace["looked_at"] == "" and trace["perception"] is None
+    assert (trace["harness_domain"], trace["harness_passages"]) == (None, None)
+    assert list(trace["stage_ms"]) == ["look"]
+
+
+def test_a_system_record_is_named_for_a_run_by_the_module_that_registered_it():
+    from agents.runtime.system import system_named
+    from evaluator.settings import set_strings
+
+    assert str(LOOKER) == "tests.test_plugin_system:looker"
+    assert set_strings({"system": LOOKER}) == ("system=tests.test_plugin_system:looker",)
+    assert system_named(str(LOOKER)) is LOOKER
+    # a record nothing registered has only its name
+    assert str(System(name="unregistered", stages=(), run=run_look, decide=LOOKER.decide, view=LOOKER.view)) == \
+        "unregistered"
+
+
+# --------------------------------------------------------------------------- a package of its own
+PYPROJECT = """[project]
+name = "@PACKAGE@"
+version = "0.1"
+
+[project.entry-points."cruise_agent.systems"]
+@SYSTEM@ = "@PACKAGE@.system"
+
+[build-system]
+requires = ["setuptools>=61"]
+build-backend = "setuptools.build_meta"
+
+[tool.setuptools.package-data]
+"@PACKAGE@" = ["prompts/*.txt", "*.j2"]
+"""
+SETTINGS = """from dataclasses import dataclass
+
+from agents.settings import COUNT, ranged
+
+
+@dataclass
+class ShoutSettings:
+    @SYSTEM@_words: int = ranged(3, COUNT)  # the most words an answer may take
+"""
+TALLY = """from agents.runtime.system import Stage, always
+
+
+def tally_batch(turns):
+    return [len(turn.query.split()) for turn in turns]
+
+
+STAGE = Stage("@SYSTEM@_tally", calls_no_model=always, trace_fields=("@SYSTEM@_question_words",))
+"""
+SHOUT = """from agents.engines.base import Sampling
+from agents.runtime.system import Stage
+from agents.stages.prompts import ask_vlm
+
+
+def shout_batch(turns, counts, engine, cfg):
+    def values(i):
+        return {"query": turns[i].query, "words": str(cfg.own.@SYSTEM@_words), "count": str(counts[i])}
+
+    return ask_vlm(engine, "@SYSTEM@", turns, list(range(len(turns))), values, Sampling(max_tokens=16))
+
+
+STAGE = Stage("@SYSTEM@", trace_fields=("@SYSTEM@_reply",))
+"""
+SYSTEM = """from agents.base_agent import IDK_ANSWER
+from agents.runtime.batch import decide_turn, open_batch
+from agents.runtime.system import Decision, System, View, register
+from @PACKAGE@ import s1_tally, s2_shout
+from @PACKAGE@.settings import ShoutSettings
+
+
+def run(system, turns, engines, pipeline, cfg, costs, started=None):
+    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    counts = state.run.stage("@SYSTEM@_tally", s1_tally.tally_batch, [state.turns], (), lambda: 0)
+    replies = state.run.stage("@SYSTEM@", s2_shout.shout_batch, [state.turns, counts], (engines.vlm, cfg),
+                              lambda: IDK_ANSWER)
+    answers, traces = [], []
+    for i, reply in enumerate(replies):
+        decision = decide_turn(system, {"rag_answer": reply}, cfg, state.run, i)
+        answers.append(decision.answer)
+        own = {"@SYSTEM@_question_words": counts[i], "@SYSTEM@_reply": reply, "rag_answer": reply,
+               "branch": decision.branch, "final_answer": decision.answer}
+        traces.append(state.trace(i, own, parsed={}))
+    return answers, traces
+
+
+def decide(trace, cfg):
+    return Decision(trace["rag_answer"], "shouted")
+
+
+SYSTEM = register(System(
+    name="@SYSTEM@", stages=(s1_tally.STAGE, s2_shout.STAGE), run=run, decide=decide,
+    view=View(funnel=lambda trace, cfg: {"replied": bool(trace.get("rag_answer"))}, branches=("shouted",),
+              turn_template="report_turn.html.j2"),
+    settings=ShoutSettings,
+    untimed_prior=None,  # a model stage not timed yet is charged the dearest request, as CRUISE's
+))
+"""
+PROMPT = """[system]
+You answer in capitals, in at most $words words.
+[user]
+$query
+(The question has $count words.)
+"""
+PAGE = """{% from "runtime/turn_rows.html.j2" import timing %}
+{% macro trace_details(t) %}
+{% set tr = t.trace or {} %}
+        <tr><th>shouted</th><td>{{ tr.get("@SYSTEM@_reply") }}</td></tr>
+        {{ timing(tr) }}
+{% endmacro %}
+"""
+
+
+def write_package(root: Path, package: str, system: str) -> Path:
+    """The package `package` offering system `system` under `root` (its source folder and, as pip
+    writes for an installed package, its .dist-info with the entry point); returns the package's
+    folder."""
+    files = {"pyproject.toml": PYPROJECT, f"{package}/__init__.py": "", f"{package}/settings.py": SETTINGS,
+             f"{package}/s1_tally.py": TALLY, f"{package}/s2_shout.py": SHOUT, f"{package}/system.py": SYSTEM,
+             f"{package}/prompts/{system}.txt": PROMPT, f"{package}/report_turn.html.j2": PAGE,
+             f"{package}-0.1.dist-info/METADATA": f"Metadata-Version: 2.1\nName: {package}\nVersion: 0.1\n",
+             f"{package}-0.1.dist-info/entry_points.txt": f"[cruise_agent.systems]\n{system} = {package}.system\n"}
+    for name, text in files.items():
+        path = root / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text.replace("@PACKAGE@", package).replace("@SYSTEM@", system), encoding="utf-8")
+    return root / package
+
+
+def test_a_stage_reads_its_prompt_from_its_systems_package_first_and_the_run_hashes_it(tmp_path, monkeypatch):
+    from agents.runtime.package_files import own_files
+    from agents.runtime.system import system_named
+    from agents.stages.prompts import load_prompt, load_prompt_lines, prompt_hashes
+
+    folder = write_package(tmp_path, "prompted_pkg", "prompted")
+    (folder / "prompts" / "perception.txt").write_text("In the photo:\n$content\n")  # one of the repository's, its own way
+    monkeypatch.syspath_prepend(str(tmp_path))
+    system = system_named("prompted_pkg.system:prompted")
+    with pytest.raises(FileNotFoundError):
+        load_prompt("prompted")  # not the repository's: no system of that package is answering
+    repository_answer = load_prompt("answer_with_context")
+    with own_files(system):
+        assert load_prompt("prompted").system.template == "You answer in capitals, in at most $words words."
+        assert load_prompt_lines("perception") == "In the photo:\n$content"
+        assert load_prompt("answer_with_context") == repository_answer  # a name it lacks: the repository's
+    assert load_prompt_lines("perception") != "In the photo:\n$content"
+    hashes = prompt_hashes(system=system)
+    digest = hashlib.sha256((folder / "prompts" / "prompted.txt").read_bytes()).hexdigest()
+    assert hashes["prompted_pkg:prompted.txt"] == digest and "prompted_pkg:perception.txt" in hashes
+    assert prompt_hashes().items() < hashes.items()  # the repository's, and its own besides
+
+
+def test_its_turn_page_in_its_package_shows_its_turns_in_a_report_written_by_a_process_that_never_imported_it(
+        tmp_path, monkeypatch):
+    from evaluator.report.html import turn_renderer
+
+    write_package(tmp_path, "paged_pkg", "paged")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert "paged_pkg" not in sys.modules
+    # a saved trace of a run that found the system by MODULE:NAME names it so
+    turn = dict(trace={"system": "paged_pkg.system:paged", "paged_reply": "A BUS", "paged_question_words": 4,
+                       "stage_ms": {"paged": 12.0}, "chunks": []}, branch="shouted")
+    turn_renderer({"trace_view": "agents.runtime.trace_view"})(turn)
+    assert "<th>shouted</th><td>A BUS</td>" in turn["trace_html"] and "<th>stage ms</th>" in turn["trace_html"]
+    # what its page lays out is not listed again; what it does not read is
+    assert "paged_reply" not in turn["extra"] and turn["extra"]["paged_question_words"] == 4
+
+
+def test_a_page_is_named_beside_the_module_that_registered_its_system_unless_its_view_names_the_package():
+    import dataclasses
+
+    from agents.runtime.package_files import page_name
+
+    def with_page(page):
+        return dataclasses.replace(LOOKER, view=View(funnel=LOOKER.view.funnel, turn_template=page))
+
+    assert page_name(LOOKER) is None  # no page: its trace is listed key by key
+    assert page_name(with_page("report_turn.html.j2")) == "tests:report_turn.html.j2"
+    # a record built from another system's keeps that system's page
+    assert page_name(with_page("agents.cruise:report_turn.html.j2")) == "agents.cruise:report_turn.html.j2"
+
+
+# --------------------------------------------------------------------------- run through evaluate()
+MINI = Path(__file__).resolve().parents[1] / "data" / "crag-mm-mini" / "single-turn"
+BUILT: list[CruiseAgent] = []  # the agents evaluate() built, to read their engines and priors
+
+
+class AnyStage(dict):
+    """Every stage's reply, whichever it is: capitals."""
+
+    def __missing__(self, stage):
+        return lambda request: "A YELLOW SIGN"
+
+
+class BlindStandInAgent(CruiseAgent):
+    """The real CruiseAgent over stand-in engines whose VLM cannot see, as the cpu profile's
+    text-only model cannot."""
+
+    def __init__(self, search_pipeline=None, config=None):
+        engines = Engines(router=ScriptedEngine({}), vlm=BlindEngine(AnyStage()),
+                          reranker=FunctionReranker(lambda q, c: 0.0))
+        super().__init__(search_pipeline, config, engines=engines)
+        BUILT.append(self)
+
+
+@pytest.mark.parametrize("found_by", ["entry point", "MODULE:NAME"])
+def test_a_system_in_a_package_of_its_own_runs_through_evaluate_with_its_prompt_settings_page_and_the_photo(
+        tmp_path, monkeypatch, perception_reads_a_sign, found_by):
+    from agents.runtime.system import system_named
+    from evaluator import evaluate
+    from testkit.in_process import fresh_environment
+
+    package, name = ("entry_shout_pkg", "entry_shout") if found_by == "entry point" else ("module_shout_pkg", "module_shout")
+    folder = write_package(tmp_path / "site", package, name)
+    monkeypatch.syspath_prepend(str(tmp_path / "site"))
+    system = name if found_by == "entry point" else f"{package}.system:{name}"
+    out = tmp_path / "run"
+    BUILT.clear()
+    env = dict(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
+               HF_DATASETS_CACHE=str(tmp_path / "hf-datasets"))
+    with fresh_environment(env):
+        result = evaluate(agent=BlindStandInAgent, dataset=str(MINI), dataset_type="single-turn", num_conversations=3,
+                          exact_conversations=True, profile="cpu", search="none", eval_model="None", no_progress=True,
+                          display_conversations=0, output_dir=out,
+                          set={"system": system, f"{name}_words": 2, "warmup_at_load": False})
+    assert result.exit_status == 0 and result.scores["all"]["total"] == 3
+    [agent] = BUILT
+    asked = [request for stage, request in agent.engines.vlm.requests if stage == name]
+    assert len(asked) == 3
+    for request in asked:
+        # its own prompt, at its own setting (2 words), the photo read as text for a VLM that cannot see
+        assert request.messages[0]["content"] == "You answer in capitals, in at most 2 words."
+        assert SIGN in request.messages[-1]["content"] and request.image is None
+    traces = [json.loads(line) for line in (out / "traces.jsonl").read_text().splitlines()]
+    assert {t["system"] for t in traces} == {system} and all(t["final_answer"] == "A YELLOW SIGN" for t in traces)
+    assert all(t["harness_domain"] is None and t["harness_passages"] is None for t in traces)  # the local harness hands none over
+    assert all(SIGN in t["perception"]["block"] for t in traces)
+    # its stage without a model costs 0 s in the deadline's priors; its VLM stage, untimed, has none
+    assert agent.costs.priors == {"perceive": 0.0, f"{name}_tally": 0.0}
+    assert stage_priors(system_named(system), agent.config) == agent.costs.priors
+    # the run recorded its prompt's hash and its settings
+    described = json.loads((out / "run_config.json").read_text())["agent_description"]
+    digest = hashlib.sha256((folder / "prompts" / f"{name}.txt").read_bytes()).hexdigest()
+    assert described["prompts"][f"{package}:{name}.txt"] == digest
+    assert (described["config"]["system"], described["config"][f"{name}_words"]) == (system, 2)
+    # the report shows its turns by its own page
+    pages = "".join(page.read_text() for page in (out / "report_turns").glob("*.html"))
+    assert pages.count("<th>shouted</th><td>A YELLOW SIGN</td>") == 3
