@@ -7,6 +7,7 @@ naming tests/full (or a file in it) on the command line, collects the full tier 
 """
 from __future__ import annotations
 
+import functools
 import os
 import sys
 from pathlib import Path
@@ -49,13 +50,13 @@ def fake_clock(monkeypatch):
 # only: a test registers its own through `registered_systems`, and they are gone when it ends, so
 # that no other test, in any order, sees them.
 @pytest.fixture
-def registered_systems():
-    """`register` for one test: whatever the test registers, or a module it finds registers,
-    is gone from the registry when it ends (`scoped_registry`)."""
+def registered_systems(request):
+    """`register` for one test, on its module's behalf: whatever the test registers, or a module it
+    finds registers, is gone from the registry when it ends (`scoped_registry`)."""
     from agents.runtime.system import register, scoped_registry
 
     with scoped_registry():
-        yield register
+        yield functools.partial(register, module=request.module.__name__)
 
 
 @pytest.fixture(autouse=True)

@@ -28,9 +28,12 @@ from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
 from agents.runtime.batch import decide_turn, open_batch
 from agents.runtime.cost_priors import stage_priors
-from agents.runtime.system import Decision, Stage, System, View, register
+from agents.runtime.system import Decision, Stage, System, View
 from testkit.fakes import FunctionReranker, ScriptedEngine
 from testkit.perception_scenes import BlindEngine
+
+# every system these tests register, or a package they import registers, is gone after each test
+pytestmark = pytest.mark.usefixtures("registered_systems")
 
 SIGN = "CLOSED ON MONDAYS"
 
@@ -66,9 +69,15 @@ def run_look(system, turns, engines, pipeline, cfg, costs, started=None):
     return answers, traces
 
 
-LOOKER = register(System(name="looker", stages=(LOOK,), run=run_look,
-                         decide=lambda trace, cfg: Decision(trace["rag_answer"], "looked"),
-                         view=View(funnel=lambda trace, cfg: {}), untimed_prior=None))
+LOOKER = System(name="looker", stages=(LOOK,), run=run_look,
+                decide=lambda trace, cfg: Decision(trace["rag_answer"], "looked"),
+                view=View(funnel=lambda trace, cfg: {}), untimed_prior=None)
+
+
+@pytest.fixture
+def looker(registered_systems):
+    """LOOKER registered from this module for one test."""
+    return registered_systems(LOOKER)
 
 
 def looker_agent(vlm) -> CruiseAgent:
@@ -77,7 +86,7 @@ def looker_agent(vlm) -> CruiseAgent:
 
 
 def test_a_system_that_lists_no_perception_reads_the_photo_as_text_and_traces_the_harness_fields(
-        perception_reads_a_sign):
+        perception_reads_a_sign, looker):
     agent = looker_agent(BlindEngine({}))
     photo = Image.new("RGB", (96, 64), "yellow")
     answers = agent.batch_generate_response(["What does it say?", "And now?"], [photo, photo.copy()], [[], []],
@@ -95,7 +104,7 @@ def test_a_system_that_lists_no_perception_reads_the_photo_as_text_and_traces_th
 
 
 def test_a_vlm_that_sees_gets_no_picture_block_and_a_harness_that_hands_nothing_over_is_traced_so(
-        perception_reads_a_sign):
+        perception_reads_a_sign, looker):
     agent = looker_agent(ScriptedEngine({}))
     answers = agent.batch_generate_response(["What does it say?"], [Image.new("RGB", (96, 64))], [[]])
     trace = agent.last_batch_report["traces"][0]
@@ -104,7 +113,7 @@ def test_a_vlm_that_sees_gets_no_picture_block_and_a_harness_that_hands_nothing_
     assert list(trace["stage_ms"]) == ["look"]
 
 
-def test_a_system_record_is_named_for_a_run_by_the_module_that_registered_it():
+def test_a_system_record_is_named_for_a_run_by_the_module_that_registered_it(looker):
     from agents.runtime.system import system_named
     from evaluator.settings import set_strings
 
@@ -267,7 +276,7 @@ def test_its_turn_page_in_its_package_shows_its_turns_in_a_report_written_by_a_p
     assert "paged_reply" not in turn["extra"] and turn["extra"]["paged_question_words"] == 4
 
 
-def test_a_page_is_named_beside_the_module_that_registered_its_system_unless_its_view_names_the_package():
+def test_a_page_is_named_beside_the_module_that_registered_its_system_unless_its_view_names_the_package(looker):
     import dataclasses
 
     from agents.runtime.package_files import page_name

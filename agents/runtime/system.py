@@ -154,7 +154,8 @@ class System:
         # fields then follow for every system, as for any stage of its list.
         opening = opening_stages()
         shared = {stage.name for stage in opening}
-        object.__setattr__(self, "stages", (*opening, *(s for s in self.stages if s.name not in shared)))
+        listed = tuple(s for s in self.stages if getattr(s, "name", None) not in shared)  # a bad entry: record_fault's
+        object.__setattr__(self, "stages", (*opening, *listed))
 
     def __str__(self) -> str:
         """How a run names it (`--set system=`; `evaluate(set={"system": record})` writes it so):
@@ -206,7 +207,7 @@ def record_fault(system: System) -> str | None:
         return f"a {type(system).__name__} is not a System record"
     if not isinstance(system.name, str) or not system.name or ":" in system.name:
         return "its name must be a non-empty string without ':' (system=MODULE:NAME reads the part after it)"
-    for position, stage in enumerate(system.stages):
+    for position, stage in enumerate(system.stages[len(OPENING):]):  # counted in its own list, after the opening
         if not isinstance(stage, Stage):
             return f"stage {position} is a {type(stage).__name__}, not a Stage record"
         if not isinstance(stage.name, str) or not stage.name:
@@ -231,14 +232,15 @@ def record_fault(system: System) -> str | None:
     return None
 
 
-def register(system: System) -> System:
+def register(system: System, *, module: str | None = None) -> System:
     """Add `system` to the registry; returns it, so that a module can write `NAME =
     register(System(...))`. The built-in systems come first. A record `record_fault` finds wrong
     is refused (SystemRefused), naming it. A second system of a name already taken is refused,
     naming both modules; the module that registered it may register it again (a reload, a test
-    module imported twice), and that record replaces its own."""
+    module imported twice), and that record replaces its own. `module`: the module to name as its
+    registrar where the caller is not it (a test fixture registering on a test module's behalf)."""
     registered()
-    module = sys._getframe(1).f_globals.get("__name__", "an unknown module")
+    module = module or sys._getframe(1).f_globals.get("__name__", "an unknown module")
     fault = record_fault(system)
     if fault:
         raise SystemRefused(f"system {getattr(system, 'name', system)!r} from {module} refused: {fault}")
