@@ -11,7 +11,6 @@ local_evaluation.py over the mini benchmark's own indices: tests/full/test_web_c
 from __future__ import annotations
 
 import json
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -172,19 +171,17 @@ def test_a_2mb_page_stays_within_the_chain_bounds(tmp_path):
     assert len(big["page_result"]) > 2_000_000
     db = write_db(tmp_path / "big", [big], shards=1)
     (hit,) = PackageWebSearch(db, [big["page_url"]])(QUESTION, k=1)
-    start = time.perf_counter()
     chunks = chunks_from_web_hit(hit, cfg, QUESTION)
-    seconds = time.perf_counter() - start
     snippet_only = chunks_from_web_hit({**hit, "page_result": None}, cfg, QUESTION)
     assert len(chunks) - len(snippet_only) == cfg.retrieval.page_max_chunks
     assert all(len(c) <= cfg.retrieval.max_chunk_chars for c in chunks)
     assert not any("Battersea" in c for c in chunks)  # only page_max_html_chars of the page were read
-    assert seconds < 2.0, seconds  # 200,000 characters of HTML, not 2 MB (~0.1 s on a quiet core)
     # Through the chain: ten such pages add at most page_max_chunks chunks each to the reranker.
     pages = [{**big, "page_url": f"https://buses.example/big-{i}", "page_snippet": f"{SNIPPET} (copy {i})"}
              for i in range(10)]
     db = write_db(tmp_path / "ten", pages)
-    agent, _ = make_agent(PackageWebSearch(db, [p["page_url"] for p in pages], pages))
+    # no turn budget: a busy machine must not cut the turn before every page is read
+    agent, _ = make_agent(PackageWebSearch(db, [p["page_url"] for p in pages], pages), turn_budget_s=0)
     trace = ask(agent)
     per_page = {}
     for chunk in trace["chunks"]:
