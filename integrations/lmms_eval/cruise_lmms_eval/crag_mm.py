@@ -50,17 +50,16 @@ from evaluator.settings import DATASET_TYPES, ScoringSettings
 log = logging.getLogger(__name__)
 
 PROMPTS = ("question", "rag")  # the model alone; the search pipeline's results in the prompt
-TASK_FIELDS_OF_LMMS_EVAL = {"dataset_path": "dataset", "test_split": "split"}
+TASK_FIELDS_OF_LMMS_EVAL = {"task": "task", "dataset_path": "dataset", "test_split": "split"}
 NO_REPLY = "the model gave no reply for this turn (its conversation ended early): scored as I don't know"
 
 
-def _result(path: tuple[str, ...]):
-    def read(result) -> object:
-        value = {"scores": result.scores, "summary": result.summary}
-        for key in path:
-            value = value[key]
-        return value
-    return read
+def figure(result, path: tuple[str, ...]):
+    """The figure at `path` of a scored run (an EvaluationResult: its scores and run summary)."""
+    value = {"scores": result.scores, "summary": result.summary}
+    for key in path:
+        value = value[key]
+    return value
 
 
 # Each metric a task reports in lmms-eval's results, read from the scored run (the evaluator's
@@ -88,6 +87,7 @@ MULTI_TURN_METRICS = {
 class TaskSettings:
     """A task's settings, as its YAML gives them (module notes)."""
 
+    task: str = "crag_mm"  # its name in lmms-eval
     dataset_type: str = "single-turn"
     prompt: str = "question"  # question | rag
     # the machine, as local_evaluation.py's --profile: whose dataset is the default and whose
@@ -98,7 +98,7 @@ class TaskSettings:
     split: str = "validation"
     search_hits: int = 3  # hits per search (the image, the question) a RAG prompt shows
     context_chars: int = 4000  # at most this much of them
-    output_dir: str | None = None  # where the scored run is kept (None: scored in a folder then removed)
+    output_dir: str | None = None  # the scored run is kept in output_dir/<task> (None: scored in a folder then removed)
     scoring: ScoringSettings = field(default_factory=ScoringSettings)
 
     def __post_init__(self):
@@ -131,7 +131,7 @@ class TaskSettings:
         if revision:
             given["revision"] = revision
         scoring_names = {f.name for f in dataclasses.fields(ScoringSettings)}
-        own_names = {f.name for f in dataclasses.fields(cls)} - {"scoring"}
+        own_names = {f.name for f in dataclasses.fields(cls)} - {"scoring", "revision", *TASK_FIELDS_OF_LMMS_EVAL.values()}
         unknown = sorted(set(metadata) - scoring_names - own_names)
         if unknown:
             raise ValueError(f"unknown metadata of a CRAG-MM task: {unknown} (settings: {sorted(own_names)}; "
@@ -382,14 +382,15 @@ class CragMMTask:
     def _score(self, records, traces, run_config):
         kept = self.settings.output_dir
         if kept:
-            return score_turns(Path(kept), records, traces, run_config, self.settings.scoring, self.console)
+            return score_turns(Path(kept) / self.settings.task, records, traces, run_config, self.settings.scoring,
+                               self.console)
         with tempfile.TemporaryDirectory(prefix="crag_mm_scored_") as folder:
             return score_turns(Path(folder) / "run", records, traces, run_config, self.settings.scoring, self.console)
 
     def aggregate(self, metric: str, items: list[dict]):
         """lmms-eval's aggregation of `metric` over the documents' records."""
         path, _ = self.settings.metrics[metric]
-        return _result(path)(self.scored(items))
+        return figure(self.scored(items), path)
 
 
 def default_pipeline(profile: str):
