@@ -57,8 +57,10 @@ class CruiseAgentModel(lmms):
     def generate_until(self, requests) -> list[str]:
         return [reply[0] for reply in self._replies(requests)]
 
-    def generate_until_multi_round(self, requests) -> list[tuple[str, ...]]:
-        return self._replies(requests)
+    def generate_until_multi_round(self, requests) -> list[list[str]]:
+        # a list: lmms-eval passes a list of replies through to the task, one per round, and
+        # takes a tuple for (text, token counts) or turns it into its text
+        return [list(reply) for reply in self._replies(requests)]
 
     def loglikelihood(self, requests):
         raise NotImplementedError("cruise_agent answers questions; it gives no log-likelihoods")
