@@ -6,7 +6,9 @@ CRAG-MM tasks of integrations/lmms_eval/tasks on the mini benchmark:
   results file carries truthfulness, and the report made from the run
   (`local_evaluation.py from-lmms-eval`) opens in headless Chromium with the scores and the funnel;
 - our agent as the model cruise_agent against local_evaluation.py on the same 16 turns (the cpu
-  profile, no deadline, one torch thread): the same answer to every turn and the same scores.
+  profile, no deadline, one torch thread): the same answer to every turn and the same scores;
+- crag_mm_multi through cruise_agent with a scripted agent (testkit/scripted_agent.py) against
+  local_evaluation.py: the same batches and histories, answers, conversation score and early stop.
 
 Each test skips, saying why, where .venv-lmms is absent.
 """
@@ -18,6 +20,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from agents.profiles import REPO_ROOT
@@ -55,6 +58,27 @@ def lmms_eval(args: list[str], out: Path, timeout: int) -> tuple[dict, dict[str,
     proc = subprocess.run(lmms_eval_args(args, out), cwd=REPO_ROOT, env=offline_env(), capture_output=True, text=True,
                           timeout=timeout)
     return lmms_eval_output(out, proc.stdout + proc.stderr)
+
+
+def side_by_side(lmms_args: list[str], lmms_out: Path, local_args: list[str], *, lmms_env: dict | None = None,
+                 local_env: dict | None = None) -> tuple[dict, dict[str, list[dict]]]:
+    """An lmms-eval run and a local_evaluation.py run at once (one torch thread each; without a
+    deadline, sharing the cores changes no answer): lmms-eval's results file and samples."""
+    runs = [subprocess.Popen(command, cwd=REPO_ROOT, env=env or offline_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+            for command, env in ((lmms_eval_args(lmms_args, lmms_out), lmms_env),
+                                 ([sys.executable, "local_evaluation.py", *local_args, "--no_progress"], local_env))]
+    logs = [run.communicate(timeout=1200)[0] for run in runs]
+    assert runs[1].returncode == 0, logs[1][-3000:]
+    return lmms_eval_output(lmms_out, logs[0])
+
+
+def records_of(samples: list[dict]) -> dict[str, dict]:
+    return {r["interaction_id"]: r for sample in samples for r in sample["crag_mm_turns"]["records"]}
+
+
+def saved_records(run: Path) -> dict[str, dict]:
+    return {r["interaction_id"]: r for r in map(json.loads, (run / "answers.jsonl").read_text().splitlines())}
 
 
 def scored_from(lmms_out: Path, out: Path) -> subprocess.CompletedProcess:
@@ -114,22 +138,14 @@ def test_the_report_of_that_run_opens_in_chromium_with_its_scores_and_funnel(gem
 
 
 def test_cruise_agent_answers_as_local_evaluation_does_on_the_same_16_turns(tmp_path):
-    """The issue's command, and local_evaluation.py with the same settings over the same turns,
-    side by side (one torch thread each; no deadline, so sharing the cores changes no answer)."""
+    """The issue's command, and local_evaluation.py with the same settings over the same turns."""
     ours = tmp_path / "local"
-    runs = [subprocess.Popen(command, cwd=REPO_ROOT, env=offline_env(), stdout=subprocess.PIPE,
-                             stderr=subprocess.STDOUT, text=True) for command in (
-        lmms_eval_args(["--model", "cruise_agent", "--model_args",
-                        f"profile=cpu,set=turn_budget_s=0,output_dir={tmp_path / 'agent'}",
-                        "--tasks", "crag_mm_single", "--limit", "16"], tmp_path / "lmms"),
-        [sys.executable, "local_evaluation.py", "--profile", "cpu", "--set", "turn_budget_s=0", "--dataset-type",
-         "single-turn", "--num-conversations", "16", "--exact-conversations", "--output-dir", str(ours),
-         "--no_progress"])]
-    logs = [run.communicate(timeout=1200)[0] for run in runs]
-    assert runs[1].returncode == 0, logs[1][-3000:]
-    results, samples = lmms_eval_output(tmp_path / "lmms", logs[0])
-    theirs = {r["interaction_id"]: r for s in samples["crag_mm_single"] for r in s["crag_mm_turns"]["records"]}
-    local = {r["interaction_id"]: r for r in map(json.loads, (ours / "answers.jsonl").read_text().splitlines())}
+    results, samples = side_by_side(
+        ["--model", "cruise_agent", "--model_args", f"profile=cpu,set=turn_budget_s=0,output_dir={tmp_path / 'agent'}",
+         "--tasks", "crag_mm_single", "--limit", "16"], tmp_path / "lmms",
+        ["--profile", "cpu", "--set", "turn_budget_s=0", "--dataset-type", "single-turn", "--num-conversations", "16",
+         "--exact-conversations", "--output-dir", str(ours)])
+    theirs, local = records_of(samples["crag_mm_single"]), saved_records(ours)
     assert len(local) == 16
     assert {iid: r["raw_answer"] for iid, r in theirs.items()} == {iid: r["raw_answer"] for iid, r in local.items()}
     assert {iid: r["agent_response"] for iid, r in theirs.items()} == \
@@ -138,3 +154,43 @@ def test_cruise_agent_answers_as_local_evaluation_does_on_the_same_16_turns(tmp_
     figures = results["results"]["crag_mm_single"]
     assert (figures["accuracy,none"], figures["hallucination,none"], figures["truthfulness,none"]) == \
         (scores["accuracy"], scores["hallucination_rate"], scores["truthfulness_score"])
+
+
+def test_crag_mm_multi_through_cruise_agent_scores_as_local_evaluation_on_the_same_answers(tmp_path):
+    """A scripted agent (right, wrong or "I don't know" by question) on the mini benchmark's first
+    four conversations, so that the early stop takes turns; both harnesses feed it its own
+    earlier answers."""
+    split = pd.read_parquet(REPO_ROOT / "data/crag-mm-mini/multi-turn/data/validation-00000-of-00001.parquet")
+    answers = {}
+    for turns, truths in zip(split.turns[:4], split.answers[:4]):
+        for turn, truth in zip(turns, truths):
+            kind = len(answers) % 3
+            answers.setdefault(turn["query"], [truth["ans_full"], "Surely a purple giraffe.", "I don't know"][kind])
+    logs = {name: tmp_path / f"{name}.calls.jsonl" for name in ("lmms", "local")}
+    env = {}
+    for name, log in logs.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps({"answers": answers, "batch_size": 3, "log": str(log)}))
+        env[name] = offline_env(SCRIPTED_AGENT_SCRIPT=str(tmp_path / f"{name}.json"))
+    agent = "testkit.scripted_agent:ScriptedAgent"
+    ours = tmp_path / "local"
+    results, samples = side_by_side(
+        ["--model", "cruise_agent", "--model_args", f"agent={agent},profile=cpu,output_dir={tmp_path / 'agent'}",
+         "--tasks", "crag_mm_multi", "--limit", "4"], tmp_path / "lmms",
+        ["--agent", agent, "--profile", "cpu", "--dataset-type", "multi-turn", "--num-conversations", "4",
+         "--exact-conversations", "--output-dir", str(ours)], lmms_env=env["lmms"], local_env=env["local"])
+
+    calls = {name: [(c["queries"], c["histories"]) for c in map(json.loads, log.read_text().splitlines())]
+             for name, log in logs.items()}
+    assert calls["lmms"] == calls["local"] and len(calls["local"]) >= 4  # the same batches, the same histories
+    assert {iid: r["agent_response"] for iid, r in records_of(samples["crag_mm_multi"]).items()} == \
+        {iid: r["agent_response"] for iid, r in saved_records(ours).items()}
+    scores = json.loads((ours / "scores_dictionary.json").read_text())["all"]
+    summary = json.loads((ours / "run_summary.json").read_text())["multi_turn"]
+    figures = results["results"]["crag_mm_multi"]
+    assert summary["early_stop"]["turns"] > 0  # the scripted answers reach the early stop
+    assert figures["early_stop,none"] == summary["early_stop"]
+    assert figures["conversation_score,none"] == scores["mean_multi_turn_conversation_score"]
+    assert figures["truthfulness,none"] == scores["truthfulness_score"]
+    for rules in ("kddcup2025", "crag-mm"):
+        assert figures[f"truthfulness_{rules.replace('-', '_')},none"] == \
+            summary["rule_sets"][rules]["scores"]["truthfulness_score"]
