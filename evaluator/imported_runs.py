@@ -46,7 +46,7 @@ class ImportedTask:
 
 
 def imported_run_config(*, dataset: str, dataset_type: str, split: str, revision: str | None, rules: str,
-                        agent: str, turns: int, conversations: int, judge_prompt_from: str | None) -> dict:
+                        agent: str, turns: int, conversations: int) -> dict:
     """run_config.json of an imported run: the fields finalize and the report read (the judge's
     own are added where it is built)."""
     return {
@@ -54,7 +54,6 @@ def imported_run_config(*, dataset: str, dataset_type: str, split: str, revision
         "rules": rules, "agent": agent, "profile": None, "preset": None,
         "tokenizer": load_truncator().name, "expected_turns": turns, "served_conversations": conversations,
         "conversation_selection": conversation_selection(None, False, conversations, turns),
-        "judge_prompt_from": judge_prompt_from,
     }
 
 
@@ -112,8 +111,7 @@ def lmms_eval_tasks(folder: Path) -> list[ImportedTask]:
         run_config = imported_run_config(
             dataset=described.get("dataset", "?"), dataset_type=described.get("dataset_type", "?"),
             split=described.get("split", "?"), revision=described.get("revision"), rules=scoring.rules or "kddcup2025",
-            agent=model, turns=len(records), conversations=len({r["session_id"] for r in records}),
-            judge_prompt_from=scoring.judge_prompt_from)
+            agent=model, turns=len(records), conversations=len({r["session_id"] for r in records}))
         tasks.append(ImportedTask(name, records, traces, run_config, scoring))
     if not tasks:
         raise EvaluationRefused(f"{folder} holds no samples of a CRAG-MM task (run lmms-eval with --log_samples "

@@ -374,8 +374,7 @@ class CragMMTask:
                 run_config = imported_run_config(
                     dataset=d["dataset"], dataset_type=d["dataset_type"], split=d["split"], revision=d["revision"],
                     rules=rule_set(self.settings.scoring.rules).name, agent="a model run by lmms-eval",
-                    turns=len(records), conversations=len({r["session_id"] for r in records}),
-                    judge_prompt_from=self.settings.scoring.judge_prompt_from)
+                    turns=len(records), conversations=len({r["session_id"] for r in records}))
                 self._scored[digest] = self._score(records, traces, run_config)
             return self._scored[digest]
 
