@@ -14,7 +14,7 @@ from evaluator.settings import EvaluationSettings
 DEFAULTS = EvaluationSettings()
 # model_args key -> local_evaluation.py's setting (the EvaluationSettings field)
 KEYS = {"system": None, "profile": "profile", "preset": "preset", "set": "set", "calibration": "calibration",
-        "model_name": "model_name", "agent": "agent", "output_dir": "output_dir"}
+        "model_name": "model_name", "agent": "agent", "search": "search", "output_dir": "output_dir"}
 # what lmms-eval hands every model beside its model_args; the agent keeps its own batch size and device
 LMMS_EVAL_EXTRAS = ("batch_size", "max_batch_size", "device")
 SETTINGS_JOIN = ";"
