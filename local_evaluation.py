@@ -3,6 +3,7 @@
 
     python local_evaluation.py [--dataset-type single-turn|multi-turn] [options]
     python local_evaluation.py merge DIR1 DIR2 ... --output-dir OUT
+    python local_evaluation.py from-lmms-eval LMMS_EVAL_OUTPUT_DIR --output-dir OUT
 
 The official flags keep their names and meanings; the rest are ours (see --help). Every run
 writes the official files turn_evaluation_results_all.csv, turn_evaluation_results_ego.csv and
@@ -41,6 +42,10 @@ modes:
   merge      python local_evaluation.py merge DIR1 DIR2 ... --output-dir OUT
              gathers the folders of a sharded run (--shard I/N: conversation index % N == I)
              and scores the merged turn rows as one run.
+  from-lmms-eval  python local_evaluation.py from-lmms-eval DIR --output-dir OUT
+             scores the answers of an lmms-eval run of a CRAG-MM task (integrations/lmms_eval;
+             lmms-eval's --output_path DIR, with --log_samples) as a run of ours: the task's own
+             dataset, rule set and judge unless the judge flags say otherwise; report.html included.
 
 search (--search):
   default      evaluator.search.pipeline.build_search_pipeline(SEARCH, web=...), SEARCH the profile's
@@ -182,8 +187,18 @@ def merge_parser() -> argparse.ArgumentParser:
     return p
 
 
+def from_lmms_eval_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="local_evaluation.py from-lmms-eval",
+                                description="Score an lmms-eval run of a CRAG-MM task as a run of ours.")
+    p.add_argument("folder", help="lmms-eval's --output_path of a run with --log_samples")
+    p.add_argument("--output-dir", required=True, help="one folder per task below it when the run holds several")
+    add_judge_args(p)
+    return p
+
+
 def main(argv: list[str] | None = None) -> None:
-    """The flags mapped onto evaluator.evaluate / evaluator.merge (evaluator/api.py)."""
+    """The flags mapped onto evaluator.evaluate / evaluator.merge (evaluator/api.py), and
+    from-lmms-eval onto evaluator.imported_runs.from_lmms_eval."""
     argv = list(sys.argv[1:] if argv is None else argv)
     from evaluator import api
 
@@ -191,6 +206,14 @@ def main(argv: list[str] | None = None) -> None:
         if argv and argv[0] == "merge":
             options = vars(merge_parser().parse_args(argv[1:]))
             result = api.merge(options.pop("dirs"), **options)
+        elif argv and argv[0] == "from-lmms-eval":
+            from rich.console import Console
+
+            from evaluator.imported_runs import from_lmms_eval
+
+            options = vars(from_lmms_eval_parser().parse_args(argv[1:]))
+            results = from_lmms_eval(options.pop("folder"), options.pop("output_dir"), Console(), **options)
+            result = max(results, key=lambda r: r.exit_status)
         else:
             options = vars(evaluation_parser().parse_args(argv))
             if options.pop("list_models"):

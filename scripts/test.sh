@@ -5,6 +5,8 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
+# lmms-eval in .venv-lmms, for the full tier's lmms-eval runs (tests/full/test_lmms_eval.py)
+bash scripts/setup_lmms.sh
 # Ray, for the tests of `local_evaluation.py --workers` (an optional extra: quickstart needs none of it)
 .venv/bin/pip install -q -r requirements-scale.txt
 # The Debian package, installed here rather than by setup.sh so that quickstart does not pay

@@ -1,8 +1,8 @@
 """The floors of the house: no module imports from a floor above its own.
 
 agents (the submission) <- minibench (the benchmark it is measured on) <- evaluator (the harness
-that runs both) <- tools (what a user runs), testkit (what tests and benchmarks share) and the
-entry points <- benchmarks (measurements and experiments). Inside evaluator, scoring (rules,
+that runs both) <- tools (what a user runs), integrations (lmms-eval's side), testkit (what tests
+and benchmarks share) and the entry points <- benchmarks (measurements and experiments). Inside evaluator, scoring (rules,
 judge, metrics) sits below the harness and the report, which both read scores. Nothing outside
 tests/ imports tests (the image ships without it), and no test module imports another: what they
 share lives in testkit or conftest.py. Every import counts, including those inside functions (a
@@ -18,7 +18,9 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 ENTRY_POINTS = {"local_evaluation", "crag_mm_harness"}
-TOP = {"tools", "benchmarks", "tests", *ENTRY_POINTS}
+# integrations/ (lmms-eval's side: tasks and the cruise_agent model) sits beside tools/: it may
+# read every floor below; nothing but a test imports it
+TOP = {"tools", "benchmarks", "tests", "integrations", *ENTRY_POINTS}
 
 # package (dotted prefix) -> the top-level names it may not import
 FORBIDDEN = {
@@ -33,8 +35,9 @@ FORBIDDEN = {
     "evaluator.harness": {"evaluator.report", "evaluator.commands", "evaluator.workers"},
     "evaluator.report": {"evaluator.commands", "evaluator.workers"},
     "testkit": TOP,
-    "tools": {"benchmarks", "testkit", "tests"},
-    "benchmarks": {"tests"},
+    "tools": {"benchmarks", "testkit", "tests", "integrations"},
+    "integrations": {"benchmarks", "testkit", "tests"},
+    "benchmarks": {"tests", "integrations"},
 }
 
 

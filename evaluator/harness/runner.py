@@ -149,6 +149,20 @@ def base_row(conv: Conversation, turn_idx: int, answer: str) -> dict:
     }
 
 
+def answer_record(conv: Conversation, turn_idx: int, answer: str, raw_answer: str, error: str | None) -> dict:
+    """A turn's record in answers.jsonl, what the outputs judge and score: its official columns up
+    to the history (`answer`: cut to the judged length), its labels' names, the data's answer
+    keys, its stage labels where it has them, the reply as the agent gave it, and the error."""
+    turn = conv.turns[turn_idx]
+    record = base_row(conv, turn_idx, answer)
+    record.update({f"{field}_name": name for field, name in turn.labels.items()})
+    record.update(ans_accepted=turn.ans_accepted, abstain_expected=turn.abstain_expected)
+    if turn.stage_labels is not None:  # for the diagnostics (evaluator/scoring/diagnostics.py)
+        record["stage_labels"] = turn.stage_labels
+    record.update(raw_answer=raw_answer, error=error)
+    return record
+
+
 def history_for(conv: Conversation, turn_idx: int, answers: dict[str, str]) -> list[dict]:
     history = []
     for turn in conv.turns[:turn_idx]:
@@ -276,15 +290,10 @@ def _run_batch(agent, conversations, pending, number, batch_size, images, answer
     cut = truncator.truncate(raw)
     answer_records, trace_records = [], []
     for i, (conv, (_, t), raw_answer, answer, trace) in enumerate(zip(convs, pending, raw, cut, traces)):
-        row = base_row(conv, t, answer)
-        answers[row["interaction_id"]] = answer
         turn_error = error if i in asked else "image could not be loaded; answered without asking the agent"
-        names = {f"{field}_name": name for field, name in conv.turns[t].labels.items()}
-        forms = {"ans_accepted": conv.turns[t].ans_accepted, "abstain_expected": conv.turns[t].abstain_expected}
-        if labels[i] is not None:  # the stage labels, for the diagnostics (evaluator/scoring/diagnostics.py)
-            forms["stage_labels"] = labels[i]
-        answer_records.append({**row, **names, **forms, "raw_answer": raw_answer, "batch": number,
-                               "shard": shard, "batch_wall_ms": round(wall_ms, 3), "error": turn_error})
+        row = answer_record(conv, t, answer, raw_answer, turn_error)
+        answers[row["interaction_id"]] = answer
+        answer_records.append({**row, "batch": number, "shard": shard, "batch_wall_ms": round(wall_ms, 3)})
         if trace is not None:
             oracle_field = {"oracle": given[i]} if oracle else {}
             trace_records.append({"interaction_id": row["interaction_id"], "session_id": conv.session_id,

@@ -1,0 +1,134 @@
+"""Answers that another harness made, scored as `local_evaluation.py` scores its own runs.
+
+lmms-eval runs any model it knows over this package's CRAG-MM tasks (integrations/lmms_eval/), and
+each task turns a model's replies into our turn records: the records `answers.jsonl` holds, one
+per turn (evaluator/harness/runner.py `answer_record`), plus a trace per turn where the task knows
+what went into the prompt. `score_turns` writes them as a run folder (answers.jsonl, traces.jsonl,
+run_config.json: what `--generate-only` leaves) and finishes it as a run: the judge that
+local_evaluation.py builds for the same judge settings, either rule set, the intervals, the
+multi-turn figures, the diagnostics, the official files and report.html. The tasks' aggregation
+calls it on the records in hand; `from_lmms_eval` calls it on an lmms-eval output folder, whose
+samples files (`<date>_samples_<task>.jsonl`, written with `--log_samples`) keep each document's
+records under TURNS_KEY (`python local_evaluation.py from-lmms-eval DIR --output-dir OUT`).
+"""
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+from rich.console import Console
+
+from evaluator.commands import EvaluationRefused, EvaluationResult, build_judge, finish, read_judge_prompt
+from evaluator.harness.batching import conversation_selection
+from evaluator.harness.runner import ANSWERS, RUN_CONFIG, TRACES, append_jsonl
+from evaluator.scoring.rules import rule_set
+from evaluator.scoring.truncate import load_truncator
+from evaluator.settings import ScoringSettings
+
+# The field of a task's per-document result (and so of each logged sample) that holds the
+# document's turns: {"records": [answer records], "traces": [one trace per record, or None]}.
+TURNS_KEY = "crag_mm_turns"
+SAMPLES_GLOB = "*_samples_*.jsonl"
+RESULTS_GLOB = "*_results.json"
+
+
+@dataclass
+class ImportedTask:
+    """One task of an lmms-eval run: its documents' turns and what the run says about them."""
+
+    name: str
+    records: list[dict]
+    traces: list[dict]
+    run_config: dict  # run_config.json's fields that the outputs and the report read
+    scoring: ScoringSettings
+
+
+def imported_run_config(*, dataset: str, dataset_type: str, split: str, revision: str | None, rules: str,
+                        agent: str, turns: int, conversations: int) -> dict:
+    """run_config.json of an imported run: the fields finalize and the report read (the judge's
+    own are added where it is built)."""
+    return {
+        "dataset": dataset, "dataset_type": dataset_type, "split": split, "revision": revision,
+        "rules": rules, "agent": agent, "profile": None, "preset": None,
+        "tokenizer": load_truncator().name, "expected_turns": turns, "served_conversations": conversations,
+        "conversation_selection": conversation_selection(None, False, conversations, turns),
+    }
+
+
+def score_turns(output_dir: Path, records: list[dict], traces: list[dict], run_config: dict,
+                scoring: ScoringSettings, console: Console) -> EvaluationResult:
+    """Write the turns as a run folder and judge, score and report it as local_evaluation.py does
+    (a folder that already holds answers is refused, as a run is)."""
+    output_dir = Path(output_dir)
+    if (output_dir / ANSWERS).exists():
+        raise EvaluationRefused(f"{output_dir} already holds answers: pick a new folder")
+    rules = rule_set(scoring.rules or run_config.get("rules"))
+    official = read_judge_prompt(scoring.judge_prompt_from, rules)
+    judge = build_judge(scoring.eval_model, scoring.eval_base_url, scoring, console, rules, official)
+    output_dir.mkdir(parents=True, exist_ok=True)
+    recorded = {**run_config, "rules": rules.name, "judge_model": judge.model if judge else None,
+                "judge_base_url": judge.base_url if judge else None,
+                "judge_prompt": judge.prompt_origin if judge else official.origin() if official else None}
+    (output_dir / RUN_CONFIG).write_text(json.dumps(recorded, indent=2, default=str))
+    append_jsonl(output_dir / TRACES, traces)
+    append_jsonl(output_dir / ANSWERS, records)
+    return finish(scoring, output_dir, judge, console, [], rules, official)
+
+
+def lmms_eval_tasks(folder: Path) -> list[ImportedTask]:
+    """The tasks of the latest run in an lmms-eval output folder whose samples carry our turn
+    records (TURNS_KEY): its results file (`<date>_results.json`, in a sub-folder named after the
+    model where lmms-eval was given `pretrained=`) gives each task's dataset, rule set and judge
+    (its task config's metadata, as the task read them) and the model that answered; its samples
+    files share its `<date>`."""
+    folder = Path(folder)
+    results_files = sorted(folder.rglob(RESULTS_GLOB), key=lambda path: path.name)
+    if not results_files:
+        raise EvaluationRefused(f"{folder} holds no lmms-eval results file ({RESULTS_GLOB}): a run that failed "
+                                "writes none")
+    latest = results_files[-1]  # lmms-eval names a run's files by the time it started
+    results = json.loads(latest.read_text())
+    run_started = latest.name[: -len(RESULTS_GLOB) + 1]
+    config = results.get("config") or {}
+    model = f"lmms-eval model {config.get('model')} ({config.get('model_args') or 'no model_args'})"
+    tasks = []
+    for path in sorted(latest.parent.glob(f"{run_started}{SAMPLES_GLOB[1:]}")):
+        name = path.stem.split("_samples_", 1)[1]
+        records, traces = [], []
+        for line in path.read_text(encoding="utf-8").splitlines():
+            turns = json.loads(line).get(TURNS_KEY) if line.strip() else None
+            if turns:
+                records += turns["records"]
+                traces += [t for t in turns["traces"] if t]
+        if not records:
+            continue
+        task_config = (results.get("configs") or {}).get(name) or {}
+        described = dict((task_config.get("metadata") or {}).get("crag_mm") or {})
+        scoring = ScoringSettings(**{f.name: described[f.name] for f in dataclasses.fields(ScoringSettings)
+                                     if f.name in described})
+        run_config = imported_run_config(
+            dataset=described.get("dataset", "?"), dataset_type=described.get("dataset_type", "?"),
+            split=described.get("split", "?"), revision=described.get("revision"), rules=scoring.rules or "kddcup2025",
+            agent=model, turns=len(records), conversations=len({r["session_id"] for r in records}))
+        tasks.append(ImportedTask(name, records, traces, run_config, scoring))
+    if not tasks:
+        raise EvaluationRefused(f"{folder} holds no samples of a CRAG-MM task (run lmms-eval with --log_samples "
+                                "and a task of integrations/lmms_eval/tasks)")
+    return tasks
+
+
+def from_lmms_eval(folder: Path, output_dir: Path, console: Console, **judge_options) -> list[EvaluationResult]:
+    """Each CRAG-MM task of the lmms-eval output `folder` scored into `output_dir` (a sub-folder
+    per task when the run holds several). `judge_options`: ScoringSettings fields that replace
+    the task's own (a judge endpoint, the checkout of the official prompt)."""
+    tasks = lmms_eval_tasks(folder)
+    out = []
+    for task in tasks:
+        target = Path(output_dir) / task.name if len(tasks) > 1 else Path(output_dir)
+        console.print(f"[bold blue]{task.name}[/bold blue]: {len(task.records)} turns from {folder}")
+        given = {name: value for name, value in judge_options.items() if value is not None}
+        scoring = dataclasses.replace(task.scoring, **given)
+        out.append(score_turns(target, task.records, task.traces, task.run_config, scoring, console))
+    return out

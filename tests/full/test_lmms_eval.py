@@ -1,0 +1,198 @@
+"""lmms-eval 0.7.3 itself, in .venv-lmms (bash scripts/setup_lmms.sh; CI builds it), over the
+CRAG-MM tasks of integrations/lmms_eval/tasks on the mini benchmark:
+
+- a model that lmms-eval runs on its own (its Gemma 3 model over a tiny random-weight checkpoint
+  built from a config, testkit/tiny_models.py) through crag_mm_single and crag_mm_single_rag: its
+  results file carries truthfulness, and the report made from the run
+  (`local_evaluation.py from-lmms-eval`) opens in headless Chromium with the scores and the funnel;
+- our agent as the model cruise_agent against local_evaluation.py on the same 16 turns (the cpu
+  profile, no deadline, one torch thread): the same answer to every turn and the same scores;
+- crag_mm_multi through cruise_agent with a scripted agent (testkit/scripted_agent.py) against
+  local_evaluation.py: the same batches and histories, answers, conversation score and early stop.
+
+Each test skips, saying why, where .venv-lmms is absent.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from agents.profiles import REPO_ROOT
+
+LMMS_VENV = REPO_ROOT / ".venv-lmms"
+TASKS = REPO_ROOT / "integrations" / "lmms_eval" / "tasks"
+pytestmark = pytest.mark.skipif(not (LMMS_VENV / "bin" / "lmms-eval").exists(),
+                                reason=".venv-lmms is absent: `bash scripts/setup_lmms.sh` builds it (scripts/test.sh does)")
+
+
+def offline_env(**extra) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k != "OPENAI_API_KEY" and not k.startswith("CRUISE_")}
+    # one torch thread (agents/engines/transformers_engine.py), as each of quickstart's two evaluations
+    env.update(HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_DATASETS_OFFLINE="1", CRUISE_TORCH_THREADS="1",
+               TOKENIZERS_PARALLELISM="false", **extra)
+    return env
+
+
+def lmms_eval_args(args: list[str], out: Path) -> list[str]:
+    return [str(LMMS_VENV / "bin" / "lmms-eval"), *args, "--include_path", str(TASKS), "--output_path", str(out),
+            "--log_samples", "--verbosity", "WARNING"]
+
+
+def lmms_eval_output(out: Path, log: str) -> tuple[dict, dict[str, list[dict]]]:
+    """(the results file, task -> its logged samples) of a finished lmms-eval run. lmms-eval exits
+    0 when a run fails, so the results file is what says it finished."""
+    results = sorted(out.rglob("*_results.json"))
+    assert results, log[-8000:]
+    samples = {path.stem.split("_samples_", 1)[1]: [json.loads(line) for line in path.read_text().splitlines()]
+               for path in out.rglob("*_samples_*.jsonl")}
+    return json.loads(results[-1].read_text()), samples
+
+
+def lmms_eval(args: list[str], out: Path, timeout: int) -> tuple[dict, dict[str, list[dict]]]:
+    proc = subprocess.run(lmms_eval_args(args, out), cwd=REPO_ROOT, env=offline_env(), capture_output=True, text=True,
+                          timeout=timeout)
+    return lmms_eval_output(out, proc.stdout + proc.stderr)
+
+
+def side_by_side(lmms_args: list[str], lmms_out: Path, local_args: list[str], *, lmms_env: dict | None = None,
+                 local_env: dict | None = None) -> tuple[dict, dict[str, list[dict]]]:
+    """An lmms-eval run and a local_evaluation.py run at once (one torch thread each; without a
+    deadline, sharing the cores changes no answer): lmms-eval's results file and samples."""
+    runs = [subprocess.Popen(command, cwd=REPO_ROOT, env=env or offline_env(), stdout=subprocess.PIPE,
+                             stderr=subprocess.STDOUT, text=True)
+            for command, env in ((lmms_eval_args(lmms_args, lmms_out), lmms_env),
+                                 ([sys.executable, "local_evaluation.py", *local_args, "--no_progress"], local_env))]
+    logs = [run.communicate(timeout=1200)[0] for run in runs]
+    assert runs[1].returncode == 0, logs[1][-3000:]
+    return lmms_eval_output(lmms_out, logs[0])
+
+
+def records_of(samples: list[dict]) -> dict[str, dict]:
+    return {r["interaction_id"]: r for sample in samples for r in sample["crag_mm_turns"]["records"]}
+
+
+def saved_records(run: Path) -> dict[str, dict]:
+    return {r["interaction_id"]: r for r in map(json.loads, (run / "answers.jsonl").read_text().splitlines())}
+
+
+def scored_from(lmms_out: Path, out: Path) -> subprocess.CompletedProcess:
+    proc = subprocess.run([sys.executable, "local_evaluation.py", "from-lmms-eval", str(lmms_out), "--output-dir",
+                           str(out), "--no_progress"], cwd=REPO_ROOT, env=offline_env(), capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    return proc
+
+
+@pytest.fixture(scope="module")
+def gemma_run(tmp_path_factory):
+    root = tmp_path_factory.mktemp("lmms-gemma")
+    build = subprocess.run([str(LMMS_VENV / "bin" / "python"), "-c",
+                            "import sys; from pathlib import Path; from testkit.tiny_models import build_tiny_gemma3; "
+                            "print(build_tiny_gemma3(Path(sys.argv[1])))", str(root / "tiny-gemma3")],
+                           cwd=REPO_ROOT, env=offline_env(), capture_output=True, text=True, timeout=300)
+    assert build.returncode == 0, build.stderr[-3000:]
+    model = build.stdout.strip().splitlines()[-1]
+    results, samples = lmms_eval(["--model", "gemma3", "--model_args", f"pretrained={model},device=cpu,device_map=cpu",
+                                  "--tasks", "crag_mm_single,crag_mm_single_rag", "--limit", "4",
+                                  # one request at a time: lmms-eval's Gemma 3 model pads no batch on
+                                  # transformers 4.57; a few tokens are enough for random weights
+                                  "--gen_kwargs", "max_new_tokens=12"],
+                                 root / "lmms", timeout=900)
+    return dict(root=root, results=results, samples=samples)
+
+
+def test_a_model_lmms_eval_runs_itself_completes_both_single_turn_tasks_with_truthfulness(gemma_run):
+    for task in ("crag_mm_single", "crag_mm_single_rag"):
+        figures = gemma_run["results"]["results"][task]
+        assert -1.0 <= figures["truthfulness,none"] <= 1.0
+        assert figures["crag_mm_turns,none"] == 4
+        assert len(gemma_run["samples"][task]) == 4
+    rag_prompts = [s["input"] for s in gemma_run["samples"]["crag_mm_single_rag"]]
+    plain_prompts = [s["input"] for s in gemma_run["samples"]["crag_mm_single"]]
+    assert all("<search_results>" in p for p in rag_prompts) and not any("<search_results>" in p for p in plain_prompts)
+
+
+def test_the_report_of_that_run_opens_in_chromium_with_its_scores_and_funnel(gemma_run, browser):
+    out = gemma_run["root"] / "scored"
+    scored_from(gemma_run["root"] / "lmms", out)
+    for task, steps in (("crag_mm_single", ["all turns", "image loaded", "answered", "correct"]),
+                        ("crag_mm_single_rag", ["all turns", "image loaded", "search found passages",
+                                                "passages in the prompt", "answered", "correct"])):
+        truth = gemma_run["results"]["results"][task]["truthfulness,none"]
+        assert json.loads((out / task / "scores_dictionary.json").read_text())["all"]["truthfulness_score"] == truth
+        page = browser.open((out / task / "report.html").as_uri())
+        shown = page.evaluate("document.querySelector('#scores-table tr[data-metric=truthfulness_score] "
+                              "td[data-subset=all]').innerText")
+        assert shown.split(" [")[0] == f"{truth:.4f}"
+        funnel = page.evaluate("[...document.querySelectorAll('#funnel-table tr')].slice(1)"
+                               ".map(r => [r.cells[0].innerText, +r.cells[1].innerText])")
+        assert [label for label, _ in funnel] == steps
+        assert funnel[0][1] == 4 and funnel[1][1] == 4  # every image loaded
+        assert page.console_errors == []
+
+
+def test_cruise_agent_answers_as_local_evaluation_does_on_the_same_16_turns(tmp_path):
+    """The issue's command, and local_evaluation.py with the same settings over the same turns."""
+    ours = tmp_path / "local"
+    results, samples = side_by_side(
+        ["--model", "cruise_agent", "--model_args", f"profile=cpu,set=turn_budget_s=0,output_dir={tmp_path / 'agent'}",
+         "--tasks", "crag_mm_single", "--limit", "16"], tmp_path / "lmms",
+        ["--profile", "cpu", "--set", "turn_budget_s=0", "--dataset-type", "single-turn", "--num-conversations", "16",
+         "--exact-conversations", "--output-dir", str(ours)])
+    theirs, local = records_of(samples["crag_mm_single"]), saved_records(ours)
+    assert len(local) == 16
+    assert {iid: r["raw_answer"] for iid, r in theirs.items()} == {iid: r["raw_answer"] for iid, r in local.items()}
+    assert {iid: r["agent_response"] for iid, r in theirs.items()} == \
+        {iid: r["agent_response"] for iid, r in local.items()}
+    scores = json.loads((ours / "scores_dictionary.json").read_text())["all"]
+    figures = results["results"]["crag_mm_single"]
+    assert (figures["accuracy,none"], figures["hallucination,none"], figures["truthfulness,none"]) == \
+        (scores["accuracy"], scores["hallucination_rate"], scores["truthfulness_score"])
+
+
+def test_crag_mm_multi_through_cruise_agent_scores_as_local_evaluation_on_the_same_answers(tmp_path):
+    """A scripted agent (right, wrong or "I don't know" by question) on the mini benchmark's first
+    four conversations, so that the early stop takes turns; both harnesses feed it its own
+    earlier answers."""
+    split = pd.read_parquet(REPO_ROOT / "data/crag-mm-mini/multi-turn/data/validation-00000-of-00001.parquet")
+    answers = {}
+    for turns, truths in zip(split.turns[:4], split.answers[:4]):
+        for turn, truth in zip(turns, truths):
+            kind = len(answers) % 3
+            answers.setdefault(turn["query"], [truth["ans_full"], "Surely a purple giraffe.", "I don't know"][kind])
+    logs = {name: tmp_path / f"{name}.calls.jsonl" for name in ("lmms", "local")}
+    env = {}
+    for name, log in logs.items():
+        (tmp_path / f"{name}.json").write_text(json.dumps({"answers": answers, "batch_size": 3, "log": str(log)}))
+        env[name] = offline_env(SCRIPTED_AGENT_SCRIPT=str(tmp_path / f"{name}.json"))
+    agent = "testkit.scripted_agent:ScriptedAgent"
+    ours = tmp_path / "local"
+    results, samples = side_by_side(
+        ["--model", "cruise_agent", "--model_args",
+         f"agent={agent},profile=cpu,search=none,output_dir={tmp_path / 'agent'}", "--tasks", "crag_mm_multi",
+         "--limit", "4"], tmp_path / "lmms",
+        ["--agent", agent, "--profile", "cpu", "--search", "none", "--dataset-type", "multi-turn",
+         "--num-conversations", "4", "--exact-conversations", "--output-dir", str(ours)],
+        lmms_env=env["lmms"], local_env=env["local"])
+
+    calls = {name: [(c["queries"], c["histories"]) for c in map(json.loads, log.read_text().splitlines())]
+             for name, log in logs.items()}
+    assert calls["lmms"] == calls["local"] and len(calls["local"]) >= 4  # the same batches, the same histories
+    assert {iid: r["agent_response"] for iid, r in records_of(samples["crag_mm_multi"]).items()} == \
+        {iid: r["agent_response"] for iid, r in saved_records(ours).items()}
+    scores = json.loads((ours / "scores_dictionary.json").read_text())["all"]
+    summary = json.loads((ours / "run_summary.json").read_text())["multi_turn"]
+    figures = results["results"]["crag_mm_multi"]
+    assert summary["early_stop"]["turns"] > 0  # the scripted answers reach the early stop
+    assert figures["early_stop,none"] == summary["early_stop"]
+    assert figures["conversation_score,none"] == scores["mean_multi_turn_conversation_score"]
+    assert figures["truthfulness,none"] == scores["truthfulness_score"]
+    for rules in ("kddcup2025", "crag-mm"):
+        assert figures[f"truthfulness_{rules.replace('-', '_')},none"] == \
+            summary["rule_sets"][rules]["scores"]["truthfulness_score"]

@@ -1,0 +1,309 @@
+"""The CRAG-MM tasks for lmms-eval and the cruise_agent model, without lmms-eval
+(integrations/lmms_eval/cruise_lmms_eval: crag_mm.py, model_args.py, agent_run.py; and
+evaluator/imported_runs.py). The documents are rows of CRAG-MM-schema datasets in the official
+layout (testkit/evaluation_world.py's conversations with its scripted judge, the mini benchmark);
+what lmms-eval itself does with them runs in the full tier (tests/full/test_lmms_eval.py).
+"""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import yaml
+from PIL import Image
+
+import local_evaluation
+from agents.profiles import REPO_ROOT
+from evaluator.imported_runs import TURNS_KEY, from_lmms_eval
+from evaluator.scoring.truncate import load_truncator
+from evaluator.settings import EvaluationSettings
+from integrations.lmms_eval.cruise_lmms_eval.agent_run import AgentRun
+from integrations.lmms_eval.cruise_lmms_eval.crag_mm import CragMMTask, TaskSettings, prompt_text, within
+from integrations.lmms_eval.cruise_lmms_eval.model_args import evaluation_settings, parse_model_args
+from testkit.evaluation_world import LONG_APPLES, run_env, write_script
+from testkit.in_process import fresh_environment
+from testkit.scripted_agent import build_dataset
+
+TASKS = REPO_ROOT / "integrations" / "lmms_eval" / "tasks"
+
+
+def task_yaml(name: str) -> dict:
+    """A task's YAML as lmms-eval reads it: `include`d files first, then its own keys over them
+    (the `!function` tag kept as its text)."""
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: loader.construct_scalar(node))
+    config = yaml.load((TASKS / f"{name}.yaml").read_text(), Loader=Loader)
+    base = task_yaml(Path(config.pop("include")).stem) if "include" in config else {}
+    return {**base, **config}
+
+
+def world_task(world, **metadata) -> CragMMTask:
+    """The multi-turn task over the evaluation world's dataset, judged by its scripted judge."""
+    config = {**task_yaml("crag_mm_multi"), "dataset_path": str(world["dataset"])}
+    config["metadata"] = {**config["metadata"], "eval_model": "judge-model", "eval_base_url": world["server"].url,
+                          "judge_retry_wait": 0.01, "judge_max_wait": 0.0, **metadata}
+    task = CragMMTask(TaskSettings.from_task_config(config))
+    task.ds = task.load()
+    return task
+
+
+def docs_of(ds) -> list[dict]:
+    return list(ds.remove_columns(["image"]))
+
+
+def saved(folder: Path, name: str) -> list[dict]:
+    return [json.loads(line) for line in (folder / name).read_text().splitlines() if line.strip()]
+
+
+# --------------------------------------------------------------------------- the tasks' YAML
+def test_each_task_yaml_reads_as_its_settings():
+    single, rag, multi = (TaskSettings.from_task_config(task_yaml(name))
+                          for name in ("crag_mm_single", "crag_mm_single_rag", "crag_mm_multi"))
+    assert (single.dataset_type, single.prompt, single.dataset, single.split) == ("single-turn", "question", None,
+                                                                                  "validation")
+    assert (rag.dataset_type, rag.prompt, rag.search_hits) == ("single-turn", "rag", 3)
+    assert (multi.dataset_type, multi.prompt) == ("multi-turn", "question")
+    assert "conversation_score" in multi.metrics and "conversation_score" not in single.metrics
+    for settings in (single, rag, multi):
+        assert settings.profile == "cpu" and settings.scoring.rules == "kddcup2025"
+
+
+def test_a_yaml_of_ones_own_names_the_dataset_split_revision_and_judge_by_lmms_evals_fields():
+    config = {**task_yaml("crag_mm_single"), "dataset_path": "crag-mm-2025/crag-mm-single-turn-public",
+              "test_split": "public_test", "dataset_kwargs": {"revision": "v0.1.3"}}
+    config["metadata"] = {**config["metadata"], "rules": "crag-mm", "judge_prompt_from": "/src/CRAG-MM",
+                          "profile": "l40s"}
+    settings = TaskSettings.from_task_config(config)
+    assert (settings.dataset, settings.split, settings.revision, settings.profile) == (
+        "crag-mm-2025/crag-mm-single-turn-public", "public_test", "v0.1.3", "l40s")
+    assert (settings.scoring.rules, settings.scoring.judge_prompt_from) == ("crag-mm", "/src/CRAG-MM")
+
+
+@pytest.mark.parametrize("metadata, says", [
+    ({"rulez": "crag-mm"}, "unknown metadata of a CRAG-MM task: ['rulez']"),
+    ({"rules": "crag"}, "unknown rule set 'crag'"),
+    ({"prompt": "rag", "dataset_type": "multi-turn"}, "prompt 'rag' is for single-turn tasks"),
+])
+def test_a_bad_setting_is_refused_in_one_line(metadata, says):
+    config = task_yaml("crag_mm_single")
+    config["metadata"] = {**config["metadata"], **metadata}
+    with pytest.raises(ValueError, match=says.replace("[", r"\[").replace("]", r"\]")):
+        TaskSettings.from_task_config(config)
+
+
+# --------------------------------------------------------------------------- what the model is given
+def test_the_image_as_the_official_iterator_hands_it_over(world):
+    task = world_task(world)
+    rows = {row["session_id"]: row for row in task.ds}
+    ego = task.doc_to_visual(rows["s1-ego"])
+    third = task.doc_to_visual(rows["s2-url"])  # fetched from the judge server's /img/ route
+    assert [im.size for im in ego] == [(960, 1280)]  # egocentric: resized
+    assert [im.size for im in third] == [(40, 30)]  # third person: as it is
+
+
+def test_a_conversations_later_rounds_carry_the_models_earlier_answers_cut_to_75_tokens(world):
+    task = world_task(world)
+    doc = next(row for row in task.ds if row["session_id"] == "s1-ego")
+    first = task.doc_to_text(doc)
+    assert first.endswith("s1q0") and "<conversation_history>" not in first
+    visuals, text, ended, previous, info = task.doc_to_text(doc, previous_output=[LONG_APPLES, "blue"],
+                                                            round_idx=2, previous_round_info={"k": 1})
+    cut = load_truncator().truncate([LONG_APPLES])[0]
+    assert cut != LONG_APPLES.strip()
+    history = text.split("<conversation_history>")[1].split("</conversation_history>")[0]
+    assert history.strip() == f"User: s1q0\n\nAssistant: {cut}\n\nUser: s1q1\n\nAssistant: blue"
+    assert text.endswith("s1q2") and not ended and previous == [LONG_APPLES, "blue"] and info == {"k": 1}
+    assert [im.size for im in visuals] == [(960, 1280)]
+    assert task.doc_to_text(doc, previous_output=["a", "b", "c"], round_idx=3)[2] is True  # three turns: ended
+
+
+def test_the_model_alone_gets_the_baselines_prompt_and_rag_the_search_results_within_their_budget(tmp_path):
+    folder = build_dataset(tmp_path / "single", [dict(session_id="q1", image=Image.new("RGB", (50, 40)),
+                                                      image_url="http://example.invalid/a.png", image_quality="normal",
+                                                      turns=[("q1-0", "Who built this tower?", "Gustave Eiffel",
+                                                              "place", "simple", "static")])], form="list")
+    seen = []
+
+    def pipeline(query, k):
+        seen.append(("text" if isinstance(query, str) else "image", k))
+        if isinstance(query, str):
+            raise ConnectionError("web index down")  # costs the web results only
+        return [{"score": 0.9, "entities": [{"entity_name": "Eiffel Tower",
+                                             "entity_attributes": {"architect": "Gustave Eiffel", "height": "330 m"}}]}]
+
+    def task_of(name, **metadata):
+        config = {**task_yaml(name), "dataset_path": str(folder)}
+        config["metadata"] = {**config["metadata"], **metadata}
+        task = CragMMTask(TaskSettings.from_task_config(config), pipeline_factory=lambda profile: (pipeline, cfg))
+        return task, docs_of(task.load())[0]  # lmms-eval builds the prompts from documents without their media
+
+    from agents.config.loading import load_config
+
+    cfg = load_config("cpu", preset="rag_baseline")
+    alone, doc = task_of("crag_mm_single")
+    text = alone.doc_to_text(doc)
+    assert text.startswith("You are a helpful assistant that answers the user's question about an image truthfully.")
+    assert text.endswith("Who built this tower?") and "search_results" not in text and not seen
+
+    rag, doc = task_of("crag_mm_single_rag", search_hits=2)
+    text = rag.doc_to_text(doc)
+    assert seen == [("image", 2), ("text", 2)]
+    notes = text.split("<search_results>")[1].split("</search_results>")[0]
+    assert "Gustave Eiffel" in notes and "330 m" in notes
+    trace = rag.trace(rag.conversation(doc), 0)
+    assert trace["funnel"] == {"image loaded": True, "search found passages": True, "passages in the prompt": True}
+    assert trace["image_hits"] == 1 and trace["errors"] == ["web search: ConnectionError: web index down"]
+    # a budget smaller than the passages keeps the first ones that fit
+    assert within(["a" * 30, "b" * 30, "c" * 30], 64) == ["a" * 30, "b" * 30]
+    assert within(["a" * 30, "b" * 28], 60) == ["a" * 30, "b" * 28]  # joined by a blank line: 60 characters
+    assert within(["a" * 30], 10) == ["a" * 10]
+    tight, doc = task_of("crag_mm_single_rag", context_chars=5)
+    assert tight.doc_to_text(doc).split("<search_results>")[1].split("</search_results>")[0].strip() == \
+        tight.trace(tight.conversation(doc), 0)["passages"][0]
+    assert len(tight.trace(tight.conversation(doc), 0)["passages"][0]) == 5
+
+
+def test_the_baselines_messages_flatten_with_the_history_by_role():
+    messages = [{"role": "system", "content": "S"}, {"role": "user", "content": "<conversation_history>"},
+                {"role": "user", "content": "q0"}, {"role": "assistant", "content": "a0"},
+                {"role": "user", "content": "</conversation_history>"}, {"role": "user", "content": "q1"}]
+    assert prompt_text(messages) == ("S\n\n<conversation_history>\n\nUser: q0\n\nAssistant: a0\n\n"
+                                     "</conversation_history>\n\nq1")
+
+
+# --------------------------------------------------------------------------- scores
+def lmms_eval_results(task: CragMMTask, answers: dict[str, str]) -> list[dict]:
+    """What lmms-eval's postprocessing gets from the task for each document, when the model
+    replied `answers` (query -> reply) to every turn of it."""
+    out = []
+    for doc in docs_of(task.ds):
+        replies = tuple(answers[q] for q in (doc["turns"]["query"]))
+        out.append(task.process_results(doc, [replies]))
+    return out
+
+
+def test_crag_mm_multi_scores_as_local_evaluation_does_on_the_same_answers(world, full_run):
+    """The conversation score and the early stop's figures (and every other metric) of the
+    task's aggregation equal local_evaluation.py's on the same replies, judged by the same judge."""
+    task = world_task(world)
+    env = run_env(world, write_script(world, "lmms-multi"), None, None)
+    with fresh_environment(env):
+        per_doc = lmms_eval_results(task, world["answers"])
+        got = {name: task.aggregate(name, [doc[name] for doc in per_doc]) for name in task.settings.metrics}
+    scores = json.loads((full_run["out"] / "scores_dictionary.json").read_text())
+    summary = json.loads((full_run["out"] / "run_summary.json").read_text())
+    assert got["truthfulness"] == scores["all"]["truthfulness_score"]
+    assert got["accuracy"] == scores["all"]["accuracy"]
+    assert got["hallucination"] == scores["all"]["hallucination_rate"]
+    assert got["missing"] == scores["all"]["missing"]
+    assert got["ego_truthfulness"] == scores["ego"]["truthfulness_score"]
+    assert got["truthfulness_ci95"] == scores["intervals_95"]["all"]["truthfulness_score"]
+    assert got["conversation_score"] == scores["all"]["mean_multi_turn_conversation_score"]
+    assert got["early_stop"] == summary["multi_turn"]["early_stop"]
+    assert got["early_stop"]["turns"] == 3  # s2-2, s2-3 (after W, I) and s5-2 (after I, I): testkit/evaluation_world.py
+    for rules in ("kddcup2025", "crag-mm"):
+        key = f"truthfulness_{rules.replace('-', '_')}"
+        assert got[key] == summary["multi_turn"]["rule_sets"][rules]["scores"]["truthfulness_score"]
+    # every document's turns are logged with the sample, in the records answers.jsonl holds
+    records = [r for doc in per_doc for r in doc[TURNS_KEY]["records"]]
+    ours = {r["interaction_id"]: r for r in saved(full_run["out"], "answers.jsonl")}
+    assert {r["interaction_id"]: r["agent_response"] for r in records} == \
+        {iid: r["agent_response"] for iid, r in ours.items()}
+
+
+def test_turns_a_model_left_without_a_reply_are_scored_as_i_dont_know(world):
+    task = world_task(world, eval_model="None")
+    doc = next(d for d in docs_of(task.ds) if d["session_id"] == "s2-url")
+    records = task.process_results(doc, [("Lion", "savanna")])[TURNS_KEY]["records"]
+    assert [r["agent_response"] for r in records] == ["Lion", "savanna", "I don't know", "I don't know"]
+    assert [bool(r["error"]) for r in records] == [False, False, True, True]
+
+
+# --------------------------------------------------------------------------- cruise_agent's model_args
+def test_model_args_keep_every_set_whether_repeated_or_joined_by_semicolons():
+    args = parse_model_args('system=qa_dragon,profile=cpu,set=turn_budget_s=0;tau_low=0.8,'
+                            'set=domain_prompts={"a": 1, "b": 2},preset=no_cov')
+    assert args == {"system": "qa_dragon", "profile": "cpu", "preset": "no_cov",
+                    "set": ["turn_budget_s=0", "tau_low=0.8", 'domain_prompts={"a": 1, "b": 2}']}
+    settings = evaluation_settings(args)
+    assert settings.set == ("system=qa_dragon", "turn_budget_s=0", "tau_low=0.8", 'domain_prompts={"a": 1, "b": 2}')
+    assert (settings.profile, settings.preset, settings.agent) == ("cpu", "no_cov", EvaluationSettings().agent)
+    assert evaluation_settings(parse_model_args("")).set == ()
+
+
+@pytest.mark.parametrize("text, says", [
+    ("profile=cpu,profile=l40s", "given twice"),
+    ("temperature=0", "unknown model_args key 'temperature'"),
+    ("cpu", "not KEY=VALUE"),
+])
+def test_model_args_that_would_be_lost_or_misread_are_refused(text, says):
+    with pytest.raises(ValueError, match=says):
+        parse_model_args(text)
+
+
+# --------------------------------------------------------------------------- cruise_agent's answers
+def test_the_agent_answers_lmms_evals_documents_as_local_evaluation_does(world, full_run, tmp_path):
+    """Same replies per turn, the same batches (the scripted agent's log of its calls)."""
+    script = write_script(world, "lmms-agent")
+    settings = EvaluationSettings(agent="testkit.scripted_agent:ScriptedAgent", profile="cpu",
+                                  search="testkit.scripted_agent:make_fake_search", suppress_web_search_api=True,
+                                  set=("k_recall=7",))
+    task = world_task(world)
+    with fresh_environment(run_env(world, script, None, None)):
+        run = AgentRun(settings)
+        replies = run.answer(task.ds, list(range(len(task.ds))), tmp_path / "agent")
+    ours = {r["interaction_id"]: r["raw_answer"] for r in saved(full_run["out"], "answers.jsonl")}
+    got = {}
+    for doc_id, doc in enumerate(docs_of(task.ds)):
+        got.update(zip(doc["turns"]["interaction_id"], replies[doc_id]))
+    assert got == ours
+    calls = [(c["queries"], c["histories"]) for c in saved(world["root"], "lmms-agent.log.jsonl")]
+    assert calls == [(c["queries"], c["histories"]) for c in full_run["log"]]
+    assert (tmp_path / "agent" / "traces.jsonl").exists()
+
+
+# --------------------------------------------------------------------------- from an lmms-eval run
+def test_an_lmms_eval_runs_samples_score_as_our_run_with_its_report(world, full_run, tmp_path):
+    """lmms-eval's output folder, as it writes it with --log_samples: the results file (the task
+    config with what the task recorded of itself) and one samples file per task."""
+    task = world_task(world)
+    env = run_env(world, write_script(world, "lmms-import"), None, None)
+    with fresh_environment(env):
+        per_doc = lmms_eval_results(task, world["answers"])
+    lmms = tmp_path / "lmms-out"
+    lmms.mkdir()
+    (lmms / "20261128_101500_results.json").write_text(json.dumps({
+        "results": {"crag_mm_multi": {"truthfulness,none": 0.0}},
+        "configs": {"crag_mm_multi": {"task": "crag_mm_multi", "metadata": {"version": 1,
+                                                                              "crag_mm": task.described()}}},
+        "config": {"model": "scripted", "model_args": "x=1"}}))
+    with (lmms / "20261128_101500_samples_crag_mm_multi.jsonl").open("w") as f:
+        for doc_id, result in enumerate(per_doc):
+            f.write(json.dumps({"doc_id": doc_id, "target": "", "filtered_resps": [], **result}) + "\n")
+    # an earlier run into the same folder: its samples are not this run's
+    (lmms / "20261127_090000_results.json").write_text((lmms / "20261128_101500_results.json").read_text())
+    (lmms / "20261127_090000_samples_crag_mm_multi.jsonl").write_text(
+        (lmms / "20261128_101500_samples_crag_mm_multi.jsonl").read_text().replace("[yes]", "[no]"))
+    with fresh_environment(env):
+        results = from_lmms_eval(lmms, tmp_path / "scored", local_evaluation_console())
+    scores = json.loads((full_run["out"] / "scores_dictionary.json").read_text())
+    assert results[0].scores["all"] == scores["all"] and results[0].scores["ego"] == scores["ego"]
+    assert (tmp_path / "scored" / "report.html").exists()
+    config = json.loads((tmp_path / "scored" / "run_config.json").read_text())
+    assert config["agent"] == "lmms-eval model scripted (x=1)" and config["dataset"] == str(world["dataset"])
+
+
+def local_evaluation_console():
+    from rich.console import Console
+
+    return Console(quiet=True)
+
+
+def test_from_lmms_eval_is_a_command_of_local_evaluation(tmp_path):
+    (tmp_path / "empty").mkdir()
+    with pytest.raises(SystemExit, match="holds no lmms-eval results file"):
+        local_evaluation.main(["from-lmms-eval", str(tmp_path / "empty"), "--output-dir", str(tmp_path / "out")])
+
