@@ -28,8 +28,8 @@ export HF_HUB_OFFLINE=1 TRANSFORMERS_OFFLINE=1 HF_DATASETS_OFFLINE=1
 # pytest settings live in pyproject.toml, the tiers in tests/conftest.py
 # the 30 slowest tests, so that CI's log shows where its time goes; one process per core
 # (pyproject.toml), each test file whole in one of them (--dist loadfile): the full tier's files
-# build their models, indices and servers once per file. --no-loadscope-reorder hands the files out
-# in collection order, tests/full/ first, so the default tier's many short files fill the gaps at
-# the end; xdist's own order (most tests first) left the minutes-long full-tier files to the end,
-# one process running them while the other idled (22 min 04 s against N for the same tree).
-.venv/bin/python -m pytest -q --full --dist loadfile --no-loadscope-reorder --durations=30 "$@"
+# build their models, indices and servers once per file. xdist hands out the files with the most
+# tests first, so the full tier's long files run beside the default tier's short ones and rarely
+# beside each other: handed out in collection order instead (tests/full/ first), two full-tier runs
+# at once overran their deadlines (a QA-Dragon batch over budget, a Gemma 3 chain cut).
+.venv/bin/python -m pytest -q --full --dist loadfile --durations=30 "$@"

@@ -5,8 +5,8 @@ CRAG-MM tasks of integrations/lmms_eval/tasks on the mini benchmark:
   built from a config, testkit/tiny_models.py) through crag_mm_single and crag_mm_single_rag: its
   results file carries truthfulness, and the report made from the run
   (`local_evaluation.py from-lmms-eval`) opens in headless Chromium with the scores and the funnel;
-- our agent as the model cruise_agent against local_evaluation.py on the same 16 turns (the cpu
-  profile, no deadline, one torch thread): the same answer to every turn and the same scores;
+- our agent as the model cruise_agent against local_evaluation.py on the same 9 turns (two batches
+  of the agent's 8; the cpu profile, no deadline, one torch thread): the same answer to every turn and the same scores;
 - crag_mm_multi through cruise_agent with a scripted agent (testkit/scripted_agent.py) against
   local_evaluation.py: the same batches and histories, answers, conversation score and early stop.
 
@@ -137,16 +137,17 @@ def test_the_report_of_that_run_opens_in_chromium_with_its_scores_and_funnel(gem
         assert page.console_errors == []
 
 
-def test_cruise_agent_answers_as_local_evaluation_does_on_the_same_16_turns(tmp_path):
-    """The issue's command, and local_evaluation.py with the same settings over the same turns."""
+def test_cruise_agent_answers_as_local_evaluation_does_on_the_same_turns(tmp_path):
+    """The issue's command, and local_evaluation.py with the same settings over the same turns: 9,
+    two batches (the issue's 16 took 2 min 50 s of CI; docs/benchmarks.md has the 16-turn run)."""
     ours = tmp_path / "local"
     results, samples = side_by_side(
         ["--model", "cruise_agent", "--model_args", f"profile=cpu,set=turn_budget_s=0,output_dir={tmp_path / 'agent'}",
-         "--tasks", "crag_mm_single", "--limit", "16"], tmp_path / "lmms",
-        ["--profile", "cpu", "--set", "turn_budget_s=0", "--dataset-type", "single-turn", "--num-conversations", "16",
+         "--tasks", "crag_mm_single", "--limit", "9"], tmp_path / "lmms",
+        ["--profile", "cpu", "--set", "turn_budget_s=0", "--dataset-type", "single-turn", "--num-conversations", "9",
          "--exact-conversations", "--output-dir", str(ours)])
     theirs, local = records_of(samples["crag_mm_single"]), saved_records(ours)
-    assert len(local) == 16
+    assert len(local) == 9
     assert {iid: r["raw_answer"] for iid, r in theirs.items()} == {iid: r["raw_answer"] for iid, r in local.items()}
     assert {iid: r["agent_response"] for iid, r in theirs.items()} == \
         {iid: r["agent_response"] for iid, r in local.items()}
