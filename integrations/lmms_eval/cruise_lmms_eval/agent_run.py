@@ -37,7 +37,7 @@ class AgentRun:
             run = resolve_settings(settings)
         except ValueError as exc:
             raise EvaluationRefused(str(exc)) from None
-        self.profile, self.setup = run.profile, run.agent
+        self.run = run
         self.agent = load_agent(settings, run, self.console)
         self.batch_size = clip_batch_size(self.agent.get_batch_size())
         self.truncator = load_truncator()
@@ -54,10 +54,10 @@ class AgentRun:
         conversations = [conversation_from_row(i, meta[i], vocabularies) for i in sorted(set(doc_ids))]
         folder.mkdir(parents=True, exist_ok=True)
         (folder / RUN_CONFIG).write_text(json.dumps({
-            "agent": self.settings.agent, "profile": self.profile, "preset": self.settings.preset or "full",
+            "agent": self.settings.agent, "profile": self.run.profile, "preset": self.settings.preset or "full",
             "batch_size": self.batch_size, "tokenizer": self.truncator.name,
             "expected_turns": sum(len(c.turns) for c in conversations),
-            "agent_description": self.setup.description, "trace_view": self.setup.trace_view,
+            "agent_description": self.run.agent.description, "trace_view": self.run.agent.trace_view,
             "lmms_eval_documents": sorted(set(doc_ids)),
         }, indent=2, default=str))
         generate(self.agent, ds, conversations, self.batch_size, folder, self.truncator, resume=False, progress=True)
