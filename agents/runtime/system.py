@@ -28,11 +28,11 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import sys
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from agents.registry import Registry, split_spec
 from agents.runtime.cost_priors import MEASURED_STAGES
 
 
@@ -188,10 +188,6 @@ BUILT_IN = ("agents.cruise.system", "agents.peers.qa_dragon.system", "agents.pee
 # naming its module (`[project.entry-points."cruise_agent.systems"] mine = "mypkg.system"`), as
 # lm-evaluation-harness and lmms-eval find a package's tasks and models.
 ENTRY_POINT_GROUP = "cruise_agent.systems"
-_SYSTEMS: dict[str, System] = {}
-_REGISTERED_BY: dict[str, str] = {}  # system name -> the module that registered it
-_loaded: list[bool] = []
-_version: list[int] = [0]
 
 
 class SystemRefused(ValueError):
@@ -232,6 +228,15 @@ def record_fault(system: System) -> str | None:
     return None
 
 
+# The systems: one Registry (agents/registry.py) like the engines', profiles', stacks' and search
+# providers', checked by `record_fault` as each registers.
+SYSTEMS: Registry[System] = Registry("system", group=ENTRY_POINT_GROUP, built_in=BUILT_IN, check=record_fault,
+                                     refused=SystemRefused)
+# how else a system is named, for the message that refuses an unknown one
+NAMING_HINT = (f", name a module that registers one (MODULE:NAME), or install a package that offers one as an "
+               f"entry point of {ENTRY_POINT_GROUP!r} (agents/runtime/system.py)")
+
+
 def register(system: System, *, module: str | None = None) -> System:
     """Add `system` to the registry; returns it, so that a module can write `NAME =
     register(System(...))`. The built-in systems come first. A record `record_fault` finds wrong
@@ -239,98 +244,48 @@ def register(system: System, *, module: str | None = None) -> System:
     naming both modules; the module that registered it may register it again (a reload, a test
     module imported twice), and that record replaces its own. `module`: the module to name as its
     registrar where the caller is not it (a test fixture registering on a test module's behalf)."""
-    registered()
     module = module or sys._getframe(1).f_globals.get("__name__", "an unknown module")
-    fault = record_fault(system)
-    if fault:
-        raise SystemRefused(f"system {getattr(system, 'name', system)!r} from {module} refused: {fault}")
-    taken = _REGISTERED_BY.get(system.name)
-    if taken is not None and taken != module:
-        raise ValueError(f"a system named {system.name!r} is registered already, by {taken}; {module} cannot "
-                         "register another of that name: give it a name of its own")
-    _SYSTEMS[system.name] = system
-    _REGISTERED_BY[system.name] = module
-    _version[0] += 1
-    return system
+    return SYSTEMS.register(system, module=module)
 
 
 def registry_version() -> int:
     """A number that changes whenever a system registers (for what is read off the registry)."""
-    registered()
-    return _version[0]
+    SYSTEMS.records()
+    return SYSTEMS.version
 
 
 def registered() -> dict[str, System]:
-    if not _loaded:
-        _loaded.append(True)
-        for module in BUILT_IN:
-            importlib.import_module(module)
-    return dict(_SYSTEMS)
+    return SYSTEMS.records()
 
 
 def registrants() -> dict[str, str]:
     """Each system registered so far -> the module that registered it (the built-in systems only
     once something has looked one up)."""
-    return dict(_REGISTERED_BY)
+    return SYSTEMS.registrants()
 
 
-@contextmanager
-def scoped_registry() -> Iterator[None]:
-    """A scope whose registrations end with it: on leaving, the registry is as it was on entering
-    (the built-in systems are loaded first and stay), and a module first imported inside it whose
-    import registered a system is forgotten (sys.modules), so that the next look-up imports it
-    and registers it again. For tests (tests/conftest.py `registered_systems`) and for trying a
-    system in a session that goes on."""
-    registered()
-    systems, owners, modules = dict(_SYSTEMS), dict(_REGISTERED_BY), set(sys.modules)
-    try:
-        yield
-    finally:
-        for module in set(_REGISTERED_BY.values()) - modules:
-            sys.modules.pop(module, None)
-        _SYSTEMS.clear()
-        _SYSTEMS.update(systems)
-        _REGISTERED_BY.clear()
-        _REGISTERED_BY.update(owners)
-        _version[0] += 1  # what was read off the registry inside is read again
+def scoped_registry():
+    """A scope whose registrations end with it (Registry.scoped): for tests (tests/conftest.py
+    `registered_systems`) and for trying a system in a session that goes on."""
+    return SYSTEMS.scoped()
 
 
 def find_system(name: str) -> System | None:
     """The system registered under `name`, else found where `name` says: "module.path:NAME" imports
     that module (which registers NAME), and the name of an entry point of ENTRY_POINT_GROUP loads
     what it names. None where none is found."""
-    from importlib.metadata import entry_points
-
-    systems = registered()
-    if name in systems:
-        return systems[name]
-    module, _, own_name = name.partition(":")
-    if own_name:
-        try:
-            importlib.import_module(module)
-        except ModuleNotFoundError as exc:
-            raise ValueError(f"system {name!r}: no module {exc.name!r} to import it from") from None
-        return _SYSTEMS.get(own_name)
-    for entry in entry_points(group=ENTRY_POINT_GROUP):
-        if entry.name == name:
-            entry.load()
-            return _SYSTEMS.get(name)
-    return None
+    return SYSTEMS.find(name)
 
 
 def registered_by(name: str) -> str | None:
     """The module that registered the system named `name` (None: none has)."""
-    registered()
-    return _REGISTERED_BY.get(name)
+    return SYSTEMS.registered_by(name)
 
 
 def system_named(name: str) -> System:
-    found = find_system(name)
-    if found is None:
-        raise ValueError(f"unknown system {name!r}; choose one of {sorted(registered())}, name a module that "
-                         f"registers one (MODULE:NAME), or install a package that offers one as an entry point "
-                         f"of {ENTRY_POINT_GROUP!r} (agents/runtime/system.py)")
-    return found
+    """The system `name` names; ValueError in one line naming the closest systems, registered and
+    installed."""
+    return SYSTEMS.named(name, hint=NAMING_HINT)
 
 
 def system_for(cfg) -> System:
@@ -341,5 +296,5 @@ def recorded_name(system: System, cfg) -> str:
     """How a run's traces name `system`: as the run found it where that names the module it comes
     from (`MODULE:NAME`), so that the report, written later in another process, finds the system
     and its page again; else by its name."""
-    module, _, name = cfg.system.rpartition(":")
+    module, name = split_spec(cfg.system)
     return cfg.system if module and name == system.name else system.name
