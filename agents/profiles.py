@@ -17,6 +17,11 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from agents.registry import Registry, suggestion
+
+# The repository's root: prompts/, .cache and the mini benchmark's data are found under it. An
+# editable install (scripts/setup.sh: `pip install --no-deps -e .`) imports this package from the
+# repository itself, so the root stays the repository's wherever the caller runs.
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -66,12 +71,11 @@ class Profile:
     gpus_per_worker: float  # what a `--workers` shard asks Ray for: its engines load in the shard
 
 
-PROFILES: dict[str, Profile] = {}
+PROFILES: Registry[Profile] = Registry("profile")
 
 
 def _register(record: Profile) -> Profile:
-    PROFILES[record.name] = record
-    return record
+    return PROFILES.register(record, module=__name__)
 
 
 # --------------------------------------------------------------------------- machines
@@ -157,7 +161,7 @@ _register(Profile(
 
 def get_profile(name: str) -> Profile:
     if name not in PROFILES:
-        raise ValueError(f"unknown profile {name!r}; choose one of {sorted(PROFILES)}")
+        raise ValueError(f"unknown profile {name!r}; choose one of {sorted(PROFILES)}{suggestion(name, PROFILES)}")
     return PROFILES[name]
 
 

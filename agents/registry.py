@@ -19,6 +19,7 @@ import importlib
 import sys
 from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
+from types import ModuleType
 from typing import Generic, TypeVar
 
 T = TypeVar("T")
@@ -93,16 +94,17 @@ class Registry(Mapping, Generic[T]):
         self.version = 0  # changes whenever a record registers or a scope ends
 
     # ------------------------------------------------------------------ registering
-    def register(self, record: T, *, module: str | None = None, _depth: int = 1) -> T:
+    def register(self, record: T, *, module: str | None = None, name: str | None = None, _depth: int = 1) -> T:
         """Add `record`; returns it (`NAME = REGISTRY.register(Record(...))`). A record `check`
         finds wrong is refused, naming it. A name registered already by another module is
         refused, naming both modules; the module that registered it may register it again (a
         reload, a module imported twice), and that record replaces its own. `module`: the module
-        to name as the registrar where the caller is not it (a test fixture)."""
+        to name as the registrar where the caller is not it (a test fixture); `name`: the name
+        to register it under where the record carries none (a search provider)."""
         self._load_built_in()
         module = module or sys._getframe(_depth).f_globals.get("__name__", "an unknown module")
         fault = self._check(record) if self._check else None
-        name = getattr(record, "name", record) if fault else self._name_of(record)
+        name = name or (getattr(record, "name", record) if fault else self._name_of(record))
         if fault:
             raise self._refused(f"{self.kind} {name!r} from {module} refused: {fault}")
         taken = self._owners.get(name)
@@ -196,7 +198,11 @@ class Registry(Mapping, Generic[T]):
 
             for entry in entry_points(group=self.group):
                 if entry.name == name:
-                    entry.load()
+                    loaded = entry.load()
+                    # an entry point names a module that registers its record (a system), or the
+                    # record itself (a search provider's object), registered here under its name
+                    if name not in self._records and not isinstance(loaded, ModuleType):
+                        self.register(loaded, module=entry.value, name=name)
                     return self._records.get(name)
         return None
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from agents.registry import Registry, suggestion
+
 # The paper's models (CRUISE, section 3): the CruiseConfig defaults.
 PAPER_ROUTER = "meta-llama/Llama-3.2-1B-Instruct"
 PAPER_VLM = "meta-llama/Llama-3.2-11B-Vision-Instruct"
@@ -83,12 +85,11 @@ class ModelStack:
     tested: tuple[str, ...] = ()
 
 
-STACKS: dict[str, ModelStack] = {}
+STACKS: Registry[ModelStack] = Registry("model stack")
 
 
 def _register(record: ModelStack) -> ModelStack:
-    STACKS[record.name] = record
-    return record
+    return STACKS.register(record, module=__name__)
 
 
 # --------------------------------------------------------------------------- model stacks
@@ -456,7 +457,7 @@ def families_listing() -> str:
 
 def get_stack(name: str) -> ModelStack:
     if name not in STACKS:
-        raise ValueError(f"unknown model stack {name!r}; choose one of {sorted(STACKS)}")
+        raise ValueError(f"unknown model stack {name!r}; choose one of {sorted(STACKS)}{suggestion(name, STACKS)}")
     return STACKS[name]
 
 

@@ -17,9 +17,10 @@ by its `str()` (a registered System record says `MODULE:NAME`, the module that r
 from __future__ import annotations
 
 import dataclasses
-import importlib
 import json
 from dataclasses import dataclass
+
+from agents.registry import load_object
 
 DATASET_TYPES = ("single-turn", "multi-turn")
 INDEX_CHOICES = ("public-test", "validation")
@@ -114,8 +115,8 @@ def named(obj) -> str:
     another class, or one replaced since)."""
     spec = f"{obj.__module__}:{obj.__qualname__}"
     try:
-        found = getattr(importlib.import_module(obj.__module__), obj.__qualname__)
-    except (ImportError, AttributeError):  # a nested qualname is no attribute of its module
+        found = load_object(spec)
+    except (ImportError, ValueError):  # a qualname inside a function is no attribute of its module
         found = None
     if found is not obj:
         raise ValueError(f"{obj!r} cannot be named for the run: {spec} does not import back to it "

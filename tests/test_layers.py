@@ -113,7 +113,7 @@ def test_the_check_sees_an_import_that_runs_back_up(tmp_path):
 # this is) and the HTTP waits the judge shares with the served engines (agents/transient_waits.py). Everything else an agent says
 # about itself reaches the evaluator through the agent class (agents/base_agent.py's questions).
 AGENT_MODULES_THE_EVALUATOR_READS = ("agents.base_agent", "agents.profiles", "agents.hardware",
-                                     "agents.transient_waits")
+                                     "agents.transient_waits", "agents.registry")
 
 
 def evaluator_reads_of_agents(root: Path) -> list[str]:

@@ -15,15 +15,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
-from importlib import import_module
 from typing import Callable
+
+from agents.registry import Registry, load_object, suggestion
 
 
 @cache
 def hook(path: str) -> Callable:
     """The function at "module:function", imported on first use."""
-    module, _, name = path.partition(":")
-    return getattr(import_module(module), name)
+    return load_object(path, what="engine hook")
 
 
 @dataclass(frozen=True)
@@ -72,7 +72,10 @@ class RerankerKind:
     served: bool = False  # behind a /rerank server: the pre-run check asks its /models
 
 
-CHAT_ENGINES = {kind.name: kind for kind in (
+CHAT_ENGINES: Registry[ChatEngineKind] = Registry("engine")
+RERANKERS: Registry[RerankerKind] = Registry("reranker_backend")
+
+for _kind in (
     ChatEngineKind("vllm", "agents.engines.vllm_engine:build", preload_problem="agents.engines.vllm_engine:release_problem",
                    memory_share="agents.engines.vllm_engine:memory_share"),
     ChatEngineKind("transformers", "agents.engines.transformers_engine:build", counted_end_token=False),
@@ -85,22 +88,25 @@ CHAT_ENGINES = {kind.name: kind for kind in (
                    engine_key="agents.engines.hosted_engine:engine_key",
                    setting_problem="agents.engines.hosted_engine:setting_problem",
                    preload_problem="agents.engines.hosted_engine:preload_problem"),
-)}
+):
+    CHAT_ENGINES.register(_kind)
 
-RERANKERS = {kind.name: kind for kind in (
+for _kind in (
     RerankerKind("flag", "agents.engines.reranker:build_cross_encoder"),  # a cross-encoder, as FlagEmbedding scores it
     RerankerKind("minilm", "agents.engines.reranker:build_minilm"),  # the bi-encoder stand-in
     RerankerKind("server", "agents.engines.reranker:build_served", served=True),  # a /rerank endpoint
-)}
+):
+    RERANKERS.register(_kind)
 
 
 def chat_engine_kind(name: str) -> ChatEngineKind:
     if name not in CHAT_ENGINES:
-        raise ValueError(f"unknown engine {name!r}; choose one of {tuple(CHAT_ENGINES)}")
+        raise ValueError(f"unknown engine {name!r}; choose one of {tuple(CHAT_ENGINES)}{suggestion(name, CHAT_ENGINES)}")
     return CHAT_ENGINES[name]
 
 
 def reranker_kind(name: str) -> RerankerKind:
     if name not in RERANKERS:
-        raise ValueError(f"unknown reranker_backend {name!r}; choose one of {tuple(RERANKERS)}")
+        raise ValueError(f"unknown reranker_backend {name!r}; choose one of {tuple(RERANKERS)}"
+                         f"{suggestion(name, RERANKERS)}")
     return RERANKERS[name]

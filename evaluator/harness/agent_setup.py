@@ -12,17 +12,16 @@ line. Nothing here knows which agent it is.
 """
 from __future__ import annotations
 
-import importlib
 import inspect
 from dataclasses import dataclass, field
 
+from agents.registry import load_object
+
 
 def import_object(spec: str):
-    """`package.module:Name` -> the object."""
-    module_name, _, attr = spec.partition(":")
-    if not module_name or not attr:
-        raise ValueError(f"expected MODULE:NAME, got {spec!r}")
-    return getattr(importlib.import_module(module_name), attr)
+    """`package.module:Name` -> the object (agents/registry.py load_object, the one reader of
+    MODULE:NAME)."""
+    return load_object(spec, what="--agent")
 
 
 @dataclass

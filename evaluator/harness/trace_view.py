@@ -14,13 +14,14 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from agents.registry import load_object
+
 
 def load_trace_view(run_config: dict) -> ModuleType | None:
     name = run_config.get("trace_view")
     if not name and ":" in str(run_config.get("agent") or ""):
-        module, _, attr = str(run_config["agent"]).partition(":")
         try:
-            name = getattr(getattr(importlib.import_module(module), attr), "TRACE_VIEW", None)
+            name = getattr(load_object(str(run_config["agent"])), "TRACE_VIEW", None)
         except Exception:  # noqa: BLE001 - an agent that cannot be imported here has no view
             return None
     if not name:

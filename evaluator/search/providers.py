@@ -14,12 +14,17 @@ it, and imports it by that name only when the profile asks for it:
 - `model_classes(image_model)`: a context manager inside which the package can load that image
   model (a non-CLIP one needs its own loader classes);
 - `build_command`: the command a user runs to build its indices (messages name it).
+
+A SearchSpec names its provider as a module that exports `PROVIDER`, `MODULE:NAME`, or the name
+of an entry point of the group `cruise_agent.search_providers` that an installed package offers;
+each is read once into SEARCH_PROVIDERS (agents/registry.py).
 """
 from __future__ import annotations
 
-import importlib
 from pathlib import Path
 from typing import ContextManager, Protocol
+
+from agents.registry import Registry, load_object
 
 
 class SearchProvider(Protocol):
@@ -36,11 +41,18 @@ class SearchProvider(Protocol):
     def model_classes(self, image_model: str) -> ContextManager: ...
 
 
-def load_provider(module: str | None) -> SearchProvider | None:
-    """The provider a SearchSpec names (None: every index and model is a hub id)."""
-    if not module:
+SEARCH_PROVIDERS: Registry[SearchProvider] = Registry("search provider", group="cruise_agent.search_providers",
+                                                     name_of=lambda provider: type(provider).__name__)
+
+
+def load_provider(name: str | None) -> SearchProvider | None:
+    """The provider a SearchSpec names (None: every index and model is a hub id): a module that
+    exports PROVIDER, MODULE:NAME, or an installed entry point's name; ValueError in one line for
+    one not found."""
+    if not name:
         return None
-    provider = getattr(importlib.import_module(module), "PROVIDER", None)
-    if provider is None:
-        raise ValueError(f"search provider module {module!r} exports no PROVIDER")
-    return provider
+    found = SEARCH_PROVIDERS.find(name) if ":" not in name else SEARCH_PROVIDERS.get(name)
+    if found is None:
+        found = load_object(name, default_name="PROVIDER", what="search provider")
+        SEARCH_PROVIDERS.register(found, module=name.partition(":")[0], name=name)
+    return found
