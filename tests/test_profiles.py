@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 
+from agents.config.cruise_config import own_field_names
 from agents.config.fields import field_names
 from agents.config.loading import (
     config_from_environment,
@@ -16,6 +17,7 @@ from agents.config.loading import (
 from agents.config.set_strings import parse_settings
 from agents.config_cli import diff, main, show
 from agents.profiles import PROFILES, default_dataset
+from agents.runtime.system import registered
 from agents.settings import SettingError
 from agents.stacks import PAPER_RERANKER, PAPER_ROUTER, PAPER_VLM, STACKS
 
@@ -41,7 +43,9 @@ def test_l40s_is_the_paper_plus_its_machine():
 
 
 def test_every_change_a_profile_or_stack_makes_is_a_field():
-    names = field_names()
+    # the configuration's fields and the built-in systems' own (a stack sets CRUISE's router mode)
+    names = field_names() | {name for system in registered().values() if system.settings
+                             for name in own_field_names(system.settings)}
     for record in [*PROFILES.values(), *STACKS.values()]:
         assert set(getattr(record, "agent", {})) | set(getattr(record, "settings", {})) <= names, record.name
 

@@ -1,101 +1,67 @@
-"""Every flat field name and where it lives, the registered systems' own included, read off the
-registry of systems (agents/runtime/system.py) each time it is asked: a user's system registers
-after this module loads, and a test's is gone when its scope closes.
+"""Every flat field name the configuration itself declares, and where it lives: fixed, read off
+CruiseConfig and its shared groups, so that the set of valid names does not change as systems
+load. A system's own settings are read off its settings dataclass when the system is resolved
+(agents/config/loading.py hands the class in as `own`); nothing here imports the registry.
 
-    GROUPS         every settings group by name: the shared ones, then each system's own (by the
-                   system's name)
-    FIELD_GROUPS   flat field name -> the name of the group that holds it
-    field_names()  every flat name; field_type(name) its annotation and metadata;
-                   field_default(name) its declared default
+    GROUPS         the shared settings groups by name
+    FIELD_GROUPS   a shared group's flat field name -> the name of its group
+    field_names()  the records' and the shared groups' flat names
+    field_type(name, own)     its annotation and metadata (`own`: the running system's settings
+                              class or instance, for a field of its own)
+    field_default(name, own)  its declared default
 """
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Mapping
-from functools import cache
 
 from agents.config.cruise_config import SHARED_FIELD_GROUPS, SHARED_GROUPS, TOP_FIELDS, CruiseConfig, own_field_names
-from agents.runtime.system import registered, registry_version
 from agents.settings import field_types
 
 # Fields that say which record was applied, not a setting of their own: set through
 # load_config's arguments, never through --set.
 RECORD_FIELDS = ("profile", "stack", "preset", "mode_fallbacks")
 
-
-@cache
-def _system_groups(version: int) -> dict[str, type]:
-    groups = {name: system.settings for name, system in registered().items() if system.settings is not None}
-    names = [*TOP_FIELDS, *SHARED_GROUPS, "own", *SHARED_FIELD_GROUPS,
-             *(name for cls in groups.values() for name in own_field_names(cls))]
-    if len(set(names)) < len(names):  # a flat name must say one field: --set, presets and records use it
-        raise TypeError(f"CruiseConfig: field names used twice: {sorted({n for n in names if names.count(n) > 1})}")
-    return groups
+GROUPS: dict[str, type] = dict(SHARED_GROUPS)
+FIELD_GROUPS: dict[str, str] = dict(SHARED_FIELD_GROUPS)
+_FIELD_NAMES = frozenset(TOP_FIELDS) | frozenset(FIELD_GROUPS)
 
 
-def system_groups() -> dict[str, type]:
-    """Each registered system's name -> the dataclass of its own settings (those that have one)."""
-    return _system_groups(registry_version())
+def field_names() -> frozenset[str]:
+    """The flat names the configuration declares (a system's own: `own_field_names`)."""
+    return _FIELD_NAMES
 
 
-def system_field_owners() -> dict[str, str]:
-    """A system's own flat field name -> the system that holds it."""
-    return {name: system for system, cls in system_groups().items() for name in own_field_names(cls)}
+def own_class(own) -> type | None:
+    return own if own is None or isinstance(own, type) else type(own)
 
 
-class _Live(Mapping):
-    """A read-only mapping recomputed from the registry on each read."""
-
-    def __init__(self, read):
-        self._read = read
-
-    def __getitem__(self, key):
-        return self._read()[key]
-
-    def __iter__(self):
-        return iter(self._read())
-
-    def __len__(self):
-        return len(self._read())
+def shared_name_clashes(own) -> list[str]:
+    """A system's own field names that are a shared field's too (a flat name must say one field:
+    --set, presets and records use it)."""
+    return sorted(own_field_names(own) & _FIELD_NAMES)
 
 
-GROUPS: Mapping[str, type] = _Live(lambda: {**SHARED_GROUPS, **system_groups()})
-FIELD_GROUPS: Mapping[str, str] = _Live(lambda: {**SHARED_FIELD_GROUPS, **system_field_owners()})
-
-
-def field_names() -> set[str]:
-    """Every flat field name, the records' and every system's included."""
-    return set(TOP_FIELDS) | set(FIELD_GROUPS)
-
-
-def _declared(name: str) -> tuple[type, dataclasses.Field]:
-    """The dataclass that declares flat field `name`, and its field."""
-    owner = GROUPS[FIELD_GROUPS[name]] if name in FIELD_GROUPS else CruiseConfig
+def _declared(name: str, own=None) -> tuple[type, dataclasses.Field]:
+    """The dataclass that declares flat field `name` (the records', a shared group, or `own`), and
+    its field; KeyError for a name none declares."""
+    if name in FIELD_GROUPS:
+        owner = GROUPS[FIELD_GROUPS[name]]
+    elif name in TOP_FIELDS:
+        owner = CruiseConfig
+    elif name in own_field_names(own):
+        owner = own_class(own)
+    else:
+        raise KeyError(name)
     return owner, next(f for f in dataclasses.fields(owner) if f.name == name)
 
 
-@cache
-def _field_type(name: str, version: int):
-    owner, declared = _declared(name)
+def field_type(name: str, own=None):
+    """A flat field's annotation and metadata."""
+    owner, declared = _declared(name, own)
     return field_types(owner)[name], declared.metadata
 
 
-def field_type(name: str):
-    """A flat field's annotation and metadata (as the registry holds it now: two systems
-    registered one after the other may declare a field of the same name apart)."""
-    return _field_type(name, registry_version())
-
-
-def field_default(name: str):
+def field_default(name: str, own=None):
     """A flat field's declared default (the paper's value where the paper gives one)."""
-    _, declared = _declared(name)
+    _, declared = _declared(name, own)
     return declared.default_factory() if declared.default is dataclasses.MISSING else declared.default
-
-
-def not_held(cfg: CruiseConfig, name: str) -> str:
-    """Why `cfg` cannot take flat field `name`, in one line: no field has that name, or another
-    system holds it."""
-    owner = system_field_owners().get(name)
-    if owner is None:
-        return f"unknown config field {name!r}"
-    return f"{name} is a setting of system {owner}, not of system {cfg.system}"

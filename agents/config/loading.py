@@ -24,22 +24,29 @@ import typing
 from pathlib import Path
 
 from agents.calibration import load_calibration
-from agents.config.cruise_config import CruiseConfig
-from agents.config.fields import RECORD_FIELDS, field_names, field_type, not_held
+from agents.config.cruise_config import CruiseConfig, own_field_names
+from agents.config.fields import RECORD_FIELDS, field_names, field_type, shared_name_clashes
 from agents.config.presets import preset_settings
-from agents.config.set_strings import parse_settings
+from agents.config.set_strings import not_held, parse_settings
 from agents.config.validation import validate_config
 from agents.engine_capabilities import logprob_fallbacks
 from agents.profiles import get_profile, resolve_profile
-from agents.runtime.system import find_system, system_named
+from agents.runtime.system import find_system, registered, system_named
 from agents.settings import SettingError
 from agents.stacks import get_stack, stack_for_model
 
 
 def with_system(cfg: CruiseConfig, name: str) -> CruiseConfig:
     """`cfg` run by the system registered as `name` (or found where the name says: MODULE:NAME,
-    an entry point), holding its own settings; an unknown system is refused in one line."""
-    return cfg.for_system(name, system_named(name).settings)
+    an entry point), holding its own settings; an unknown system is refused in one line, with the
+    closest names. Its own settings are checked here, when it is resolved: a flat name must say
+    one field, so one that is a shared field's too is refused."""
+    settings = system_named(name).settings
+    clashes = shared_name_clashes(settings)
+    if clashes:
+        raise TypeError(f"system {name}: its settings {settings.__name__} declare fields the shared groups "
+                        f"declare too: {clashes} (a flat name must say one field)")
+    return cfg.for_system(name, settings)
 
 
 def set_fields(cfg: CruiseConfig, settings: dict) -> CruiseConfig:
@@ -51,7 +58,7 @@ def set_fields(cfg: CruiseConfig, settings: dict) -> CruiseConfig:
         cfg = with_system(cfg, settings.pop("system"))
     for name in settings:
         if not cfg.has(name):
-            raise SettingError(not_held(cfg, name))
+            raise SettingError(not_held(cfg.system, cfg.own, name))
     return cfg.replace(**settings)
 
 
@@ -82,10 +89,7 @@ def load_config(profile: str | None = "auto", preset: str | None = None, calibra
         overrides = {"vlm_model": model_name, "router_model": model_name, **overrides}
     stack = get_stack(stack or machine.stack)
     preset = preset or "full"
-    switches = preset_settings(preset)
-    unknown = set(overrides) - field_names()
-    if unknown:
-        raise SettingError(f"unknown config field(s): {sorted(unknown)}")
+    switches = preset_settings(preset, settings_of=lambda system: system_named(system).settings)
     cfg = default_config(profile=machine.name, stack=stack.name)
     for settings in (machine.agent, stack.settings, {"preset": preset, **switches}):
         cfg = apply_held(cfg, settings)
@@ -98,7 +102,9 @@ def load_config_from_settings(profile: str | None, preset: str | None, settings:
                               calibration: str | Path | None = None, stack: str | None = None,
                               model_name: str | None = None) -> CruiseConfig:
     """load_config with --set strings, each typed by its field's annotation."""
-    return load_config(profile, preset, calibration, stack=stack, model_name=model_name, **parse_settings(settings))
+    system = preset_settings(preset or "full", settings_of=lambda name: None).get("system")
+    return load_config(profile, preset, calibration, stack=stack, model_name=model_name,
+                       **parse_settings(settings, system))
 
 
 def config_from_record(record: dict) -> CruiseConfig:
@@ -113,8 +119,8 @@ def config_from_record(record: dict) -> CruiseConfig:
     cfg = cfg.for_system(system, found.settings if found is not None else None)
     values = {}
     for name, value in record.items():
-        if name in field_names() and name != "system":
-            kind = typing.get_origin(field_type(name)[0])
+        if (name in field_names() or name in own_field_names(cfg.own)) and name != "system":
+            kind = typing.get_origin(field_type(name, cfg.own)[0])
             values[name] = tuple(value) if kind is tuple and isinstance(value, list) else value
     return apply_held(cfg, values)
 
@@ -128,7 +134,11 @@ def config_from_environment(environ=None) -> CruiseConfig:
     """CRUISE_PROFILE (default auto), CRUISE_STACK, CRUISE_PRESET, CRUISE_CALIBRATION and one
     CRUISE_<FIELD> per setting."""
     environ = os.environ if environ is None else environ
-    settings = [f"{name}={environ[ENV_PREFIX + name.upper()]}" for name in sorted(field_names() - set(RECORD_FIELDS))
+    # the configuration's fields and every registered system's own (one of another system than
+    # the running one is refused, naming its system)
+    names = field_names() - set(RECORD_FIELDS) | {name for record in registered().values()
+                                                  for name in own_field_names(record.settings)}
+    settings = [f"{name}={environ[ENV_PREFIX + name.upper()]}" for name in sorted(names)
                 if ENV_PREFIX + name.upper() in environ]
     return load_config_from_settings(environ.get(ENV_PREFIX + "PROFILE") or "auto",
                                      environ.get(ENV_PREFIX + "PRESET") or None, settings,

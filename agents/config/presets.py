@@ -2,7 +2,8 @@
 more, applied over a profile's settings and joined by "+" (left to right)."""
 from __future__ import annotations
 
-from agents.config.fields import field_default
+from agents.config.cruise_config import CruiseConfig, own_field_names
+from agents.config.fields import field_default, field_names
 from agents.config.groups import PEER_SWITCHES
 from agents.settings import SettingError
 
@@ -30,7 +31,9 @@ PRESETS: dict[str, dict] = {
     # The paper's CoV reading and Algorithm 1 thresholds over whatever a profile's model stack
     # chose (the cpu stack's grounding verifier and calibrated thresholds): for a chat model that
     # writes CoV's "CONFIDENCE: x" line in place of the stack's own, e.g. a scripted one in tests.
-    "paper_finalizer": lambda: {name: field_default(name) for name in FINALIZER_FIELDS},
+    # (Read off the running system's settings class `own`: a system without tau_ret gets none.)
+    "paper_finalizer": lambda own: {name: field_default(name, own) for name in FINALIZER_FIELDS
+                                    if name in field_names() or name in own_field_names(own)},
     # The peer systems whole, not as switches on CRUISE (docs/chain.md, "QA-Dragon" and "SAM-RAG"):
     # their settings hold no CRUISE router, dual path, self-consistency or CoV. QA-Dragon's image
     # search agent crops the asked-about object and checks each entity (seed 001, 3.4.2 and 3.4.4).
@@ -40,13 +43,16 @@ PRESETS: dict[str, dict] = {
 PRESET_JOIN = "+"  # "no_cov+paper_finalizer": presets applied left to right
 
 
-def preset_settings(preset: str) -> dict:
-    """The switch settings of a preset, or of several joined by "+" (applied left to right)."""
+def preset_settings(preset: str, settings_of=lambda system: None) -> dict:
+    """The switch settings of a preset, or of several joined by "+" (applied left to right). A
+    preset read off the defaults (a callable) is handed the settings class of the system the
+    presets before it leave running (`settings_of(name)`; the default system where none names one)."""
     settings = {}
     for name in preset.split(PRESET_JOIN):
         if name not in PRESETS:
             raise SettingError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)} "
                                f"(or several joined by {PRESET_JOIN!r})")
         found = PRESETS[name]
-        settings.update(found() if callable(found) else found)  # a callable: read off the defaults when asked
+        running = settings.get("system", CruiseConfig.system)
+        settings.update(found(settings_of(running)) if callable(found) else found)  # a callable: read when asked
     return settings
