@@ -25,4 +25,18 @@ else
   echo "$wanted" > "$stamp"
 fi
 
+echo "==> install the project (editable)"
+# The repository itself as the package `cruise-agent` (pyproject.toml [project]), editable and
+# without dependencies (the requirements above are its pins), so that `from evaluator import
+# evaluate` and the `crag-mm-eval` command work from any folder. Its stamp holds a hash of
+# pyproject.toml and of this folder's path: an unchanged project is not installed again.
+project_stamp=.venv/cruise-project.sha256
+project_wanted=$( { cat pyproject.toml; pwd; .venv/bin/python --version; } | sha256sum | cut -d' ' -f1)
+if [ -f "$project_stamp" ] && [ "$(cat "$project_stamp")" = "$project_wanted" ]; then
+  echo "pyproject.toml unchanged since the last install: pip skipped"
+else
+  .venv/bin/python -m pip install --quiet --no-deps -e .
+  echo "$project_wanted" > "$project_stamp"
+fi
+
 bash scripts/build_cache.sh .venv/bin/python
