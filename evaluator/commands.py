@@ -191,7 +191,10 @@ def load_agent(settings: EvaluationSettings, run: ResolvedRun, console: Console)
         raise EvaluationRefused(f"cannot build the agent {settings.agent}: {type(exc).__name__}: {first_line} "
                                 f"(a model or file it loads is not there; the pre-flight, python -m tools.preflight "
                                 f"--profile {profile}, lists what is missing)") from None
-    console.print(f"agent {escape(settings.agent)}, batch size {clip_batch_size(agent.get_batch_size())}, profile {profile}")
+    config = run.agent.description.get("config") if isinstance(run.agent.description.get("config"), dict) else {}
+    system = f"system {config['system']} (preset {run.agent.preset or 'full'}), " if config.get("system") else ""
+    console.print(f"{escape(system)}agent {escape(settings.agent)}, batch size {clip_batch_size(agent.get_batch_size())}, "
+                  f"profile {profile}")
     return agent
 
 

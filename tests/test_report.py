@@ -105,7 +105,8 @@ def test_the_command_line_builds_the_same_report_and_a_comparison(report_runs, t
     compare = tmp_path / "compare.html"
     report_command([str(report_runs["full"]), str(report_runs["rag_baseline"]), "--out", str(compare)], tmp_path)
     page = compare.read_text()
-    assert "full+paper_finalizer (full)" in page and "rag_baseline (rag_baseline)" in page
+    # each run by its system, the preset and its folder beside it
+    assert "cruise (full+paper_finalizer; full)" in page and "cruise (rag_baseline; rag_baseline)" in page
     assert 'id="cost-table"' in page  # what each run's model calls read and wrote, per turn
     # rag_baseline returns every answer unverified: c5 (Yes) and c6 (Elizabeth Tower) become correct,
     # c3 (Someone) a hallucination; the full preset missed all three.

@@ -86,7 +86,7 @@ def test_a_system_defined_in_a_test_module_answers_traces_and_decides_by_its_own
     assert decide_from_trace({**traces[0], "rag_answer": "I"}, config).branch == "too_short"
 
 
-def test_a_registered_system_is_evaluated_and_reported_with_its_own_funnel(tmp_path, monkeypatch):
+def test_a_registered_system_is_evaluated_and_reported_with_its_own_funnel(tmp_path, monkeypatch, capsys):
     import local_evaluation
     from testkit.scripted_agent import build_dataset
 
@@ -105,6 +105,9 @@ def test_a_registered_system_is_evaluated_and_reported_with_its_own_funnel(tmp_p
                            "--display-conversations", "0"])
     summary = json.loads((out / "run_summary.json").read_text())
     assert summary["agent_summary"]["system"] == "echo"
+    # the console's header and the report name the system, with the preset beside it
+    assert "system echo (preset full), agent testkit.scripted_peers:TableOneAgent" in capsys.readouterr().out
+    assert "<title>CRAG-MM report: echo (full; echo)</title>" in (out / "report.html").read_text()
     assert summary["agent_summary"]["branches"] == {"echoed": 1, "too_short": 1}
     # "Umbrellas" is echoed, "A" is too short: its own funnel and both its branches in the report
     page = (out / "report.html").read_text()

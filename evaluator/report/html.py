@@ -228,14 +228,32 @@ def load_run(run_dir: Path) -> RunData:
     run_config = read_json(run_dir / RUN_CONFIG)
     traces = {t["interaction_id"]: t for t in read_jsonl(run_dir / TRACES) if "interaction_id" in t}
     answers = {a["interaction_id"]: a for a in read_jsonl(run_dir / ANSWERS) if "interaction_id" in a}
-    preset = summary.get("preset") or run_config.get("preset") or "?"
     turns = []
     for row in rows:
         iid = row["interaction_id"]
         trace = traces.get(iid)
         turns.append({"row": row, "trace": trace, "answer": answers.get(iid, {}), "outcome": outcome_of(row),
                       "branch": (trace or {}).get("branch") or "no trace"})
-    return RunData(run_dir, f"{preset} ({run_dir.name})", rows, scores, summary, run_config, turns)
+    return RunData(run_dir, run_label(run_dir, run_config, summary), rows, scores, summary, run_config, turns)
+
+
+def system_name(run_config: dict, summary: dict) -> str:
+    """The system a run ran, by its name: the one its agent's configuration records (`system`, a
+    MODULE:NAME as the run was given it), else its trace view's summary's, else the agent class's
+    name (an agent without systems)."""
+    config = run_config.get("config") if isinstance(run_config.get("config"), dict) else {}
+    found = config.get("system") or (summary.get("agent_summary") or {}).get("system")
+    if found:
+        return str(found)
+    agent = str(run_config.get("agent") or summary.get("agent") or "?")
+    return agent.rpartition(":")[2] or agent
+
+
+def run_label(run_dir: Path, run_config: dict, summary: dict) -> str:
+    """How the report and compare.html name a run: its system, with the preset beside it and its
+    folder (two runs of one system apart)."""
+    preset = summary.get("preset") or run_config.get("preset") or "?"
+    return f"{system_name(run_config, summary)} ({preset}; {Path(run_dir).name})"
 
 
 def run_intervals(run: RunData) -> dict:
