@@ -1,7 +1,8 @@
 """The three systems of our seed papers side by side on the same turns: CRUISE (`full`),
-QA-Dragon (`qa_dragon`), SAM-RAG (`sam_rag`), and the plain RAG baseline (`rag_baseline`).
+QA-Dragon (`qa_dragon`), SAM-RAG (`sam_rag`), and the plain RAG baseline (`rag_baseline`), and any
+other system by its name.
 
-    python -m tools.compare_systems [--systems full qa_dragon sam_rag rag_baseline]
+    python -m tools.compare_systems [--systems full qa_dragon sam_rag rag_baseline keyword_gate mypkg.system:mine@no_cov]
                                     [--datasets single-turn multi-turn] [--output-dir DIR]
                                     [--num-conversations N] [--profile cpu] [--write-doc docs/benchmarks.md]
 
@@ -15,6 +16,12 @@ QA-Dragon (`qa_dragon`), SAM-RAG (`sam_rag`), and the plain RAG baseline (`rag_b
    held-out half (the conversations calibration never saw), batches over budget and deadline-cut
    turns; then each system paired with `full` on the same turns (evaluator/report/paired.py: the
    differences with their paired 95% intervals, and the flip table's changes).
+
+Each of `--systems` is a preset (it says its system: `qa_dragon`; CRUISE's own presets run
+`cruise`), or a system by name: registered, an installed package's entry point of
+`cruise_agent.systems`, or `MODULE:NAME`, run under the preset `full` or the one after `@`
+(`keyword_gate@no_cov`). A system given by name runs with its own settings as declared: it is
+not calibrated. Tables name each run by its system, with the preset beside it.
 
 Written to DIR/systems.md and DIR/systems.json; `--write-doc FILE` also puts the tables between
 the markers `<!-- systems-comparison:start -->` and `<!-- systems-comparison:end -->` of FILE.
@@ -31,11 +38,14 @@ import os
 import platform
 import shlex
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+from agents.config.cruise_config import CruiseConfig
 from agents.config.loading import load_config
-from agents.config.presets import PRESETS
+from agents.config.presets import PRESETS, preset_settings
 from agents.profiles import REPO_ROOT
+from agents.runtime.system import system_named
 from evaluator.report.html import load_run, run_intervals
 from evaluator.report.paired import OUTCOMES, compare_pair
 from tools.ablation import DATASETS, HALVES, HELD_OUT, run_scores
@@ -48,19 +58,61 @@ DOC_END = "<!-- systems-comparison:end -->"
 SCORES = (("accuracy", "accuracy"), ("hallucination", "hallucination_rate"), ("truthfulness", "truthfulness_score"))
 
 
-def calibrated(profile: str, preset: str) -> bool:
-    """Whether a preset has thresholds to calibrate (its finalizer or verifiers run)."""
-    return load_config(profile, preset).answer.use_finalizer
+@dataclass(frozen=True)
+class Entry:
+    """One system of the comparison, as `--systems` names it."""
+    key: str  # as given: its run folders and calibration file are named by it
+    system: str  # the system that runs, by its name (MODULE:NAME as given)
+    preset: str
+    settings: tuple[str, ...] = ()  # --set strings: `system=NAME` for a system given by name
+
+    @property
+    def label(self) -> str:
+        return f"{self.system} ({self.preset})"
+
+    @property
+    def by_preset(self) -> bool:
+        return not self.settings
 
 
-def calibrate_system(args, preset: str, output_dir: Path) -> Path:
+def entry(name: str) -> Entry:
+    """A `--systems` item: a preset, or a system by name with an optional `@PRESET`; an unknown
+    name is refused in one line with the closest presets and systems (registered and installed)."""
+    system, at, preset = name.partition("@")
+    if system in PRESETS and not at:
+        return Entry(name, preset_settings(name).get("system", CruiseConfig.system), name)
+    try:
+        system_named(system)
+    except ValueError as exc:
+        raise SystemExit(f"--systems {name}: not a preset ({', '.join(sorted(PRESETS))}) and {exc}") from None
+    preset = preset or "full"
+    try:
+        preset_settings(preset)
+    except ValueError as exc:
+        raise SystemExit(f"--systems {name}: {exc}") from None
+    return Entry(name, system, preset, (f"system={system}",))
+
+
+def folder_name(key: str) -> str:
+    """A run folder's name for an entry (MODULE:NAME's colon made an underscore)."""
+    return "".join(c if c.isalnum() or c in "-_@+." else "_" for c in key)
+
+
+def calibrated(profile: str, system: Entry) -> bool:
+    """Whether a system has thresholds to calibrate (a preset whose finalizer or verifiers run)."""
+    return system.by_preset and load_config(profile, system.preset).answer.use_finalizer
+
+
+def calibrate_system(args, system: Entry, output_dir: Path) -> Path:
     """Step 1 for one system: its traces on shard 0/2 of every dataset, then its calibration file."""
-    target = output_dir / f"calibration-{preset}.json"
+    target = output_dir / f"calibration-{folder_name(system.key)}.json"
     if target.is_file():
         print(f"reusing {target}")
         return target
-    trace_dirs = [run_once(run_settings(args, dataset_type, preset, output_dir / "calibration-traces" / preset / dataset_type,
-                                        shard=f"{1 - HELD_OUT}/{HALVES}")) for dataset_type in args.datasets]
+    trace_dirs = [run_once(run_settings(args, dataset_type, system.preset,
+                                        output_dir / "calibration-traces" / folder_name(system.key) / dataset_type,
+                                        shard=f"{1 - HELD_OUT}/{HALVES}", set=system.settings))
+                  for dataset_type in args.datasets]
     return calibrate_on(trace_dirs, target)
 
 
@@ -68,12 +120,12 @@ def interval(values) -> str:
     return f"[{values[0]:.3f}, {values[1]:.3f}]" if values else ""
 
 
-def run_row(preset: str, run_dir: Path) -> dict:
+def run_row(system: Entry, run_dir: Path) -> dict:
     run = load_run(run_dir)
     scores = run.scores.get("all") or {}
     spread = run_intervals(run).get("all") or {}
     return {
-        "system": preset, "run_dir": str(run_dir), "turns": scores.get("total", 0),
+        "system": system.key, "label": system.label, "run_dir": str(run_dir), "turns": scores.get("total", 0),
         "scores": {key: scores.get(key) for _, key in SCORES},
         "intervals": {key: spread.get(key) for _, key in SCORES},
         "correct": scores.get("correct"), "miss": scores.get("miss"), "hallucination": scores.get("hallucination"),
@@ -83,13 +135,13 @@ def run_row(preset: str, run_dir: Path) -> dict:
     }
 
 
-def paired_row(preset: str, base_dir: Path, run_dir: Path) -> dict:
+def paired_row(system: Entry, base_dir: Path, run_dir: Path) -> dict:
     pair = compare_pair(load_run(base_dir), load_run(run_dir))
     if pair.refused:
-        return {"system": preset, "refused": pair.refused}
+        return {"system": system.key, "label": system.label, "refused": pair.refused}
     differences = pair.differences.get("all") or {}
     flips = {f"{a}->{b}": n for (a, b), n in pair.flips.items() if a != b and n}
-    return {"system": preset, "differences": {key: differences.get(key) for _, key in SCORES},
+    return {"system": system.key, "label": system.label, "differences": {key: differences.get(key) for _, key in SCORES},
             "flips": flips, "unchanged": sum(n for (a, b), n in pair.flips.items() if a == b), "flags": pair.flags}
 
 
@@ -113,21 +165,22 @@ def tables(results: dict) -> str:
                   "|---|---|---|---|---|---|---|---|"]
         for row in found["rows"]:
             held = row["held_out_truthfulness"]
-            lines.append(f"| `{row['system']}` | {row['correct']:.0f} / {row['miss']:.0f} / {row['hallucination']:.0f} | "
+            lines.append(f"| `{row['label']}` | {row['correct']:.0f} / {row['miss']:.0f} / {row['hallucination']:.0f} | "
                          f"{score_cell(row, 'accuracy')} | {score_cell(row, 'hallucination_rate')} | "
                          f"{score_cell(row, 'truthfulness_score')} | {'-' if held is None else f'{held:+.3f}'} | "
                          f"{row['over_budget']} of {row['batches']} | {row['deadline_cut_turns']} |")
-        lines += ["", f"Paired with `{BASELINE}` on the same turns (difference = system - {BASELINE}, paired "
-                      "bootstrap 95% interval; flips: outcome under full -> outcome under the system):", "",
+        base = found["rows"][0]["label"]
+        lines += ["", f"Paired with `{base}` on the same turns (difference = system - {base}, paired "
+                      f"bootstrap 95% interval; flips: outcome under {base} -> outcome under the system):", "",
                   "| system | accuracy | hallucination | truthfulness | turns that changed outcome |",
                   "|---|---|---|---|---|"]
         for pair in found["pairs"]:
             if pair.get("refused"):
-                lines.append(f"| `{pair['system']}` | {pair['refused']} | | | |")
+                lines.append(f"| `{pair['label']}` | {pair['refused']} | | | |")
                 continue
             d = pair["differences"]
             changed = ", ".join(f"{k} {v}" for k, v in sorted(pair["flips"].items(), key=lambda kv: -kv[1])) or "none"
-            lines.append(f"| `{pair['system']}` | {difference_cell(d.get('accuracy'))} | "
+            lines.append(f"| `{pair['label']}` | {difference_cell(d.get('accuracy'))} | "
                          f"{difference_cell(d.get('hallucination_rate'))} | {difference_cell(d.get('truthfulness_score'))}"
                          f" | {changed} ({pair['unchanged']} unchanged) |")
         lines.append("")
@@ -180,8 +233,9 @@ def write_doc(path: Path, text: str) -> None:
 def parse_args(argv):
     parser = argparse.ArgumentParser(prog="python -m tools.compare_systems", description=__doc__,
                                      formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--systems", nargs="+", default=list(DEFAULT_SYSTEMS), choices=sorted(PRESETS),
-                        help=f"presets to compare; the first table pairs each with {BASELINE}")
+    parser.add_argument("--systems", nargs="+", default=list(DEFAULT_SYSTEMS), metavar="PRESET|SYSTEM[@PRESET]",
+                        help=f"presets ({', '.join(sorted(PRESETS))}) or systems by name (registered, installed, "
+                             f"MODULE:NAME) to compare; the first table pairs each with {BASELINE}")
     parser.add_argument("--datasets", nargs="+", default=list(DATASETS), choices=DATASETS)
     parser.add_argument("--output-dir", type=Path, default=None, help="default: outputs/systems-<timestamp>")
     add_run_flags(parser)
@@ -193,21 +247,22 @@ def parse_args(argv):
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parse_args(argv)
-    systems = [BASELINE] + [s for s in args.systems if s != BASELINE]
+    systems = [entry(name) for name in dict.fromkeys([BASELINE, *args.systems])]
     output_dir = args.output_dir or REPO_ROOT / "outputs" / datetime.datetime.now().strftime("systems-%Y%m%d-%H%M%S")
     output_dir.mkdir(parents=True, exist_ok=True)
-    calibrations = {preset: calibrate_system(args, preset, output_dir) for preset in systems
-                    if calibrated(args.profile, preset)}
+    calibrations = {system.key: calibrate_system(args, system, output_dir) for system in systems
+                    if calibrated(args.profile, system)}
     results: dict = {}
     for dataset_type in args.datasets:
         run_dirs = {}
-        for preset in systems:
-            calibration = str(calibrations[preset]) if preset in calibrations else None
-            run_dirs[preset] = run_once(run_settings(args, dataset_type, preset, output_dir / "runs" / dataset_type / preset,
-                                                     calibration=calibration))
+        for system in systems:
+            calibration = str(calibrations[system.key]) if system.key in calibrations else None
+            run_dirs[system.key] = run_once(run_settings(args, dataset_type, system.preset,
+                                                         output_dir / "runs" / dataset_type / folder_name(system.key),
+                                                         calibration=calibration, set=system.settings))
         results[dataset_type] = {
-            "rows": [run_row(preset, run_dirs[preset]) for preset in systems],
-            "pairs": [paired_row(preset, run_dirs[BASELINE], run_dirs[preset]) for preset in systems[1:]],
+            "rows": [run_row(system, run_dirs[system.key]) for system in systems],
+            "pairs": [paired_row(system, run_dirs[BASELINE], run_dirs[system.key]) for system in systems[1:]],
         }
     text = report(results, {k: str(v) for k, v in calibrations.items()}, argv)
     (output_dir / "systems.md").write_text(text)
