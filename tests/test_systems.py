@@ -162,13 +162,20 @@ def test_a_turn_is_shown_by_its_own_systems_page_under_the_view_a_run_recorded(v
                   branch="not_verified")
     dragon = dict(trace={"system": "qa_dragon", "domain": "vehicle", "branch": "direct_output",
                          "draft_answer": "Camden", "chunks": []}, branch="direct_output")
-    echo = dict(trace={"system": "echo", "first_word": "Paris", "chunks": []}, branch="echoed")
+    echo = dict(trace={"system": "echo", "first_word": "Paris", "chunks": [], "stage_ms": {"perceive": 12.0, "echo": 3.0},
+                       "errors": ["echo: the answer was cut"],
+                       "perception": {"labels": [["umbrella", 0.91]], "ocr_lines": [], "ms": 12.0, "block": ""}},
+                branch="echoed")
     for turn in (cruise, dragon, echo):
         render(turn)
     assert "<th>router</th>" in cruise["trace_html"] and "D-CoT draft" not in cruise["trace_html"]
     assert "<th>D-CoT draft</th>" in dragon["trace_html"] and "<th>router</th>" not in dragon["trace_html"]
-    # a system without a page of its own: its fields are listed as they are
-    assert echo["trace_html"].strip() == "" and echo["extra"]["first_word"] == "Paris"
+    # a system without a page of its own: the rows every turn records (the picture, each stage's
+    # time, the errors), then its own fields as they are
+    assert "<th>what the picture shows</th><td>objects: umbrella (0.91)" in echo["trace_html"]
+    assert "<th>stage ms</th><td>perceive 12, echo 3" in echo["trace_html"]
+    assert "echo: the answer was cut" in echo["trace_html"] and echo["extra"]["first_word"] == "Paris"
+    assert not {"stage_ms", "errors", "perception"} & set(echo["extra"])
 
 
 def test_a_second_system_of_a_taken_name_is_refused_naming_both_modules():
