@@ -91,7 +91,6 @@ class Registry(Mapping, Generic[T]):
         self._owners: dict[str, str] = {}
         self._loading = False
         self._loaded = not built_in
-        self.version = 0  # changes whenever a record registers or a scope ends
 
     # ------------------------------------------------------------------ registering
     def register(self, record: T, *, module: str | None = None, name: str | None = None, _depth: int = 1) -> T:
@@ -113,7 +112,6 @@ class Registry(Mapping, Generic[T]):
                                 "register another of that name: give it a name of its own")
         self._records[name] = record
         self._owners[name] = module
-        self.version += 1
         return record
 
     def _load_built_in(self) -> None:
@@ -148,12 +146,10 @@ class Registry(Mapping, Generic[T]):
     def __setitem__(self, name: str, record: T) -> None:
         self._records[name] = record
         self._owners[name] = "a test"
-        self.version += 1
 
     def __delitem__(self, name: str) -> None:
         del self._records[name]
         self._owners.pop(name, None)
-        self.version += 1
 
     def records(self) -> dict[str, T]:
         """A copy of every record registered so far (the built-in ones first)."""
@@ -238,4 +234,3 @@ class Registry(Mapping, Generic[T]):
             self._records.update(records)
             self._owners.clear()
             self._owners.update(owners)
-            self.version += 1

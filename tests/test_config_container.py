@@ -32,7 +32,7 @@ def test_a_configuration_is_built_changed_and_read_without_asking_the_registry(m
     def looked_up(*args, **kwargs):
         raise AssertionError("the configuration looked a system up in the registry")
 
-    # every look-up (find_system, system_named, registry_version) goes through registered()
+    # a look-up of the whole registry goes through registered()
     monkeypatch.setattr(registry, "registered", looked_up)
     bare = CruiseConfig()
     assert bare.own is None and not bare.has("mine_rounds") and bare.has("tau_low")

@@ -248,12 +248,6 @@ def register(system: System, *, module: str | None = None) -> System:
     return SYSTEMS.register(system, module=module)
 
 
-def registry_version() -> int:
-    """A number that changes whenever a system registers (for what is read off the registry)."""
-    SYSTEMS.records()
-    return SYSTEMS.version
-
-
 def registered() -> dict[str, System]:
     return SYSTEMS.records()
 
