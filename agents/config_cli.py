@@ -11,6 +11,7 @@ import dataclasses
 import json
 import sys
 
+from agents.config.cruise_config import own_field_names
 from agents.config.fields import FIELD_GROUPS
 from agents.config.loading import default_config, load_config
 from agents.profiles import DEFAULT_INDICES, PROFILES, PUBLISHED_INDICES, get_profile
@@ -59,9 +60,12 @@ def show(profile: str) -> str:
     lines = [f"# {machine.name}: {machine.description}",
              f"# model stack {machine.stack}: {STACKS[machine.stack].description}"]
     notes = search_notes(profile)
+    record = profile_record(profile)
+    # the running system's own settings under its name (the configuration's own fields are fixed)
+    own = {name: record["system"] for name in own_field_names(system_named(record["system"]).settings)}
     group = None
-    for key, value in profile_record(profile).items():
-        heading = FIELD_GROUPS.get(key, "the machine" if group else None)  # the records come first
+    for key, value in record.items():
+        heading = FIELD_GROUPS.get(key) or own.get(key) or ("the machine" if group else None)  # the records come first
         if heading != group:
             group = heading
             lines.append(f"# {group}")
