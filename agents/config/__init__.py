@@ -5,8 +5,8 @@
                       their defaults the paper's values
     cruise_config.py  CruiseConfig: the records a run applied, the shared groups and one slot (`own`)
                       for the running system's own settings, handed in by its builder
-    fields.py         every flat field name, its group, type and default, the registered systems'
-                      own included (read off the registry)
+    fields.py         the configuration's own flat field names, their group, type and default
+                      (fixed: a system's own are read off its settings class when it is resolved)
     presets.py        the ablation presets (--preset)
     set_strings.py    --set FIELD=VALUE strings, typed by their fields
     validation.py     the checks a built configuration passes (ranges, contradicting switches, the
