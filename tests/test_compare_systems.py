@@ -7,7 +7,8 @@ import pytest
 
 from agents.base_agent import IDK_ANSWER
 from agents.runtime.system import Decision, Stage, System, View
-from tools.compare_systems import Entry, entry, folder_name, parse_args, tables
+from tools.compare_systems import parse_args, tables
+from tools.runs import Entry, entry, folder_name
 
 GATE = System(name="keyword_gate", stages=(Stage("kwgate_look"),), run=lambda *a: ([], []),
               decide=lambda trace, cfg: Decision(IDK_ANSWER, "none"), view=View(funnel=lambda t, c: {}))

@@ -449,7 +449,7 @@ def test_the_headroom_comparison_prints_each_oracles_paired_difference(runs, cap
 
     main(["--compare", str(runs["plain"]), str(runs["region"]), str(runs["entity"]), str(runs["question"])])
     table = capsys.readouterr().out.split("paired over the same turns", 1)[1]
-    rows = [line for line in table.splitlines() if line.startswith("| rag_baseline")]
+    rows = [line for line in table.splitlines() if line.startswith("| cruise (rag_baseline)")]  # system (preset)
     assert [row.split(" | ")[1] for row in rows] == ["region", "entity", "question"]
     for row in rows:
         cells = row.split(" | ")

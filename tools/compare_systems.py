@@ -38,64 +38,21 @@ import os
 import platform
 import shlex
 import sys
-from dataclasses import dataclass
 from pathlib import Path
 
-from agents.config.cruise_config import CruiseConfig
 from agents.config.loading import load_config
-from agents.config.presets import PRESETS, preset_settings
+from agents.config.presets import PRESETS
 from agents.profiles import REPO_ROOT
-from agents.runtime.system import system_named
 from evaluator.report.html import load_run, run_intervals
 from evaluator.report.paired import OUTCOMES, compare_pair
 from tools.ablation import DATASETS, HALVES, HELD_OUT, run_scores
-from tools.runs import add_run_flags, calibrate_on, run_once, run_settings
+from tools.runs import Entry, add_run_flags, calibrate_on, entry, folder_name, run_once, run_settings
 
 DEFAULT_SYSTEMS = ("full", "qa_dragon", "sam_rag", "rag_baseline")
 BASELINE = "full"
 DOC_START = "<!-- systems-comparison:start -->"
 DOC_END = "<!-- systems-comparison:end -->"
 SCORES = (("accuracy", "accuracy"), ("hallucination", "hallucination_rate"), ("truthfulness", "truthfulness_score"))
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One system of the comparison, as `--systems` names it."""
-    key: str  # as given: its run folders and calibration file are named by it
-    system: str  # the system that runs, by its name (MODULE:NAME as given)
-    preset: str
-    settings: tuple[str, ...] = ()  # --set strings: `system=NAME` for a system given by name
-
-    @property
-    def label(self) -> str:
-        return f"{self.system} ({self.preset})"
-
-    @property
-    def by_preset(self) -> bool:
-        return not self.settings
-
-
-def entry(name: str) -> Entry:
-    """A `--systems` item: a preset, or a system by name with an optional `@PRESET`; an unknown
-    name is refused in one line with the closest presets and systems (registered and installed)."""
-    system, at, preset = name.partition("@")
-    if system in PRESETS and not at:
-        return Entry(name, preset_settings(name).get("system", CruiseConfig.system), name)
-    try:
-        system_named(system)
-    except ValueError as exc:
-        raise SystemExit(f"--systems {name}: not a preset ({', '.join(sorted(PRESETS))}) and {exc}") from None
-    preset = preset or "full"
-    try:
-        preset_settings(preset)
-    except ValueError as exc:
-        raise SystemExit(f"--systems {name}: {exc}") from None
-    return Entry(name, system, preset, (f"system={system}",))
-
-
-def folder_name(key: str) -> str:
-    """A run folder's name for an entry (MODULE:NAME's colon made an underscore)."""
-    return "".join(c if c.isalnum() or c in "-_@+." else "_" for c in key)
 
 
 def calibrated(profile: str, system: Entry) -> bool:

@@ -5,7 +5,8 @@
                                     [--output-dir DIR] [--profile cpu] [--set FIELD=VALUE ...]
     python -m tools.oracle_headroom --compare PLAIN_RUN ORACLE_RUN [ORACLE_RUN ...]
 
-For each system (a preset) it runs, one after another, the plain run and one run per oracle
+For each system (a preset, or a system by name: registered, installed or MODULE:NAME, under the
+preset `full` or the one after `@`; tools/runs.py `entry`) it runs, one after another, the plain run and one run per oracle
 (`local_evaluation.py --oracle STAGE`: the human label of that stage given on every labelled
 turn; docs/diagnostics.md), reusing finished runs under DIR and resuming cut ones, then prints:
 
@@ -25,10 +26,10 @@ from pathlib import Path
 
 from agents.profiles import REPO_ROOT
 from evaluator.harness.runner import DIAGNOSTICS
-from evaluator.report.html import load_run
+from evaluator.report.html import load_run, system_name
 from evaluator.report.paired import compare_pair
 from evaluator.settings import ORACLE_STAGES
-from tools.runs import add_run_flags, run_once, run_settings
+from tools.runs import Entry, add_run_flags, entry, folder_name, run_once, run_settings
 
 DEFAULT_SYSTEMS = ("full", "qa_dragon", "sam_rag")
 DEFAULT_DATASET = REPO_ROOT / "data" / "crag-mm-mini" / "diagnostics"
@@ -85,12 +86,12 @@ def headroom_table(results: list[dict]) -> str:
     return "\n".join(lines)
 
 
-def run_system(args, preset: str) -> tuple[Path, list[Path]]:
+def run_system(args, system: Entry) -> tuple[Path, list[Path]]:
     """The plain run and the oracle runs of one system, one after another."""
-    folder = Path(args.output_dir) / preset
-    options = dict(dataset=str(args.dataset), split=args.split, set=tuple(args.set))
-    plain = run_once(run_settings(args, "single-turn", preset, folder / "plain", **options))
-    oracles = [run_once(run_settings(args, "single-turn", preset, folder / stage, oracle=stage, **options))
+    folder = Path(args.output_dir) / folder_name(system.key)
+    options = dict(dataset=str(args.dataset), split=args.split, set=(*system.settings, *args.set))
+    plain = run_once(run_settings(args, "single-turn", system.preset, folder / "plain", **options))
+    oracles = [run_once(run_settings(args, "single-turn", system.preset, folder / stage, oracle=stage, **options))
                for stage in args.oracles]
     return plain, oracles
 
@@ -98,7 +99,8 @@ def run_system(args, preset: str) -> tuple[Path, list[Path]]:
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     add_run_flags(parser)
-    parser.add_argument("--systems", nargs="+", default=list(DEFAULT_SYSTEMS), help="presets, one per system")
+    parser.add_argument("--systems", nargs="+", default=list(DEFAULT_SYSTEMS), metavar="PRESET|SYSTEM[@PRESET]",
+                        help="presets, or systems by name (registered, installed, MODULE:NAME)")
     parser.add_argument("--oracles", nargs="+", default=list(ORACLE_STAGES), choices=list(ORACLE_STAGES))
     parser.add_argument("--dataset", type=Path, default=DEFAULT_DATASET, help="a stage-labelled dataset")
     parser.add_argument("--split", default="test")
@@ -109,10 +111,12 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if args.compare:
         plain, *oracles = args.compare
-        systems = [(load_run(plain).summary.get("preset") or "?", plain, oracles)]
+        run = load_run(plain)
+        preset = run.summary.get("preset") or run.run_config.get("preset") or "?"
+        systems = [(f"{system_name(run.run_config, run.summary)} ({preset})", plain, oracles)]
         out_dir = None
     else:
-        systems = [(preset, *run_system(args, preset)) for preset in args.systems]
+        systems = [(system.label, *run_system(args, system)) for system in map(entry, args.systems)]
         out_dir = Path(args.output_dir)
     results, runs = [], []
     for system, plain, oracles in systems:

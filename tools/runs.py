@@ -1,5 +1,7 @@
-"""What the tools that evaluate many settings share (tools/ablation.py, tools/compare_systems.py):
-the flags that say which agent runs where, and one evaluation run into a folder of its own.
+"""What the tools that evaluate many settings share (tools/ablation.py, tools/compare_systems.py,
+tools/oracle_headroom.py): the flags that say which agent runs where, a system as a user names it
+(a preset, or a system by name with the preset beside it: `Entry`), and one evaluation run into a
+folder of its own.
 
 A run is `evaluator.evaluate` in this process. Where the run's profile, as the run resolves it
 (evaluator/harness/resolved.py; "auto" worked out on this machine), loads its engines onto this
@@ -13,9 +15,13 @@ import dataclasses
 import shlex
 import subprocess
 import sys
+from dataclasses import dataclass
 from pathlib import Path
 
+from agents.config.cruise_config import CruiseConfig
+from agents.config.presets import PRESETS, preset_settings
 from agents.profiles import PROFILES, REPO_ROOT
+from agents.runtime.system import system_named
 from evaluator import EvaluationRefused, EvaluationSettings, evaluate
 from evaluator.settings import command_line
 
@@ -29,6 +35,46 @@ def add_run_flags(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--search", default="default", help="as local_evaluation.py: default | none | MODULE:FUNC")
     parser.add_argument("--dataset-root", type=Path, default=None,
                         help="a folder with single-turn/ and multi-turn/ datasets (default: the profile's)")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One system of the comparison, as `--systems` names it."""
+    key: str  # as given: its run folders and calibration file are named by it
+    system: str  # the system that runs, by its name (MODULE:NAME as given)
+    preset: str
+    settings: tuple[str, ...] = ()  # --set strings: `system=NAME` for a system given by name
+
+    @property
+    def label(self) -> str:
+        return f"{self.system} ({self.preset})"
+
+    @property
+    def by_preset(self) -> bool:
+        return not self.settings
+
+
+def entry(name: str) -> Entry:
+    """A `--systems` item: a preset, or a system by name with an optional `@PRESET`; an unknown
+    name is refused in one line with the closest presets and systems (registered and installed)."""
+    system, at, preset = name.partition("@")
+    if system in PRESETS and not at:
+        return Entry(name, preset_settings(name).get("system", CruiseConfig.system), name)
+    try:
+        system_named(system)
+    except ValueError as exc:
+        raise SystemExit(f"--systems {name}: not a preset ({', '.join(sorted(PRESETS))}) and {exc}") from None
+    preset = preset or "full"
+    try:
+        preset_settings(preset)
+    except ValueError as exc:
+        raise SystemExit(f"--systems {name}: {exc}") from None
+    return Entry(name, system, preset, (f"system={system}",))
+
+
+def folder_name(key: str) -> str:
+    """A run folder's name for an entry (MODULE:NAME's colon made an underscore)."""
+    return "".join(c if c.isalnum() or c in "-_@+." else "_" for c in key)
 
 
 def run_settings(args, dataset_type: str, preset: str, output_dir: Path, **options) -> EvaluationSettings:
