@@ -133,7 +133,7 @@ def test_fetch_refuses_an_unknown_profile_and_a_bad_setting(capsys):
     assert captured.out == "" and "argument --profile: invalid choice: 'bogus'" in captured.err
     assert fetch.main(["--profile", "l40s", "--set", "no_such_field=1", "--dry-run"]) == 2  # in one line
     captured = capsys.readouterr()
-    assert captured.out == "" and captured.err.startswith("tools.fetch: --set 'no_such_field=1': expected FIELD=VALUE")
+    assert captured.out == "" and captured.err.startswith("tools.fetch: --set 'no_such_field=1': unknown config field 'no_such_field'")
     assert captured.err.count("\n") == 1
 
 

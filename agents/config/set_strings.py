@@ -21,15 +21,22 @@ def owners_of(name: str) -> list[str]:
     return sorted(system for system, record in registered().items() if name in own_field_names(record.settings))
 
 
+def held_elsewhere(system: str, name: str) -> str | None:
+    """"NAME is a setting of system OTHER, not of system SYSTEM" (docs/profiles.md) where another
+    registered system holds `name`, else None."""
+    owners = [owner for owner in owners_of(name) if owner != system]
+    return f"{name} is a setting of system {' and '.join(owners)}, not of system {system}" if owners else None
+
+
 def not_held(system: str, own, name: str) -> str:
     """Why system `system` (its settings: `own`, a class or an instance) cannot take flat field
     `name`, in one line: another system holds it, or no field has that name (then the closest
     names the system takes)."""
     if name in RECORD_FIELDS:
         return f"{name} is set by its own argument (--{name}), not as a field"
-    owners = [owner for owner in owners_of(name) if owner != system]
-    if owners:
-        return f"{name} is a setting of system {' and '.join(owners)}, not of system {system}"
+    elsewhere = held_elsewhere(system, name)
+    if elsewhere:
+        return elsewhere
     names = (field_names() - set(RECORD_FIELDS)) | own_field_names(own)
     return (f"unknown config field {name!r} (system {system}; `python -m agents.config_cli show PROFILE` lists "
             f"them){suggestion(name, names)}")
@@ -54,6 +61,7 @@ def parse_settings(settings: list[str] | tuple[str, ...], system: str | None = N
     out = {}
     for setting, key, value in pairs:
         if key not in fields and key not in own_field_names(own):
-            raise SettingError(not_held(running, own, key))
+            # another system's setting is said as docs/profiles.md says it; any other with what was typed
+            raise SettingError(held_elsewhere(running, key) or f"--set {setting!r}: {not_held(running, own, key)}")
         out[key] = parse_setting(key, value, field_type(key, own)[0])
     return out
