@@ -21,11 +21,11 @@ def owners_of(name: str) -> list[str]:
     return sorted(system for system, record in registered().items() if name in own_field_names(record.settings))
 
 
-def held_elsewhere(system: str, name: str) -> str | None:
-    """"NAME is a setting of system OTHER, not of system SYSTEM" (docs/profiles.md) where another
-    registered system holds `name`, else None."""
-    owners = [owner for owner in owners_of(name) if owner != system]
-    return f"{name} is a setting of system {' and '.join(owners)}, not of system {system}" if owners else None
+def held_elsewhere(running: str, name: str) -> str | None:
+    """"NAME is a setting of system OTHER, not of system RUNNING" (docs/profiles.md) where a
+    registered system other than the running one holds `name`, else None."""
+    owners = sorted(set(owners_of(name)) - {running})
+    return f"{name} is a setting of system {' and '.join(owners)}, not of system {running}" if owners else None
 
 
 def not_held(system: str, own, name: str) -> str:
