@@ -81,3 +81,50 @@ def test_the_peer_runs_trace_their_own_branches_and_funnels(compared):
             assert traces and all(t["system"] == system and t["branch"] in branches and t["funnel"] for t in traces)
             summary = json.loads((run / "run_summary.json").read_text())
             assert summary["agent_summary"]["system"] == system and summary["over_budget_count"] == 0
+
+
+# A system of the user's own, in a module outside the repository, found by MODULE:NAME: it answers
+# each question with its first word (one stage that calls no model).
+FIRST_WORD_SYSTEM = '''
+from agents.base_agent import IDK_ANSWER
+from agents.runtime.batch import decide_turn, open_batch
+from agents.runtime.system import Decision, Stage, System, View, register
+
+
+def first_words(turns):
+    return [turn.query.split()[0] for turn in turns]
+
+
+def run(system, turns, engines, pipeline, cfg, costs, started=None):
+    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    words = state.run.stage("first_word_pick", first_words, [state.turns], (), lambda: IDK_ANSWER)
+    answers, traces = [], []
+    for i, word in enumerate(words):
+        decision = decide_turn(system, {"rag_answer": word}, cfg, state.run, i)
+        answers.append(decision.answer)
+        traces.append(state.trace(i, {"rag_answer": word, "branch": decision.branch,
+                                      "final_answer": decision.answer}, parsed={}))
+    return answers, traces
+
+
+register(System(name="first_word", stages=(Stage("first_word_pick"),), run=run,
+                decide=lambda trace, cfg: Decision(trace["rag_answer"], "picked"),
+                view=View(funnel=lambda trace, cfg: {}, branches=("picked",))))
+'''
+
+
+def test_a_system_named_by_module_and_name_is_compared_beside_cruise(tmp_path, monkeypatch, registered_systems):
+    (tmp_path / "first_word_system.py").write_text(FIRST_WORD_SYSTEM)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    out = tmp_path / "out"
+    args = ["--agent", "testkit.fakes:InstantCruiseAgent", "--search", "none", "--num-conversations", "2"]
+    with fresh_environment(offline_env(tmp_path)):
+        assert main([*args, "--systems", "first_word_system:first_word", "--datasets", "single-turn",
+                     "--output-dir", str(out)]) == 0
+    table = (out / "systems.md").read_text()
+    assert "| `cruise (full)` |" in table and "| `first_word_system:first_word (full)` |" in table
+    run_dir = out / "runs" / "single-turn" / "first_word_system_first_word"
+    traces = [json.loads(line) for line in (run_dir / "traces.jsonl").read_text().splitlines()]
+    assert traces and {t["system"] for t in traces} == {"first_word_system:first_word"}
+    assert all("first_word_pick" in t["stage_ms"] for t in traces)
+    assert not (out / "calibration-first_word_system_first_word.json").exists()  # a system by name: as declared
