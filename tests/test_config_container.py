@@ -88,3 +88,10 @@ def test_the_containers_modules_import_no_system_nor_the_registry():
     reached = reached_from(CONTAINER)
     assert {"agents.config.groups", "agents.config.choices", "agents.settings"} <= reached
     assert sorted(m for m in reached if any(m == p or m.startswith(p + ".") for p in LOOKS_A_SYSTEM_UP)) == []
+
+
+def test_the_field_names_module_imports_no_system_nor_the_registry():
+    """agents/config/fields.py knows the configuration's own fields only: the names a --set may take
+    do not change as systems load (a system's own are read off its class when it is resolved)."""
+    reached = reached_from("agents.config.fields")
+    assert sorted(m for m in reached if any(m == p or m.startswith(p + ".") for p in LOOKS_A_SYSTEM_UP)) == []
