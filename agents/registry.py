@@ -31,23 +31,29 @@ def split_spec(spec: str) -> tuple[str, str]:
     return (module, name) if colon else ("", str(spec))
 
 
+def import_named(module: str, said: str):
+    """Import `module` for what the user `said`; a module that is not there, or one that needs a
+    package that is not installed, is refused in one line that names the missing one."""
+    try:
+        return importlib.import_module(module)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or str(exc)
+        if module == missing or module.startswith(missing + "."):
+            raise ValueError(f"{said}: no module {missing!r} to import it from") from None
+        raise ValueError(f"{said}: module {module!r} needs {missing!r}, which is not installed") from None
+
+
 def load_object(spec: str, *, default_name: str | None = None, what: str = "object"):
     """The object `MODULE:NAME` names (NAME may be dotted: `module:Class.attr`), importing MODULE.
     `default_name`: the name read where `spec` is a bare MODULE. ValueError in one line where the
-    string is no MODULE:NAME, its module is not there, or the module has no such name; a module
-    that is there but fails on an import of its own raises that error unchanged."""
+    string is no MODULE:NAME, its module (or a package it needs) is not there, or the module has
+    no such name."""
     module_name, name = split_spec(spec)
     if not module_name and default_name:
         module_name, name = name, default_name
     if not module_name or not name:
         raise ValueError(f"{what} {spec!r}: expected MODULE:NAME")
-    try:
-        found = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        missing = exc.name or ""
-        if missing and (module_name == missing or module_name.startswith(missing + ".")):
-            raise ValueError(f"{what} {spec!r}: no module {missing!r} to import it from") from None
-        raise
+    found = import_named(module_name, f"{what} {spec!r}")
     for part in name.split("."):
         if not hasattr(found, part):
             raise ValueError(f"{what} {spec!r}: module {module_name!r} has no {name!r}")
@@ -182,12 +188,7 @@ class Registry(Mapping, Generic[T]):
             return self._records[name]
         module, own_name = split_spec(name)
         if module:
-            try:
-                importlib.import_module(module)
-            except ModuleNotFoundError as exc:
-                if exc.name and (module == exc.name or module.startswith(exc.name + ".")):
-                    raise ValueError(f"{self.kind} {name!r}: no module {exc.name!r} to import it from") from None
-                raise
+            import_named(module, f"{self.kind} {name!r}")
             return self._records.get(own_name)
         if self.group:
             from importlib.metadata import entry_points

@@ -107,6 +107,16 @@ def test_load_object_reads_module_and_name_and_refuses_a_bad_one_in_one_line():
             load_object(bad)
 
 
+def test_a_module_that_needs_a_package_not_installed_is_refused_in_one_line(tmp_path, monkeypatch):
+    (tmp_path / "needs_a_missing_package.py").write_text("import no_such_dependency_here\nX = 1\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ValueError, match="^--agent 'needs_a_missing_package:X': module 'needs_a_missing_package' "
+                                         "needs 'no_such_dependency_here', which is not installed$"):
+        load_object("needs_a_missing_package:X", what="--agent")
+    with pytest.raises(ValueError, match="^system 'needs_a_missing_package:mine': module 'needs_a_missing_package' needs"):
+        load_config("cpu", system="needs_a_missing_package:mine")
+
+
 def test_the_package_reads_module_and_name_in_one_function_only():
     """No module but agents/registry.py splits a `MODULE:NAME` string and imports what it names:
     a file that calls importlib.import_module on the part before a colon is a second reader."""
