@@ -63,6 +63,8 @@ def test_an_unknown_name_gets_the_closest_names_in_one_line():
         chat_engine_kind("transformer")
     with pytest.raises(ValueError, match=r"did you mean 'qa_dragon'"):
         load_config("cpu", system="qa_dragn")
+    with pytest.raises(ValueError, match=r"did you mean 'no_cov' or 'no_cov_no_sc'\?$"):
+        load_config("cpu", "no_covv")
 
 
 def installed_plugin(tmp_path: Path, monkeypatch, group: str, line: str) -> None:

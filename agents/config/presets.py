@@ -5,6 +5,7 @@ from __future__ import annotations
 from agents.config.cruise_config import CruiseConfig, own_field_names
 from agents.config.fields import field_default, field_names
 from agents.config.groups import PEER_SWITCHES
+from agents.registry import suggestion
 from agents.settings import SettingError
 
 # What Algorithm 1 and the CoV reading decide with (the paper_finalizer preset resets them).
@@ -51,7 +52,7 @@ def preset_settings(preset: str, settings_of=lambda system: None) -> dict:
     for name in preset.split(PRESET_JOIN):
         if name not in PRESETS:
             raise SettingError(f"unknown preset {name!r}; choose one of {sorted(PRESETS)} "
-                               f"(or several joined by {PRESET_JOIN!r})")
+                               f"(or several joined by {PRESET_JOIN!r}){suggestion(name, PRESETS)}")
         found = PRESETS[name]
         running = settings.get("system", CruiseConfig.system)
         settings.update(found(settings_of(running)) if callable(found) else found)  # a callable: read when asked
