@@ -52,7 +52,14 @@ def test_an_arm_cpuinfo_gives_its_features_and_a_cpu_without_a_model_name_still_
             "CPU implementer\t: 0x41\n\nprocessor\t: 1\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd\n")
     machine = parse_cpuinfo(text)
     assert machine.logical_cpus == 2 and machine.flags == () and machine.cpu
-    assert "none of avx2" in machine.line()
+    assert machine.line() == f"{machine.cpu}, 2 logical CPUs (none of {', '.join(WATCHED_FLAGS)})"
+
+
+def test_an_x86_cpu_without_any_watched_flag_says_none_of_them_and_lists_nothing_as_missing_twice():
+    machine = parse_cpuinfo("processor\t: 0\nmodel name\t: Old CPU\nflags\t\t: fpu sse2\n")
+    assert machine.flags == ()
+    assert machine.line() == ("Old CPU, 1 logical CPUs (none of avx2, avx512f, avx512_vnni, avx512_bf16, amx_tile, "
+                              "amx_bf16, amx_int8)")
 
 
 def test_a_system_that_does_not_list_its_flags_says_they_were_not_read():
