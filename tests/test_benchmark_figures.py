@@ -1,6 +1,7 @@
-"""Benchmark figures that can fail: the machine read from the system (benchmarks/machine.py), a
-process's own peak memory, and benchmarks/cpu_engines.py's agreement column (always against
-float32) and paired lines, on figures written by hand.
+"""Benchmark figures that can fail: the machine read from the system (benchmarks/machine.py) and
+benchmarks/cpu_engines.py's agreement column (always against float32) and paired lines, on
+figures written by hand. A process's own peak memory, which takes child processes:
+tests/full/test_peak_memory.py.
 
 The cpuinfo fixtures are Linux's /proc/cpuinfo text: amd_epyc_avx2.txt is our development
 machine's, copied as it is; intel_xeon_amx.txt is a Sapphire Rapids Xeon's in the same layout
@@ -8,15 +9,12 @@ machine's, copied as it is; intel_xeon_amx.txt is a Sapphire Rapids Xeon's in th
 """
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from benchmarks.cpu_engines import REFERENCE, Figures, backends_to_run, paired_lines, table
 from benchmarks.machine import WATCHED_FLAGS, parse_cpuinfo
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cpuinfo"
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 # --- the machine --------------------------------------------------------------------------------
@@ -65,46 +63,6 @@ def test_an_x86_cpu_without_any_watched_flag_says_none_of_them_and_lists_nothing
 def test_a_system_that_does_not_list_its_flags_says_they_were_not_read():
     machine = parse_cpuinfo("processor\t: 0\nmodel name\t: Odd CPU\n")
     assert machine.flags is None and machine.line() == "Odd CPU, 1 logical CPUs (instruction sets not read)"
-
-
-# --- a process's own peak memory ----------------------------------------------------------------
-CHILD = """
-import sys
-from benchmarks.cpu_engines import Backend, measure
-held = b"x" * (int(sys.argv[1]) * 2 ** 20)  # written, so resident
-del held  # given back before the figure is taken: a peak still counts it
-
-class Still(Backend):
-    name = "still"
-    def load(self):
-        pass
-    def generate(self, rows, new_tokens, fixed):
-        return [[1] * new_tokens for _ in rows]
-
-figures = measure("still", Still("", 1, [0], 0), {8: [[5, 6]], 16: [[5, 6]]}, [[[5, 6]]])
-print(figures.error or figures.rss_mib)
-"""
-
-
-def child_peak_mib(megabytes: int) -> float:
-    """The RSS figure cpu_engines.measure reports in a fresh process that held `megabytes` before."""
-    done = subprocess.run([sys.executable, "-c", CHILD, str(megabytes)], capture_output=True, text=True,
-                          cwd=REPO_ROOT, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return float(done.stdout.strip().splitlines()[-1])
-
-
-def test_each_child_reports_its_own_peak_memory_not_its_large_parents():
-    """Spawned from a parent that holds 400 MB more, a child that held 10 MB reports tens of
-    MiB and one that held 200 MB over 200 MiB, though it has given them back by then: its peak
-    (getrusage's ru_maxrss would give both the parent's, inherited across fork and exec; the
-    current RSS would miss the 200 MB)."""
-    parent_holds = b"p" * (400 * 2 ** 20)
-    small, large = child_peak_mib(10), child_peak_mib(200)
-    assert len(parent_holds) == 400 * 2 ** 20
-    assert small < 150, small
-    assert large >= 200, large
-    assert large - small > 150
 
 
 # --- cpu_engines' agreement column and paired lines ---------------------------------------------
