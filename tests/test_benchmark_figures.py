@@ -105,3 +105,55 @@ def test_paired_lines_divide_float32s_seconds_by_each_backends_in_the_same_round
                                "CPU 10.0/10.0 s against 20.0/10.0 s: 2.00/1.00x (1.50x in all)")
     assert lines[1].startswith("round 2: fp32-rows 20.0/20.0 s against fp32 60.0/40.0 s: 3.00/2.00x (2.50x in all)")
     assert "round 2" in agreement_column(table(results)).popitem()[0]  # rows of several rounds say which
+
+
+# --- the machine: its edges ---------------------------------------------------------------------
+def test_a_model_name_with_a_colon_is_kept_whole():
+    machine = parse_cpuinfo("processor\t: 0\nmodel name\t: AMD EPYC 7B13: 64-Core\nflags\t\t: avx2\n")
+    assert machine.cpu == "AMD EPYC 7B13: 64-Core"
+
+
+def test_the_cpu_is_read_from_the_processors_not_from_a_block_before_them():
+    text = "model name\t: Not A Processor\n\nprocessor\t: 0\nmodel name\t: Real CPU\nflags\t\t: avx2\n"
+    machine = parse_cpuinfo(text)
+    assert (machine.cpu, machine.logical_cpus, machine.flags) == ("Real CPU", 1, ("avx2",))
+
+
+def test_a_cpuinfo_without_processor_lines_reads_its_first_block_and_its_hardware_name():
+    machine = parse_cpuinfo("Hardware\t: BCM2835\nFeatures\t: fp asimd\n", usable_cpus=3)
+    assert (machine.cpu, machine.flags, machine.usable_cpus) == ("BCM2835", (), 3)
+
+
+def test_read_machine_reads_the_file_it_is_given_and_says_when_there_is_none(tmp_path):
+    from benchmarks.machine import read_machine
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: Given CPU\nflags\t\t: avx2 avx512f\n")
+    assert read_machine(cpuinfo).cpu == "Given CPU" and read_machine(cpuinfo).flags == ("avx2", "avx512f")
+    absent = read_machine(tmp_path / "absent")
+    assert absent.flags is None and absent.cpu and absent.logical_cpus >= 1 and absent.usable_cpus >= 1
+    assert absent.line().endswith("(instruction sets not read)")
+
+
+def test_the_load_average_is_three_figures_or_a_dash_where_the_system_has_none(monkeypatch):
+    from benchmarks import machine
+
+    monkeypatch.setattr(machine.os, "getloadavg", lambda: (0.5, 1.25, 12.0))
+    assert machine.load_average() == "0.50 1.25 12.00"
+    assert machine.machine_header().endswith("; load average 0.50 1.25 12.00")
+
+    def none():
+        raise OSError("no load average here")
+
+    monkeypatch.setattr(machine.os, "getloadavg", none)
+    assert machine.load_average() == "-"
+
+
+def test_the_peak_memory_of_this_process_covers_what_it_holds_now_in_mib():
+    from benchmarks.machine import own_peak_rss_mib
+
+    held = bytearray(b"x" * (120 * 2 ** 20))  # written, so resident
+    total_mib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                     if line.startswith("MemTotal:")) / 1024
+    assert 120 <= own_peak_rss_mib() <= total_mib
+    assert len(held) == 120 * 2 ** 20
