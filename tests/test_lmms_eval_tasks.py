@@ -330,5 +330,7 @@ def test_an_imported_runs_selection_says_how_many_conversations_and_turns_it_ser
 
     config = imported_run_config(dataset="d", dataset_type="multi-turn", split="validation", revision=None,
                                  rules="kddcup2025", agent="m", turns=7, conversations=3)
-    assert config["conversation_selection"] == "all conversations (3 served, 7 turns)"
-    assert (config["expected_turns"], config["served_conversations"]) == (7, 3)
+    assert config == {"dataset": "d", "dataset_type": "multi-turn", "split": "validation", "revision": None,
+                      "rules": "kddcup2025", "agent": "m", "profile": None, "preset": None,
+                      "tokenizer": load_truncator().name, "expected_turns": 7, "served_conversations": 3,
+                      "conversation_selection": "all conversations (3 served, 7 turns)"}
