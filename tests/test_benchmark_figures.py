@@ -1,6 +1,7 @@
-"""Benchmark figures that can fail: the machine read from the system (benchmarks/machine.py), a
-process's own peak memory, and benchmarks/cpu_engines.py's agreement column (always against
-float32) and paired lines, on figures written by hand.
+"""Benchmark figures that can fail: the machine read from the system (benchmarks/machine.py) and
+benchmarks/cpu_engines.py's agreement column (always against float32) and paired lines, on
+figures written by hand. A process's own peak memory, which takes child processes:
+tests/full/test_peak_memory.py.
 
 The cpuinfo fixtures are Linux's /proc/cpuinfo text: amd_epyc_avx2.txt is our development
 machine's, copied as it is; intel_xeon_amx.txt is a Sapphire Rapids Xeon's in the same layout
@@ -8,15 +9,12 @@ machine's, copied as it is; intel_xeon_amx.txt is a Sapphire Rapids Xeon's in th
 """
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 from benchmarks.cpu_engines import REFERENCE, Figures, backends_to_run, paired_lines, table
 from benchmarks.machine import WATCHED_FLAGS, parse_cpuinfo
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures" / "cpuinfo"
-REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
 # --- the machine --------------------------------------------------------------------------------
@@ -52,52 +50,19 @@ def test_an_arm_cpuinfo_gives_its_features_and_a_cpu_without_a_model_name_still_
             "CPU implementer\t: 0x41\n\nprocessor\t: 1\nBogoMIPS\t: 50.00\nFeatures\t: fp asimd\n")
     machine = parse_cpuinfo(text)
     assert machine.logical_cpus == 2 and machine.flags == () and machine.cpu
-    assert "none of avx2" in machine.line()
+    assert machine.line() == f"{machine.cpu}, 2 logical CPUs (none of {', '.join(WATCHED_FLAGS)})"
+
+
+def test_an_x86_cpu_without_any_watched_flag_says_none_of_them_and_lists_nothing_as_missing_twice():
+    machine = parse_cpuinfo("processor\t: 0\nmodel name\t: Old CPU\nflags\t\t: fpu sse2\n")
+    assert machine.flags == ()
+    assert machine.line() == ("Old CPU, 1 logical CPUs (none of avx2, avx512f, avx512_vnni, avx512_bf16, amx_tile, "
+                              "amx_bf16, amx_int8)")
 
 
 def test_a_system_that_does_not_list_its_flags_says_they_were_not_read():
     machine = parse_cpuinfo("processor\t: 0\nmodel name\t: Odd CPU\n")
     assert machine.flags is None and machine.line() == "Odd CPU, 1 logical CPUs (instruction sets not read)"
-
-
-# --- a process's own peak memory ----------------------------------------------------------------
-CHILD = """
-import sys
-from benchmarks.cpu_engines import Backend, measure
-held = b"x" * (int(sys.argv[1]) * 2 ** 20)  # written, so resident
-del held  # given back before the figure is taken: a peak still counts it
-
-class Still(Backend):
-    name = "still"
-    def load(self):
-        pass
-    def generate(self, rows, new_tokens, fixed):
-        return [[1] * new_tokens for _ in rows]
-
-figures = measure("still", Still("", 1, [0], 0), {8: [[5, 6]], 16: [[5, 6]]}, [[[5, 6]]])
-print(figures.error or figures.rss_mib)
-"""
-
-
-def child_peak_mib(megabytes: int) -> float:
-    """The RSS figure cpu_engines.measure reports in a fresh process that held `megabytes` before."""
-    done = subprocess.run([sys.executable, "-c", CHILD, str(megabytes)], capture_output=True, text=True,
-                          cwd=REPO_ROOT, timeout=120)
-    assert done.returncode == 0, done.stderr[-2000:]
-    return float(done.stdout.strip().splitlines()[-1])
-
-
-def test_each_child_reports_its_own_peak_memory_not_its_large_parents():
-    """Spawned from a parent that holds 400 MB more, a child that held 10 MB reports tens of
-    MiB and one that held 200 MB over 200 MiB, though it has given them back by then: its peak
-    (getrusage's ru_maxrss would give both the parent's, inherited across fork and exec; the
-    current RSS would miss the 200 MB)."""
-    parent_holds = b"p" * (400 * 2 ** 20)
-    small, large = child_peak_mib(10), child_peak_mib(200)
-    assert len(parent_holds) == 400 * 2 ** 20
-    assert small < 150, small
-    assert large >= 200, large
-    assert large - small > 150
 
 
 # --- cpu_engines' agreement column and paired lines ---------------------------------------------
@@ -140,3 +105,55 @@ def test_paired_lines_divide_float32s_seconds_by_each_backends_in_the_same_round
                                "CPU 10.0/10.0 s against 20.0/10.0 s: 2.00/1.00x (1.50x in all)")
     assert lines[1].startswith("round 2: fp32-rows 20.0/20.0 s against fp32 60.0/40.0 s: 3.00/2.00x (2.50x in all)")
     assert "round 2" in agreement_column(table(results)).popitem()[0]  # rows of several rounds say which
+
+
+# --- the machine: its edges ---------------------------------------------------------------------
+def test_a_model_name_with_a_colon_is_kept_whole():
+    machine = parse_cpuinfo("processor\t: 0\nmodel name\t: AMD EPYC 7B13: 64-Core\nflags\t\t: avx2\n")
+    assert machine.cpu == "AMD EPYC 7B13: 64-Core"
+
+
+def test_the_cpu_is_read_from_the_processors_not_from_a_block_before_them():
+    text = "model name\t: Not A Processor\n\nprocessor\t: 0\nmodel name\t: Real CPU\nflags\t\t: avx2\n"
+    machine = parse_cpuinfo(text)
+    assert (machine.cpu, machine.logical_cpus, machine.flags) == ("Real CPU", 1, ("avx2",))
+
+
+def test_a_cpuinfo_without_processor_lines_reads_its_first_block_and_its_hardware_name():
+    machine = parse_cpuinfo("Hardware\t: BCM2835\nFeatures\t: fp asimd\n", usable_cpus=3)
+    assert (machine.cpu, machine.flags, machine.usable_cpus) == ("BCM2835", (), 3)
+
+
+def test_read_machine_reads_the_file_it_is_given_and_says_when_there_is_none(tmp_path):
+    from benchmarks.machine import read_machine
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_text("processor\t: 0\nmodel name\t: Given CPU\nflags\t\t: avx2 avx512f\n")
+    assert read_machine(cpuinfo).cpu == "Given CPU" and read_machine(cpuinfo).flags == ("avx2", "avx512f")
+    absent = read_machine(tmp_path / "absent")
+    assert absent.flags is None and absent.cpu and absent.logical_cpus >= 1 and absent.usable_cpus >= 1
+    assert absent.line().endswith("(instruction sets not read)")
+
+
+def test_the_load_average_is_three_figures_or_a_dash_where_the_system_has_none(monkeypatch):
+    from benchmarks import machine
+
+    monkeypatch.setattr(machine.os, "getloadavg", lambda: (0.5, 1.25, 12.0))
+    assert machine.load_average() == "0.50 1.25 12.00"
+    assert machine.machine_header().endswith("; load average 0.50 1.25 12.00")
+
+    def none():
+        raise OSError("no load average here")
+
+    monkeypatch.setattr(machine.os, "getloadavg", none)
+    assert machine.load_average() == "-"
+
+
+def test_the_peak_memory_of_this_process_covers_what_it_holds_now_in_mib():
+    from benchmarks.machine import own_peak_rss_mib
+
+    held = bytearray(b"x" * (120 * 2 ** 20))  # written, so resident
+    total_mib = next(int(line.split()[1]) for line in Path("/proc/meminfo").read_text().splitlines()
+                     if line.startswith("MemTotal:")) / 1024
+    assert 120 <= own_peak_rss_mib() <= total_mib
+    assert len(held) == 120 * 2 ** 20

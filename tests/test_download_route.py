@@ -144,3 +144,13 @@ def test_the_route_knows_the_evaluators_default_datasets():
         for task in ("single-turn", "multi-turn"):
             assert fetch_command(profile, f"crag-mm-2025/crag-mm-{task}-public") == \
                 f"python -m tools.fetch --profile {profile} --task {task}"
+
+
+def test_the_fetch_command_of_a_run_with_full_pages_fetches_them_and_one_without_web_search_does_not(empty_cache):
+    """--web-contents is part of what a run loads: its fetch command carries the database the run
+    resolved it to; with web search suppressed the run reads no pages, and its command names none."""
+    contents = PROFILES["l40s"].search.web_contents
+    with_pages = resolve_settings(EvaluationSettings(profile="l40s", web_contents="default"))
+    assert with_pages.fetch_command() == f"python -m tools.fetch --profile l40s --web-contents {contents}"
+    no_web = resolve_settings(EvaluationSettings(profile="l40s", web_contents="default", suppress_web_search_api=True))
+    assert no_web.fetch_command() == "python -m tools.fetch --suppress-web-search-api --profile l40s"

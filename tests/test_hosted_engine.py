@@ -142,15 +142,36 @@ def test_a_small_budget_at_the_default_effort_comes_back_empty_and_is_counted():
     assert server.rejected() == []
 
 
-def test_rate_limits_are_waited_out_inside_the_deadline():
+@pytest.fixture
+def engine_clock(monkeypatch):
+    """A FakeClock as the hosted engine's and its endpoint's clock, and its waits' sleep: a wait
+    moves it by what the server asked for, a post not at all, so the deadline's arithmetic is
+    exact however busy the machine is."""
+    import functools
+
+    from agents import transient_waits
+    from agents.engines import hosted_engine, served
+    from testkit.fakes import FakeClock
+
+    clock = FakeClock()
+    monkeypatch.setattr(served, "time", clock)
+    monkeypatch.setattr(hosted_engine, "time", clock)
+    monkeypatch.setattr(served, "TransientWaits",
+                        functools.partial(transient_waits.TransientWaits, sleep=clock.sleep, clock=clock))
+    return clock
+
+
+def test_rate_limits_are_waited_out_inside_the_deadline(engine_clock):
     with StandInProvider("openai", faults=Faults(rate_limited=2, retry_after_s=0.05)) as server:
         engine = engine_for(server, "gpt-5-mini")
         with time_limit(lambda: 5.0):
             result = ask(engine, "route")
     assert result.text.startswith("Needs External Info")
     assert [e.status for e in server.posts()] == [429, 429, 200]
+    assert 0.1 <= engine_clock.now <= 0.11  # two waits of 0.05 s, up to 10% jitter each
     # 3 s of deadline and 1.5 s asked (up to 1.65 s with the jitter): the first wait fits, the
-    # second cannot, and each post has over 1 s to come back on a busy machine
+    # second (ending past 3 s) cannot
+    engine_clock.now = 0.0
     with StandInProvider("anthropic", faults=Faults(rate_limited=10, retry_after_s=1.5)) as server:
         engine = engine_for(server, "claude-sonnet-4-6")
         with time_limit(lambda: 3.0), pytest.raises(Exception, match="429"):

@@ -120,6 +120,19 @@ def test_a_conversations_later_rounds_carry_the_models_earlier_answers_cut_to_75
     assert task.doc_to_text(doc, previous_output=["a", "b", "c"], round_idx=3)[2] is True  # three turns: ended
 
 
+def test_a_later_round_whose_earlier_replies_are_missing_carries_i_dont_know_for_each_of_them(world):
+    """lmms-eval hands over fewer earlier outputs than rounds (a model that gave none): each
+    missing reply stands in the history as "I don't know", so no earlier turn is lost."""
+    task = world_task(world)
+    doc = next(row for row in task.ds if row["session_id"] == "s1-ego")
+    for previous in (["blue"], [], None):
+        text = task.doc_to_text(doc, previous_output=previous, round_idx=2)[1]
+        history = text.split("<conversation_history>")[1].split("</conversation_history>")[0]
+        first = previous[0] if previous else "I don't know"
+        assert history.strip() == f"User: s1q0\n\nAssistant: {first}\n\nUser: s1q1\n\nAssistant: I don't know"
+        assert text.endswith("s1q2")
+
+
 def test_the_model_alone_gets_the_baselines_prompt_and_rag_the_search_results_within_their_budget(tmp_path):
     folder = build_dataset(tmp_path / "single", [dict(session_id="q1", image=Image.new("RGB", (50, 40)),
                                                       image_url="http://example.invalid/a.png", image_quality="normal",
@@ -159,6 +172,9 @@ def test_the_model_alone_gets_the_baselines_prompt_and_rag_the_search_results_wi
     # a budget smaller than the passages keeps the first ones that fit
     assert within(["a" * 30, "b" * 30, "c" * 30], 64) == ["a" * 30, "b" * 30]
     assert within(["a" * 30, "b" * 28], 60) == ["a" * 30, "b" * 28]  # joined by a blank line: 60 characters
+    assert within(["a" * 30, "b" * 29], 60) == ["a" * 30]  # 61 with the blank line's two characters
+    assert within(["a" * 20, "b" * 18, "c" * 18], 60) == ["a" * 20, "b" * 18, "c" * 18]  # two separators: 60
+    assert within(["a" * 20, "b" * 18, "c" * 19], 60) == ["a" * 20, "b" * 18]
     assert within(["a" * 30], 10) == ["a" * 10]
     tight, doc = task_of("crag_mm_single_rag", context_chars=5)
     assert tight.doc_to_text(doc).split("<search_results>")[1].split("</search_results>")[0].strip() == \
@@ -307,3 +323,14 @@ def test_from_lmms_eval_is_a_command_of_local_evaluation(tmp_path):
     with pytest.raises(SystemExit, match="holds no lmms-eval results file"):
         local_evaluation.main(["from-lmms-eval", str(tmp_path / "empty"), "--output-dir", str(tmp_path / "out")])
 
+
+
+def test_an_imported_runs_selection_says_how_many_conversations_and_turns_it_served():
+    from evaluator.imported_runs import imported_run_config
+
+    config = imported_run_config(dataset="d", dataset_type="multi-turn", split="validation", revision=None,
+                                 rules="kddcup2025", agent="m", turns=7, conversations=3)
+    assert config == {"dataset": "d", "dataset_type": "multi-turn", "split": "validation", "revision": None,
+                      "rules": "kddcup2025", "agent": "m", "profile": None, "preset": None,
+                      "tokenizer": load_truncator().name, "expected_turns": 7, "served_conversations": 3,
+                      "conversation_selection": "all conversations (3 served, 7 turns)"}

@@ -86,12 +86,20 @@ def test_two_wrong_answers_in_a_row_cut_the_rest_where_two_idks_would_too():
     assert figures["early_stop"] == {"conversations": 1, "turns": 2, "correct": 2, "hallucination": 0, "miss": 0}
 
 
-def test_a_single_turn_run_has_no_multi_turn_figures():
+def test_a_single_turn_run_has_no_multi_turn_figures_and_one_second_turn_gives_them():
     assert multi_turn_figures(rows_of({"a": "C", "b": "W", "c": "I"})) is None
     assert multi_turn_figures([]) is None
+    figures = multi_turn_figures(rows_of({"a": "C", "b": "W", "c": "IW"}))  # c's second turn: a conversation
+    assert (figures["conversations"], figures["turns"]) == (3, 4)
+    assert figures["early_stop"] == {"conversations": 0, "turns": 0, "correct": 0, "hallucination": 0, "miss": 0}
 
 
 def test_flags_read_back_from_a_csv_as_text_count_the_same():
     rows = [{**r, "is_correct": str(r["is_correct"]), "is_miss": str(r["is_miss"]), "turn_idx": str(r["turn_idx"])}
             for r in rows_of(CONVERSATIONS)]
-    assert multi_turn_figures(rows) == multi_turn_figures(rows_of(CONVERSATIONS))
+    figures = multi_turn_figures(rows)
+    assert figures == multi_turn_figures(rows_of(CONVERSATIONS))
+    # "False" read as text is false: the hand-worked counts of the first test, not every turn right
+    kdd = figures["rule_sets"]["kddcup2025"]["scores"]
+    assert (kdd["correct"], kdd["miss"], kdd["hallucination"]) == (4, 6, 3)
+    assert figures["early_stop"] == {"conversations": 2, "turns": 3, "correct": 1, "hallucination": 2, "miss": 0}

@@ -322,7 +322,9 @@ def test_a_failing_peer_stage_costs_only_its_own_turns():
     assert traces[1]["final_answer"] == "Espresso" and not traces[1]["errors"]
 
 
-def test_deadline_guard_covers_the_peer_stages():
+def test_deadline_guard_covers_the_peer_stages(fake_clock):
+    """On the fake clock: the crop takes 0.3 s of the turn's 0.5 s, and the entity check, priced
+    at 5 s, is not started."""
     engines = Engines(ScriptedEngine({"route": capable_route}), ScriptedEngine(capable_vlm(), sleep_s={"crop": 0.3}),
                       FunctionReranker(score))
     agent = CruiseAgent(FakePipeline(IMAGE_HITS, WEB_HITS), engines=engines, profile="cpu", preset="extended+paper_finalizer",
@@ -330,6 +332,7 @@ def test_deadline_guard_covers_the_peer_stages():
                         stage_cost_priors_s={"entity_check": 5.0, "retrieve": 0.0})  # the fake search is instant
     trace = ask(agent, [WHAT])["traces"][0]
     assert trace["deadline_cut_before"] == "entity_check" and trace["final_answer"] == IDK_ANSWER
+    assert 0.3 <= fake_clock.now < 0.5  # the crop's sleep moved the fake clock, nothing past the budget
 
 
 def test_run_summary_counts_what_the_peer_stages_did():

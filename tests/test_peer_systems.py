@@ -437,10 +437,10 @@ def test_two_systems_judged_by_the_same_offline_judge_are_not_flagged_as_judged_
 
     from evaluator.report.paired import compare_pair
 
-    def run(label, correct, abstained):
+    def run(label, correct, abstained, judge_name="offline lexical judge (not the official judge)"):
         rows = [dict(interaction_id=f"t{i}", session_id=f"s{i}", turn_idx=0, is_correct=i < correct,
                      is_miss=i >= correct, is_hallucination=False, is_ego=False) for i in range(4)]
-        judge = {"name": "offline lexical judge (not the official judge)", "official": False,
+        judge = {"name": judge_name, "official": False,
                  "abstain_expected_turns": 1, "abstain_expected_abstained": abstained,
                  "abstain_expected_answered": 1 - abstained}
         return SimpleNamespace(label=label, rows=rows, summary={"judge": judge["name"]}, run_config={},
@@ -448,6 +448,13 @@ def test_two_systems_judged_by_the_same_offline_judge_are_not_flagged_as_judged_
 
     pair = compare_pair(run("full", 1, 1), run("qa_dragon", 2, 0))
     assert pair.refused is None and not any("judged differently" in f for f in pair.flags)
+    assert [(r["a"], r["b"], r["turns"]) for r in pair.flip_rows() if r["a"] != r["b"] and r["turns"]] == \
+        [("missed", "correct", 1)]  # t1: compared, and its flip counted
+    other = compare_pair(run("full", 1, 1), run("qa_dragon", 2, 0, judge_name="another offline judge"))
+    assert other.refused is None
+    assert [f for f in other.flags if f.startswith("judged differently")] == [
+        "judged differently (qa_dragon: another offline judge; full: offline lexical judge (not the official "
+        "judge)): flips may be the judge's, not the agent's"]
 
 
 @pytest.mark.parametrize("system", ["qa_dragon", "sam_rag"])

@@ -356,3 +356,32 @@ def test_a_system_in_a_package_of_its_own_runs_through_evaluate_with_its_prompt_
     # the report shows its turns by its own page
     pages = "".join(page.read_text() for page in (out / "report_turns").glob("*.html"))
     assert pages.count("<th>shouted</th><td>A YELLOW SIGN</td>") == 3
+
+
+def test_a_system_reads_its_own_packages_prompt_before_that_of_a_package_one_of_its_stages_comes_from(
+        tmp_path, monkeypatch, registered_systems):
+    """Both packages hold prompts/greeting.txt: the system's own wins; a name only the stage's
+    package holds is read from there."""
+    import importlib
+
+    from agents.runtime.package_files import own_files, running_prompt_folders
+    from agents.stages.prompts import load_prompt_lines
+
+    for package, words in (("home_of_greeter", "from the system's package"),
+                           ("stage_of_greeter", "from the stage's package")):
+        (tmp_path / package / "prompts").mkdir(parents=True)
+        (tmp_path / package / "__init__.py").write_text("")
+        (tmp_path / package / "steps.py").write_text("def step(state):\n    return None\n")
+        (tmp_path / package / "prompts" / "greeting.txt").write_text(words + "\n")
+    (tmp_path / "stage_of_greeter" / "prompts" / "farewell.txt").write_text("the stage's own farewell\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    importlib.import_module("home_of_greeter.steps")
+    stage_steps = importlib.import_module("stage_of_greeter.steps")
+    greeter = registered_systems(LOOKER.__class__(
+        name="greeter", stages=(Stage("greet", step=stage_steps.step),), run=run_look, decide=LOOKER.decide,
+        view=LOOKER.view, untimed_prior=None), module="home_of_greeter.steps")
+    with own_files(greeter):
+        assert [package for package, _ in running_prompt_folders()] == ["home_of_greeter", "stage_of_greeter"]
+        assert load_prompt_lines("greeting") == "from the system's package"
+        assert load_prompt_lines("farewell") == "the stage's own farewell"
+    assert running_prompt_folders() == ()

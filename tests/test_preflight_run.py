@@ -108,3 +108,23 @@ def test_the_dry_run_says_which_model_answered_and_fails_when_the_named_one_did_
     assert other.ok is False
     assert other.detail.startswith(f"the named model {named} answered none of its calls: 2 answers")
     assert "; ran smollm2 (answer)" in other.detail
+
+
+def test_each_stages_share_of_the_competitions_budget_is_its_seconds_over_the_batchs():
+    """The answer stage took 10 s of a two-turn batch's 20 s: 50%, from its calls' milliseconds."""
+    check = dry_run(10.0, "turn_budget_s=30")
+    assert check.detail.endswith("; of the competition's budget: answer 50%")
+
+
+class SizedAgent:
+    def __init__(self, size):
+        self.size = size
+
+    def get_batch_size(self):
+        return self.size
+
+
+@pytest.mark.parametrize("size, ok", [(0, False), (1, True), (16, True), (17, False), (8.0, False)])
+def test_a_batch_size_passes_from_one_to_sixteen_both_included(size, ok):
+    assert preflight.check_batch_size(SizedAgent(size)) == (size, preflight.Check(
+        "batch size", ok, f"{size}" + ("" if ok else ": must be within 1..16")))

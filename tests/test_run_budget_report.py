@@ -91,6 +91,19 @@ def test_a_set_of_no_turns_has_counts_of_zero_and_no_scores():
     assert shown_score({"total": 1.0, "truthfulness_score": 0.0}, "truthfulness_score", "{:+.3f}") == "+0.000"
 
 
+def test_a_run_without_egocentric_turns_has_an_ego_subset_of_zero_counts_and_no_rates():
+    """Two third-person turns, one right and one wrong: "ego" counts 0 of everything, hallucinations
+    included, and has no rate; "all" counts the wrong answer as a hallucination."""
+    rows = [{"session_id": "s", "interaction_id": f"s-{i}", "turn_idx": i, "is_ego": False, "is_exact_match": False,
+             "is_correct": i == 0, "is_miss": False, "is_hallucination": i == 1} for i in range(2)]
+    scores = subset_scores(rows)
+    assert {k: scores["ego"][k] for k in ("total", "correct_exact", "correct", "miss", "hallucination")} == \
+        dict.fromkeys(("total", "correct_exact", "correct", "miss", "hallucination"), 0.0)
+    assert scores["ego"]["hallucination_rate"] is None and scores["ego"]["accuracy"] is None
+    assert (scores["all"]["hallucination"], scores["all"]["hallucination_rate"]) == (1.0, 0.5)
+    assert shown_score(scores["ego"], "hallucination", "{:.0f}") == "0"
+
+
 def test_the_scores_table_shows_dashes_for_a_subset_of_no_turns():
     """A split without egocentric turns: the console's scores table has 0 turns and "-" for that
     column (score_rows gives NaN rates and a 0.0 truthfulness there), the other column its figures."""

@@ -1,0 +1,240 @@
+"""Mutation testing of what a change touched (mutmut, pinned in requirements-cpu.txt).
+
+    python -m tools.mutation BASE                    # the functions changed since commit BASE
+    python -m tools.mutation BASE --whole-files      # every function of the files changed since BASE
+    python -m tools.mutation --files tools/preflight.py benchmarks/machine.py
+
+The files are the .py files of the project's code changed since BASE (`git diff BASE`, the work
+tree included; tests/ and testkit/ are what checks, not what is checked). The functions are those
+whose lines a hunk of that diff touches (a method as Class.method). mutmut plants its mutants in
+a copy of the tree (`--work`, default .mutation/, ignored by git) under that copy's mutants/, so
+the working tree is never edited; the copy's pyproject.toml takes the repository's [tool.mutmut]
+with `only_mutate` set to the files chosen. mutmut first runs the chosen tests once, recording
+which test calls which function; then each mutant runs only the tests that called its function.
+
+The tests are the default tier's files that name the module (its dotted path or its file stem),
+or `--tests` as given. A mutant no chosen test reaches is listed as "no tests": it counts as a
+survivor, since no test could catch it.
+
+It prints, per file: killed / checked (the mutants not marked equivalent), with the count marked
+equivalent (`# pragma: no mutate`, with the reason beside it: mutmut makes no mutant there), then
+every survivor with its line and its change. Exit status 0 when every file reaches `--target`
+(default 0.85), else 1.
+"""
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import shutil
+import subprocess
+import sys
+from collections import defaultdict
+from pathlib import Path
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+CHECKED_ELSEWHERE = ("tests/", "testkit/", "scripts/")  # the checks themselves, not code under test
+KILLED = {"killed", "caught by type check", "timeout"}
+
+
+def changed_files(base: str) -> list[str]:
+    out = git("diff", "--name-only", base, "--", "*.py")
+    return [f for f in out.split() if f.endswith(".py") and not f.startswith(CHECKED_ELSEWHERE)
+            and (REPO_ROOT / f).exists()]
+
+
+def git(*args: str) -> str:
+    return subprocess.run(["git", *args], cwd=REPO_ROOT, check=True, capture_output=True, text=True).stdout
+
+
+def changed_lines(base: str, path: str) -> set[int]:
+    """The lines of `path` (as it is now) that a hunk of `git diff BASE` adds or changes; a hunk
+    that only deletes counts the line after it."""
+    lines: set[int] = set()
+    for header in re.finditer(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", git("diff", "-U0", base, "--", path), re.M):
+        start, count = int(header.group(1)), int(header.group(2) or 1)
+        lines.update(range(start, start + max(count, 1)))
+    return lines
+
+
+def functions_at(source: str, lines: set[int]) -> list[str]:
+    """mutmut's names (x_func, xǁClassǁmethod) of the functions whose body holds any of `lines`;
+    a nested function belongs to the function around it, as mutmut mutates it."""
+    found = []
+
+    def visit(node, class_name=None):
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef) and class_name is None:
+                visit(child, child.name)
+            elif isinstance(child, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                first = min([child.lineno, *(d.lineno for d in child.decorator_list)])
+                if lines & set(range(first, child.end_lineno + 1)):
+                    found.append(f"xǁ{class_name}ǁ{child.name}" if class_name else f"x_{child.name}")
+
+    visit(ast.parse(source))
+    return found
+
+
+def module_of(path: str) -> str:
+    return path[:-3].replace("/", ".").removesuffix(".__init__")
+
+
+def tests_naming(paths: list[str]) -> list[str]:
+    """The default tier's test files that import one of the modules (`import a.b`, `from a.b
+    import ...`, `from a import b`) or name it by its dotted path."""
+    patterns = []
+    for path in paths:
+        module = module_of(path)
+        package, _, stem = module.rpartition(".")
+        patterns.append(rf"\b{re.escape(module)}\b")
+        if package:
+            patterns.append(rf"from {re.escape(package)} import [^\n]*\b{re.escape(stem)}\b")
+    chosen = []
+    for test in sorted((REPO_ROOT / "tests").glob("test_*.py")):
+        text = test.read_text(encoding="utf-8")
+        if any(re.search(p, text) for p in patterns):
+            chosen.append(f"tests/{test.name}")
+    return chosen
+
+
+def mutmut_section(text: str, only_mutate: list[str], tests: list[str]) -> str:
+    """pyproject.toml with [tool.mutmut]'s only_mutate and test selection set for this run."""
+    text = re.sub(r"^(only_mutate|pytest_add_cli_args_test_selection) = .*\n", "", text, flags=re.M)
+    listed = ", ".join(f'"{p}"' for p in only_mutate)
+    chosen = ", ".join(f'"{t}"' for t in tests)
+    return text.replace("[tool.mutmut]\n", f"[tool.mutmut]\nonly_mutate = [{listed}]\n"
+                                           f"pytest_add_cli_args_test_selection = [{chosen}]\n", 1)
+
+
+def prepare_copy(work: Path, only_mutate: list[str], tests: list[str]) -> Path:
+    """A fresh copy of the tree (tracked and untracked files git does not ignore) in `work`."""
+    if work.exists():
+        shutil.rmtree(work)
+    work.mkdir(parents=True)
+    for name in git("ls-files", "-co", "--exclude-standard", "-z").split("\0"):
+        source = REPO_ROOT / name
+        if name and source.is_file() and not source.is_symlink():
+            target = work / name
+            target.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(source, target)
+    for shared in (".venv", ".cache"):  # models and packages, read as the tree reads them
+        if (REPO_ROOT / shared).exists():
+            (work / shared).symlink_to((REPO_ROOT / shared).resolve())
+    pyproject = work / "pyproject.toml"
+    pyproject.write_text(mutmut_section(pyproject.read_text(), only_mutate, tests))
+    return work
+
+
+def mutmut(work: Path, *args: str, capture: bool = True) -> str:
+    done = subprocess.run([sys.executable, "-m", "mutmut", *args], cwd=work, text=True,
+                          capture_output=capture)
+    if capture:
+        return done.stdout
+    return ""
+
+
+def statuses(work: Path) -> dict[str, str]:
+    """mutant name -> its status, from `mutmut results --all true`."""
+    found = {}
+    for line in mutmut(work, "results", "--all", "true").splitlines():
+        name, sep, status = line.strip().rpartition(": ")
+        if sep and "__mutmut_" in name:
+            found[name] = status
+    return found
+
+
+def file_of(name: str, files: list[str]) -> str:
+    module = name.split(".x_")[0].split(".xǁ")[0]
+    return next((f for f in files if module_of(f) == module), module)
+
+
+def pragma_count(path: Path) -> int:
+    return sum("pragma: no mutate" in line for line in path.read_text(encoding="utf-8").splitlines())
+
+
+def def_lines(source: str) -> dict[str, int]:
+    """mutmut's function names (x_func, xǁClassǁmethod) -> the line their `def` is on."""
+    found = {}
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            found[f"x_{node.name}"] = node.lineno
+        elif isinstance(node, ast.ClassDef):
+            found.update({f"xǁ{node.name}ǁ{f.name}": f.lineno for f in node.body
+                          if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))})
+    return found
+
+
+def survivor_line(work: Path, name: str, path: str) -> str:
+    """`path:line: old -> new` of a mutant, from `mutmut show` (its diff counts lines from the
+    function's `def`)."""
+    diff = mutmut(work, "show", name).splitlines()
+    function = name.rpartition(".")[2].split("__mutmut_")[0]
+    start = def_lines((REPO_ROOT / path).read_text(encoding="utf-8")).get(function)
+    line = None
+    for text in diff:
+        header = re.match(r"^@@ -(\d+)", text)
+        if header:
+            line = int(header.group(1))
+        elif line is not None and text.startswith("-") and not text.startswith("---"):
+            break
+        elif line is not None and text.startswith(" "):
+            line += 1
+    removed = " / ".join(t[1:].strip() for t in diff if t.startswith("-") and not t.startswith("---"))
+    added = " / ".join(t[1:].strip() for t in diff if t.startswith("+") and not t.startswith("+++"))
+    where = f"{path}:{start + line - 1}" if start and line else path
+    return f"{where}: {removed[:160]}  ->  {added[:160]}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("base", nargs="?", help="the commit the change started from (git diff BASE)")
+    parser.add_argument("--files", nargs="+", help="mutate these files, every function of them")
+    parser.add_argument("--whole-files", action="store_true", help="every function of the changed files")
+    parser.add_argument("--tests", nargs="+", help="the test files to run (default: those naming the module)")
+    parser.add_argument("--max-children", type=int, default=1, help="mutants checked at once (default 1)")
+    parser.add_argument("--work", default=".mutation", help="the copy of the tree mutmut works in")
+    parser.add_argument("--target", type=float, default=0.85, help="the share of mutants each file must kill")
+    args = parser.parse_args(argv)
+    if not args.base and not args.files:
+        parser.error("name a BASE commit or --files")
+    files = args.files or changed_files(args.base)
+    if not files:
+        print("mutation: no project .py file changed")
+        return 0
+    patterns = []
+    for path in files:
+        if args.files or args.whole_files:
+            patterns.append(f"{module_of(path)}.*")
+        else:
+            names = functions_at((REPO_ROOT / path).read_text(encoding="utf-8"), changed_lines(args.base, path))
+            patterns += [f"{module_of(path)}.{name}__mutmut_*" for name in names]
+    if not patterns:
+        print("mutation: the changes touch no function")
+        return 0
+    tests = args.tests or tests_naming(files) or ["tests"]
+    work = prepare_copy((REPO_ROOT / args.work).resolve(), files, tests)
+    print(f"mutation: {', '.join(files)} against {len(tests)} test files; mutmut works in {work}", flush=True)
+    mutmut(work, "run", "--max-children", str(args.max_children), *patterns, capture=False)
+    import fnmatch
+
+    found = {n: s for n, s in statuses(work).items() if any(fnmatch.fnmatch(n, p) for p in patterns)}
+    by_file: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for name, status in sorted(found.items()):
+        by_file[file_of(name, files)].append((name, status))
+    ok = True
+    print("\nfile: killed / checked (equivalent marked)")
+    for path in files:
+        results = by_file.get(path, [])
+        killed = sum(status in KILLED for _, status in results)
+        share = killed / len(results) if results else 1.0
+        ok &= share >= args.target
+        print(f"{path}: {killed} / {len(results)} = {share:.0%} ({pragma_count(REPO_ROOT / path)} marked equivalent)")
+    for path in files:
+        for name, status in by_file.get(path, []):
+            if status not in KILLED:
+                print(f"  {status}: {survivor_line(work, name, path)}  [{name}]")
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
