@@ -47,7 +47,13 @@ def resolve_cpu_weights(setting: str, flags: frozenset[str] | None = None) -> st
 
 def quantized_int8(net):
     """`net` with every Linear layer's weights in int8, one scale per output channel."""
+    import warnings
+
     import torch
     from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
 
-    return quantize_dynamic(net, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
+    # torch 2.13 warns that torch.ao's eager quantization moves to torchao; it still runs here
+    # (tests/test_cpu_path.py loads it), and the warning would fill every run's console.
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
+        return quantize_dynamic(net, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
