@@ -1,11 +1,13 @@
 """One evaluation of the mini benchmark at two checkouts of the project, in turn, paired.
 
-Run: python -m benchmarks.paired_trees BASE_TREE [--rounds 2] [--dataset-type single-turn] [-- ARGS...]
+Run: python -m benchmarks.paired_trees BASE_TREE [--rounds 2] [--dataset-type single-turn]
+         [--this-set FIELD=VALUE ...] [-- ARGS...]
 
 BASE_TREE is another checkout (e.g. `git worktree add /tmp/base 30fc56a`, with `.venv` and
 `.cache` linked to this one's). Each round runs `local_evaluation.py` at the base, then at this
 tree (the order swaps every round), each in a process of its own with this tree's Python, so
-that a machine whose load changes weighs on both alike. ARGS go to every run.
+that a machine whose load changes weighs on both alike. ARGS go to every run; `--this-set` only
+to this tree's (a setting the base does not know, e.g. `cpu_weights=float32`).
 
 It prints one row per run: wall seconds of the whole process, the seconds inside the agent (the
 batches), each stage's seconds, the worst batch's share of its budget, turns cut, batches over
@@ -61,12 +63,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--dataset-type", default="single-turn")
     parser.add_argument("--work", type=Path, default=None, help="where the run folders go")
+    parser.add_argument("--this-set", nargs="+", default=[], metavar="FIELD=VALUE",
+                        help="--set for this tree's runs only")
     parser.add_argument("extra", nargs="*", help="after --: arguments for every local_evaluation.py run")
     args = parser.parse_args(argv)
     work = args.work or Path(tempfile.mkdtemp(prefix="paired-trees."))
     trees = {"base": args.base.resolve(), "this": REPO_ROOT}
     print(machine_header(), flush=True)
-    print(f"base {trees['base']}, this {trees['this']}, runs in {work}", flush=True)
+    print(f"base {trees['base']}, this {trees['this']} {' '.join(args.this_set)}, runs in {work}", flush=True)
     print("| round | tree | wall s | agent s | stages s | worst batch | cut | over | right / wrong / abstained | load |")
     print("|---|---|---|---|---|---|---|---|---|---|")
     rounds = []
@@ -74,7 +78,8 @@ def main(argv: list[str] | None = None) -> None:
         order = ("base", "this") if r % 2 == 0 else ("this", "base")
         got = {}
         for name in order:
-            got[name] = f = run_once(trees[name], work / f"{r}-{name}", args.dataset_type, args.extra)
+            extra = args.extra + [a for field in args.this_set for a in ("--set", field)] * (name == "this")
+            got[name] = f = run_once(trees[name], work / f"{r}-{name}", args.dataset_type, extra)
             stages = ", ".join(f"{k} {v:.1f}" for k, v in f["stages"].items())
             print(f"| {r + 1} | {name} | {f['wall_s']:.1f} | {f['agent_s']:.1f} | {stages} | {f['worst_share']:.0%} | "
                   f"{f['cut']} | {f['over']} | {f['right']} / {f['wrong']} / {f['abstained']} | {f['load']} |", flush=True)

@@ -11,8 +11,6 @@ from __future__ import annotations
 from pathlib import Path
 
 CPU_WEIGHTS = ("float32", "bfloat16", "int8")
-# The instruction sets that decide it, as /proc/cpuinfo spells them.
-INT8_FLOOR = "avx2"
 
 
 def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str] | None:
@@ -29,11 +27,14 @@ def cpu_flags(cpuinfo: Path = Path("/proc/cpuinfo")) -> frozenset[str] | None:
 
 
 def choose_cpu_weights(flags: frozenset[str] | None) -> str:
-    """The path `cpu_weights="auto"` takes on a CPU with these flags: int8 where fbgemm's int8
-    kernels run (AVX2 and up), float32 elsewhere (an ARM or unknown CPU: torch's int8 dynamic
-    quantization has no fast kernel there to rely on)."""
-    if flags is not None and INT8_FLOOR in flags:
-        return "int8"
+    """The path `cpu_weights="auto"` takes on a CPU with these flags: float32 on every CPU
+    measured so far. On an AMD EPYC with AVX2, AVX-512 VNNI and AVX512-BF16 (no AMX) both
+    others changed answers (docs/benchmarks.md "CPU paths on the mini benchmark"): int8 moved
+    SmolLM2's yes/no odds across the router's calibrated cut (the real-time label turned yes on
+    most turns) and, its activations being quantized per call, made a turn's answer depend on
+    the other turns of its batch; bfloat16 was no faster (decode steps cost what float32's do
+    without AMX). A CPU with AMX tiles for bfloat16 (`amx_bf16`) has not been measured; until
+    it is, it runs float32 too."""
     return "float32"
 
 
