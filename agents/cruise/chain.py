@@ -133,7 +133,7 @@ def answer(s: ChainState) -> None:
     decided = [s.cfg.own.skip_decided_turns and decided_before_answer(r, e, s.cfg) for r, e in zip(s.routes, s.evidence)]
     if not all(decided):
         s.answers = s.run.stage("answer", _answer, [s.turns, s.evidence, s.notes, decided], (s.engines.vlm, s.cfg),
-                                lambda: Answers(rag=IDK_ANSWER))
+                                lambda: Answers(rag=IDK_ANSWER), asked=[not d for d in decided])
     else:  # nothing to ask: no engine call, and the stage is not timed as one
         s.answers = [Answers(rag=IDK_ANSWER) for _ in s.turns]
 
