@@ -331,3 +331,23 @@ def test_the_decided_rule_is_only_the_retrieval_rules():
     assert not decided_before_answer(plain, Evidence(context="", retrieval_score=0.0), cfg)  # no context: tau_high's
     paper = cfg.replace(tau_ret_scope="real_time")
     assert not decided_before_answer(plain, weak, paper) and decided_before_answer(real_time, weak, paper)
+
+
+def test_the_checks_are_expected_over_the_turns_they_may_ask(monkeypatch):
+    """The deadline expects the answer and consistency stages over the turns they may ask, not the
+    whole batch: with PRICE decided by retrieval, only WHERE. Expected over all turns, a loaded
+    batch cut the consistency check before it started where it would have fit (8 of 55 turns
+    beside a busy loop per core, 2026-11-28)."""
+    from agents.runtime.batch import BatchRun
+
+    seen = {}
+    stage = BatchRun.stage
+
+    def recording(self, name, fn, lists, fixed, fallback, asked=None):
+        seen[name] = asked
+        return stage(self, name, fn, lists, fixed, fallback, asked=asked)
+
+    monkeypatch.setattr(BatchRun, "stage", recording)
+    agent = make_agent("full", skip_decided_turns=True, consistency_skip_identical=False)
+    assert agent.batch_generate_response(*batch([PRICE, WHERE])) == [IDK_ANSWER, "Camden."]
+    assert seen["answer"] == [False, True] and seen["consistency"] == [False, True]

@@ -24,7 +24,7 @@ from agents.base_agent import IDK_ANSWER
 from agents.config.cruise_config import CruiseConfig
 from agents.cruise.stages import STAGES
 from agents.cruise.stages.s1_route import route_batch
-from agents.cruise.stages.s7_consistency import consistency_batch
+from agents.cruise.stages.s7_consistency import consistency_batch, needs_consistency_check
 from agents.cruise.stages.s8_verify import verify_batch
 from agents.cruise.stages.s9_finalize import decided_before_answer, decision_inputs
 from agents.cruise.trace import turn_trace
@@ -139,8 +139,9 @@ def answer(s: ChainState) -> None:
 
 
 def consistency(s: ChainState) -> None:
+    # expected and timed over the turns it may ask (an "I don't know" answer is never checked)
     s.checks = s.run.stage("consistency", consistency_batch, [s.turns, s.evidence, s.answers], (s.engines.vlm, s.cfg),
-                           Verification)
+                           Verification, asked=[needs_consistency_check(a, s.cfg) for a in s.answers])
 
 
 def verify(s: ChainState) -> None:
