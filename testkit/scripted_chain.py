@@ -83,6 +83,9 @@ def make_agent(preset="full", sleep_s=None, fail=None, web_hits=None, **override
     # The fake hits are in the paper's KG shape (description / caption / summary); the chunks
     # the chain sees of the official infobox shape are tested in tests/test_chunking.py.
     overrides.setdefault("chunker", "paper_fields")
+    # Every stage is asked about every turn here, decided or not (skip_decided_turns is tested on
+    # its own in tests/test_cruise_chain.py).
+    overrides.setdefault("skip_decided_turns", False)
     return CruiseAgent(FakePipeline(IMAGE_HITS, web_hits), engines=engines, profile="cpu",
                        preset=f"{preset}+paper_finalizer", **overrides)
 

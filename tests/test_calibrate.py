@@ -8,6 +8,7 @@ import pandas as pd
 import pytest
 
 from agents.config.loading import load_config
+from agents.cruise_agent import CruiseAgent
 from agents.engines.base import TOKEN_COUNT
 from tools.calibrate import (
     DEFAULTS,
@@ -231,3 +232,20 @@ def test_every_trace_says_how_its_token_probabilities_were_counted():
                           retrieval=Retrieval(), evidence=Evidence(), answers=Answers("Paris"), check=Verification(),
                           decision=Decision("x", "b"))
     assert trace["token_count"] == TOKEN_COUNT
+
+
+def test_a_run_that_skipped_decided_turns_is_refused(tmp_path):
+    """Its decided turns have no answer in the trace: replayed under a lower tau_ret they would
+    read as "I don't know" where the chain would have answered."""
+    traces, truths = many_turns("k", 4)
+    write_run(tmp_path / "run", traces, truths)
+    record = {"profile": "cpu", "preset": "full",
+              "agent_description": {"config": {**CruiseAgent.describe(load_config("cpu"))["config"]}}}
+    for skipped in (False, True):
+        record["agent_description"]["config"]["skip_decided_turns"] = skipped
+        (tmp_path / "run" / "run_config.json").write_text(json.dumps(record))
+        if skipped:
+            with pytest.raises(SystemExit, match="skip_decided_turns=false"):
+                load_turns(tmp_path / "run")
+        else:
+            assert len(load_turns(tmp_path / "run")) == 4

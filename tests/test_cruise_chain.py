@@ -294,3 +294,60 @@ def test_agent_loads_a_calibration_file(tmp_path):
     # The scripted engine gives no token probabilities: the gate, now on, cannot vouch for any answer.
     assert agent.batch_generate_response(*batch([WHERE])) == [IDK_ANSWER]
     assert agent.last_batch_report["traces"][0]["branch"] == "low_token_prob"
+
+
+def test_a_turn_decided_by_retrieval_is_not_answered_and_ends_the_same():
+    """skip_decided_turns: PRICE is real-time with S_ret 0.3 < tau_ret, so Algorithm 1 says "I don't
+    know" whatever its answers; it gets no answer, consistency or verify request, and every turn's
+    final answer and branch are what they are with the stages asked about every turn."""
+    reports = {}
+    for skip in (False, True):
+        agent = make_agent("full", skip_decided_turns=skip)
+        answers = agent.batch_generate_response(*batch([PRICE, WHERE, COLOR]))  # the decided turn first
+        reports[skip] = (answers, agent.last_batch_report)
+    (every, every_report), (skipped, skipped_report) = reports[False], reports[True]
+    assert skipped == every == [IDK_ANSWER, "Camden.", "Red"]
+    assert [t["branch"] for t in skipped_report["traces"]] == [t["branch"] for t in every_report["traces"]]
+    requests = {c["stage"]: c["requests"] for c in skipped_report["engine_calls"]}
+    before = {c["stage"]: c["requests"] for c in every_report["engine_calls"]}
+    assert requests["answer"] == before["answer"] - 2 and requests["verify"] == before["verify"] - 1
+    price = skipped_report["traces"][0]
+    assert price["rag_answer"] == IDK_ANSWER and price["branch"] == "real_time_weak_retrieval"
+    # WHERE and COLOR are asked as before, each with its own answer
+    assert [t["rag_answer"] for t in skipped_report["traces"][1:]] == [t["rag_answer"] for t in every_report["traces"][1:]]
+
+
+def test_the_decided_rule_is_only_the_retrieval_rules():
+    """decided_before_answer never decides a turn the later rules could answer."""
+    from agents.config.loading import load_config
+    from agents.cruise.stages.s9_finalize import decided_before_answer
+    from agents.stages.types import Evidence, Route
+
+    cfg = load_config("cpu")  # tau_ret 0.9, tau_ret_scope "context"
+    weak, strong = Evidence(context="[Info 1] x", retrieval_score=0.5), Evidence(context="[Info 1] x", retrieval_score=0.95)
+    plain, real_time = Route(needs_external=True, is_real_time=False), Route(needs_external=True, is_real_time=True)
+    assert decided_before_answer(plain, weak, cfg) and decided_before_answer(real_time, weak, cfg)
+    assert not decided_before_answer(plain, strong, cfg)
+    assert not decided_before_answer(plain, Evidence(context="", retrieval_score=0.0), cfg)  # no context: tau_high's
+    paper = cfg.replace(tau_ret_scope="real_time")
+    assert not decided_before_answer(plain, weak, paper) and decided_before_answer(real_time, weak, paper)
+
+
+def test_the_checks_are_expected_over_the_turns_they_may_ask(monkeypatch):
+    """The deadline expects the answer and consistency stages over the turns they may ask, not the
+    whole batch: with PRICE decided by retrieval, only WHERE. Expected over all turns, a loaded
+    batch cut the consistency check before it started where it would have fit (8 of 55 turns
+    beside a busy loop per core, 2026-11-28)."""
+    from agents.runtime.batch import BatchRun
+
+    seen = {}
+    stage = BatchRun.stage
+
+    def recording(self, name, fn, lists, fixed, fallback, asked=None):
+        seen[name] = asked
+        return stage(self, name, fn, lists, fixed, fallback, asked=asked)
+
+    monkeypatch.setattr(BatchRun, "stage", recording)
+    agent = make_agent("full", skip_decided_turns=True, consistency_skip_identical=False)
+    assert agent.batch_generate_response(*batch([PRICE, WHERE])) == [IDK_ANSWER, "Camden."]
+    assert seen["answer"] == [False, True] and seen["consistency"] == [False, True]

@@ -169,3 +169,27 @@ def test_the_budget_counts_the_time_spent_reading_the_inputs(clock, monkeypatch)
         agent.batch_generate_response(*batch([WHERE, WHERE]))
         assert clock() - start <= 2 * BUDGET_PER_TURN
         assert all(t["deadline_cut"] for t in agent.last_batch_report["traces"])
+
+
+def test_a_stage_is_expected_over_the_turns_it_asks_only(fake_clock):
+    """skip_decided_turns: 1 of 8 turns needs the answer stage. At 2 s a request (2 a turn) it
+    costs 4 s, which fits the 6 s left, where all 8 turns (32 s) would not."""
+    from agents.engines.base import Ledger
+    from agents.runtime.batch import BatchRun
+    from agents.runtime.deadline import Deadline
+
+    clock = fake_clock
+    costs = StageCosts()
+    costs.observe("answer", 1, 4.0, 2)  # an earlier batch: one turn, 2 requests, 4 s
+    asked = [False] * 7 + [True]
+    run = BatchRun(8, Deadline(6.0, clock=clock), costs, ledger=Ledger())
+
+    def answer(flags):
+        clock.sleep(4.0)
+        return ["answered" if f else "skipped" for f in flags]
+
+    out = run.stage("answer", answer, [asked], (), lambda: "cut", asked=asked)
+    assert run.cut_before is None and out[-1] == "answered"
+    # without `asked` the same stage is expected over all 8 turns and does not start
+    again = BatchRun(8, Deadline(6.0, clock=clock), costs, ledger=Ledger())
+    assert again.stage("answer", answer, [asked], (), lambda: "cut") == ["cut"] * 8 and again.cut_before == "answer"

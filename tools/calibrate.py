@@ -96,6 +96,7 @@ def load_turns(run_dir: Path) -> list[dict]:
     import pandas as pd
 
     run_dir = Path(run_dir)
+    check_every_turn_answered(run_dir)
     truth = pd.read_csv(run_dir / "turn_evaluation_results_all.csv", dtype=str).set_index("interaction_id")
     # the accepted answer forms, where the run's data carried them (the offline judge's input)
     forms = {iid: {k: r.get(k) for k in ANSWER_FORM_KEYS} for iid, r in saved_answers(run_dir).items()}
@@ -124,6 +125,17 @@ def counted_end_token(engine: str) -> bool:
     `token_count`, included the end-of-sequence token (an engine no longer known: assume so)."""
     kind = CHAT_ENGINES.get(engine)
     return kind is None or kind.counted_end_token
+
+
+def check_every_turn_answered(run_dir: Path) -> None:
+    """Refuse a run whose agent skipped the turns its retrieval rules decided (`skip_decided_turns`):
+    their traces hold no answer, so a lower tau_ret would replay them as "I don't know" where
+    the chain would have answered."""
+    saved = json.loads((run_dir / RUN_CONFIG).read_text()) if (run_dir / RUN_CONFIG).exists() else {}
+    if ((saved.get("agent_description") or {}).get("config") or {}).get("skip_decided_turns"):
+        raise SystemExit(f"{run_dir}: the run skipped the turns tau_ret decided (skip_decided_turns), so their "
+                         "traces hold no answer to replay; run the evaluation again with --set "
+                         "skip_decided_turns=false and calibrate on that run.")
 
 
 def check_token_count(trace: dict, engine: str, run_dir: Path) -> None:

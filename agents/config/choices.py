@@ -12,6 +12,7 @@ Engine = Literal[tuple(CHAT_ENGINES)]  # agents/engines/registry.py
 RerankerBackend = Literal[tuple(RERANKERS)]
 StopStrings = Literal["server", "client"]
 Prefill = Literal["auto", "batch", "rows"]  # agents/engines/rows_prefill.py
+CpuWeights = Literal["auto", "float32", "bfloat16", "int8"]  # agents/engines/cpu_path.py
 YesNoMode = Literal["text", "yes_no"]  # a verdict written, or read from the yes/no odds (agents/stages/verdicts.py)
 CovMode = Literal["text", "yes_no", "grounding"]  # agents/cruise/stages/s8_verify.py, agents/stages/verdicts.py
 Chunker = Literal["infobox", "paper_fields"]  # agents/stages/s4_chunk.py

@@ -25,6 +25,7 @@ from agents.config.choices import (
     Chunker,
     CostPriorModel,
     CovMode,
+    CpuWeights,
     CropMode,
     Engine,
     HarnessContext,
@@ -66,6 +67,10 @@ class ModelSettings:
     # prompts cost 0.6x their tokens read by rows against 1.7x padded, with the same answers and
     # log-probabilities (docs/benchmarks.md "CPU inference backends").
     prefill: Prefill = "auto"
+    # engine transformers on a CPU: the weights a causal LM runs with. "auto" reads the CPU's
+    # instruction sets (agents/engines/cpu_path.py); "float32", "bfloat16" or "int8" (the Linear
+    # layers quantized per output channel at load) force one. On a GPU `dtype` rules.
+    cpu_weights: CpuWeights = "float32"
     # vLLM only: the share of the GPU's memory each engine may take (a profile sets the split it
     # planned; vLLM's own default is 0.9 for one engine alone)
     vlm_gpu_memory_utilization: float = ranged(0.9, SHARE)

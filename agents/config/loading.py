@@ -30,6 +30,7 @@ from agents.config.presets import preset_settings
 from agents.config.set_strings import not_held, parse_settings
 from agents.config.validation import validate_config
 from agents.engine_capabilities import logprob_fallbacks
+from agents.engines.cpu_path import resolve_cpu_weights
 from agents.profiles import get_profile, resolve_profile
 from agents.runtime.system import find_system, registered, system_named
 from agents.settings import SettingError
@@ -95,7 +96,11 @@ def load_config(profile: str | None = "auto", preset: str | None = None, calibra
         cfg = apply_held(cfg, settings)
     if calibration and cfg.answer.use_finalizer:  # its thresholds are the finalizer's; a preset without one has none
         cfg = apply_held(cfg, load_calibration(calibration))
-    return validate_config(logprob_fallbacks(set_fields(cfg, overrides)))
+    cfg = set_fields(cfg, overrides)
+    if cfg.models.cpu_weights == "auto":
+        # The path this CPU takes, resolved here so that run_config.json and the fingerprint say it.
+        cfg = cfg.replace(cpu_weights=resolve_cpu_weights("auto"))
+    return validate_config(logprob_fallbacks(cfg))
 
 
 def load_config_from_settings(profile: str | None, preset: str | None, settings: list[str] | tuple[str, ...] = (),

@@ -24,9 +24,9 @@ from agents.base_agent import IDK_ANSWER
 from agents.config.cruise_config import CruiseConfig
 from agents.cruise.stages import STAGES
 from agents.cruise.stages.s1_route import route_batch
-from agents.cruise.stages.s7_consistency import consistency_batch
+from agents.cruise.stages.s7_consistency import consistency_batch, needs_consistency_check
 from agents.cruise.stages.s8_verify import verify_batch
-from agents.cruise.stages.s9_finalize import decision_inputs
+from agents.cruise.stages.s9_finalize import decided_before_answer, decision_inputs
 from agents.cruise.trace import turn_trace
 from agents.engines.base import Engines
 from agents.runtime.batch import BatchRun, BatchState, decide_turn, keep, open_batch
@@ -130,13 +130,18 @@ def relevance(s: ChainState) -> None:
 
 
 def answer(s: ChainState) -> None:
-    s.answers = s.run.stage("answer", _answer, [s.turns, s.evidence, s.notes], (s.engines.vlm, s.cfg),
-                            lambda: Answers(rag=IDK_ANSWER))
+    decided = [s.cfg.own.skip_decided_turns and decided_before_answer(r, e, s.cfg) for r, e in zip(s.routes, s.evidence)]
+    if not all(decided):
+        s.answers = s.run.stage("answer", _answer, [s.turns, s.evidence, s.notes, decided], (s.engines.vlm, s.cfg),
+                                lambda: Answers(rag=IDK_ANSWER), asked=[not d for d in decided])
+    else:  # nothing to ask: no engine call, and the stage is not timed as one
+        s.answers = [Answers(rag=IDK_ANSWER) for _ in s.turns]
 
 
 def consistency(s: ChainState) -> None:
+    # expected and timed over the turns it may ask (an "I don't know" answer is never checked)
     s.checks = s.run.stage("consistency", consistency_batch, [s.turns, s.evidence, s.answers], (s.engines.vlm, s.cfg),
-                           Verification)
+                           Verification, asked=[needs_consistency_check(a, s.cfg) for a in s.answers])
 
 
 def verify(s: ChainState) -> None:
@@ -196,5 +201,13 @@ def _retrieve(turns, routes, summaries, crops, sub_queries, pipeline, cfg):
     return retrieve_batch(turns, routes, summaries, pipeline, cfg, crops, sub_queries)
 
 
-def _answer(turns, evidence, notes, engine, cfg):
-    return answer_batch(turns, evidence, engine, cfg, notes)
+def _answer(turns, evidence, notes, decided, engine, cfg):
+    """The answers of the turns Algorithm 1 has not decided yet; a decided turn gets "I don't
+    know" and no direct answer, so neither check asks about it."""
+    asked = [i for i, d in enumerate(decided) if not d]
+    answers = answer_batch([turns[i] for i in asked], [evidence[i] for i in asked], engine, cfg,
+                           [notes[i] for i in asked])
+    out = [Answers(rag=IDK_ANSWER) for _ in turns]
+    for i, a in zip(asked, answers):
+        out[i] = a
+    return out

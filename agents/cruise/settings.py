@@ -55,4 +55,10 @@ class CruiseSettings:
     # Which turns tau_ret gates: "real_time" (the paper: real-time turns only) or "context" (ours:
     # every turn answered from context as well, for a router whose real-time label says little)
     tau_ret_scope: TauRetScope = "real_time"
+    # Ours: a turn whose final answer the retrieval rules of Algorithm 1 already decide ("I don't
+    # know" from is_real_time, the context and S_ret, all known after reranking) gets no answer,
+    # consistency or verify request: its answer would be thrown away. The final answers stay the
+    # same; its trace then holds no answer, so `tools.calibrate` cannot replay it under a lower
+    # tau_ret: a run meant for calibration sets this false.
+    skip_decided_turns: bool = False
     tau_high: float = ranged(1.0, THRESHOLD)  # paper (tau_low, which the peers read too: agents/config/groups.py)

@@ -34,6 +34,7 @@ from agents.engines.base import (
     image_layout,
     template_messages,
 )
+from agents.engines.cpu_path import quantized_int8, resolve_cpu_weights
 from agents.engines.local_models import dtype_argument, resolve_model
 from agents.engines.rows_prefill import DeadlinePassed, left_padded, prefill_rows, prefix_tree
 from agents.engines.stopping import StopAtClock, StopOnText
@@ -74,15 +75,18 @@ class TransformersEngine(ChatEngine):
     choice_s_per_token: float | None = None
 
     def __init__(self, model: str, ledger=None, *, dtype: str = "float32", device: str | None = None,
-                 cudnn_attention: bool = True, prefill: str = "auto"):
+                 cudnn_attention: bool = True, prefill: str = "auto", cpu_weights: str = "float32"):
         super().__init__(model, ledger)
         from transformers import AutoConfig
 
         self.path = resolve_model(model)
         self.device = device or ("cuda" if torch.cuda.is_available() else "cpu")
+        # On a CPU the weights are `cpu_weights`' (agents/engines/cpu_path.py), whatever `dtype` says.
+        self.cpu_weights = None
         if self.device == "cpu":
             _set_cpu_threads()
-            dtype = "float32"  # bf16 matmuls are slower than fp32 on most CPUs
+            self.cpu_weights = resolve_cpu_weights(cpu_weights)
+            dtype = "bfloat16" if self.cpu_weights == "bfloat16" else "float32"
         elif not cudnn_attention:
             # cuDNN attention builds a plan per new shape (a first call at a new shape ran at twice
             # the steady step time on the H100); the mem-efficient kernel does not. Process-wide.
@@ -109,6 +113,8 @@ class TransformersEngine(ChatEngine):
             self.tokenizer = AutoTokenizer.from_pretrained(self.path)
             self.net = AutoModelForCausalLM.from_pretrained(self.path, **dtype_argument(torch_dtype))
         self.net.to(self.device).eval()
+        if self.cpu_weights == "int8":
+            self.net = quantized_int8(self.net)
         self.tokenizer.padding_side = "left"  # not always saved with the tokenizer
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
@@ -316,4 +322,4 @@ def build(models, role: str, ledger) -> TransformersEngine:
     """The engine of one role with the arguments the run's ModelSettings give it (agents/engines/registry.py)."""
     return TransformersEngine(resolve_model(getattr(models, f"{role}_model")), ledger, dtype=models.dtype,
                               cudnn_attention=models.cudnn_attention,
-                              prefill=models.prefill)
+                              prefill=models.prefill, cpu_weights=models.cpu_weights)

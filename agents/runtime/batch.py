@@ -70,13 +70,17 @@ class BatchRun:
                 if isinstance(position, int) and 0 <= position < len(group) and group[position] not in self.refused:
                     self.refuse(group[position], f"{name}: the provider refused the request: {reason}")
 
-    def stage(self, name: str, fn: Callable, lists: list[list], fixed: tuple, fallback: Callable[[], object]) -> list:
-        """fn(*lists restricted to the live turns, *fixed) -> one result per live turn."""
+    def stage(self, name: str, fn: Callable, lists: list[list], fixed: tuple, fallback: Callable[[], object],
+              asked: list[bool] | None = None) -> list:
+        """fn(*lists restricted to the live turns, *fixed) -> one result per live turn. `asked`: which
+        turns `fn` will send requests for (default all); the stage is expected, and its cost per
+        turn learned, over those only."""
         out = [fallback() for _ in range(self.size)]
         alive = [i for i in range(self.size) if i not in self.failed]
         if self.cut_before or self.cut_during or not alive:
             return out
-        if not self.deadline.allows(self.costs.expect(name, len(alive))):
+        served = len(alive) if asked is None else sum(1 for i in alive if asked[i])
+        if not self.deadline.allows(self.costs.expect(name, served)):
             self.cut_before = name
             return out
         start = time.perf_counter()
@@ -99,7 +103,7 @@ class BatchRun:
         requests = None
         if self.ledger is not None and name not in self.engine_free:
             requests = sum(c.requests for c in calls)
-        self.costs.observe(name, len(alive), seconds, requests)
+        self.costs.observe(name, served, seconds, requests)
         return out
 
     def _attempt(self, name, fn, lists, fixed, alive):

@@ -54,6 +54,16 @@ def decide(
     return Decision(IDK_ANSWER, "not_verified")
 
 
+def decided_before_answer(route: Route, evidence: Evidence, cfg: CruiseConfig) -> bool:
+    """Whether Algorithm 1's first two rules say "I don't know" whatever the answers and checks
+    say: they read only the route, the context and S_ret (`skip_decided_turns`)."""
+    if not cfg.answer.use_finalizer:
+        return False
+    return decide(IDK_ANSWER, is_real_time=route.is_real_time, has_context=bool(evidence.context), consistent=True,
+                  cov_confidence=1.0, retrieval_score=evidence.retrieval_score or 0.0, tau_ret=cfg.own.tau_ret,
+                  tau_ret_scope=cfg.own.tau_ret_scope).branch in ("real_time_weak_retrieval", "weak_retrieval")
+
+
 def decision_inputs(route: Route, evidence: Evidence, answers: Answers, check: Verification) -> dict:
     """Algorithm 1's inputs for one turn, under the names the trace records them."""
     return {
