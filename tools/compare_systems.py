@@ -39,7 +39,7 @@ from agents.profiles import REPO_ROOT
 from evaluator.report.html import load_run, run_intervals
 from evaluator.report.paired import OUTCOMES, compare_pair
 from tools.ablation import DATASETS, HALVES, HELD_OUT, run_scores
-from tools.runs import add_run_flags, calibrate_on, run_once, run_settings
+from tools.runs import add_run_flags, answering_every_turn, calibrate_on, run_once, run_settings
 
 DEFAULT_SYSTEMS = ("full", "qa_dragon", "sam_rag", "rag_baseline")
 BASELINE = "full"
@@ -60,7 +60,8 @@ def calibrate_system(args, preset: str, output_dir: Path) -> Path:
         print(f"reusing {target}")
         return target
     trace_dirs = [run_once(run_settings(args, dataset_type, preset, output_dir / "calibration-traces" / preset / dataset_type,
-                                        shard=f"{1 - HELD_OUT}/{HALVES}")) for dataset_type in args.datasets]
+                                        shard=f"{1 - HELD_OUT}/{HALVES}", **answering_every_turn(args.profile, preset)))
+                  for dataset_type in args.datasets]
     return calibrate_on(trace_dirs, target)
 
 
