@@ -54,8 +54,10 @@ def build_report_runs(root: Path, main) -> dict[str, Path]:
     out = {}
     for preset in ("full", "rag_baseline"):
         out[preset] = root / preset
-        # the scripted engines write the paper's CoV reply: the paper's finalizer reads it
-        proc = run_main(main, ["--dataset", str(dataset), "--dataset-type", "multi-turn", "--profile", "cpu",
+        # the scripted engines write the paper's CoV reply: the paper's finalizer reads it; every
+        # turn is answered and checked (the hand-worked funnel counts them), decided or not
+        asked = ["--set", "skip_decided_turns=false"] if preset == "full" else []
+        proc = run_main(main, ["--dataset", str(dataset), "--dataset-type", "multi-turn", "--profile", "cpu", *asked,
                                "--preset", f"{preset}+paper_finalizer" if preset == "full" else preset,
                                "--agent", "testkit.fakes:SteeredCruiseAgent", "--search", "none",
                                "--eval-model", "None", "--output-dir", str(out[preset]), "--no_progress"],

@@ -249,3 +249,17 @@ def test_a_run_that_skipped_decided_turns_is_refused(tmp_path):
                 load_turns(tmp_path / "run")
         else:
             assert len(load_turns(tmp_path / "run")) == 4
+
+
+def test_the_tools_record_calibration_traces_with_every_turn_answered():
+    """tools.ablation and tools.compare_systems run their calibration traces through this: a CRUISE
+    preset gets skip_decided_turns off (else calibrate refuses the traces), a peer system, which
+    has no such setting, nothing (a --set of it would be refused)."""
+    from agents.config.loading import load_config_from_settings
+    from tools.runs import answering_every_turn
+
+    cruise = answering_every_turn("cpu", "full")
+    assert not load_config_from_settings("cpu", "full", cruise["set"]).own.skip_decided_turns
+    assert load_config("cpu", "full").own.skip_decided_turns  # the default it turns off
+    assert answering_every_turn("cpu", "qa_dragon") == {}
+    load_config_from_settings("cpu", "qa_dragon", answering_every_turn("cpu", "qa_dragon").get("set", ()))

@@ -37,7 +37,7 @@ from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import load_split, read_conversations
 from evaluator.scoring.rules import rule_set
 from evaluator.scoring.scores import score_rows
-from tools.runs import add_run_flags, calibrate_on, run_once, run_settings
+from tools.runs import add_run_flags, answering_every_turn, calibrate_on, run_once, run_settings
 
 DEFAULT_PRESETS = ("vision_only", "rag_baseline", "no_cov_no_sc", "no_cov", "full")
 DATASETS = ("single-turn", "multi-turn")
@@ -51,7 +51,8 @@ FLAGS = ("is_exact_match", "is_correct", "is_miss")
 def calibrate(args, output_dir: Path) -> Path:
     """Steps 1-2: traces of shard 0/2 of every dataset, then calibration.json from them."""
     trace_dirs = [run_once(run_settings(args, dataset_type, "full", output_dir / "calibration-traces" / dataset_type,
-                                        shard=f"{1 - HELD_OUT}/{HALVES}")) for dataset_type in args.datasets]
+                                        shard=f"{1 - HELD_OUT}/{HALVES}", **answering_every_turn(args.profile, "full")))
+                  for dataset_type in args.datasets]
     return calibrate_on(trace_dirs, output_dir / "calibration.json")
 
 

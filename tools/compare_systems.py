@@ -46,7 +46,16 @@ from agents.profiles import REPO_ROOT
 from evaluator.report.html import load_run, run_intervals
 from evaluator.report.paired import OUTCOMES, compare_pair
 from tools.ablation import DATASETS, HALVES, HELD_OUT, run_scores
-from tools.runs import Entry, add_run_flags, calibrate_on, entry, folder_name, run_once, run_settings
+from tools.runs import (
+    Entry,
+    add_run_flags,
+    answering_every_turn,
+    calibrate_on,
+    entry,
+    folder_name,
+    run_once,
+    run_settings,
+)
 
 DEFAULT_SYSTEMS = ("full", "qa_dragon", "sam_rag", "rag_baseline")
 BASELINE = "full"
@@ -66,9 +75,10 @@ def calibrate_system(args, system: Entry, output_dir: Path) -> Path:
     if target.is_file():
         print(f"reusing {target}")
         return target
+    every_turn = answering_every_turn(args.profile, system.preset).get("set", ())
     trace_dirs = [run_once(run_settings(args, dataset_type, system.preset,
                                         output_dir / "calibration-traces" / folder_name(system.key) / dataset_type,
-                                        shard=f"{1 - HELD_OUT}/{HALVES}", set=system.settings))
+                                        shard=f"{1 - HELD_OUT}/{HALVES}", set=(*system.settings, *every_turn)))
                   for dataset_type in args.datasets]
     return calibrate_on(trace_dirs, target)
 

@@ -88,6 +88,16 @@ def run_settings(args, dataset_type: str, preset: str, output_dir: Path, **optio
                               no_progress=True, **options)
 
 
+def answering_every_turn(profile: str | None, preset: str) -> dict:
+    """run_settings' options for a run whose traces calibration will read: every turn answered
+    (`skip_decided_turns` off where the preset's system has it; tools.calibrate refuses traces
+    without the decided turns' answers)."""
+    from agents.config.loading import load_config
+
+    has = load_config(profile or "cpu", preset).has("skip_decided_turns")
+    return {"set": ("skip_decided_turns=false",)} if has else {}
+
+
 def in_own_process(settings: EvaluationSettings) -> bool:
     """Whether the run loads its engines onto this process's GPU (read off the resolved run)."""
     from evaluator.harness.resolved import resolve_settings

@@ -33,7 +33,7 @@ class WarmRun:
     size: int
     seconds: dict[str, float] = field(default_factory=dict)
 
-    def stage(self, name, fn, lists, fixed, fallback):
+    def stage(self, name, fn, lists, fixed, fallback, asked=None):  # every turn runs: `asked` plays no part
         start = time.perf_counter()
         try:
             return fn(*lists, *fixed)
