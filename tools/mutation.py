@@ -218,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
     import fnmatch
 
     found = {n: s for n, s in statuses(work).items() if any(fnmatch.fnmatch(n, p) for p in patterns)}
+    if found and all(status == "not checked" for status in found.values()):
+        print("mutation: no mutant was checked: mutmut's first run of the chosen tests (unmutated, one process) "
+              "failed; its output is above. Choose tests that pass together in one process (--tests).")
+        return 2
     by_file: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for name, status in sorted(found.items()):
         by_file[file_of(name, files)].append((name, status))
