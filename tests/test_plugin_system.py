@@ -375,6 +375,10 @@ def test_a_system_reads_its_own_packages_prompt_before_that_of_a_package_one_of_
         (tmp_path / package / "prompts" / "greeting.txt").write_text(words + "\n")
     (tmp_path / "stage_of_greeter" / "prompts" / "farewell.txt").write_text("the stage's own farewell\n")
     monkeypatch.syspath_prepend(str(tmp_path))
+    for name in ("home_of_greeter", "home_of_greeter.steps", "stage_of_greeter", "stage_of_greeter.steps"):
+        # imported afresh from this test's folder, and forgotten after it (setitem restores the absence)
+        monkeypatch.setitem(sys.modules, name, None)
+        del sys.modules[name]
     importlib.import_module("home_of_greeter.steps")
     stage_steps = importlib.import_module("stage_of_greeter.steps")
     greeter = registered_systems(LOOKER.__class__(

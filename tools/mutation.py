@@ -191,6 +191,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--files", nargs="+", help="mutate these files, every function of them")
     parser.add_argument("--whole-files", action="store_true", help="every function of the changed files")
     parser.add_argument("--tests", nargs="+", help="the test files to run (default: those naming the module)")
+    parser.add_argument("--deselect", action="append", default=[], metavar="NODEID",
+                        help="a test left out (pytest --deselect): one that cannot pass beside the others in one process")
     parser.add_argument("--max-children", type=int, default=1, help="mutants checked at once (default 1)")
     parser.add_argument("--work", default=".mutation", help="the copy of the tree mutmut works in")
     parser.add_argument("--target", type=float, default=0.85, help="the share of mutants each file must kill")
@@ -211,13 +213,17 @@ def main(argv: list[str] | None = None) -> int:
     if not patterns:
         print("mutation: the changes touch no function")
         return 0
-    tests = args.tests or tests_naming(files) or ["tests"]
+    tests = (args.tests or tests_naming(files) or ["tests"]) + [f"--deselect={d}" for d in args.deselect]
     work = prepare_copy((REPO_ROOT / args.work).resolve(), files, tests)
     print(f"mutation: {', '.join(files)} against {len(tests)} test files; mutmut works in {work}", flush=True)
     mutmut(work, "run", "--max-children", str(args.max_children), *patterns, capture=False)
     import fnmatch
 
     found = {n: s for n, s in statuses(work).items() if any(fnmatch.fnmatch(n, p) for p in patterns)}
+    if found and all(status == "not checked" for status in found.values()):
+        print("mutation: no mutant was checked: mutmut's first run of the chosen tests (unmutated, one process) "
+              "failed; its output is above. Choose tests that pass together in one process (--tests).")
+        return 2
     by_file: dict[str, list[tuple[str, str]]] = defaultdict(list)
     for name, status in sorted(found.items()):
         by_file[file_of(name, files)].append((name, status))
