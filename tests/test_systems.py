@@ -31,7 +31,7 @@ from agents.runtime.system import (
 )
 from testkit.scripted_peers import qa_dragon_engines
 
-ECHO_STAGE = Stage("echo", trace_fields=("first_word",))
+ECHO_STAGE = Stage("echo", trace_fields=("first_word", "rag_answer"))
 
 
 def echo_batch(turns) -> list[str]:

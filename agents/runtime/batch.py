@@ -220,13 +220,14 @@ def keep(old: list, new: list) -> list:
 
 def decide_turn(system, signals: dict, cfg, run: BatchRun | None = None, i: int | None = None):
     """The Decision of one turn: "refused" or "error" for a turn the run failed (or a trace that
-    says so), "abstained" for an answer already "I don't know" where the system says so first,
+    says so), "abstained" for an answer (its signal `system.answer_signal`) already "I don't know"
+    where the system says so first,
     else the system's rule over its signals (a trace, or the dict it will be traced as)."""
     if run is not None and i in run.refused or signals.get("branch") == "refused":
         return Decision(IDK_ANSWER, "refused")
     if run is not None and i in run.failed or signals.get("branch") == "error":
         return Decision(IDK_ANSWER, "error")
-    if system.abstains_first and (signals.get("rag_answer") or IDK_ANSWER) == IDK_ANSWER:
+    if system.abstains_first and (signals.get(system.answer_signal) or IDK_ANSWER) == IDK_ANSWER:
         return Decision(IDK_ANSWER, "abstained")
     return system.decide(signals, cfg)
 
