@@ -259,3 +259,21 @@ def test_a_stage_run_under_a_name_not_on_the_record_is_refused_naming_both(regis
     with pytest.raises(ValueError) as refused:
         agent.batch_generate_response(["Paris is where?"], [Image.new("RGB", (8, 8))], [[]])
     assert str(refused.value) == "stage 'ecoh' is not on the system's record; its stages: ['perceive', 'echo']"
+
+
+def run_counting_chunks(system, turns, engines, pipeline, cfg, costs, started=None):
+    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    words = state.run.stage("echo", echo_batch, [state.turns], (), lambda: IDK_ANSWER)
+    return words, [state.trace(i, {"rag_answer": w, "branch": "echoed", "final_answer": w, "chunks": 3}, parsed={})
+                   for i, w in enumerate(words)]
+
+
+def test_a_trace_field_of_the_wrong_type_is_refused_where_it_is_written(registered_systems):
+    registered_systems(System(name="counting", stages=(ECHO_STAGE,), run=run_counting_chunks, decide=decide_echo,
+                              view=ECHO.view))
+    config = load_config("cpu", "full", system="counting", warmup_at_load=False)
+    agent = CruiseAgent(None, config=config, engines=qa_dragon_engines())
+    with pytest.raises(TypeError) as refused:
+        agent.batch_generate_response(["Paris is where?"], [Image.new("RGB", (8, 8))], [[]])
+    assert str(refused.value) == ("system 'counting': trace field 'chunks' must be a list (the report reads it so), "
+                                  "got int 3")
