@@ -52,7 +52,7 @@ def perception_reads_a_sign(monkeypatch):
     monkeypatch.setattr(s0a_perceive, "SHARED_CACHE", s0a_perceive.PerceptionCache())
 
 
-LOOK = Stage("look", trace_fields=("looked_at",))
+LOOK = Stage("look", trace_fields=("looked_at", "rag_answer"))
 
 
 def run_look(system, turns, engines, pipeline, cfg, costs, started=None):
@@ -186,21 +186,22 @@ def run(system, turns, engines, pipeline, cfg, costs, started=None):
                               lambda: IDK_ANSWER)
     answers, traces = [], []
     for i, reply in enumerate(replies):
-        decision = decide_turn(system, {"rag_answer": reply}, cfg, state.run, i)
+        decision = decide_turn(system, {"@SYSTEM@_reply": reply}, cfg, state.run, i)
         answers.append(decision.answer)
-        own = {"@SYSTEM@_question_words": counts[i], "@SYSTEM@_reply": reply, "rag_answer": reply,
+        own = {"@SYSTEM@_question_words": counts[i], "@SYSTEM@_reply": reply,
                "branch": decision.branch, "final_answer": decision.answer}
         traces.append(state.trace(i, own, parsed={}))
     return answers, traces
 
 
 def decide(trace, cfg):
-    return Decision(trace["rag_answer"], "shouted")
+    return Decision(trace["@SYSTEM@_reply"], "shouted")
 
 
 SYSTEM = register(System(
     name="@SYSTEM@", stages=(s1_tally.STAGE, s2_shout.STAGE), run=run, decide=decide,
-    view=View(funnel=lambda trace, cfg: {"replied": bool(trace.get("rag_answer"))}, branches=("shouted",),
+    answer_signal="@SYSTEM@_reply",  # the field its decision abstains on when it says "I don't know"
+    view=View(funnel=lambda trace, cfg: {"replied": bool(trace.get("@SYSTEM@_reply"))}, branches=("shouted",),
               turn_template="report_turn.html.j2"),
     settings=ShoutSettings,
     untimed_prior=None,  # a model stage not timed yet is charged the dearest request, as CRUISE's

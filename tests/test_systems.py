@@ -31,7 +31,7 @@ from agents.runtime.system import (
 )
 from testkit.scripted_peers import qa_dragon_engines
 
-ECHO_STAGE = Stage("echo", trace_fields=("first_word",))
+ECHO_STAGE = Stage("echo", trace_fields=("first_word", "rag_answer"))
 
 
 def echo_batch(turns) -> list[str]:
@@ -253,3 +253,37 @@ def test_a_stage_field_no_page_reads_is_listed_by_the_report_and_one_it_reads_is
     # a turn of the running system is shown by its own page's keys: a QA-Dragon field is not CRUISE's
     assert "draft_answer" not in prepare_turn({"system": "cruise"})["shown_keys"]
     assert "draft_answer" in prepare_turn({"system": "qa_dragon"})["shown_keys"]
+
+
+def run_misspelled(system, turns, engines, pipeline, cfg, costs, started=None):
+    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    state.run.stage("ecoh", echo_batch, [state.turns], (), lambda: IDK_ANSWER)
+    return [IDK_ANSWER] * len(turns), []
+
+
+def test_a_stage_run_under_a_name_not_on_the_record_is_refused_naming_both(registered_systems):
+    registered_systems(System(name="misspelled", stages=(ECHO_STAGE,), run=run_misspelled, decide=decide_echo,
+                              view=ECHO.view))
+    config = load_config("cpu", "full", system="misspelled", warmup_at_load=False)
+    agent = CruiseAgent(None, config=config, engines=qa_dragon_engines())
+    with pytest.raises(ValueError) as refused:
+        agent.batch_generate_response(["Paris is where?"], [Image.new("RGB", (8, 8))], [[]])
+    assert str(refused.value) == "stage 'ecoh' is not on the system's record; its stages: ['perceive', 'echo']"
+
+
+def run_counting_chunks(system, turns, engines, pipeline, cfg, costs, started=None):
+    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    words = state.run.stage("echo", echo_batch, [state.turns], (), lambda: IDK_ANSWER)
+    return words, [state.trace(i, {"rag_answer": w, "branch": "echoed", "final_answer": w, "chunks": 3}, parsed={})
+                   for i, w in enumerate(words)]
+
+
+def test_a_trace_field_of_the_wrong_type_is_refused_where_it_is_written(registered_systems):
+    registered_systems(System(name="counting", stages=(ECHO_STAGE,), run=run_counting_chunks, decide=decide_echo,
+                              view=ECHO.view))
+    config = load_config("cpu", "full", system="counting", warmup_at_load=False)
+    agent = CruiseAgent(None, config=config, engines=qa_dragon_engines())
+    with pytest.raises(TypeError) as refused:
+        agent.batch_generate_response(["Paris is where?"], [Image.new("RGB", (8, 8))], [[]])
+    assert str(refused.value) == ("system 'counting': trace field 'chunks' must be a list (the report reads it so), "
+                                  "got int 3")

@@ -48,6 +48,9 @@ class BatchRun:
     # the finalizer, the traces): the engines stop at the deadline less this.
     engine_margin_s: float = 0.0
     engine_free: tuple[str, ...] = ()  # the stages that call no model (System.engine_free)
+    # The names on the system's record (System.stage_names; empty: a bare run, not checked): a
+    # stage run under another name would be timed, priced and traced under a key nothing reads.
+    stage_names: tuple[str, ...] = ()
 
     def __post_init__(self):
         self.errors = [[] for _ in range(self.size)]
@@ -75,6 +78,8 @@ class BatchRun:
         """fn(*lists restricted to the live turns, *fixed) -> one result per live turn. `asked`: which
         turns `fn` will send requests for (default all); the stage is expected, and its cost per
         turn learned, over those only."""
+        if self.stage_names and name not in self.stage_names:
+            raise ValueError(f"stage {name!r} is not on the system's record; its stages: {list(self.stage_names)}")
         out = [fallback() for _ in range(self.size)]
         alive = [i for i in range(self.size) if i not in self.failed]
         if self.cut_before or self.cut_during or not alive:
@@ -139,7 +144,7 @@ def start_batch(turns: list, cfg, costs: StageCosts, system, ledger: Ledger | No
     budget = math.inf if cfg.run.turn_budget_s <= 0 else cfg.run.turn_budget_s * max(n, 1) - cfg.run.safety_margin_s
     costs.new_batch()
     run = BatchRun(n, Deadline(budget, start=started), costs, ledger=ledger, engine_margin_s=cfg.run.engine_margin_s,
-                   engine_free=system.engine_free(cfg))
+                   engine_free=system.engine_free(cfg), stage_names=system.stage_names())
     for i, turn in enumerate(turns):
         if not turn.query:
             run.fail(i, "empty question")
@@ -224,13 +229,14 @@ def keep(old: list, new: list) -> list:
 
 def decide_turn(system, signals: dict, cfg, run: BatchRun | None = None, i: int | None = None):
     """The Decision of one turn: "refused" or "error" for a turn the run failed (or a trace that
-    says so), "abstained" for an answer already "I don't know" where the system says so first,
+    says so), "abstained" for an answer (its signal `system.answer_signal`) already "I don't know"
+    where the system says so first,
     else the system's rule over its signals (a trace, or the dict it will be traced as)."""
     if run is not None and i in run.refused or signals.get("branch") == "refused":
         return Decision(IDK_ANSWER, "refused")
     if run is not None and i in run.failed or signals.get("branch") == "error":
         return Decision(IDK_ANSWER, "error")
-    if system.abstains_first and (signals.get("rag_answer") or IDK_ANSWER) == IDK_ANSWER:
+    if system.abstains_first and (signals.get(system.answer_signal) or IDK_ANSWER) == IDK_ANSWER:
         return Decision(IDK_ANSWER, "abstained")
     return system.decide(signals, cfg)
 

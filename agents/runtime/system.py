@@ -135,6 +135,9 @@ class System:
     # Its decision says "abstained" for an answer that is already "I don't know", before its rule
     # (CRUISE's Algorithm 1 names the rule that would have rejected it instead).
     abstains_first: bool = True
+    # The trace field that holds its answer before the rule, read for abstains_first: a field its
+    # stages declare (trace_fields), checked when it registers, so the decision reads no hidden key.
+    answer_signal: str = "rag_answer"
     # What a stage the profile's prior model does not price is expected to cost before it is
     # timed: None charges it the dearest request measured lately (agents/runtime/deadline.py); 0
     # times it on its first run, for a chain whose long first step would price every cheaper step
@@ -214,6 +217,15 @@ def record_fault(system: System) -> str | None:
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         return f"stages named twice: {twice} (the trace's stage_ms and the priors are keyed by the name)"
+    if not isinstance(system.answer_signal, str) or not system.answer_signal:
+        return f"its answer_signal must name a trace field, got {system.answer_signal!r}"
+    # A system whose own stages declare their fields must declare the one its decision reads; one
+    # whose stages declare none writes its whole trace in its own run, which only a run can show.
+    declared = {f for stage in system.stages[len(OPENING):] for f in getattr(stage, "trace_fields", ())}
+    if system.abstains_first and declared:
+        if system.answer_signal not in declared:
+            return (f"its answer_signal {system.answer_signal!r} (read for abstains_first) is a trace field none of "
+                    f"its stages declares; declared: {sorted(declared)}")
     for rule in ("run", "decide"):
         if not callable(getattr(system, rule)):
             return f"its {rule} is not callable"

@@ -14,6 +14,26 @@ def not_idk(answer) -> bool:
     return bool(answer) and IDK_ANSWER.lower() not in str(answer).lower()
 
 
+# The type of each trace field the evaluator, the report and calibration read from every system
+# (None is also taken: a step that did not run), checked where the trace is written so that a
+# system writing another type fails on its first turn, not in the report after the run.
+FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
+    "chunks": list, "kept_chunks": list, "context": (str, list), "branch": str, "final_answer": str,
+    "rag_answer": str, "stage_ms": dict, "errors": list, "parsed_stages": list, "parse_failures": list,
+    "skipped_for_time": list, "funnel": dict, "mode_fallbacks": list, "perception": dict,
+}
+
+
+def field_type_fault(trace: dict) -> str | None:
+    """The first field of `trace` whose value is not of its FIELD_TYPES type, in one line, or None."""
+    for key, kind in FIELD_TYPES.items():
+        value = trace.get(key)
+        if value is not None and not isinstance(value, kind):
+            names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+            return f"trace field {key!r} must be a {names} (the report reads it so), got {type(value).__name__} {value!r:.60}"
+    return None
+
+
 def record(own: dict, *, system, cfg, run, i: int, turn, parsed: dict[str, bool], perception=None,
            errors: list[str] = (), skipped_for_time: list[str] | None = None,
            added: dict[str, list[dict]] | None = None) -> dict:
@@ -52,6 +72,9 @@ def record(own: dict, *, system, cfg, run, i: int, turn, parsed: dict[str, bool]
     # and the stages switched to text modes for an engine without token probabilities
     trace["turn_budget_s"] = cfg.run.turn_budget_s
     trace["mode_fallbacks"] = list(cfg.mode_fallbacks)
+    fault = field_type_fault(trace)
+    if fault:
+        raise TypeError(f"system {trace['system']!r}: {fault}")
     return trace
 
 
