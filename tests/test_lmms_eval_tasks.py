@@ -307,3 +307,63 @@ def test_from_lmms_eval_is_a_command_of_local_evaluation(tmp_path):
     with pytest.raises(SystemExit, match="holds no lmms-eval results file"):
         local_evaluation.main(["from-lmms-eval", str(tmp_path / "empty"), "--output-dir", str(tmp_path / "out")])
 
+
+
+def imported_task_run(tmp_path, name: str, pipeline) -> Path:
+    """`name` over CRAG-MM-Diagnostics' layout (stage labels: the heron on the right), each
+    document answered "a heron", scored into a kept run folder as the aggregation scores it."""
+    from agents.config.loading import load_config
+    from tests.test_diagnostics import write_published_layout
+
+    folder = tmp_path / "diagnostics-data"
+    if not folder.exists():
+        write_published_layout(folder, rows=3)
+    config = {**task_yaml(name), "dataset_path": str(folder), "test_split": "test"}
+    config["metadata"] = {**config["metadata"], "output_dir": str(tmp_path / "kept")}
+    cfg = load_config("cpu", preset="rag_baseline")
+    task = CragMMTask(TaskSettings.from_task_config(config), pipeline_factory=lambda profile: (pipeline, cfg))
+    items = []
+    for doc in docs_of(task.load()):
+        task.doc_to_visual(doc)
+        task.doc_to_text(doc)
+        items.append(task.process_results(doc, ["a heron"])[TURNS_KEY])
+    task.scored(items)
+    return tmp_path / "kept" / name
+
+
+def heron_search(query, k):
+    """Image search finds the target first; web search finds a page."""
+    if isinstance(query, str):
+        return [{"page_name": "Herons", "page_url": "https://example.invalid/herons",
+                 "page_snippet": "Herons wade in shallow water.", "score": 0.5}]
+    return [{"score": 0.9, "entities": [{"entity_name": "Great blue heron",
+                                         "entity_attributes": {"habitat": "wetlands"}}]}][:k]
+
+
+def test_an_imported_runs_report_counts_the_passages_it_gave_and_only_the_stages_it_ran(tmp_path):
+    """The report of a task's run: coverage from the passages the RAG prompt held (agreeing with
+    the funnel), image retrieval scored against the task's own image search, the stages no task
+    runs (and, for the model alone, image search too) n/a rather than failed; the header names the
+    task and model, and every turn row its branch."""
+    rag = imported_task_run(tmp_path / "rag", "crag_mm_single_rag", heron_search)
+    summary = json.loads((rag / "run_summary.json").read_text())
+    assert summary["evidence_coverage"]["retrieved_share"] == 1.0
+    assert summary["evidence_coverage"]["context_share"] == 1.0
+    stages = json.loads((rag / "diagnostics.json").read_text())["stages"]
+    assert stages["image_retrieval@1"]["labelled"] == 3 and stages["image_retrieval@1"]["passed"] == 3
+    assert stages["identification"]["labelled"] == 0 and stages["grounding"]["labelled"] == 0
+    assert stages["knowledge"]["labelled"] == 3
+    page = (rag / "report.html").read_text()
+    assert "CRAG-MM report: ?" not in page and "profile <b>None</b>" not in page
+    assert "task <b>crag_mm_single_rag</b>" in page and "no trace" not in page
+    assert "search results in the prompt" in page
+    row = page.split('data-stage="identification"')[1].split("</tr>")[0]
+    assert "n/a" in row
+
+    alone = imported_task_run(tmp_path / "alone", "crag_mm_single", heron_search)
+    stages = json.loads((alone / "diagnostics.json").read_text())["stages"]
+    assert all(stages[f"image_retrieval@{k}"]["labelled"] == 0 for k in (1, 5, 10))
+    assert json.loads((alone / "run_summary.json").read_text())["evidence_coverage"]["retrieved_share"] == 0.0
+    page = (alone / "report.html").read_text()
+    assert "the model alone" in page and "no trace" not in page
+    assert 'n/a' in page.split('data-stage="image_retrieval@1"')[1].split("</tr>")[0]

@@ -171,12 +171,13 @@ def prompt_text(messages: list[dict]) -> str:
 def search_chunks(pipeline, image, query: str, cfg, hits: int) -> tuple[list[str], dict]:
     """The search pipeline's results for one turn as the baseline reads them: image search on
     the photo, web search on the question (where the pipeline searches the web), each hit made
-    into our passages (agents/stages/s4_chunk.py), duplicates dropped; and what was found. A
-    search that fails costs only its own results."""
+    into our passages (agents/stages/s4_chunk.py), duplicates dropped; and what was found: the
+    hits in order as `retrieved` (an image hit with its entities' names, which the diagnostics
+    match against a labelled target). A search that fails costs only its own results."""
     from agents.stages.s3_retrieve import safe_text_query, web_search_enabled
-    from agents.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit, dedupe
+    from agents.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit, dedupe, hit_entity_names
 
-    found = {"image_hits": 0, "web_hits": 0, "errors": []}
+    found = {"image_hits": 0, "web_hits": 0, "errors": [], "retrieved": []}
     chunks: list[str] = []
     searches = [("image", image, lambda hit: chunks_from_image_hit(hit, cfg))]
     if web_search_enabled(pipeline):
@@ -190,6 +191,9 @@ def search_chunks(pipeline, image, query: str, cfg, hits: int) -> tuple[list[str
         found[f"{source}_hits"] = len(results)
         for hit in results:
             chunks.extend(read(hit))
+            found["retrieved"].append({"source": "image", "entities": hit_entity_names(hit)} if source == "image"
+                                      else {"source": "web", "name": str(hit.get("page_name") or hit.get("page_url")
+                                                                         or "")})
     kept, _ = dedupe(chunks, chunks)
     return kept, found
 
@@ -374,7 +378,8 @@ class CragMMTask:
                 run_config = imported_run_config(
                     dataset=d["dataset"], dataset_type=d["dataset_type"], split=d["split"], revision=d["revision"],
                     rules=rule_set(self.settings.scoring.rules).name, agent="a model run by lmms-eval",
-                    turns=len(records), conversations=len({r["session_id"] for r in records}))
+                    turns=len(records), conversations=len({r["session_id"] for r in records}), task=self.settings.task,
+                    model="named in lmms-eval's results file")
                 self._scored[digest] = self._score(records, traces, run_config)
             return self._scored[digest]
 
