@@ -130,7 +130,7 @@ def chosen_run(folder: Path, run: str | None) -> Path:
                                 "writes none")
     names = {run_name(folder, path): path for path in results_files}
     if run is not None:
-        found = [path for name, path in names.items() if run in (name, Path(name).name)]
+        found = [names[run]] if run in names else [path for name, path in names.items() if Path(name).name == run]
         if len(found) != 1:
             raise EvaluationRefused(f"--run {run}: {'no' if not found else 'more than one'} run of {folder} has that "
                                     f"name; its runs: {', '.join(names)}")

@@ -15,6 +15,7 @@ from PIL import Image
 
 import local_evaluation
 from agents.profiles import REPO_ROOT
+from evaluator.commands import EvaluationRefused
 from evaluator.imported_runs import TURNS_KEY, from_lmms_eval
 from evaluator.scoring.truncate import load_truncator
 from evaluator.settings import EvaluationSettings
@@ -283,12 +284,16 @@ def test_an_lmms_eval_runs_samples_score_as_our_run_with_its_report(world, full_
     with (lmms / "20261128_101500_samples_crag_mm_multi.jsonl").open("w") as f:
         for doc_id, result in enumerate(per_doc):
             f.write(json.dumps({"doc_id": doc_id, "target": "", "filtered_resps": [], **result}) + "\n")
-    # an earlier run into the same folder: its samples are not this run's
+    # an earlier run into the same folder: its samples are not this run's, and the folder of two
+    # runs is refused, naming them, until one is picked
     (lmms / "20261127_090000_results.json").write_text((lmms / "20261128_101500_results.json").read_text())
     (lmms / "20261127_090000_samples_crag_mm_multi.jsonl").write_text(
         (lmms / "20261128_101500_samples_crag_mm_multi.jsonl").read_text().replace("[yes]", "[no]"))
+    with pytest.raises(EvaluationRefused, match=r"holds 2 lmms-eval runs \(20261127_090000, 20261128_101500\): "
+                                                r"pick one with --run NAME"):
+        from_lmms_eval(lmms, tmp_path / "scored", local_evaluation_console())
     with fresh_environment(env):
-        results = from_lmms_eval(lmms, tmp_path / "scored", local_evaluation_console())
+        results = from_lmms_eval(lmms, tmp_path / "scored", local_evaluation_console(), run="20261128_101500")
     scores = json.loads((full_run["out"] / "scores_dictionary.json").read_text())
     assert results[0].scores["all"] == scores["all"] and results[0].scores["ego"] == scores["ego"]
     assert (tmp_path / "scored" / "report.html").exists()
@@ -306,7 +311,17 @@ def test_from_lmms_eval_is_a_command_of_local_evaluation(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(SystemExit, match="holds no lmms-eval results file"):
         local_evaluation.main(["from-lmms-eval", str(tmp_path / "empty"), "--output-dir", str(tmp_path / "out")])
-
+    (tmp_path / "two" / "model-a").mkdir(parents=True)
+    for name in ("two/20261128_101500_results.json", "two/model-a/20261128_101500_results.json"):
+        (tmp_path / name).write_text("{}")
+    command = ["from-lmms-eval", str(tmp_path / "two"), "--output-dir", str(tmp_path / "out")]
+    with pytest.raises(SystemExit, match=r"holds 2 lmms-eval runs \(20261128_101500, model-a/20261128_101500\)"):
+        local_evaluation.main(command)
+    with pytest.raises(SystemExit, match=r"--run 20261129_000000: no run of .*; its runs: 20261128_101500, "
+                                         r"model-a/20261128_101500"):
+        local_evaluation.main([*command, "--run", "20261129_000000"])
+    with pytest.raises(SystemExit, match="holds no samples of a CRAG-MM task"):  # the one named, read
+        local_evaluation.main([*command, "--run", "model-a/20261128_101500"])
 
 
 def imported_task_run(tmp_path, name: str, pipeline) -> Path:
@@ -354,7 +369,7 @@ def test_an_imported_runs_report_counts_the_passages_it_gave_and_only_the_stages
     assert stages["identification"]["labelled"] == 0 and stages["grounding"]["labelled"] == 0
     assert stages["knowledge"]["labelled"] == 3
     page = (rag / "report.html").read_text()
-    assert "CRAG-MM report: ?" not in page and "profile <b>None</b>" not in page
+    assert "<title>CRAG-MM report: crag_mm_single_rag: lmms-eval model" in page and "profile <b>None</b>" not in page
     assert "task <b>crag_mm_single_rag</b>" in page and "no trace" not in page
     assert "search results in the prompt" in page
     row = page.split('data-stage="identification"')[1].split("</tr>")[0]
