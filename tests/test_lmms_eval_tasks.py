@@ -382,3 +382,12 @@ def test_an_imported_runs_report_counts_the_passages_it_gave_and_only_the_stages
     page = (alone / "report.html").read_text()
     assert "the model alone" in page and "no trace" not in page
     assert 'n/a' in page.split('data-stage="image_retrieval@1"')[1].split("</tr>")[0]
+
+
+def test_the_early_stop_is_worded_as_the_rule_applies():
+    """The rule stops a conversation after two turns in a row that are not correct, a miss among
+    them (evaluator/scoring/scores.py apply_conversation_rules): "wrong" would read as two
+    hallucinations."""
+    for text in ((TASKS / "crag_mm_multi.yaml").read_text(), (REPO_ROOT / "docs" / "evaluation.md").read_text()):
+        flat = " ".join(text.replace("#", " ").split())
+        assert "two turns in a row that are not correct" in flat and "two wrong" not in flat
