@@ -391,3 +391,111 @@ def test_the_early_stop_is_worded_as_the_rule_applies():
     for text in ((TASKS / "crag_mm_multi.yaml").read_text(), (REPO_ROOT / "docs" / "evaluation.md").read_text()):
         flat = " ".join(text.replace("#", " ").split())
         assert "two turns in a row that are not correct" in flat and "two wrong" not in flat
+
+
+def agentic_turn(task: CragMMTask, doc: dict, model, max_steps: int) -> tuple[str, list[str]]:
+    """lmms-eval 0.7.3's generate_until_agentic for a simple model (evaluator.py
+    `_run_generate_until_agentic`): the model's reply to each prompt, the task's doc_to_text after
+    it, and its fallback record where the rounds run out with a round state and a last reply that
+    is not JSON. Returns the final response and the prompts the model was given."""
+    context, outputs, info, final, prompts = task.doc_to_text(doc), [], None, "", []
+    for round_idx in range(max_steps):
+        prompts.append(context)
+        outputs.append(model(context))
+        final = outputs[-1]
+        _, following, ended, updated, info = task.doc_to_text(doc, previous_output=outputs, round_idx=round_idx + 1,
+                                                              previous_round_info=info)
+        if updated is not None:
+            outputs = list(updated)
+            final = outputs[-1] if outputs else final
+        if ended:
+            break
+        if following is not None:
+            context = following
+    if info is not None and not final.strip().startswith("{"):
+        final = json.dumps({"success": False, "error": "max_agentic_steps_reached", "state": info.get("state", {}),
+                            "last_model_output": final, "trace": outputs})
+    return final, prompts
+
+
+def agentic_run(tmp_path, model, max_steps: int = 6, **metadata) -> tuple[Path, list[list[str]]]:
+    from agents.config.loading import load_config
+    from tests.test_diagnostics import write_published_layout
+
+    folder = tmp_path / "diagnostics-data"
+    write_published_layout(folder, rows=3)
+    config = {**task_yaml("crag_mm_agentic"), "dataset_path": str(folder), "test_split": "test"}
+    config["metadata"] = {**config["metadata"], "output_dir": str(tmp_path / "kept"), **metadata}
+    cfg = load_config("cpu", preset="rag_baseline")
+    task = CragMMTask(TaskSettings.from_task_config(config), pipeline_factory=lambda profile: (heron_search, cfg))
+    items, prompts = [], []
+    for doc in docs_of(task.load()):
+        final, seen = agentic_turn(task, doc, model, max_steps)
+        prompts.append(seen)
+        items.append(task.process_results(doc, [final])[TURNS_KEY])
+    task.scored(items)
+    return tmp_path / "kept" / "crag_mm_agentic", prompts
+
+
+def test_crag_mm_agentic_runs_the_models_tool_calls_and_records_them(tmp_path):
+    """A scripted tool caller: an image search on a box of the photo, a web search, then its
+    answer. Each result goes back into its prompt; each call is recorded with its hits and the
+    image hits' entities, which the diagnostics match against the labelled target."""
+    def model(prompt: str) -> str:
+        if "<tool_result>" not in prompt:
+            return '<tool_call>{"name": "image_search", "arguments": {"box": [100, 0, 200, 100]}}</tool_call>'
+        if "Herons wade" not in prompt:
+            return '<tool_call>{"name": "web_search", "arguments": {"query": "great blue heron habitat"}}</tool_call>'
+        return "A great blue heron."
+
+    run, prompts = agentic_run(tmp_path, model)
+    assert '"name": "image_search"' in prompts[0][0] and '"type": "function"' in prompts[0][0]
+    assert "wetlands" in prompts[0][1] and len(prompts[0]) == 3
+    answers = [json.loads(line) for line in (run / "answers.jsonl").read_text().splitlines()]
+    assert [a["agent_response"] for a in answers] == ["A great blue heron."] * 3
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    calls = traces[0]["tool_calls"]
+    assert [(c["tool"], c["hits"], c["error"]) for c in calls] == [("image_search", 1, None), ("web_search", 1, None)]
+    assert calls[0]["arguments"] == {"box": [100, 0, 200, 100]} and calls[0]["entities"] == [["Great blue heron"]]
+    stages = json.loads((run / "diagnostics.json").read_text())["stages"]
+    assert stages["image_retrieval@1"]["labelled"] == 3 and stages["image_retrieval@1"]["passed"] == 3
+
+
+def test_crag_mm_agentic_without_a_tool_call_scores_as_crag_mm_single(tmp_path):
+    alone = imported_task_run(tmp_path / "single", "crag_mm_single", heron_search)
+    run, prompts = agentic_run(tmp_path / "agentic", lambda prompt: "a heron")
+    assert all(len(seen) == 1 for seen in prompts)
+    fields = ("interaction_id", "agent_response", "raw_answer")
+    read = [[{k: json.loads(line)[k] for k in fields} for line in (folder / "answers.jsonl").read_text().splitlines()]
+            for folder in (alone, run)]
+    assert read[0] == read[1]
+    scores = [json.loads((folder / "scores_dictionary.json").read_text())["all"] for folder in (alone, run)]
+    assert scores[0]["truthfulness_score"] == scores[1]["truthfulness_score"]
+    assert scores[0]["accuracy"] == scores[1]["accuracy"] and scores[0]["missing"] == scores[1]["missing"]
+
+
+def test_crag_mm_agentic_keeps_to_its_budgets(tmp_path):
+    """A model that only ever calls tools: after max_tool_calls it is told to answer, a further
+    call ends the turn unanswered; where lmms-eval's rounds run out first, its fallback record
+    still gives the calls, and the turn is a miss. A malformed call is an error the model reads."""
+    def caller(prompt: str) -> str:
+        return '<tool_call>{"name": "web_search", "arguments": {"query": "heron"}}</tool_call>'
+
+    run, prompts = agentic_run(tmp_path / "calls", caller, max_tool_calls=2)
+    assert len(prompts[0]) == 3 and "No tool calls are left" in prompts[0][2]
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    assert len(traces[0]["tool_calls"]) == 2
+    assert {json.loads(line)["agent_response"] for line in (run / "answers.jsonl").read_text().splitlines()} == \
+        {"I don't know"}
+
+    run, _ = agentic_run(tmp_path / "steps", caller, max_steps=2, max_tool_calls=4)
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    assert len(traces[0]["tool_calls"]) == 2
+    assert {json.loads(line)["agent_response"] for line in (run / "answers.jsonl").read_text().splitlines()} == \
+        {"I don't know"}
+
+    run, prompts = agentic_run(tmp_path / "bad", lambda p: "Herons." if "<tool_result>" in p else
+                               '<tool_call>{"name": "calculator", "arguments": {}}</tool_call>')
+    assert "error: ValueError: unknown tool 'calculator'" in prompts[0][1]
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    assert traces[0]["tool_calls"][0]["error"].startswith("ValueError")
