@@ -99,7 +99,7 @@ def gemma_run(tmp_path_factory):
     assert build.returncode == 0, build.stderr[-3000:]
     model = build.stdout.strip().splitlines()[-1]
     results, samples = lmms_eval(["--model", "gemma3", "--model_args", f"pretrained={model},device=cpu,device_map=cpu",
-                                  "--tasks", "crag_mm_single,crag_mm_single_rag", "--limit", "4",
+                                  "--tasks", "crag_mm_single,crag_mm_single_rag,crag_mm_agentic", "--limit", "4",
                                   # one request at a time: lmms-eval's Gemma 3 model pads no batch on
                                   # transformers 4.57; a few tokens are enough for random weights
                                   "--gen_kwargs", "max_new_tokens=12"],
@@ -116,6 +116,28 @@ def test_a_model_lmms_eval_runs_itself_completes_both_single_turn_tasks_with_tru
     rag_prompts = [s["input"] for s in gemma_run["samples"]["crag_mm_single_rag"]]
     plain_prompts = [s["input"] for s in gemma_run["samples"]["crag_mm_single"]]
     assert all("<search_results>" in p for p in rag_prompts) and not any("<search_results>" in p for p in plain_prompts)
+
+
+def test_crag_mm_agentic_runs_through_lmms_evals_agentic_loop_with_its_calls_recorded(gemma_run):
+    """generate_until_agentic with a model lmms-eval runs (random weights: whatever it writes is
+    its answer, or a call): every turn scored, each sample's trace saying which tools it called."""
+    assert gemma_run["results"]["results"]["crag_mm_agentic"]["crag_mm_turns,none"] == 4
+    samples = gemma_run["samples"]["crag_mm_agentic"]
+    assert all('"name": "image_search"' in s["input"] for s in samples)
+    traces = [t for s in samples for t in s["crag_mm_turns"]["traces"]]
+    assert len(traces) == 4 and all(isinstance(t["tool_calls"], list) for t in traces)
+
+
+def test_cruise_agent_refuses_crag_mm_agentic_in_one_line(tmp_path):
+    (tmp_path / "script.json").write_text(json.dumps({"answers": {}, "batch_size": 2}))
+    proc = subprocess.run(
+        lmms_eval_args(["--model", "cruise_agent", "--model_args",
+                        f"agent=testkit.scripted_agent:ScriptedAgent,profile=cpu,search=none,output_dir={tmp_path / 'a'}",
+                        "--tasks", "crag_mm_agentic", "--limit", "2"], tmp_path / "lmms"),
+        cwd=REPO_ROOT, env=offline_env(SCRIPTED_AGENT_SCRIPT=str(tmp_path / "script.json")), capture_output=True,
+        text=True, timeout=600)
+    assert "asks them one round at a time (as crag_mm_agentic does)" in proc.stdout + proc.stderr
+    assert not list((tmp_path / "lmms").rglob("*_results.json"))
 
 
 def test_the_report_of_that_run_opens_in_chromium_with_its_scores_and_funnel(gemma_run, browser):
