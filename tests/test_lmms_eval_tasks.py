@@ -328,7 +328,7 @@ def imported_task_run(tmp_path, name: str, pipeline) -> Path:
     """`name` over CRAG-MM-Diagnostics' layout (stage labels: the heron on the right), each
     document answered "a heron", scored into a kept run folder as the aggregation scores it."""
     from agents.config.loading import load_config
-    from tests.test_diagnostics import write_published_layout
+    from testkit.diagnostics_layout import write_published_layout
 
     folder = tmp_path / "diagnostics-data"
     if not folder.exists():
@@ -420,7 +420,7 @@ def agentic_turn(task: CragMMTask, doc: dict, model, max_steps: int) -> tuple[st
 
 def agentic_run(tmp_path, model, max_steps: int = 6, **metadata) -> tuple[Path, list[list[str]]]:
     from agents.config.loading import load_config
-    from tests.test_diagnostics import write_published_layout
+    from testkit.diagnostics_layout import write_published_layout
 
     folder = tmp_path / "diagnostics-data"
     write_published_layout(folder, rows=3)
