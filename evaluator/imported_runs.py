@@ -82,13 +82,18 @@ def imported_trace(record: dict, trace: dict | None) -> dict:
     passages = [str(p) for p in trace.get("passages") or []]
     trace.setdefault("chunks", passages)
     trace.setdefault("kept_chunks", passages)
+    # image search ran and its hits were recorded by name: the RAG task's search on the photo,
+    # crag_mm_agentic's image_search calls (a run logged before the hits were named ran it too,
+    # but cannot be scored)
+    if "tool_calls" in trace:
+        image_searched = any(c.get("tool") == "image_search" for c in trace["tool_calls"] if isinstance(c, dict))
+    else:
+        image_searched = "passages" in trace and "retrieved" in trace
     if "retrieved" not in trace:
         # a run logged before its hits were: their number only, without the entities' names
         trace["retrieved"] = [{"source": source} for source in ("image", "web")
                               for _ in range(int(trace.get(f"{source}_hits") or 0))]
-    named_hits = any(isinstance(h, dict) and h.get("source") == "image" and "entities" in h
-                     for h in trace["retrieved"])
-    not_run = NO_IDENTIFICATION + ([] if searched and named_hits else IMAGE_RETRIEVAL)
+    not_run = NO_IDENTIFICATION + ([] if image_searched else IMAGE_RETRIEVAL)
     trace.setdefault("stages_not_run", not_run)
     trace.setdefault("branch", "search results in the prompt" if searched else "the model alone")
     return trace

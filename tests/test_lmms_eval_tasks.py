@@ -472,6 +472,8 @@ def test_crag_mm_agentic_without_a_tool_call_scores_as_crag_mm_single(tmp_path):
     scores = [json.loads((folder / "scores_dictionary.json").read_text())["all"] for folder in (alone, run)]
     assert scores[0]["truthfulness_score"] == scores[1]["truthfulness_score"]
     assert scores[0]["accuracy"] == scores[1]["accuracy"] and scores[0]["missing"] == scores[1]["missing"]
+    # it searched no image: image retrieval did not run, and is not counted as failed
+    assert json.loads((run / "diagnostics.json").read_text())["stages"]["image_retrieval@1"]["labelled"] == 0
 
 
 def test_crag_mm_agentic_keeps_to_its_budgets(tmp_path):
