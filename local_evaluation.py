@@ -192,6 +192,8 @@ def from_lmms_eval_parser() -> argparse.ArgumentParser:
                                 description="Score an lmms-eval run of a CRAG-MM task as a run of ours.")
     p.add_argument("folder", help="lmms-eval's --output_path of a run with --log_samples")
     p.add_argument("--output-dir", required=True, help="one folder per task below it when the run holds several")
+    p.add_argument("--run", default=None, help="the run to score where the folder holds several: its results file's "
+                   "path below the folder without _results.json (<date>, or <model folder>/<date>)")
     add_judge_args(p)
     return p
 

@@ -19,6 +19,28 @@ if [ ! -x "$VENV/bin/python" ]; then
   # the interpreter .venv was made with: its site-packages must match
   "$(.venv/bin/python -c 'import sys; print(sys._base_executable)')" -m venv "$VENV"
 fi
+# pip's check after an install sees .venv's packages too, and names two conflicts that are known
+# and harmless here: rapidocr-onnxruntime's opencv-python, which .venv leaves out on purpose
+# (requirements-cpu.txt: rapidocr goes in with --no-deps beside the headless opencv), and
+# kubernetes' python-dateutil>=3 (chromadb's client library, which nothing run here imports: the
+# 2.9 pinned here is what pytablewriter's typepy requires). Those lines, and pip's heading of
+# them, are replaced by one line saying so; anything else pip says is printed as it came.
+filter_known_conflicts() {
+  local heading="^ERROR: pip's dependency resolver does not currently take into account"
+  local known="^rapidocr-onnxruntime [^ ]* requires opencv-python\|^kubernetes [^ ]* requires python-dateutil"
+  local said others
+  said=$(cat)
+  others=$(printf '%s\n' "$said" | grep -v -e "$heading" -e "$known" || true)
+  if printf '%s\n' "$said" | grep -q "$known"; then
+    echo "note: pip's check names rapidocr-onnxruntime's opencv-python and kubernetes' python-dateutil>=3:" \
+         "known and harmless here (scripts/setup_lmms.sh says why)"
+  fi
+  if printf '%s\n' "$others" | grep -q " requires \| has requirement "; then
+    printf '%s\n' "$said" >&2  # another conflict: pip's whole message, heading included
+  elif [ -n "$others" ]; then
+    printf '%s\n' "$others" >&2
+  fi
+}
 site() { "$1/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])'; }
 lmms_site=$(site "$VENV")
 # .venv's packages after our own (their .pth files too: site.addsitedir), and the repository
@@ -33,7 +55,13 @@ if [ -f "$stamp" ] && [ "$(cat "$stamp")" = "$wanted" ]; then
 else
   # torch and the rest of the CPU set are found in .venv and stay there; pip reports the two
   # packages it installs here over .venv's ("Not uninstalling ... outside environment")
-  "$VENV/bin/python" -m pip install --quiet -r requirements-lmms.txt
+  pip_said=$(mktemp)
+  if ! "$VENV/bin/python" -m pip install --quiet -r requirements-lmms.txt 2>"$pip_said"; then
+    cat "$pip_said" >&2
+    exit 1
+  fi
+  filter_known_conflicts <"$pip_said"
+  rm -f "$pip_said"
   # installed above only so that pip resolves lmms-eval's torchvision>=0.16 without replacing
   # torch; it is a CUDA-linked build that breaks image processing here (requirements-lmms.txt)
   "$VENV/bin/python" -m pip uninstall --quiet -y torchvision

@@ -15,6 +15,7 @@ from PIL import Image
 
 import local_evaluation
 from agents.profiles import REPO_ROOT
+from evaluator.commands import EvaluationRefused
 from evaluator.imported_runs import TURNS_KEY, from_lmms_eval
 from evaluator.scoring.truncate import load_truncator
 from evaluator.settings import EvaluationSettings
@@ -299,12 +300,16 @@ def test_an_lmms_eval_runs_samples_score_as_our_run_with_its_report(world, full_
     with (lmms / "20261128_101500_samples_crag_mm_multi.jsonl").open("w") as f:
         for doc_id, result in enumerate(per_doc):
             f.write(json.dumps({"doc_id": doc_id, "target": "", "filtered_resps": [], **result}) + "\n")
-    # an earlier run into the same folder: its samples are not this run's
+    # an earlier run into the same folder: its samples are not this run's, and the folder of two
+    # runs is refused, naming them, until one is picked
     (lmms / "20261127_090000_results.json").write_text((lmms / "20261128_101500_results.json").read_text())
     (lmms / "20261127_090000_samples_crag_mm_multi.jsonl").write_text(
         (lmms / "20261128_101500_samples_crag_mm_multi.jsonl").read_text().replace("[yes]", "[no]"))
+    with pytest.raises(EvaluationRefused, match=r"holds 2 lmms-eval runs \(20261127_090000, 20261128_101500\): "
+                                                r"pick one with --run NAME"):
+        from_lmms_eval(lmms, tmp_path / "scored", local_evaluation_console())
     with fresh_environment(env):
-        results = from_lmms_eval(lmms, tmp_path / "scored", local_evaluation_console())
+        results = from_lmms_eval(lmms, tmp_path / "scored", local_evaluation_console(), run="20261128_101500")
     scores = json.loads((full_run["out"] / "scores_dictionary.json").read_text())
     assert results[0].scores["all"] == scores["all"] and results[0].scores["ego"] == scores["ego"]
     assert (tmp_path / "scored" / "report.html").exists()
@@ -322,6 +327,17 @@ def test_from_lmms_eval_is_a_command_of_local_evaluation(tmp_path):
     (tmp_path / "empty").mkdir()
     with pytest.raises(SystemExit, match="holds no lmms-eval results file"):
         local_evaluation.main(["from-lmms-eval", str(tmp_path / "empty"), "--output-dir", str(tmp_path / "out")])
+    (tmp_path / "two" / "model-a").mkdir(parents=True)
+    for name in ("two/20261128_101500_results.json", "two/model-a/20261128_101500_results.json"):
+        (tmp_path / name).write_text("{}")
+    command = ["from-lmms-eval", str(tmp_path / "two"), "--output-dir", str(tmp_path / "out")]
+    with pytest.raises(SystemExit, match=r"holds 2 lmms-eval runs \(20261128_101500, model-a/20261128_101500\)"):
+        local_evaluation.main(command)
+    with pytest.raises(SystemExit, match=r"--run 20261129_000000: no run of .*; its runs: 20261128_101500, "
+                                         r"model-a/20261128_101500"):
+        local_evaluation.main([*command, "--run", "20261129_000000"])
+    with pytest.raises(SystemExit, match="holds no samples of a CRAG-MM task"):  # the one named, read
+        local_evaluation.main([*command, "--run", "model-a/20261128_101500"])
 
 
 
@@ -329,8 +345,189 @@ def test_an_imported_runs_selection_says_how_many_conversations_and_turns_it_ser
     from evaluator.imported_runs import imported_run_config
 
     config = imported_run_config(dataset="d", dataset_type="multi-turn", split="validation", revision=None,
-                                 rules="kddcup2025", agent="m", turns=7, conversations=3)
+                                 rules="kddcup2025", agent="m", turns=7, conversations=3, task="crag_mm_multi",
+                                 model="gemma3")
     assert config == {"dataset": "d", "dataset_type": "multi-turn", "split": "validation", "revision": None,
                       "rules": "kddcup2025", "agent": "m", "profile": None, "preset": None,
+                      "imported": {"harness": "lmms-eval", "model": "gemma3", "task": "crag_mm_multi"},
                       "tokenizer": load_truncator().name, "expected_turns": 7, "served_conversations": 3,
                       "conversation_selection": "all conversations (3 served, 7 turns)"}
+
+
+def imported_task_run(tmp_path, name: str, pipeline) -> Path:
+    """`name` over CRAG-MM-Diagnostics' layout (stage labels: the heron on the right), each
+    document answered "a heron", scored into a kept run folder as the aggregation scores it."""
+    from agents.config.loading import load_config
+    from testkit.diagnostics_layout import write_published_layout
+
+    folder = tmp_path / "diagnostics-data"
+    if not folder.exists():
+        write_published_layout(folder, rows=3)
+    config = {**task_yaml(name), "dataset_path": str(folder), "test_split": "test"}
+    config["metadata"] = {**config["metadata"], "output_dir": str(tmp_path / "kept")}
+    cfg = load_config("cpu", preset="rag_baseline")
+    task = CragMMTask(TaskSettings.from_task_config(config), pipeline_factory=lambda profile: (pipeline, cfg))
+    items = []
+    for doc in docs_of(task.load()):
+        task.doc_to_visual(doc)
+        task.doc_to_text(doc)
+        items.append(task.process_results(doc, ["a heron"])[TURNS_KEY])
+    task.scored(items)
+    return tmp_path / "kept" / name
+
+
+def heron_search(query, k):
+    """Image search finds the target first; web search finds a page."""
+    if isinstance(query, str):
+        return [{"page_name": "Herons", "page_url": "https://example.invalid/herons",
+                 "page_snippet": "Herons wade in shallow water.", "score": 0.5}]
+    return [{"score": 0.9, "entities": [{"entity_name": "Great blue heron",
+                                         "entity_attributes": {"habitat": "wetlands"}}]}][:k]
+
+
+def test_an_imported_runs_report_counts_the_passages_it_gave_and_only_the_stages_it_ran(tmp_path):
+    """The report of a task's run: coverage from the passages the RAG prompt held (agreeing with
+    the funnel), image retrieval scored against the task's own image search, the stages no task
+    runs (and, for the model alone, image search too) n/a rather than failed; the header names the
+    task and model, and every turn row its branch."""
+    rag = imported_task_run(tmp_path / "rag", "crag_mm_single_rag", heron_search)
+    summary = json.loads((rag / "run_summary.json").read_text())
+    assert summary["evidence_coverage"]["retrieved_share"] == 1.0
+    assert summary["evidence_coverage"]["context_share"] == 1.0
+    stages = json.loads((rag / "diagnostics.json").read_text())["stages"]
+    assert stages["image_retrieval@1"]["labelled"] == 3 and stages["image_retrieval@1"]["passed"] == 3
+    assert stages["identification"]["labelled"] == 0 and stages["grounding"]["labelled"] == 0
+    assert stages["knowledge"]["labelled"] == 3
+    page = (rag / "report.html").read_text()
+    assert "<title>CRAG-MM report: crag_mm_single_rag: lmms-eval model" in page and "profile <b>None</b>" not in page
+    assert "task <b>crag_mm_single_rag</b>" in page and "no trace" not in page
+    assert "search results in the prompt" in page
+    row = page.split('data-stage="identification"')[1].split("</tr>")[0]
+    assert "n/a" in row
+
+    alone = imported_task_run(tmp_path / "alone", "crag_mm_single", heron_search)
+    stages = json.loads((alone / "diagnostics.json").read_text())["stages"]
+    assert all(stages[f"image_retrieval@{k}"]["labelled"] == 0 for k in (1, 5, 10))
+    assert json.loads((alone / "run_summary.json").read_text())["evidence_coverage"]["retrieved_share"] == 0.0
+    page = (alone / "report.html").read_text()
+    assert "the model alone" in page and "no trace" not in page
+    assert 'n/a' in page.split('data-stage="image_retrieval@1"')[1].split("</tr>")[0]
+
+
+def test_the_early_stop_is_worded_as_the_rule_applies():
+    """The rule stops a conversation after two turns in a row that are not correct, a miss among
+    them (evaluator/scoring/scores.py apply_conversation_rules): "wrong" would read as two
+    hallucinations."""
+    for text in ((TASKS / "crag_mm_multi.yaml").read_text(), (REPO_ROOT / "docs" / "evaluation.md").read_text()):
+        flat = " ".join(text.replace("#", " ").split())
+        assert "two turns in a row that are not correct" in flat and "two wrong" not in flat
+
+
+def agentic_turn(task: CragMMTask, doc: dict, model, max_steps: int) -> tuple[str, list[str]]:
+    """lmms-eval 0.7.3's generate_until_agentic for a simple model (evaluator.py
+    `_run_generate_until_agentic`): the model's reply to each prompt, the task's doc_to_text after
+    it, and its fallback record where the rounds run out with a round state and a last reply that
+    is not JSON. Returns the final response and the prompts the model was given."""
+    context, outputs, info, final, prompts = task.doc_to_text(doc), [], None, "", []
+    for round_idx in range(max_steps):
+        prompts.append(context)
+        outputs.append(model(context))
+        final = outputs[-1]
+        _, following, ended, updated, info = task.doc_to_text(doc, previous_output=outputs, round_idx=round_idx + 1,
+                                                              previous_round_info=info)
+        if updated is not None:
+            outputs = list(updated)
+            final = outputs[-1] if outputs else final
+        if ended:
+            break
+        if following is not None:
+            context = following
+    if info is not None and not final.strip().startswith("{"):
+        final = json.dumps({"success": False, "error": "max_agentic_steps_reached", "state": info.get("state", {}),
+                            "last_model_output": final, "trace": outputs})
+    return final, prompts
+
+
+def agentic_run(tmp_path, model, max_steps: int = 6, **metadata) -> tuple[Path, list[list[str]]]:
+    from agents.config.loading import load_config
+    from testkit.diagnostics_layout import write_published_layout
+
+    folder = tmp_path / "diagnostics-data"
+    write_published_layout(folder, rows=3)
+    config = {**task_yaml("crag_mm_agentic"), "dataset_path": str(folder), "test_split": "test"}
+    config["metadata"] = {**config["metadata"], "output_dir": str(tmp_path / "kept"), **metadata}
+    cfg = load_config("cpu", preset="rag_baseline")
+    task = CragMMTask(TaskSettings.from_task_config(config), pipeline_factory=lambda profile: (heron_search, cfg))
+    items, prompts = [], []
+    for doc in docs_of(task.load()):
+        final, seen = agentic_turn(task, doc, model, max_steps)
+        prompts.append(seen)
+        items.append(task.process_results(doc, [final])[TURNS_KEY])
+    task.scored(items)
+    return tmp_path / "kept" / "crag_mm_agentic", prompts
+
+
+def test_crag_mm_agentic_runs_the_models_tool_calls_and_records_them(tmp_path):
+    """A scripted tool caller: an image search on a box of the photo, a web search, then its
+    answer. Each result goes back into its prompt; each call is recorded with its hits and the
+    image hits' entities, which the diagnostics match against the labelled target."""
+    def model(prompt: str) -> str:
+        if "<tool_result>" not in prompt:
+            return '<tool_call>{"name": "image_search", "arguments": {"box": [100, 0, 200, 100]}}</tool_call>'
+        if "Herons wade" not in prompt:
+            return '<tool_call>{"name": "web_search", "arguments": {"query": "great blue heron habitat"}}</tool_call>'
+        return "A great blue heron."
+
+    run, prompts = agentic_run(tmp_path, model)
+    assert '"name": "image_search"' in prompts[0][0] and '"type": "function"' in prompts[0][0]
+    assert "wetlands" in prompts[0][1] and len(prompts[0]) == 3
+    answers = [json.loads(line) for line in (run / "answers.jsonl").read_text().splitlines()]
+    assert [a["agent_response"] for a in answers] == ["A great blue heron."] * 3
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    calls = traces[0]["tool_calls"]
+    assert [(c["tool"], c["hits"], c["error"]) for c in calls] == [("image_search", 1, None), ("web_search", 1, None)]
+    assert calls[0]["arguments"] == {"box": [100, 0, 200, 100]} and calls[0]["entities"] == [["Great blue heron"]]
+    stages = json.loads((run / "diagnostics.json").read_text())["stages"]
+    assert stages["image_retrieval@1"]["labelled"] == 3 and stages["image_retrieval@1"]["passed"] == 3
+
+
+def test_crag_mm_agentic_without_a_tool_call_scores_as_crag_mm_single(tmp_path):
+    alone = imported_task_run(tmp_path / "single", "crag_mm_single", heron_search)
+    run, prompts = agentic_run(tmp_path / "agentic", lambda prompt: "a heron")
+    assert all(len(seen) == 1 for seen in prompts)
+    fields = ("interaction_id", "agent_response", "raw_answer")
+    read = [[{k: json.loads(line)[k] for k in fields} for line in (folder / "answers.jsonl").read_text().splitlines()]
+            for folder in (alone, run)]
+    assert read[0] == read[1]
+    scores = [json.loads((folder / "scores_dictionary.json").read_text())["all"] for folder in (alone, run)]
+    assert scores[0]["truthfulness_score"] == scores[1]["truthfulness_score"]
+    assert scores[0]["accuracy"] == scores[1]["accuracy"] and scores[0]["missing"] == scores[1]["missing"]
+    # it searched no image: image retrieval did not run, and is not counted as failed
+    assert json.loads((run / "diagnostics.json").read_text())["stages"]["image_retrieval@1"]["labelled"] == 0
+
+
+def test_crag_mm_agentic_keeps_to_its_budgets(tmp_path):
+    """A model that only ever calls tools: after max_tool_calls it is told to answer, a further
+    call ends the turn unanswered; where lmms-eval's rounds run out first, its fallback record
+    still gives the calls, and the turn is a miss. A malformed call is an error the model reads."""
+    def caller(prompt: str) -> str:
+        return '<tool_call>{"name": "web_search", "arguments": {"query": "heron"}}</tool_call>'
+
+    run, prompts = agentic_run(tmp_path / "calls", caller, max_tool_calls=2)
+    assert len(prompts[0]) == 3 and "No tool calls are left" in prompts[0][2]
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    assert len(traces[0]["tool_calls"]) == 2
+    assert {json.loads(line)["agent_response"] for line in (run / "answers.jsonl").read_text().splitlines()} == \
+        {"I don't know"}
+
+    run, _ = agentic_run(tmp_path / "steps", caller, max_steps=2, max_tool_calls=4)
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    assert len(traces[0]["tool_calls"]) == 2
+    assert {json.loads(line)["agent_response"] for line in (run / "answers.jsonl").read_text().splitlines()} == \
+        {"I don't know"}
+
+    run, prompts = agentic_run(tmp_path / "bad", lambda p: "Herons." if "<tool_result>" in p else
+                               '<tool_call>{"name": "calculator", "arguments": {}}</tool_call>')
+    assert "error: ValueError: unknown tool 'calculator'" in prompts[0][1]
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    assert traces[0]["tool_calls"][0]["error"].startswith("ValueError")

@@ -451,6 +451,7 @@ def summary_of_run(run_config: dict, rules: RuleSet, batches: list[dict]) -> dic
         "agent": run_config.get("agent"),
         "profile": run_config.get("profile"),
         "preset": run_config.get("preset"),
+        "imported": run_config.get("imported"),  # another harness's run: its name, model and task
         "shard": run_config.get("shard"),
         "oracle": run_config.get("oracle"),
         "merged_from": run_config.get("merged_from"),

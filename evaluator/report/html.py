@@ -252,6 +252,9 @@ def system_name(run_config: dict, summary: dict) -> str:
 def run_label(run_dir: Path, run_config: dict, summary: dict) -> str:
     """How the report and compare.html name a run: its system, with the preset beside it and its
     folder (two runs of one system apart)."""
+    imported = run_config.get("imported") or summary.get("imported")
+    if isinstance(imported, dict):  # another harness's run (evaluator/imported_runs.py): its model on its task
+        return f"{imported.get('task')}: {imported.get('harness')} model {imported.get('model')} ({Path(run_dir).name})"
     preset = summary.get("preset") or run_config.get("preset") or "?"
     return f"{system_name(run_config, summary)} ({preset}; {Path(run_dir).name})"
 

@@ -22,6 +22,9 @@ any registered system (or any agent whose traces carry the same keys) gets the s
 - knowledge: the answer judged correct by the run's own verdicts (the rows the scores count), so
   its passed turns are the run's correct count on the labelled turns.
 
+A trace may name the stages its system never ran (`stages_not_run`: a model that answers from the
+photo alone searches nothing): those do not apply to its turn, and are not counted as failed.
+
 Each stage gives labelled turns, passed turns and the rate with its 95% interval (the scores'
 bootstrap over conversations, evaluator/scoring/intervals.py), the same by
 `referring_expression_category`, and the answer's accuracy among the turns where each earlier
@@ -154,6 +157,9 @@ def turn_diagnosis(labels: dict, trace: dict | None, row: dict) -> dict:
         "identification": named_in(target_names(labels), identification_text(trace, row.get("query") or "")),
         "knowledge": bool(row["is_correct"]),
     }
+    for stage in trace.get("stages_not_run") or []:
+        if stage in outcome and stage != "knowledge":
+            outcome[stage] = None
     if trace.get("oracle") is not None:
         outcome["oracle"] = trace["oracle"]
     return outcome

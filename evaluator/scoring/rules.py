@@ -3,7 +3,7 @@
 kddcup2025: the KDD Cup 2025 starter kit's local evaluator, as the CRUISE paper was scored.
   Judge gpt-4o-mini with structured output {"accuracy": bool}, no sampling parameters; a turn
   is a miss when its lower-cased answer contains "i don't know"; the scores count every turn
-  AFTER the multi-turn cut (two wrong turns in a row turn the rest of the conversation into
+  AFTER the multi-turn cut (two turns in a row that are not correct turn the rest of the conversation into
   misses).
 crag-mm: the published benchmark's evaluator (facebookresearch/CRAG-MM, `evaluation/`).
   Judge gpt-4o, free-text verdict whose last line says "Result: CORRECT" or "Result: WRONG",

@@ -99,7 +99,7 @@ def gemma_run(tmp_path_factory):
     assert build.returncode == 0, build.stderr[-3000:]
     model = build.stdout.strip().splitlines()[-1]
     results, samples = lmms_eval(["--model", "gemma3", "--model_args", f"pretrained={model},device=cpu,device_map=cpu",
-                                  "--tasks", "crag_mm_single,crag_mm_single_rag", "--limit", "4",
+                                  "--tasks", "crag_mm_single,crag_mm_single_rag,crag_mm_agentic", "--limit", "4",
                                   # one request at a time: lmms-eval's Gemma 3 model pads no batch on
                                   # transformers 4.57; a few tokens are enough for random weights
                                   "--gen_kwargs", "max_new_tokens=12"],
@@ -116,6 +116,28 @@ def test_a_model_lmms_eval_runs_itself_completes_both_single_turn_tasks_with_tru
     rag_prompts = [s["input"] for s in gemma_run["samples"]["crag_mm_single_rag"]]
     plain_prompts = [s["input"] for s in gemma_run["samples"]["crag_mm_single"]]
     assert all("<search_results>" in p for p in rag_prompts) and not any("<search_results>" in p for p in plain_prompts)
+
+
+def test_crag_mm_agentic_runs_through_lmms_evals_agentic_loop_with_its_calls_recorded(gemma_run):
+    """generate_until_agentic with a model lmms-eval runs (random weights: whatever it writes is
+    its answer, or a call): every turn scored, each sample's trace saying which tools it called."""
+    assert gemma_run["results"]["results"]["crag_mm_agentic"]["crag_mm_turns,none"] == 4
+    samples = gemma_run["samples"]["crag_mm_agentic"]
+    assert all('"name": "image_search"' in s["input"] for s in samples)
+    traces = [t for s in samples for t in s["crag_mm_turns"]["traces"]]
+    assert len(traces) == 4 and all(isinstance(t["tool_calls"], list) for t in traces)
+
+
+def test_cruise_agent_refuses_crag_mm_agentic_in_one_line(tmp_path):
+    (tmp_path / "script.json").write_text(json.dumps({"answers": {}, "batch_size": 2}))
+    proc = subprocess.run(
+        lmms_eval_args(["--model", "cruise_agent", "--model_args",
+                        f"agent=testkit.scripted_agent:ScriptedAgent,profile=cpu,search=none,output_dir={tmp_path / 'a'}",
+                        "--tasks", "crag_mm_agentic", "--limit", "2"], tmp_path / "lmms"),
+        cwd=REPO_ROOT, env=offline_env(SCRIPTED_AGENT_SCRIPT=str(tmp_path / "script.json")), capture_output=True,
+        text=True, timeout=600)
+    assert "asks them one round at a time (as crag_mm_agentic does)" in proc.stdout + proc.stderr
+    assert not list((tmp_path / "lmms").rglob("*_results.json"))
 
 
 def test_the_report_of_that_run_opens_in_chromium_with_its_scores_and_funnel(gemma_run, browser):
@@ -197,3 +219,51 @@ def test_crag_mm_multi_through_cruise_agent_scores_as_local_evaluation_on_the_sa
     for rules in ("kddcup2025", "crag-mm"):
         assert figures[f"truthfulness_{rules.replace('-', '_')},none"] == \
             summary["rule_sets"][rules]["scores"]["truthfulness_score"]
+
+
+def test_a_task_yaml_of_ones_own_runs_by_its_folder_and_name_and_the_table_names_its_metrics(tmp_path):
+    """docs/evaluation.md's route for a YAML of one's own: `--include_path DIR --tasks NAME` (a
+    scripted agent through cruise_agent, two documents); lmms-eval's table heads its columns with
+    their names (pytablewriter 1.x: 0.38 ignores them and prints A | B | ...)."""
+    mine = tmp_path / "my-tasks"
+    mine.mkdir()
+    (mine / "my_crag_mm.yaml").write_text(
+        f"include: {TASKS / 'crag_mm_single.yaml'}\ntask: crag_mm_single_mine\n"
+        "metadata: {version: 1, dataset_type: single-turn, prompt: question, profile: cpu, rules: crag-mm}\n")
+    (tmp_path / "script.json").write_text(json.dumps({"answers": {}, "batch_size": 2}))
+    proc = subprocess.run(
+        [str(LMMS_VENV / "bin" / "lmms-eval"), "--model", "cruise_agent", "--model_args",
+         f"agent=testkit.scripted_agent:ScriptedAgent,profile=cpu,search=none,output_dir={tmp_path / 'agent'}",
+         "--include_path", str(mine), "--tasks", "crag_mm_single_mine", "--limit", "2",
+         "--output_path", str(tmp_path / "lmms"), "--log_samples", "--verbosity", "WARNING"],
+        cwd=REPO_ROOT, env=offline_env(SCRIPTED_AGENT_SCRIPT=str(tmp_path / "script.json")), capture_output=True,
+        text=True, timeout=600)
+    results, samples = lmms_eval_output(tmp_path / "lmms", proc.stdout + proc.stderr)
+    assert results["results"]["crag_mm_single_mine"]["crag_mm_turns,none"] == 2
+    assert results["configs"]["crag_mm_single_mine"]["metadata"]["crag_mm"]["rules"] == "crag-mm"
+    heading = next(line for line in proc.stdout.splitlines() if "Tasks" in line and "|" in line)
+    assert [cell.strip() for cell in heading.strip("|").split("|")][:4] == ["Tasks", "Filter", "n-shot", "Metric"]
+    assert any("|truthfulness " in line for line in proc.stdout.splitlines())
+
+
+def test_setup_lmms_says_in_one_line_that_the_known_pip_conflicts_are_harmless():
+    """pip's check in .venv-lmms names two conflicts with .venv's packages that are known and
+    harmless (scripts/setup_lmms.sh filter_known_conflicts); any other conflict is printed whole."""
+    heading = ("ERROR: pip's dependency resolver does not currently take into account all the packages that are "
+               "installed. This behaviour is the source of the following dependency conflicts.")
+    known = ["rapidocr-onnxruntime 1.4.4 requires opencv-python>=4.5.1.48, which is not installed.",
+             "kubernetes 37.0.2 requires python-dateutil>=3.0.0, but you have python-dateutil 2.9.0.post0 which is "
+             "incompatible."]
+    other = "foo 1.0 requires bar<2, but you have bar 3.0 which is incompatible."
+
+    def filtered(said: str) -> subprocess.CompletedProcess:
+        script = ('source <(sed -n "/^filter_known_conflicts()/,/^}/p" scripts/setup_lmms.sh); '
+                  'filter_known_conflicts')
+        return subprocess.run(["bash", "-c", script], cwd=REPO_ROOT, input=said, capture_output=True, text=True,
+                              timeout=30)
+
+    quiet = filtered("\n".join([heading, *known]) + "\n")
+    assert quiet.returncode == 0 and quiet.stderr == "" and "ERROR" not in quiet.stdout
+    assert len(quiet.stdout.splitlines()) == 1 and "harmless" in quiet.stdout
+    loud = filtered("\n".join([heading, known[0], other]) + "\n")
+    assert heading in loud.stderr and other in loud.stderr

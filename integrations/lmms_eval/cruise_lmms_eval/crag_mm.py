@@ -24,6 +24,7 @@ import dataclasses
 import hashlib
 import json
 import logging
+import re
 import tempfile
 import threading
 from dataclasses import dataclass, field
@@ -34,6 +35,7 @@ from rich.console import Console
 from agents.base_agent import IDK_ANSWER
 from agents.profiles import default_dataset, resolve_profile
 from agents.stages.baseline_prompt import HISTORY_CLOSE, HISTORY_OPEN, baseline_messages
+from agents.stages.prompts import load_prompt_lines
 from agents.stages.types import Turn
 from evaluator.harness.dataset import (
     Conversation,
@@ -49,7 +51,25 @@ from evaluator.settings import DATASET_TYPES, ScoringSettings
 
 log = logging.getLogger(__name__)
 
-PROMPTS = ("question", "rag")  # the model alone; the search pipeline's results in the prompt
+# the model alone; the search pipeline's results in the prompt; the search pipeline as tools the
+# model calls (crag_mm_agentic, lmms-eval's generate_until_agentic)
+PROMPTS = ("question", "rag", "agentic")
+TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
+# The two tools in OpenAI's function-calling schema, as the model is shown them.
+TOOLS = [
+    {"type": "function", "function": {
+        "name": "image_search",
+        "description": "Search the image index with the photo, or with the part of it inside a box, for the "
+                       "entities it shows.",
+        "parameters": {"type": "object", "properties": {
+            "box": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4,
+                    "description": "optional crop [x1, y1, x2, y2] in the photo's pixels"}},
+            "required": []}}},
+    {"type": "function", "function": {
+        "name": "web_search",
+        "description": "Search the web index with a text query.",
+        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}},
+]
 TASK_FIELDS_OF_LMMS_EVAL = {"task": "task", "dataset_path": "dataset", "test_split": "split"}
 NO_REPLY = "the model gave no reply for this turn (its conversation ended early): scored as I don't know"
 
@@ -98,6 +118,7 @@ class TaskSettings:
     split: str = "validation"
     search_hits: int = 3  # hits per search (the image, the question) a RAG prompt shows
     context_chars: int = 4000  # at most this much of them
+    max_tool_calls: int = 4  # crag_mm_agentic: tool calls a turn may make (lmms-eval's max_agentic_steps bounds the rounds)
     output_dir: str | None = None  # the scored run is kept in output_dir/<task> (None: scored in a folder then removed)
     scoring: ScoringSettings = field(default_factory=ScoringSettings)
 
@@ -106,8 +127,8 @@ class TaskSettings:
             raise ValueError(f"dataset_type {self.dataset_type!r}: choose one of {list(DATASET_TYPES)}")
         if self.prompt not in PROMPTS:
             raise ValueError(f"prompt {self.prompt!r}: choose one of {list(PROMPTS)}")
-        if self.prompt == "rag" and self.dataset_type == "multi-turn":
-            raise ValueError("prompt 'rag' is for single-turn tasks (crag_mm_single_rag)")
+        if self.prompt in ("rag", "agentic") and self.dataset_type == "multi-turn":
+            raise ValueError(f"prompt {self.prompt!r} is for single-turn tasks")
         rule_set(self.scoring.rules)  # an unknown rule set stops here, in one line
         resolve_profile(self.profile)
 
@@ -171,12 +192,13 @@ def prompt_text(messages: list[dict]) -> str:
 def search_chunks(pipeline, image, query: str, cfg, hits: int) -> tuple[list[str], dict]:
     """The search pipeline's results for one turn as the baseline reads them: image search on
     the photo, web search on the question (where the pipeline searches the web), each hit made
-    into our passages (agents/stages/s4_chunk.py), duplicates dropped; and what was found. A
-    search that fails costs only its own results."""
+    into our passages (agents/stages/s4_chunk.py), duplicates dropped; and what was found: the
+    hits in order as `retrieved` (an image hit with its entities' names, which the diagnostics
+    match against a labelled target). A search that fails costs only its own results."""
     from agents.stages.s3_retrieve import safe_text_query, web_search_enabled
-    from agents.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit, dedupe
+    from agents.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit, dedupe, hit_entity_names
 
-    found = {"image_hits": 0, "web_hits": 0, "errors": []}
+    found = {"image_hits": 0, "web_hits": 0, "errors": [], "retrieved": []}
     chunks: list[str] = []
     searches = [("image", image, lambda hit: chunks_from_image_hit(hit, cfg))]
     if web_search_enabled(pipeline):
@@ -190,6 +212,9 @@ def search_chunks(pipeline, image, query: str, cfg, hits: int) -> tuple[list[str
         found[f"{source}_hits"] = len(results)
         for hit in results:
             chunks.extend(read(hit))
+            found["retrieved"].append({"source": "image", "entities": hit_entity_names(hit)} if source == "image"
+                                      else {"source": "web", "name": str(hit.get("page_name") or hit.get("page_url")
+                                                                         or "")})
     kept, _ = dedupe(chunks, chunks)
     return kept, found
 
@@ -288,6 +313,8 @@ class CragMMTask:
         conv = self.conversation(doc)
         if not round_idx:
             return self.turn_prompt(conv, 0, doc, [])
+        if self.settings.prompt == "agentic":
+            return self.agentic_step(conv, doc, list(previous_output or []), previous_round_info)
         if round_idx >= len(conv.turns):
             return None, None, True, previous_output, previous_round_info
         answers = self.cut(list(previous_output or [])[:round_idx])
@@ -301,7 +328,74 @@ class CragMMTask:
     def turn_prompt(self, conv: Conversation, turn_idx: int, doc: dict, history: list[dict]) -> str:
         context = self.context(conv, doc)[0] if self.settings.prompt == "rag" else ""
         turn = Turn(query=conv.turns[turn_idx].query, image=None, history=history)
-        return prompt_text(baseline_messages(turn, context, "open"))
+        text = prompt_text(baseline_messages(turn, context, "open"))
+        if self.settings.prompt != "agentic":
+            return text
+        return "\n\n".join([load_prompt_lines("lmms_agentic_tools"), json.dumps(TOOLS),
+                             load_prompt_lines("lmms_agentic_call"), text])
+
+    # ------------------------------------------------------------------ the search pipeline as tools
+    def agentic_step(self, conv: Conversation, doc: dict, outputs: list[str], state: dict | None):
+        """One round of lmms-eval's generate_until_agentic after the model's reply `outputs[-1]`:
+        a tool call (within the budget) is run and the prompt grows by its results; a reply without
+        one ends the turn, as JSON {"answer", "calls"} (lmms-eval replaces a last reply that is not
+        JSON by its own fallback record once a task keeps a round state). Returns lmms-eval's
+        (visuals, next prompt, ended, outputs, state); None as visuals keeps the photo."""
+        state = dict(state or {"calls": [], "transcript": []})
+        reply = outputs[-1] if outputs else ""
+        found = TOOL_CALL.search(reply or "")
+        if found is None or len(state["calls"]) >= self.settings.max_tool_calls:
+            # a call past the budget ends the turn unanswered: "I don't know", a miss
+            answer = TOOL_CALL.sub("", reply or "").strip() if found is None else IDK_ANSWER
+            final = json.dumps({"answer": answer, "calls": state["calls"]})
+            return None, None, True, [*outputs[:-1], final], {**state, "state": {"calls": state["calls"]}}
+        call, result = self.run_tool(conv, doc, found.group(1))
+        state["calls"] = [*state["calls"], call]
+        state["transcript"] = [*state["transcript"], f"{found.group(0)}\n<tool_result>\n{result}\n</tool_result>"]
+        parts = [self.turn_prompt(conv, 0, doc, []), *state["transcript"]]
+        if len(state["calls"]) >= self.settings.max_tool_calls:
+            parts.append(load_prompt_lines("lmms_agentic_last"))
+        return None, "\n\n".join(parts), False, outputs, {**state, "state": {"calls": state["calls"]}}
+
+    def run_tool(self, conv: Conversation, doc: dict, text: str) -> tuple[dict, str]:
+        """A tool call's record (tool, arguments, hits, image hits' entity names, error) and the
+        passages it returns to the model (within context_chars); a malformed call is an error the
+        model reads, not a crash."""
+        call = {"tool": None, "arguments": None, "hits": 0, "entities": [], "error": None}
+        try:
+            parsed = json.loads(text)
+            name, arguments = parsed.get("name"), parsed.get("arguments") or {}
+            if isinstance(arguments, str):
+                arguments = json.loads(arguments)
+            call.update(tool=name, arguments=arguments)
+            with self._lock:
+                if self._search is None:
+                    self._search = self._pipeline_factory(self.settings.profile)
+            pipeline, cfg = self._search
+            from agents.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit, dedupe, hit_entity_names
+
+            if name == "image_search":
+                images = self.doc_to_visual(doc)
+                if not images:
+                    raise ValueError("no image")
+                image, box = images[0], arguments.get("box")
+                if box:
+                    image = image.crop(tuple(float(v) for v in box))
+                hits = [h for h in (pipeline(image, k=self.settings.search_hits) or []) if isinstance(h, dict)]
+                call["entities"] = [hit_entity_names(h) for h in hits]
+                chunks = [c for h in hits for c in chunks_from_image_hit(h, cfg)]
+            elif name == "web_search":
+                query = str(arguments["query"])
+                hits = [h for h in (pipeline(query, k=self.settings.search_hits) or []) if isinstance(h, dict)]
+                chunks = [c for h in hits for c in chunks_from_web_hit(h, cfg, query)]
+            else:
+                raise ValueError(f"unknown tool {name!r}: image_search or web_search")
+            call["hits"] = len(hits)
+            kept = within(dedupe(chunks, chunks)[0], self.settings.context_chars)
+            return call, "\n\n".join(kept) or "nothing found"
+        except Exception as exc:  # noqa: BLE001 - a bad call or a failed search costs this call only
+            call["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+            return call, f"error: {call['error']}"
 
     def context(self, conv: Conversation, doc: dict) -> tuple[str, dict]:
         """The search results a RAG prompt shows for the conversation's first turn, and the trace
@@ -340,6 +434,9 @@ class CragMMTask:
         if not self.settings.multi_turn or isinstance(replies, str):
             replies = [replies]
         raw = [str(r) if r is not None else "" for r in list(replies or [])[:len(conv.turns)]]
+        calls = None
+        if self.settings.prompt == "agentic" and raw:
+            raw[0], calls = agentic_answer(raw[0])
         if len(raw) < len(conv.turns):
             log.warning("session %s: %d of %d turns without a reply", conv.session_id, len(conv.turns) - len(raw),
                         len(conv.turns))
@@ -350,6 +447,8 @@ class CragMMTask:
             records.append(answer_record(conv, t, cut[t] if answered else IDK_ANSWER, raw[t] if answered else "",
                                          None if answered else NO_REPLY))
             trace = self.trace(conv, t)
+            if calls is not None:
+                trace = agentic_trace(trace, calls)
             if trace is not None:
                 traces.append({"interaction_id": turn.interaction_id, "session_id": conv.session_id, "turn_idx": t,
                                **trace})
@@ -374,7 +473,8 @@ class CragMMTask:
                 run_config = imported_run_config(
                     dataset=d["dataset"], dataset_type=d["dataset_type"], split=d["split"], revision=d["revision"],
                     rules=rule_set(self.settings.scoring.rules).name, agent="a model run by lmms-eval",
-                    turns=len(records), conversations=len({r["session_id"] for r in records}))
+                    turns=len(records), conversations=len({r["session_id"] for r in records}), task=self.settings.task,
+                    model="named in lmms-eval's results file")
                 self._scored[digest] = self._score(records, traces, run_config)
             return self._scored[digest]
 
@@ -390,6 +490,37 @@ class CragMMTask:
         """lmms-eval's aggregation of `metric` over the documents' records."""
         path, _ = self.settings.metrics[metric]
         return figure(self.scored(items), path)
+
+
+def agentic_answer(reply: str) -> tuple[str, list[dict]]:
+    """The answer and the tool calls of crag_mm_agentic's final reply: the task's JSON, or
+    lmms-eval's fallback once the rounds ran out (no answer: "I don't know", scored as a miss)."""
+    try:
+        payload = json.loads(reply)
+    except ValueError:
+        return reply, []
+    if not isinstance(payload, dict):
+        return reply, []
+    if "answer" in payload:
+        return str(payload.get("answer") or ""), list(payload.get("calls") or [])
+    state = payload.get("state") if isinstance(payload.get("state"), dict) else {}
+    return IDK_ANSWER, list(state.get("calls") or [])  # max_agentic_steps_reached: no answer, a miss
+
+
+def agentic_trace(trace: dict | None, calls: list[dict]) -> dict:
+    """A turn's trace with its tool calls: what the report's funnel and diagnostics read (image
+    hits as `retrieved`, in call order)."""
+    trace = dict(trace or {})
+    image_calls = [c for c in calls if c.get("tool") == "image_search" and not c.get("error")]
+    trace["tool_calls"] = calls
+    trace["retrieved"] = [{"source": "image", "entities": names} for c in image_calls for names in c["entities"]] + \
+        [{"source": "web"} for c in calls if c.get("tool") == "web_search" and not c.get("error")
+         for _ in range(int(c.get("hits") or 0))]
+    trace["image_hits"] = sum(int(c.get("hits") or 0) for c in image_calls)
+    trace["branch"] = "called tools" if calls else "answered without a tool"
+    trace["funnel"] = {**(trace.get("funnel") or {}), "called a tool": bool(calls),
+                       "a search found something": any(c.get("hits") for c in calls)}
+    return trace
 
 
 def default_pipeline(profile: str):

@@ -20,6 +20,7 @@ from lmms_eval.api.model import lmms
 
 from cruise_lmms_eval.agent_run import AgentRun
 from cruise_lmms_eval.model_args import LMMS_EVAL_EXTRAS, evaluation_settings, parse_model_args
+from evaluator.commands import EvaluationRefused
 
 
 class CruiseAgentModel(lmms):
@@ -35,6 +36,7 @@ class CruiseAgentModel(lmms):
         settings = evaluation_settings(parse_model_args(arg_string))
         self.output_dir = Path(settings.output_dir) if settings.output_dir else default_output_dir()
         self.run = AgentRun(settings)
+        self.answered: set[str] = set()  # the tasks whose documents the agent has answered
         self.run.console.print(f"cruise_agent: answers and traces go to {self.output_dir}/<task>")
 
     @classmethod
@@ -50,6 +52,13 @@ class CruiseAgentModel(lmms):
             wanted.setdefault((task, split), set()).add(doc_id)
         replies = {}
         for (task, split), doc_ids in wanted.items():
+            if task in self.answered:
+                # lmms-eval asks again within one task only when the task asks a document at a
+                # time, as crag_mm_agentic's rounds do: our systems search for themselves
+                raise EvaluationRefused(f"cruise_agent answers each task's documents in one go, and {task} asks "
+                                        "them one round at a time (as crag_mm_agentic does): our systems search for "
+                                        "themselves, so run them on crag_mm_single")
+            self.answered.add(task)
             got = self.run.answer(self.task_dict[task][split], sorted(doc_ids), self.output_dir / task)
             replies.update({(task, split, doc_id): reply for doc_id, reply in got.items()})
         return [replies[(request.args[-2], request.args[-1], request.args[-3])] for request in requests]
