@@ -261,13 +261,17 @@ def run_misspelled(system, turns, engines, pipeline, cfg, costs, started=None):
     return [IDK_ANSWER] * len(turns), []
 
 
-def test_a_stage_run_under_a_name_not_on_the_record_is_refused_naming_both(registered_systems):
-    registered_systems(System(name="misspelled", stages=(ECHO_STAGE,), run=run_misspelled, decide=decide_echo,
-                              view=ECHO.view))
-    config = load_config("cpu", "full", system="misspelled", warmup_at_load=False)
+def echo_system_answering_one_turn(registered_systems, name: str, run) -> None:
+    """Register an echo system of `name` whose chain is `run`, and answer one turn through CruiseAgent."""
+    registered_systems(System(name=name, stages=(ECHO_STAGE,), run=run, decide=decide_echo, view=ECHO.view))
+    config = load_config("cpu", "full", system=name, warmup_at_load=False)
     agent = CruiseAgent(None, config=config, engines=qa_dragon_engines())
+    agent.batch_generate_response(["Paris is where?"], [Image.new("RGB", (8, 8))], [[]])
+
+
+def test_a_stage_run_under_a_name_not_on_the_record_is_refused_naming_both(registered_systems):
     with pytest.raises(ValueError) as refused:
-        agent.batch_generate_response(["Paris is where?"], [Image.new("RGB", (8, 8))], [[]])
+        echo_system_answering_one_turn(registered_systems, "misspelled", run_misspelled)
     assert str(refused.value) == "stage 'ecoh' is not on the system's record; its stages: ['perceive', 'echo']"
 
 
@@ -279,11 +283,7 @@ def run_counting_chunks(system, turns, engines, pipeline, cfg, costs, started=No
 
 
 def test_a_trace_field_of_the_wrong_type_is_refused_where_it_is_written(registered_systems):
-    registered_systems(System(name="counting", stages=(ECHO_STAGE,), run=run_counting_chunks, decide=decide_echo,
-                              view=ECHO.view))
-    config = load_config("cpu", "full", system="counting", warmup_at_load=False)
-    agent = CruiseAgent(None, config=config, engines=qa_dragon_engines())
     with pytest.raises(TypeError) as refused:
-        agent.batch_generate_response(["Paris is where?"], [Image.new("RGB", (8, 8))], [[]])
+        echo_system_answering_one_turn(registered_systems, "counting", run_counting_chunks)
     assert str(refused.value) == ("system 'counting': trace field 'chunks' must be a list (the report reads it so), "
                                   "got int 3")
