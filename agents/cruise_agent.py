@@ -19,6 +19,7 @@ from agents.base_agent import MAX_BATCH_SIZE, BaseAgent
 from agents.config.cruise_config import CruiseConfig
 from agents.config.loading import config_from_environment, load_config, load_config_from_settings
 from agents.engines.base import Ledger
+from agents.run_stages import answer_batch
 from agents.runtime.cost_priors import stage_priors
 from agents.runtime.deadline import StageCosts
 from agents.runtime.package_files import own_files
@@ -62,7 +63,7 @@ class CruiseAgent(BaseAgent):
         self.last_batch_report: dict | None = None
         self.warmup_s: dict[str, float] | None = None  # seconds per stage of the warm-up batch
         if self.config.run.warmup_at_load:
-            from agents.runtime.warmup import QUESTION, warm_up, warm_up_image
+            from agents.warmup import QUESTION, warm_up, warm_up_image
 
             n, side = self.config.run.batch_size, self.config.inputs.image_max_side
             turns = prepare_turns([QUESTION] * n, [warm_up_image(side)] * n, [[] for _ in range(n)], self.config)
@@ -126,7 +127,7 @@ class CruiseAgent(BaseAgent):
         self.ledger.drain()  # calls made outside a batch (warm-up) are not this batch's
         turns = prepare_turns(queries, images, message_histories, self.config, rag_context_list, domains, oracle)
         with own_files(self.system):  # its stages read its own package's prompts first
-            answers, traces = self.system.answer(turns, self.engines, self.search_pipeline, self.config, self.costs,
+            answers, traces = answer_batch(self.system, turns, self.engines, self.search_pipeline, self.config, self.costs,
                                                  started=started)
         self.last_batch_report = {
             "traces": traces,

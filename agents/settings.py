@@ -42,6 +42,13 @@ SEED = Span("a seed, as numpy's and torch's generators take it", 0, 2**32 - 1)
 SPANS = (THRESHOLD, SHARE, COUNT, COUNT_OR_OFF, AMOUNT, TIMEOUT, SEED)
 
 
+def between(low: float, high: float | None = None) -> Span:
+    """A span of a system's own: `ranged(3, between(1, 5))` (None above: open)."""
+    if high is not None and high < low:
+        raise ValueError(f"between({low}, {high}): the upper bound is below the lower")
+    return Span(f"from {low} to {high}" if high is not None else f"at least {low}", low, high)
+
+
 def ranged(default, span: Span, *, keys: tuple | Callable[[], tuple] | None = None):
     """A numeric field whose values lie in `span`. For a dict field the span holds for each
     value, and `keys` (as `chosen`'s choices) are the keys it may have."""

@@ -356,7 +356,9 @@ def system_comparisons(root: Path) -> list[str]:
             continue
         paths = [entry] if entry.is_file() else sorted(p for p in entry.rglob("*") if p.is_file())
         for path in paths:
-            if path.suffix not in (".py", ".j2", ".html") or path.relative_to(root).as_posix() == REGISTRY:
+            relative = path.relative_to(root)
+            # a package's own tests (examples/*/tests/) may name the system they test
+            if path.suffix not in (".py", ".j2", ".html") or relative.as_posix() == REGISTRY or "tests" in relative.parts:
                 continue
             for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
                 if SYSTEM_COMPARISON.search(line):
@@ -371,4 +373,6 @@ def test_no_system_name_is_compared_outside_the_registry(tmp_path):
     (tmp_path / "agents" / "cruise" / "turn.html.j2").write_text('{% if tr.get("system") == "qa_dragon" %}x{% endif %}\n')
     (tmp_path / "tools").mkdir()
     (tmp_path / "tools" / "compare.py").write_text("keep = 'sam_rag' == run.system\n")
+    (tmp_path / "examples" / "mine" / "tests").mkdir(parents=True)
+    (tmp_path / "examples" / "mine" / "tests" / "test_mine.py").write_text("assert trace['system'] == 'mine'\n")
     assert system_comparisons(tmp_path) == ["agents/config.py:1", "agents/cruise/turn.html.j2:1", "tools/compare.py:1"]

@@ -14,6 +14,7 @@ from agents.cruise.system import CRUISE
 from agents.cruise.trace import funnel_flags, parse_failure_counts, peer_stage_counts
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
+from agents.run_stages import answer_batch
 from agents.stages.s0_inputs import prepare_turns
 from agents.stages.s1a_tool_route import read_search_route
 from agents.stages.s1b_domain_route import DOMAINS, canonical_domain, read_domain
@@ -255,7 +256,7 @@ def test_domain_notes_reach_both_answer_prompts_and_the_harness_label_wins():
     # the harness's label stands instead of the router's guess
     turns = prepare_turns([PRICE], [Image.new("RGB", (8, 8))], [[]], agent.config)
     turns[0].domain = "math_and_science"
-    _, traces = CRUISE.answer(turns, agent.engines, agent.search_pipeline, agent.config, agent.costs)
+    _, traces = answer_batch(CRUISE, turns, agent.engines, agent.search_pipeline, agent.config, agent.costs)
     assert traces[0]["domain"] == "Math and science" and traces[0]["domain_source"] == "harness"
     answers = [r for stage, r in agent.engines.vlm.requests if stage == "answer"][-2:]
     assert all("arithmetic" in last_user_text(r) and "currency" not in last_user_text(r) for r in answers)

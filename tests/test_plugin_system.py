@@ -52,7 +52,7 @@ def perception_reads_a_sign(monkeypatch):
     monkeypatch.setattr(s0a_perceive, "SHARED_CACHE", s0a_perceive.PerceptionCache())
 
 
-LOOK = Stage("look", trace_fields=("looked_at", "rag_answer"))
+LOOK = Stage("look", writes=("looked_at", "rag_answer"))
 
 
 def run_look(system, turns, engines, pipeline, cfg, costs, started=None):
@@ -156,7 +156,7 @@ def tally_batch(turns):
     return [len(turn.query.split()) for turn in turns]
 
 
-STAGE = Stage("@SYSTEM@_tally", calls_no_model=always, trace_fields=("@SYSTEM@_question_words",))
+STAGE = Stage("@SYSTEM@_tally", calls_no_model=always, writes=("@SYSTEM@_question_words",))
 """
 SHOUT = """from agents.engines.base import Sampling
 from agents.runtime.system import Stage
@@ -170,7 +170,7 @@ def shout_batch(turns, counts, engine, cfg):
     return ask_vlm(engine, "@SYSTEM@", turns, list(range(len(turns))), values, Sampling(max_tokens=16))
 
 
-STAGE = Stage("@SYSTEM@", trace_fields=("@SYSTEM@_reply",))
+STAGE = Stage("@SYSTEM@", writes=("@SYSTEM@_reply",))
 """
 SYSTEM = """from agents.base_agent import IDK_ANSWER
 from agents.runtime.batch import decide_turn, open_batch

@@ -69,10 +69,11 @@ BAD_RECORDS = {
         "stages named twice: ['probe_look'] (the trace's stage_ms and the priors are keyed by the name)"),
     "an answer signal that names no field": (dict(answer_signal=""), "its answer_signal must name a trace field, got ''"),
     "an answer signal no stage declares": (
-        dict(stages=(Stage("probe_answer", trace_fields=("probe_reply",)),), answer_signal="probe_replly"),
+        dict(stages=(Stage("probe_answer", writes=("probe_reply",)),), answer_signal="probe_replly"),
         "its answer_signal 'probe_replly' (read for abstains_first) is a trace field none of its stages declares; "
         "declared: ['probe_reply']"),
-    "a run that cannot be called": (dict(run="probe.chain:run"), "its run is not callable"),
+    "a run that cannot be called": (dict(run="probe.chain:run"),
+        "its run is not callable (None: the runtime runs its stages in order)"),
     "a rule that cannot be called": (dict(decide=None), "its decide is not callable"),
     "a view that is no View": (
         dict(view={"funnel": no_funnel}), "its view must be a View whose funnel(trace, cfg) can be called"),

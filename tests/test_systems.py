@@ -31,7 +31,7 @@ from agents.runtime.system import (
 )
 from testkit.scripted_peers import qa_dragon_engines
 
-ECHO_STAGE = Stage("echo", trace_fields=("first_word", "rag_answer"))
+ECHO_STAGE = Stage("echo", writes=("first_word", "rag_answer"))
 
 
 def echo_batch(turns) -> list[str]:
@@ -246,7 +246,7 @@ def test_a_stage_field_no_page_reads_is_listed_by_the_report_and_one_it_reads_is
     from agents.runtime.trace_view import prepare_turn, system_shown_keys
 
     cruise = system_named("cruise")
-    added = dataclasses.replace(cruise, stages=(*cruise.stages, Stage("picture_check", trace_fields=("picture_match",))))
+    added = dataclasses.replace(cruise, stages=(*cruise.stages, Stage("picture_check", writes=("picture_match",))))
     shown = system_shown_keys(added)
     # CRUISE's page reads the CoV confidence and the router's verdicts; nothing reads the new field
     assert {"cov_confidence", "needs_external", "standalone_question"} <= shown and "picture_match" not in shown

@@ -1,4 +1,4 @@
-"""Warm-up at load (agents/runtime/warmup.py; CRUISE's own in agents/cruise/warmup.py): one dummy
+"""Warm-up at load (agents/warmup.py; CRUISE's own in agents/cruise/warmup.py): one dummy
 batch through every stage when the agent is built, on by default on the GPU profile, kept out of
 the first scored batch's ledger and out of what the deadline learns. The peer systems' warm-up:
 tests/test_peer_systems.py."""

@@ -290,7 +290,7 @@ class RunSettings:
     # stop (one decode step of a batch: ~0.3 s for SmolLM2 at batch 16 on one CPU thread).
     engine_margin_s: float = ranged(0.5, AMOUNT)
 
-    # ours: one dummy batch through the system's stages when the agent is built (agents/runtime/warmup.py),
+    # ours: one dummy batch through the system's stages when the agent is built (agents/warmup.py),
     # so that per-shape kernel plans and allocator growth are paid at load, not by the first
     # scored batch (1.3-2x a steady batch on the H100). On for the GPU profile.
     warmup_at_load: bool = False

@@ -1,4 +1,4 @@
-"""CRUISE's warm-up at load (agents/runtime/warmup.py says why there is one): the dummy batch goes
+"""CRUISE's warm-up at load (agents/warmup.py says why there is one): the dummy batch goes
 through CRUISE's stage list in order (its System record's, each stage's own step), and every model
 stage is forced to run (the route says "needs external info", the two answers differ, the check
 passes: `FORCED`), whatever the models answer. It runs outside the batch guards (`WarmRun`).
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 from agents.config.cruise_config import CruiseConfig
 from agents.cruise.chain import ChainState, run_stages
 from agents.engines.base import Engines
-from agents.runtime.warmup import QUESTION
 from agents.stages.types import Answers, Evidence, Retrieval, Route, Verification
+from agents.warmup import QUESTION
 
 log = logging.getLogger(__name__)
 

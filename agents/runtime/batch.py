@@ -231,14 +231,18 @@ def decide_turn(system, signals: dict, cfg, run: BatchRun | None = None, i: int 
     """The Decision of one turn: "refused" or "error" for a turn the run failed (or a trace that
     says so), "abstained" for an answer (its signal `system.answer_signal`) already "I don't know"
     where the system says so first,
-    else the system's rule over its signals (a trace, or the dict it will be traced as)."""
+    else the system's rule over its signals (a trace, or the dict it will be traced as): a
+    Decision, or the answer alone (branch "answered", or "abstained" for "I don't know")."""
     if run is not None and i in run.refused or signals.get("branch") == "refused":
         return Decision(IDK_ANSWER, "refused")
     if run is not None and i in run.failed or signals.get("branch") == "error":
         return Decision(IDK_ANSWER, "error")
     if system.abstains_first and (signals.get(system.answer_signal) or IDK_ANSWER) == IDK_ANSWER:
         return Decision(IDK_ANSWER, "abstained")
-    return system.decide(signals, cfg)
+    decision = system.decide(signals, cfg)
+    if isinstance(decision, str):  # a rule that gives the answer alone
+        return Decision(decision, "abstained" if decision == IDK_ANSWER else "answered")
+    return decision
 
 
 def decide_from_trace(trace: dict, cfg):

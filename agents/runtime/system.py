@@ -77,8 +77,15 @@ class Stage:
     max_tokens: Callable[[Any], int] | None = None
     requests_per_turn: Callable[[Any], int] = one
     parsed: str | None = None
-    trace_fields: tuple[str, ...] = ()
+    # The trace fields it writes, and those of earlier stages it reads: a read that no stage
+    # before it writes is refused when its system registers (record_fault).
+    writes: tuple[str, ...] = ()
+    reads: tuple[str, ...] = ()
     calls_no_model: Callable[[Any], bool] = never
+    # Its function over a batch, `batch_fn(batch) -> one dict per turn` of the fields it writes
+    # (agents/run_stages.py Batch): what a system without a run of its own calls, in the
+    # order of its list.
+    batch_fn: Callable[[Any], list[dict]] | None = None
     # How the chain runs this stage over the batch in flight (agents/runtime/batch.py BatchState),
     # for a stage no chain wires itself: perception, a stage added to a system's list. The shared
     # opening (OPENING) runs first for every system (batch.py `open_batch`); then CRUISE's chain
@@ -94,6 +101,10 @@ OPENING = ("agents.stages.s0a_perceive",)
 
 def opening_stages() -> tuple[Stage, ...]:
     return tuple(importlib.import_module(module).STAGE for module in OPENING)
+
+
+def no_funnel(trace, cfg) -> dict[str, bool]:
+    return {}
 
 
 @dataclass(frozen=True)
@@ -128,15 +139,17 @@ class System:
 
     name: str
     stages: tuple[Stage, ...]
-    run: Callable
     decide: Callable
-    view: View
+    # None: the runtime runs its stages in order (agents/run_stages.py); a run of its own
+    # only for control flow of its own (CRUISE's dual path, the peers' rounds)
+    run: Callable | None = None
+    view: View = View(funnel=no_funnel)
     settings: type | None = None
     # Its decision says "abstained" for an answer that is already "I don't know", before its rule
     # (CRUISE's Algorithm 1 names the rule that would have rejected it instead).
     abstains_first: bool = True
     # The trace field that holds its answer before the rule, read for abstains_first: a field its
-    # stages declare (trace_fields), checked when it registers, so the decision reads no hidden key.
+    # stages declare (writes), checked when it registers, so the decision reads no hidden key.
     answer_signal: str = "rag_answer"
     # What a stage the profile's prior model does not price is expected to cost before it is
     # timed: None charges it the dearest request measured lately (agents/runtime/deadline.py); 0
@@ -148,7 +161,7 @@ class System:
     mad_context: bool = False
     # Its warm-up at load over the dummy batch the agent made ready, `warm_up(system, engines,
     # pipeline, cfg, turns) -> seconds per stage`: None answers that batch with its own chain
-    # (agents/runtime/warmup.py).
+    # (agents/warmup.py).
     warm_up: Callable | None = None
 
     def __post_init__(self):
@@ -166,10 +179,6 @@ class System:
         where nothing registered it."""
         module = registered_by(self.name)
         return f"{module}:{self.name}" if module else self.name
-
-    def answer(self, turns, engines, pipeline, cfg, costs, started: float | None = None):
-        """(answers, traces) for one batch: its chain under its own record."""
-        return self.run(self, turns, engines, pipeline, cfg, costs, started)
 
     def stage_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.stages)
@@ -221,14 +230,28 @@ def record_fault(system: System) -> str | None:
         return f"its answer_signal must name a trace field, got {system.answer_signal!r}"
     # A system whose own stages declare their fields must declare the one its decision reads; one
     # whose stages declare none writes its whole trace in its own run, which only a run can show.
-    declared = {f for stage in system.stages[len(OPENING):] for f in getattr(stage, "trace_fields", ())}
+    declared = {f for stage in system.stages[len(OPENING):] for f in getattr(stage, "writes", ())}
     if system.abstains_first and declared:
         if system.answer_signal not in declared:
             return (f"its answer_signal {system.answer_signal!r} (read for abstains_first) is a trace field none of "
                     f"its stages declares; declared: {sorted(declared)}")
-    for rule in ("run", "decide"):
-        if not callable(getattr(system, rule)):
-            return f"its {rule} is not callable"
+    if not callable(system.decide):
+        return "its decide is not callable"
+    if system.run is not None and not callable(system.run):
+        return "its run is not callable (None: the runtime runs its stages in order)"
+    own = system.stages[len(OPENING):]
+    if system.run is None:
+        for stage in own:
+            if stage.batch_fn is None and stage.step is None:
+                return (f"stage {stage.name!r} has no batch_fn: a system without a run of its own calls each "
+                        f"stage's batch_fn in order")
+    written = {f for stage in system.stages[:len(OPENING)] for f in stage.writes}
+    for stage in own:
+        unwritten = [name for name in stage.reads if name not in written]
+        if unwritten:
+            return (f"stage {stage.name!r} reads {unwritten[0]!r}, which no stage before it writes; "
+                    f"written before it: {sorted(written)}")
+        written.update(stage.writes)
     if not isinstance(system.view, View) or not callable(system.view.funnel):
         return "its view must be a View whose funnel(trace, cfg) can be called"
     branches = system.view.branches

@@ -197,4 +197,4 @@ def perceive_step(state) -> None:
         state.turns = with_pictures(state.turns, state.perceptions, state.cfg)
 
 
-STAGE = Stage("perceive", calls_no_model=always, trace_fields=("perception",), step=perceive_step)
+STAGE = Stage("perceive", calls_no_model=always, writes=("perception",), step=perceive_step)

@@ -41,4 +41,4 @@ def searches_allowed(route: Route, cfg: CruiseConfig) -> tuple[bool, bool]:
 
 
 STAGE = Stage("tool_route", switch="use_tool_route", parsed="route_extras",
-              trace_fields=("route_search", "question_type", "router_extras_parsed"))
+              writes=("route_search", "question_type", "router_extras_parsed"))

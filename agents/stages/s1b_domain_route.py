@@ -84,4 +84,4 @@ def domain_notes(route: Route, cfg: CruiseConfig) -> str:
 
 
 STAGE = Stage("domain_route", switch="use_domain_route", parsed="route_extras",
-              trace_fields=("domain", "domain_source", "domain_notes"))
+              writes=("domain", "domain_source", "domain_notes"))

@@ -273,6 +273,6 @@ def standalone_step(state) -> None:
 
 
 STAGE = Stage("standalone", calls_no_model=lambda cfg: cfg.inputs.standalone_mode in ("off", "rule"),
-              trace_fields=("standalone_question", "standalone_carried", "standalone_found", "standalone_raw",
-                            "standalone_fallback"),
+              writes=("standalone_question", "standalone_carried", "standalone_found", "standalone_raw",
+                      "standalone_fallback"),
               step=standalone_step)

@@ -51,4 +51,4 @@ def summarize_batch(
 
 STAGE = Stage("summarize", switch="use_summary", cost_prior="summarize",
               max_tokens=lambda cfg: cfg.answer.summary_max_tokens, parsed="summarize",
-              trace_fields=("summary", "summary_raw"))
+              writes=("summary", "summary_raw"))

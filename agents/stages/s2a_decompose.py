@@ -78,4 +78,4 @@ def decompose_batch(
 
 STAGE = Stage("decompose", switch="use_decompose", cost_prior="summarize",
               max_tokens=lambda cfg: cfg.peer_stages.decompose_max_tokens, parsed="decompose",
-              trace_fields=("sub_queries", "decompose_raw"))
+              writes=("sub_queries", "decompose_raw"))

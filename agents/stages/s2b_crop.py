@@ -106,4 +106,4 @@ def cropped_images(image: Image.Image, plan: CropPlan) -> list[tuple[str, Image.
 
 STAGE = Stage("crop", switch="use_crop_search", cost_prior="summarize",
               max_tokens=lambda cfg: cfg.peer_stages.crop_max_tokens, parsed="crop",
-              trace_fields=("crop_object", "crop_boxes", "crop_raw", "crops_searched"))
+              writes=("crop_object", "crop_boxes", "crop_raw", "crops_searched"))

@@ -285,7 +285,22 @@ def retrieve_batch(
     return out
 
 
+def retrieve_stage(batch) -> list[dict]:
+    """Retrieval as a system without a run of its own lists it (agents/run_stages.py):
+    every turn's image and web search, as far as the pipeline offers them, and the harness's
+    passages; the hits and their chunks, in the order retrieve_one pools them."""
+    routes = [Route(needs_external=True, is_real_time=False, parsed=None) for _ in batch.turns]
+    found = retrieve_batch(batch.turns, routes, [""] * len(batch.turns), batch.pipeline,
+                           batch.cfg.replace(use_retrieval=True))
+    for i, retrieval in enumerate(found):
+        for message in retrieval.errors:
+            batch.error(i, message)
+    return [{"retrieval_query": r.query, "web_query": r.web_query, "retrieved": r.items, "searches_run": r.searches,
+             "chunks": r.chunks} for r in found]
+
+
 # s4_chunk cuts the pages this stage fetched into chunks: a step of this stage, timed with it.
 STAGE = Stage("retrieve", switch="use_retrieval", cost_prior="retrieve", calls_no_model=always,
-              trace_fields=("retrieval_query", "web_query", "retrieved", "searches_run", "chunks", "image_hits_reused",
-                            "regions_searched"))
+              writes=("retrieval_query", "web_query", "retrieved", "searches_run", "chunks", "image_hits_reused",
+                      "regions_searched"),
+              batch_fn=retrieve_stage)

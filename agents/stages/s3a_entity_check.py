@@ -71,4 +71,4 @@ def entity_check_batch(
 STAGE = Stage("entity_check", switch="use_entity_check", cost_prior="consistency",
               max_tokens=lambda cfg: cfg.peer_stages.entity_check_max_tokens,
               requests_per_turn=lambda cfg: cfg.peer_stages.entity_check_max, parsed="entity_check",
-              trace_fields=("entity_verdicts", "entities_rejected", "entity_check_raw", "chunks_dropped_entity"))
+              writes=("entity_verdicts", "entities_rejected", "entity_check_raw", "chunks_dropped_entity"))

@@ -101,4 +101,4 @@ def rerank_batch(retrievals: list[Retrieval], reranker: Reranker, cfg: CruiseCon
 
 
 STAGE = Stage("rerank", cost_prior="rerank",
-              trace_fields=("chunks", "theta", "kept_chunks", "context", "retrieval_score", "coarse_kept"))
+              writes=("chunks", "theta", "kept_chunks", "context", "retrieval_score", "coarse_kept"))

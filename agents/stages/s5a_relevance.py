@@ -69,4 +69,4 @@ def relevance_batch(turns: list[Turn], evidence: list[Evidence], engine: ChatEng
 
 STAGE = Stage("relevance", switch="use_relevance_filter", cost_prior="consistency",
               max_tokens=lambda cfg: cfg.peer_stages.relevance_max_tokens, parsed="relevance",
-              trace_fields=("relevance", "chunks_dropped_irrelevant", "relevance_raw"))
+              writes=("relevance", "chunks_dropped_irrelevant", "relevance_raw"))

@@ -111,5 +111,5 @@ def answer_batch(
 
 
 STAGE = Stage("answer", cost_prior="answer", max_tokens=lambda cfg: cfg.answer.answer_max_tokens, parsed="answer",
-              trace_fields=("rag_answer", "rag_raw", "direct_answer", "direct_raw", "direct_sampled",
-                            "rag_min_token_prob", "rag_mean_token_prob", "token_count"))
+              writes=("rag_answer", "rag_raw", "direct_answer", "direct_raw", "direct_sampled",
+                      "rag_min_token_prob", "rag_mean_token_prob", "token_count"))

@@ -137,4 +137,4 @@ def _shown(share: float | None, text: str) -> str:
 
 
 STAGE = Stage("route", switch="use_router", cost_prior="route", max_tokens=lambda cfg: cfg.own.router_max_tokens, parsed="route",
-              trace_fields=("needs_external", "is_real_time", "router_parsed", "router_raw"))
+              writes=("needs_external", "is_real_time", "router_parsed", "router_raw"))

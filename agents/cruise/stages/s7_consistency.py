@@ -64,4 +64,4 @@ def consistency_batch(
 
 STAGE = Stage("consistency", switch="use_self_consistency", cost_prior="consistency",
               max_tokens=lambda cfg: cfg.own.consistency_max_tokens, parsed="consistency",
-              trace_fields=("consistent", "consistency_rule", "consistency_raw"))
+              writes=("consistent", "consistency_rule", "consistency_raw"))

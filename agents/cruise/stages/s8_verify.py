@@ -116,4 +116,4 @@ def verify_batch(
 
 
 STAGE = Stage("verify", switch="use_cov", cost_prior="verify", max_tokens=lambda cfg: cov_sampling(cfg).max_tokens, parsed="verify", calls_no_model=grounding_mode,
-              trace_fields=("cov_confidence", "cov_raw"))
+              writes=("cov_confidence", "cov_raw"))

@@ -98,4 +98,4 @@ def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
     )
 
 
-STAGE = Stage("finalize", switch="use_finalizer", trace_fields=("branch", "final_answer"))
+STAGE = Stage("finalize", switch="use_finalizer", writes=("branch", "final_answer"))

@@ -49,4 +49,4 @@ def domain_batch(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> li
     return out
 
 
-STAGE = Stage("domain", parsed="domain", trace_fields=("domain", "domain_source", "domain_raw"))
+STAGE = Stage("domain", parsed="domain", writes=("domain", "domain_source", "domain_raw"))

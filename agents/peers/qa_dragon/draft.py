@@ -82,4 +82,4 @@ def draft_batch(turns: list[Turn], domains: list[DomainRoute], engine: ChatEngin
 
 
 STAGE = Stage("draft", parsed="draft",
-              trace_fields=("draft_object", "draft_steps", "draft_answer", "draft_raw"))
+              writes=("draft_object", "draft_steps", "draft_answer", "draft_raw"))

@@ -98,5 +98,5 @@ def post_answer_batch(turns: list[Turn], drafts: list[Draft], routes: list[Searc
 
 
 STAGE = Stage("post_answer", parsed="post_answer",
-              trace_fields=("post_answer", "post_reason", "post_raw", "rag_answer", "rag_min_token_prob",
-                            "rag_mean_token_prob", "reply_min_token_prob", "token_count"))
+              writes=("post_answer", "post_reason", "post_raw", "rag_answer", "rag_min_token_prob",
+                      "rag_mean_token_prob", "reply_min_token_prob", "token_count"))

@@ -55,4 +55,4 @@ def enhance_sub_queries(sub_queries: SubQueries, carried: list[str]) -> SubQueri
     return dataclasses.replace(sub_queries, queries=completed)
 
 
-STAGE = Stage("rephrase", parsed="rephrase", trace_fields=("rephrased_queries", "rephrase_raw"))
+STAGE = Stage("rephrase", parsed="rephrase", writes=("rephrased_queries", "rephrase_raw"))

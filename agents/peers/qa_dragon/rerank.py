@@ -84,5 +84,5 @@ def fine_batch(retrievals: list[Retrieval], coarse: list[Reranked], engine: Chat
 
 
 # The coarse reranker is priced as CRUISE's reranker (the same model over the same chunks).
-COARSE = Stage("rerank", cost_prior="rerank", trace_fields=("chunks", "theta", "kept_chunks", "context", "retrieval_score"))
-FINE = Stage("fine_rerank", trace_fields=("fine_rerank_ran",))
+COARSE = Stage("rerank", cost_prior="rerank", writes=("chunks", "theta", "kept_chunks", "context", "retrieval_score"))
+FINE = Stage("fine_rerank", writes=("fine_rerank_ran",))

@@ -87,4 +87,4 @@ def unasked_tools(routes: list[SearchRoute], domains: list[DomainRoute], planned
 
 
 STAGE = Stage("tool_route", parsed="tool_route",
-              trace_fields=("tool_search", "tool_image_check", "tool_text_check", "tool_rule"))
+              writes=("tool_search", "tool_image_check", "tool_text_check", "tool_rule"))

@@ -64,4 +64,4 @@ def verify_batch(turns: list[Turn], posts: list[PostAnswer], reranked: list[Rera
 
 # Priced as CRUISE's CoV (one image request judging the answer against the notes).
 STAGE = Stage("verify", cost_prior="verify", max_tokens=lambda cfg: cfg.own.qa_dragon_verify_max_tokens, parsed="verify", calls_no_model=grounding_mode,
-              trace_fields=("verifier_confidence", "verifier_raw", "decision", "final_answer"))
+              writes=("verifier_confidence", "verifier_raw", "decision", "final_answer"))

@@ -62,6 +62,6 @@ def is_rel_round(turns: list[Turn], summaries: list[Summary], retrievals: list[R
     return out
 
 
-RANK = Stage("rank", trace_fields=("chunks", "retrieval_score"))
+RANK = Stage("rank", writes=("chunks", "retrieval_score"))
 IS_REL = Stage("is_rel", parsed="is_rel",
-               trace_fields=("relevance_rounds", "relevance_judged", "relevance_raw", "kept_chunks", "context"))
+               writes=("relevance_rounds", "relevance_judged", "relevance_raw", "kept_chunks", "context"))

@@ -53,4 +53,4 @@ def is_sup_batch(turns: list[Turn], evidence: list[Evidence], answers: list[str]
 
 
 IS_SUP = Stage("is_sup", parsed="is_sup", calls_no_model=grounding_mode,
-               trace_fields=("is_sup_confidence", "is_sup_raw", "branch", "final_answer"))
+               writes=("is_sup_confidence", "is_sup_raw", "branch", "final_answer"))

@@ -76,6 +76,6 @@ def regenerate_batch(turns: list[Turn], evidence: list[Evidence], answers: list[
     return out
 
 
-IS_USE = Stage("is_use", parsed="is_use", trace_fields=("is_use_first", "is_use_first_raw", "is_use_second", "is_use"))
+IS_USE = Stage("is_use", parsed="is_use", writes=("is_use_first", "is_use_first_raw", "is_use_second", "is_use"))
 REGENERATE = Stage("regenerate", parsed="regenerate",
-                   trace_fields=("regenerated", "regenerated_answer", "regenerated_raw"))
+                   writes=("regenerated", "regenerated_answer", "regenerated_raw"))

@@ -19,6 +19,7 @@ import logging
 
 from PIL import Image
 
+from agents.run_stages import answer_batch
 from agents.runtime.deadline import StageCosts
 from agents.runtime.package_files import own_files
 
@@ -39,7 +40,7 @@ def warm_by_answering(system, engines, pipeline, cfg, turns) -> dict[str, float]
     deadline lifted (a stage cut for time would stay cold) and costs of its own (nothing learned)."""
     unbounded = cfg.replace(turn_budget_s=0.0)  # 0: no per-turn budget
     try:
-        _, traces = system.answer(turns, engines, pipeline, unbounded, StageCosts())
+        _, traces = answer_batch(system, turns, engines, pipeline, unbounded, StageCosts())
     except Exception as exc:  # noqa: BLE001 - a warm-up failure must not stop the agent loading
         log.warning("warm-up: system %s failed: %s: %s", system.name, type(exc).__name__, exc)
         return {}

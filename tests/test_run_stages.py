@@ -1,0 +1,176 @@
+"""A system with no run of its own: the runtime runs its stages in order (agents/run_stages.py).
+
+Each stage is a function over a batch that returns one dict per turn of the fields it declares it
+writes, and reads only the earlier fields it declares; the runtime times, guards and traces each,
+then decides every turn by the system's rule. The VLM is a scripted stand-in (outside the unit).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pytest
+from PIL import Image
+
+from agents.base_agent import IDK_ANSWER
+from agents.config.loading import load_config
+from agents.cruise_agent import CruiseAgent
+from agents.engines.base import Engines
+from agents.plugin import Stage, System, always, between, ranged
+from agents.runtime.system import SystemRefused
+from agents.settings import SettingError, check_settings
+from testkit.fakes import FunctionReranker, ScriptedEngine
+
+pytestmark = pytest.mark.usefixtures("registered_systems")
+
+
+def count_words(batch):
+    return [{"words": len(turn.query.split())} for turn in batch.turns]
+
+
+COUNT = Stage("count", batch_fn=count_words, writes=("words",), calls_no_model=always)
+
+
+def reply(batch):
+    wanted = [reads["words"] >= batch.settings.min_words for reads in batch.reads]
+    values = [{"query": turn.query, "context": f"{reads['words']} words"} for turn, reads in zip(batch.turns, batch.reads)]
+    return [{"rag_answer": text or IDK_ANSWER} for text in batch.ask("answer_with_context", values, wanted=wanted)]
+
+
+REPLY = Stage("reply", batch_fn=reply, reads=("words",), writes=("rag_answer",))
+
+
+@dataclass
+class WordSettings:
+    min_words: int = ranged(3, between(1, 5))
+
+
+def decide(signals, cfg):
+    """Questions of more than six words are rejected whatever the reply."""
+    return signals["rag_answer"] if signals["words"] <= 6 else IDK_ANSWER
+
+
+def words_system(stages=(COUNT, REPLY), **changes) -> System:
+    return System(name="words", stages=stages, decide=decide, settings=WordSettings, **changes)
+
+
+def ask(registered_systems, system, queries, **settings):
+    """The answers and traces of one batch of `queries` (one photo each) under `system`; the VLM
+    replies "echo: <the context line>" to every request."""
+    registered_systems(system)
+    vlm = ScriptedEngine({stage.name: lambda r: "echo: " + r.messages[-1]["content"].splitlines()[-1]
+                          for stage in system.stages})
+    engines = Engines(router=ScriptedEngine({}), vlm=vlm, reranker=FunctionReranker(lambda q, c: 0.0))
+    config = load_config("cpu", "full", system=system.name, warmup_at_load=False, **settings)
+    agent = CruiseAgent(None, config=config, engines=engines)
+    answers = agent.batch_generate_response(queries, [Image.new("RGB", (32, 32))] * len(queries),
+                                            [[] for _ in queries])
+    return answers, agent.last_batch_report["traces"], vlm
+
+
+QUERIES = ["what's that", "what is this thing here", "what is this long thing in the photo right here"]
+
+
+def test_the_stages_run_in_order_each_reading_what_the_one_before_wrote_and_the_rule_decides(registered_systems):
+    answers, traces, vlm = ask(registered_systems, words_system(), QUERIES)
+    # 2 words: under min_words (3), not asked; 5 words: asked; 10 words: asked, then rejected by the rule
+    assert [t["words"] for t in traces] == [2, 5, 10]
+    assert vlm.calls == [("reply", 2)]
+    assert answers[0] == IDK_ANSWER and traces[0]["branch"] == "abstained"
+    assert answers[1].startswith("echo: ") and traces[1]["branch"] == "answered"
+    assert traces[2]["rag_answer"].startswith("echo: ")
+    assert answers[2] == IDK_ANSWER and traces[2]["branch"] == "abstained"
+    assert [t["final_answer"] for t in traces] == answers
+    # every stage timed, the one without a model too, in the order of the list
+    assert list(traces[0]["stage_ms"]) == ["count", "reply"]
+    assert all(t["errors"] == [] for t in traces)
+
+
+def test_a_setting_of_the_systems_own_reaches_its_stage(registered_systems):
+    _, traces, vlm = ask(registered_systems, words_system(), QUERIES, min_words=5)
+    assert vlm.calls == [("reply", 2)]
+    _, traces, vlm = ask(registered_systems, words_system(), QUERIES, min_words=1)
+    assert vlm.calls == [("reply", 3)]
+
+
+def test_a_range_of_its_own_takes_both_bounds_and_refuses_past_them():
+    span = between(1, 5)
+    assert (span.low, span.high) == (1, 5)
+    check_settings(WordSettings(min_words=1))
+    check_settings(WordSettings(min_words=5))
+    for wrong in (0, 6):
+        with pytest.raises(SettingError, match="min_words"):
+            check_settings(WordSettings(min_words=wrong))
+    assert between(2).high is None and "at least 2" in between(2).meaning
+    with pytest.raises(ValueError, match="below"):
+        between(5, 1)
+
+
+def test_a_stage_switched_off_is_skipped_and_the_next_reads_none(registered_systems):
+    seen = []
+
+    def note(batch):
+        seen.extend(reads["words"] for reads in batch.reads)
+        return [{"rag_answer": "yes"} for _ in batch.turns]
+
+    switched = Stage("count", batch_fn=count_words, writes=("words",), calls_no_model=always, switch="use_retrieval")
+    noted = Stage("note", batch_fn=note, reads=("words",), writes=("rag_answer",))
+    system = System(name="words", stages=(switched, noted), decide=lambda s, cfg: s["rag_answer"])
+    _, traces, _ = ask(registered_systems, system, QUERIES[:2], use_retrieval=False)
+    assert seen == [None, None]
+    assert list(traces[0]["stage_ms"]) == ["note"] and "words" not in traces[0]
+
+
+@pytest.mark.parametrize("stage, message", [
+    (Stage("reply", batch_fn=lambda b: [{"rag_answer": "x", "extra": 1} for _ in b.turns], writes=("rag_answer",)),
+     "stage 'reply' writes 'extra', which it does not declare; its writes: ['rag_answer']"),
+    (Stage("reply", batch_fn=lambda b: [{"rag_answer": "x"} for _ in b.turns][1:], writes=("rag_answer",)),
+     "stage 'reply' must return one dict per turn (1), got a list of 0"),  # the retry's, on each turn alone
+    (Stage("reply", batch_fn=lambda b: {"rag_answer": "x"}, writes=("rag_answer",)),
+     "stage 'reply' must return one dict per turn (1), got a dict"),
+    (Stage("reply", batch_fn=lambda b: ["x" for _ in b.turns], writes=("rag_answer",)),
+     "stage 'reply' must return a dict per turn, got a str"),
+    (Stage("reply", batch_fn=lambda b: [{"rag_answer": "x", "chunks": 3} for _ in b.turns],
+           writes=("rag_answer", "chunks")),
+     "stage 'reply': trace field 'chunks' must be a list"),
+    (Stage("reply", batch_fn=lambda b: [{"rag_answer": str(r["word"])} for r in b.reads], reads=("words",),
+           writes=("rag_answer",)),
+     "stage 'reply' reads 'word', which it does not declare; its reads: ['words']"),
+])
+def test_a_stage_that_breaks_its_record_fails_its_turns_in_one_line_naming_it(registered_systems, stage, message):
+    answers, traces, _ = ask(registered_systems, words_system((COUNT, stage)), QUERIES[:2])
+    assert answers == [IDK_ANSWER, IDK_ANSWER]
+    assert all(t["branch"] == "error" for t in traces)
+    assert all(len(t["errors"]) == 1 and t["errors"][0].startswith(f"reply: StageContractError: {message}")
+               for t in traces)
+    assert traces[0]["stage_ms"]["count"] >= 0  # the stage before it ran and kept its time
+
+
+def test_a_turn_fault_noted_by_a_stage_reaches_its_trace_and_costs_the_turn_nothing_else(registered_systems):
+    def partial(batch):
+        batch.error(0, "image search: TimeoutError")
+        return [{"rag_answer": "ok"} for _ in batch.turns]
+
+    system = System(name="words", stages=(Stage("look", batch_fn=partial, writes=("rag_answer",)),),
+                    decide=lambda s, cfg: s["rag_answer"])
+    answers, traces, _ = ask(registered_systems, system, QUERIES[:2])
+    assert answers == ["ok", "ok"]
+    assert traces[0]["errors"] == ["look: image search: TimeoutError"] and traces[1]["errors"] == []
+
+
+@pytest.mark.parametrize("stages, message", [
+    ((REPLY, COUNT), "stage 'reply' reads 'words', which no stage before it writes; written before it: ['perception']"),
+    ((COUNT, Stage("reply", writes=("rag_answer",))),
+     "stage 'reply' has no batch_fn: a system without a run of its own calls each stage's batch_fn in order"),
+])
+def test_a_record_whose_stages_cannot_run_in_order_is_refused_when_it_registers(registered_systems, stages, message):
+    with pytest.raises(SystemRefused) as refused:
+        registered_systems(words_system(stages))
+    assert message in str(refused.value)
+
+
+def test_a_system_with_a_run_of_its_own_may_list_stages_without_a_batch_fn(registered_systems):
+    def own_run(system, turns, engines, pipeline, cfg, costs, started=None):
+        return [IDK_ANSWER] * len(turns), [{}] * len(turns)
+
+    record = words_system((COUNT, Stage("reply", writes=("rag_answer",))), run=own_run)
+    assert registered_systems(record) is record
