@@ -87,3 +87,25 @@ def test_the_issue_number_check_sees_the_usual_forms():
         assert ISSUE_NUMBER.search(text), text
     for text in ["color #fff", "color: #555;", "&#x27;", "<h1>", "`k=10`", "page 20", "url/#20"]:
         assert not ISSUE_NUMBER.search(text), text
+
+
+def shown_files(page: Path) -> dict[str, str]:
+    """Each file a page shows whole: a line "`examples/PATH`:" followed by a fenced block."""
+    found = re.finditer(r"(?m)^`(examples/[^`]+)`:\n\n```[a-z]*\n(.*?)^```$", page.read_text(encoding="utf-8"), re.S)
+    return {m.group(1): m.group(2) for m in found}
+
+
+def test_the_guide_shows_every_file_of_the_example_package_as_it_is():
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard", "examples/keyword_gate"],
+                            cwd=REPO_ROOT, capture_output=True, text=True, check=True).stdout
+    files = sorted(listed.split())
+    shown = shown_files(REPO_ROOT / "docs" / "add_a_system.md")
+    assert sorted(shown) == files
+    for name, text in shown.items():
+        assert text == (REPO_ROOT / name).read_text(encoding="utf-8"), f"{name} differs from the guide's copy"
+
+
+def test_the_guide_check_sees_a_file_that_drifted(tmp_path):
+    page = tmp_path / "page.md"
+    page.write_text("`examples/a/b.py`:\n\n```python\nx = 1\n```\n\n`examples/a/c.txt`:\n\n```text\nhi\n```\n")
+    assert shown_files(page) == {"examples/a/b.py": "x = 1\n", "examples/a/c.txt": "hi\n"}
