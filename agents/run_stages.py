@@ -128,7 +128,7 @@ def run_stages(system, turns: list, engines, pipeline, cfg, costs, started: floa
 
         def call(positions, stage=stage):
             batch = Batch([state.turns[i] for i in positions], [Reads(fields[i], stage) for i in positions],
-                          cfg, engines, pipeline, stage)
+                          cfg, engines, state.pipeline, stage)
             results = written(stage, stage.batch_fn(batch), len(positions))
             for i, notes in zip(positions, batch.errors):
                 state.run.errors[i].extend(notes)

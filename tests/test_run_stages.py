@@ -45,23 +45,35 @@ class WordSettings:
 
 
 def decide(signals, cfg):
-    """Questions of more than six words are rejected whatever the reply."""
-    return signals["rag_answer"] if signals["words"] <= 6 else IDK_ANSWER
+    """Questions of more than twice min_words words (6 by default) are rejected whatever the reply."""
+    return signals["rag_answer"] if signals["words"] <= 2 * cfg.own.min_words else IDK_ANSWER
 
 
 def words_system(stages=(COUNT, REPLY), **changes) -> System:
     return System(name="words", stages=stages, decide=decide, settings=WordSettings, **changes)
 
 
-def ask(registered_systems, system, queries, **settings):
+class RecordingEngine(ScriptedEngine):
+    """The scripted VLM, also noting each call's max_tokens."""
+
+    def __init__(self, script):
+        super().__init__(script)
+        self.max_tokens: list[int] = []
+
+    def generate(self, requests, sampling, *, stage="chat"):
+        self.max_tokens.append(sampling.max_tokens)
+        return super().generate(requests, sampling, stage=stage)
+
+
+def ask(registered_systems, system, queries, pipeline=None, **settings):
     """The answers and traces of one batch of `queries` (one photo each) under `system`; the VLM
     replies "echo: <the context line>" to every request."""
     registered_systems(system)
-    vlm = ScriptedEngine({stage.name: lambda r: "echo: " + r.messages[-1]["content"].splitlines()[-1]
-                          for stage in system.stages})
+    vlm = RecordingEngine({stage.name: lambda r: "echo: " + r.messages[-1]["content"].splitlines()[-1]
+                           for stage in system.stages})
     engines = Engines(router=ScriptedEngine({}), vlm=vlm, reranker=FunctionReranker(lambda q, c: 0.0))
     config = load_config("cpu", "full", system=system.name, warmup_at_load=False, **settings)
-    agent = CruiseAgent(None, config=config, engines=engines)
+    agent = CruiseAgent(pipeline, config=config, engines=engines)
     answers = agent.batch_generate_response(queries, [Image.new("RGB", (32, 32))] * len(queries),
                                             [[] for _ in queries])
     return answers, agent.last_batch_report["traces"], vlm
@@ -74,7 +86,7 @@ def test_the_stages_run_in_order_each_reading_what_the_one_before_wrote_and_the_
     answers, traces, vlm = ask(registered_systems, words_system(), QUERIES)
     # 2 words: under min_words (3), not asked; 5 words: asked; 10 words: asked, then rejected by the rule
     assert [t["words"] for t in traces] == [2, 5, 10]
-    assert vlm.calls == [("reply", 2)]
+    assert vlm.calls == [("reply", 2)] and vlm.max_tokens == [32]
     assert answers[0] == IDK_ANSWER and traces[0]["branch"] == "abstained"
     assert answers[1].startswith("echo: ") and traces[1]["branch"] == "answered"
     assert traces[2]["rag_answer"].startswith("echo: ")
@@ -90,6 +102,8 @@ def test_a_setting_of_the_systems_own_reaches_its_stage(registered_systems):
     assert vlm.calls == [("reply", 2)]
     _, traces, vlm = ask(registered_systems, words_system(), QUERIES, min_words=1)
     assert vlm.calls == [("reply", 3)]
+    # the rule reads it too: more than 2 words is past twice min_words
+    assert [t["branch"] for t in traces] == ["answered", "abstained", "abstained"]
 
 
 def test_a_range_of_its_own_takes_both_bounds_and_refuses_past_them():
@@ -118,6 +132,9 @@ def test_a_stage_switched_off_is_skipped_and_the_next_reads_none(registered_syst
     _, traces, _ = ask(registered_systems, system, QUERIES[:2], use_retrieval=False)
     assert seen == [None, None]
     assert list(traces[0]["stage_ms"]) == ["note"] and "words" not in traces[0]
+    seen.clear()
+    _, traces, _ = ask(registered_systems, system, QUERIES[:2], use_retrieval=True)
+    assert seen == [2, 5] and list(traces[0]["stage_ms"]) == ["count", "note"]
 
 
 @pytest.mark.parametrize("stage, message", [
@@ -174,3 +191,62 @@ def test_a_system_with_a_run_of_its_own_may_list_stages_without_a_batch_fn(regis
 
     record = words_system((COUNT, Stage("reply", writes=("rag_answer",))), run=own_run)
     assert registered_systems(record) is record
+
+
+def test_a_stage_sees_exactly_the_fields_it_declares_and_asks_with_its_own_token_budget(registered_systems):
+    seen = []
+
+    def short_reply(batch):
+        seen.extend(dict(reads) for reads in batch.reads)
+        return [{"rag_answer": text} for text in batch.ask("answer_with_context", [
+            {"query": t.query, "context": ""} for t in batch.turns], max_tokens=8)]
+
+    short = Stage("reply", batch_fn=short_reply, reads=("words",), writes=("rag_answer",))
+    _, _, vlm = ask(registered_systems, words_system((COUNT, short)), QUERIES[:2])
+    assert seen == [{"words": 2}, {"words": 5}] and vlm.max_tokens == [8]
+
+
+def test_a_listed_step_runs_in_its_place_and_the_stages_after_it_still_run(registered_systems):
+    def mark(state):
+        state.added["mark"] = [{"marked": len(turn.query)} for turn in state.turns]
+
+    marked = Stage("mark", step=mark, writes=("marked",), calls_no_model=always)
+    answers, traces, _ = ask(registered_systems, words_system((marked, COUNT, REPLY)), QUERIES[:2])
+    assert [t["marked"] for t in traces] == [len(q) for q in QUERIES[:2]]
+    assert [t["words"] for t in traces] == [2, 5] and answers[1].startswith("echo: ")
+
+
+def test_the_shared_retrieval_stage_searches_the_pipeline_for_a_system_without_a_run(registered_systems):
+    from agents.plugin import RETRIEVE
+    from testkit.fakes import FakePipeline
+
+    def first_chunk(batch):
+        return [{"rag_answer": (reads["chunks"] or [IDK_ANSWER])[0]} for reads in batch.reads]
+
+    quote = Stage("quote", batch_fn=first_chunk, reads=("chunks",), writes=("rag_answer",), calls_no_model=always)
+    web = [{"index": "https://food.example/espresso_chunk_0", "score": 0.6, "page_name": "Espresso - Food",
+            "page_snippet": "Espresso is brewed under pressure.", "page_url": "https://food.example/espresso"}]
+    pipeline = FakePipeline(web_hits=web)
+    answers, traces, _ = ask(registered_systems, System(name="quoter", stages=(RETRIEVE, quote),
+                                                        decide=lambda s, cfg: s["rag_answer"]),
+                             ["What drink is this?"], pipeline=pipeline)
+    assert pipeline.calls == ["image", "text"] and "Espresso: Espresso is brewed under pressure." in traces[0]["chunks"]
+    assert traces[0]["searches_run"] == ["image", "web"] and answers[0] in traces[0]["chunks"]
+    assert list(traces[0]["stage_ms"]) == ["retrieve", "quote"]
+
+
+def test_a_batch_whose_budget_ran_out_before_it_started_runs_no_stage(registered_systems):
+    import time
+
+    from agents.run_stages import answer_batch
+    from agents.runtime.deadline import StageCosts
+    from agents.stages.types import Turn
+
+    system = registered_systems(words_system())
+    engines = Engines(router=ScriptedEngine({}), vlm=ScriptedEngine({"reply": lambda r: "late"}),
+                      reranker=FunctionReranker(lambda q, c: 0.0))
+    cfg = load_config("cpu", "full", system="words", warmup_at_load=False)
+    turns = [Turn(query=q, image=None, history=[]) for q in QUERIES[:2]]
+    answers, traces = answer_batch(system, turns, engines, None, cfg, StageCosts(), time.monotonic() - 3600)
+    assert answers == [IDK_ANSWER, IDK_ANSWER]
+    assert traces[0]["deadline_cut_before"] == "count" and traces[0]["stage_ms"] == {}
