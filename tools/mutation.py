@@ -188,7 +188,8 @@ def survivor_line(work: Path, name: str, path: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("base", nargs="?", help="the commit the change started from (git diff BASE)")
-    parser.add_argument("--files", nargs="+", help="mutate these files, every function of them")
+    parser.add_argument("--files", nargs="+", help="mutate these files, every function of them (with BASE: the "
+                                                   "functions changed since BASE)")
     parser.add_argument("--whole-files", action="store_true", help="every function of the changed files")
     parser.add_argument("--tests", nargs="+", help="the test files to run (default: those naming the module)")
     parser.add_argument("--deselect", action="append", default=[], metavar="NODEID",
@@ -205,7 +206,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     patterns = []
     for path in files:
-        if args.files or args.whole_files:
+        if args.whole_files or not args.base:
             patterns.append(f"{module_of(path)}.*")
         else:
             names = functions_at((REPO_ROOT / path).read_text(encoding="utf-8"), changed_lines(args.base, path))

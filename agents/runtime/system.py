@@ -7,8 +7,9 @@ the name its parser's outcome is counted under, and the trace fields it writes. 
 holds its own `STAGE` next to its function.
 
 A `System` is one chain that answers a batch: its name (`CruiseConfig.system`), its settings, its
-stages in order, its run function, its decision rule (what the chain decides with and what
-tools/calibrate.py replays) and its view for the report. Everything that differs between systems
+stages in order, its decision rule (what the chain decides with and what tools/calibrate.py
+replays), its view for the report and, for a chain with control flow of its own, its run
+function (without one, agents/run_stages.py runs its stages in order). Everything that differs between systems
 is a field here: nothing outside this module asks which system is running.
 
 CRUISE, QA-Dragon and SAM-RAG register themselves from their own packages; a researcher's system
@@ -130,8 +131,10 @@ class View:
 
 @dataclass(frozen=True)
 class System:
-    """One registered chain. `run(system, turns, engines, pipeline, cfg, costs, started=None) ->
-    (answers, traces)`, given its own record (for its stages, rule and view); `decide(trace, cfg) -> Decision`: its rule over a turn's traced signals.
+    """One registered chain. `decide(trace, cfg) -> Decision` (or the answer alone): its rule over a
+    turn's traced signals. `run(system, turns, engines, pipeline, cfg, costs, started=None) ->
+    (answers, traces)`, given its own record (for its stages, rule and view); None: its stages'
+    batch_fn in order (agents/run_stages.py).
 
     `settings`: the dataclass of the system's own settings (agents/cruise/settings.py,
     agents/peers/*/settings.py; None: it has none): the CruiseConfig group named as the system,
@@ -272,7 +275,9 @@ NAMING_HINT = (f", name a module that registers one (MODULE:NAME), or install a 
                f"entry point of {ENTRY_POINT_GROUP!r} (agents/runtime/system.py)")
 
 
-def register(system: System, *, module: str | None = None) -> System:
+# not mutated: it names its caller's module from the frame above it, where a mutation tool's
+# trampoline would stand
+def register(system: System, *, module: str | None = None) -> System:  # pragma: no mutate block
     """Add `system` to the registry; returns it, so that a module can write `NAME =
     register(System(...))`. The built-in systems come first. A record `record_fault` finds wrong
     is refused (SystemRefused), naming it. A second system of a name already taken is refused,
