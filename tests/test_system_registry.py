@@ -82,6 +82,9 @@ BAD_RECORDS = {
     "a branch named twice": (
         dict(view=View(funnel=no_funnel, branches=("none", "kept", "none"))),
         "its view's branches must be distinct names, got ('none', 'kept', 'none')"),
+    "an empty branch name": (
+        dict(view=View(funnel=no_funnel, branches=("none", ""))),
+        "its view's branches must be distinct names, got ('none', '')"),
     "settings given as an instance": (
         dict(settings=ProbeSettings()),
         "its settings must be a dataclass (the class, not an instance), got ProbeSettings(probe_rounds=1)"),
@@ -95,6 +98,12 @@ def test_a_bad_record_is_refused_in_one_line_naming_it(registered_systems, chang
     name = changes.get("name", "probe")
     assert str(refused.value) == f"system {name!r} from {__name__} refused: {why}"
     assert name not in registered()
+
+
+def test_what_is_not_a_system_record_is_named_by_its_type():
+    from agents.runtime.system import record_fault
+
+    assert record_fault({"name": "probe"}) == "a dict is not a System record"
 
 
 USER_SYSTEM = '''

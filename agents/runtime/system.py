@@ -233,7 +233,7 @@ def record_fault(system: System) -> str | None:
         return f"its answer_signal must name a trace field, got {system.answer_signal!r}"
     # A system whose own stages declare their fields must declare the one its decision reads; one
     # whose stages declare none writes its whole trace in its own run, which only a run can show.
-    declared = {f for stage in system.stages[len(OPENING):] for f in getattr(stage, "writes", ())}
+    declared = {f for stage in system.stages[len(OPENING):] for f in stage.writes}
     if system.abstains_first and declared:
         if system.answer_signal not in declared:
             return (f"its answer_signal {system.answer_signal!r} (read for abstains_first) is a trace field none of "
