@@ -18,7 +18,7 @@ from agents.engines.base import Engines
 from agents.plugin import Stage, System, always, between, ranged
 from agents.runtime.system import SystemRefused
 from agents.settings import SettingError, check_settings
-from testkit.fakes import FunctionReranker, ScriptedEngine
+from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine
 
 pytestmark = pytest.mark.usefixtures("registered_systems")
 
@@ -114,6 +114,7 @@ def test_a_range_of_its_own_takes_both_bounds_and_refuses_past_them():
     for wrong in (0, 6):
         with pytest.raises(SettingError, match="min_words"):
             check_settings(WordSettings(min_words=wrong))
+    assert span.meaning == "from 1 to 5" and between(3, 3).high == 3  # one value is a range too
     assert between(2).high is None and "at least 2" in between(2).meaning
     with pytest.raises(ValueError, match="below"):
         between(5, 1)
@@ -218,7 +219,6 @@ def test_a_listed_step_runs_in_its_place_and_the_stages_after_it_still_run(regis
 
 def test_the_shared_retrieval_stage_searches_the_pipeline_for_a_system_without_a_run(registered_systems):
     from agents.plugin import RETRIEVE
-    from testkit.fakes import FakePipeline
 
     def first_chunk(batch):
         return [{"rag_answer": (reads["chunks"] or [IDK_ANSWER])[0]} for reads in batch.reads]
@@ -233,6 +233,33 @@ def test_the_shared_retrieval_stage_searches_the_pipeline_for_a_system_without_a
     assert pipeline.calls == ["image", "text"] and "Espresso: Espresso is brewed under pressure." in traces[0]["chunks"]
     assert traces[0]["searches_run"] == ["image", "web"] and answers[0] in traces[0]["chunks"]
     assert list(traces[0]["stage_ms"]) == ["retrieve", "quote"]
+    # no summary joins the question: the reranker's and web search's query is the question itself
+    assert traces[0]["retrieval_query"] == "What drink is this?" == pipeline.text_queries[0]
+
+
+class BrokenImageSearch(FakePipeline):
+    """A search pipeline whose image search fails; web search answers."""
+
+    def __call__(self, query, k=5):
+        if not isinstance(query, str):
+            raise ConnectionError("image index unreachable")
+        return super().__call__(query, k)
+
+
+def test_a_search_that_fails_costs_its_turn_that_search_only_and_says_so_in_its_trace(registered_systems):
+    from agents.plugin import RETRIEVE
+
+    def count(batch):
+        return [{"rag_answer": str(len(reads["chunks"]))} for reads in batch.reads]
+
+    counted = Stage("count_chunks", batch_fn=count, reads=("chunks",), writes=("rag_answer",), calls_no_model=always)
+    web = [{"index": "https://food.example/espresso_chunk_0", "score": 0.6, "page_name": "Espresso - Food",
+            "page_snippet": "Espresso is brewed under pressure.", "page_url": "https://food.example/espresso"}]
+    answers, traces, _ = ask(registered_systems, System(name="counter", stages=(RETRIEVE, counted),
+                                                        decide=lambda s, cfg: s["rag_answer"]),
+                             ["What drink is this?", "Who makes it?"], pipeline=BrokenImageSearch(web_hits=web))
+    assert answers == ["1", "1"] and [t["searches_run"] for t in traces] == [["web"], ["web"]]
+    assert [t["errors"] for t in traces] == [["retrieve: image search: ConnectionError: image index unreachable"]] * 2
 
 
 def test_a_batch_whose_budget_ran_out_before_it_started_runs_no_stage(registered_systems):

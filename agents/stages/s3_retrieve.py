@@ -289,7 +289,8 @@ def retrieve_stage(batch) -> list[dict]:
     """Retrieval as a system without a run of its own lists it (agents/run_stages.py):
     every turn's image and web search, as far as the pipeline offers them, and the harness's
     passages; the hits and their chunks, in the order retrieve_one pools them."""
-    routes = [Route(needs_external=True, is_real_time=False, parsed=None) for _ in batch.turns]
+    # every search on: retrieval reads only a route's needs_external and search
+    routes = [Route(needs_external=True, is_real_time=False, parsed=None) for _ in batch.turns]  # pragma: no mutate
     found = retrieve_batch(batch.turns, routes, [""] * len(batch.turns), batch.pipeline,
                            batch.cfg.replace(use_retrieval=True))
     for i, retrieval in enumerate(found):
