@@ -174,3 +174,18 @@ def test_crag_mm_replaces_one_single_turn_image_url():
     assert apply_image_url_updates(convs, updates["single-turn"]) == [convs[1].session_id]
     assert convs[1].image_url.startswith("https://web.archive.org/") and convs[0].image_url == "http://x/0.png"
     assert "multi-turn" not in updates and RULE_SETS["kddcup2025"].image_url_updates == {}
+
+
+def test_a_batchs_stage_times_are_its_guards_for_every_stage_with_the_engine_calls_only_where_no_trace_has_them():
+    from evaluator.harness.runner import _report_parts
+
+    calls = [{"stage": "answer", "wall_ms": 900.0, "requests": 2}]
+    timed = {"perceive": 120.0, "retrieve": 40.0, "kwgate_overlap": 2, "kwgate_answer": 950.0}
+    traces = [None, {"stage_ms": timed}, {"stage_ms": timed}]
+    _, count, stage_ms, tokens = _report_parts({"traces": traces, "engine_calls": calls}, 3)
+    assert count == 1 and stage_ms == {"perceive": 120.0, "retrieve": 40.0, "kwgate_overlap": 2.0,
+                                       "kwgate_answer": 950.0}
+    assert tokens["answer"]["requests"] == 2  # tokens still come from the engine calls
+    # an agent whose traces time nothing (or hold a malformed stage_ms): the engine calls' times
+    for traces in ([{"answer": "x"}], [{"stage_ms": {}}], [{"stage_ms": {"answer": "slow"}}], [{"stage_ms": [1]}]):
+        assert _report_parts({"traces": traces, "engine_calls": calls}, 1)[2] == {"answer": 900.0}

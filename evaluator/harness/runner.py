@@ -227,7 +227,18 @@ def _report_parts(report: dict | None, n: int) -> tuple[list[dict | None], int |
             totals = stage_tokens.setdefault(stage, {})
             for name, value in counts.items():
                 totals[name] = totals.get(name, 0) + value
-    return traces, len(calls), stage_ms, stage_tokens
+    return traces, len(calls), guarded_stage_ms(traces) or stage_ms, stage_tokens
+
+
+def guarded_stage_ms(traces: list[dict | None]) -> dict[str, float] | None:
+    """The batch's wall ms per stage as its own guards timed every stage, those without a model
+    (perception, retrieval, a rule) too: a trace's `stage_ms` (each trace of a batch holds the
+    batch's). None where no trace has one: the engine calls' time per stage stands in."""
+    for trace in traces:
+        timed = trace.get("stage_ms") if trace else None
+        if isinstance(timed, dict) and timed and all(isinstance(v, (int, float)) for v in timed.values()):
+            return {str(stage): float(ms) for stage, ms in timed.items()}
+    return None
 
 
 def generate(agent, ds, conversations: list[Conversation], batch_size: int, output_dir: Path,
