@@ -7,7 +7,8 @@ one engine call. `quote_notes` fences retrieved text for every prompt that shows
 A stage asks for its prompt by name. While a system answers, the name is looked for first in the
 `prompts/` folder of the system's own package and of the packages its stages' steps come from
 (agents/runtime/package_files.py: a system in a package of its own keeps its prompts there), then
-in the repository's prompts/. CRUISE_PROMPTS_DIR points at another folder of the repository's
+in the repository's prompts/; a name found nowhere raises PromptNotFound, naming every folder
+looked in, in that order. CRUISE_PROMPTS_DIR points at another folder of the repository's
 files (to try prompt variants without editing the repository); the evaluator's resume fingerprint
 hashes the folders in use (`prompt_hashes`).
 """
