@@ -470,3 +470,30 @@ def test_a_package_with_its_prompt_passes_the_pre_flights_stage_faults_check(pac
 
 def test_an_agent_that_reports_no_traces_is_not_checked_for_stage_faults():
     assert preflight.check_stage_faults({"engine_calls": []}, 2).ok is None
+
+
+def test_a_prompt_missing_from_the_package_stops_every_turn_and_the_run_names_it_and_exits_so(
+        package_on_path, tmp_path):
+    """The same package run through local_evaluation.py: every turn faults at its VLM stage, the
+    run's panel names the stage and the prompt's folders, and the run exits with the systemic
+    fault's code."""
+    import local_evaluation
+    from evaluator.harness.faults import SYSTEMIC_FAULT_EXIT_CODE
+    from testkit.in_process import offline_env, run_main
+
+    folder = package_on_path("unprompted_run_pkg", "unprompted_run")
+    (folder / "prompts" / "unprompted_run.txt").unlink()
+    out = tmp_path / "run"
+    argv = ["--dataset", str(MINI), "--dataset-type", "single-turn", "--num-conversations", "3",
+            "--exact-conversations", "--profile", "cpu", "--agent", f"{__name__}:SeeingStandInAgent",
+            "--search", "none", "--eval-model", "None", "--no_progress", "--display-conversations", "0",
+            "--output-dir", str(out), "--set", "system=unprompted_run_pkg.system:unprompted_run"]
+    proc = run_main(local_evaluation.main, argv, env=offline_env(tmp_path), columns=1000)
+    assert proc.returncode == SYSTEMIC_FAULT_EXIT_CODE, proc.stdout[-3000:] + proc.stderr[-3000:]
+    reason = ("PromptNotFound: prompt 'unprompted_run' not found: looked for unprompted_run.txt in "
+              f"unprompted_run_pkg's prompts/ ({folder / 'prompts'}), then the repository's prompts/ "
+              f"({REPO_ROOT / 'prompts'})")
+    assert f"stage 'unprompted_run', 3 of 3 turns: {reason}" in proc.stdout
+    # each turn's trace names the package's folder first too
+    traces = [json.loads(row) for row in (out / "traces.jsonl").read_text().splitlines()]
+    assert [t["errors"] for t in traces] == [[f"unprompted_run: {reason}"]] * 3
