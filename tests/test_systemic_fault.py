@@ -167,6 +167,19 @@ def test_a_turn_that_faulted_before_the_stage_did_not_reach_it_and_one_after_it_
         ("retrieve", False, 2), ("route", False, 1), (None, True, 1)]
 
 
+def test_a_stage_some_of_whose_turns_went_on_to_fault_later_is_not_the_one_named():
+    """Turns 0-3 reached "retrieve": 0 and 1 faulted there, 2 and 3 passed it and faulted at
+    "answer"; turns 4-7 took a path through neither and were answered. "answer" faulted every
+    turn that reached it; "retrieve" did not."""
+    records = [turn(i) for i in range(8)]
+    stages = ("route", "retrieve", "answer")
+    traces = [trace(i, "error", stages, ["retrieve: ValueError: no index"]) for i in (0, 1)]
+    traces += [trace(i, "error", stages, ["answer: RuntimeError: empty reply"]) for i in (2, 3)]
+    traces += [trace(i, "answered", ("route",)) for i in range(4, 8)]
+    fault = systemic_fault(records, traces)
+    assert (fault["stage"], fault["turns"]) == ("answer", 2)
+
+
 def test_a_turn_cut_by_the_deadline_or_refused_is_no_fault():
     records = [turn(i) for i in range(3)]
     traces = [trace(0, "error", ("answer",), ["answer: ValueError: x"]),
