@@ -2,8 +2,8 @@
 
 A stage that raises on every turn (a prompt missing from its package, a misspelled stage name, a
 model server gone) makes every turn "I don't know" under the branch "error"; the scores then
-measure the fault, not the system. Counted among the "stage-fault turns" only, such a run used to
-look scored. Here it is named: which stage, for what reason, on how many turns.
+measure the fault, not the system. Counted only among the "stage-fault turns", such a run would
+look scored; so it is named: which stage, for what reason, on how many turns.
 
 The rule (`systemic_fault`), decided over the run's saved answers and traces:
 - every turn the run answered faulted: an agent error (the agent's batch call raised or gave a
@@ -12,12 +12,14 @@ The rule (`systemic_fault`), decided over the run's saved answers and traces:
 - one stage faulted every turn that reached it: the turns whose batch ran it (the stage is in
   the trace's `stage_ms`) and that had not faulted at an earlier stage. A stage that faults only
   where some turns take another path (an egocentric photo, say) is caught so, though other turns
-  were answered.
+  were answered. A stage that ran in one batch only and faulted there (a server gone for that
+  batch) is named too: it did fault every turn it reached.
 A turn answered, abstained, cut by the deadline or refused by a provider is not a fault: one such
 turn among those reached keeps the run's exit code. Why "every" and not a share such as 90%: a
 fault of the system's making raises on every turn it reaches, whatever the question, and the
 turns it did not reach are told apart by where they stopped, not guessed by a threshold; a fault
-of some turns only (a question the stage cannot parse) is the data's, counted as before.
+of some turns only (a question the stage cannot parse) is the data's: it stays a count,
+`stage_fault_turns`.
 
 The reasons are the faults' messages as recorded (the trace's first error less its stage's name,
 the agent error as the runner wrote it), grouped as they are, commonest first: a fault of the
@@ -36,7 +38,6 @@ from evaluator.harness.unjudged import exit_code as unjudged_exit_code
 # over 3: the verdicts of turns that all faulted say nothing of the system.
 SYSTEMIC_FAULT_EXIT_CODE = 4
 REASONS_SHOWN = 3  # the commonest reasons the panel names; the rest are counted
-
 
 AGENT_ERROR = "the agent's batch call"  # where an agent error happened: no stage of it is known
 
