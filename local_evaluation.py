@@ -56,7 +56,9 @@ search (--search):
 
 exit codes: 0 scored; 1 refused or failed (one line says why); 2 a bad flag; 3 scored, but the
   LLM judge left turns without a verdict (counted as not correct, as officially; the console,
-  run_summary.json and report.html say how many, the scores without them, and the --rejudge command)
+  run_summary.json and report.html say how many, the scores without them, and the --rejudge command);
+  4 scored, but every turn faulted, or every turn that reached one stage (the console,
+  run_summary.json's systemic_fault and report.html name the stage and the reason; wins over 3)
 """
 
 

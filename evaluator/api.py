@@ -41,8 +41,9 @@ def evaluate(settings: EvaluationSettings | None = None, /, **options) -> Evalua
 
     Returns an EvaluationResult: `scores` (scores_dictionary.json's "all" and "ego"), `rows`
     (one per turn) and `rows_ego`, `output_dir`, `notices`, `summary` (run_summary.json) and
-    `exit_status` (0, or 3 when the judge left turns without a verdict: the scores count them as
-    not correct). Raises EvaluationRefused (one line) where the command line exits with 1, and
+    `exit_status` (0; 3 when the judge left turns without a verdict: the scores count them as
+    not correct; 4 when every turn, or every turn that reached one stage, faulted: the summary's
+    "systemic_fault" says where and why). Raises EvaluationRefused (one line) where the command line exits with 1, and
     TypeError for an option the command line does not have.
     """
     settings = _settings(EvaluationSettings, settings, options)

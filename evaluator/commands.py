@@ -23,13 +23,13 @@ from agents.profiles import REPO_ROOT, default_dataset
 from evaluator.harness.agent_setup import import_object
 from evaluator.harness.batching import clip_batch_size, conversation_selection, planned_batches
 from evaluator.harness.dataset import apply_image_url_updates, load_split, read_conversations
+from evaluator.harness.faults import exit_code
 from evaluator.harness.fingerprint import differences, selection_refusal, system_fingerprint
 from evaluator.harness.models import preload_problem
 from evaluator.harness.oracle import refusal as oracle_refusal
 from evaluator.harness.outputs import finalize, merge_runs
 from evaluator.harness.resolved import ResolvedRun, resolve_settings
 from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
-from evaluator.harness.unjudged import exit_code
 from evaluator.report.terminal import loud_notice, print_report
 from evaluator.scoring.judge import Judge, find_api_key
 from evaluator.scoring.official_judge import (
@@ -59,7 +59,9 @@ class EvaluationResult:
     rows: list[dict]  # one per turn: the official columns, the flags the scores count, our extras
     rows_ego: list[dict]  # the egocentric turns among them
     notices: list[str]  # what the run said a reader must know (run_summary.json "notices")
-    exit_status: int  # what local_evaluation.py exits with: 0, or 3 when the judge left turns undecided
+    # what local_evaluation.py exits with: 0; 3 when the judge left turns undecided; 4 when every
+    # turn (or every turn of one stage) faulted (evaluator/harness/faults.py)
+    exit_status: int
     summary: dict  # run_summary.json (empty after --generate-only)
 
 
@@ -242,7 +244,7 @@ def finish(settings: ScoringSettings, output_dir: Path, judge: Judge | None, con
         console.print(f"[bold green]report: {escape(str(build_report(output_dir)))}[/bold green]")
     except Exception as exc:  # noqa: BLE001
         console.print(f"[yellow]report.html not written: {escape(f'{type(exc).__name__}: {exc}')}[/yellow]")
-    # everything is written; a script must still notice the undecided turns (the exit status)
+    # everything is written; a script must still notice a systemic fault or undecided turns (the exit status)
     return EvaluationResult(output_dir, results.scores, results.rows_all, results.rows_ego,
                             list(results.summary["notices"]), exit_code(results.summary), results.summary)
 

@@ -11,10 +11,13 @@ A package written to a temporary folder as docs/layout.md "Add a system" lays it
 pyproject.toml, its module, its prompts/, a stage that calls no model and one that asks the VLM,
 its own settings and its own turn page) keeps its prompt and its page there: its stages read its
 prompt by name, the run's prompt hashes cover it, and the report shows its turns by its page.
+Without its prompt, the pre-flight's dry run fails, naming the prompt and every folder it was
+looked for in, the package's first.
 """
 from __future__ import annotations
 
 import hashlib
+import importlib
 import json
 import sys
 from pathlib import Path
@@ -26,11 +29,15 @@ from agents.base_agent import IDK_ANSWER
 from agents.config.loading import load_config
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
+from agents.profiles import REPO_ROOT
 from agents.runtime.batch import decide_turn, open_batch
 from agents.runtime.cost_priors import stage_priors
 from agents.runtime.system import Decision, Stage, System, View
+from evaluator.harness.resolved import resolve_settings
+from evaluator.settings import EvaluationSettings
 from testkit.fakes import FunctionReranker, ScriptedEngine
 from testkit.perception_scenes import BlindEngine
+from tools import preflight
 
 # every system these tests register, or a package they import registers, is gone after each test
 pytestmark = pytest.mark.usefixtures("registered_systems")
@@ -390,3 +397,103 @@ def test_a_system_reads_its_own_packages_prompt_before_that_of_a_package_one_of_
         assert load_prompt_lines("greeting") == "from the system's package"
         assert load_prompt_lines("farewell") == "the stage's own farewell"
     assert running_prompt_folders() == ()
+
+
+# --------------------------------------------------------------------------- a missing prompt, before the run
+# The package above, resolved and built as the pre-flight resolves and builds a run (the real
+# CruiseAgent over stand-in engines whose VLM sees), answers the pre-flight's dry run batch of the
+# mini benchmark. Without its prompt every turn faults at its VLM stage, and the pre-flight's line
+# names the prompt and the folders it was looked for in, the package's first, then the repository's.
+PACKAGE_MODULES = ("settings", "s1_tally", "s2_shout", "system")
+
+
+class SeeingStandInAgent(CruiseAgent):
+    """The real CruiseAgent over stand-in engines whose VLM sees (so no perception runs)."""
+
+    def __init__(self, search_pipeline=None, config=None):
+        engines = Engines(router=ScriptedEngine({}), vlm=ScriptedEngine(AnyStage()),
+                          reranker=FunctionReranker(lambda q, c: 0.0))
+        super().__init__(search_pipeline, config, engines=engines)
+
+
+@pytest.fixture
+def package_on_path(tmp_path, monkeypatch, registered_systems):
+    """write(package, system) -> the package's folder, importable for this test only: its modules
+    are forgotten afterwards (setitem restores their absence) and what it registers is gone."""
+
+    def write(package: str, system: str) -> Path:
+        folder = write_package(tmp_path, package, system)
+        monkeypatch.syspath_prepend(str(tmp_path))
+        for name in (package, *(f"{package}.{m}" for m in PACKAGE_MODULES)):
+            monkeypatch.setitem(sys.modules, name, None)
+            del sys.modules[name]
+        importlib.invalidate_caches()
+        return folder
+
+    return write
+
+
+def dry_run(package: str, system: str) -> list[preflight.Check]:
+    run = resolve_settings(EvaluationSettings(profile="cpu", agent=f"{__name__}:SeeingStandInAgent", search="none",
+                                              set=(f"system={package}.system:{system}",)))
+    agent = run.agent.build(None)
+    return preflight.dry_run_checks(agent, preflight.sample_batch(str(MINI), 2), run)
+
+
+def test_a_prompt_missing_from_the_package_fails_the_pre_flight_naming_the_packages_folder_first(package_on_path):
+    folder = package_on_path("unprompted_pkg", "unprompted")
+    (folder / "prompts" / "unprompted.txt").unlink()
+    answered, faults = dry_run("unprompted_pkg", "unprompted")
+    assert answered.ok  # two answers in time: "I don't know", each
+    assert faults.name == "stage faults" and faults.ok is False
+    assert faults.detail == (
+        "2 of 2 turns of the dry run faulted: stage 'unprompted' (2 turns): PromptNotFound: prompt 'unprompted' not "
+        f"found: looked for unprompted.txt in unprompted_pkg's prompts/ ({folder / 'prompts'}), then the "
+        f"repository's prompts/ ({REPO_ROOT / 'prompts'})")
+
+
+def test_a_package_without_a_prompts_folder_fails_the_pre_flight_naming_the_folder_it_lacks(package_on_path):
+    folder = package_on_path("folderless_pkg", "folderless")
+    for prompt in (folder / "prompts").iterdir():
+        prompt.unlink()
+    (folder / "prompts").rmdir()
+    _, faults = dry_run("folderless_pkg", "folderless")
+    assert faults.ok is False
+    assert f"in folderless_pkg's prompts/ ({folder / 'prompts'}, no such folder), then the repository's" in faults.detail
+
+
+def test_a_package_with_its_prompt_passes_the_pre_flights_stage_faults_check(package_on_path):
+    package_on_path("prompted_ok_pkg", "prompted_ok")
+    answered, faults = dry_run("prompted_ok_pkg", "prompted_ok")
+    assert answered.ok and faults == preflight.Check("stage faults", True, "none in the dry run's 2 turns")
+
+
+def test_an_agent_that_reports_no_traces_is_not_checked_for_stage_faults():
+    assert preflight.check_stage_faults({"engine_calls": []}, 2).ok is None
+
+
+def test_a_prompt_missing_from_the_package_stops_every_turn_and_the_run_names_it_and_exits_so(
+        package_on_path, tmp_path):
+    """The same package run through local_evaluation.py: every turn faults at its VLM stage, the
+    run's panel names the stage and the prompt's folders, and the run exits with the systemic
+    fault's code."""
+    import local_evaluation
+    from evaluator.harness.faults import SYSTEMIC_FAULT_EXIT_CODE
+    from testkit.in_process import offline_env, run_main
+
+    folder = package_on_path("unprompted_run_pkg", "unprompted_run")
+    (folder / "prompts" / "unprompted_run.txt").unlink()
+    out = tmp_path / "run"
+    argv = ["--dataset", str(MINI), "--dataset-type", "single-turn", "--num-conversations", "3",
+            "--exact-conversations", "--profile", "cpu", "--agent", f"{__name__}:SeeingStandInAgent",
+            "--search", "none", "--eval-model", "None", "--no_progress", "--display-conversations", "0",
+            "--output-dir", str(out), "--set", "system=unprompted_run_pkg.system:unprompted_run"]
+    proc = run_main(local_evaluation.main, argv, env=offline_env(tmp_path), columns=1000)
+    assert proc.returncode == SYSTEMIC_FAULT_EXIT_CODE, proc.stdout[-3000:] + proc.stderr[-3000:]
+    reason = ("PromptNotFound: prompt 'unprompted_run' not found: looked for unprompted_run.txt in "
+              f"unprompted_run_pkg's prompts/ ({folder / 'prompts'}), then the repository's prompts/ "
+              f"({REPO_ROOT / 'prompts'})")
+    assert f"stage 'unprompted_run', 3 of 3 turns: {reason}" in proc.stdout
+    # each turn's trace names the package's folder first too
+    traces = [json.loads(row) for row in (out / "traces.jsonl").read_text().splitlines()]
+    assert [t["errors"] for t in traces] == [[f"unprompted_run: {reason}"]] * 3

@@ -35,6 +35,9 @@ flag the run cannot take, such as a bad --set, said in one line):
                 agent's own budget (its configuration's turn_budget_s) and the competition's
                 10 s a turn, and says which models answered (the named one among them) and how
                 much of the budget each stage used
+  stage faults  no turn of the dry run answered "I don't know" for a stage fault (the agent's
+                traces); one that did fails with each stage and reason, e.g. a prompt missing from
+                the system's package, naming every folder it was looked for in, the package's first
 What it cannot check here: vLLM on a GPU it does not have, the platform's own image build.
 """
 from __future__ import annotations
@@ -374,6 +377,24 @@ def check_dry_run(agent, batch, run: ResolvedRun, clock=time.perf_counter) -> Ch
     return Check("dry run", not over, "; ".join(over) + ": " + detail if over else detail)
 
 
+def check_stage_faults(report: dict | None, n: int) -> Check:
+    """The dry run's turns that a stage fault turned into "I don't know" (the traces' branch
+    "error"), one line with each stage and reason: a prompt missing from the system's package
+    names every folder it was looked for in (agents/stages/prompts.py PromptNotFound). Any fault
+    fails: on the shipped benchmark's first turns a sound system faults on none."""
+    from evaluator.harness.faults import reason_rows, turn_fault
+
+    traces = [t for t in (report or {}).get("traces") or [] if isinstance(t, dict)]
+    if not traces:
+        return Check("stage faults", None, "not checked: the agent reported no traces")
+    faults = [f for f in (turn_fault({}, t) for t in traces) if f]
+    if not faults:
+        return Check("stage faults", True, f"none in the dry run's {n} turns")
+    reasons = "; ".join(f"{'stage ' + repr(r['stage']) if r['stage'] else 'before any stage'} ({r['turns']} turns): "
+                        f"{r['reason']}" for r in reason_rows(faults))
+    return Check("stage faults", False, f"{len(faults)} of {n} turns of the dry run faulted: {reasons}")
+
+
 NO_GPU = object()  # check_gpu_memory's default: look at this machine
 
 
@@ -450,7 +471,7 @@ def run_checks(args) -> list[Check]:
     checks = [imported, check_requirements(REPO / "requirements.txt"),
               check_pins(REPO / ("requirements-cpu.txt" if settings.profile == "cpu" else "requirements.txt"))]
     if agent_cls is None:
-        return checks + skipped(("aicrowd", "gpu memory", "disk", "agent load", "batch size", "dry run"),
+        return checks + skipped(("aicrowd", "gpu memory", "disk", "agent load", "batch size", "dry run", "stage faults"),
                                 "the agent does not import")
     run = resolve_settings(settings)
     checks += [check_aicrowd(Path(args.aicrowd), run), check_gpu_memory(run)]
@@ -458,25 +479,32 @@ def run_checks(args) -> list[Check]:
     checks += [disk, *cached]
     missing = [c for c in cached if not c.ok]
     if missing:
-        return checks + skipped(("agent load", "batch size", "dry run"), f"{len(missing)} cache items are missing")
+        return checks + skipped(("agent load", "batch size", "dry run", "stage faults"),
+                                f"{len(missing)} cache items are missing")
     try:
         pipeline = build_search(settings, run)
     except Exception as exc:  # noqa: BLE001 - a search index or model that does not load: said, not raised
         why = str(exc) if isinstance(exc, EvaluationRefused) else f"{type(exc).__name__}: {exc}"
-        return checks + [Check("search", False, why)] + skipped(("agent load", "batch size", "dry run"),
+        return checks + [Check("search", False, why)] + skipped(("agent load", "batch size", "dry run", "stage faults"),
                                                                 "the search pipeline did not load")
     checks.append(Check("search", True, "--search none: the agent is given no pipeline" if pipeline is None
                         else f"the {run.search_spec} pipeline opened"))
     agent, loaded = check_agent_load(run, pipeline)
     checks.append(loaded)
     if agent is None:
-        return checks + skipped(("batch size", "dry run"), "the agent did not load")
+        return checks + skipped(("batch size", "dry run", "stage faults"), "the agent did not load")
     size, batch_check = check_batch_size(agent)
     checks.append(batch_check)
     if batch_check.ok:
         dataset = args.dataset or str(REPO / "data" / "crag-mm-mini" / "single-turn")
-        checks.append(check_dry_run(agent, sample_batch(dataset, size), run))
+        checks += dry_run_checks(agent, sample_batch(dataset, size), run)
     return checks
+
+
+def dry_run_checks(agent, batch, run: ResolvedRun) -> list[Check]:
+    """The dry run of `batch` (`check_dry_run`) and its stage faults (`check_stage_faults`)."""
+    answered = check_dry_run(agent, batch, run)
+    return [answered, check_stage_faults(getattr(agent, "last_batch_report", None), len(batch[0]))]
 
 
 def main(argv=None) -> int:

@@ -50,33 +50,46 @@ def home_package(system) -> str | None:
 
 
 @functools.lru_cache(maxsize=64)
-def prompt_folders(system) -> tuple[tuple[str, Traversable], ...]:
+def prompt_search(system) -> tuple[tuple[str, Traversable], ...]:
     """(package, its prompts/ folder) for each package whose prompts `system`'s stages read before
-    the repository's, in that order: the package that registered it, then those of its stages'
-    own steps (a stage from another package); only the packages that have such a folder."""
-    packages = [home_package(system), *(package_of(s.step.__module__) for s in system.stages if s.step)]
+    the repository's, in that order: the package that registered it, whether or not it has such a
+    folder yet (a prompt found nowhere is refused naming it: agents/stages/prompts.py), then those
+    of its stages' own steps (a stage from another package) that have one."""
+    home = home_package(system)
+    stages = [package_of(s.step.__module__) for s in system.stages if s.step]
     found = []
-    for package in dict.fromkeys(p for p in packages if p):
+    for package in dict.fromkeys(p for p in (home, *stages) if p):
         folder = files(package) / "prompts"
-        if folder.is_dir():
+        if package == home or folder.is_dir():
             found.append((package, folder))
     return tuple(found)
+
+
+def prompt_folders(system) -> tuple[tuple[str, Traversable], ...]:
+    """`prompt_search` less the packages that have no prompts/ folder."""
+    return tuple((package, folder) for package, folder in prompt_search(system) if folder.is_dir())
 
 
 @contextlib.contextmanager
 def own_files(system):
     """While `system` answers: its stages' prompts are looked for in its packages first."""
-    token = _RUNNING.set(prompt_folders(system))
+    token = _RUNNING.set(prompt_search(system))
     try:
         yield
     finally:
         _RUNNING.reset(token)
 
 
+def running_prompt_search() -> tuple[tuple[str, Traversable], ...]:
+    """The prompts/ folders of the system answering now, in the order they are read, those its
+    packages lack included (none outside a batch)."""
+    return _RUNNING.get()
+
+
 def running_prompt_folders() -> tuple[tuple[str, Traversable], ...]:
     """The prompt folders of the system answering now, in the order they are read (none outside
     a batch)."""
-    return _RUNNING.get()
+    return tuple((package, folder) for package, folder in _RUNNING.get() if folder.is_dir())
 
 
 def page_name(system) -> str | None:

@@ -7,7 +7,8 @@ one engine call. `quote_notes` fences retrieved text for every prompt that shows
 A stage asks for its prompt by name. While a system answers, the name is looked for first in the
 `prompts/` folder of the system's own package and of the packages its stages' steps come from
 (agents/runtime/package_files.py: a system in a package of its own keeps its prompts there), then
-in the repository's prompts/. CRUISE_PROMPTS_DIR points at another folder of the repository's
+in the repository's prompts/; a name found nowhere raises PromptNotFound, naming every folder
+looked in, in that order. CRUISE_PROMPTS_DIR points at another folder of the repository's
 files (to try prompt variants without editing the repository); the evaluator's resume fingerprint
 hashes the folders in use (`prompt_hashes`).
 """
@@ -23,7 +24,7 @@ from typing import Callable
 
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
 from agents.profiles import REPO_ROOT
-from agents.runtime.package_files import prompt_folders, running_prompt_folders
+from agents.runtime.package_files import prompt_folders, running_prompt_folders, running_prompt_search
 from agents.stages.types import Turn
 
 PROMPTS_DIR = REPO_ROOT / "prompts"
@@ -74,6 +75,10 @@ def _hashes(folder, prefix: str = "") -> dict[str, str]:
     return found
 
 
+class PromptNotFound(FileNotFoundError):
+    """A prompt in none of the folders it is looked for in; the message names them all."""
+
+
 def prompt_file(name: str):
     """prompts/<name>.txt as the running system reads it: its own packages' first, then the
     repository's (the folder in use)."""
@@ -84,8 +89,21 @@ def prompt_file(name: str):
     return prompts_dir() / f"{name}.txt"
 
 
+def searched_folders() -> list[str]:
+    """Where a prompt is looked for now, in that order, as a reader finds each folder."""
+    searched = [f"{package}'s prompts/ ({folder}{'' if folder.is_dir() else ', no such folder'})"
+                for package, folder in running_prompt_search()]
+    return searched + [f"the repository's prompts/ ({prompts_dir()})"]
+
+
 def load_prompt(name: str) -> PromptTemplate:
-    return _read_prompt(prompt_file(name))
+    """prompts/<name>.txt as `prompt_file` finds it; PromptNotFound naming every folder looked in,
+    the running system's packages' first."""
+    path = prompt_file(name)
+    if not path.is_file():
+        raise PromptNotFound(f"prompt {name!r} not found: looked for {name}.txt in "
+                             + ", then ".join(searched_folders()))
+    return _read_prompt(path)
 
 
 @functools.cache

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from evaluator.harness.batching import conversation_selection
 from evaluator.harness.deadline_cuts import deadline_cut_report
+from evaluator.harness.faults import systemic_fault
 from evaluator.harness.runner import (
     ANSWERS,
     BATCHES,
@@ -321,6 +322,8 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     traces = latest_per_turn(read_jsonl(output_dir / TRACES), {r["interaction_id"] for r in records})
     cut = deadline_cut_report(scored.rows, traces, rules)
     notices = run_notices(list(notices or []), scored, judged, judge_counts, unjudged, cut, run_config)
+    fault = systemic_fault(records, traces)  # every turn (or every turn of one stage) faulted
+    notices = ([fault["notice"]] if fault else []) + notices
     diagnostics = write_diagnostics(output_dir, records, scored.counted_all, traces, run_config.get("oracle"))
     batches = latest_per_batch(read_jsonl(output_dir / BATCHES))
     summary = {
@@ -328,6 +331,7 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
         **summary_of_judging(judged, judge_counts, unjudged),
         **summary_of_turns(run_config, records, traces, cut, batches),
         **summary_of_scores(scored, records, traces, run_config, diagnostics),
+        "systemic_fault": fault,
         "notices": notices,
     }
     (output_dir / "run_summary.json").write_text(json.dumps(summary, indent=2, default=str))

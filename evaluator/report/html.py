@@ -379,14 +379,16 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
     steps = funnel_steps(run.turns)
     unjudged = run.summary.get("unjudged") or None
     cut = run.summary.get("deadline_cut") or None
-    # the unjudged and the cut turns' notices are their banners' own text: shown once, in the banner
+    fault = run.summary.get("systemic_fault") or None
+    # the systemic fault's, the unjudged and the cut turns' notices are their banners' own text:
+    # shown once, in the banner
     notices = [n for n in run.summary.get("notices") or []
-               if not any(part and n == part.get("notice") for part in (unjudged, cut))]
+               if not any(part and n == part.get("notice") for part in (unjudged, cut, fault))]
     notices += [image_notice] if image_notice else []
     intervals = run_intervals(run)
     page = render("report.html.j2", run=run, scores=run.scores, intervals=intervals,
                   notices=notices, settings=recorded_settings(run.run_config),
-                  unjudged=unjudged, unjudged_scores=UNJUDGED_SCORES, deadline_cut=cut,
+                  unjudged=unjudged, unjudged_scores=UNJUDGED_SCORES, deadline_cut=cut, systemic_fault=fault,
                   scores_chart=charts.scores_chart(run.scores, intervals) if run.scores else "",
                   breakdowns=breakdown_sections(run.rows), funnel=steps,
                   funnel_chart=charts.funnel_chart(steps) if steps else "", agent_sections=agent_sections(run),

@@ -118,6 +118,14 @@ def unjudged_panel(unjudged: dict) -> Panel:
                  border_style="red", expand=False)
 
 
+def systemic_fault_panel(fault: dict) -> Panel:
+    """Before everything else: the fault that stopped every turn (or every turn of one stage),
+    where and why (evaluator/harness/faults.py)."""
+    lines = [Text(fault["lines"][0], style="bold red"), *(Text(line) for line in fault["lines"][1:])]
+    return Panel(Group(*lines), title=f"[bold red]SYSTEMIC FAULT: {fault['turns']} TURNS FAULTED[/bold red]",
+                 border_style="red", expand=False)
+
+
 def deadline_cut_panel(cut: dict) -> Panel:
     """Above the scores table: how many turns the deadline cut and where, that they were abstained
     for time, the scores of the turns it did not cut, and the flag that runs without the budget."""
@@ -180,6 +188,9 @@ def print_report(console: Console, results: Results, display_conversations: int,
     """The scores and what the run says of them; `judge_announced` False: nothing was said of a
     missing judge before scoring, so the NO JUDGE panel here says what scored the turns."""
     s = results.summary
+    fault = s.get("systemic_fault")
+    if fault:
+        console.print(systemic_fault_panel(fault))
     cut = s.get("deadline_cut")
     if cut:
         console.print(deadline_cut_panel(cut))
@@ -224,7 +235,7 @@ def print_report(console: Console, results: Results, display_conversations: int,
         console.print(Text("unreadable model outputs (safe default used): " + ", ".join(
             f"{stage} {count}/{read.get(stage, 0)}" for stage, count in s["parse_failures"].items())))
     for notice in s["notices"]:
-        if any(part and notice == part["notice"] for part in (unjudged, cut)):
+        if any(part and notice == part["notice"] for part in (unjudged, cut, fault)):
             continue  # said in its panel
         console.print(Text(f"notice: {notice}", style="yellow"))
 
