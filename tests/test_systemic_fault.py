@@ -63,7 +63,7 @@ def gate_system(name: str, faults, stage_called: str = "kwgate_answer") -> Syste
                                           "final_answer": decision.answer}, parsed={}))
         return answers, traces
 
-    return System(name=name, stages=(Stage("kwgate_answer", trace_fields=("rag_answer",)),), run=run,
+    return System(name=name, stages=(Stage("kwgate_answer", writes=("rag_answer",)),), run=run,
                   decide=lambda trace, cfg: Decision(trace["rag_answer"], "gated"),
                   view=View(funnel=lambda trace, cfg: {}), untimed_prior=None)
 
