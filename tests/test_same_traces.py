@@ -34,3 +34,15 @@ def test_a_turn_missing_from_the_new_run_differs(tmp_path):
     new = write_run(tmp_path / "new", *zip(turn(0, "Paris", 1.0)))
     found = compare(base, new)
     assert (found["equal_traces"], found["equal_answers"]) == (1, 1)
+
+
+def test_two_turns_of_one_conversation_are_told_apart_and_a_key_on_one_side_only_is_named(tmp_path):
+    first, second = turn(0, "Paris", 1.0), turn(0, "Rome", 1.0)
+    second[0]["turn_idx"] = second[1]["turn_idx"] = 1
+    base = write_run(tmp_path / "base", *zip(first, second))
+    extra = turn(0, "Paris", 1.0, chunks=[{"text": "x", "ms": 3}])
+    new = write_run(tmp_path / "new", *zip(extra, second))
+    assert compare(base, new) == {"turns": 2, "equal_traces": 1, "equal_answers": 2, "differing_keys": ["chunks"]}
+    # timings inside lists are left out too
+    again = write_run(tmp_path / "again", *zip(turn(0, "Paris", 2.0, chunks=[{"text": "x", "ms": 9}]), second))
+    assert compare(new, again)["equal_traces"] == 2

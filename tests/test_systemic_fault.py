@@ -201,7 +201,29 @@ def test_the_exit_code_of_a_systemic_fault_wins_over_that_of_unjudged_turns():
 @pytest.mark.parametrize("errors, stage, reason", [
     (["kwgate: PromptNotFound: prompt 'kwgate' not found"], "kwgate", "PromptNotFound: prompt 'kwgate' not found"),
     (["empty question"], None, "empty question"),  # a fault before any stage
+    (["image search failed: TimeoutError"], None, "image search failed: TimeoutError"),  # no stage name before ": "
+    (["kwgate: "], None, "kwgate: "),  # a stage name with nothing after it
+    ([], None, "no error recorded"),
 ])
 def test_a_traced_fault_is_split_into_its_stage_and_its_reason(errors, stage, reason):
     fault = systemic_fault([turn(0)], [trace(0, "error", ("kwgate",), errors)])
     assert fault["reasons"] == [{"stage": stage, "agent_error": False, "reason": reason, "turns": 1}]
+
+
+def test_the_panel_names_the_three_commonest_reasons_counts_the_rest_and_says_where_each_happened():
+    reasons = ["kwgate: A", "kwgate: A", "kwgate: A", "kwgate: B", "kwgate: B", "kwgate: C", "kwgate: D", "kwgate: E",
+               "empty question"]
+    traces = [trace(i, "error", ("kwgate",), [r]) for i, r in enumerate(reasons)]
+    fault = systemic_fault([turn(i) for i in range(len(reasons))], traces)
+    assert fault["other_reasons"] == 3 and [r["reason"] for r in fault["reasons"]] == ["A", "B", "C"]
+    assert fault["lines"] == [
+        "Every turn of the run faulted: 9 turns answered \"I don't know\" for a fault, not for want of evidence.",
+        "stage 'kwgate', 3 of 9 turns: A",
+        "stage 'kwgate', 2 of 9 turns: B",
+        "stage 'kwgate', 1 of 9 turns: C",
+        "and 3 other reasons on 3 turns (traces.jsonl, answers.jsonl)",
+        f"The scores measure this fault, not the system: fix it and run again (exit code {SYSTEMIC_FAULT_EXIT_CODE}).",
+    ]
+    assert fault["notice"] == " ".join(fault["lines"])
+    before = systemic_fault([turn(0)], [trace(0, "error", (), ["empty question"])])
+    assert before["lines"][1] == "before any stage, 1 of 1 turns: empty question"
