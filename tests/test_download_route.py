@@ -167,3 +167,13 @@ def test_a_resolved_runs_options_are_the_flags_it_was_resolved_from(tmp_path):
     assert resolve_settings(told).options() == told
     # a run resolved for its search alone (a benchmark) names no agent: the evaluation's default one
     assert resolve_run("cpu", search="none").options() == EvaluationSettings(profile="cpu", search="none")
+
+
+def test_a_run_told_other_indices_fetches_them_and_one_told_no_search_builds_the_default_one():
+    from evaluator.harness.resolved import resolve_run
+
+    told = EvaluationSettings(profile="l40s", indices="validation")
+    assert resolve_settings(told).options() == told
+    assert resolve_settings(told).fetch_command() == "python -m tools.fetch --profile l40s --indices validation"
+    assert resolve_run("l40s", indices="validation").indices == "validation"
+    assert resolve_run("cpu").builds_default_search
