@@ -218,3 +218,16 @@ def test_the_usable_cpus_are_this_processs_affinity_and_unknown_where_the_system
     assert machine.usable_cpus() == len(os.sched_getaffinity(0))
     monkeypatch.delattr(machine.os, "sched_getaffinity")
     assert machine.usable_cpus() is None
+
+
+def test_a_cpuinfo_file_with_bytes_that_are_not_utf8_is_read_with_this_processs_usable_cpus(tmp_path, monkeypatch):
+    from benchmarks import machine
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_bytes(b"processor\t: 0\nmodel name\t: Caf\xe9 CPU\nflags\t\t: avx2 avx512f\n\nprocessor\t: 1\n")
+    monkeypatch.setattr(machine, "usable_cpus", lambda: 1)
+    read = machine.read_machine(cpuinfo)
+    assert (read.cpu, read.logical_cpus, read.usable_cpus) == ("Caf\ufffd CPU", 2, 1)
+    assert read.line() == ("Caf\ufffd CPU, 1 of 2 logical CPUs usable (avx2, avx512f; no avx512_vnni, avx512_bf16, "
+                           "amx_tile, amx_bf16, amx_int8)")
+    assert machine.Machine("Odd CPU", 1, 1, None).record()["flags"] is None  # not read stays not read
