@@ -198,3 +198,10 @@ def test_a_mutants_file_is_the_listed_file_of_its_module():
     assert mutation.file_of("evaluator.harness.fingerprint.x_differences__mutmut_3", files) == files[1]
     assert mutation.file_of("evaluator.harness.xǁRunǁkey__mutmut_1", files) == files[0]
     assert mutation.file_of("tools.other.x_f__mutmut_1", files) == "tools.other"  # not listed: its module
+
+
+def test_the_lines_marked_equivalent_are_counted_per_file(tmp_path):
+    marked = tmp_path / "marked.py"
+    marked.write_text("a = 1  # pragma: no mutate: a cache's size\nb = 2\nd = 5\nc = (3,  # pragma: no mutate: why\n     4)\n",
+                      encoding="utf-8")
+    assert mutation.pragma_count(marked) == 2
