@@ -157,3 +157,77 @@ def test_the_peak_memory_of_this_process_covers_what_it_holds_now_in_mib():
                      if line.startswith("MemTotal:")) / 1024
     assert 120 <= own_peak_rss_mib() <= total_mib
     assert len(held) == 120 * 2 ** 20
+
+
+def test_the_peak_memory_is_the_kernels_high_water_mark_in_kib_over_1024():
+    from benchmarks.machine import own_peak_rss_mib
+
+    def high_water_kib():
+        return next(int(line.split()[1]) for line in Path("/proc/self/status").read_text().splitlines()
+                    if line.startswith("VmHWM:"))
+
+    before = high_water_kib()
+    peak = own_peak_rss_mib()
+    assert before / 1024 <= peak <= high_water_kib() / 1024
+
+
+def test_a_cpu_without_a_model_or_hardware_name_is_named_by_the_platforms_processor_then_its_machine(monkeypatch):
+    from benchmarks import machine
+
+    text = "processor\t: 0\nFeatures\t: fp asimd\n"
+    monkeypatch.setattr(machine.platform, "processor", lambda: "arm")
+    monkeypatch.setattr(machine.platform, "machine", lambda: "aarch64")
+    assert parse_cpuinfo(text).cpu == "arm"
+    monkeypatch.setattr(machine.platform, "processor", lambda: "")
+    assert parse_cpuinfo(text).cpu == "aarch64"
+    monkeypatch.setattr(machine.platform, "machine", lambda: "")
+    assert parse_cpuinfo(text).cpu == "unknown CPU"
+
+
+def test_a_cpuinfo_that_lists_no_processor_counts_the_systems_cpus_or_one(monkeypatch):
+    from benchmarks import machine
+
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 6)
+    assert parse_cpuinfo("Hardware\t: BCM2835\n").logical_cpus == 6
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: None)
+    assert (parse_cpuinfo("Hardware\t: BCM2835\n").logical_cpus, parse_cpuinfo("").logical_cpus) == (1, 1)
+
+
+def test_without_a_cpuinfo_the_machine_is_the_platforms_name_and_the_cpus_the_system_counts(tmp_path, monkeypatch):
+    from benchmarks import machine
+
+    monkeypatch.setattr(machine.platform, "processor", lambda: "i386")
+    monkeypatch.setattr(machine.platform, "machine", lambda: "arm64")
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 8)
+    monkeypatch.setattr(machine, "usable_cpus", lambda: None)  # not on Linux
+    absent = tmp_path / "absent"
+    assert machine.read_machine(absent) == machine.Machine(cpu="i386", logical_cpus=8, usable_cpus=8, flags=None)
+    monkeypatch.setattr(machine.platform, "processor", lambda: "")
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: None)
+    monkeypatch.setattr(machine, "usable_cpus", lambda: 3)
+    assert machine.read_machine(absent) == machine.Machine(cpu="arm64", logical_cpus=1, usable_cpus=3, flags=None)
+    monkeypatch.setattr(machine.platform, "machine", lambda: "")
+    assert machine.read_machine(absent).cpu == "unknown CPU"
+
+
+def test_the_usable_cpus_are_this_processs_affinity_and_unknown_where_the_system_has_none(monkeypatch):
+    import os
+
+    from benchmarks import machine
+
+    assert machine.usable_cpus() == len(os.sched_getaffinity(0))
+    monkeypatch.delattr(machine.os, "sched_getaffinity")
+    assert machine.usable_cpus() is None
+
+
+def test_a_cpuinfo_file_with_bytes_that_are_not_utf8_is_read_with_this_processs_usable_cpus(tmp_path, monkeypatch):
+    from benchmarks import machine
+
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_bytes(b"processor\t: 0\nmodel name\t: Caf\xe9 CPU\nflags\t\t: avx2 avx512f\n\nprocessor\t: 1\n")
+    monkeypatch.setattr(machine, "usable_cpus", lambda: 1)
+    read = machine.read_machine(cpuinfo)
+    assert (read.cpu, read.logical_cpus, read.usable_cpus) == ("Caf\ufffd CPU", 2, 1)
+    assert read.line() == ("Caf\ufffd CPU, 1 of 2 logical CPUs usable (avx2, avx512f; no avx512_vnni, avx512_bf16, "
+                           "amx_tile, amx_bf16, amx_int8)")
+    assert machine.Machine("Odd CPU", 1, 1, None).record()["flags"] is None  # not read stays not read

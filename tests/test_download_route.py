@@ -154,3 +154,26 @@ def test_the_fetch_command_of_a_run_with_full_pages_fetches_them_and_one_without
     assert with_pages.fetch_command() == f"python -m tools.fetch --profile l40s --web-contents {contents}"
     no_web = resolve_settings(EvaluationSettings(profile="l40s", web_contents="default", suppress_web_search_api=True))
     assert no_web.fetch_command() == "python -m tools.fetch --suppress-web-search-api --profile l40s"
+
+
+def test_a_resolved_runs_options_are_the_flags_it_was_resolved_from(tmp_path):
+    """What tools.fetch and a worker are handed again: the agent, its calibration and the search as told."""
+    from evaluator.harness.resolved import resolve_run
+
+    calibration = tmp_path / "calibration.json"
+    calibration.write_text("{}")
+    told = EvaluationSettings(agent="testkit.scripted_agent:ScriptedAgent", profile="cpu", search="none",
+                              calibration=str(calibration), suppress_web_search_api=True)
+    assert resolve_settings(told).options() == told
+    # a run resolved for its search alone (a benchmark) names no agent: the evaluation's default one
+    assert resolve_run("cpu", search="none").options() == EvaluationSettings(profile="cpu", search="none")
+
+
+def test_a_run_told_other_indices_fetches_them_and_one_told_no_search_builds_the_default_one():
+    from evaluator.harness.resolved import resolve_run
+
+    told = EvaluationSettings(profile="l40s", indices="validation")
+    assert resolve_settings(told).options() == told
+    assert resolve_settings(told).fetch_command() == "python -m tools.fetch --profile l40s --indices validation"
+    assert resolve_run("l40s", indices="validation").indices == "validation"
+    assert resolve_run("cpu").builds_default_search

@@ -39,10 +39,23 @@ from testkit.fakes import FunctionReranker, ScriptedEngine
 from testkit.perception_scenes import BlindEngine
 from tools import preflight
 
-# every system these tests register, or a package they import registers, is gone after each test
-pytestmark = pytest.mark.usefixtures("registered_systems")
+# every system these tests register, or a package they import registers, is gone after each test,
+# and so is every module imported from a test's temporary folder
+pytestmark = pytest.mark.usefixtures("registered_systems", "modules_of_its_folder_forgotten")
 
 SIGN = "CLOSED ON MONDAYS"
+
+
+@pytest.fixture
+def modules_of_its_folder_forgotten(tmp_path):
+    """Every module a test imports from its temporary folder (a package it wrote there) is gone
+    from sys.modules after it, so that a later run of these tests in the same process (mutmut runs
+    them twice in one) imports each package afresh from that run's folder."""
+    yield
+    for name, module in list(sys.modules.items()):
+        origin = getattr(getattr(module, "__spec__", None), "origin", None)
+        if origin and Path(origin).is_relative_to(tmp_path):
+            del sys.modules[name]
 
 
 @pytest.fixture
@@ -296,6 +309,47 @@ def test_a_page_is_named_beside_the_module_that_registered_its_system_unless_its
     assert page_name(with_page("report_turn.html.j2")) == "tests:report_turn.html.j2"
     # a record built from another system's keeps that system's page
     assert page_name(with_page("agents.cruise:report_turn.html.j2")) == "agents.cruise:report_turn.html.j2"
+
+
+def test_a_page_of_a_system_no_package_holds_has_no_name(registered_systems, monkeypatch):
+    """A system registered by a top-level module, or by none, has no folder to keep a page in."""
+    import dataclasses
+    import types
+
+    from agents.runtime.package_files import page_name
+
+    monkeypatch.setitem(sys.modules, "lone_module", types.ModuleType("lone_module"))
+    paged = dataclasses.replace(LOOKER, name="lone", view=View(funnel=LOOKER.view.funnel,
+                                                               turn_template="report_turn.html.j2"))
+    assert page_name(paged) is None  # registered by nothing
+    registered_systems(paged, module="lone_module")
+    assert page_name(paged) is None
+
+
+def test_a_module_belongs_to_the_package_just_above_it_and_a_package_to_itself(monkeypatch):
+    import types
+
+    from agents.runtime.package_files import package_of
+
+    monkeypatch.setitem(sys.modules, "lone_module", types.ModuleType("lone_module"))
+    assert package_of("agents.runtime.package_files") == "agents.runtime"
+    assert package_of("agents.runtime") == "agents.runtime"
+    assert package_of("lone_module") is None  # top-level: no package
+    assert package_of("a_module_never_imported") is None
+
+
+def test_a_package_file_is_read_from_the_package_before_the_first_colon_by_its_slash_separated_path(
+        tmp_path, monkeypatch):
+    from agents.runtime.package_files import package_file
+
+    (tmp_path / "filed_pkg" / "pages of turns").mkdir(parents=True)
+    (tmp_path / "filed_pkg" / "__init__.py").write_text("")
+    (tmp_path / "filed_pkg" / "pages of turns" / "turn:v2.j2").write_text("its page\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert package_file("filed_pkg:pages of turns/turn:v2.j2").read_text() == "its page\n"
+    rows = Path(__file__).resolve().parents[1] / "agents" / "runtime" / "turn_rows.html.j2"
+    assert package_file("agents:runtime/turn_rows.html.j2").read_text() == rows.read_text()
+    assert package_file("no_such_package_here:page.j2") is None
 
 
 # --------------------------------------------------------------------------- run through evaluate()

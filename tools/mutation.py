@@ -49,7 +49,8 @@ def git(*args: str) -> str:
 
 def changed_lines(base: str, path: str) -> set[int]:
     """The lines of `path` (as it is now) that a hunk of `git diff BASE` adds or changes; a hunk
-    that only deletes counts the line after it."""
+    that only deletes counts the line before it (git's `+N,0`), so that lines cut from the end of
+    a function count for that function."""
     lines: set[int] = set()
     for header in re.finditer(r"^@@ -\d+(?:,\d+)? \+(\d+)(?:,(\d+))? @@", git("diff", "-U0", base, "--", path), re.M):
         start, count = int(header.group(1)), int(header.group(2) or 1)
@@ -148,6 +149,27 @@ def file_of(name: str, files: list[str]) -> str:
     return next((f for f in files if module_of(f) == module), module)
 
 
+def by_file(found: dict[str, str], files: list[str]) -> dict[str, list[tuple[str, str]]]:
+    """path -> [(mutant name, status)], sorted by name."""
+    grouped: dict[str, list[tuple[str, str]]] = defaultdict(list)
+    for name, status in sorted(found.items()):
+        grouped[file_of(name, files)].append((name, status))
+    return grouped
+
+
+def score(results: list[tuple[str, str]]) -> tuple[int, int, float]:
+    """(killed, checked, killed / checked) of one file's mutants. Every status but a kill counts
+    against it ("survived", "no tests": no test could catch it, "suspicious", ...); a file with no
+    mutant at all (every line marked equivalent) scores 1."""
+    killed = sum(status in KILLED for _, status in results)
+    return killed, len(results), killed / len(results) if results else 1.0
+
+
+def nothing_checked(found: dict[str, str]) -> bool:
+    """Whether mutmut made mutants but checked none: its runs of the unmutated tests failed."""
+    return bool(found) and all(status == "not checked" for status in found.values())
+
+
 def pragma_count(path: Path) -> int:
     return sum("pragma: no mutate" in line for line in path.read_text(encoding="utf-8").splitlines())
 
@@ -221,23 +243,19 @@ def main(argv: list[str] | None = None) -> int:
     import fnmatch
 
     found = {n: s for n, s in statuses(work).items() if any(fnmatch.fnmatch(n, p) for p in patterns)}
-    if found and all(status == "not checked" for status in found.values()):
+    if nothing_checked(found):
         print("mutation: no mutant was checked: mutmut's first run of the chosen tests (unmutated, one process) "
               "failed; its output is above. Choose tests that pass together in one process (--tests).")
         return 2
-    by_file: dict[str, list[tuple[str, str]]] = defaultdict(list)
-    for name, status in sorted(found.items()):
-        by_file[file_of(name, files)].append((name, status))
+    grouped = by_file(found, files)
     ok = True
     print("\nfile: killed / checked (equivalent marked)")
     for path in files:
-        results = by_file.get(path, [])
-        killed = sum(status in KILLED for _, status in results)
-        share = killed / len(results) if results else 1.0
+        killed, checked, share = score(grouped.get(path, []))
         ok &= share >= args.target
-        print(f"{path}: {killed} / {len(results)} = {share:.0%} ({pragma_count(REPO_ROOT / path)} marked equivalent)")
+        print(f"{path}: {killed} / {checked} = {share:.0%} ({pragma_count(REPO_ROOT / path)} marked equivalent)")
     for path in files:
-        for name, status in by_file.get(path, []):
+        for name, status in grouped.get(path, []):
             if status not in KILLED:
                 print(f"  {status}: {survivor_line(work, name, path)}  [{name}]")
     return 0 if ok else 1

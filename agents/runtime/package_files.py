@@ -32,9 +32,9 @@ from agents.runtime.system import registered_by
 _RUNNING: ContextVar[tuple[tuple[str, Traversable], ...]] = ContextVar("prompt_folders", default=())
 
 
-def package_of(module: str) -> str | None:
+def package_of(module: str | None) -> str | None:
     """The package a module belongs to (itself for a package's __init__); None for a top-level
-    module or one not imported."""
+    module, one not imported, or none."""
     found = sys.modules.get(module)
     if found is None:
         return None
@@ -45,8 +45,7 @@ def package_of(module: str) -> str | None:
 
 def home_package(system) -> str | None:
     """The package of the module that registered `system`."""
-    module = registered_by(system.name)
-    return package_of(module) if module else None
+    return package_of(registered_by(system.name))
 
 
 @functools.lru_cache(maxsize=64)
