@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from agents.engines.base import Sampling
 from agents.runtime.batch import BatchState, decide_turn, open_batch
 from agents.runtime.system import Stage
-from agents.runtime.trace import field_type_fault
+from agents.runtime.trace import field_type_fault, perception_trace
 from agents.stages.prompts import ask_vlm
 
 
@@ -114,6 +114,15 @@ def switched_on(stage: Stage, cfg) -> bool:
     return stage.switch is None or bool(cfg.value(stage.switch))
 
 
+def readable(state: BatchState, fields: list[dict], i: int) -> dict:
+    """Turn i's fields as a later stage reads them: what perception read, the fields of the listed
+    stages that run as steps (`state.added`), then those the batch_fn stages wrote."""
+    earlier = {"perception": perception_trace(state.perceptions[i])}
+    for added in state.added.values():
+        earlier.update(added[i])
+    return {**earlier, **fields[i]}
+
+
 def run_stages(system, turns: list, engines, pipeline, cfg, costs, started: float | None = None):
     """(answers, traces) for one batch of `system`: its stages in the order of its list (the
     shared opening first), then its rule over each turn's fields."""
@@ -127,7 +136,7 @@ def run_stages(system, turns: list, engines, pipeline, cfg, costs, started: floa
             continue
 
         def call(positions, stage=stage):
-            batch = Batch([state.turns[i] for i in positions], [Reads(fields[i], stage) for i in positions],
+            batch = Batch([state.turns[i] for i in positions], [Reads(readable(state, fields, i), stage) for i in positions],
                           cfg, engines, state.pipeline, stage)
             results = written(stage, stage.batch_fn(batch), len(positions))
             for i, notes in zip(positions, batch.errors):

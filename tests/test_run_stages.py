@@ -211,10 +211,17 @@ def test_a_listed_step_runs_in_its_place_and_the_stages_after_it_still_run(regis
     def mark(state):
         state.added["mark"] = [{"marked": len(turn.query)} for turn in state.turns]
 
+    def echo_mark(batch):
+        return [{"rag_answer": f"{reads['marked']} {reads['perception']}"} for reads in batch.reads]
+
     marked = Stage("mark", step=mark, writes=("marked",), calls_no_model=always)
     answers, traces, _ = ask(registered_systems, words_system((marked, COUNT, REPLY)), QUERIES[:2])
     assert [t["marked"] for t in traces] == [len(q) for q in QUERIES[:2]]
     assert [t["words"] for t in traces] == [2, 5] and answers[1].startswith("echo: ")
+    # a later stage reads a step's field, and what perception read (None: this VLM sees the photo)
+    echoed = Stage("reply", batch_fn=echo_mark, reads=("marked", "perception"), writes=("rag_answer",))
+    answers, _, _ = ask(registered_systems, words_system((marked, COUNT, echoed)), QUERIES[:2])
+    assert answers == [f"{len(q)} None" for q in QUERIES[:2]]
 
 
 def test_the_shared_retrieval_stage_searches_the_pipeline_for_a_system_without_a_run(registered_systems):
@@ -277,3 +284,26 @@ def test_a_batch_whose_budget_ran_out_before_it_started_runs_no_stage(registered
     answers, traces = answer_batch(system, turns, engines, None, cfg, StageCosts(), time.monotonic() - 3600)
     assert answers == [IDK_ANSWER, IDK_ANSWER]
     assert traces[0]["deadline_cut_before"] == "count" and traces[0]["stage_ms"] == {}
+
+
+def test_a_stage_reads_what_perception_read_for_a_vlm_that_cannot_see(registered_systems, monkeypatch):
+    from agents.engines import image_classifier, ocr
+    from agents.stages import s0a_perceive
+    from testkit.perception_scenes import BlindEngine
+
+    # the classifier and the OCR as stand-ins (tests/full/test_perception.py runs the real ones)
+    monkeypatch.setattr(image_classifier, "top_labels", lambda images, k=5: [[("street sign", 0.9)]] * (
+        1 if isinstance(images, Image.Image) else len(images)))
+    monkeypatch.setattr(ocr, "read_text", lambda image, max_side=960: [([[0, 0], [9, 0], [9, 9], [0, 9]], "OPEN", 0.97)])
+    monkeypatch.setattr(s0a_perceive, "SHARED_CACHE", s0a_perceive.PerceptionCache())
+
+    def read_sign(batch):
+        return [{"rag_answer": " ".join(text for text, _ in reads["perception"]["ocr_lines"])} for reads in batch.reads]
+
+    system = registered_systems(System(name="sign", decide=lambda s, cfg: s["rag_answer"], stages=(
+        Stage("sign", batch_fn=read_sign, reads=("perception",), writes=("rag_answer",), calls_no_model=always),)))
+    engines = Engines(router=ScriptedEngine({}), vlm=BlindEngine({}), reranker=FunctionReranker(lambda q, c: 0.0))
+    agent = CruiseAgent(None, config=load_config("cpu", "full", system="sign", warmup_at_load=False), engines=engines)
+    photo = Image.new("RGB", (96, 64), "yellow")
+    assert agent.batch_generate_response(["What does it say?"], [photo], [[]]) == ["OPEN"]
+    assert system.name == agent.last_batch_report["traces"][0]["system"]
