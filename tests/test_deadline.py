@@ -9,7 +9,7 @@ from __future__ import annotations
 import pytest
 
 from agents.base_agent import IDK_ANSWER
-from agents.runtime.deadline import StageCosts
+from agents.runtime.deadline import Deadline, StageCosts
 from evaluator.harness.deadline_cuts import cut_stages
 from testkit import fakes
 from testkit.scripted_chain import WHERE, batch, make_agent
@@ -193,3 +193,49 @@ def test_a_stage_is_expected_over_the_turns_it_asks_only(fake_clock):
     # without `asked` the same stage is expected over all 8 turns and does not start
     again = BatchRun(8, Deadline(6.0, clock=clock), costs, ledger=Ledger())
     assert again.stage("answer", answer, [asked], (), lambda: "cut") == ["cut"] * 8 and again.cut_before == "answer"
+
+
+def test_a_stage_may_start_only_while_more_than_its_expected_cost_is_left():
+    now = [100.0]
+    deadline = Deadline(10.0, clock=lambda: now[0], start=95.0)  # began 5 s ago: 5 s left
+    assert deadline.remaining() == 5.0
+    assert deadline.allows(4.99) and not deadline.allows(5.0)  # exactly what is left is no margin
+    now[0] = 106.0
+    assert deadline.remaining() == -1.0 and not deadline.allows(0.0)
+
+
+def test_a_sample_is_forgotten_once_its_weight_falls_below_the_floor_counted_from_its_own_batch():
+    costs = StageCosts(decay=0.5, min_weight=0.25)  # weights 1, 0.5, 0.25 (kept), 0.125 (gone)
+    for _ in range(3):
+        costs.new_batch()
+    costs.observe("verify", 1, 2.0)  # measured in batch 3, not batch 0
+    costs.new_batch()
+    costs.new_batch()
+    assert costs.per_request_s("verify") == 2.0  # two batches old: weight exactly the floor, kept
+    costs.new_batch()
+    assert costs.per_request_s("verify") is None and costs.batch == 6
+
+
+def test_the_quantile_is_the_smallest_value_whose_weight_reaches_it():
+    costs = StageCosts(quantile=0.5)
+    for seconds in (3.0, 1.0):
+        costs.observe("answer", 1, seconds)
+    assert costs.per_request_s("answer") == 1.0  # the lower of two equal weights reaches one half
+    costs.observe("answer", 1, 5.0)
+    assert costs.per_request_s("answer") == 3.0
+    single = StageCosts()
+    single.observe("route", 2, 0.5)
+    assert single.per_request_s("route") == 0.25
+
+
+def test_requests_per_turn_is_the_most_seen_and_a_run_of_skipped_turns_lowers_it_from_none():
+    costs = StageCosts()
+    costs.observe("consistency", 4, 2.0, requests=2)  # half the turns skipped: 0.5 request per turn
+    assert costs.expect("consistency", 4) == pytest.approx(2.0)
+    costs.observe("answer", 2, 4.0, requests=4)
+    costs.observe("answer", 2, 1.0, requests=2)  # fewer requests later: the most seen stays
+    assert costs.requests_per_turn["answer"] == 2.0
+    costs.observe("retrieve", 1, 3.0, requests=1)  # one request: a sample like any other
+    assert costs.per_request_s("retrieve") == 3.0
+    costs.observe("rerank", 0, 1.0, requests=3)  # no turn served: nothing learnt
+    assert "rerank" not in costs.samples and "rerank" not in costs.requests_per_turn

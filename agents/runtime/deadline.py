@@ -58,11 +58,11 @@ class StageCosts:
         if not weighted:
             return None
         reach, cum = self.quantile * sum(w for _, w in weighted), 0.0
-        for value, weight in weighted:
+        for value, weight in weighted[:-1]:
             cum += weight
             if cum >= reach - 1e-12:
                 return value
-        return weighted[-1][0]
+        return weighted[-1][0]  # the largest: where the earlier weights do not reach the quantile
 
     def expect(self, stage: str, turns: int) -> float:
         per_request = self.per_request_s(stage)

@@ -1,0 +1,251 @@
+"""The guards every stage runs under (agents/runtime/batch.py): the deadline, the retry of a
+faulted stage on each half of its turns, a provider's refusal of one turn, the stage's time and
+what the deadline learns from it, the skip-for-time rule and the opening of every decision.
+
+The stage functions are plain functions over the batch; the engines' ledger is the real one,
+written as an engine writes it; a fake clock stands in for time."""
+from __future__ import annotations
+
+import math
+from types import SimpleNamespace
+
+import pytest
+
+from agents.base_agent import IDK_ANSWER
+from agents.config.loading import load_config
+from agents.engines.base import CallRecord, Ledger, seconds_left
+from agents.runtime import batch as batch_module
+from agents.runtime.batch import BatchRun, Room, decide_turn, keep, start_batch
+from agents.runtime.deadline import Deadline, StageCosts
+from agents.runtime.system import Decision
+
+
+class Clock:
+    """Seconds on a dial the test turns: the deadline's clock and the stages' timer."""
+
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+
+@pytest.fixture
+def clock(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(batch_module, "time", SimpleNamespace(perf_counter=clock))
+    return clock
+
+
+def batch_run(clock, size=4, budget=100.0, **kw):
+    return BatchRun(size, Deadline(budget, clock=clock, start=0.0), kw.pop("costs", StageCosts()), **kw)
+
+
+def echo(values, suffix="!"):
+    return [f"{v}{suffix}" for v in values]
+
+
+def test_a_stage_serves_the_live_turns_in_order_and_the_failed_ones_keep_their_own_fallback(clock):
+    run = batch_run(clock, stage_names=("answer",))
+    run.fail(1, "empty question")
+    out = run.stage("answer", echo, [["a", "b", "c", "d"]], ("?",), fallback=list)
+    assert out[0] == "a?" and out[2] == "c?" and out[3] == "d?" and out[1] == []
+    fallbacks = run.stage("answer", lambda values: [None] * 0, [["a", "b", "c", "d"]], (), fallback=list)
+    assert fallbacks[1] is not fallbacks[0]  # one fallback per turn, not one shared object
+    assert run.errors == [[], ["empty question"], [], []]
+
+
+def test_a_stage_under_a_name_not_on_the_record_is_refused_naming_the_record(clock):
+    run = batch_run(clock, stage_names=("route", "answer"))
+    with pytest.raises(ValueError, match=r"stage 'anwser' is not on the system's record; its stages: \['route', 'answer'\]"):
+        run.stage("anwser", echo, [["a"] * 4], (), fallback=str)
+    assert batch_run(clock).stage("anything", echo, [["a"] * 4], (), fallback=str) == ["a!"] * 4  # a bare run
+
+
+def test_a_stage_that_faults_is_retried_once_on_each_half_and_only_the_faulting_half_fails(clock):
+    run = batch_run(clock, size=5)
+    groups = []
+
+    def breaks_on_c(values):
+        groups.append(list(values))
+        if "c" in values:
+            raise ValueError("bad input")
+        return echo(values)
+
+    out = run.stage("rerank", breaks_on_c, [["a", "b", "c", "d", "e"]], (), fallback=lambda: IDK_ANSWER)
+    assert groups == [["a", "b", "c", "d", "e"], ["a", "b"], ["c", "d", "e"]]
+    assert out == ["a!", "b!", IDK_ANSWER, IDK_ANSWER, IDK_ANSWER]
+    assert run.failed == {2, 3, 4} and run.errors[2] == ["rerank: ValueError: bad input"] and run.errors[0] == []
+    later = run.stage("answer", echo, [list("abcde")], (), fallback=str)
+    assert later == ["a!", "b!", "", "", ""]  # a failed turn is served by no later stage
+
+
+def test_a_single_turn_that_faults_is_tried_twice_then_fails(clock):
+    run = batch_run(clock, size=1)
+    calls = []
+
+    def always_breaks(values):
+        calls.append(list(values))
+        raise RuntimeError("no")
+
+    assert run.stage("answer", always_breaks, [["a"]], (), fallback=str) == [""]
+    assert calls == [["a"], ["a"]] and run.errors == [["answer: RuntimeError: no"]]
+    assert run.stage("verify", echo, [["a"]], (), fallback=str) == [""]  # nothing alive: not called
+
+
+def test_a_stage_whose_expected_cost_does_not_fit_is_not_started_nor_anything_after_it(clock):
+    costs = StageCosts(priors={"answer": 2.0})
+    run = batch_run(clock, budget=8.0, costs=costs)
+    clock.now = 0.0
+    called = []
+    assert run.stage("answer", lambda v: called.append(v) or echo(v), [["a"] * 4], (), fallback=str) == [""] * 4
+    assert called == [] and run.cut_before == "answer" and "answer" not in run.stage_ms  # 4 x 2 s = 8 s left: no room
+    assert run.stage("verify", lambda v: called.append(v) or echo(v), [["a"] * 4], (), fallback=str) == [""] * 4
+    assert called == []
+    fits = batch_run(clock, budget=8.01, costs=StageCosts(priors={"answer": 2.0}))
+    assert fits.stage("answer", echo, [["a"] * 4], (), fallback=str) == ["a!"] * 4 and fits.cut_before is None
+
+
+def test_only_the_turns_a_stage_asks_are_expected_and_learnt(clock):
+    costs = StageCosts(priors={"consistency": 3.0})
+    run = batch_run(clock, budget=7.0, costs=costs)
+    asked = [True, False, True, False]
+
+    def two_seconds(values):
+        clock.now += 2.0
+        return echo(values)
+
+    out = run.stage("consistency", two_seconds, [list("abcd")], (), fallback=str, asked=asked)
+    assert out == ["a!", "b!", "c!", "d!"]  # 2 asked x 3 s = 6 s < 7 s left; four turns fitted would not
+    assert costs.samples["consistency"] == [(1.0, 0)] and run.stage_ms == {"consistency": 2000.0}
+
+
+def test_a_stage_run_twice_adds_its_time_and_the_deadline_learns_seconds_per_engine_request(clock):
+    ledger = Ledger()
+    costs = StageCosts()
+    run = batch_run(clock, costs=costs, ledger=ledger, engine_free=("retrieve",))
+
+    def answer(values):
+        clock.now += 1.5
+        ledger.record(CallRecord("answer", "chat", requests=2 * len(values), prompt_tokens=0, output_tokens=0,
+                                 wall_ms=1500.0))
+        return echo(values)
+
+    run.stage("answer", answer, [list("abcd")], (), fallback=str)
+    run.stage("answer", answer, [list("abcd")], (), fallback=str)
+    assert run.stage_ms == {"answer": 3000.0}
+    assert [v for v, _ in costs.samples["answer"]] == [pytest.approx(1.5 / 8)] * 2
+    assert costs.requests_per_turn["answer"] == 2.0
+
+    def retrieve(values):
+        clock.now += 0.123456
+        ledger.record(CallRecord("retrieve", "chat", requests=40, prompt_tokens=0, output_tokens=0, wall_ms=1.0))
+        return echo(values)
+
+    run.stage("retrieve", retrieve, [list("abcd")], (), fallback=str)
+    assert run.stage_ms["retrieve"] == 123.5  # rounded to a tenth of a ms
+    assert costs.per_request_s("retrieve") == pytest.approx(0.123456 / 4)  # a stage without a model: per turn
+    assert costs.requests_per_turn["retrieve"] == 1.0
+
+
+def test_an_engine_call_the_deadline_cut_stops_every_later_stage(clock):
+    ledger = Ledger()
+    run = batch_run(clock, ledger=ledger)
+
+    def cut(values):
+        ledger.record(CallRecord("verify", "chat", requests=4, prompt_tokens=0, output_tokens=0, wall_ms=1.0,
+                                 cut_by_deadline=1))
+        return echo(values)
+
+    assert run.stage("verify", cut, [list("abcd")], (), fallback=str) == ["a!", "b!", "c!", "d!"]
+    assert run.cut_during == "verify" and run.cut_before is None
+    assert run.stage("answer", echo, [list("abcd")], (), fallback=str) == [""] * 4
+
+
+def test_the_engines_inside_a_stage_stop_at_the_deadline_less_the_margin(clock):
+    run = batch_run(clock, budget=10.0, engine_margin_s=0.5)
+    clock.now = 2.0
+    seen = []
+    run.stage("answer", lambda v: seen.append(seconds_left()) or echo(v), [["a"] * 4], (), fallback=str)
+    assert seen == [7.5] and seconds_left() is None
+
+
+def test_a_refused_request_fails_its_own_turn_only_and_once(clock):
+    ledger = Ledger()
+    run = batch_run(clock, size=4, ledger=ledger)
+    run.fail(0, "empty question")
+
+    def refuses(values):  # served turns 1, 2, 3: positions 0, 1, 2 of the group
+        ledger.record(CallRecord("answer", "chat", requests=3, prompt_tokens=0, output_tokens=0, wall_ms=1.0,
+                                 refusals=[[1, "content policy"], [1, "again"], [3, "out of the group"],
+                                           [-1, "negative"], ["2", "not a position"]]))
+        return echo(values)
+
+    out = run.stage("answer", refuses, [list("abcd")], (), fallback=str)
+    assert out == ["", "b!", "c!", "d!"]  # its answer is kept: the decision reads the refusal
+    assert run.refused == {2} and run.failed == {0, 2}
+    assert run.errors[2] == ["answer: the provider refused the request: content policy"]
+    assert run.errors[1] == [] and run.errors[3] == []
+
+
+def test_a_batch_has_the_turns_budget_less_the_margin_and_fails_its_empty_questions():
+    cfg = load_config("cpu", turn_budget_s=10.0, safety_margin_s=1.5, engine_margin_s=0.25)
+    system = SimpleNamespace(engine_free=lambda cfg: ("retrieve",), stage_names=lambda: ("retrieve", "answer"))
+    costs = StageCosts()
+    turns = [SimpleNamespace(query=q) for q in ("what is this?", "", None)]
+    run = start_batch(turns, cfg, costs, system, started=100.0)
+    assert run.deadline.end == 100.0 + 3 * 10.0 - 1.5 and costs.batch == 1
+    assert run.failed == {1, 2} and run.errors == [[], ["empty question"], ["empty question"]]
+    assert (run.engine_margin_s, run.engine_free, run.stage_names) == (0.25, ("retrieve",), ("retrieve", "answer"))
+    none = start_batch([], cfg, costs, system, started=0.0)
+    assert none.deadline.end == 10.0 - 1.5 and costs.batch == 2
+    unbounded = start_batch(turns, load_config("cpu", turn_budget_s=0.0), costs, system)
+    assert unbounded.deadline.end == math.inf
+
+
+def test_an_optional_step_starts_only_when_the_steps_after_it_still_fit(clock):
+    costs = StageCosts(priors={"consistency": 1.0, "verify": 2.0, "answer": 1.0})
+    run = batch_run(clock, size=3, budget=9.0, costs=costs)
+    room = Room(run)
+    assert room("consistency", ("answer",))  # 3 x (1 + 1) = 6 s < 9 s
+    assert run.deadline.allows(3 * 2.0) and not room("verify", ("answer",))  # fits alone; 3 x (2 + 1) = 9 s does not
+    clock.now = 3.0
+    assert not room("consistency", ("answer",)) and room.skipped == ["verify", "consistency"]
+    run.fail(0, "x")
+    assert room("consistency", ("answer",))  # two live turns: 4 s < 6 s left
+    assert room.skipped == ["verify", "consistency"]
+
+
+def test_keep_takes_a_steps_result_where_it_has_one():
+    assert keep(["a", "b", "c"], [None, "B", ""]) == ["a", "B", ""]
+
+
+def rule(signals, cfg):
+    return signals["rule"]
+
+
+SYSTEM = SimpleNamespace(abstains_first=True, answer_signal="rag_answer", decide=rule)
+
+
+def test_a_refused_or_failed_turn_is_i_dont_know_whatever_its_signals():
+    run = BatchRun(3, Deadline(10.0), StageCosts())
+    run.refuse(0, "policy")
+    run.fail(1, "bad")
+    signals = {"rag_answer": "Paris", "rule": Decision("Paris", "answered")}
+    assert decide_turn(SYSTEM, signals, None, run, 0) == Decision(IDK_ANSWER, "refused")
+    assert decide_turn(SYSTEM, signals, None, run, 1) == Decision(IDK_ANSWER, "error")
+    assert decide_turn(SYSTEM, signals, None, run, 2) == Decision("Paris", "answered")
+    assert decide_turn(SYSTEM, {**signals, "branch": "refused"}, None) == Decision(IDK_ANSWER, "refused")
+    assert decide_turn(SYSTEM, {**signals, "branch": "error"}, None) == Decision(IDK_ANSWER, "error")
+    assert decide_turn(SYSTEM, signals, None, None, 0) == Decision("Paris", "answered")  # no run: the signals alone
+
+
+def test_an_answer_already_i_dont_know_is_abstained_before_the_rule_where_the_system_says_so():
+    says_paris = {"rule": "Paris"}
+    assert decide_turn(SYSTEM, {**says_paris, "rag_answer": IDK_ANSWER}, None) == Decision(IDK_ANSWER, "abstained")
+    assert decide_turn(SYSTEM, says_paris, None) == Decision(IDK_ANSWER, "abstained")  # no answer yet
+    own = SimpleNamespace(abstains_first=False, answer_signal="rag_answer", decide=rule)
+    assert decide_turn(own, {**says_paris, "rag_answer": IDK_ANSWER}, None) == Decision("Paris", "answered")
+    assert decide_turn(own, {"rule": IDK_ANSWER}, None) == Decision(IDK_ANSWER, "abstained")
+    named = Decision(IDK_ANSWER, "rejected by the check")
+    assert decide_turn(own, {"rule": named}, None) is named
