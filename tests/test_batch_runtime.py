@@ -15,9 +15,18 @@ from agents.base_agent import IDK_ANSWER
 from agents.config.loading import load_config
 from agents.engines.base import CallRecord, Ledger, seconds_left
 from agents.runtime import batch as batch_module
-from agents.runtime.batch import BatchRun, Room, decide_turn, keep, start_batch
+from agents.runtime.batch import (
+    BatchRun,
+    Room,
+    decide_from_trace,
+    decide_turn,
+    keep,
+    open_batch,
+    run_steps,
+    start_batch,
+)
 from agents.runtime.deadline import Deadline, StageCosts
-from agents.runtime.system import Decision
+from agents.runtime.system import Decision, Stage, System
 
 
 class Clock:
@@ -181,6 +190,8 @@ def test_a_refused_request_fails_its_own_turn_only_and_once(clock):
                                            [-1, "negative"], ["2", "not a position"]]))
         return echo(values)
 
+    ledger.record(CallRecord("route", "chat", requests=3, prompt_tokens=0, output_tokens=0, wall_ms=1.0,
+                             refusals=[[0, "an earlier stage's call"]]))
     out = run.stage("answer", refuses, [list("abcd")], (), fallback=str)
     assert out == ["", "b!", "c!", "d!"]  # its answer is kept: the decision reads the refusal
     assert run.refused == {2} and run.failed == {0, 2}
@@ -188,19 +199,55 @@ def test_a_refused_request_fails_its_own_turn_only_and_once(clock):
     assert run.errors[1] == [] and run.errors[3] == []
 
 
+def test_the_first_turn_of_a_retried_half_can_be_refused_and_a_run_without_ledger_refuses_none(clock):
+    ledger = Ledger()
+    run = batch_run(clock, size=4, ledger=ledger)
+
+    def second_half_refused(values):
+        if len(values) == 4:
+            raise ValueError("too long")
+        refusals = [[0, "image not taken"]] if values == ["c", "d"] else []
+        ledger.record(CallRecord("answer", "chat", requests=len(values), prompt_tokens=0, output_tokens=0,
+                                 wall_ms=1.0, refusals=refusals))
+        return echo(values)
+
+    run.stage("answer", second_half_refused, [list("abcd")], (), fallback=str)
+    assert run.refused == {2} and run.errors[2] == ["answer: the provider refused the request: image not taken"]
+    bare = batch_run(clock, size=4)
+    bare.stage("answer", second_half_refused, [list("abcd")], (), fallback=str)
+    assert bare.refused == set() and bare.failed == set()
+
+
 def test_a_batch_has_the_turns_budget_less_the_margin_and_fails_its_empty_questions():
     cfg = load_config("cpu", turn_budget_s=10.0, safety_margin_s=1.5, engine_margin_s=0.25)
-    system = SimpleNamespace(engine_free=lambda cfg: ("retrieve",), stage_names=lambda: ("retrieve", "answer"))
-    costs = StageCosts()
+    system = SimpleNamespace(engine_free=lambda cfg: ("retrieve",) if cfg.run.turn_budget_s else (),
+                             stage_names=lambda: ("retrieve", "answer"))
+    costs, ledger = StageCosts(), Ledger()
     turns = [SimpleNamespace(query=q) for q in ("what is this?", "", None)]
-    run = start_batch(turns, cfg, costs, system, started=100.0)
-    assert run.deadline.end == 100.0 + 3 * 10.0 - 1.5 and costs.batch == 1
+    run = start_batch(turns, cfg, costs, system, ledger=ledger, started=100.0)
+    assert run.deadline.end == 100.0 + 3 * 10.0 - 1.5 and costs.batch == 1 and run.ledger is ledger
     assert run.failed == {1, 2} and run.errors == [[], ["empty question"], ["empty question"]]
     assert (run.engine_margin_s, run.engine_free, run.stage_names) == (0.25, ("retrieve",), ("retrieve", "answer"))
     none = start_batch([], cfg, costs, system, started=0.0)
     assert none.deadline.end == 10.0 - 1.5 and costs.batch == 2
     unbounded = start_batch(turns, load_config("cpu", turn_budget_s=0.0), costs, system)
-    assert unbounded.deadline.end == math.inf
+    assert unbounded.deadline.end == math.inf and unbounded.ledger is None
+    short = start_batch(turns, load_config("cpu", turn_budget_s=0.5, safety_margin_s=0.0), costs, system, started=0.0)
+    assert short.deadline.end == 1.5  # half a second a turn is a budget, not none
+
+
+def test_the_opening_runs_once_and_a_systems_own_steps_after_it_over_the_engines_ledger():
+    ran = []
+    stages = [Stage("perceive", step=lambda state: ran.append("perceive")),
+              Stage("standalone", step=lambda state: ran.append("standalone")), Stage("answer")]
+    state = SimpleNamespace(opened=("perceive",))
+    assert run_steps(state, stages) is state and ran == ["standalone"]
+    ledger = Ledger()
+    engines = SimpleNamespace(vlm=SimpleNamespace(ledger=ledger, supports_images=True))
+    system = SimpleNamespace(engine_free=lambda cfg: (), stage_names=lambda: ("perceive", "answer"))
+    turns = [SimpleNamespace(query="what is this?")]
+    opened = open_batch(system, turns, engines, None, load_config("cpu"), StageCosts(), started=0.0)
+    assert opened.run.ledger is ledger and opened.opened == ("perceive",) and opened.turns == turns
 
 
 def test_an_optional_step_starts_only_when_the_steps_after_it_still_fit(clock):
@@ -249,3 +296,11 @@ def test_an_answer_already_i_dont_know_is_abstained_before_the_rule_where_the_sy
     assert decide_turn(own, {"rule": IDK_ANSWER}, None) == Decision(IDK_ANSWER, "abstained")
     named = Decision(IDK_ANSWER, "rejected by the check")
     assert decide_turn(own, {"rule": named}, None) is named
+
+
+def test_a_traced_turn_is_decided_again_by_the_rule_of_the_system_its_config_names(registered_systems):
+    registered_systems(System("ruled", stages=(), decide=lambda trace, cfg: trace["answer"] + cfg.preset,
+                              run=lambda *a, **k: None, abstains_first=False))
+    cfg = load_config("cpu", system="ruled")
+    assert decide_from_trace({"answer": "Paris/"}, cfg) == Decision("Paris/" + cfg.preset, "answered")
+    assert decide_from_trace({"answer": "x", "branch": "error"}, cfg) == Decision(IDK_ANSWER, "error")

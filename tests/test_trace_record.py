@@ -11,7 +11,7 @@ import pytest
 from agents.base_agent import IDK_ANSWER
 from agents.config.loading import load_config
 from agents.runtime import trace_view
-from agents.runtime.batch import BatchRun
+from agents.runtime.batch import BatchRun, BatchState
 from agents.runtime.deadline import Deadline, StageCosts
 from agents.runtime.system import Stage, System, View
 from agents.runtime.trace import field_type_fault, not_idk, parse_summary, perception_trace, record, stage_counts, tally
@@ -140,8 +140,8 @@ def test_the_run_summary_has_the_systems_figures_parses_branches_and_settings(tw
     cfg = load_config("cpu", turn_budget_s=10.0)
     traces = [a_trace(cfg=cfg, own={"branch": "answered", "final_answer": "a bus"}),
               a_trace(cfg=cfg, own={"branch": "refused", "final_answer": IDK_ANSWER}, parsed={"route": True}),
-              {**a_trace(cfg=load_config("cpu", turn_budget_s=5.0)), "mode_fallbacks": ["verify: grounding", "a"]},
-              {**a_trace(cfg=cfg), "branch": "refused"}]
+              {**a_trace(cfg=cfg), "branch": "refused"},
+              {**a_trace(cfg=load_config("cpu", turn_budget_s=5.0)), "mode_fallbacks": ["verify: grounding", "a"]}]
     summary = trace_view.summarize(traces)
     assert summary["system"] == "twostage" and summary["answers"] == 1
     assert summary["branches"] == {"answered": 1, "abstained": 0, "refused": 2, "None": 1}
@@ -151,7 +151,7 @@ def test_the_run_summary_has_the_systems_figures_parses_branches_and_settings(tw
 
 
 def test_traces_of_several_systems_or_of_none_are_summarized_as_cruises(two_stage):
-    mixed = trace_view.summarize([{"system": "twostage"}, {"system": "cruise"}])
+    mixed = trace_view.summarize([{"system": "twostage"}, {"system": "nowhere"}])
     alone = trace_view.summarize([{"branch": "answered"}])
     assert mixed["system"] == "cruise" and alone["system"] == "cruise"
     assert alone["branches"]["answered"] == 1
@@ -205,3 +205,16 @@ def test_the_report_shows_the_parsers_budget_and_the_systems_own_tables(two_stag
     assert trace_view.report_sections({"system": "nowhere", "run_settings": "10 s"}) == []
     unread = trace_view.report_sections({"system": "nowhere", "parse_failures": {"route": 1}, "parsed_outputs": [1]})
     assert unread[0]["rows"] == [["route", 1, 0]]
+
+
+def test_a_batch_in_flight_traces_a_turn_with_what_perception_read_its_errors_and_skips():
+    run = a_run(size=2)
+    state = BatchState(run, engines=None, pipeline=None, cfg=load_config("cpu"), system=TWO_STAGES,
+                       turns=[Turn("a?", None, []), Turn("b?", None, [], passages=["p"])])
+    state.perceptions[1] = Perception(labels=[("bus", 0.5)])
+    state.added = {"standalone": [{"standalone_question": "a"}, {"standalone_question": "b"}]}
+    trace = state.trace(1, {"rag_answer": "x"}, {"answer": True}, errors=["late"], skipped_for_time=["verify"])
+    assert trace["perception"]["labels"] == [["bus", 0.5]] and trace["errors"] == ["late"]
+    assert trace["skipped_for_time"] == ["verify"] and trace["standalone_question"] == "b"
+    assert trace["harness_passages"] == 1 and trace["parsed_stages"] == ["answer"]
+    assert state.trace(0, {"rag_answer": "x"}, {})["perception"] is None
