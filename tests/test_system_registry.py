@@ -158,3 +158,34 @@ def test_a_field_is_typed_by_the_system_registered_now():
     with scoped_registry():
         register(a_record(settings=NamedLimit))
         assert parse_settings(["system=probe", "probe_limit=3"]) == {"system": "probe", "probe_limit": "3"}
+
+
+def test_a_records_stages_open_with_the_shared_steps_once_and_say_which_call_no_model():
+    from types import SimpleNamespace
+
+    from agents.runtime.system import always, opening_stages
+
+    (perceive,) = opening_stages()
+    by_budget = Stage("lookup", calls_no_model=lambda cfg: cfg.run.turn_budget_s == 0)
+    system = a_record(stages=(Stage("answer"), perceive, by_budget, Stage("rule", calls_no_model=always)))
+    assert system.stage_names() == ("perceive", "answer", "lookup", "rule")
+    unbudgeted = SimpleNamespace(run=SimpleNamespace(turn_budget_s=0))
+    budgeted = SimpleNamespace(run=SimpleNamespace(turn_budget_s=10))
+    assert system.engine_free(unbudgeted) == ("perceive", "lookup", "rule")
+    assert system.engine_free(budgeted) == ("perceive", "rule")  # a stage calls a model unless it says otherwise
+    assert Stage("answer").requests_per_turn(budgeted) == 1
+
+
+def test_a_system_is_named_by_the_module_that_registered_it_and_a_run_traces_that_name(registered_systems):
+    from types import SimpleNamespace
+
+    from agents.runtime.system import find_system, recorded_name, system_named
+
+    system = registered_systems(a_record(name="named_here"))
+    assert str(system) == f"{__name__}:named_here" and str(a_record(name="never_registered")) == "never_registered"
+    assert find_system("named_here") is system and find_system("nowhere_at_all") is None
+    assert recorded_name(system, SimpleNamespace(system=f"{__name__}:named_here")) == f"{__name__}:named_here"
+    assert recorded_name(system, SimpleNamespace(system="named_here")) == "named_here"
+    assert recorded_name(system, SimpleNamespace(system=f"{__name__}:other")) == "named_here"
+    with pytest.raises(ValueError, match="entry point of 'cruise_agent.systems'"):
+        system_named("nowhere_at_all")
