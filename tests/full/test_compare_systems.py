@@ -84,30 +84,17 @@ def test_the_peer_runs_trace_their_own_branches_and_funnels(compared):
 
 
 # A system of the user's own, in a module outside the repository, found by MODULE:NAME: it answers
-# each question with its first word (one stage that calls no model).
+# each question with its first word (one stage that calls no model, run in order by the runtime).
 FIRST_WORD_SYSTEM = '''
-from agents.base_agent import IDK_ANSWER
-from agents.runtime.batch import decide_turn, open_batch
-from agents.runtime.system import Decision, Stage, System, View, register
+from agents.plugin import Decision, Stage, System, View, always, register
 
 
-def first_words(turns):
-    return [turn.query.split()[0] for turn in turns]
+def first_words(batch):
+    return [{"rag_answer": turn.query.split()[0]} for turn in batch.turns]
 
 
-def run(system, turns, engines, pipeline, cfg, costs, started=None):
-    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
-    words = state.run.stage("first_word_pick", first_words, [state.turns], (), lambda: IDK_ANSWER)
-    answers, traces = [], []
-    for i, word in enumerate(words):
-        decision = decide_turn(system, {"rag_answer": word}, cfg, state.run, i)
-        answers.append(decision.answer)
-        traces.append(state.trace(i, {"rag_answer": word, "branch": decision.branch,
-                                      "final_answer": decision.answer}, parsed={}))
-    return answers, traces
-
-
-register(System(name="first_word", stages=(Stage("first_word_pick"),), run=run,
+register(System(name="first_word", stages=(Stage("first_word_pick", batch_fn=first_words, writes=("rag_answer",),
+                                                 calls_no_model=always),),
                 decide=lambda trace, cfg: Decision(trace["rag_answer"], "picked"),
                 view=View(funnel=lambda trace, cfg: {}, branches=("picked",))))
 '''
