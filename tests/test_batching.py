@@ -2,9 +2,16 @@
 import json
 import random
 
+import pytest
 from PIL import Image
 
-from evaluator.harness.batching import SKIPPED_SESSIONS, clip_batch_size, planned_batches, turn_batches
+from evaluator.harness.batching import (
+    SKIPPED_SESSIONS,
+    clip_batch_size,
+    conversation_selection,
+    planned_batches,
+    turn_batches,
+)
 from evaluator.harness.dataset import Conversation, DatasetTurn
 from evaluator.harness.runner import generate
 from evaluator.scoring.truncate import load_truncator
@@ -189,3 +196,28 @@ def test_a_batchs_stage_times_are_its_guards_for_every_stage_with_the_engine_cal
     # an agent whose traces time nothing (or hold a malformed stage_ms): the engine calls' times
     for traces in ([{"answer": "x"}], [{"stage_ms": {}}], [{"stage_ms": {"answer": "slow"}}], [{"stage_ms": [1]}]):
         assert _report_parts({"traces": traces, "engine_calls": calls}, 1)[2] == {"answer": 900.0}
+
+
+def test_a_batch_size_under_one_is_refused_with_its_reason():
+    convs = conversations([2, 1])
+    for size in (0, -1):
+        with pytest.raises(ValueError, match=r"^batch_size must be at least 1$"):
+            next(turn_batches(convs, size))
+    assert list(turn_batches(convs, 1)) == [[(0, 0)], [(0, 1)], [(1, 0)]]
+
+
+def test_the_selection_rule_as_run_summary_says_it():
+    assert conversation_selection(None, False, 6, 15) == "all conversations (6 served, 15 turns)"
+    assert conversation_selection(-1, True, 6, 15) == "all conversations (6 served, 15 turns)"
+    # 0 is a count, not "all": the official loop stops after the first batch
+    assert conversation_selection(0, False, 2, 2) == (
+        "official --num-conversations 0: whole batches until more than 0 conversations were served "
+        "(2 served, 2 turns)")
+    assert conversation_selection(2, True, 2, 5) == (
+        "exactly the first 2 conversations (--exact-conversations; 2 served, 5 turns)")
+    assert conversation_selection(None, False, 6, 15, shards=["a/s0", "a/s1"]) == (
+        "all conversations (6 served, 15 turns in all); merged from 2 folders (a/s0, a/s1), "
+        "each selected on its own")
+    assert conversation_selection(3, False, 4, 9, shards=[]) == (
+        "official --num-conversations 3: whole batches until more than 3 conversations were served "
+        "(4 served, 9 turns)")

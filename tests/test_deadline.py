@@ -239,3 +239,107 @@ def test_requests_per_turn_is_the_most_seen_and_a_run_of_skipped_turns_lowers_it
     assert costs.per_request_s("retrieve") == 3.0
     costs.observe("rerank", 0, 1.0, requests=3)  # no turn served: nothing learnt
     assert "rerank" not in costs.samples and "rerank" not in costs.requests_per_turn
+
+
+# --- what run_summary.json says of the cut turns (evaluator/harness/deadline_cuts.py) -------------
+
+def _row(interaction_id: str, session_id: str, turn_idx: int, outcome: str, ego: bool) -> dict:
+    """A judged turn as evaluator/scoring/scores.py reads it: correct, miss or hallucination."""
+    return {"interaction_id": interaction_id, "session_id": session_id, "turn_idx": turn_idx, "is_ego": ego,
+            "is_exact_match": outcome == "correct", "is_correct": outcome == "correct",
+            "is_miss": outcome == "miss", "is_semantically_correct": outcome == "correct"}
+
+
+# conversation a (not egocentric): a0 correct, a1 cut and abstained, a2 cut and correct;
+# conversation b (egocentric): b0 cut and hallucinated, b1 not cut and abstained.
+CUT_ROWS = [_row("a0", "a", 0, "correct", False), _row("a1", "a", 1, "miss", False),
+            _row("a2", "a", 2, "correct", False), _row("b0", "b", 0, "hallucination", True),
+            _row("b1", "b", 1, "miss", True)]
+
+
+def _traces(budget):
+    return [{"interaction_id": "a0", "deadline_cut": False, "turn_budget_s": budget},
+            {"interaction_id": "a2", "deadline_cut": True, "deadline_cut_before": "verify", "turn_budget_s": budget},
+            {"interaction_id": "a1", "deadline_cut": True, "deadline_cut_during": "answer", "turn_budget_s": budget},
+            {"interaction_id": "b0", "deadline_cut": True, "deadline_cut_during": "answer",
+             "deadline_cut_before": "verify", "turn_budget_s": budget},
+            # "cut" only where the trace says True; a trace without its turn's id names no turn
+            {"interaction_id": "b1", "deadline_cut": "yes", "turn_budget_s": budget},
+            {"deadline_cut": True, "deadline_cut_during": "route"}]
+
+
+def test_the_cut_turns_are_counted_placed_and_scored_apart_from_the_others():
+    from evaluator.harness.deadline_cuts import deadline_cut_report
+    from evaluator.scoring.rules import rule_set
+
+    report = deadline_cut_report(CUT_ROWS, _traces(6.0), rule_set(None))
+    assert (report["turns"], report["of_turns"], report["cut_answered"]) == (3, 5, 2)
+    assert list(report["where"].items()) == [("during answer", 2), ("before verify", 1)]  # most first
+    assert report["turn_budget_s"] == [6.0] and report["no_budget_flag"] == "--set turn_budget_s=0"
+    assert report["budget"] == "6 s a turn (tighter than the competition's 10 s)"
+    cut, kept = report["scores_cut"], report["scores_not_cut"]
+    assert [cut["all"][k] for k in ("total", "correct", "miss", "hallucination")] == [3, 1, 1, 1]
+    assert [cut["ego"][k] for k in ("total", "correct", "miss", "hallucination")] == [1, 0, 0, 1]
+    assert [kept["all"][k] for k in ("total", "correct", "miss", "hallucination")] == [2, 1, 1, 0]
+    assert kept["all"]["truthfulness_score"] == pytest.approx(0.5)
+    assert report["notice"] == (
+        "The deadline cut 3 of 5 turns, at 6 s a turn (tighter than the competition's 10 s): during answer 2, "
+        "before verify 1. 1 of them were abstained for time, not for want of evidence, so the scores above mix "
+        "the chain's own abstentions with the machine's speed. Turns not cut: all 2 turns: accuracy 50.0%, "
+        "hallucination rate 0.0%, missing 50.0%, truthfulness +0.500; egocentric 1 turns: accuracy 0.0%, "
+        "hallucination rate 0.0%, missing 100.0%, truthfulness +0.000. Run the same turns without the budget: "
+        "add --set turn_budget_s=0 (the competition's 10 s a turn then no longer holds).")
+
+
+def test_the_budget_is_each_one_the_traces_name_or_said_unknown():
+    from evaluator.harness.deadline_cuts import deadline_cut_report, turn_budgets
+    from evaluator.scoring.rules import rule_set
+
+    mixed = _traces(6.0)[:3] + _traces(0)[3:]
+    assert deadline_cut_report(CUT_ROWS, mixed, rule_set(None))["budget"].startswith(
+        "none (turn_budget_s 0: the relaunched benchmark has no time limit; these timings are not the "
+        "competition's 10 s a turn); 6 s a turn (tighter")
+    unsaid = [{k: v for k, v in t.items() if k != "turn_budget_s"} for t in _traces(6.0)]
+    report = deadline_cut_report(CUT_ROWS, unsaid, rule_set(None))
+    assert report["turn_budget_s"] == [] and report["budget"] == "the agent's budget (its traces do not say which)"
+    assert report["notice"].startswith("The deadline cut 3 of 5 turns, at the agent's budget (its traces do not")
+    # budgets: each distinct number once, in order; a trace that is no dict or gives no number is skipped
+    assert turn_budgets([{"turn_budget_s": 10}, None, {"turn_budget_s": "6"}, {"turn_budget_s": 2.5},
+                         {"turn_budget_s": 10.0}, {}]) == [2.5, 10]
+
+
+def test_no_cut_turn_gives_no_report():
+    from evaluator.harness.deadline_cuts import deadline_cut_report
+    from evaluator.scoring.rules import rule_set
+
+    assert deadline_cut_report(CUT_ROWS, [{"interaction_id": "a0", "deadline_cut": False}], rule_set(None)) is None
+    # a cut trace whose turn is not among the scored rows (a turn left out) cuts nothing here
+    assert deadline_cut_report(CUT_ROWS[:1], [{"interaction_id": "zz", "deadline_cut": True}], rule_set(None)) is None
+    assert cut_stages([{"deadline_cut": True}, {"deadline_cut": True, "deadline_cut_during": ""},
+                       {"deadline_cut": 1, "deadline_cut_during": "answer"}]) == {"unnamed stage": 2}
+
+
+@pytest.mark.parametrize("rules_name, correct_after_two_wrong", [("kddcup2025", 0), ("crag-mm", 1)])
+def test_the_cut_and_the_other_turns_are_scored_under_the_runs_rule_set(rules_name, correct_after_two_wrong):
+    """Two wrong turns, then a right one, among the cut turns and among the others: kddcup2025
+    counts the third a miss after the multi-turn cut, crag-mm counts it correct (scores.py)."""
+    from evaluator.harness.deadline_cuts import deadline_cut_report
+    from evaluator.scoring.rules import rule_set
+
+    rows = [_row(f"{s}{i}", s, i, outcome, True)
+            for s in ("c", "k") for i, outcome in enumerate(("hallucination", "hallucination", "correct"))]
+    traces = [{"interaction_id": i, "deadline_cut": True} for i in ("c0", "c1", "c2")]
+    report = deadline_cut_report(rows, traces, rule_set(rules_name))
+    assert report["cut_answered"] == 2 + correct_after_two_wrong
+    for scores in (report["scores_cut"], report["scores_not_cut"]):
+        assert scores["all"]["correct"] == correct_after_two_wrong
+        assert scores["all"]["miss"] == 1 - correct_after_two_wrong
+
+
+def test_each_stage_is_counted_once_per_cut_turn_after_turns_not_cut():
+    traces = [{"deadline_cut": False, "deadline_cut_during": "route"},
+              {"deadline_cut": True, "deadline_cut_before": "verify"},
+              {"deadline_cut": True},
+              {"deadline_cut": True, "deadline_cut_before": "verify"},
+              {"deadline_cut": True}]
+    assert cut_stages(traces) == {"before verify": 2, "unnamed stage": 2}

@@ -64,7 +64,7 @@ def planned_batches(conversations: Sequence[Conversation], batch_size: int,
     for batch in turn_batches(conversations, batch_size):
         batches.append(batch)
         seen.update(pos for pos, _ in batch)
-        if stop_after is not None and 0 <= stop_after < len(conversations) and len(seen) > stop_after:
+        if stop_after is not None and 0 <= stop_after < len(seen):
             break
     return batches
 

@@ -19,10 +19,10 @@ from agents.registry import load_object
 
 def load_trace_view(run_config: dict) -> ModuleType | None:
     name = run_config.get("trace_view")
-    if not name and ":" in str(run_config.get("agent") or ""):
+    if not name and ":" in str(run_config.get("agent")):
         try:
-            name = getattr(load_object(str(run_config["agent"])), "TRACE_VIEW", None)
-        except Exception:  # noqa: BLE001 - an agent that cannot be imported here has no view
+            name = load_object(str(run_config["agent"])).TRACE_VIEW
+        except Exception:  # noqa: BLE001 - an agent that cannot be imported here, or names none, has no view
             return None
     if not name:
         return None
