@@ -75,6 +75,25 @@ class SilentlyUnloadableAgent(StandInAgent):
         raise RuntimeError("")
 
 
+class NamedStandInAgent(StandInAgent):
+    """Takes --model-name (its configuration is that name) and reports that model answering."""
+
+    @classmethod
+    def configure(cls, profile, preset=None, settings=(), calibration=None, model_name=None):
+        return {"model_name": model_name}
+
+    def __init__(self, search_pipeline=None, config=None):
+        super().__init__(search_pipeline)
+        self.model_name = config["model_name"]
+        if self.model_name and "broken" in self.model_name:
+            raise OSError(f"{self.model_name}/config.json: truncated\nline two")
+
+    def batch_generate_response(self, queries, images, histories):
+        answers = super().batch_generate_response(queries, images, histories)
+        self.last_batch_report["engine_calls"][0]["model"] = self.model_name
+        return answers
+
+
 class OpenedSearch:
     """What a --search factory returns: the agent is handed it."""
 
@@ -650,3 +669,135 @@ def test_stage_faults_are_counted_by_stage_and_reason_commonest_first():
         "before any stage (1 turns): the batch broke before any stage"))
     assert preflight.check_stage_faults({"traces": [{"branch": "answer"}]}, 1) == preflight.Check(
         "stage faults", True, "none in the dry run's 1 turns")
+
+
+# ---- a named model ----------------------------------------------------------------------------------
+
+
+def test_a_named_hub_model_served_elsewhere_loads_answers_and_needs_no_listing(fresh, capsys):
+    spec, model = stand_in("NamedStandInAgent"), "someone/vlm-7b"
+    code, table, lines = preflight_of(capsys, "--agent", spec, "--search", "none", "--model-name", model)
+    details = {name: (verdict, detail) for verdict, name, detail in table}
+    assert details["aicrowd"] == ("PASS", (
+        f"{listed_models()} models listed, the cpu run loads no hub model (--profile l40s: the submission's run); "
+        f"the named model {model} does not load in this process (a server or provider runs it): no need to list it"))
+    assert details["agent load"] == ("PASS", f"{spec} loaded with --model-name {model}")
+    assert details["dry run"][1].endswith(f"; ran {model} (answer); of the competition's budget: answer 0%")
+    assert code == 0 and lines[-1] == "preflight: all checks passed"
+
+
+def test_a_named_folder_is_said_to_be_no_hub_id(fresh, capsys, tmp_path):
+    folder = tmp_path / "my-vlm"
+    folder.mkdir()
+    _, table, _ = preflight_of(capsys, "--agent", stand_in("NamedStandInAgent"), "--search", "none",
+                               "--model-name", str(folder))
+    assert {name: detail for _, name, detail in table}["aicrowd"].endswith(
+        f"; the named model {folder} is a folder on this machine, not a hub id: hf_models lists hub ids, so "
+        "AIcrowd's image holds it only if the repository does")
+
+
+def test_a_named_model_that_does_not_load_is_named_in_the_failure(fresh, capsys):
+    model = "someone/broken-vlm"
+    code, table, _ = preflight_of(capsys, "--agent", stand_in("NamedStandInAgent"), "--search", "none",
+                                  "--model-name", model)
+    assert ("FAIL", "agent load", f"--model-name {model} did not load: OSError: {model}/config.json: truncated") in table
+    assert code == 1
+
+
+# ---- aicrowd.json -------------------------------------------------------------------------------------
+
+
+def test_an_unreadable_aicrowd_json_fails_saying_why(tmp_path):
+    run = resolve_settings(EvaluationSettings(profile="l40s"))
+    absent = tmp_path / "absent.json"
+    assert preflight.check_aicrowd(absent, run) == preflight.Check(
+        "aicrowd", False, f"absent.json unreadable: [Errno 2] No such file or directory: '{absent}'")
+    cut = tmp_path / "cut.json"
+    cut.write_text("{")
+    assert preflight.check_aicrowd(cut, run) == preflight.Check(
+        "aicrowd", False, "cut.json unreadable: Expecting property name enclosed in double quotes: line 1 column 2 "
+                          "(char 1)")
+
+
+def test_every_fault_of_aicrowd_json_is_said_in_one_line(tmp_path):
+    import json
+
+    run = resolve_settings(EvaluationSettings(profile="l40s"))
+    path = tmp_path / "aicrowd.json"
+    path.write_text(json.dumps({"challenge_id": "single-source", "gpu": "true",
+                                "hf_models": ["BAAI/bge-large-en-v1.5", {"repo_id": "BAAI/bge-reranker-v2-m3"}]}))
+    check = preflight.check_aicrowd(path, run)
+    assert check == preflight.Check("aicrowd", False, (
+        "challenge_id must be one of single-source-augmentation, multi-source-augmentation, multi-turn-qa; "
+        '"gpu" must be true; models missing from hf_models: openai/clip-vit-large-patch14-336, '
+        "BAAI/bge-large-en-v1.5, meta-llama/Llama-3.2-11B-Vision-Instruct, meta-llama/Llama-3.2-1B-Instruct"))
+
+
+def test_a_run_with_nothing_to_list_passes_an_aicrowd_json_with_no_models(tmp_path):
+    import json
+
+    path = tmp_path / "aicrowd.json"
+    path.write_text(json.dumps({"challenge_id": "multi-turn-qa", "gpu": True}))
+    run = resolve_settings(EvaluationSettings(profile="cpu", agent=stand_in("StandInAgent"), search="none"))
+    assert preflight.check_aicrowd(path, run) == preflight.Check(
+        "aicrowd", True, "0 models listed, the cpu run loads no hub model (--profile l40s: the submission's run)")
+
+
+def test_a_run_of_no_agent_lists_the_search_models_only():
+    from evaluator.harness.resolved import resolve_run
+
+    check = preflight.check_aicrowd(REPO_ROOT / "aicrowd.json", resolve_run("l40s", None))
+    assert check == preflight.Check("aicrowd", True, f"{listed_models()} models listed, the 2 hub models the l40s "
+                                                     "run loads among them")
+
+
+def test_write_aicrowd_writes_the_document_of_the_run_for_the_challenge_named(tmp_path, capsys):
+    import json
+
+    written = tmp_path / "aicrowd.json"
+    assert preflight.main(["--write-aicrowd", "--aicrowd", str(written), "--challenge-id", "multi-turn-qa"]) == 0
+    assert capsys.readouterr().out == f"wrote {written}\n"
+    l40s = resolve_settings(EvaluationSettings(profile="l40s"))  # auto: AIcrowd's machine, whatever this one is
+    assert written.read_text() == json.dumps(preflight.aicrowd_document("multi-turn-qa", l40s), indent=2) + "\n"
+    document = json.loads(written.read_text())
+    assert document["challenge_id"] == "multi-turn-qa" and document["gpu"] is True
+    assert document["hf_models"][0] == {"repo_id": "openai/clip-vit-large-patch14-336", "revision": "main"}
+    assert preflight.main(["--write-aicrowd", "--profile", "cpu", "--agent", stand_in("StandInAgent"),
+                           "--search", "none", "--aicrowd", str(written)]) == 0
+    assert json.loads(written.read_text()) == {"challenge_id": "single-source-augmentation", "gpu": True,
+                                               "hf_models": []}
+
+
+# ---- requirements ---------------------------------------------------------------------------------------
+
+
+def test_the_requirements_name_each_import_of_agents_by_its_distribution(fresh, tmp_path):
+    shipped = (REPO_ROOT / "requirements.txt").read_text().splitlines()
+    assert preflight.check_requirements(REPO_ROOT / "requirements.txt") == preflight.Check(
+        "requirements", True, f"{len(preflight.required_distributions(REPO_ROOT / 'requirements.txt'))} pins cover "
+                              "agents/")
+    trimmed = tmp_path / "requirements.txt"
+    trimmed.write_text("\n".join(line for line in shipped if not line.lower().startswith(("sentence-transformers",
+                                                                                            "pillow"))))
+    assert preflight.check_requirements(trimmed) == preflight.Check(
+        "requirements", False, "not in requirements.txt: PIL (pillow), sentence_transformers (sentence-transformers)")
+
+
+def test_required_distributions_reads_names_past_versions_extras_markers_and_comments(tmp_path):
+    path = tmp_path / "requirements.txt"
+    path.write_text("\n".join([
+        "# a comment line", "", "   ", "-r other.txt", "--extra-index-url https://example.org/simple",
+        "Foo_Bar.baz>=1.0  # why", "pkg[extra]==1.2", "marked ; python_version < '3.12'", "compat~=1.0",
+        "not-two!=2", "lower<3", "bare", "hashed#comment#more", "spaced  pkg==1"]))
+    assert preflight.required_distributions(path) == {
+        "foo-bar-baz", "pkg", "marked", "compat", "not-two", "lower", "bare", "hashed", "spaced"}
+
+
+def test_third_party_imports_are_the_absolute_imports_that_are_neither_stdlib_nor_this_repositorys(tmp_path):
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "a.py").write_text("import os, numpy.linalg\nfrom PIL import Image\nfrom . import sibling\n"
+                                   "from .mod import thing\nfrom .. import up\n")
+    (tmp_path / "sub" / "b.py").write_text("# café\nimport evaluator.harness, tools\nimport gguf\n"
+                                           "from agents.base_agent import BaseAgent\nfrom yaml import safe_load\n")
+    (tmp_path / "notes.txt").write_text("import requests\n")
+    assert preflight.third_party_imports(tmp_path) == {"numpy", "PIL", "yaml"}
