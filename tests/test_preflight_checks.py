@@ -214,12 +214,51 @@ def test_the_dry_run_reads_the_dataset_it_is_given(fresh, capsys):
     assert code == 0 and queries == [c.turns[0].query for c in read_conversations(ds, 2)]
 
 
+def test_the_dry_run_reads_the_validation_split_of_a_dataset_of_several(fresh, capsys, tmp_path):
+    """The evaluator's split, not the first one the folder lists (here a train split, listed first:
+    the shipped rows in reverse order)."""
+    import pyarrow.parquet as pq
+
+    folder = tmp_path / "two-splits"
+    (folder / "data").mkdir(parents=True)
+    shipped = next((MINI / "single-turn" / "data").glob("*.parquet"))
+    shutil.copy(shipped, folder / "data" / "validation-00000-of-00001.parquet")
+    rows = pq.read_table(shipped)
+    pq.write_table(rows.take(list(range(rows.num_rows - 1, -1, -1))), folder / "data" / "train-00000-of-00001.parquet")
+    code, _, _ = preflight_of(capsys, "--agent", stand_in("StandInAgent"), "--search", "none", "--dataset", str(folder))
+    ds, _, _ = load_split(str(MINI / "single-turn"), None, "validation")
+    [(queries, _, _, _)] = SEEN
+    assert code == 0 and queries == [c.turns[0].query for c in read_conversations(ds, 2)]
+
+
 def test_profile_auto_says_what_it_picked_and_why_and_checks_that_profiles_pins(fresh, capsys, monkeypatch):
     monkeypatch.setattr("agents.hardware.visible_gpu", lambda: None)  # this machine: no GPU torch sees
     code = preflight.main(["--profile", "auto", "--agent", stand_in("StandInAgent"), "--search", "none"])
     lines = capsys.readouterr().out.strip().splitlines()
     assert lines[0] == "--profile auto: cpu (no CUDA GPU is visible to torch)"
     assert code == 0 and "requirements-cpu.txt" in dict((n, d) for _, n, d in rows("\n".join(lines)))["pins"]
+
+
+def test_the_hub_is_switched_off_before_the_run_is_resolved_or_the_gpu_looked_at(fresh, capsys, monkeypatch):
+    """huggingface_hub, transformers and datasets read their switches once, when first imported:
+    resolving the run or asking torch for the GPU may be that first import."""
+    import local_evaluation
+
+    seen = {}
+
+    def resolving(args):
+        seen["run_settings"] = [os.environ[key] for key in OFFLINE_KEYS]
+        return real_run_settings(args)
+
+    def looking():
+        seen["visible_gpu"] = [os.environ[key] for key in OFFLINE_KEYS]
+        return None
+
+    real_run_settings = local_evaluation.run_settings
+    monkeypatch.setattr(local_evaluation, "run_settings", resolving)
+    monkeypatch.setattr("agents.hardware.visible_gpu", looking)
+    assert preflight.main(["--profile", "auto", "--agent", "no_such_agent_module:Agent"]) == 1
+    assert seen == {"run_settings": ["1", "1", "1"], "visible_gpu": ["1", "1", "1"]}
 
 
 def test_the_l40s_run_checks_the_pins_of_requirements_txt(fresh, capsys):
