@@ -94,6 +94,14 @@ class NamedStandInAgent(StandInAgent):
         return answers
 
 
+class HubStandInAgent(NamedStandInAgent):
+    """Loads its named model from the hub (so the cache must hold it)."""
+
+    @classmethod
+    def hub_models(cls, config):
+        return [config["model_name"]]
+
+
 class OpenedSearch:
     """What a --search factory returns: the agent is handed it."""
 
@@ -840,3 +848,115 @@ def test_third_party_imports_are_the_absolute_imports_that_are_neither_stdlib_no
                                            "from agents.base_agent import BaseAgent\nfrom yaml import safe_load\n")
     (tmp_path / "notes.txt").write_text("import requests\n")
     assert preflight.third_party_imports(tmp_path) == {"numpy", "PIL", "yaml"}
+
+
+def test_a_hub_model_missing_from_the_cache_fails_and_skips_what_needs_it(fresh, capsys):
+    model = "someone/vlm-7b"
+    code, table, lines = preflight_of(capsys, "--agent", stand_in("HubStandInAgent"), "--search", "none",
+                                      "--model-name", model)
+    assert table[5:] == [
+        ("PASS", "disk", table[5][2]),
+        ("FAIL", "cache: vlm-7b", f"chain model {model} is not in the cache (size unknown): python -m tools.fetch "
+                                  f"--agent {stand_in('HubStandInAgent')} --profile cpu --model-name {model} --search none"),
+        *[("SKIP", name, "not run: 1 cache items are missing") for name in ("agent load", "batch size", "dry run",
+                                                                            "stage faults")]]
+    assert code == 1 and lines[-1] == "preflight: FAILED: aicrowd, cache: vlm-7b"  # not listed either
+
+
+def test_the_help_says_what_the_pre_flight_checks_and_what_each_flag_does(capsys, monkeypatch):
+    monkeypatch.setenv("COLUMNS", "200")
+    with pytest.raises(SystemExit) as stopped:
+        preflight.main(["--help"])
+    shown = capsys.readouterr().out
+    assert stopped.value.code == 0 and shown.startswith("usage: python -m tools.preflight [-h] ")
+    # the module's description as written, its table's lines kept
+    assert "\nWill this submission pass? Checks what can be checked before an hour in the AIcrowd queue.\n" in shown
+    assert "\n  batch size    get_batch_size() is within 1..16\n" in shown
+    assert re.search(r"\n  --dataset DATASET +for the dry run \(default: the shipped mini benchmark\)\n", shown)
+    assert re.search(r"\n  --write-aicrowd +write aicrowd.json for the run the flags name \(--profile auto: l40s, "
+                     r"AIcrowd's machine\) and stop\n", shown)
+    with pytest.raises(SystemExit) as stopped:
+        preflight.main(["--write-aicrowd", "--challenge-id", "single-source"])
+    assert stopped.value.code == 2
+    assert "argument --challenge-id: invalid choice: 'single-source'" in capsys.readouterr().err
+
+
+def test_pins_that_differ_are_listed_six_at_most_with_the_fix_for_their_requirement_set(tmp_path):
+    rich = metadata.version("rich")
+    gpu = tmp_path / "requirements.txt"
+    gpu.write_text("\n".join(["rich==not.a.version", *[f"no-such-distribution-{c}==1" for c in "abcdefg"],
+                              f"pillow=={metadata.version('pillow')}"]))
+    assert preflight.check_pins(gpu) == preflight.Check("pins", False, (
+        f"8 of 9 pins of requirements.txt differ: rich {rich} (pinned not.a.version), "
+        + ", ".join(f"no-such-distribution-{c} not installed" for c in "abcde")
+        + ", ... (install them: bash scripts/setup_gpu.sh, then run with .venv-gpu/bin/python)"))
+
+
+def test_each_pin_is_read_past_its_extras_marker_and_comment(tmp_path):
+    path = tmp_path / "requirements-cpu.txt"
+    path.write_text("\n".join(["# torch==0", "Pillow==10.4.0", "rich[jupyter]==13.7.1 ; python_version >= '3.10'",
+                                "tqdm==4.66.5#comment#more", "numpy>=1.0", "-r other.txt", "PyYAML==6.0.2 # why"]))
+    assert preflight.pinned_versions(path) == {"Pillow": "10.4.0", "rich": "13.7.1", "tqdm": "4.66.5",
+                                               "PyYAML": "6.0.2"}
+
+
+def test_six_pins_that_differ_are_all_listed_and_the_cpu_set_says_its_own_fix(tmp_path):
+    cpu = tmp_path / "requirements-cpu.txt"
+    cpu.write_text("\n".join(f"no-such-distribution-{i}==1" for i in range(6)))
+    assert preflight.check_pins(cpu) == preflight.Check("pins", False, (
+        "6 of 6 pins of requirements-cpu.txt differ: " + ", ".join(f"no-such-distribution-{i} not installed"
+                                                                   for i in range(6))
+        + " (install them: bash scripts/setup.sh)"))
+
+
+def test_a_module_two_distributions_provide_is_named_with_both(fresh, tmp_path, monkeypatch):
+    owners = dict(installed_distributions())
+    owners["PIL"] = ["Pillow", "pillow.simd"]
+    monkeypatch.setattr(metadata, "packages_distributions", lambda: owners)
+    trimmed = tmp_path / "requirements.txt"
+    trimmed.write_text("\n".join(line for line in (REPO_ROOT / "requirements.txt").read_text().splitlines()
+                                 if not line.lower().startswith("pillow")))
+    check = preflight.check_requirements(trimmed)
+    assert check.ok is False and "PIL (pillow/pillow-simd)" in check.detail.split(": ", 1)[1].split(", ")
+
+
+def test_a_run_of_no_agent_has_no_budget_and_no_named_model():
+    from evaluator.harness.resolved import resolve_run
+
+    clock = Clock()
+    check = preflight.check_dry_run(ScriptedAgent(clock, seconds=1.0, report=False), BATCH, resolve_run("cpu", None),
+                                    clock)
+    assert check == preflight.Check("dry run", True, (
+        "2 answers in 1.0 s; budgets: the agent sets no budget of its own, the competition's 20 s (10 s a turn); "
+        "ran no model the agent reported"))
+
+
+def test_a_stages_share_is_rounded_from_its_exact_seconds():
+    """10,104 ms of a two-turn batch's 20 s is 50.52%: 51%."""
+    clock = Clock()
+    calls = [{"stage": "answer", "model": "vlm", "wall_ms": 10104.0}]
+    check = preflight.check_dry_run(ScriptedAgent(clock, seconds=11.0, calls=calls), BATCH, plain_run(), clock)
+    assert check.detail.endswith("; of the competition's budget: answer 51%")
+
+
+def test_an_agent_that_keeps_no_report_gets_its_dry_run_and_no_stage_fault_check():
+    agent = ScriptedAgent(lambda: 0.0, seconds=0.0, report=False)
+    agent.clock = Clock()
+    answered, faults = preflight.dry_run_checks(agent, BATCH, plain_run())
+    assert answered.name == "dry run" and answered.ok is True
+    assert faults == preflight.Check("stage faults", None, "not checked: the agent reported no traces")
+
+
+@pytest.mark.parametrize("profile, engine", [("cpu", "transformers"), ("served", "openai")])
+def test_a_run_whose_engine_reserves_no_gpu_share_is_not_planned(profile, engine):
+    check = preflight.check_gpu_memory(resolve_settings(EvaluationSettings(profile=profile)), None)
+    assert check == preflight.Check("gpu memory", None, f"not planned: the {profile} run's engine ({engine}) reserves "
+                                                        "no share of a GPU (--profile l40s: the submission's plan)")
+
+
+def test_every_problem_of_a_plan_that_does_not_fit_is_said():
+    run = l40s_run("vlm_gpu_memory_utilization=0.55")
+    check = preflight.check_gpu_memory(run, None)
+    assert check.ok is False and check.detail.startswith(
+        "vlm: KV cache of 6,096 tokens is shorter than max_model_len 8192 (vLLM refuses to start); vlm: KV cache "
+        "holds 0.8 planned requests, fewer than max_num_seqs 8 (")
