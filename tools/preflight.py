@@ -140,7 +140,7 @@ def third_party_imports(folder: Path) -> set[str]:
                 names.update(a.name.split(".")[0] for a in node.names)
             elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
                 names.add(node.module.split(".")[0])
-    local = {p.stem for p in REPO.iterdir()} | {"agents"}
+    local = {p.stem for p in REPO.iterdir()}  # agents/ among them
     return {n for n in names if n not in sys.stdlib_module_names and n not in local | CPU_ONLY_MODULES}
 
 
@@ -240,7 +240,7 @@ def check_cache(run: ResolvedRun) -> tuple[Check, list[Check]]:
     need = needed_bytes(everything) * (1 + DISK_MARGIN)
     if not everything:
         return Check("disk", True, f"the {run.profile} run downloads nothing"), checks
-    cache_disk = next((p for p in (cache, *cache.parents) if p.exists()), Path("/"))
+    cache_disk = next(p for p in (cache, *cache.parents) if p.exists())  # "/" or "." at the latest
     free = shutil.disk_usage(cache_disk).free
     detail = (f"{free / GB:.1f} GB free for {cache}; {command} still has {need / GB:.1f} GB to "
               f"download (with {DISK_MARGIN:.0%} margin)")
