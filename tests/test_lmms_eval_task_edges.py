@@ -35,6 +35,7 @@ from integrations.lmms_eval.cruise_lmms_eval.crag_mm import (
     agentic_answer,
     agentic_trace,
     search_chunks,
+    within,
 )
 from testkit.scripted_agent import build_dataset
 
@@ -205,6 +206,9 @@ def test_a_document_without_its_image_gets_the_photo_of_its_row_and_one_without_
         assert task.doc_to_visual(doc_of(docs, "blank")) == []
     assert "session blank: image not loaded (ValueError: row has neither an image nor an image_url)" in \
         [r.getMessage() for r in caplog.records]
+    # a document that carries its image is shown that one
+    carried = {**doc_of(docs, "photo"), "image": Image.new("RGB", (30, 20))}
+    assert [im.size for im in task.doc_to_visual(carried)] == [(30, 20)]
     # a document of another split: no row to take its photo from
     stranger = {**doc_of(docs, "photo"), "session_id": "elsewhere", "image_url": ""}
     assert task.doc_to_visual(stranger) == []
@@ -243,6 +247,10 @@ def test_a_conversations_rounds_end_after_its_last_turn_and_the_first_round_is_t
     assert history.strip() == "User: What is this?\n\nAssistant: a heron\n\nUser: Where does it live?\n\n" \
                               "Assistant: wetlands"
     assert ended is False and text.endswith("What does it eat?") and [im.size for im in visuals] == [(64, 48)]
+    # fewer earlier replies than rounds: each missing one stands as "I don't know"
+    text = task.doc_to_text(doc, previous_output=["a heron"], round_idx=2)[1]
+    assert text.split("<conversation_history>")[1].split("</conversation_history>")[0].strip() == \
+        "User: What is this?\n\nAssistant: a heron\n\nUser: Where does it live?\n\nAssistant: I don't know"
     # a reply lmms-eval gave as None stands as an empty answer, not the word "None"
     text = task.doc_to_text(doc, previous_output=[None], round_idx=1)[1]
     assert "Assistant: \n" in text.split("</conversation_history>")[0] + "\n" and "None" not in text
@@ -284,12 +292,24 @@ def test_a_failed_search_costs_its_own_results_and_a_pipeline_without_web_search
         {"source": "image", "entities": ["Eiffel Tower"]}]
 
 
+def test_the_rag_budget_counts_the_blank_line_between_passages_as_two_characters():
+    assert within([], 10) == []
+    assert within(["a" * 10], 10) == ["a" * 10]
+    assert within(["a" * 11], 10) == ["a" * 10]  # a first passage over the budget is cut
+    assert within(["a" * 4, "b" * 4], 10) == ["a" * 4, "b" * 4]  # 4 + 2 + 4
+    assert within(["a" * 4, "b" * 5], 10) == ["a" * 4]
+    assert within(["a" * 2, "b" * 2, "c" * 2], 10) == ["a" * 2, "b" * 2, "c" * 2]  # two blank lines: 10
+    assert within(["a" * 2, "b" * 2, "c" * 3], 10) == ["a" * 2, "b" * 2]
+    assert within(["a" * 4, "b" * 20, "c"], 10) == ["a" * 4]  # the first that does not fit ends them
+
+
 def test_a_rag_prompt_searches_once_per_turn_and_a_turn_without_an_image_says_so(single, chunking):
     index = Index(image_hits=[TOWER], web_hits=[PAGE])
     task, docs, built = task_over(single, chunking, index, prompt="rag", search_hits=1, profile="cpu")
     doc = doc_of(docs, "photo")
     first = task.doc_to_text(doc)
-    assert task.doc_to_text(doc) == first and len(index.asked) == 2 and built == ["cpu"]
+    assert task.doc_to_text(doc) == first and index.asked == [((64, 48), 1), ("Who built this tower?", 1)]
+    assert built == ["cpu"]
     context, trace = task.context(task.conversation(doc), doc)
     assert "<search_results>" in first and context in first and context == "\n\n".join(trace["passages"])
     assert trace["funnel"] == {"image loaded": True, "search found passages": True, "passages in the prompt": True}
@@ -332,6 +352,7 @@ def test_the_agentic_prompt_shows_the_tools_and_how_to_call_them_before_the_ques
     task, docs, _ = task_over(single, prompt="agentic")
     text = task.doc_to_text(doc_of(docs, "photo"))
     alone, docs, _ = task_over(single)
+    assert "<search_results>" not in alone.doc_to_text(doc_of(docs, "photo"))
     assert text == "\n\n".join([load_prompt_lines("lmms_agentic_tools"), json.dumps(TOOLS),
                                 load_prompt_lines("lmms_agentic_call"), alone.doc_to_text(doc_of(docs, "photo"))])
 
@@ -380,26 +401,27 @@ def test_a_tool_call_gives_its_record_and_its_passages_within_the_budget(single,
     index = Index(image_hits=[TOWER, "junk", BRIDGE], web_hits=[PAGE, PAGE])
     task, docs, built = task_over(single, chunking, index, prompt="agentic", search_hits=2, profile="cpu")
     doc = doc_of(docs, "photo")
-    conv = task.conversation(doc)
-    record, text = task.run_tool(conv, doc, json.dumps({"name": "image_search", "arguments": {"box": [0, 0, 32, 24]}}))
+    record, text = task.run_tool(doc, json.dumps({"name": "image_search", "arguments": {"box": [0, 0, 32, 24]}}))
     assert index.asked == [((32, 24), 2)]  # the box's crop of the photo
     assert record == {"tool": "image_search", "arguments": {"box": [0, 0, 32, 24]}, "hits": 2,
                       "entities": [["Eiffel Tower"], ["Tower Bridge"]], "error": None}
+    from agents.stages.s4_chunk import chunks_from_image_hit
+
+    assert text == "\n\n".join(chunks_from_image_hit(TOWER, chunking) + chunks_from_image_hit(BRIDGE, chunking))
     assert "Gustave Eiffel" in text and "Thames" in text
     # arguments given as a JSON string, as some chat templates give them; the same page twice is one passage
-    record, text = task.run_tool(conv, doc, json.dumps({"name": "web_search",
+    record, text = task.run_tool(doc, json.dumps({"name": "web_search",
                                                         "arguments": json.dumps({"query": "tower year"})}))
     assert record == {"tool": "web_search", "arguments": {"query": "tower year"}, "hits": 2, "entities": [],
                       "error": None}
     assert index.asked[-1] == ("tower year", 2) and text.count("1889") == 1
-    record, _ = task.run_tool(conv, doc, json.dumps({"name": "image_search", "arguments": None}))
+    record, _ = task.run_tool(doc, json.dumps({"name": "image_search", "arguments": None}))
     assert index.asked[-1] == ((64, 48), 2) and record["arguments"] == {} and record["error"] is None
     assert built == ["cpu"]
 
     tight, docs, _ = task_over(single, chunking, Index(image_hits=[TOWER, BRIDGE]), prompt="agentic",
                                context_chars=25)
-    _, text = tight.run_tool(tight.conversation(doc_of(docs, "photo")), doc_of(docs, "photo"),
-                             json.dumps({"name": "image_search"}))
+    _, text = tight.run_tool(doc_of(docs, "photo"), json.dumps({"name": "image_search"}))
     assert len(text) == 25
 
 
@@ -411,7 +433,7 @@ def test_a_tool_call_gives_its_record_and_its_passages_within_the_budget(single,
 ])
 def test_a_malformed_tool_call_is_an_error_the_model_reads(single, chunking, text, says):
     task, docs, _ = task_over(single, chunking, Index(web_hits=[PAGE]), prompt="agentic")
-    record, result = task.run_tool(task.conversation(docs[0]), docs[0], text)
+    record, result = task.run_tool(docs[0], text)
     assert result.startswith(says) and record["error"] == result[len("error: "):] and record["hits"] == 0
 
 
@@ -419,12 +441,12 @@ def test_a_tool_call_that_finds_nothing_or_has_no_photo_says_so(single, chunking
     task, docs, _ = task_over(single, chunking, Index(image_hits=[], web_hits=RuntimeError("y" * 300)),
                               prompt="agentic")
     photo, blank = doc_of(docs, "photo"), doc_of(docs, "blank")
-    record, text = task.run_tool(task.conversation(photo), photo, json.dumps({"name": "image_search"}))
+    record, text = task.run_tool(photo, json.dumps({"name": "image_search"}))
     assert (record["hits"], text) == (0, "nothing found")
-    record, text = task.run_tool(task.conversation(blank), blank, json.dumps({"name": "image_search"}))
+    record, text = task.run_tool(blank, json.dumps({"name": "image_search"}))
     assert (record["tool"], record["error"], text) == ("image_search", "ValueError: no image", "error: ValueError: "
                                                                                                 "no image")
-    record, text = task.run_tool(task.conversation(photo), photo, json.dumps({"name": "web_search",
+    record, text = task.run_tool(photo, json.dumps({"name": "web_search",
                                                                               "arguments": {"query": "q"}}))
     assert record["error"] == "RuntimeError: " + "y" * 200 and text == "error: " + record["error"]
 
@@ -451,6 +473,7 @@ def test_a_turns_trace_with_its_tool_calls_counts_only_the_calls_that_ran():
              {"tool": "web_search", "hits": 2, "entities": [], "error": None},
              {"tool": "web_search", "hits": 3, "entities": [], "error": "KeyError: 'query'"},
              {"tool": "web_search", "hits": None, "entities": [], "error": None},
+             {"tool": "image_search", "hits": None, "entities": [], "error": None},
              {"tool": None, "hits": 0, "entities": [], "error": "JSONDecodeError: x"}]
     trace = agentic_trace({"funnel": {"image loaded": True}, "kept": 1}, calls)
     assert trace == {"funnel": {"image loaded": True, "called a tool": True, "a search found something": True},
@@ -500,8 +523,8 @@ def test_a_conversations_replies_become_its_turns_records_and_a_lone_string_is_i
         ("a heron", "a heron", None), ("", "", None), ("fish", "fish", None)]
     with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
         records = task.process_results(doc, ["a heron"])[TURNS_KEY]["records"]
-    assert [(r["agent_response"], r["error"]) for r in records] == [("a heron", None), (IDK, NO_REPLY),
-                                                                    (IDK, NO_REPLY)]
+    assert [(r["agent_response"], r["raw_answer"], r["error"]) for r in records] == [
+        ("a heron", "a heron", None), (IDK, "", NO_REPLY), (IDK, "", NO_REPLY)]
     assert [r.getMessage() for r in caplog.records] == ["session talk: 2 of 3 turns without a reply"]
     assert [r["turn_idx"] for r in records] == [0, 1, 2]
     assert list(task.process_results(doc, [["a heron"]])) == list(TaskSettings(dataset_type="multi-turn").metrics)
@@ -510,12 +533,14 @@ def test_a_conversations_replies_become_its_turns_records_and_a_lone_string_is_i
 def test_an_agentic_documents_final_reply_gives_its_answer_and_its_tool_calls_trace(single):
     task, docs, _ = task_over(single, prompt="agentic")
     doc = doc_of(docs, "photo")
+    task.doc_to_visual(doc)
     calls = [{"tool": "image_search", "hits": 1, "entities": [["Eiffel Tower"]], "error": None}]
     out = task.process_results(doc, [json.dumps({"answer": "Gustave Eiffel", "calls": calls})])[TURNS_KEY]
     record, trace = out["records"][0], out["traces"][0]
     assert (record["agent_response"], record["raw_answer"]) == ("Gustave Eiffel", "Gustave Eiffel")
     assert trace["tool_calls"] == calls and trace["retrieved"] == [{"source": "image", "entities": ["Eiffel Tower"]}]
     assert (trace["interaction_id"], trace["turn_idx"], trace["branch"]) == ("photo-0", 0, "called tools")
+    assert trace["funnel"] == {"image loaded": True, "called a tool": True, "a search found something": True}
     # no reply at all: an empty answer that called no tool
     out = task.process_results(doc, [])[TURNS_KEY]
     assert out["records"][0]["agent_response"] == "" and out["traces"][0]["branch"] == "answered without a tool"
@@ -530,7 +555,8 @@ class Scorer:
 
     def __call__(self, output_dir, records, traces, run_config, scoring, console):
         self.calls.append({"output_dir": Path(output_dir), "parent_existed": Path(output_dir).parent.is_dir(),
-                           "records": records, "traces": traces, "run_config": run_config, "scoring": scoring})
+                           "records": records, "traces": traces, "run_config": run_config, "scoring": scoring,
+                           "console": console})
         scores = {"all": {"truthfulness_score": 0.25 * len(self.calls), "mean_multi_turn_conversation_score": 0.5},
                   "ego": {"truthfulness_score": -1.0}}
         summary = {"turns_answered": len(records), "multi_turn": {"early_stop": {"turns": 2}}}
@@ -551,7 +577,7 @@ def test_the_aggregation_scores_the_documents_turns_once_as_an_imported_run(sing
     seen = scorer.calls[0]
     assert seen["output_dir"] == tmp_path / "kept" / "crag_mm_single"
     assert seen["records"] == [r for item in items for r in item["records"]] and seen["traces"] == []
-    assert seen["scoring"] == ScoringSettings(rules="crag-mm")
+    assert (seen["scoring"], seen["console"]) == (ScoringSettings(rules="crag-mm"), task.console)
     assert seen["run_config"] == imported_run_config(
         dataset=str(single), dataset_type="single-turn", split="validation", revision="v0.1.2", rules="crag-mm",
         agent="a model run by lmms-eval", turns=3, conversations=3, task="crag_mm_single",
@@ -576,6 +602,7 @@ def test_a_multi_turn_tasks_aggregation_reads_its_conversation_figures_from_a_ru
     seen = scorer.calls[0]
     assert seen["output_dir"].name == "run" and seen["output_dir"].parent.name.startswith("crag_mm_scored_")
     assert seen["parent_existed"] and not seen["output_dir"].parent.exists()
+    assert (seen["traces"], seen["scoring"], seen["console"]) == ([], ScoringSettings(), task.console)
     assert (seen["run_config"]["expected_turns"], seen["run_config"]["served_conversations"]) == (3, 1)
     assert seen["run_config"]["dataset_type"] == "multi-turn" and seen["run_config"]["rules"] == "kddcup2025"
 
@@ -589,3 +616,5 @@ def test_the_default_search_pipeline_is_the_profiles_with_web_search_and_the_rag
     index, cfg = crag_mm.default_pipeline("cpu")
     assert index == "index" and built == [(resolve_run("cpu").search, True)]
     assert cfg == load_config("cpu", preset="rag_baseline")
+    _, gpu = crag_mm.default_pipeline("l40s")
+    assert gpu == load_config("l40s", preset="rag_baseline") and gpu != cfg

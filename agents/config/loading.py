@@ -107,7 +107,7 @@ def load_config_from_settings(profile: str | None, preset: str | None, settings:
                               calibration: str | Path | None = None, stack: str | None = None,
                               model_name: str | None = None) -> CruiseConfig:
     """load_config with --set strings, each typed by its field's annotation."""
-    system = preset_settings(preset or "full", settings_of=lambda name: None).get("system")
+    system = preset_settings(preset or "full").get("system")
     return load_config(profile, preset, calibration, stack=stack, model_name=model_name,
                        **parse_settings(settings, system))
 

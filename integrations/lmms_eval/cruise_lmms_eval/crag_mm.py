@@ -238,7 +238,7 @@ class CragMMTask:
 
     def __init__(self, settings: TaskSettings, *, pipeline_factory=None, console: Console | None = None):
         self.settings = settings
-        self.loaded: LoadedSplit | None = None
+        self.loaded: LoadedSplit | None = None  # pragma: no mutate: "" reads as None (falsy) wherever it is read
         self._pipeline_factory = pipeline_factory or default_pipeline
         self._search = None  # (pipeline, chunking config), built at the first RAG prompt
         self._contexts: dict[str, tuple[str, dict]] = {}  # interaction_id -> (context, trace)
@@ -346,10 +346,10 @@ class CragMMTask:
         found = TOOL_CALL.search(reply or "")
         if found is None or len(state["calls"]) >= self.settings.max_tool_calls:
             # a call past the budget ends the turn unanswered: "I don't know", a miss
-            answer = TOOL_CALL.sub("", reply or "").strip() if found is None else IDK_ANSWER
+            answer = (reply or "").strip() if found is None else IDK_ANSWER
             final = json.dumps({"answer": answer, "calls": state["calls"]})
             return None, None, True, [*outputs[:-1], final], {**state, "state": {"calls": state["calls"]}}
-        call, result = self.run_tool(conv, doc, found.group(1))
+        call, result = self.run_tool(doc, found.group(1))
         state["calls"] = [*state["calls"], call]
         state["transcript"] = [*state["transcript"], f"{found.group(0)}\n<tool_result>\n{result}\n</tool_result>"]
         parts = [self.turn_prompt(conv, 0, doc, []), *state["transcript"]]
@@ -357,7 +357,7 @@ class CragMMTask:
             parts.append(load_prompt_lines("lmms_agentic_last"))
         return None, "\n\n".join(parts), False, outputs, {**state, "state": {"calls": state["calls"]}}
 
-    def run_tool(self, conv: Conversation, doc: dict, text: str) -> tuple[dict, str]:
+    def run_tool(self, doc: dict, text: str) -> tuple[dict, str]:
         """A tool call's record (tool, arguments, hits, image hits' entity names, error) and the
         passages it returns to the model (within context_chars); a malformed call is an error the
         model reads, not a crash."""
