@@ -504,15 +504,18 @@ def test_a_single_turn_documents_reply_becomes_its_record_under_every_metric(sin
     assert task.process_results(doc_of(docs, FIXED_SESSION), ["BMW"])[TURNS_KEY]["traces"] == []
 
 
-def test_a_single_turn_documents_empty_reply_is_an_empty_answer_not_a_missing_turn(single, caplog):
-    """lmms-eval hands a single-turn document one result; a reply of None (or none at all) is
-    the model's empty answer, not a turn left without a reply."""
+def test_a_single_turn_documents_reply_of_none_is_an_empty_answer_and_no_result_no_reply(single, caplog):
+    """lmms-eval hands a single-turn document one result: None there is the model's empty answer;
+    no result at all leaves the turn without a reply, answered I don't know with the reason."""
     task, docs, _ = task_over(single)
-    for results in ([], [None]):
-        with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
-            record = task.process_results(doc_of(docs, "photo"), results)[TURNS_KEY]["records"][0]
-        assert (record["agent_response"], record["raw_answer"], record["error"]) == ("", "", None)
+    with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
+        record = task.process_results(doc_of(docs, "photo"), [None])[TURNS_KEY]["records"][0]
+    assert (record["agent_response"], record["raw_answer"], record["error"]) == ("", "", None)
     assert not caplog.records
+    with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
+        record = task.process_results(doc_of(docs, "photo"), [])[TURNS_KEY]["records"][0]
+    assert (record["agent_response"], record["raw_answer"], record["error"]) == (crag_mm.IDK_ANSWER, "", crag_mm.NO_REPLY)
+    assert "1 of 1 turns without a reply" in caplog.text
 
 
 def test_a_conversations_replies_become_its_turns_records_and_a_lone_string_is_its_first(multi, caplog):
@@ -541,8 +544,12 @@ def test_an_agentic_documents_final_reply_gives_its_answer_and_its_tool_calls_tr
     assert trace["tool_calls"] == calls and trace["retrieved"] == [{"source": "image", "entities": ["Eiffel Tower"]}]
     assert (trace["interaction_id"], trace["turn_idx"], trace["branch"]) == ("photo-0", 0, "called tools")
     assert trace["funnel"] == {"image loaded": True, "called a tool": True, "a search found something": True}
-    # no reply at all: an empty answer that called no tool
+    # no reply at all: I don't know with the reason, and no tool call to trace
     out = task.process_results(doc, [])[TURNS_KEY]
+    assert (out["records"][0]["agent_response"], out["records"][0]["error"]) == (crag_mm.IDK_ANSWER, crag_mm.NO_REPLY)
+    assert "branch" not in out["traces"][0]
+    # an empty reply: an empty answer that called no tool
+    out = task.process_results(doc, [""])[TURNS_KEY]
     assert out["records"][0]["agent_response"] == "" and out["traces"][0]["branch"] == "answered without a tool"
 
 

@@ -430,8 +430,10 @@ class CragMMTask:
         aggregation to score (TURNS_KEY's is what `local_evaluation.py from-lmms-eval` reads back
         from the logged samples)."""
         conv = self.conversation(doc)
-        replies = results[0] if results else None
-        if not self.settings.multi_turn or isinstance(replies, str):
+        # No result at all is no reply (its turns answer I don't know, with the reason); a result
+        # of None is the model's empty answer.
+        replies = [] if not results else results[0]
+        if results and (not self.settings.multi_turn or isinstance(replies, str)):
             replies = [replies]
         raw = [str(r) if r is not None else "" for r in list(replies or [])[:len(conv.turns)]]
         calls = None
