@@ -65,7 +65,7 @@ def append_jsonl(path: Path, records: list[dict]) -> None:
 
 
 def latest_per_turn(records: list[dict], answered) -> list[dict]:
-    """The last record of each interaction_id in `answered`, in file order of those last records:
+    """The last record of each interaction_id in `answered`, in the order each first appears:
     a batch killed after its traces were written and before its answers was asked again on
     resume and wrote its traces twice; a batch never answered left traces of no turn."""
     last = {r["interaction_id"]: r for r in records if r.get("interaction_id") in answered}
@@ -73,8 +73,8 @@ def latest_per_turn(records: list[dict], answered) -> list[dict]:
 
 
 def latest_per_batch(records: list[dict]) -> list[dict]:
-    """The last record of each batch (by source folder, shard and number), in order: a batch
-    asked again after a kill wrote its record twice."""
+    """The last record of each batch (by source folder, shard and number), in the order each first
+    appears: a batch asked again after a kill wrote its record twice."""
     last = {(r.get("source"), r.get("shard"), r.get("batch")): r for r in records}
     return list(last.values())
 
