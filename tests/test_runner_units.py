@@ -88,8 +88,9 @@ def test_a_turn_or_batch_written_twice_keeps_its_last_record_and_others_are_left
                {"interaction_id": "a", "v": 2}, {"v": 9}]
     assert latest_per_turn(records, {"a", "b"}) == [{"interaction_id": "a", "v": 2}, {"interaction_id": "b", "v": 1}]
     batches = [{"source": "x", "shard": "0", "batch": 0, "v": 1}, {"source": "x", "shard": "1", "batch": 0, "v": 1},
-               {"source": "x", "shard": "0", "batch": 0, "v": 2}, {"source": "y", "shard": "0", "batch": 0, "v": 1}]
-    assert [b["v"] for b in latest_per_batch(batches)] == [2, 1, 1]
+               {"source": "x", "shard": "0", "batch": 0, "v": 2}, {"source": "y", "shard": "0", "batch": 0, "v": 1},
+               {"source": "x", "shard": "0", "batch": 1, "v": 1}]
+    assert [b["v"] for b in latest_per_batch(batches)] == [2, 1, 1, 1]
 
 
 def test_the_saved_answers_are_the_last_of_each_turn(tmp_path):
@@ -101,6 +102,7 @@ def test_the_saved_answers_are_the_last_of_each_turn(tmp_path):
 # --------------------------------------------------------------------------- rows and histories
 def test_a_turns_row_has_the_official_columns_in_order_then_its_labels_answer_keys_and_error():
     conv = conversation(turns=3, url="https://example.org/a.jpg", labels={"domain": "plants"})
+    conv.turns[0].ans_accepted, conv.turns[0].abstain_expected = ["oak", "an oak tree"], False
     row = base_row(conv, 2, "an oak")
     assert list(row) == OFFICIAL_COLUMNS
     assert row == {"session_id": "s0", "interaction_id": "s0-t2", "turn_idx": 2, "is_ego": False,
@@ -110,7 +112,7 @@ def test_a_turns_row_has_the_official_columns_in_order_then_its_labels_answer_ke
     first = answer_record(conv, 0, "an oak", "An oak, I think", "late")
     assert list(first)[:len(OFFICIAL_COLUMNS)] == OFFICIAL_COLUMNS
     assert first["domain_name"] == "plants" and first["stage_labels"] == {"target_object_name": "oak"}
-    assert (first["ans_accepted"], first["abstain_expected"]) == (None, None)
+    assert (first["ans_accepted"], first["abstain_expected"]) == (["oak", "an oak tree"], False)
     assert (first["raw_answer"], first["error"]) == ("An oak, I think", "late")
     assert "stage_labels" not in answer_record(conv, 1, "x", "x", None)
 
@@ -130,6 +132,7 @@ def test_a_batchs_return_value_is_refused_saying_why():
     assert check_answers("ab", 2) == "agent returned str, not a list of 2 strings"
     assert check_answers(["a"], 2) == "agent returned 1 answers for 2 queries"
     assert check_answers(["a", None, 3], 3) == "answer 1 is NoneType, not str"
+    assert check_answers(["a", 3], 2) == "answer 1 is int, not str"
 
 
 class Agent:
@@ -146,11 +149,28 @@ class Agent:
         return self.reply(queries) if callable(self.reply) else self.reply
 
 
-def test_the_agents_answers_come_back_with_its_report_and_the_oracle_only_in_an_oracle_run():
-    agent = Agent(lambda queries: [q.upper() for q in queries], report={"traces": []})
+class Clock:
+    """perf_counter's stand-in: the agent's call moves it on."""
+
+    def __init__(self):
+        self.now = 100.0
+
+    def perf_counter(self):
+        return self.now
+
+
+def test_the_agents_answers_come_back_with_its_report_and_the_oracle_only_in_an_oracle_run(monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(runner, "time", clock)
+
+    def slow_upper(queries):
+        clock.now += 0.25
+        return [q.upper() for q in queries]
+
+    agent = Agent(slow_upper, report={"traces": []})
     answers, error, wall_ms, report = _call_agent(agent, ["a", "b"], [None, None], [[], []])
     assert (answers, error, report, agent.kwargs) == (["A", "B"], None, {"traces": []}, {})
-    assert wall_ms >= 0.0
+    assert wall_ms == 250.0
     _call_agent(agent, ["a"], [None], [[]], oracle=[{"stage": "entity", "entity": "oak"}])
     assert agent.kwargs == {"oracle": [{"stage": "entity", "entity": "oak"}]}
     not_a_dict = Agent(lambda queries: ["x"] * len(queries), report=["not", "a", "dict"])
@@ -185,10 +205,11 @@ def test_a_report_gives_one_trace_per_turn_and_each_stages_time_and_tokens():
               "output_tokens": 7, "reasoning_tokens": 3, "empty_replies": 1, "refusals": [[0, "policy"]]},
              {"stage": "answer", "kind": "chat", "requests": 1, "wall_ms": "20.5", "prompt_tokens": 5},
              {"stage": "rerank", "kind": "rerank", "requests": 9, "wall_ms": 4},
-             {"wall_ms": 1.0}, "not a call", {"stage": "bad", "wall_ms": "slow", "requests": 1}]
+             {"wall_ms": 1.0}, "not a call", {"stage": "bad", "wall_ms": "slow", "requests": 1},
+             {"stage": "route", "wall_ms": None}]
     traces, n_calls, stage_ms, tokens = _report_parts({"traces": [{"a": 1}, "x", {"b": 2}], "engine_calls": calls}, 2)
-    assert traces == [{"a": 1}, None] and n_calls == 6
-    assert stage_ms == {"answer": 120.5, "rerank": 4.0, "?": 1.0, "bad": 0.0}
+    assert traces == [{"a": 1}, None] and n_calls == 7
+    assert stage_ms == {"answer": 120.5, "rerank": 4.0, "?": 1.0, "bad": 0.0, "route": 0.0}
     assert tokens["answer"] == {"prompt": 55, "completion": 7, "reasoning": 3, "requests": 3, "empty": 1, "refused": 1}
     assert tokens["rerank"]["requests"] == 0  # a reranker's pairs are not chat requests
     assert tokens["bad"] == {} and tokens["?"]["requests"] == 0
@@ -198,6 +219,7 @@ def test_a_report_short_of_traces_or_calls_gives_what_it_has():
     assert _report_parts(None, 2) == ([None, None], None, None, None)
     assert _report_parts({"traces": "x", "engine_calls": None}, 2) == ([None, None], None, None, None)
     assert _report_parts({"traces": [{"a": 1}]}, 3) == ([{"a": 1}, None, None], None, None, None)
+    assert _report_parts({"traces": ({"a": 1},)}, 1) == ([None], None, None, None)  # traces must be a list
     guarded = {"traces": [None, {"stage_ms": {"route": 5}}], "engine_calls": [{"stage": "answer", "wall_ms": 9.0}]}
     assert _report_parts(guarded, 2)[2] == {"route": 5.0}  # the guards' times win over the calls'
 
@@ -246,13 +268,19 @@ def test_a_split_without_images_and_a_row_without_url_is_recorded_not_raised():
 
 
 # --------------------------------------------------------------------------- one batch's records
-def test_a_batch_writes_its_traces_timings_and_answers_and_a_turn_without_image_is_not_asked(tmp_path):
+def test_a_batch_writes_its_traces_timings_and_answers_and_a_turn_without_image_is_not_asked(tmp_path, monkeypatch):
+    clock = Clock()
+    monkeypatch.setattr(runner, "time", clock)
     convs = [conversation(0, turns=1, url="https://example.org/a.jpg"),
              conversation(1, turns=1, url="https://example.org/b.jpg"),
              conversation(2, turns=1, url="https://example.org/c.jpg")]
     report = {"traces": [{"turn_budget_s": 10.0, "stage_ms": {"answer": 5.0}}, {"turn_budget_s": 10.0}],
               "engine_calls": [{"stage": "answer", "requests": 2, "wall_ms": 5.0}]}
-    agent = Agent(lambda queries: [f"answer to {q}" for q in queries], report=report)
+    def answer(queries):
+        clock.now += 0.1234567
+        return [f"answer to {q}" for q in queries]
+
+    agent = Agent(answer, report=report)
     stats = generate(agent, Split(broken={1}), convs, 3, tmp_path, load_truncator(prefer_llama=False),
                      resume=False, progress=False, shard="2")
     assert stats.turns_reused == 0 and stats.image_failures == ["s1: OSError: truncated image file"]
@@ -261,7 +289,7 @@ def test_a_batch_writes_its_traces_timings_and_answers_and_a_turn_without_image_
         ("s0-t0", "answer to query 0.0", None, 0, "2"),
         ("s1-t0", IDK_ANSWER, "image could not be loaded; answered without asking the agent", 0, "2"),
         ("s2-t0", "answer to query 2.0", None, 0, "2")]
-    assert all(a["batch_wall_ms"] == answers[0]["batch_wall_ms"] >= 0 for a in answers)
+    assert all(a["batch_wall_ms"] == 123.457 for a in answers)
     traces = read_jsonl(tmp_path / runner.TRACES)
     assert [(t["interaction_id"], t["session_id"], t["turn_idx"]) for t in traces] == [("s0-t0", "s0", 0),
                                                                                      ("s2-t0", "s2", 0)]
@@ -272,7 +300,20 @@ def test_a_batch_writes_its_traces_timings_and_answers_and_a_turn_without_image_
         "batch": 0, "shard": "2", "turns": 3, "batch_size": 3, "budget_ms": TURN_BUDGET_S * 1000.0 * 3,
         "turn_budget_s": 10.0, "run_budget_ms": 30000.0, "engine_calls": 1, "stage_ms": {"answer": 5.0},
         "error": None, "image_errors": ["s1: OSError: truncated image file"]}
-    assert batch["stage_tokens"]["answer"]["requests"] == 2 and batch["tokenizer"]
+    assert batch["stage_tokens"]["answer"]["requests"] == 2 and batch["tokenizer"] and batch["wall_ms"] == 123.457
+
+
+def test_a_batch_of_turns_whose_images_all_failed_asks_nothing_and_each_batch_lists_its_own_failures(tmp_path):
+    convs = [conversation(0, turns=1, url="https://example.org/a.jpg"),
+             conversation(1, turns=1, url="https://example.org/b.jpg")]
+    asked = []
+    agent = Agent(lambda queries: asked.extend(queries) or ["x"] * len(queries))
+    generate(agent, Split(broken={0}), convs, 1, tmp_path, load_truncator(prefer_llama=False), resume=False,
+             progress=False)
+    first, second = read_jsonl(tmp_path / runner.BATCHES)
+    assert (first["wall_ms"], first["engine_calls"], first["error"]) == (0.0, None, None)
+    assert first["image_errors"] == ["s0: OSError: truncated image file"] and second["image_errors"] == []
+    assert asked == ["query 1.0"]
 
 
 def test_a_resumed_run_asks_only_the_turns_without_a_saved_answer_and_feeds_the_saved_ones_as_history(tmp_path):
@@ -317,6 +358,13 @@ def test_an_oracle_run_hands_each_turn_its_label_and_traces_it(tmp_path):
     assert agent.oracle == [{"stage": "entity", "entity": "oak"}]
     (trace,) = read_jsonl(tmp_path / runner.TRACES)
     assert trace["oracle"] == {"stage": "entity", "entity": "oak"} and trace["n"] == 1
+    boxed = conversation(5, turns=1, url="https://example.org/a.jpg")
+    boxed.turns[0].stage_labels = {"target_roi_bbox": [0, 0, 20, 15], "image_size": [90, 60]}
+    region = Oracled()
+    (tmp_path / "region").mkdir()
+    generate(region, Split(), [boxed], 1, tmp_path / "region", load_truncator(prefer_llama=False), resume=False,
+             progress=False, oracle="region")
+    assert region.oracle == [{"stage": "region", "box": [0.0, 0.0, 10.0, 7.5]}]  # to the 45 x 30 image handed over
 
 
 def test_each_conversations_image_is_dropped_after_its_last_turn(tmp_path, monkeypatch):
@@ -327,6 +375,28 @@ def test_each_conversations_image_is_dropped_after_its_last_turn(tmp_path, monke
              resume=False, progress=False)
     assert released == ["s0", "s1"] or released == ["s1", "s0"]
     assert len(read_jsonl(tmp_path / runner.BATCHES)) == 3
+
+
+def test_the_run_shows_one_bar_of_the_turns_to_ask_moved_on_by_each_batch(tmp_path, monkeypatch):
+    bars = []
+
+    class Bar:
+        def __init__(self, total, desc, enabled):
+            self.args, self.steps, self.closed = (total, desc, enabled), [], False
+            bars.append(self)
+
+        def update(self, n):
+            self.steps.append(n)
+
+        def close(self):
+            self.closed = True
+
+    monkeypatch.setattr(runner, "progress_bar", Bar)
+    append_jsonl(tmp_path / runner.ANSWERS, [{"interaction_id": "s0-t0", "agent_response": "saved"}])
+    generate(Agent(lambda q: ["x"] * len(q)), Split(), [conversation(0, turns=2), conversation(1, turns=3)], 2,
+             tmp_path, load_truncator(prefer_llama=False), resume=True, progress=True)
+    (bar,) = bars
+    assert bar.args == (4, "Generating answers", True) and sum(bar.steps) == 4 and bar.closed
 
 
 def test_the_progress_bar_counts_turns_and_is_silent_when_off():
