@@ -1,0 +1,376 @@
+"""evaluator/harness/dataset.py at its edges: the two shapes of `turns`/`answers`, CRAG-MM-Diagnostics'
+flat rows and their stage labels (metadata as the published parquet holds it, or as JSON text),
+the agent's view of an image (egocentric frames resized, third-person ones as they are), the
+rule set's image_url fixes, and fetching an image_url: http(s) only, redirects only to http(s),
+a size cap, a timeout and the on-disk cache. The web is a local http.server on 127.0.0.1."""
+from __future__ import annotations
+
+import hashlib
+import http.server
+import io
+import socket
+import threading
+import urllib.error
+
+import pytest
+from PIL import Image
+
+from evaluator.harness import dataset
+from evaluator.harness.dataset import (
+    EGO_IMAGE_SIZE,
+    LABEL_FIELDS,
+    Conversation,
+    DatasetTurn,
+    apply_image_url_updates,
+    diagnostics_conversation,
+    fetch_image_bytes,
+    image_for_agent,
+    is_egocentric,
+    normalise_records,
+    stage_labels,
+)
+from testkit.diagnostics_layout import SIZE, TARGET, TARGET_BOX
+
+HERON_PAGE = "https://en.wikipedia.org/wiki/Great_blue_heron"
+
+
+def _metadata(**changes) -> dict:
+    """One row's `metadata` as CRAG-MM-Diagnostics publishes it (testkit/diagnostics_layout.py)."""
+    metadata = {"target_roi_bbox": list(TARGET_BOX), "image_size": list(SIZE), "target_object_name": TARGET,
+                "wikipedia_url": HERON_PAGE, "referring_expression_category": "spatial",
+                "disambiguated_question": "what is the blue animal on the right?",
+                "textual_only_question": f"what is the {TARGET}?"}
+    metadata.update(changes)
+    return metadata
+
+
+def _row(**changes) -> dict:
+    row = {"id": "d0", "question": "what is the animal on the right?", "answer": TARGET,
+           "image_url": "https://images.example/d0.jpg", "metadata": _metadata()}
+    row.update(changes)
+    return row
+
+
+# ---- normalise_records: `turns` / `answers` as a list of dicts or a dict of lists ----
+
+def test_a_dict_of_lists_becomes_one_record_per_position():
+    answers = {"interaction_id": ["t0", "t1"], "ans_full": ["a heron", "in 1990"]}
+    assert normalise_records(answers) == [{"interaction_id": "t0", "ans_full": "a heron"},
+                                          {"interaction_id": "t1", "ans_full": "in 1990"}]
+
+
+def test_a_list_of_dicts_is_copied_so_the_dataset_row_is_never_changed():
+    turns = [{"interaction_id": "t0", "query": "what is this?"}]
+    records = normalise_records(turns)
+    records[0]["query"] = "changed"
+    assert records == [{"interaction_id": "t0", "query": "changed"}]
+    assert turns == [{"interaction_id": "t0", "query": "what is this?"}]
+
+
+@pytest.mark.parametrize("value", [None, {}, []])
+def test_absent_or_empty_records_are_no_records(value):
+    assert normalise_records(value) == []
+
+
+def test_lists_of_different_lengths_are_refused_with_their_lengths():
+    with pytest.raises(ValueError, match=r"different lengths: \[1, 2\]$"):
+        normalise_records({"interaction_id": ["t0", "t1"], "ans_full": ["a heron"]})
+
+
+# ---- stage_labels: a turn's labelled target ----
+
+def test_published_metadata_gives_every_stage_label():
+    assert stage_labels(_metadata()) == {
+        "target_roi_bbox": TARGET_BOX, "image_size": [200, 100], "target_object_name": TARGET,
+        "wikipedia_url": HERON_PAGE, "referring_expression_category": "spatial",
+        "disambiguated_question": "what is the blue animal on the right?",
+        "textual_only_question": f"what is the {TARGET}?"}
+
+
+def test_metadata_as_json_text_reads_as_the_dict():
+    import json
+
+    assert stage_labels(json.dumps(_metadata())) == stage_labels(_metadata())
+
+
+@pytest.mark.parametrize("metadata", ["{not json", "[1, 2]", None, [("target_object_name", TARGET)], 7])
+def test_metadata_that_is_not_a_dict_gives_no_labels(metadata):
+    assert stage_labels(metadata) is None
+
+
+def test_numbers_written_as_text_are_read_and_the_size_becomes_whole_pixels():
+    labels = stage_labels(_metadata(target_roi_bbox=["100", "0", "200.5", "100"], image_size=[200.0, "100"]))
+    assert labels["target_roi_bbox"] == [100.0, 0.0, 200.5, 100.0]
+    assert labels["image_size"] == [200, 100] and all(type(v) is int for v in labels["image_size"])
+
+
+@pytest.mark.parametrize("box", [
+    [100, 0, 100, 100],        # no width
+    [100, 0, 200, 0],          # no height
+    [200, 0, 100, 100],        # x2 left of x1
+    [100, 50, 200, 10],        # y2 above y1
+    [100, 0, 200],             # three numbers
+    [100, 0, 200, 100, 5],     # five numbers
+    ["left", 0, 200, 100],     # not a number
+    7,                         # not a list
+])
+def test_a_box_that_is_not_a_real_rectangle_is_dropped_not_guessed(box):
+    labels = stage_labels(_metadata(target_roi_bbox=box))
+    assert labels["target_roi_bbox"] is None
+    assert labels["target_object_name"] == TARGET  # the named target still counts
+
+
+def test_a_box_one_pixel_wide_and_high_is_kept():
+    assert stage_labels(_metadata(target_roi_bbox=[10, 20, 11, 21]))["target_roi_bbox"] == [10.0, 20.0, 11.0, 21.0]
+
+
+@pytest.mark.parametrize("size", [[0, 100], [200, 0], [-200, 100], [200], [200, 100, 3], ["wide", 100], 200])
+def test_an_image_size_that_is_not_two_positive_numbers_is_dropped(size):
+    assert stage_labels(_metadata(image_size=size))["image_size"] is None
+
+
+def test_a_one_pixel_image_size_is_kept():
+    assert stage_labels(_metadata(image_size=[1, 1]))["image_size"] == [1, 1]
+
+
+def test_text_labels_have_their_spaces_collapsed_and_blank_ones_become_none():
+    labels = stage_labels(_metadata(target_object_name="  Blue \n heron ", referring_expression_category="   ",
+                                    wikipedia_url=None, disambiguated_question="",
+                                    textual_only_question=12))
+    assert labels["target_object_name"] == "Blue heron"
+    assert labels["referring_expression_category"] is None
+    assert labels["wikipedia_url"] is None and labels["disambiguated_question"] is None
+    assert labels["textual_only_question"] == "12"
+
+
+def test_missing_fields_are_none():
+    labels = stage_labels({"target_object_name": TARGET})
+    assert labels == {"target_roi_bbox": None, "image_size": None, "target_object_name": TARGET,
+                      "wikipedia_url": None, "referring_expression_category": None,
+                      "disambiguated_question": None, "textual_only_question": None}
+
+
+def test_a_box_without_a_name_is_still_a_target():
+    labels = stage_labels({"target_roi_bbox": TARGET_BOX, "target_object_name": " "})
+    assert labels["target_roi_bbox"] == TARGET_BOX and labels["target_object_name"] is None
+
+
+@pytest.mark.parametrize("metadata", [
+    {},
+    {"wikipedia_url": HERON_PAGE, "image_size": [200, 100], "textual_only_question": "what is it?"},
+    {"target_object_name": "  ", "target_roi_bbox": [5, 5, 5, 5]},
+])
+def test_a_turn_with_neither_a_target_name_nor_a_box_has_no_labels(metadata):
+    assert stage_labels(metadata) is None
+
+
+# ---- diagnostics_conversation: a flat row as a one-turn conversation ----
+
+def test_a_published_row_is_one_turn_conversation_named_by_its_id():
+    conv = diagnostics_conversation(3, _row())
+    assert (conv.index, conv.session_id, conv.image_url, conv.image_quality) == (3, "d0", "https://images.example/d0.jpg", None)
+    assert not conv.is_ego
+    [turn] = conv.turns
+    assert (turn.interaction_id, turn.query, turn.ground_truth) == ("d0", "what is the animal on the right?", TARGET)
+    assert (turn.domain, turn.query_category, turn.dynamism) == (None, None, None)
+    assert turn.labels == {name: None for name in LABEL_FIELDS}
+    assert turn.ans_accepted is None and turn.abstain_expected is None
+    assert turn.stage_labels == stage_labels(_metadata())
+
+
+def test_a_row_without_an_image_url_is_egocentric():
+    for url in (None, ""):
+        conv = diagnostics_conversation(0, _row(image_url=url))
+        assert conv.image_url is None and conv.is_ego
+    assert diagnostics_conversation(0, {k: v for k, v in _row().items() if k != "image_url"}).is_ego
+
+
+def test_ids_and_answers_that_are_not_text_become_text():
+    conv = diagnostics_conversation(0, _row(id=17, answer=1990, question=None))
+    assert conv.session_id == "17" and conv.turns[0].interaction_id == "17"
+    assert conv.turns[0].ground_truth == "1990" and conv.turns[0].query == ""
+
+
+def test_the_mini_benchmarks_answer_keys_are_read_where_present():
+    turn = diagnostics_conversation(0, _row(ans_accepted=["heron", 1990], abstain_expected=0)).turns[0]
+    assert turn.ans_accepted == ["heron", "1990"] and turn.abstain_expected is False
+    turn = diagnostics_conversation(0, _row(ans_accepted=[], abstain_expected=1)).turns[0]
+    assert turn.ans_accepted == [] and turn.abstain_expected is True
+
+
+def test_a_row_without_metadata_has_no_stage_labels():
+    row = {k: v for k, v in _row().items() if k != "metadata"}
+    assert diagnostics_conversation(0, row).turns[0].stage_labels is None
+
+
+@pytest.mark.parametrize("answer", [None, ""])
+def test_a_row_without_an_answer_is_refused_naming_the_row(answer):
+    with pytest.raises(ValueError, match=r"^row d7: no answer$"):
+        diagnostics_conversation(0, _row(id="d7", answer=answer))
+
+
+def test_a_row_missing_its_answer_key_is_refused():
+    row = {k: v for k, v in _row().items() if k != "answer"}
+    with pytest.raises(ValueError, match="no answer"):
+        diagnostics_conversation(0, row)
+
+
+# ---- the agent's image ----
+
+def _conversation(session_id, url):
+    return Conversation(0, session_id, url, "normal", [DatasetTurn(f"{session_id}-t0", "what is this?", "a heron")])
+
+
+@pytest.mark.parametrize("url, ego", [(None, True), ("", True), ("https://images.example/a.jpg", False)])
+def test_egocentric_means_no_image_url(url, ego):
+    assert is_egocentric(url) is ego
+
+
+@pytest.mark.parametrize("url", [None, ""])
+def test_an_egocentric_frame_reaches_the_agent_at_960_by_1280(url):
+    frame = Image.new("RGB", SIZE, (30, 30, 220))
+    seen = image_for_agent(frame, url)
+    assert seen.size == EGO_IMAGE_SIZE == (960, 1280)
+    assert seen.getpixel((480, 640)) == (30, 30, 220)
+
+
+def test_a_third_person_image_reaches_the_agent_as_it_is():
+    picture = Image.new("RGB", SIZE, (220, 30, 30))
+    assert image_for_agent(picture, "https://images.example/a.jpg") is picture
+
+
+def test_a_row_with_neither_image_nor_url_is_refused():
+    for url in (None, ""):
+        with pytest.raises(ValueError, match="neither an image nor an image_url"):
+            image_for_agent(None, url)
+
+
+def test_a_missing_image_is_read_from_its_url_at_its_own_size(cache):
+    url = "https://images.example/heron.png"
+    buffer = io.BytesIO()
+    Image.new("RGB", SIZE, (30, 30, 220)).save(buffer, format="PNG")
+    (cache / "images").mkdir(parents=True)
+    (cache / "images" / hashlib.sha256(url.encode()).hexdigest()).write_bytes(buffer.getvalue())
+    seen = image_for_agent(None, url)
+    assert seen.size == SIZE and seen.getpixel((150, 50)) == (30, 30, 220)
+
+
+def test_image_url_fixes_change_only_the_listed_sessions_and_name_them_in_order():
+    conversations = [_conversation("s0", "https://old.example/0.jpg"), _conversation("s1", None),
+                     _conversation("s2", "https://old.example/2.jpg")]
+    changed = apply_image_url_updates(conversations, {"s2": "https://new.example/2.jpg", "s0": "https://new.example/0.jpg",
+                                                      "gone": "https://new.example/x.jpg"})
+    assert changed == ["s0", "s2"]
+    assert [c.image_url for c in conversations] == ["https://new.example/0.jpg", None, "https://new.example/2.jpg"]
+    assert apply_image_url_updates(conversations, {}) == []
+
+
+# ---- fetch_image_bytes over a local web server ----
+
+PICTURE = b"\x89PNG picture bytes"
+
+
+@pytest.fixture
+def cache(tmp_path, monkeypatch):
+    """The cache folder, in a folder that does not exist yet."""
+    folder = tmp_path / "not-yet" / "cache"
+    monkeypatch.setattr(dataset, "cache_dir", lambda: folder)
+    return folder
+
+
+@pytest.fixture
+def site():
+    """A web server on 127.0.0.1: /picture, /sized/N (N bytes), and /to?url (302 to url).
+    It records each request's path and User-Agent."""
+    seen = []
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            seen.append((self.path, self.headers.get("User-Agent")))
+            if self.path.startswith("/to?"):
+                self.send_response(302)
+                self.send_header("Location", self.path[len("/to?"):])
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            body = PICTURE if self.path == "/picture" else b"x" * int(self.path.rsplit("/", 1)[1])
+            self.send_response(200)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    server.base = f"http://127.0.0.1:{server.server_address[1]}"
+    server.seen = seen
+    yield server
+    server.shutdown()
+    server.server_close()
+
+
+@pytest.mark.parametrize("url", ["ftp://images.example/a.jpg", "file:///etc/hostname", "images.example/a.jpg",
+                                 "", None, b"http://images.example/a.jpg"])
+def test_only_http_urls_are_fetched(url, cache):
+    with pytest.raises(ValueError, match=r"^image_url must be http\(s\), got "):
+        fetch_image_bytes(url)
+    assert not cache.exists()
+
+
+def test_an_image_is_fetched_once_then_read_from_the_cache(site, cache):
+    url = f"{site.base}/picture"
+    assert fetch_image_bytes(url) == PICTURE
+    assert fetch_image_bytes(url) == PICTURE
+    assert site.seen == [("/picture", "cruise-local-evaluation")]
+    assert [p.name for p in (cache / "images").iterdir()] == [hashlib.sha256(url.encode()).hexdigest()]
+
+
+def test_each_url_has_its_own_cache_entry(site, cache):
+    assert fetch_image_bytes(f"{site.base}/picture") == PICTURE
+    assert fetch_image_bytes(f"{site.base}/sized/3") == b"xxx"
+    assert len(list((cache / "images").iterdir())) == 2
+
+
+def test_the_scheme_is_matched_whatever_its_case(site, cache):
+    assert fetch_image_bytes(site.base.replace("http", "HTTP") + "/picture") == PICTURE
+
+
+def test_an_image_at_the_size_cap_is_whole_and_one_byte_more_is_refused_and_not_cached(site, cache):
+    assert fetch_image_bytes(f"{site.base}/sized/64", max_bytes=64) == b"x" * 64
+    with pytest.raises(ValueError, match=r"larger than 64 bytes$"):
+        fetch_image_bytes(f"{site.base}/sized/65", max_bytes=64)
+    assert len(list((cache / "images").iterdir())) == 1
+
+
+def test_a_redirect_to_http_is_followed(site, cache):
+    for scheme in ("http", "HTTP"):
+        target = site.base.replace("http", scheme) + "/picture"
+        assert fetch_image_bytes(f"{site.base}/to?{target}") == PICTURE
+    assert [path for path, _ in site.seen] == [f"/to?{site.base}/picture", "/picture",
+                                               f"/to?{site.base.replace('http', 'HTTP')}/picture", "/picture"]
+
+
+def test_a_redirect_to_ftp_is_refused(site, cache):
+    with pytest.raises(urllib.error.URLError, match="refusing redirect to a non-http URL: 'ftp://127.0.0.1:9/a.jpg'"):
+        fetch_image_bytes(f"{site.base}/to?ftp://127.0.0.1:9/a.jpg")
+    assert not cache.exists()
+
+
+def test_a_redirect_to_a_local_file_is_refused(site, cache, tmp_path):
+    secret = tmp_path / "secret"
+    secret.write_bytes(b"not for the web")
+    with pytest.raises(urllib.error.URLError):
+        fetch_image_bytes(f"{site.base}/to?{secret.as_uri()}")
+    assert not cache.exists()
+
+
+def test_a_server_that_never_answers_times_out(cache):
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen()
+        with pytest.raises((TimeoutError, urllib.error.URLError)):
+            fetch_image_bytes(f"http://127.0.0.1:{silent.getsockname()[1]}/picture", timeout=0.2)
+    assert not cache.exists()
