@@ -22,10 +22,12 @@ from evaluator.harness.dataset import (
     Conversation,
     DatasetTurn,
     apply_image_url_updates,
+    conversation_from_row,
     diagnostics_conversation,
     fetch_image_bytes,
     image_for_agent,
     is_egocentric,
+    label_name,
     normalise_records,
     stage_labels,
 )
@@ -213,6 +215,91 @@ def test_a_row_missing_its_answer_key_is_refused():
     row = {k: v for k, v in _row().items() if k != "answer"}
     with pytest.raises(ValueError, match="no answer"):
         diagnostics_conversation(0, row)
+
+
+# ---- conversation_from_row: a CRAG-MM row (the mini benchmark's strings, v0.1.2's class labels) ----
+
+def _crag_row(turns_shape="list", **changes) -> dict:
+    turns = [{"interaction_id": "s1-t0", "query": "what bird is this?", "domain": "animal",
+              "query_category": "simple", "dynamism": "static", "image_quality": "normal"},
+             {"interaction_id": "s1-t1", "query": "where does it nest?", "domain": "animal",
+              "query_category": "multi-hop", "dynamism": "slow-changing", "image_quality": "normal"}]
+    answers = [{"interaction_id": "s1-t0", "ans_full": "a great blue heron"},
+               {"interaction_id": "s1-t1", "ans_full": "in trees near water"}]
+    if turns_shape == "dict":
+        turns = {k: [t[k] for t in turns] for k in turns[0]}
+        answers = {k: [a[k] for a in answers] for k in answers[0]}
+    row = {"session_id": "s1", "image": None, "image_url": "https://images.example/s1.jpg",
+           "turns": turns, "answers": answers}
+    row.update(changes)
+    return row
+
+
+@pytest.mark.parametrize("shape", ["list", "dict"])
+def test_a_crag_mm_row_gives_its_turns_in_order_with_answers_and_labels(shape):
+    conv = conversation_from_row(4, _crag_row(shape))
+    assert (conv.index, conv.session_id, conv.image_url, conv.image_quality) == (4, "s1", "https://images.example/s1.jpg", None)
+    assert [(t.interaction_id, t.query, t.ground_truth) for t in conv.turns] == [
+        ("s1-t0", "what bird is this?", "a great blue heron"), ("s1-t1", "where does it nest?", "in trees near water")]
+    first = conv.turns[0]
+    assert (first.domain, first.query_category, first.dynamism) == ("animal", "simple", "static")
+    assert first.labels == {"domain": "animal", "query_category": "simple", "dynamism": "static", "image_quality": "normal"}
+    assert first.ans_accepted is None and first.abstain_expected is None and first.stage_labels is None
+
+
+def test_class_labels_are_named_through_the_vocabularies_and_the_rows_image_quality_wins():
+    row = _crag_row(image_quality=1)
+    for turn in row["turns"]:
+        turn.update(domain=0, query_category=-1, dynamism=None, image_quality=0)
+    conv = conversation_from_row(0, row, {"domain": ["animal", "plant"], "query_category": ["simple"],
+                                          "image_quality": ["normal", "low light"]})
+    assert conv.image_quality == 1
+    assert conv.turns[0].labels == {"domain": "animal", "query_category": None, "dynamism": None,
+                                    "image_quality": "low light"}
+    assert conv.turns[0].domain == 0  # the raw value stays for the official CSVs
+
+
+def test_the_mini_benchmarks_answer_keys_and_a_turns_stage_labels_are_read():
+    row = _crag_row()
+    row["answers"][0].update(ans_accepted=["heron", 7], abstain_expected=0)
+    row["answers"][1].update(ans_accepted=None, abstain_expected=1)
+    row["turns"][0]["metadata"] = _metadata()
+    row["turns"][1].update(target_object_name=TARGET)
+    first, second = conversation_from_row(0, row).turns
+    assert (first.ans_accepted, first.abstain_expected) == (["heron", "7"], False)
+    assert (second.ans_accepted, second.abstain_expected) == (None, True)
+    assert first.stage_labels == stage_labels(_metadata())
+    assert second.stage_labels["target_object_name"] == TARGET
+
+
+def test_a_turn_without_its_answer_is_refused_naming_session_and_turn():
+    row = _crag_row()
+    row["answers"][1]["ans_full"] = ""
+    with pytest.raises(ValueError, match=r"^session s1: no ground-truth answer for interaction s1-t1$"):
+        conversation_from_row(0, row)
+    row["answers"].pop()
+    with pytest.raises(ValueError, match="interaction s1-t1$"):
+        conversation_from_row(0, row)
+
+
+def test_a_row_without_turns_is_refused():
+    for turns in (None, []):
+        with pytest.raises(ValueError, match=r"^session s1 has no turns$"):
+            conversation_from_row(0, _crag_row(turns=turns))
+
+
+def test_a_flat_row_is_read_as_a_diagnostics_row():
+    conv = conversation_from_row(2, _row())
+    assert conv.session_id == "d0" and conv.turns[0].stage_labels == stage_labels(_metadata())
+
+
+@pytest.mark.parametrize("value, names, expected", [
+    (None, ["a"], None), ("", None, None), ("  ", ["a"], None), ("normal", None, "normal"),
+    (1, ["normal", "low light"], "low light"), (0, ["normal"], "normal"), (-1, ["normal"], None),
+    (2, ["normal", "low light"], None), (True, ["normal", "low light"], "True"), (3, None, "3"),
+])
+def test_label_names(value, names, expected):
+    assert label_name(value, names) == expected
 
 
 # ---- the agent's image ----
