@@ -28,7 +28,10 @@ from evaluator.harness.dataset import (
     image_for_agent,
     is_egocentric,
     label_name,
+    label_vocabularies,
+    load_split,
     normalise_records,
+    read_conversations,
     stage_labels,
 )
 from testkit.diagnostics_layout import SIZE, TARGET, TARGET_BOX
@@ -300,6 +303,107 @@ def test_a_flat_row_is_read_as_a_diagnostics_row():
 ])
 def test_label_names(value, names, expected):
     assert label_name(value, names) == expected
+
+
+# ---- label vocabularies, splits and whole datasets (datasets' own objects, no hub) ----
+
+def _class_label_features(shape: str):
+    """v0.1.2's features: class labels inside `turns` (a Sequence of a dict, or a List of dicts)."""
+    from datasets import ClassLabel, Features, List, Sequence, Value
+
+    turn = {"interaction_id": Value("string"), "query": Value("string"),
+            "domain": ClassLabel(names=["animal", "plant"]), "query_category": ClassLabel(names=["simple", "multi-hop"]),
+            "dynamism": Value("string"), "image_quality": ClassLabel(names=["normal", "low light"])}
+    wrap = Sequence if shape == "dict" else List
+    return Features({"session_id": Value("string"), "turns": wrap(turn)})
+
+
+@pytest.mark.parametrize("shape", ["dict", "list"])
+def test_vocabularies_are_read_from_class_labels_inside_turns(shape):
+    assert label_vocabularies(_class_label_features(shape)) == {
+        "domain": ["animal", "plant"], "query_category": ["simple", "multi-hop"], "image_quality": ["normal", "low light"]}
+
+
+def test_image_quality_as_a_class_label_of_the_row_is_read_and_string_labels_have_none():
+    from datasets import ClassLabel, Features, List, Value
+
+    features = Features({"session_id": Value("string"), "image_quality": ClassLabel(names=["normal", "blurred"]),
+                         "turns": List({"interaction_id": Value("string"), "domain": Value("string")})})
+    assert label_vocabularies(features) == {"image_quality": ["normal", "blurred"]}
+    assert label_vocabularies(None) == {}
+    assert label_vocabularies(Features({"session_id": Value("string")})) == {}
+
+
+def _crag_dataset(rows: int = 3):
+    import datasets
+
+    return datasets.Dataset.from_list([_crag_row(session_id=f"s{i}") for i in range(rows)])
+
+
+def test_read_conversations_keeps_dataset_order_and_honours_the_limit():
+    ds = _crag_dataset(3)
+    assert [c.session_id for c in read_conversations(ds)] == ["s0", "s1", "s2"]
+    assert [c.index for c in read_conversations(ds)] == [0, 1, 2]
+    assert [c.session_id for c in read_conversations(ds, limit=2)] == ["s0", "s1"]
+    assert [c.session_id for c in read_conversations(ds, limit=0)] == []
+    assert len(read_conversations(ds, limit=-1)) == len(read_conversations(ds, limit=9)) == 3
+
+
+def test_read_conversations_names_the_class_labels_through_the_features():
+    import datasets
+
+    row = _crag_row()
+    for turn in row["turns"]:
+        turn.update(domain=1, query_category=0, dynamism="static", image_quality=1)
+    features = _class_label_features("list")
+    features.update({"image_url": datasets.Value("string"), "image": datasets.Image(),
+                     "answers": datasets.List({"interaction_id": datasets.Value("string"),
+                                               "ans_full": datasets.Value("string")})})
+    ds = datasets.Dataset.from_list([row], features=features)
+    assert read_conversations(ds)[0].turns[0].labels == {"domain": "plant", "query_category": "simple",
+                                                         "dynamism": "static", "image_quality": "low light"}
+
+
+def test_every_malformed_row_is_named_at_once():
+    import datasets
+
+    rows = [_crag_row(session_id="good"), _crag_row(session_id="no-turns", turns=[]),
+            _crag_row(session_id="no-answer", answers=[])]
+    with pytest.raises(ValueError) as caught:
+        read_conversations(datasets.Dataset.from_list(rows))
+    assert str(caught.value).splitlines() == [
+        "2 malformed conversation(s):", "row 1: ValueError: session no-turns has no turns",
+        "row 2: ValueError: session no-answer: no ground-truth answer for interaction s1-t0"]
+
+
+def test_load_split_picks_the_asked_split_or_says_which_it_used(tmp_path):
+    import datasets
+
+    splits = datasets.DatasetDict({"validation": _crag_dataset(1), "public_test": _crag_dataset(2)})
+    splits.save_to_disk(str(tmp_path / "saved"))
+    ds, used, notice = load_split(str(tmp_path / "saved"), None, "public_test")
+    assert (len(ds), used, notice) == (2, "public_test", None)
+    ds, used, notice = load_split(str(tmp_path / "saved"), None, "test")
+    assert (len(ds), used) == (1, "validation")
+    assert notice == "split 'test' not in ['validation', 'public_test']; using 'validation'"
+
+
+def test_load_split_reads_a_saved_single_split_and_a_folder_of_data_files(tmp_path):
+    _crag_dataset(2).save_to_disk(str(tmp_path / "one"))
+    ds, used, notice = load_split(str(tmp_path / "one"), None, "validation")
+    assert (len(ds), used, notice) == (2, "validation", None)
+    (tmp_path / "files" / "data").mkdir(parents=True)
+    _crag_dataset(3).to_parquet(str(tmp_path / "files" / "data" / "test-00000-of-00001.parquet"))
+    ds, used, notice = load_split(str(tmp_path / "files"), None, "test")
+    assert (len(ds), used, notice) == (3, "test", None)
+
+
+def test_load_split_refuses_a_dataset_with_no_split(tmp_path):
+    import datasets
+
+    datasets.DatasetDict({}).save_to_disk(str(tmp_path / "empty"))
+    with pytest.raises(ValueError, match="holds no split$"):
+        load_split(str(tmp_path / "empty"), None, "validation")
 
 
 # ---- the agent's image ----
