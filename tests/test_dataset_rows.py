@@ -293,7 +293,21 @@ def test_a_row_without_turns_is_refused():
 
 def test_a_flat_row_is_read_as_a_diagnostics_row():
     conv = conversation_from_row(2, _row())
-    assert conv.session_id == "d0" and conv.turns[0].stage_labels == stage_labels(_metadata())
+    assert conv.index == 2 and conv.session_id == "d0" and conv.turns[0].stage_labels == stage_labels(_metadata())
+
+
+def test_a_row_with_turns_is_read_in_the_crag_mm_layout_whatever_else_it_carries():
+    for extra in ({"id": "x"}, {"id": "x", "question": "what is this?"}):
+        assert conversation_from_row(0, _crag_row(**extra)).session_id == "s1"
+    without_turns = {k: v for k, v in _crag_row().items() if k != "turns"}
+    with pytest.raises(ValueError, match="^session s1 has no turns$"):
+        conversation_from_row(0, without_turns)
+
+
+def test_a_turn_without_a_query_has_an_empty_one():
+    row = _crag_row()
+    row["turns"][0]["query"] = None
+    assert conversation_from_row(0, row).turns[0].query == ""
 
 
 @pytest.mark.parametrize("value, names, expected", [
@@ -398,6 +412,44 @@ def test_load_split_reads_a_saved_single_split_and_a_folder_of_data_files(tmp_pa
     assert (len(ds), used, notice) == (3, "test", None)
 
 
+def test_a_name_that_is_no_local_folder_is_loaded_from_the_hub_at_its_revision(monkeypatch):
+    import datasets
+
+    asked = []
+
+    def hub(name, revision=None):  # the hub is outside the unit: answer as load_dataset does
+        asked.append((name, revision))
+        return datasets.DatasetDict({"validation": _crag_dataset(1)})
+
+    monkeypatch.setattr(datasets, "load_dataset", hub)
+    ds, used, notice = load_split("crag-mm-2025/crag-mm-single-turn-public", "v0.1.2", "validation")
+    assert asked == [("crag-mm-2025/crag-mm-single-turn-public", "v0.1.2")]
+    assert (len(ds), used, notice) == (1, "validation", None)
+
+
+def test_images_are_not_decoded_when_conversations_are_read():
+    import datasets
+
+    features = datasets.Features({"session_id": datasets.Value("string"), "image": datasets.Image(),
+                                  "image_url": datasets.Value("string"),
+                                  "turns": datasets.List({k: datasets.Value("string") for k in _crag_row()["turns"][0]}),
+                                  "answers": datasets.List({"interaction_id": datasets.Value("string"),
+                                                            "ans_full": datasets.Value("string")})})
+    row = _crag_row(image={"bytes": b"not an image at all", "path": None})
+    assert [c.session_id for c in read_conversations(datasets.Dataset.from_list([row], features=features))] == ["s1"]
+
+
+def test_a_long_list_of_malformed_rows_names_the_first_twenty_and_counts_all():
+    import datasets
+
+    rows = [_crag_row(session_id=f"bad{i}", turns=[]) for i in range(22)]
+    with pytest.raises(ValueError) as caught:
+        read_conversations(datasets.Dataset.from_list(rows))
+    lines = str(caught.value).splitlines()
+    assert lines[0] == "22 malformed conversation(s):" and len(lines) == 21
+    assert lines[-1] == "row 19: ValueError: session bad19 has no turns"
+
+
 def test_load_split_refuses_a_dataset_with_no_split(tmp_path):
     import datasets
 
@@ -432,7 +484,7 @@ def test_a_third_person_image_reaches_the_agent_as_it_is():
 
 def test_a_row_with_neither_image_nor_url_is_refused():
     for url in (None, ""):
-        with pytest.raises(ValueError, match="neither an image nor an image_url"):
+        with pytest.raises(ValueError, match="^row has neither an image nor an image_url$"):
             image_for_agent(None, url)
 
 
@@ -471,9 +523,11 @@ def cache(tmp_path, monkeypatch):
 
 @pytest.fixture
 def site():
-    """A web server on 127.0.0.1: /picture, /sized/N (N bytes), and /to?url (302 to url).
-    It records each request's path and User-Agent."""
+    """A web server on 127.0.0.1: /picture, /sized/N (N bytes), /stalled/N (N bytes, then nothing
+    until the test ends, the connection still open) and /to?url (302 to url). It records each
+    request's path and User-Agent."""
     seen = []
+    release = threading.Event()
 
     class Handler(http.server.BaseHTTPRequestHandler):
         def do_GET(self):
@@ -485,6 +539,13 @@ def site():
                 self.end_headers()
                 return
             body = PICTURE if self.path == "/picture" else b"x" * int(self.path.rsplit("/", 1)[1])
+            if self.path.startswith("/stalled/"):
+                self.send_response(200)
+                self.end_headers()
+                self.wfile.write(body)
+                self.wfile.flush()
+                release.wait(10)
+                return
             self.send_response(200)
             self.send_header("Content-Length", str(len(body)))
             self.end_headers()
@@ -494,11 +555,12 @@ def site():
             pass
 
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
     thread.start()
     server.base = f"http://127.0.0.1:{server.server_address[1]}"
     server.seen = seen
     yield server
+    release.set()
     server.shutdown()
     server.server_close()
 
@@ -542,6 +604,21 @@ def test_a_redirect_to_http_is_followed(site, cache):
         assert fetch_image_bytes(f"{site.base}/to?{target}") == PICTURE
     assert [path for path, _ in site.seen] == [f"/to?{site.base}/picture", "/picture",
                                                f"/to?{site.base.replace('http', 'HTTP')}/picture", "/picture"]
+
+
+def test_an_endless_body_is_refused_once_it_passes_the_cap_without_waiting_for_its_end(site, cache):
+    with pytest.raises(ValueError, match=r"larger than 64 bytes$"):
+        fetch_image_bytes(f"{site.base}/stalled/65", max_bytes=64, timeout=5)
+
+
+def test_a_redirect_to_https_is_followed(site, cache):
+    # no TLS server here: following it means trying TLS on the plain server, which fails there
+    with pytest.raises(urllib.error.URLError) as caught:
+        fetch_image_bytes(f"{site.base}/to?{site.base.replace('http', 'https')}/picture")
+    assert "refusing redirect" not in str(caught.value)
+    with pytest.raises(urllib.error.URLError) as caught:
+        fetch_image_bytes(f"{site.base}/to?{site.base.replace('http', 'HTTPS')}/picture")
+    assert "refusing redirect" not in str(caught.value)
 
 
 def test_a_redirect_to_ftp_is_refused(site, cache):
