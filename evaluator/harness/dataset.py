@@ -149,9 +149,9 @@ def stage_labels(metadata) -> dict | None:
     if not isinstance(metadata, dict):
         return None
     labels = {name: metadata.get(name) for name in STAGE_LABEL_FIELDS}
-    box = _numbers(labels["target_roi_bbox"], 4) if labels["target_roi_bbox"] is not None else None
+    box = _numbers(labels["target_roi_bbox"], 4)  # None (absent) is not numbers: no box
     labels["target_roi_bbox"] = box if box and box[2] > box[0] and box[3] > box[1] else None
-    size = _numbers(labels["image_size"], 2) if labels["image_size"] is not None else None
+    size = _numbers(labels["image_size"], 2)
     labels["image_size"] = [int(v) for v in size] if size and min(size) > 0 else None
     for name in STAGE_LABEL_FIELDS[2:]:
         value = labels[name]
