@@ -234,7 +234,8 @@ def test_judge_turns_asks_only_what_is_not_saved_and_counts_each_outcome(tmp_pat
 def test_without_a_judge_only_verdicts_on_this_very_answer_are_kept(tmp_path):
     records = [answer("a", 0, "sure: blue", "blue"), answer("a", 1, "a cat", "dog"),
                answer("b", 0, "it is ten", "10", ans_accepted=["ten"]), answer("b", 1, "nope", "x"),
-               answer("c", 0, "an answer", "y", abstain_expected=True), answer("c", 1, "other", "z")]
+               answer("c", 0, "an answer", "y", ans_accepted=["an answer"], abstain_expected=True),
+               answer("c", 1, "other", "z")]
     openai = ScriptedJudge({}, model="gpt-4o-mini", base_url=None)
     other = ScriptedJudge({}, model="m2", base_url="http://two")
 
@@ -242,6 +243,7 @@ def test_without_a_judge_only_verdicts_on_this_very_answer_are_kept(tmp_path):
         return {"interaction_id": iid, "key": judge.cache_key(JudgeItem(iid, f"q {iid}", truth, text)),
                 "judge": judge.label, "verdict": verdict, "reply": f"reply {iid}"}
     write_jsonl(tmp_path / "judgments.jsonl", [
+        {**saved(openai, "a0", "blue", "sure: blue", True), "judge": "garbage"},  # no judge's label: skipped
         saved(openai, "a0", "blue", "sure: blue", True),
         saved(other, "a1", "dog", "a cat", False),
         saved(openai, "b1", "x", "an earlier answer", True),            # another answer: not this turn's
@@ -410,3 +412,170 @@ def test_already_merged_is_false_without_a_readable_config(tmp_path):
     assert not already_merged([tmp_path / "x"], tmp_path)
     (tmp_path / "run_config.json").write_text("{not json")
     assert not already_merged([tmp_path / "x"], tmp_path)
+
+
+# ------------------------------------------------------------------------- edges found by mutation
+def test_summary_of_run_carries_every_field_of_the_config():
+    config = {"args": {"a": 1}, "dataset": "ds", "dataset_type": "mini", "revision": "r1", "split": "val",
+              "agent": "cruise", "profile": "cpu", "preset": "small", "imported": {"harness": "lmms-eval"},
+              "shard": "0/2", "oracle": "gold", "merged_from": ["x"], "conversation_selection": "all",
+              "tokenizer": "t"}
+    assert summary_of_run(config, KDD, []) == {
+        "run_config": {"a": 1}, "dataset": "ds", "dataset_type": "mini", "revision": "r1", "split": "val",
+        "agent": "cruise", "profile": "cpu", "preset": "small", "imported": {"harness": "lmms-eval"},
+        "shard": "0/2", "oracle": "gold", "merged_from": ["x"], "rules": "kddcup2025", "resume_forced": False,
+        "forced_resumes": [], "tokenizer": "t", "conversation_selection": "all", "image_url_updates": []}
+
+
+def test_score_turns_counts_under_the_rule_set_for_all_and_ego():
+    # s: wrong, wrong, then exact: kddcup2025 counts the third turn as a miss (after the cut), crag-mm as correct
+    rows = build_rows([answer("s", 0, "no", "a", ego=True), answer("s", 1, "nope", "b", ego=True),
+                       answer("s", 2, "c", "c", ego=True), answer("t", 0, "d", "d")],
+                      {"s0": False, "s1": False}, {}, CRAG_MM)
+    scored = outputs.score_turns(rows, CRAG_MM)
+    assert (scored.scores["all"]["correct"], scored.scores["ego"]["correct"]) == (2.0, 1.0)
+    assert [r["interaction_id"] for r in scored.counted_ego] == ["s0", "s1", "s2"]
+    assert scored.counted_ego[2]["after_two_wrong"] is True and scored.counted_ego[2]["is_correct"] is True
+    assert {"all", "ego"} <= set(scored.intervals) and scored.intervals["all"] != scored.intervals["ego"]
+    kdd = outputs.score_turns(build_rows([answer("s", 0, "no", "a", ego=True), answer("s", 1, "nope", "b", ego=True),
+                                          answer("s", 2, "c", "c", ego=True)], {"s0": False, "s1": False}, {}, KDD),
+                              KDD)
+    assert kdd.scores["ego"]["correct"] == 0.0 and kdd.scores["all"]["miss"] == 1.0
+
+
+def test_judged_by_names_who_decided_without_an_llm_judge():
+    forms = [answer("a", 0, "x", "y", ans_accepted=["x"], abstain_expected=True)]
+    plain = [answer("a", 0, "x", "y")]
+    rows = [{"abstain_expected": True, "is_miss": False}]
+    kept = {"kept_verdict_judges": {"m @ u (kddcup2025 protocol)": 2}, "offline_judged_turns": 0}
+    judged = outputs.judged_by(None, kept, forms, rows, KDD, None)
+    assert (judged.label, judged.offline, judged.offline_figures) == ("m @ u (kddcup2025 protocol)", False, {})
+    assert judged.prompt_origin is not None
+    both = outputs.judged_by(None, {**kept, "offline_judged_turns": 1}, forms, rows, KDD, None)
+    assert both.label == f"m @ u (kddcup2025 protocol) + {OFFLINE_JUDGE_LABEL}" and both.offline
+    assert both.offline_figures == {"abstain_expected_turns": 1, "abstain_expected_abstained": 0,
+                                    "abstain_expected_answered": 1}
+    # nothing kept, nothing decided, but the data carries forms: the offline judge is still the one named
+    might = outputs.judged_by(None, {"offline_judged_turns": 0}, forms, rows, KDD, None)
+    assert might.label == OFFLINE_JUDGE_LABEL and might.offline and might.prompt_origin is None
+    none = outputs.judged_by(None, {"offline_judged_turns": 0}, plain, rows, KDD, None)
+    assert (none.label, none.offline, none.offline_figures) == ("disabled", False, {})
+
+
+def test_kept_verdict_notices_of_exactly_two_judges_with_turns_left():
+    counts = {"kept_verdict_turns": 4, "kept_verdict_judges": {"j1": 3, "j2": 1},
+              "offline_judged_turns": 2, "unjudged_turns": 1}
+    kept, mixed = kept_verdict_notices(counts)
+    assert kept == ("no LLM judge: 4 turns keep the verdicts j1 (3) and j2 (1) saved in judgments.jsonl; the 3 turns "
+                    f"without one are scored by exact match (2 of them decided by the {OFFLINE_JUDGE_LABEL}, "
+                    "1 left without a verdict)")
+    assert mixed == "the saved verdicts kept come from 2 judges, mixed in these scores: j1 (3) and j2 (1)"
+
+
+def test_run_notice_texts_of_a_run_without_ego_turns_and_an_offline_judge():
+    notices = outputs.run_notices([], outputs.Scored([], [], [], [], {}, {}), outputs.JudgedBy("j", None, True, {}),
+                                  {"offline_judged_turns": 1, "judge_rate_limit_waits": 0}, None, None, {})
+    assert notices == [
+        "no egocentric turns in this run: the 'ego' rates are NaN (as the official evaluator writes them), "
+        "not measurements",
+        f"no LLM judge: the {OFFLINE_JUDGE_LABEL} decided 1 turns against the data's accepted answer forms; "
+        "these scores are not comparable with LLM-judged ones"]
+
+
+def test_record_run_judge_writes_the_config_indented(tmp_path):
+    record_run_judge(tmp_path, {"rules": "crag-mm"}, "m", "u")
+    text = (tmp_path / "run_config.json").read_text()
+    assert text == json.dumps({"rules": "crag-mm", "judge_model": "m", "judge_base_url": "u"}, indent=2)
+
+
+def test_judge_turns_counts_every_cached_reply_and_every_failed_attempt(tmp_path, capsys):
+    records = [answer("a", i, f"answer {i}", "t") for i in range(4)] + [answer("b", 0, "I do not know", "t")]
+    judge = ScriptedJudge({
+        "answer 0": {"verdict": True, "attempts": 0, "cached": True, "waited_s": 1.23456},
+        "answer 1": {"verdict": False, "attempts": 0, "cached": True},
+        "answer 2": {"verdict": None, "attempts": 2, "cached": False},
+        "answer 3": {"verdict": None, "attempts": 1, "cached": False}}, rules=CRAG_MM)
+    judge.gave_up = True
+    verdicts, _, counts = judge_turns(records, tmp_path, judge, True, CRAG_MM)
+    assert "b0" not in verdicts  # "I do not know" is a miss under crag-mm: no judge needed
+    assert counts == {"needing_judge": 4, "judge_failures": 2, "judge_not_asked": 0, "unjudged_turns": 2,
+                      "judge_gave_up": True, "judge_cache_hits": 2, "judge_asked": 4, "judge_rate_limit_waits": 0,
+                      "judge_waited_s_max_turn": 1.235}
+    assert read_jsonl(tmp_path / "judgments.jsonl")[0]["waited_s"] == 1.235
+    bar = capsys.readouterr().err.replace("\r", "\n")
+    assert "Judging answers: 100%" in bar and "4/4" in bar and "5/4" not in bar
+
+
+def test_judge_turns_without_a_judge_counts_the_turns_of_each_kept_judge(tmp_path):
+    judge = ScriptedJudge({}, model="m1", base_url="http://one")
+    records = [answer("a", i, f"answer {i}", "t") for i in range(2)] + [
+        answer("c", 0, "an answer", "y", ans_accepted=["an answer"], abstain_expected=True)]
+    write_jsonl(tmp_path / "judgments.jsonl", [{"interaction_id": "a0", "judge": "not a judge label", "verdict": True}] + [
+        {"interaction_id": f"a{i}", "key": judge.cache_key(JudgeItem(f"a{i}", f"q a{i}", "t", f"answer {i}")),
+         "judge": judge.label, "verdict": True} for i in range(2)])
+    verdicts, replies, counts = judge_turns(records, tmp_path, None, False, KDD)
+    assert counts["kept_verdict_judges"] == {judge.label: 2}
+    assert counts == {"needing_judge": 3, "judge_failures": 0, "judge_not_asked": 0, "unjudged_turns": 0,
+                      "judge_gave_up": None, "judge_cache_hits": 0, "judge_asked": 0, "judge_rate_limit_waits": 0,
+                      "judge_waited_s_max_turn": 0.0, "kept_verdict_turns": 2,
+                      "kept_verdict_judges": {judge.label: 2}, "offline_judged_turns": 1}
+    # the data says abstain: an answer counts as wrong although it is an accepted form
+    assert verdicts["c0"] is False and "abstain" in replies["c0"]
+
+
+def test_finalize_reports_the_unjudged_the_cut_and_a_systemic_fault(tmp_path):
+    records = [answer("s", 0, "sure: a lion", "lion", ego=True, error="engine down"),
+               answer("s", 1, "maybe", "m", ego=True, error="engine down")]
+    write_jsonl(tmp_path / "answers.jsonl", records)
+    write_jsonl(tmp_path / "traces.jsonl", [{"interaction_id": "s0", "deadline_cut": True, "branch": "answer"},
+                                            {"interaction_id": "gone", "deadline_cut": True}])
+    (tmp_path / "run_config.json").write_text(json.dumps({"rules": "kddcup2025"}))
+    judge = ScriptedJudge({"sure: a lion": {"verdict": True, "attempts": 1, "cached": False},
+                           "maybe": {"verdict": None, "attempts": 3, "cached": False, "error": "500"}})
+    from evaluator.scoring.judge import prompt_origin_of
+    judge.prompt_origin = prompt_origin_of(judge.protocol)
+    results = finalize(tmp_path, judge, progress=False)
+    text = (tmp_path / "run_summary.json").read_text()
+    assert text.startswith('{\n  "run_config"')
+    summary = json.loads(text)
+    assert summary["unjudged"]["turns"] == 1 and summary["unjudged"]["llm_judge"] is True
+    assert "judge-m" in json.dumps(summary["unjudged"]) and "http://judge" in json.dumps(summary["unjudged"])
+    assert summary["deadline_cut"]["turns"] == 1 and summary["deadline_cut_turns"] == 1
+    assert summary["systemic_fault"] is not None
+    assert summary["notices"][:3] == [summary["systemic_fault"]["notice"], summary["deadline_cut"]["notice"],
+                                      summary["unjudged"]["notice"]]
+    assert summary["judge_prompt"] == "this package's wording" or summary["judge_prompt"].startswith("official")
+    assert summary["judge_prompt_origin"] == judge.prompt_origin
+    assert results.summary == summary and [r["interaction_id"] for r in results.rows_ego] == ["s0", "s1"]
+    assert json.loads((tmp_path / "run_config.json").read_text())["judge_model"] == "judge-m"
+
+
+def test_merge_into_a_new_nested_folder_keeps_the_first_config_and_indents_it(tmp_path):
+    one = shard_folder(tmp_path, "one", "0/2", ["a"], expected=3, exact_conversations=True, agent="first")
+    two = shard_folder(tmp_path, "two", "1/2", ["b"], expected=2, exact_conversations=True, agent="second")
+    merged = tmp_path / "deep" / "er" / "merged"
+    merge_runs([one, two], merged)
+    text = (merged / "run_config.json").read_text()
+    config = json.loads(text)
+    assert text == json.dumps(config, indent=2)
+    assert config["agent"] == "first" and config["expected_turns"] == 5
+    assert config["conversation_selection"].startswith("exactly the first 10 conversations")
+    assert "; 2 served, 5 turns in all)" in config["conversation_selection"]
+
+
+def test_merge_of_folders_without_a_run_config(tmp_path):
+    one, two = shard_folder(tmp_path, "one", None, ["a"]), shard_folder(tmp_path, "two", None, ["b"])
+    for folder in (one, two):
+        (folder / "run_config.json").unlink()
+    merge_runs([one, two], tmp_path / "m")
+    config = json.loads((tmp_path / "m" / "run_config.json").read_text())
+    assert config["served_conversations"] == 2 and config["expected_turns"] is None
+    assert config["conversation_selection"].startswith("all conversations (2 served, 4 turns in all)")
+
+
+@pytest.mark.parametrize("key", ["dataset_type", "split", "num_conversations"])
+def test_merge_refuses_folders_of_another_selection(tmp_path, key):
+    one = shard_folder(tmp_path, "one", "0/2", ["a"])
+    two = shard_folder(tmp_path, "two", "1/2", ["b"], **{key: "other"})
+    with pytest.raises(ValueError, match=f"folders disagree on {key}"):
+        merge_runs([one, two], tmp_path / "m")
