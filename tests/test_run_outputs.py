@@ -579,3 +579,87 @@ def test_merge_refuses_folders_of_another_selection(tmp_path, key):
     two = shard_folder(tmp_path, "two", "1/2", ["b"], **{key: "other"})
     with pytest.raises(ValueError, match=f"folders disagree on {key}"):
         merge_runs([one, two], tmp_path / "m")
+
+
+def test_without_a_judge_the_official_prompt_decides_which_saved_verdicts_stand(tmp_path):
+    from pathlib import Path
+
+    from evaluator.scoring.official_judge import load_official_judge
+
+    official = load_official_judge(Path(__file__).resolve().parent / "fixtures" / "crag_mm_checkout")
+    protocol = protocol_for(CRAG_MM, official)
+    label = judge_label("gpt-4o", None, "crag-mm")
+    records = [answer("a", 0, "sure: blue", "blue")]
+    item = JudgeItem("a0", "q a0", "blue", "sure: blue")
+    write_jsonl(tmp_path / "judgments.jsonl", [{"interaction_id": "a0", "judge": label, "verdict": True,
+                                                "key": judging_key(protocol, "gpt-4o", None, item)}])
+    verdicts, _, counts = judge_turns(records, tmp_path, None, False, CRAG_MM, official)
+    assert verdicts == {"a0": True} and counts["kept_verdict_turns"] == 1
+    # the same record under this package's own prompt: another judging question, not kept
+    assert judge_turns(records, tmp_path, None, False, CRAG_MM)[0] == {"a0": None}
+    judged = outputs.judged_by(None, counts, records, [], CRAG_MM, official)
+    assert judged.prompt_origin == official.origin() and judged.label == label
+    write_jsonl(tmp_path / "answers.jsonl", records)
+    (tmp_path / "run_config.json").write_text(json.dumps({"rules": "crag-mm"}))
+    finalize(tmp_path, None, progress=False, official=official)
+    summary = json.loads((tmp_path / "run_summary.json").read_text())
+    assert summary["kept_verdict_turns"] == 1 and summary["judge_prompt"].startswith("official (")
+
+
+STAGE_LABELS = {"target_roi_bbox": [0, 0, 10, 10], "image_size": [20, 20], "target_object_name": "Heron",
+                "wikipedia_url": "https://en.wikipedia.org/wiki/Heron", "referring_expression_category": None}
+
+
+def test_finalize_writes_every_file_and_every_summary_part(tmp_path, capsys):
+    records = [answer("s", 0, "sure: a heron", "heron", ego=True, stage_labels=STAGE_LABELS),
+               answer("s", 1, "a cat", "dog", ego=True), answer("t", 0, "maybe", "m")]
+    write_jsonl(tmp_path / "answers.jsonl", records)
+    (tmp_path / "run_config.json").write_text(json.dumps({"rules": "kddcup2025", "oracle": "gold", "dataset": "ds"}))
+    judge = ScriptedJudge({"sure: a heron": {"verdict": True, "attempts": 1, "cached": False},
+                           "a cat": {"verdict": False, "attempts": 1, "cached": False},
+                           "maybe": {"verdict": None, "attempts": 2, "cached": False}})
+    finalize(tmp_path, judge)  # progress shown by default
+    assert "Judging answers" in capsys.readouterr().err
+    text = (tmp_path / "diagnostics.json").read_text()
+    diagnostics = json.loads(text)
+    assert text.startswith('{\n  "labelled_turns": 1') and diagnostics["oracle"] == "gold"
+    summary = json.loads((tmp_path / "run_summary.json").read_text())
+    assert summary["diagnostics"] == {stage: {k: v for k, v in figures.items() if k != "by_category"}
+                                      for stage, figures in diagnostics["stages"].items()}
+    assert set(summary) == {
+        "run_config", "dataset", "dataset_type", "revision", "split", "agent", "profile", "preset", "imported",
+        "shard", "oracle", "merged_from", "rules", "resume_forced", "forced_resumes", "tokenizer",
+        "conversation_selection", "image_url_updates", "judge", "judge_prompt", "judge_prompt_origin",
+        "needing_judge", "judge_failures", "judge_not_asked",
+        "unjudged_turns", "judge_gave_up", "judge_cache_hits", "judge_asked", "judge_rate_limit_waits",
+        "judge_waited_s_max_turn", "unjudged", "turns_expected", "turns_answered", "complete",
+        "agent_error_turns", "agent_errors", "deadline_cut_turns", "deadline_cut", "stage_fault_turns",
+        "stage_faults", "refused_turns", "refusals", "image_load_failures", "batches", "budget_rule",
+        "wall_ms_max", "wall_ms_p50", "wall_ms_p95", "over_budget_count", "per_batch", "engine_calls_per_batch",
+        "stage_ms_per_batch", "tokens", "scores", "intervals_95", "breakdowns", "multi_turn",
+        "evidence_coverage", "agent_summary", "diagnostics", "systemic_fault", "notices"}
+    assert summary["scores"]["all"]["correct"] == 1.0 and summary["scores"]["ego"]["total"] == 2.0
+    assert set(summary["breakdowns"]) == {"domain", "query_category", "dynamism", "image_quality"}
+    assert summary["breakdowns"]["domain"][0]["count"] == 3
+    assert summary["multi_turn"] is not None
+    # the unjudged turn: one of three, with the folder in the command that judges it again
+    assert summary["unjudged"]["turns"] == 1 and str(tmp_path) in summary["unjudged"]["rejudge_command"]
+    scores_text = (tmp_path / "scores_dictionary.json").read_text()
+    assert scores_text.startswith('{\n  "all": {\n    "total"')
+    official_ego = pd.read_csv(tmp_path / "turn_evaluation_results_ego.csv")
+    assert list(official_ego.columns) == OFFICIAL_TURN_COLUMNS and list(official_ego["interaction_id"]) == ["s0", "s1"]
+    from evaluator.scoring.scores import EXTENDED_TURN_COLUMNS
+    extended_all = pd.read_csv(tmp_path / "turn_evaluation_results_all_extended.csv")
+    extended_ego = pd.read_csv(tmp_path / "turn_evaluation_results_ego_extended.csv")
+    assert list(extended_all.columns) == list(extended_ego.columns) == EXTENDED_TURN_COLUMNS
+    assert list(extended_all["interaction_id"]) == ["s0", "s1", "t0"]
+    assert list(extended_ego["interaction_id"]) == ["s0", "s1"]
+
+
+def test_summary_of_turns_shows_at_most_twenty_faults_and_refusals_each():
+    traces = ([{"branch": "error", "errors": [f"s1: e{i:02d}"]} for i in range(25)]
+              + [{"branch": "refused", "errors": [f"r{i:02d}"]} for i in range(25)])
+    turns = summary_of_turns({}, [], traces, None, [])
+    assert turns["stage_faults"] == [f"s1: e{i:02d}" for i in range(20)]
+    assert turns["refusals"] == [f"r{i:02d}" for i in range(20)]
+    assert (turns["stage_fault_turns"], turns["refused_turns"]) == (25, 25)
