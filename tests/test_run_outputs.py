@@ -65,7 +65,7 @@ def test_batch_summary_interpolates_percentiles_and_counts_only_batches_over_the
                                        "budget_ms": 1000, "run_budget_ms": 7}
     assert summary["per_batch"][0]["shard"] is None and summary["per_batch"][0]["run_budget_ms"] is None
     assert summary["engine_calls_per_batch"] == [3] and summary["stage_ms_per_batch"] == [{"s1": 5}]
-    assert "10 s x agent batch size" in summary["budget_rule"]
+    assert summary["budget_rule"] == "10 s x agent batch size per batch_generate_response call"
 
 
 def test_batch_summary_of_one_batch_and_of_none():
