@@ -107,7 +107,7 @@ def saved_verdicts(output_dir: Path) -> dict[str, tuple[bool, str | None]]:
 
 def kept_verdicts(needing: list[dict], output_dir: Path, rules: RuleSet,
                   official: OfficialJudge | None) -> dict[str, dict]:
-    """interaction_id -> {"verdict", "reply", "judge", "model", "base_url"}: the last verdict an
+    """interaction_id -> {"verdict", "reply", "judge"}: the last verdict an
     LLM judge saved in this folder for the turn's answer as it stands, for a scoring without a
     judge. A record counts only when its key is the key its judge (named by its label) gives this
     turn's question, ground truth and answer under this rule set and judge prompt: a verdict on
@@ -124,8 +124,7 @@ def kept_verdicts(needing: list[dict], output_dir: Path, rules: RuleSet,
         item = JudgeItem(turn["interaction_id"], turn["query"], turn["ground_truth"], turn["agent_response"])
         for base_url in base_urls:
             if record.get("key") == judging_key(protocol, model, base_url, item):
-                kept[item.key] = {"verdict": record["verdict"], "reply": record.get("reply"),
-                                  "judge": record["judge"], "model": model, "base_url": base_url}
+                kept[item.key] = {"verdict": record["verdict"], "reply": record.get("reply"), "judge": record["judge"]}
                 break
     return kept
 
