@@ -399,7 +399,11 @@ def test_the_run_shows_one_bar_of_the_turns_to_ask_moved_on_by_each_batch(tmp_pa
     assert bar.args == (4, "Generating answers", True) and sum(bar.steps) == 4 and bar.closed
 
 
-def test_the_progress_bar_counts_turns_and_is_silent_when_off():
+def test_the_progress_bar_counts_turns_and_is_silent_when_off(monkeypatch):
+    from tqdm import tqdm
+
+    # no monitor thread: a process forked after it (mutmut forks one per mutant) could inherit its lock held
+    monkeypatch.setattr(tqdm, "monitor_interval", 0)
     bar = runner.progress_bar(5, "Generating answers", True)
     assert (bar.total, bar.desc, bar.unit, bar.disable) == (5, "Generating answers", "turn", False)
     bar.close()
