@@ -31,7 +31,7 @@ from agents.cruise.settings import CruiseSettings
 from agents.engines.cpu_path import resolve_cpu_weights
 from agents.peers.qa_dragon.settings import QaDragonSettings
 from agents.profiles import detect_profile
-from agents.runtime.system import Decision, Stage, System, View
+from agents.runtime.system import Decision, Prior, Stage, System, View
 from agents.settings import SettingError, check_settings
 
 
@@ -83,7 +83,7 @@ class ClashSettings:
 
 def a_system(name: str, settings: type) -> System:
     """A record the registry takes, with `settings` as its own."""
-    return System(name=name, stages=(Stage("probe_answer", cost_prior="answer"),),
+    return System(name=name, stages=(Stage("probe_answer", prior=Prior("answer")),),
                   run=lambda system, turns, *rest, **kw: ([IDK_ANSWER] * len(turns), [{} for _ in turns]),
                   decide=lambda trace, cfg: Decision(IDK_ANSWER, "none"),
                   view=View(funnel=lambda trace, cfg: {}, branches=("none",)), settings=settings)

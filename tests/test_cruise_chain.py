@@ -108,15 +108,17 @@ def test_task1_pipeline_refusing_text_search_costs_nothing_but_web_context():
     assert agent.last_batch_report["traces"][0]["errors"] == []
 
 
-def test_a_failing_stage_costs_only_its_own_turns():
+def test_a_failing_stage_costs_only_the_turn_that_faults():
     fail = {"answer": lambda req: PRICE in last_user_text(req)}
     agent = make_agent("full", fail=fail)
     answers = agent.batch_generate_response(*batch([WHERE, PRICE, COLOR, WHERE]))
-    # First try fails for everyone, then the halves [WHERE, PRICE] and [COLOR, WHERE] are retried.
-    assert answers == [IDK_ANSWER, IDK_ANSWER, "Red", "Camden."]
+    # the whole batch fails, then [WHERE, PRICE] fails and [COLOR, WHERE] passes, then [WHERE]
+    # passes and [PRICE] fails: the price question alone is lost
+    assert answers == ["Camden.", IDK_ANSWER, "Red", "Camden."]
     traces = agent.last_batch_report["traces"]
     assert traces[1]["branch"] == "error" and "scripted failure" in traces[1]["errors"][0]
-    assert traces[2]["errors"] == []
+    assert [t["faults"] for t in traces[::2]] == [[], []] and traces[3]["faults"] == []
+    assert [(f["stage"], f["exception"].split(":")[0]) for f in traces[1]["faults"]] == [("answer", "RuntimeError")]
 
 
 @pytest.mark.parametrize("idk", IDK_SPELLINGS)
@@ -338,16 +340,39 @@ def test_the_checks_are_expected_over_the_turns_they_may_ask(monkeypatch):
     whole batch: with PRICE decided by retrieval, only WHERE. Expected over all turns, a loaded
     batch cut the consistency check before it started where it would have fit (8 of 55 turns
     beside a busy loop per core, 2026-11-28)."""
-    from agents.runtime.batch import BatchRun
+    from agents.runtime.deadline import StageCosts
 
     seen = {}
-    stage = BatchRun.stage
+    expect = StageCosts.expect
 
-    def recording(self, name, fn, lists, fixed, fallback, asked=None):
-        seen[name] = asked
-        return stage(self, name, fn, lists, fixed, fallback, asked=asked)
+    def recording(self, name, turns):
+        seen.setdefault(name, turns)
+        return expect(self, name, turns)
 
-    monkeypatch.setattr(BatchRun, "stage", recording)
+    monkeypatch.setattr(StageCosts, "expect", recording)
     agent = make_agent("full", skip_decided_turns=True, consistency_skip_identical=False)
-    assert agent.batch_generate_response(*batch([PRICE, WHERE])) == [IDK_ANSWER, "Camden."]
-    assert seen["answer"] == [False, True] and seen["consistency"] == [False, True]
+    assert agent.batch_generate_response(*batch([PRICE, WHERE, PRICE])) == [IDK_ANSWER, "Camden.", IDK_ANSWER]
+    assert seen["route"] == 3 and seen["answer"] == 1 and seen["consistency"] == 1
+
+
+def test_each_asked_turn_gets_its_own_domains_notes_where_a_decided_turn_comes_first():
+    """Domain routing gives each turn the lines of its own domain in its answer prompt. With the
+    real-time PRICE question decided by retrieval first in the batch, the answer stage asks the
+    other turns only, at other positions than their turns: each still carries its own domain's
+    lines, never its neighbour's."""
+    def extended(req):
+        lines = route(req).splitlines()
+        domain = "Vehicles" if WHERE in last_user_text(req) else "Shopping"
+        return "\n".join([*lines, "Search: image", "Question Type: simple", f"Domain: {domain}"])
+
+    agent = make_agent("full", skip_decided_turns=True, use_domain_route=True)
+    agent.engines.router.script = {"route": extended}
+    answers = agent.batch_generate_response(*batch([PRICE, COLOR, WHERE]))
+    assert answers == [IDK_ANSWER, "Red", "Camden."]
+    asked = [r for stage, r in agent.engines.vlm.requests if stage == "answer"]
+    prompts = {q: "\n".join(str(m["content"]) for m in r.messages) for r in asked
+               for q in (WHERE, COLOR) if q in last_user_text(r)}
+    assert len(asked) == 4 and set(prompts) == {WHERE, COLOR}  # two answers (dual path) of the two asked turns
+    assert "This is a vehicle question" in prompts[WHERE] and "This is a shopping question" not in prompts[WHERE]
+    assert "This is a shopping question" in prompts[COLOR] and "This is a vehicle question" not in prompts[COLOR]
+    assert [t["domain"] for t in agent.last_batch_report["traces"]] == ["Shopping", "Shopping", "Vehicles"]

@@ -615,19 +615,18 @@ def test_tau_ret_scope_context_gates_every_answer_from_weak_context():
     assert decide("Camden", **no_context, tau_high=1.0, tau_ret_scope="context").answer == "Camden"
 
 
-def test_the_grounding_check_is_priced_as_no_model_by_the_deadline():
-    from agents.cruise.system import CRUISE
-    from agents.runtime.cost_priors import stage_priors
-    from agents.runtime.deadline import StageCosts
+@pytest.mark.parametrize("cov_mode, calls_a_model", [("grounding", False), ("yes_no", True)])
+def test_the_ledger_tells_the_deadline_whether_the_check_calls_a_model(cov_mode, calls_a_model):
+    """The grounding check sends no request: the deadline learns it per turn and never charges it
+    a model request's cost; the yes/no check sends one per turn it asks, and is learned so."""
+    from testkit.scripted_chain import WHERE, batch, make_agent
 
-    grounding = load_config("cpu")
-    odds = grounding.replace(cov_mode="yes_no")
-    for cfg, free in ((grounding, True), (odds, False)):
-        costs = StageCosts(priors=stage_priors(CRUISE, cfg))
-        costs.observe("answer", 8, 40.0, 16)  # a model stage measured at 2.5 s a request
-        # unmeasured, a model stage is charged the dearest request; the grounding check nothing
-        assert costs.expect("verify", 8) == (0.0 if free else 20.0)
-        assert ("verify" in CRUISE.engine_free(cfg)) is free
+    agent = make_agent("full", cov_mode=cov_mode)
+    assert agent.config.answer.cov_mode == cov_mode
+    agent.batch_generate_response(*batch([WHERE, WHERE]))
+    assert ("verify" in agent.costs.model_stages) is calls_a_model
+    assert "answer" in agent.costs.model_stages and "retrieve" not in agent.costs.model_stages
+    assert agent.costs.requests_per_turn["verify"] == 1.0
 
 
 def test_a_calibration_file_leaves_presets_without_a_finalizer_alone(tmp_path):

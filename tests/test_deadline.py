@@ -96,12 +96,15 @@ def test_the_estimate_is_per_request_and_scales_with_requests_per_turn():
     assert costs.expect("answer", 4) == 36.0  # the prior, per turn, until measured
     costs.observe("answer", 4, 2.0, requests=8)  # two requests per turn, 0.25 s each
     assert costs.expect("answer", 6) == pytest.approx(6 * 2 * 0.25)
-    # A run that sent no request (every turn skipped the check) is not a sample of a request's cost.
-    costs.observe("consistency", 8, 0.001, requests=0)
-    assert costs.per_request_s("consistency") is None
-    # A stage that calls no engine counts one request per turn.
-    costs.observe("retrieve", 4, 1.0)
-    assert costs.expect("retrieve", 8) == pytest.approx(2.0)
+    # A run of a stage the ledger has seen call a model that sent no request (every turn skipped
+    # it) is not a sample of a request's cost.
+    costs.observe("answer", 8, 0.001, requests=0)
+    assert costs.samples["answer"] == [(0.25, 1)]
+    # A stage the ledger never saw send a request counts one per turn.
+    costs.observe("retrieve", 4, 1.0, requests=0)
+    assert costs.expect("retrieve", 8) == pytest.approx(2.0) and costs.model_stages == {"answer"}
+    costs.observe("perceive", 4, 0.4)  # no ledger at all: per turn too
+    assert costs.expect("perceive", 2) == pytest.approx(0.2)
 
 
 class DeadlineBoundEngine(fakes.ScriptedEngine):
@@ -137,13 +140,18 @@ def test_an_engine_cut_ends_the_batch_inside_its_budget_and_the_trace_says_where
         "during answer": 2, "before consistency": 1}
 
 
-def test_a_stage_not_yet_timed_is_charged_the_dearest_request_seen():
+def test_a_stage_not_timed_lately_is_priced_at_its_prior_else_0_never_at_another_stages_cost():
     costs = StageCosts()
     costs.new_batch()
     assert costs.expect("route", 8) == 0.0  # nothing measured yet: the engines' own limit guards it
-    costs.observe("route", 8, 4.0, requests=8)  # 0.5 s a request
-    costs.observe("rerank", 8, 0.8, requests=80)  # 0.01 s a pair
-    assert costs.expect("summarize", 8) == pytest.approx(8 * 0.5)
+    costs.observe("summarize", 8, 1.6, requests=8)  # 0.2 s a request
+    costs.observe("draft", 8, 40.0, requests=8)  # a long step: 5 s a request
+    assert costs.expect("summarize", 8) == pytest.approx(1.6)
+    assert costs.expect("fine_rerank", 8) == 0.0  # not timed yet: tried, not charged the draft's cost
+    for _ in range(8):  # its sample ages out while it is not asked
+        costs.new_batch()
+    costs.observe("draft", 8, 40.0, requests=8)
+    assert costs.per_request_s("summarize") is None and costs.expect("summarize", 8) == 0.0  # tried again
     # A prior, where the profile has one, still comes first.
     assert StageCosts(priors={"summarize": 0.1}).expect("summarize", 8) == pytest.approx(0.8)
 
@@ -184,15 +192,15 @@ def test_a_stage_is_expected_over_the_turns_it_asks_only(fake_clock):
     asked = [False] * 7 + [True]
     run = BatchRun(8, Deadline(6.0, clock=clock), costs, ledger=Ledger())
 
-    def answer(flags):
+    def answer(group):
         clock.sleep(4.0)
-        return ["answered" if f else "skipped" for f in flags]
+        return ["answered" if asked[i] else "skipped" for i in group]
 
-    out = run.stage("answer", answer, [asked], (), lambda: "cut", asked=asked)
-    assert run.cut_before is None and out[-1] == "answered"
-    # without `asked` the same stage is expected over all 8 turns and does not start
+    out = run.guarded("answer", answer, [i for i in range(8) if asked[i]])
+    assert run.cut_before is None and out == {7: "answered"}
+    # over all 8 turns the same stage is expected at 32 s and does not start
     again = BatchRun(8, Deadline(6.0, clock=clock), costs, ledger=Ledger())
-    assert again.stage("answer", answer, [asked], (), lambda: "cut") == ["cut"] * 8 and again.cut_before == "answer"
+    assert again.guarded("answer", answer, list(range(8))) == {} and again.cut_before == "answer"
 
 
 def test_a_stage_may_start_only_while_more_than_its_expected_cost_is_left():

@@ -30,7 +30,7 @@ from agents.config.loading import load_config
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
 from agents.profiles import REPO_ROOT
-from agents.runtime.batch import decide_turn, open_batch
+from agents.run_stages import open_batch
 from agents.runtime.cost_priors import stage_priors
 from agents.runtime.system import Decision, Stage, System, View
 from evaluator.harness.resolved import resolve_settings
@@ -72,26 +72,23 @@ def perception_reads_a_sign(monkeypatch):
     monkeypatch.setattr(s0a_perceive, "SHARED_CACHE", s0a_perceive.PerceptionCache())
 
 
-LOOK = Stage("look", writes=("looked_at", "rag_answer"))
+def look(batch):
+    """What each turn carries as its picture; no stage of its own for perception."""
+    return [{"looked_at": t.picture, "rag_answer": "a sign" if SIGN in t.picture else IDK_ANSWER} for t in batch.turns]
+
+
+LOOK = Stage("look", batch_fn=look, writes=("looked_at", "rag_answer"))
 
 
 def run_look(system, turns, engines, pipeline, cfg, costs, started=None):
-    """Its one stage reads what each turn carries as its picture; no step of its own for perception."""
-    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
-    seen = state.run.stage("look", lambda ts: [t.picture for t in ts], [state.turns], (), lambda: "")
-    answers, traces = [], []
-    for i, picture in enumerate(seen):
-        answer = "a sign" if SIGN in picture else IDK_ANSWER
-        decision = decide_turn(system, {"rag_answer": answer}, cfg, state.run, i)
-        answers.append(decision.answer)
-        traces.append(state.trace(i, {"looked_at": picture, "rag_answer": answer, "branch": decision.branch,
-                                      "final_answer": decision.answer}, parsed={}))
-    return answers, traces
+    batch = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    batch.call(LOOK)
+    return batch.finish()
 
 
 LOOKER = System(name="looker", stages=(LOOK,), run=run_look,
                 decide=lambda trace, cfg: Decision(trace["rag_answer"], "looked"),
-                view=View(funnel=lambda trace, cfg: {}), untimed_prior=None)
+                view=View(funnel=lambda trace, cfg: {}))
 
 
 @pytest.fixture
@@ -118,9 +115,10 @@ def test_a_system_that_lists_no_perception_reads_the_photo_as_text_and_traces_th
     assert [t["harness_domain"] for t in traces] == ["Plants", None]
     assert [t["harness_passages"] for t in traces] == [2, 0]  # blank passages dropped; "" searched, found none
     assert list(traces[0]["stage_ms"]) == ["perceive", "look"]
-    # perception is one of its stages: timed per turn (it calls no model) and priced 0, not like a request
-    assert LOOKER.stage_names() == ("perceive", "look") and "perceive" in LOOKER.engine_free(agent.config)
-    assert stage_priors(LOOKER, agent.config) == {"perceive": 0.0}
+    # perception is one of its stages: no prior, and the ledger saw it send no request, so it is
+    # learned per turn, never priced like a model request
+    assert LOOKER.stage_names() == ("perceive", "look") and stage_priors(LOOKER, agent.config) == {}
+    assert "perceive" in agent.costs.samples and "perceive" not in agent.costs.model_stages
 
 
 def test_a_vlm_that_sees_gets_no_picture_block_and_a_harness_that_hands_nothing_over_is_traced_so(
@@ -169,49 +167,37 @@ from agents.settings import COUNT, ranged
 class ShoutSettings:
     @SYSTEM@_words: int = ranged(3, COUNT)  # the most words an answer may take
 """
-TALLY = """from agents.runtime.system import Stage, always
+TALLY = """from agents.plugin import Stage
 
 
-def tally_batch(turns):
-    return [len(turn.query.split()) for turn in turns]
+def tally(batch):
+    return [{"@SYSTEM@_question_words": len(turn.query.split())} for turn in batch.turns]
 
 
-STAGE = Stage("@SYSTEM@_tally", calls_no_model=always, writes=("@SYSTEM@_question_words",))
+STAGE = Stage("@SYSTEM@_tally", batch_fn=tally, writes=("@SYSTEM@_question_words",))
 """
-SHOUT = """from agents.engines.base import Sampling
-from agents.runtime.system import Stage
-from agents.stages.prompts import ask_vlm
+SHOUT = """from agents.plugin import Stage
 
 
-def shout_batch(turns, counts, engine, cfg):
-    def values(i):
-        return {"query": turns[i].query, "words": str(cfg.own.@SYSTEM@_words), "count": str(counts[i])}
+def shout(batch):
+    values = [{"query": turn.query, "words": str(batch.settings.@SYSTEM@_words),
+               "count": str(reads["@SYSTEM@_question_words"])} for turn, reads in zip(batch.turns, batch.reads)]
+    return [{"@SYSTEM@_reply": reply} for reply in batch.ask("@SYSTEM@", values, max_tokens=16)]
 
-    return ask_vlm(engine, "@SYSTEM@", turns, list(range(len(turns))), values, Sampling(max_tokens=16))
 
-
-STAGE = Stage("@SYSTEM@", writes=("@SYSTEM@_reply",))
+STAGE = Stage("@SYSTEM@", batch_fn=shout, reads=("@SYSTEM@_question_words",), writes=("@SYSTEM@_reply",),
+              prompts=("@SYSTEM@",))
 """
-SYSTEM = """from agents.base_agent import IDK_ANSWER
-from agents.runtime.batch import decide_turn, open_batch
-from agents.runtime.system import Decision, System, View, register
+SYSTEM = """from agents.plugin import Decision, System, View, open_batch, register
 from @PACKAGE@ import s1_tally, s2_shout
 from @PACKAGE@.settings import ShoutSettings
 
 
 def run(system, turns, engines, pipeline, cfg, costs, started=None):
-    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
-    counts = state.run.stage("@SYSTEM@_tally", s1_tally.tally_batch, [state.turns], (), lambda: 0)
-    replies = state.run.stage("@SYSTEM@", s2_shout.shout_batch, [state.turns, counts], (engines.vlm, cfg),
-                              lambda: IDK_ANSWER)
-    answers, traces = [], []
-    for i, reply in enumerate(replies):
-        decision = decide_turn(system, {"@SYSTEM@_reply": reply}, cfg, state.run, i)
-        answers.append(decision.answer)
-        own = {"@SYSTEM@_question_words": counts[i], "@SYSTEM@_reply": reply,
-               "branch": decision.branch, "final_answer": decision.answer}
-        traces.append(state.trace(i, own, parsed={}))
-    return answers, traces
+    batch = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    batch.call(s1_tally.STAGE)
+    batch.call(s2_shout.STAGE)
+    return batch.finish()
 
 
 def decide(trace, cfg):
@@ -220,11 +206,10 @@ def decide(trace, cfg):
 
 SYSTEM = register(System(
     name="@SYSTEM@", stages=(s1_tally.STAGE, s2_shout.STAGE), run=run, decide=decide,
-    answer_signal="@SYSTEM@_reply",  # the field its decision abstains on when it says "I don't know"
+    abstain_on="@SYSTEM@_reply",  # its "I don't know" is decided before its rule
     view=View(funnel=lambda trace, cfg: {"replied": bool(trace.get("@SYSTEM@_reply"))}, branches=("shouted",),
               turn_template="report_turn.html.j2"),
     settings=ShoutSettings,
-    untimed_prior=None,  # a model stage not timed yet is charged the dearest request, as CRUISE's
 ))
 """
 PROMPT = """[system]
@@ -407,9 +392,9 @@ def test_a_system_in_a_package_of_its_own_runs_through_evaluate_with_its_prompt_
     assert {t["system"] for t in traces} == {system} and all(t["final_answer"] == "A YELLOW SIGN" for t in traces)
     assert all(t["harness_domain"] is None and t["harness_passages"] is None for t in traces)  # the local harness hands none over
     assert all(SIGN in t["perception"]["block"] for t in traces)
-    # its stage without a model costs 0 s in the deadline's priors; its VLM stage, untimed, has none
-    assert agent.costs.priors == {"perceive": 0.0, f"{name}_tally": 0.0}
-    assert stage_priors(system_named(system), agent.config) == agent.costs.priors
+    # no stage has a prior on cpu; the ledger showed the deadline which stage calls a model
+    assert agent.costs.priors == {} == stage_priors(system_named(system), agent.config)
+    assert agent.costs.model_stages == {name} and {"perceive", f"{name}_tally"} <= set(agent.costs.samples)
     # the run recorded its prompt's hash and its settings
     described = json.loads((out / "run_config.json").read_text())["agent_description"]
     digest = hashlib.sha256((folder / "prompts" / f"{name}.txt").read_bytes()).hexdigest()
@@ -433,7 +418,7 @@ def test_a_system_reads_its_own_packages_prompt_before_that_of_a_package_one_of_
                            ("stage_of_greeter", "from the stage's package")):
         (tmp_path / package / "prompts").mkdir(parents=True)
         (tmp_path / package / "__init__.py").write_text("")
-        (tmp_path / package / "steps.py").write_text("def step(state):\n    return None\n")
+        (tmp_path / package / "steps.py").write_text("def step(batch):\n    return []\n")
         (tmp_path / package / "prompts" / "greeting.txt").write_text(words + "\n")
     (tmp_path / "stage_of_greeter" / "prompts" / "farewell.txt").write_text("the stage's own farewell\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -444,8 +429,8 @@ def test_a_system_reads_its_own_packages_prompt_before_that_of_a_package_one_of_
     importlib.import_module("home_of_greeter.steps")
     stage_steps = importlib.import_module("stage_of_greeter.steps")
     greeter = registered_systems(LOOKER.__class__(
-        name="greeter", stages=(Stage("greet", step=stage_steps.step),), run=run_look, decide=LOOKER.decide,
-        view=LOOKER.view, untimed_prior=None), module="home_of_greeter.steps")
+        name="greeter", stages=(Stage("greet", batch_fn=stage_steps.step),), run=run_look, decide=LOOKER.decide,
+        view=LOOKER.view), module="home_of_greeter.steps")
     with own_files(greeter):
         assert [package for package, _ in running_prompt_folders()] == ["home_of_greeter", "stage_of_greeter"]
         assert load_prompt_lines("greeting") == "from the system's package"
@@ -491,19 +476,34 @@ def dry_run(package: str, system: str) -> list[preflight.Check]:
     run = resolve_settings(EvaluationSettings(profile="cpu", agent=f"{__name__}:SeeingStandInAgent", search="none",
                                               set=(f"system={package}.system:{system}",)))
     agent = run.agent.build(None)
-    return preflight.dry_run_checks(agent, preflight.sample_batch(str(MINI), 2), run)
+    return [preflight.check_prompts(agent), *preflight.dry_run_checks(agent, preflight.sample_batch(str(MINI), 2), run)]
 
 
 def test_a_prompt_missing_from_the_package_fails_the_pre_flight_naming_the_packages_folder_first(package_on_path):
     folder = package_on_path("unprompted_pkg", "unprompted")
     (folder / "prompts" / "unprompted.txt").unlink()
-    answered, faults = dry_run("unprompted_pkg", "unprompted")
+    prompts, answered, faults = dry_run("unprompted_pkg", "unprompted")
+    missing = (f"prompt 'unprompted' not found: looked for unprompted.txt in unprompted_pkg's prompts/ "
+               f"({folder / 'prompts'}), then the repository's prompts/ ({REPO_ROOT / 'prompts'})")
+    assert prompts == preflight.Check("prompts", False, "1 of the 1 prompts the stages of system 'unprompted' "
+                                                        f"declare do not load: {missing}")
     assert answered.ok  # two answers in time: "I don't know", each
     assert faults.name == "stage faults" and faults.ok is False
-    assert faults.detail == (
-        "2 of 2 turns of the dry run faulted: stage 'unprompted' (2 turns): PromptNotFound: prompt 'unprompted' not "
-        f"found: looked for unprompted.txt in unprompted_pkg's prompts/ ({folder / 'prompts'}), then the "
-        f"repository's prompts/ ({REPO_ROOT / 'prompts'})")
+    assert faults.detail == f"2 of 2 turns of the dry run faulted: stage 'unprompted' (2 turns): PromptNotFound: {missing}"
+
+
+def test_a_prompt_behind_a_gate_no_dry_run_turn_passes_fails_the_pre_flight(package_on_path):
+    """The stage asks for its prompt only for questions of more than 40 words: no turn of the dry
+    run reaches it, and its stage faults on none; the prompt it declares is loaded all the same."""
+    folder = package_on_path("gated_pkg", "gated")
+    shout = folder / "s2_shout.py"
+    shout.write_text(shout.read_text().replace(
+        'batch.ask("gated", values, max_tokens=16)',
+        'batch.ask("gated", values, max_tokens=16, wanted=[len(t.query.split()) > 40 for t in batch.turns])'))
+    (folder / "prompts" / "gated.txt").unlink()
+    prompts, answered, faults = dry_run("gated_pkg", "gated")
+    assert answered.ok and faults.ok  # the gate kept every dry-run turn away from the prompt
+    assert prompts.ok is False and "prompt 'gated' not found" in prompts.detail
 
 
 def test_a_package_without_a_prompts_folder_fails_the_pre_flight_naming_the_folder_it_lacks(package_on_path):
@@ -511,15 +511,16 @@ def test_a_package_without_a_prompts_folder_fails_the_pre_flight_naming_the_fold
     for prompt in (folder / "prompts").iterdir():
         prompt.unlink()
     (folder / "prompts").rmdir()
-    _, faults = dry_run("folderless_pkg", "folderless")
+    _, _, faults = dry_run("folderless_pkg", "folderless")
     assert faults.ok is False
     assert f"in folderless_pkg's prompts/ ({folder / 'prompts'}, no such folder), then the repository's" in faults.detail
 
 
 def test_a_package_with_its_prompt_passes_the_pre_flights_stage_faults_check(package_on_path):
     package_on_path("prompted_ok_pkg", "prompted_ok")
-    answered, faults = dry_run("prompted_ok_pkg", "prompted_ok")
+    prompts, answered, faults = dry_run("prompted_ok_pkg", "prompted_ok")
     assert answered.ok and faults == preflight.Check("stage faults", True, "none in the dry run's 2 turns")
+    assert prompts == preflight.Check("prompts", True, "the 1 prompts the stages of system 'prompted_ok' declare load")
 
 
 def test_an_agent_that_reports_no_traces_is_not_checked_for_stage_faults():

@@ -15,7 +15,7 @@ from agents.base_agent import IDK_ANSWER
 from agents.config.loading import load_config
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
-from agents.plugin import Stage, System, always, between, ranged
+from agents.plugin import Stage, System, between, ranged
 from agents.runtime.system import SystemRefused
 from agents.settings import SettingError, check_settings
 from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine
@@ -27,7 +27,7 @@ def count_words(batch):
     return [{"words": len(turn.query.split())} for turn in batch.turns]
 
 
-COUNT = Stage("count", batch_fn=count_words, writes=("words",), calls_no_model=always)
+COUNT = Stage("count", batch_fn=count_words, writes=("words",))
 
 
 def reply(batch):
@@ -127,7 +127,7 @@ def test_a_stage_switched_off_is_skipped_and_the_next_reads_none(registered_syst
         seen.extend(reads["words"] for reads in batch.reads)
         return [{"rag_answer": "yes"} for _ in batch.turns]
 
-    switched = Stage("count", batch_fn=count_words, writes=("words",), calls_no_model=always, switch="use_retrieval")
+    switched = Stage("count", batch_fn=count_words, writes=("words",), switch="use_retrieval")
     noted = Stage("note", batch_fn=note, reads=("words",), writes=("rag_answer",))
     system = System(name="words", stages=(switched, noted), decide=lambda s, cfg: s["rag_answer"])
     _, traces, _ = ask(registered_systems, system, QUERIES[:2], use_retrieval=False)
@@ -163,16 +163,25 @@ def test_a_stage_that_breaks_its_record_fails_its_turns_in_one_line_naming_it(re
     assert traces[0]["stage_ms"]["count"] >= 0  # the stage before it ran and kept its time
 
 
-def test_a_turn_fault_noted_by_a_stage_reaches_its_trace_and_costs_the_turn_nothing_else(registered_systems):
+def test_a_note_a_stage_makes_on_one_of_its_turns_lands_on_that_turn_whatever_its_place(registered_systems):
+    """A note belongs to the turn the stage made it on: with an empty question failed first, the
+    stage serves turns 1 and 2 as its positions 0 and 1, and a retry after a fault serves a smaller
+    group still; the note lands on the turn, never on the position."""
     def partial(batch):
-        batch.error(0, "image search: TimeoutError")
+        if any(t.query.startswith("boom") for t in batch.turns) and len(batch.turns) > 1:
+            raise RuntimeError("a group with the bad question fails whole")
+        for i, turn in enumerate(batch.turns):
+            if "thing" in turn.query:
+                batch.error(i, f"image search: TimeoutError for {turn.query!r}")
         return [{"rag_answer": "ok"} for _ in batch.turns]
 
     system = System(name="words", stages=(Stage("look", batch_fn=partial, writes=("rag_answer",)),),
                     decide=lambda s, cfg: s["rag_answer"])
-    answers, traces, _ = ask(registered_systems, system, QUERIES[:2])
-    assert answers == ["ok", "ok"]
-    assert traces[0]["errors"] == ["look: image search: TimeoutError"] and traces[1]["errors"] == []
+    queries = ["", "what's that", "boom, what is that", "what is this thing here"]
+    answers, traces, _ = ask(registered_systems, system, queries)
+    assert answers == [IDK_ANSWER, "ok", "ok", "ok"]
+    assert [t["errors"] for t in traces] == [
+        ["empty question"], [], [], ["look: image search: TimeoutError for 'what is this thing here'"]]
 
 
 @pytest.mark.parametrize("stages, message", [
@@ -207,18 +216,18 @@ def test_a_stage_sees_exactly_the_fields_it_declares_and_asks_with_its_own_token
     assert seen == [{"words": 2}, {"words": 5}] and vlm.max_tokens == [8]
 
 
-def test_a_listed_step_runs_in_its_place_and_the_stages_after_it_still_run(registered_systems):
-    def mark(state):
-        state.added["mark"] = [{"marked": len(turn.query)} for turn in state.turns]
+def test_a_later_stage_reads_an_earlier_stages_field_and_what_perception_read(registered_systems):
+    def mark(batch):
+        return [{"marked": len(turn.query)} for turn in batch.turns]
 
     def echo_mark(batch):
         return [{"rag_answer": f"{reads['marked']} {reads['perception']}"} for reads in batch.reads]
 
-    marked = Stage("mark", step=mark, writes=("marked",), calls_no_model=always)
+    marked = Stage("mark", batch_fn=mark, writes=("marked",))
     answers, traces, _ = ask(registered_systems, words_system((marked, COUNT, REPLY)), QUERIES[:2])
     assert [t["marked"] for t in traces] == [len(q) for q in QUERIES[:2]]
     assert [t["words"] for t in traces] == [2, 5] and answers[1].startswith("echo: ")
-    # a later stage reads a step's field, and what perception read (None: this VLM sees the photo)
+    # what perception read is None: this VLM sees the photo
     echoed = Stage("reply", batch_fn=echo_mark, reads=("marked", "perception"), writes=("rag_answer",))
     answers, _, _ = ask(registered_systems, words_system((marked, COUNT, echoed)), QUERIES[:2])
     assert answers == [f"{len(q)} None" for q in QUERIES[:2]]
@@ -230,7 +239,7 @@ def test_the_shared_retrieval_stage_searches_the_pipeline_for_a_system_without_a
     def first_chunk(batch):
         return [{"rag_answer": (reads["chunks"] or [IDK_ANSWER])[0]} for reads in batch.reads]
 
-    quote = Stage("quote", batch_fn=first_chunk, reads=("chunks",), writes=("rag_answer",), calls_no_model=always)
+    quote = Stage("quote", batch_fn=first_chunk, reads=("chunks",), writes=("rag_answer",))
     web = [{"index": "https://food.example/espresso_chunk_0", "score": 0.6, "page_name": "Espresso - Food",
             "page_snippet": "Espresso is brewed under pressure.", "page_url": "https://food.example/espresso"}]
     pipeline = FakePipeline(web_hits=web)
@@ -259,7 +268,7 @@ def test_a_search_that_fails_costs_its_turn_that_search_only_and_says_so_in_its_
     def count(batch):
         return [{"rag_answer": str(len(reads["chunks"]))} for reads in batch.reads]
 
-    counted = Stage("count_chunks", batch_fn=count, reads=("chunks",), writes=("rag_answer",), calls_no_model=always)
+    counted = Stage("count_chunks", batch_fn=count, reads=("chunks",), writes=("rag_answer",))
     web = [{"index": "https://food.example/espresso_chunk_0", "score": 0.6, "page_name": "Espresso - Food",
             "page_snippet": "Espresso is brewed under pressure.", "page_url": "https://food.example/espresso"}]
     answers, traces, _ = ask(registered_systems, System(name="counter", stages=(RETRIEVE, counted),
@@ -301,7 +310,7 @@ def test_a_stage_reads_what_perception_read_for_a_vlm_that_cannot_see(registered
         return [{"rag_answer": " ".join(text for text, _ in reads["perception"]["ocr_lines"])} for reads in batch.reads]
 
     system = registered_systems(System(name="sign", decide=lambda s, cfg: s["rag_answer"], stages=(
-        Stage("sign", batch_fn=read_sign, reads=("perception",), writes=("rag_answer",), calls_no_model=always),)))
+        Stage("sign", batch_fn=read_sign, reads=("perception",), writes=("rag_answer",)),)))
     engines = Engines(router=ScriptedEngine({}), vlm=BlindEngine({}), reranker=FunctionReranker(lambda q, c: 0.0))
     agent = CruiseAgent(None, config=load_config("cpu", "full", system="sign", warmup_at_load=False), engines=engines)
     photo = Image.new("RGB", (96, 64), "yellow")

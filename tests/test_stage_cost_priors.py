@@ -26,7 +26,7 @@ from testkit.scripted_chain import WHERE, batch, make_agent, stages_called
 def priced_on(cfg) -> list[str]:
     """CRUISE's stages that carry a cost prior and that `cfg` switches on, in its list's order:
     what the priors' total and the table's first rows cover."""
-    return [s.name for s in CRUISE.stages if s.cost_prior and (s.switch is None or cfg.value(s.switch))]
+    return [s.name for s in CRUISE.stages if s.prior and (s.switch is None or cfg.value(s.switch))]
 
 
 def test_a_prior_stands_in_until_the_stage_is_timed():
@@ -41,20 +41,17 @@ def test_a_prior_stands_in_until_the_stage_is_timed():
 def test_l40s_priors_cover_every_stage_and_a_batch_of_8_fits_its_budget():
     cfg = load_config("l40s")
     priors = stage_priors(CRUISE, cfg)
-    # every stage with a cost prior is priced, switched on or not; a stage whose record says it
-    # calls no model under cfg (perception, the standalone question's rule) is priced at 0, search
-    # at its own measured cost
-    free = {s.name for s in CRUISE.stages if s.calls_no_model(cfg)} - {"retrieve"}
-    assert set(priors) == {s.name for s in CRUISE.stages if s.cost_prior} | free
-    assert {"perceive", "standalone"} <= free and priors["retrieve"] == cost_priors.RETRIEVE_S_PER_TURN
-    assert all(priors[name] == 0.0 for name in free) and all(v > 0 for k, v in priors.items() if k not in free)
+    # every stage with a prior is priced, switched on or not, search at its own estimated cost;
+    # perception and the standalone question have none: the deadline times them on their first run
+    assert set(priors) == {s.name for s in CRUISE.stages if s.prior}
+    assert {"perceive", "standalone"}.isdisjoint(priors) and priors["retrieve"] == cost_priors.RETRIEVE_S_PER_TURN
+    assert all(v > 0 for v in priors.values())
     budget = cfg.run.turn_budget_s * cfg.run.batch_size - cfg.run.safety_margin_s
     assert sum(priors[s] for s in priced_on(cfg)) * cfg.run.batch_size < budget
     # Decoding dominates: the answer stage (2 requests per turn, 64 tokens) costs the most.
     assert max(priors, key=priors.get) == "answer"
-    # no prior model on cpu: only the stages that call no model are priced, at 0 (search too)
-    assert stage_priors(CRUISE, load_config("cpu", "full+paper_finalizer")) == dict.fromkeys(
-        ("perceive", "standalone", "retrieve"), 0.0)
+    # no prior model on cpu: nothing is priced before it is timed
+    assert stage_priors(CRUISE, load_config("cpu", "full+paper_finalizer")) == {}
 
 
 def test_l40s_priors_follow_the_generation_lengths():
@@ -133,36 +130,36 @@ def test_a_cold_first_batch_does_not_start_a_stage_its_prior_says_cannot_finish(
     assert agent.last_batch_report["traces"][0]["deadline_cut_before"] == (None if prior_s < 1 else "answer")
 
 
-def test_a_stage_whose_record_says_it_calls_no_model_is_priced_0_not_like_the_dearest_request():
-    """A system of its own (not CRUISE's list) whose stages without a prior are charged the dearest
-    request measured lately (`untimed_prior=None`, as CRUISE's): a stage that sends no engine
-    request is priced 0 by what its record says, with no flag of its own, and starts where the
-    dearest request would not fit; one that calls no model only under some settings is priced so
-    only under those."""
-    from agents.engines.base import Ledger
+def test_the_ledger_says_which_stage_is_learned_per_request_and_which_per_turn(fake_clock):
+    """No flag says whether a stage calls a model: the engines' ledger does. A stage that sent
+    requests is learned per request (a run that sent none, every turn skipping it, teaches
+    nothing); one that never sent any is learned per turn; an untimed stage starts."""
+    from agents.engines.base import CallRecord, Ledger
     from agents.runtime.batch import BatchRun
     from agents.runtime.deadline import Deadline
-    from agents.runtime.system import Decision, Stage, System, View, always
-    from testkit.fakes import FakeClock
 
-    grounding = Stage("check", cost_prior="verify", calls_no_model=lambda cfg: cfg.answer.cov_mode == "grounding")
-    system = System(name="priced_by_record", stages=(Stage("ask"), Stage("tally", calls_no_model=always), grounding),
-                    run=lambda *a: ([], []), decide=lambda trace, cfg: Decision("", "none"),
-                    view=View(funnel=lambda trace, cfg: {}), untimed_prior=None)
-    cpu = load_config("cpu")
-    assert cpu.answer.cov_mode == "grounding" and cpu.run.cost_priors == ""
-    priors = stage_priors(system, cpu)
-    assert (priors["tally"], priors["check"]) == (0.0, 0.0) and "ask" not in priors  # "ask" calls a model
-    # the l40s prior model prices the check as CoV where it asks a model, at 0 where it does not
-    assert stage_priors(system, load_config("l40s"))["check"] > 0.5
-    assert stage_priors(system, load_config("l40s", cov_mode="grounding"))["check"] == 0.0
-
-    # the batch guard: a model stage measured at 6 s a request, then 5 s left for 4 turns
-    clock = FakeClock()
-    costs = StageCosts(priors=priors)
+    clock, ledger = fake_clock, Ledger()
+    costs = StageCosts()
     costs.new_batch()
-    costs.observe("ask", 4, 24.0, requests=4)
-    assert costs.expect("unpriced_model_stage", 4) == 24.0 and costs.expect("tally", 4) == 0.0
-    run = BatchRun(4, Deadline(5.0, clock=clock), costs, ledger=Ledger(), engine_free=system.engine_free(cpu))
-    assert run.stage("tally", lambda xs: [x * 2 for x in xs], [[1, 2, 3, 4]], (), lambda: None) == [2, 4, 6, 8]
-    assert run.cut_before is None
+
+    def ask(group):  # a model stage: two requests a turn, 3 s each
+        clock.sleep(6.0 * len(group))
+        ledger.record(CallRecord("ask", "chat", requests=2 * len(group), prompt_tokens=0, output_tokens=0, wall_ms=1.0))
+        return [None] * len(group)
+
+    def tally(group):  # no model: a few ms a turn
+        clock.sleep(0.001 * len(group))
+        return [len(group)] * len(group)
+
+    run = BatchRun(4, Deadline(100.0, clock=clock, start=clock()), costs, ledger=ledger)
+    assert len(run.guarded("ask", ask, [0, 1, 2, 3])) == 4 and len(run.guarded("tally", tally, [0, 1, 2, 3])) == 4
+    assert costs.model_stages == {"ask"} and costs.per_request_s("ask") == pytest.approx(3.0)
+    assert costs.per_request_s("tally") == pytest.approx(0.001) and costs.requests_per_turn["tally"] == 1.0
+    assert costs.expect("ask", 1) == pytest.approx(6.0)
+    run.guarded("ask", lambda group: clock.sleep(0.01) or [None] * len(group), [0, 1])  # sent nothing this time
+    assert costs.per_request_s("ask") == pytest.approx(3.0)  # not a sample of a request's cost
+    # 5 s left for 4 turns: the model stage (24 s) is not started; the tally, and an untimed stage, are
+    short = BatchRun(4, Deadline(5.0, clock=clock, start=clock()), costs, ledger=ledger)
+    assert short.guarded("tally", tally, [0, 1, 2, 3]) == {0: 4, 1: 4, 2: 4, 3: 4}
+    assert short.guarded("check", tally, [0, 1]) == {0: 2, 1: 2} and short.cut_before is None
+    assert short.guarded("ask", ask, [0, 1, 2, 3]) == {} and short.cut_before == "ask"

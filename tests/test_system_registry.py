@@ -14,7 +14,17 @@ from agents.base_agent import IDK_ANSWER
 from agents.config.fields import FIELD_GROUPS, field_names
 from agents.config.loading import load_config_from_settings
 from agents.config.set_strings import parse_settings
-from agents.runtime.system import Decision, Stage, System, SystemRefused, View, register, registered, scoped_registry
+from agents.runtime.system import (
+    Decision,
+    Prior,
+    Stage,
+    System,
+    SystemRefused,
+    View,
+    register,
+    registered,
+    scoped_registry,
+)
 
 
 def run_nothing(system, turns, engines, pipeline, cfg, costs, started=None):
@@ -37,7 +47,7 @@ class ProbeSettings:
 def a_record(**changes) -> System:
     """A record the registry takes (a stage priced like a measured one, one branch, a settings
     class), with `changes`."""
-    fields = dict(name="probe", stages=(Stage("probe_look"), Stage("probe_answer", cost_prior="answer")),
+    fields = dict(name="probe", stages=(Stage("probe_look"), Stage("probe_answer", prior=Prior("answer"))),
                   run=run_nothing, decide=decide_nothing, view=View(funnel=no_funnel, branches=("none", "kept")),
                   settings=ProbeSettings)
     return System(**{**fields, **changes})
@@ -61,17 +71,23 @@ BAD_RECORDS = {
         dict(stages=(Stage("probe_look"), Stage(""))),
         "stage 1 has no name (its batch guard, trace and prior are keyed by it)"),
     "a stage priced like no measured stage": (
-        dict(stages=(Stage("probe_look", cost_prior="anwser"),)),
+        dict(stages=(Stage("probe_look", prior=Prior("anwser")),)),
         "stage 'probe_look' is priced like 'anwser', no measured stage ('route', 'summarize', 'retrieve', 'rerank', "
         "'answer', 'consistency', 'verify')"),
     "two stages of one name": (
         dict(stages=(Stage("probe_look"), Stage("probe_answer"), Stage("probe_look"))),
         "stages named twice: ['probe_look'] (the trace's stage_ms and the priors are keyed by the name)"),
-    "an answer signal that names no field": (dict(answer_signal=""), "its answer_signal must name a trace field, got ''"),
-    "an answer signal no stage declares": (
-        dict(stages=(Stage("probe_answer", writes=("probe_reply",)),), answer_signal="probe_replly"),
-        "its answer_signal 'probe_replly' (read for abstains_first) is a trace field none of its stages declares; "
-        "declared: ['probe_reply']"),
+    "an abstain_on that names no field": (dict(abstain_on=""), "its abstain_on must name a field (or be None), got ''"),
+    "an abstain_on no stage writes": (
+        dict(stages=(Stage("probe_answer", batch_fn=list, writes=("probe_reply",)),), abstain_on="probe_replly",
+             run=None),
+        "its abstain_on 'probe_replly' is a field none of its stages writes; written: ['perception', 'probe_reply']"),
+    "a stage whose batch_fn cannot be called": (
+        dict(stages=(Stage("probe_look", batch_fn="probe.stages:look"),)),
+        "stage 'probe_look': its batch_fn is not callable"),
+    "a stage whose reads are no names": (
+        dict(stages=(Stage("probe_look", reads=(["chunks"],)),)),
+        "stage 'probe_look': its reads must be names (strings), got (['chunks'],)"),
     "a run that cannot be called": (dict(run="probe.chain:run"),
         "its run is not callable (None: the runtime runs its stages in order)"),
     "a rule that cannot be called": (dict(decide=None), "its decide is not callable"),
@@ -160,20 +176,34 @@ def test_a_field_is_typed_by_the_system_registered_now():
         assert parse_settings(["system=probe", "probe_limit=3"]) == {"system": "probe", "probe_limit": "3"}
 
 
-def test_a_records_stages_open_with_the_shared_steps_once_and_say_which_call_no_model():
-    from types import SimpleNamespace
-
-    from agents.runtime.system import always, opening_stages
+def test_a_records_stages_open_with_the_shared_steps_once_and_a_name_given_bare_is_one_name():
+    from agents.runtime.system import opening_stages
 
     (perceive,) = opening_stages()
-    by_budget = Stage("lookup", calls_no_model=lambda cfg: cfg.run.turn_budget_s == 0)
-    system = a_record(stages=(Stage("answer"), perceive, by_budget, Stage("rule", calls_no_model=always)))
-    assert system.stage_names() == ("perceive", "answer", "lookup", "rule")
-    unbudgeted = SimpleNamespace(run=SimpleNamespace(turn_budget_s=0))
-    budgeted = SimpleNamespace(run=SimpleNamespace(turn_budget_s=10))
-    assert system.engine_free(unbudgeted) == ("perceive", "lookup", "rule")
-    assert system.engine_free(budgeted) == ("perceive", "rule")  # a stage calls a model unless it says otherwise
-    assert Stage("answer").requests_per_turn(budgeted) == 1
+    system = a_record(stages=(Stage("answer"), perceive, Stage("lookup", reads="chunks", prompts="look")))
+    assert system.stage_names() == ("perceive", "answer", "lookup")
+    lookup = system.stage("lookup")
+    assert (lookup.reads, lookup.prompts) == (("chunks",), ("look",))  # not ("c", "h", ...)
+    assert system.prompts() == ("look",)
+    with pytest.raises(KeyError, match=r"system 'probe' has no stage 'lokup'; its stages: \['perceive', 'answer', 'lookup'\]"):
+        system.stage("lokup")
+
+
+def test_last_releases_keywords_are_taken_with_a_warning_naming_the_new_one():
+    with pytest.warns(DeprecationWarning, match=r"Stage\(trace_fields=\.\.\.\) is deprecated: use Stage\(writes=\.\.\.\)"):
+        old = Stage("probe_answer", trace_fields=("probe_reply",))
+    assert old.writes == ("probe_reply",)
+    with pytest.warns(DeprecationWarning, match=r"calls_no_model=\.\.\.\) is deprecated"):
+        Stage("probe_tally", calls_no_model=lambda cfg: True)
+    with pytest.warns(DeprecationWarning, match=r"use System\(abstain_on=FIELD\)"):
+        assert a_record(answer_signal="probe_reply").abstain_on == "probe_reply"
+    with pytest.warns(DeprecationWarning):
+        assert a_record(abstains_first=True).abstain_on == "rag_answer"  # last release's default field
+    with pytest.warns(DeprecationWarning):
+        assert a_record(abstains_first=False, answer_signal="probe_reply").abstain_on is None
+    with pytest.warns(DeprecationWarning, match="agents.plugin.always is deprecated"):
+        from agents.plugin import always
+    assert always(None) is True
 
 
 def test_a_system_is_named_by_the_module_that_registered_it_and_a_run_traces_that_name(registered_systems):

@@ -20,7 +20,7 @@ import local_evaluation
 from agents.base_agent import IDK_ANSWER
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
-from agents.runtime.batch import decide_turn, open_batch
+from agents.run_stages import open_batch
 from agents.runtime.system import Decision, Stage, System, View
 from evaluator.harness.faults import SYSTEMIC_FAULT_EXIT_CODE, systemic_fault
 from evaluator.harness.unjudged import UNJUDGED_EXIT_CODE
@@ -47,25 +47,19 @@ def gate_system(name: str, faults, stage_called: str = "kwgate_answer") -> Syste
     turn `faults(turn)` is true of (the runtime then retries halves, so only those turns fault);
     its run asks for the stage as `stage_called`."""
 
-    def gate(turns):
-        if any(faults(t) for t in turns):
+    def gate(batch):
+        if any(faults(t) for t in batch.turns):
             raise ValueError(REASON)
-        return [f"echo: {t.query}" for t in turns]
+        return [{"rag_answer": f"echo: {t.query}"} for t in batch.turns]
 
     def run(system, turns, engines, pipeline, cfg, costs, started=None):
-        state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
-        replies = state.run.stage(stage_called, gate, [state.turns], (), lambda: IDK_ANSWER)
-        answers, traces = [], []
-        for i, reply in enumerate(replies):
-            decision = decide_turn(system, {"rag_answer": reply}, cfg, state.run, i)
-            answers.append(decision.answer)
-            traces.append(state.trace(i, {"rag_answer": reply, "branch": decision.branch,
-                                          "final_answer": decision.answer}, parsed={}))
-        return answers, traces
+        batch = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+        batch.call(Stage(stage_called, batch_fn=gate, writes=("rag_answer",)))
+        return batch.finish()
 
     return System(name=name, stages=(Stage("kwgate_answer", writes=("rag_answer",)),), run=run,
-                  decide=lambda trace, cfg: Decision(trace["rag_answer"], "gated"),
-                  view=View(funnel=lambda trace, cfg: {}), untimed_prior=None)
+                  decide=lambda trace, cfg: Decision(trace.get("rag_answer") or IDK_ANSWER, "gated"),
+                  view=View(funnel=lambda trace, cfg: {}))
 
 
 def run_local_evaluation(tmp_path: Path, system: System, *settings: str):

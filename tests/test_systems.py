@@ -17,7 +17,8 @@ from PIL import Image
 from agents.base_agent import IDK_ANSWER
 from agents.config.loading import config_from_record, load_config, load_config_from_settings, with_system
 from agents.cruise_agent import CruiseAgent
-from agents.runtime.batch import decide_from_trace, decide_turn, open_batch
+from agents.run_stages import open_batch
+from agents.runtime.batch import decide_from_trace
 from agents.runtime.cost_priors import stage_priors
 from agents.runtime.system import (
     Decision,
@@ -31,23 +32,18 @@ from agents.runtime.system import (
 )
 from testkit.scripted_peers import qa_dragon_engines
 
-ECHO_STAGE = Stage("echo", writes=("first_word", "rag_answer"))
+
+def echo_batch(batch) -> list[dict]:
+    return [{"first_word": turn.query.split()[0], "rag_answer": turn.query.split()[0]} for turn in batch.turns]
 
 
-def echo_batch(turns) -> list[str]:
-    return [turn.query.split()[0] for turn in turns]
+ECHO_STAGE = Stage("echo", batch_fn=echo_batch, writes=("first_word", "rag_answer"))
 
 
 def run_echo(system, turns, engines, pipeline, cfg, costs, started=None):
-    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
-    words = state.run.stage("echo", echo_batch, [state.turns], (), lambda: IDK_ANSWER)
-    answers, traces = [], []
-    for i, word in enumerate(words):
-        decision = decide_turn(system, {"rag_answer": word}, cfg, state.run, i)
-        answers.append(decision.answer)
-        traces.append(state.trace(i, {"first_word": word, "rag_answer": word, "branch": decision.branch,
-                                      "final_answer": decision.answer}, parsed={}))
-    return answers, traces
+    batch = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    batch.call(ECHO_STAGE)
+    return batch.finish()
 
 
 def decide_echo(trace: dict, cfg) -> Decision:
@@ -143,12 +139,12 @@ def test_the_priors_follow_each_systems_stages():
     cruise = stage_priors(system_named("cruise"), l40s)
     dragon = stage_priors(system_named("qa_dragon"), with_system(l40s, "qa_dragon"))
     # a QA-Dragon step priced like CRUISE's stage of the same kind gets its prior; its own steps
-    # start at 0 (timed on their first run); it has no CRUISE-only stage
+    # have none (timed on their first run); it has no CRUISE-only stage
     assert dragon["rerank"] == cruise["rerank"] and dragon["crop"] == cruise["crop"]
-    assert dragon["draft"] == 0.0 and dragon["fine_rerank"] == 0.0
-    assert "consistency" not in dragon and set(dragon) == set(system_named("qa_dragon").stage_names())
-    # the echo system: its one stage, unpriced, starts at 0, after the perception every system opens with
-    assert stage_priors(ECHO, l40s) == {"perceive": 0.0, "echo": 0.0}
+    assert "draft" not in dragon and "fine_rerank" not in dragon
+    assert "consistency" not in dragon and set(dragon) == {s.name for s in system_named("qa_dragon").stages if s.prior}
+    # the echo system: its one stage has no prior, nor has the perception every system opens with
+    assert stage_priors(ECHO, l40s) == {}
 
 
 @pytest.mark.parametrize("view", ["agents.cruise.trace_view", "agents.runtime.trace_view"])
@@ -256,9 +252,9 @@ def test_a_stage_field_no_page_reads_is_listed_by_the_report_and_one_it_reads_is
 
 
 def run_misspelled(system, turns, engines, pipeline, cfg, costs, started=None):
-    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
-    state.run.stage("ecoh", echo_batch, [state.turns], (), lambda: IDK_ANSWER)
-    return [IDK_ANSWER] * len(turns), []
+    batch = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    batch.call(Stage("ecoh", batch_fn=echo_batch, writes=("first_word", "rag_answer")))
+    return batch.finish()
 
 
 def echo_system_answering_one_turn(registered_systems, name: str, run) -> None:
@@ -276,14 +272,20 @@ def test_a_stage_run_under_a_name_not_on_the_record_is_refused_naming_both(regis
 
 
 def run_counting_chunks(system, turns, engines, pipeline, cfg, costs, started=None):
-    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
-    words = state.run.stage("echo", echo_batch, [state.turns], (), lambda: IDK_ANSWER)
-    return words, [state.trace(i, {"rag_answer": w, "branch": "echoed", "final_answer": w, "chunks": 3}, parsed={})
-                   for i, w in enumerate(words)]
+    batch = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    batch.call(Stage("echo", batch_fn=lambda b: [{"rag_answer": t.query, "chunks": 3} for t in b.turns],
+                     writes=("rag_answer", "chunks")))
+    return batch.finish()
 
 
-def test_a_trace_field_of_the_wrong_type_is_refused_where_it_is_written(registered_systems):
-    with pytest.raises(TypeError) as refused:
-        echo_system_answering_one_turn(registered_systems, "counting", run_counting_chunks)
-    assert str(refused.value) == ("system 'counting': trace field 'chunks' must be a list (the report reads it so), "
-                                  "got int 3")
+def test_a_trace_field_of_the_wrong_type_faults_its_turn_and_the_turn_keeps_its_fields(registered_systems):
+    registered_systems(System(name="counting", stages=(ECHO_STAGE,), run=run_counting_chunks, decide=decide_echo,
+                              view=ECHO.view))
+    config = load_config("cpu", "full", system="counting", warmup_at_load=False)
+    agent = CruiseAgent(None, config=config, engines=qa_dragon_engines())
+    assert agent.batch_generate_response(["Paris is where?"], [Image.new("RGB", (8, 8))], [[]]) == [IDK_ANSWER]
+    trace = agent.last_batch_report["traces"][0]
+    assert trace["branch"] == "error" and trace["rag_answer"] == "Paris is where?" and trace["chunks"] == 3
+    assert trace["rule_answer"] == "Paris is where?"  # what the rule said, kept
+    assert trace["faults"] == [{"stage": "trace", "exception": "TypeError: system 'counting': trace field 'chunks' must "
+                                "be a list (the report reads it so), got int 3", "where": trace["faults"][0]["where"]}]

@@ -10,8 +10,9 @@ import pytest
 
 from agents.base_agent import IDK_ANSWER
 from agents.config.loading import load_config
+from agents.run_stages import BatchState
 from agents.runtime import trace_view
-from agents.runtime.batch import BatchRun, BatchState
+from agents.runtime.batch import BatchRun
 from agents.runtime.deadline import Deadline, StageCosts
 from agents.runtime.system import Stage, System, View
 from agents.runtime.trace import field_type_fault, not_idk, parse_summary, perception_trace, record, stage_counts, tally
@@ -55,13 +56,16 @@ def a_trace(run=None, i=0, own=None, cfg=None, **kw):
 
 def test_a_turns_trace_holds_its_own_fields_the_stages_and_what_every_system_records():
     run = a_run()
-    run.errors[0].append("route: ValueError: x")
+    run.fail(0, "route: ValueError: x", {"stage": "route", "exception": "ValueError: x", "where": "mine.py:3"})
     run.cut_during = "answer"
     perception = Perception(labels=[("school bus", 0.912345)], lines=[("STOP", 0.87654)], block="[picture]",
                             cached=True, ms=4.0, error="")
     cfg = load_config("cpu", turn_budget_s=10.0)
-    trace = a_trace(run, perception=perception, errors=["own error"], skipped_for_time=("verify",),
-                    added={"standalone": [{"standalone_question": "q0"}, {"standalone_question": "q1"}]}, cfg=cfg)
+    turn = Turn("what is this?", None, [], domain="vehicle", passages=["p1", "p2", "p3"], perception=perception)
+    trace = a_trace(run, own={"errors": ["own error"], "standalone_question": "q0"}, turn=turn,
+                    skipped_for_time=("verify",), cfg=cfg)
+    assert trace["faults"] == [{"stage": "route", "exception": "ValueError: x", "where": "mine.py:3"}]
+    assert trace["faults"][0] is not run.faults[0][0]  # a copy: the run's record is not the trace's
     assert trace["preset"] == cfg.preset and trace["system"] == "twostage"
     assert (trace["harness_domain"], trace["harness_passages"]) == ("vehicle", 3)
     assert trace["rag_answer"] == "a bus" and trace["standalone_question"] == "q0"
@@ -207,14 +211,19 @@ def test_the_report_shows_the_parsers_budget_and_the_systems_own_tables(two_stag
     assert unread[0]["rows"] == [["route", 1, 0]]
 
 
-def test_a_batch_in_flight_traces_a_turn_with_what_perception_read_its_errors_and_skips():
+def test_a_batch_in_flight_traces_each_turn_with_what_perception_read_its_errors_and_skips():
     run = a_run(size=2)
-    state = BatchState(run, engines=None, pipeline=None, cfg=load_config("cpu"), system=TWO_STAGES,
-                       turns=[Turn("a?", None, []), Turn("b?", None, [], passages=["p"])])
-    state.perceptions[1] = Perception(labels=[("bus", 0.5)])
-    state.added = {"standalone": [{"standalone_question": "a"}, {"standalone_question": "b"}]}
-    trace = state.trace(1, {"rag_answer": "x"}, {"answer": True}, errors=["late"], skipped_for_time=["verify"])
+    turns = [Turn("a?", None, []), Turn("b?", None, [], passages=["p"], perception=Perception(labels=[("bus", 0.5)]))]
+    state = BatchState(run, engines=None, pipeline=None, cfg=load_config("cpu"), turns=turns, system=TWO_STAGES)
+    state.fields[1].update(standalone_question="b")
+    answers, traces = state.finish(
+        signals=lambda i: {"rag_answer": "x"},
+        trace=lambda i, d: ({"rag_answer": "x", **state.fields[i], "errors": ["late"] * i, "branch": d.branch,
+                             "final_answer": d.answer}, {"answer": True} if i else {}),
+        skipped_for_time=["verify"])
+    assert answers == ["x", "x"]
+    trace = traces[1]
     assert trace["perception"]["labels"] == [["bus", 0.5]] and trace["errors"] == ["late"]
     assert trace["skipped_for_time"] == ["verify"] and trace["standalone_question"] == "b"
     assert trace["harness_passages"] == 1 and trace["parsed_stages"] == ["answer"]
-    assert state.trace(0, {"rag_answer": "x"}, {})["perception"] is None
+    assert traces[0]["perception"] is None and "standalone_question" not in traces[0]

@@ -45,6 +45,7 @@ from agents.engines.registry import CHAT_ENGINES
 from agents.runtime.batch import decide_from_trace
 from agents.runtime.system import system_for
 from agents.settings import SettingError
+from agents.stages import s5_rerank
 from agents.stages.s5_rerank import select_chunks
 from evaluator.harness.runner import RUN_CONFIG, read_jsonl, saved_answers
 from evaluator.scoring.judge import DEFAULT_EVAL_MODEL, Judge, JudgeItem, find_api_key
@@ -196,11 +197,17 @@ def preset_config(preset: str) -> CruiseConfig:
     return load_config("cpu", preset)
 
 
+def mad_context(system) -> bool:
+    """Whether the MAD filter chooses `system`'s context: its list holds the shared rerank stage
+    (agents/stages/s5_rerank.py), whose threshold the MAD settings set."""
+    return any(stage is s5_rerank.STAGE for stage in system.stages)
+
+
 def context_changed(turn: dict, cfg: CruiseConfig) -> bool:
     """Would `select_chunks` with cfg's MAD settings keep another context than the traced one?
     Never for a system whose context the MAD filter does not choose (the peers')."""
     chunks = turn.get("chunks")
-    if not chunks or not system_for(cfg).mad_context:
+    if not chunks or not mad_context(system_for(cfg)):
         return False
     evidence = select_chunks([c["text"] for c in chunks], [None if c["score"] is None else float(c["score"]) for c in chunks], cfg,
                              [c.get("last_modified", "") for c in chunks])

@@ -23,10 +23,6 @@ CRUISE = register(System(
     view=View(funnel=funnel_flags, summarize=cruise_summary, report_sections=cruise_sections, branches=BRANCHES,
               turn_template=TURN_PAGE),
     settings=CruiseSettings,
-    # Algorithm 1 names the rule that rejects an "I don't know" too (not_verified, ...).
-    abstains_first=False,
-    # A stage the profile does not price is charged the dearest request measured lately.
-    untimed_prior=None,
-    mad_context=True,
+    # Algorithm 1 decides every turn, an "I don't know" too (not_verified, ...): no abstain_on.
     warm_up=warm_up,
 ))

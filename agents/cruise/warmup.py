@@ -1,5 +1,5 @@
 """CRUISE's warm-up at load (agents/warmup.py says why there is one): the dummy batch goes
-through CRUISE's stage list in order (its System record's, each stage's own step), and every model
+through CRUISE's stage list in order (its System record's, as its chain calls each), and every model
 stage is forced to run (the route says "needs external info", the two answers differ, the check
 passes: `FORCED`), whatever the models answer. It runs outside the batch guards (`WarmRun`).
 """
@@ -27,19 +27,22 @@ PASSAGES = [
 @dataclass
 class WarmRun:
     """Stands in for the batch guards during the warm-up: each stage runs on every turn, a stage
-    that raises is logged and its turns keep its fallback (the scored batches have their own
+    that raises is logged and its turns keep what they had (the scored batches have their own
     fault guards), and its seconds are kept; no deadline, nothing learned."""
 
     size: int
     seconds: dict[str, float] = field(default_factory=dict)
 
-    def stage(self, name, fn, lists, fixed, fallback, asked=None):  # every turn runs: `asked` plays no part
+    def alive(self) -> list[int]:
+        return list(range(self.size))
+
+    def guarded(self, name, fn, positions, code=None) -> dict:
         start = time.perf_counter()
         try:
-            return fn(*lists, *fixed)
+            return dict(zip(positions, fn(positions)))
         except Exception as exc:  # noqa: BLE001 - a warm-up failure must not stop the agent loading
             log.warning("warm-up: stage %s failed: %s: %s", name, type(exc).__name__, exc)
-            return [fallback() for _ in range(self.size)]
+            return {}
         finally:
             self.seconds[name] = round(time.perf_counter() - start, 3)
 
@@ -47,24 +50,27 @@ class WarmRun:
 CONTEXT = "\n".join(f"[Info {m}] {p}" for m, p in enumerate(PASSAGES, 1))
 
 
+def every_turn(s: ChainState, name: str, make) -> None:
+    for fields in s.fields:
+        fields[name] = make()
+
+
 def stand_in_chunks(s: ChainState) -> None:
-    if not any(r.chunks for r in s.retrievals):
+    if not any(r.chunks for r in s.records("retrieval")):
         # No search pipeline (or it found nothing): rerank stand-in chunks of a usual size.
-        s.retrievals = [Retrieval(query=QUESTION, chunks=PASSAGES * 10) for _ in s.turns]
+        every_turn(s, "retrieval", lambda: Retrieval(query=QUESTION, chunks=PASSAGES * 10))
 
 
 # What the dummy batch says each stage found, so that every model stage after it has work whatever
 # the models answer: the route needs external info, the context holds the passages, the two
 # answers differ and the consistency check passes.
 FORCED = {
-    "route": lambda s: setattr(s, "routes", [Route(needs_external=True, is_real_time=False) for _ in s.turns]),
+    "route": lambda s: every_turn(s, "route", lambda: Route(needs_external=True, is_real_time=False)),
     "retrieve": stand_in_chunks,
-    "rerank": lambda s: setattr(s, "evidence", [Evidence(kept=list(PASSAGES), context=CONTEXT, retrieval_score=0.9)
-                                                for _ in s.turns]),
-    "answer": lambda s: setattr(s, "answers", [Answers(rag="The Palace of Westminster.", direct="A church.")
-                                               for _ in s.turns]),
-    "consistency": lambda s: setattr(s, "checks", [Verification(consistent=True, consistency_rule="vlm")
-                                                   for _ in s.turns]),
+    "rerank": lambda s: every_turn(s, "evidence", lambda: Evidence(kept=list(PASSAGES), context=CONTEXT,
+                                                                   retrieval_score=0.9)),
+    "answer": lambda s: every_turn(s, "answers", lambda: Answers(rag="The Palace of Westminster.", direct="A church.")),
+    "consistency": lambda s: every_turn(s, "check", lambda: Verification(consistent=True, consistency_rule="vlm")),
 }
 WARMED_ELSEWHERE = ("perceive",)  # its models load at build time (s0a_perceive.warm_up_perception)
 
@@ -73,8 +79,8 @@ def warm_up(system, engines: Engines, pipeline, cfg: CruiseConfig, turns) -> dic
     """Run the dummy batch `turns` through every stage of `system`'s list (CRUISE's, in its order)
     that the config runs; seconds per stage."""
     run = WarmRun(len(turns))
-    state = ChainState(run, engines, pipeline, cfg, turns)
-    state.routes = [Route(needs_external=True, is_real_time=False) for _ in turns]
+    state = ChainState(run, engines, pipeline, cfg, list(turns), system)
+    FORCED["route"](state)
     for stage in system.stages:
         if stage.name not in WARMED_ELSEWHERE:
             run_stages(state, (stage,))

@@ -1,12 +1,18 @@
-"""The batch runtime every system runs on.
+"""The batch guards every stage of every system runs under.
 
-`BatchRun.stage` wraps every stage with the same three guards: the deadline (a stage that would
-overrun is not started, and nothing after it; an engine call still running at the deadline is
-stopped by the engine, and nothing after it starts), faults (a stage that raises is retried once
-on each half of its turns; turns that still fail answer "I don't know"), and timing (per-stage
-wall ms for the trace). A request a hosted provider refused (content policy, an image it will not
-take) fails its own turn only, with no retry: the turn answers "I don't know" under the branch
-"refused", counted apart from the faults.
+`BatchRun.guarded` wraps each stage's call with the same three guards (agents/run_stages.py
+`BatchState.call` is the one door to it):
+- the deadline: a stage that would overrun is not started, and nothing after it; an engine call
+  still running at the deadline is stopped by the engine, and nothing after it starts;
+- faults: a call that raises is retried on each half of its turns, and each half that raises
+  again is split again, until the turn that raises is found (a search bounded by the deadline:
+  a group the deadline leaves no room to split faults whole). Only the turns that raise answer "I
+  don't know", under the branch "error", with the exception and where it was raised in the
+  system's own code (`fault_site`) in their trace's `faults`;
+- timing: per-stage wall ms for the trace, and the deadline's learning of the stage's cost.
+A request a hosted provider refused (content policy, an image it will not take) fails its own
+turn only, with no retry: the turn answers "I don't know" under the branch "refused", counted
+apart from the faults.
 
 `Room` is the skip-for-time rule for a chain whose optional steps come before the step that writes
 the answer: the deadline admits a step when its own expected cost fits what is left of the batch,
@@ -15,21 +21,67 @@ so such a chain could spend the whole budget on its optional steps, and every tu
 room for the steps after it that the answer needs, at their expected costs; a step skipped so is
 named in every trace of the batch (`skipped_for_time`).
 
-`decide_turn` is the opening of every system's decision: a refused or failed turn is "I don't
-know" whatever its signals, then the system's own rule (System.decide).
+`decide_turn` is every system's decision: a refused or failed turn is "I don't know" whatever its
+signals, an "I don't know" is "abstained" first where the system asks for it (`abstain_on`), then
+the system's own rule (System.decide), whose return must be an answer or a Decision.
 """
 from __future__ import annotations
 
 import math
+import os
+import sys
 import time
+import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from agents.base_agent import IDK_ANSWER
 from agents.engines.base import Ledger, time_limit
 from agents.runtime.deadline import Deadline, StageCosts
-from agents.runtime.system import Decision, opening_stages, system_for
-from agents.runtime.trace import record
+from agents.runtime.system import Decision, system_for
+
+
+def code_home(code) -> str | None:
+    """The folder of the top-level package (or the file of the module) `code` was defined in:
+    where a fault is looked for in the system's own code."""
+    module = sys.modules.get(getattr(code, "__module__", None) or "")
+    path = getattr(module, "__file__", None)
+    if not path:
+        return None
+    top = sys.modules.get(module.__name__.partition(".")[0])
+    top_path = getattr(top, "__file__", None) or path
+    return os.path.dirname(top_path) if os.path.basename(top_path) == "__init__.py" else top_path
+
+
+def shown_path(path: str) -> str:
+    """`path` relative to the working folder where it lies under it, else as it is."""
+    try:
+        relative = os.path.relpath(path)
+    except ValueError:  # another drive
+        return path
+    return path if relative.startswith("..") else relative
+
+
+def fault_site(exc: BaseException, code) -> str | None:
+    """Where `exc` was raised, as "file:line": the deepest frame of its traceback in the package
+    `code` (a stage's batch_fn, a system's rule) belongs to, else the deepest frame of all; for a
+    fault the runtime raised about the code (a contract broken), where `code` is defined."""
+    frames = traceback.extract_tb(exc.__traceback__)
+    home = code_home(code)
+    if home is not None:
+        own = [f for f in frames if f.filename == home or f.filename.startswith(home.rstrip(os.sep) + os.sep)]
+        if own:
+            return f"{shown_path(own[-1].filename)}:{own[-1].lineno}"
+    function = getattr(code, "__code__", None)
+    if function is not None and not any(f.filename == function.co_filename for f in frames):
+        return f"{shown_path(function.co_filename)}:{function.co_firstlineno}"
+    return f"{shown_path(frames[-1].filename)}:{frames[-1].lineno}" if frames else None
+
+
+def fault_record(stage: str | None, exc: BaseException | str, where: str | None) -> dict:
+    """One entry of a trace's `faults`: the stage (or "rule"), the exception in one line, where."""
+    exception = exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}"
+    return {"stage": stage, "exception": exception, "where": where}
 
 
 @dataclass
@@ -39,6 +91,7 @@ class BatchRun:
     costs: StageCosts
     ledger: Ledger | None = None  # the engines' call records: how many requests a stage sent
     errors: list[list[str]] = field(default_factory=list)
+    faults: list[list[dict]] = field(default_factory=list)  # per turn, fault_record entries
     failed: set[int] = field(default_factory=set)
     refused: set[int] = field(default_factory=set)  # turns a provider refused a request of (also failed)
     stage_ms: dict[str, float] = field(default_factory=dict)
@@ -47,21 +100,26 @@ class BatchRun:
     # Seconds of the deadline an engine call leaves for what follows it (the stage's parsing,
     # the finalizer, the traces): the engines stop at the deadline less this.
     engine_margin_s: float = 0.0
-    engine_free: tuple[str, ...] = ()  # the stages that call no model (System.engine_free)
     # The names on the system's record (System.stage_names; empty: a bare run, not checked): a
     # stage run under another name would be timed, priced and traced under a key nothing reads.
     stage_names: tuple[str, ...] = ()
 
     def __post_init__(self):
         self.errors = [[] for _ in range(self.size)]
+        self.faults = [[] for _ in range(self.size)]
 
-    def fail(self, i: int, message: str) -> None:
+    def fail(self, i: int, message: str, fault: dict | None = None) -> None:
         self.failed.add(i)
         self.errors[i].append(message)
+        if fault is not None:
+            self.faults[i].append(fault)
 
     def refuse(self, i: int, message: str) -> None:
         self.refused.add(i)
         self.fail(i, message)
+
+    def alive(self) -> list[int]:
+        return [i for i in range(self.size) if i not in self.failed]
 
     def _refusals(self, name: str, group: list[int], calls_before: int) -> None:
         """Fail the turns of `group` whose requests the provider refused in the calls made since
@@ -73,27 +131,24 @@ class BatchRun:
                 if isinstance(position, int) and 0 <= position < len(group) and group[position] not in self.refused:
                     self.refuse(group[position], f"{name}: the provider refused the request: {reason}")
 
-    def stage(self, name: str, fn: Callable, lists: list[list], fixed: tuple, fallback: Callable[[], object],
-              asked: list[bool] | None = None) -> list:
-        """fn(*lists restricted to the live turns, *fixed) -> one result per live turn. `asked`: which
-        turns `fn` will send requests for (default all); the stage is expected, and its cost per
-        turn learned, over those only."""
+    def guarded(self, name: str, fn: Callable[[list[int]], list], positions: list[int], code=None) -> dict[int, object]:
+        """{turn: result} of `fn(group) -> one result per turn of group` over `positions` (turns
+        still alive), under the three guards; a turn the stage did not reach (deadline, fault) is
+        not in it. `code`: what the fault site is looked for in (the stage's batch_fn). An empty
+        `positions` (every live turn left out) times the stage as run over none."""
         if self.stage_names and name not in self.stage_names:
             raise ValueError(f"stage {name!r} is not on the system's record; its stages: {list(self.stage_names)}")
-        out = [fallback() for _ in range(self.size)]
-        alive = [i for i in range(self.size) if i not in self.failed]
-        if self.cut_before or self.cut_during or not alive:
+        out: dict[int, object] = {}
+        if self.cut_before or self.cut_during or not self.alive():
             return out
-        served = len(alive) if asked is None else sum(1 for i in alive if asked[i])
-        if not self.deadline.allows(self.costs.expect(name, served)):
+        if not self.deadline.allows(self.costs.expect(name, len(positions))):
             self.cut_before = name
             return out
         start = time.perf_counter()
         calls_before = len(self.ledger.records) if self.ledger is not None else 0
         with time_limit(lambda: self.deadline.remaining() - self.engine_margin_s):  # every engine stops by it
-            for group, results in self._attempt(name, fn, lists, fixed, alive):
-                for i, result in zip(group, results):
-                    out[i] = result
+            if positions:
+                self._search(name, fn, positions, code, out)
         seconds = time.perf_counter() - start
         # a stage run more than once in a batch (a peer system's rounds) adds up
         self.stage_ms[name] = round(self.stage_ms.get(name, 0.0) + seconds * 1000.0, 1)
@@ -102,36 +157,32 @@ class BatchRun:
             # Cut requests came back empty, which the stage read as unreadable: its turns keep the
             # safe defaults, and nothing after it starts.
             self.cut_during = name
-        # The deadline learns seconds per engine request; a stage that calls no engine (search)
-        # counts one per turn (requests=None), and a model stage that sent none (every turn
-        # skipped it) teaches nothing about a request's cost.
-        requests = None
-        if self.ledger is not None and name not in self.engine_free:
-            requests = sum(c.requests for c in calls)
-        self.costs.observe(name, served, seconds, requests)
+        # The deadline learns seconds per engine request, as the ledger counted them; a stage that
+        # sent none is learned per turn unless the ledger has shown it to call a model (then the
+        # run taught nothing about a request's cost: deadline.py `observe`).
+        requests = sum(c.requests for c in calls) if self.ledger is not None else None
+        self.costs.observe(name, len(positions), seconds, requests)
         return out
 
-    def _attempt(self, name, fn, lists, fixed, alive):
-        groups = [alive]
-        for attempt in range(2):
-            failed_groups = []
-            for group in groups:
-                calls_before = len(self.ledger.records) if self.ledger is not None else 0
-                try:
-                    results = fn(*[[values[i] for i in group] for values in lists], *fixed)
-                except Exception as exc:  # noqa: BLE001 - a stage fault costs only its own turns
-                    failed_groups.append((group, f"{name}: {type(exc).__name__}: {exc}"))
-                    continue
-                self._refusals(name, group, calls_before)
-                yield group, results
-            if not failed_groups:
+    def _search(self, name: str, fn, group: list[int], code, out: dict[int, object]) -> None:
+        """Run `fn` over `group`; where it raises, over each half, and so on down to the one turn
+        that raises, while the deadline leaves room for the smaller calls."""
+        calls_before = len(self.ledger.records) if self.ledger is not None else 0
+        try:
+            results = fn(group)
+        except Exception as exc:  # noqa: BLE001 - a stage fault costs only its own turns
+            halves = [group[: len(group) // 2], group[len(group) // 2:]]
+            if len(group) > 1 and self.deadline.allows(self.costs.expect(name, len(halves[0]))):
+                for half in halves:
+                    self._search(name, fn, half, code, out)
                 return
-            if attempt == 0:  # retry once, each failed group split in half
-                groups = [half for group, _ in failed_groups for half in (group[: len(group) // 2], group[len(group) // 2 :]) if half]
-            else:
-                for group, message in failed_groups:
-                    for i in group:
-                        self.fail(i, message)
+            fault = fault_record(name, exc, fault_site(exc, code))
+            for i in group:
+                self.fail(i, f"{name}: {fault['exception']}", dict(fault))
+            return
+        self._refusals(name, group, calls_before)
+        for i, result in zip(group, results):
+            out[i] = result
 
 
 def start_batch(turns: list, cfg, costs: StageCosts, system, ledger: Ledger | None = None,
@@ -144,7 +195,7 @@ def start_batch(turns: list, cfg, costs: StageCosts, system, ledger: Ledger | No
     budget = math.inf if cfg.run.turn_budget_s <= 0 else cfg.run.turn_budget_s * max(n, 1) - cfg.run.safety_margin_s
     costs.new_batch()
     run = BatchRun(n, Deadline(budget, start=started), costs, ledger=ledger, engine_margin_s=cfg.run.engine_margin_s,
-                   engine_free=system.engine_free(cfg), stage_names=system.stage_names())
+                   stage_names=system.stage_names())
     for i, turn in enumerate(turns):
         if not turn.query:
             run.fail(i, "empty question")
@@ -161,87 +212,40 @@ class Room:
     skipped: list[str] = field(default_factory=list)
 
     def __call__(self, step: str, then: tuple[str, ...]) -> bool:
-        alive = self.run.size - len(self.run.failed)
+        alive = len(self.run.alive())
         if self.run.deadline.allows(sum(self.run.costs.expect(name, alive) for name in (step, *then))):
             return True
         self.skipped.append(step)
         return False
 
 
-@dataclass
-class BatchState:
-    """One batch in flight, as every system has it: its guards, engines, search and settings, the
-    turns as the later steps see them, what perception read (None per turn where it did not run),
-    the trace fields per turn of the stages that state their own step (`added`, by stage), the
-    system it runs and the shared steps that opened it (`opened`: each runs once a batch). A
-    system's chain may extend it with its own records (CRUISE's ChainState)."""
-
-    run: BatchRun
-    engines: object
-    pipeline: object
-    cfg: object
-    turns: list
-    system: object = None
-    perceptions: list = field(default_factory=list)
-    added: dict[str, list[dict]] = field(default_factory=dict)
-    opened: tuple[str, ...] = ()
-
-    def __post_init__(self):
-        self.perceptions = [None] * len(self.turns)
-
-    def trace(self, i: int, own: dict, parsed: dict[str, bool], errors: list[str] = (),
-              skipped_for_time: list[str] | None = None) -> dict:
-        """Turn i's trace: `own` (the system's signals; `parsed`: its parse outcomes) and what the
-        runtime records for every system (agents/runtime/trace.py `record`): what the harness
-        handed over with the turn, what perception read, the stages' own fields (`added`)."""
-        return record(own, system=self.system, cfg=self.cfg, run=self.run, i=i, turn=self.turns[i], parsed=parsed,
-                      perception=self.perceptions[i], errors=errors, skipped_for_time=skipped_for_time,
-                      added=self.added)
+class RuleFault(TypeError):
+    """A system's rule returned what is neither an answer nor a Decision."""
 
 
-def open_batch(system, turns: list, engines, pipeline, cfg, costs: StageCosts, started: float | None = None,
-               state: type[BatchState] = BatchState) -> BatchState:
-    """A batch of `system` opened: its guards (`start_batch`), its state (`state`: BatchState, or a
-    system's own extension of it) and the shared steps every system's list opens with run over it
-    (perception, for a VLM that cannot see: agents/runtime/system.py OPENING), so that a system's
-    chain reads turns that carry their pictures as text; `state.trace(i, ...)` records each turn."""
-    run = start_batch(turns, cfg, costs, system, ledger=engines.vlm.ledger, started=started)
-    opening = opening_stages()
-    opened = run_steps(state(run, engines, pipeline, cfg, turns, system), opening)
-    opened.opened = tuple(stage.name for stage in opening)
-    return opened
+def rule_name(system) -> str:
+    decide = system.decide
+    return f"{getattr(decide, '__module__', '?')}.{getattr(decide, '__qualname__', repr(decide))}"
 
 
-def run_steps(state: BatchState, stages) -> BatchState:
-    """Run, in order, each of `stages` that states its own step (Stage.step) over `state`, but the
-    shared ones that opened the batch: the steps of a system's list it runs right after the
-    opening (the standalone question), and a stage added to its list."""
-    for stage in stages:
-        if stage.step is not None and stage.name not in state.opened:
-            stage.step(state)
-    return state
-
-
-def keep(old: list, new: list) -> list:
-    """A step's results, each turn it did not reach (deadline, fault) keeping what it had."""
-    return [b if b is not None else a for a, b in zip(old, new)]
-
-
-def decide_turn(system, signals: dict, cfg, run: BatchRun | None = None, i: int | None = None):
+def decide_turn(system, signals: dict, cfg, run: BatchRun | None = None, i: int | None = None) -> Decision:
     """The Decision of one turn: "refused" or "error" for a turn the run failed (or a trace that
-    says so), "abstained" for an answer (its signal `system.answer_signal`) already "I don't know"
-    where the system says so first,
-    else the system's rule over its signals (a trace, or the dict it will be traced as): a
-    Decision, or the answer alone (branch "answered", or "abstained" for "I don't know")."""
+    says so); "abstained" where the system asks to abstain first (`abstain_on`) and that field is
+    "I don't know" or missing; else the system's rule over its signals (a trace, or the dict it
+    will be traced as): a Decision, or the answer alone (branch "answered", or "abstained" for
+    "I don't know"). A rule that returns anything else raises RuleFault naming the rule."""
     if run is not None and i in run.refused or signals.get("branch") == "refused":
         return Decision(IDK_ANSWER, "refused")
     if run is not None and i in run.failed or signals.get("branch") == "error":
         return Decision(IDK_ANSWER, "error")
-    if system.abstains_first and (signals.get(system.answer_signal) or IDK_ANSWER) == IDK_ANSWER:
+    if system.abstain_on is not None and (signals.get(system.abstain_on) or IDK_ANSWER) == IDK_ANSWER:
         return Decision(IDK_ANSWER, "abstained")
     decision = system.decide(signals, cfg)
     if isinstance(decision, str):  # a rule that gives the answer alone
         return Decision(decision, "abstained" if decision == IDK_ANSWER else "answered")
+    if not isinstance(decision, Decision) or not isinstance(decision.answer, str):
+        raise RuleFault(f"the rule of system {system.name!r} ({rule_name(system)}) returned {decision!r:.80}: "
+                        f"neither an answer (a str) nor a Decision(answer, branch)")
     return decision
 
 

@@ -49,7 +49,7 @@ IMAGES_PER_TURN = {"route": 0, "summarize": 1, "rerank": 0, "answer": 2, "consis
 RETRIEVE_S_PER_TURN = 0.25
 
 
-# A stage is priced by its record (agents/runtime/system.py `Stage`): `cost_prior` names the
+# A stage is priced by its record's `prior` (agents/runtime/system.py `Prior`): `like` names the
 # measured stage of the same shape, `max_tokens(cfg)` its own generation length under the config
 # and `requests_per_turn(cfg)` its requests. The peer stages (docs/chain.md "Stages from the peer
 # systems") were not in the H100 run: crop and decompose are priced like the summary (one image
@@ -58,8 +58,6 @@ RETRIEVE_S_PER_TURN = 0.25
 # length and requests. Estimates by analogue, replaced by measurement from the first batch on like
 # every prior.
 MEASURED_STAGES = ("route", "summarize", "retrieve", "rerank", "answer", "consistency", "verify")
-# The measured stages that send no engine request (the search's embedding and index lookups).
-NO_MODEL_MEASURED = ("retrieve",)
 
 
 def projected_stage_s(stage: str, max_tokens: int | None) -> tuple[float, float]:
@@ -82,13 +80,14 @@ def projected_stage_s(stage: str, max_tokens: int | None) -> tuple[float, float]
 def l40s_stage_s(stage, cfg) -> float | None:
     """Seconds per turn of a stage (a `Stage` record) on one L40S at the generation length `cfg`
     gives it; None for a stage with no cost prior."""
-    if stage.cost_prior is None:
+    prior = stage.prior
+    if prior is None:
         return None
-    if stage.cost_prior == "retrieve":
+    if prior.like == "retrieve":
         return RETRIEVE_S_PER_TURN
-    tokens = stage.max_tokens(cfg) if stage.max_tokens is not None else None
-    compute, decode = projected_stage_s(stage.cost_prior, tokens)
-    return round(stage.requests_per_turn(cfg) * (compute + decode) / H100_BATCH, 4)
+    tokens = prior.max_tokens(cfg) if prior.max_tokens is not None else None
+    compute, decode = projected_stage_s(prior.like, tokens)
+    return round(prior.requests_per_turn(cfg) * (compute + decode) / H100_BATCH, 4)
 
 
 def l40s_stage_cost_priors(system, cfg) -> dict[str, float]:
@@ -105,7 +104,8 @@ def priors_table(system, cfg) -> str:
     """The table of a system's priors that docs/engines.md shows for CRUISE (tests/test_stage_cost_priors.py
     checks the page against it): the stages `cfg` switches on and their total, then the others."""
     priors = l40s_stage_cost_priors(system, cfg)
-    on = [s.name for s in system.stages if s.name in priors and (s.switch is None or cfg.value(s.switch))]
+    on = [s.name for s in system.stages if s.name in priors and (s.switch is None or callable(s.switch)
+                                                               or cfg.value(s.switch))]
     lines = ["| stage | s per turn | s per batch of 8 |", "|---|---|---|"]
     for stage in on:
         lines.append(f"| {stage} | {priors[stage]:.2f} | {priors[stage] * H100_BATCH:.1f} |")
@@ -117,21 +117,11 @@ def priors_table(system, cfg) -> str:
 
 
 def stage_priors(system, cfg) -> dict[str, float]:
-    """Seconds per turn each of `system`'s stages is expected to take before it is timed: the
-    config's prior model at the config's own generation lengths for the stages it prices (each
-    Stage's `cost_prior`, `max_tokens` and `requests_per_turn`), the system's `untimed_prior` for
-    the others, and the stages the config sets outright (`stage_cost_priors_s`).
-
-    A stage whose record says it calls no model under cfg (`calls_no_model`: perception, the
-    rule's standalone question, the grounding check) is priced 0, or at its own measured cost
-    where it is priced like a stage that calls none (search): a model request's prior does not
-    fit it, and the deadline, which learns such a stage per turn from its first run, would
-    otherwise charge it the dearest request it had measured."""
+    """Seconds per turn each of `system`'s priced stages is expected to take before it is timed:
+    the config's prior model at the config's own generation lengths for the stages it prices (each
+    Stage's `prior`), and the stages the config sets outright (`stage_cost_priors_s`). A stage
+    without a prior is priced by the deadline from what the ledger shows (agents/runtime/deadline.py
+    `StageCosts.expect`: 0 until it is seen to call a model)."""
     priors = l40s_stage_cost_priors(system, cfg) if cfg.run.cost_priors == "l40s" else {}
-    for stage in system.stages:
-        if stage.calls_no_model(cfg):
-            priors[stage.name] = priors.get(stage.name, 0.0) if stage.cost_prior in NO_MODEL_MEASURED else 0.0
-        elif system.untimed_prior is not None:
-            priors.setdefault(stage.name, system.untimed_prior)
     priors.update(cfg.run.stage_cost_priors_s)
     return priors

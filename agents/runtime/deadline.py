@@ -5,8 +5,8 @@ The expected cost is learned from earlier batches, the way a scheduler learns ta
 stage, a decaying high quantile (`quantile`, 0.9 by default) of the seconds per request it took,
 times the requests per turn it sends (the most seen: 1 for most stages, 2 for the answer stage,
 the passages per turn for the reranker), times the turns it is asked to serve. Requests are the
-engine requests (reranker pairs) the ledger recorded during the stage; a stage that calls no
-engine (retrieve) counts one per turn.
+engine requests (reranker pairs) the ledger recorded during the stage; a stage the ledger never saw
+send one (retrieve, perception) counts one per turn.
 
 Why a decaying quantile and not the slowest time ever seen: with the slowest time, one slow
 batch (the first after load, a busy machine) would set the estimate for good, and every later
@@ -18,13 +18,13 @@ again) falls back to its prior and is tried again. Per request rather than per t
 where a stage sends few requests (identical answers skip the consistency check) does not make the
 next one look cheap.
 
-Before a stage has been timed, its prior (chain.stage_priors: the config's `cost_priors` model,
-for the l40s profile agents/runtime/cost_priors.py, and its `stage_cost_priors_s`) stands in, so that a cold first batch does not start a
-stage it cannot finish. Without a prior, the stage is charged the dearest per-request cost of any
-stage measured lately (the first batch's route tells what a request costs on this machine, as
-loaded as it is now); only the very first stage of the first batch runs unpriced. Estimates only
-decide whether a stage starts: the engines themselves stop at the deadline whatever was
-expected (agents/engines/base.py, `time_limit`).
+Before a stage has been timed, its prior (cost_priors.stage_priors: the config's `cost_priors`
+model, for the l40s profile agents/runtime/cost_priors.py, and its `stage_cost_priors_s`) stands
+in, so that a cold first batch does not start a stage it cannot finish. A stage no prior prices is
+priced 0 until a run times it, and again once its measurements are forgotten: charged another
+stage's cost, a cheap step after a long one would be skipped in every batch and never timed.
+Estimates only decide whether a stage starts: the engines themselves stop at the deadline
+whatever was expected (agents/engines/base.py, `time_limit`).
 """
 from __future__ import annotations
 
@@ -44,6 +44,7 @@ class StageCosts:
     # stage -> [(seconds per request, batch it was measured in)], oldest first
     samples: dict[str, list[tuple[float, int]]] = field(default_factory=dict)
     requests_per_turn: dict[str, float] = field(default_factory=dict)
+    model_stages: set[str] = field(default_factory=set)  # stages the ledger has shown to send requests
 
     def new_batch(self) -> None:
         """Age every sample by one batch; forget those whose weight fell below `min_weight`."""
@@ -65,22 +66,27 @@ class StageCosts:
         return weighted[-1][0]  # the largest: where the earlier weights do not reach the quantile
 
     def expect(self, stage: str, turns: int) -> float:
+        """Seconds `stage` is expected to take over `turns` turns: as measured lately, else its
+        prior, else 0: a stage not timed lately is started and timed (charged another stage's
+        cost, a cheap step after a long one would be skipped in every batch and never timed)."""
         per_request = self.per_request_s(stage)
         if per_request is None:
-            if stage in self.priors:
-                return self.priors[stage] * turns
-            per_request = self.dearest_request_s()
+            return self.priors.get(stage, 0.0) * turns
         return per_request * self.requests_per_turn.get(stage, 1.0) * turns
 
-    def dearest_request_s(self) -> float:
-        """The highest estimate of seconds per request among the stages measured lately (0: none)."""
-        return max((v for v in map(self.per_request_s, self.samples) if v is not None), default=0.0)
-
     def observe(self, stage: str, turns: int, seconds: float, requests: int | None = None) -> None:
-        """One run of a stage: `turns` served in `seconds` with `requests` engine requests
-        (None: a stage that calls no engine, one per turn). A run that sent no request (every
-        turn skipped it) tells nothing about a request's cost and is not kept."""
-        requests = turns if requests is None else requests
+        """One run of a stage: `turns` served in `seconds` with `requests` engine requests, as the
+        engines' ledger counted them (None: no ledger). Whether a stage calls a model is read off
+        the ledger, not declared: a stage seen to send a request is a model stage, learned per
+        request, and a run of it that sent none (every turn skipped it) tells nothing about a
+        request's cost and is not kept; a stage never seen to send one (search, perception, a rule
+        of the system's own) is learned per turn."""
+        if requests:
+            self.model_stages.add(stage)
+        elif stage in self.model_stages:
+            return
+        else:
+            requests = turns
         if turns <= 0 or requests <= 0:
             return
         # A measurement replaces the prior: the machine's real speed beats our estimate.

@@ -1,5 +1,5 @@
 """Where a system's own files are found: in the package of the module that registered it, and in
-the packages its stages' own steps come from, so that a system in a package of its own (installed,
+the packages its stages' functions come from, so that a system in a package of its own (installed,
 or a folder on the path) keeps its prompts and its turn page there and touches no file of this
 repository.
 
@@ -53,9 +53,9 @@ def prompt_search(system) -> tuple[tuple[str, Traversable], ...]:
     """(package, its prompts/ folder) for each package whose prompts `system`'s stages read before
     the repository's, in that order: the package that registered it, whether or not it has such a
     folder yet (a prompt found nowhere is refused naming it: agents/stages/prompts.py), then those
-    of its stages' own steps (a stage from another package) that have one."""
+    of its stages' functions (a stage from another package) that have one."""
     home = home_package(system)
-    stages = [package_of(s.step.__module__) for s in system.stages if s.step]
+    stages = [package_of(s.batch_fn.__module__) for s in system.stages if s.batch_fn is not None]
     found = []
     for package in dict.fromkeys(p for p in (home, *stages) if p):
         folder = files(package) / "prompts"

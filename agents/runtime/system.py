@@ -1,16 +1,17 @@
 """A stage and a system, each one record, and the registry of systems.
 
-A `Stage` says once what the rest of the package reads about a stage: the name its batch guard
-times it under (agents/runtime/batch.py; the trace's `stage_ms`, the deadline's and the priors'
-key), the config switch that turns it on, the key of its cost prior (agents/runtime/cost_priors.py),
-the name its parser's outcome is counted under, and the trace fields it writes. Each stage file
-holds its own `STAGE` next to its function.
+A `Stage` says once what the rest of the package reads about a stage: its name (the batch guard
+times it under it: the trace's `stage_ms`, the deadline's and the priors' key), its function over
+a batch, the fields it reads and writes, the prompts it may ask for, and for our own stages the
+config switch that turns it on, the name its parser's outcome is counted under and its cost prior
+(agents/runtime/cost_priors.py). Each stage file holds its own `STAGE` next to its function.
 
-A `System` is one chain that answers a batch: its name (`CruiseConfig.system`), its settings, its
-stages in order, its decision rule (what the chain decides with and what tools/calibrate.py
-replays), its view for the report and, for a chain with control flow of its own, its run
-function (without one, agents/run_stages.py runs its stages in order). Everything that differs between systems
-is a field here: nothing outside this module asks which system is running.
+A `System` is one chain that answers a batch: its name (`CruiseConfig.system`), its stages in
+order, its decision rule (what the chain decides with and what tools/calibrate.py replays), its
+settings, its view for the report and, for a chain with control flow of its own, its run function
+(without one, agents/run_stages.py runs its stages in order). Everything that differs between
+systems is a field here, or follows from one: nothing outside this module asks which system is
+running.
 
 CRUISE, QA-Dragon and SAM-RAG register themselves from their own packages; a researcher's system
 registers the same way (`register(System(...))` in a test module, or in the package `--agent`
@@ -29,6 +30,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import sys
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -46,53 +48,76 @@ class Decision:
     branch: str
 
 
-def never(cfg) -> bool:
-    return False
-
-
-def always(cfg) -> bool:
-    return True
-
-
 def one(cfg) -> int:
     return 1
 
 
 @dataclass(frozen=True)
-class Stage:
-    """One stage of a chain. `switch`: the CruiseConfig field that turns it on (None: it runs
-    whenever its system runs it). `cost_prior`: the measured stage of the profile's prior model
-    it is priced like (agents/runtime/cost_priors.py MEASURED_STAGES; None: no prior of its own),
-    at its own `max_tokens(cfg)` (None: the measured stage's) and `requests_per_turn(cfg)`.
-    `parsed`: the name the trace counts its parser's outcome under (None: no model output to
-    read). `calls_no_model`: whether, under a config, it sends no engine request. The default is
-    that it calls a model: the deadline then learns its cost per engine request, and a stage that
-    never sends one is never learned and is charged the dearest request measured lately, so a
-    stage without a model says `calls_no_model=always`. Under a config where it calls none, its
-    cost is learned per turn and it is priced 0 until timed (agents/runtime/cost_priors.py
-    `stage_priors`), not like a model request."""
+class Prior:
+    """How a stage is priced before the deadline has timed it (agents/runtime/cost_priors.py): like
+    the measured stage `like` (MEASURED_STAGES), at its own `max_tokens(cfg)` (None: the measured
+    stage's) and `requests_per_turn(cfg)`."""
 
-    name: str
-    switch: str | None = None
-    cost_prior: str | None = None
+    like: str
     max_tokens: Callable[[Any], int] | None = None
     requests_per_turn: Callable[[Any], int] = one
-    parsed: str | None = None
-    # The trace fields it writes, and those of earlier stages it reads: a read that no stage
-    # before it writes is refused when its system registers (record_fault).
-    writes: tuple[str, ...] = ()
-    reads: tuple[str, ...] = ()
-    calls_no_model: Callable[[Any], bool] = never
-    # Its function over a batch, `batch_fn(batch) -> one dict per turn` of the fields it writes
-    # (agents/run_stages.py Batch): what a system without a run of its own calls, in the
-    # order of its list.
-    batch_fn: Callable[[Any], list[dict]] | None = None
-    # How the chain runs this stage over the batch in flight (agents/runtime/batch.py BatchState),
-    # for a stage no chain wires itself: perception, a stage added to a system's list. The shared
-    # opening (OPENING) runs first for every system (batch.py `open_batch`); then CRUISE's chain
-    # runs its list in order, and the peers run these steps right after the opening (run_steps).
-    step: Callable[[Any], None] | None = None
 
+
+# Python shows a DeprecationWarning only where __main__ triggers it; a plugin's module is not
+# __main__, so ours are shown wherever they are triggered, once per place.
+DEPRECATED = r".* is deprecated: .*\(docs/changes\.md\)"
+warnings.filterwarnings("default", message=DEPRECATED, category=DeprecationWarning)
+
+
+def deprecated(old: str, new: str) -> None:
+    """Warn that last release's keyword or name `old` is now `new` (accepted for one release:
+    docs/changes.md)."""
+    warnings.warn(f"{old} is deprecated: use {new} (docs/changes.md)", DeprecationWarning, stacklevel=4)
+
+
+@dataclass(frozen=True)
+class Stage:
+    """One stage: its name, its function over a batch, the fields it reads and writes, the prompts
+    it may ask for.
+
+    `batch_fn(batch) -> one dict per turn` of the fields it writes (agents/run_stages.py `Batch`),
+    run through the one guarded call (`BatchState.call`: the deadline, the fault search, the
+    timing), whether the default runner calls it or a system's own run does. `reads`: the fields
+    of earlier stages it reads; `writes`: those it returns (a stage that returns "turn" hands the
+    later stages a new Turn record: perception, the standalone question). `prompts`: every prompt
+    it may ask for, whatever its gates let through, loaded by pre-flight.
+
+    What our own stages set besides: `switch`, the config field that turns it on (None: it runs
+    whenever its system runs it); `parsed`, the name the trace counts its parser's outcome under;
+    `prior`, how it is priced before it is timed. Whether it calls a model is not said here: the
+    engines' ledger shows it (agents/runtime/deadline.py)."""
+
+    name: str
+    batch_fn: Callable[[Any], list[dict]] | None = None
+    reads: tuple[str, ...] = ()
+    writes: tuple[str, ...] = ()
+    prompts: tuple[str, ...] = ()
+    switch: str | None = None
+    parsed: str | None = None
+    prior: Prior | None = None
+    # last release's keywords, accepted for one release (docs/changes.md)
+    trace_fields: dataclasses.InitVar[tuple[str, ...] | None] = None
+    calls_no_model: dataclasses.InitVar[Callable | None] = None
+
+    def __post_init__(self, trace_fields, calls_no_model):
+        if trace_fields is not None:
+            deprecated("Stage(trace_fields=...)", "Stage(writes=...)")
+            object.__setattr__(self, "writes", tuple(trace_fields))
+        if calls_no_model is not None:
+            deprecated("Stage(calls_no_model=...)", "nothing: whether a stage calls a model comes from the engines' ledger")
+        for name in ("reads", "writes", "prompts"):
+            value = getattr(self, name)
+            if isinstance(value, str):  # ("chunks") without its comma: one name, not its letters
+                object.__setattr__(self, name, (value,))
+
+
+# The field a stage writes to hand the later stages a new Turn record (not a field of the turn's)
+TURN = "turn"
 
 # The shared steps that open every system's batches, named by module: the runtime sits below the
 # shared stages and imports them by name, as the registry imports the built-in systems.
@@ -131,46 +156,42 @@ class View:
 
 @dataclass(frozen=True)
 class System:
-    """One registered chain. `decide(trace, cfg) -> Decision` (or the answer alone): its rule over a
-    turn's traced signals. `run(system, turns, engines, pipeline, cfg, costs, started=None) ->
-    (answers, traces)`, given its own record (for its stages, rule and view); None: its stages'
-    batch_fn in order (agents/run_stages.py).
+    """One registered chain: its name, its stages in order, its rule, its settings.
 
-    `settings`: the dataclass of the system's own settings (agents/cruise/settings.py,
-    agents/peers/*/settings.py; None: it has none): the CruiseConfig group named as the system,
-    held only while it runs, so a switch of a stage it lacks cannot be on."""
+    `decide(signals, cfg)`: its rule over a turn's traced signals, returning the answer alone or a
+    `Decision(answer, branch)`; it decides every turn that did not fault. `settings`: the
+    dataclass of its own settings (None: it has none), the CruiseConfig group named as the system,
+    held only while it runs. `run(system, turns, engines, pipeline, cfg, costs, started=None) ->
+    (answers, traces)`: a run of its own, for control flow of its own (CRUISE's dual path, the
+    peers' rounds); None: the runtime runs its stages in order (agents/run_stages.py). Either way
+    each stage is run through `BatchState.call` and every turn decided and traced by
+    `BatchState.finish`. `view`: how the report shows it. `abstain_on`: a field whose "I don't
+    know" (or absence) decides the turn "abstained" before the rule, for a system that asks for
+    it (None: the rule decides every turn). `warm_up(system, engines, pipeline, cfg, turns) ->
+    seconds per stage`: its warm-up at load over the dummy batch (None: its run answers that
+    batch, agents/warmup.py)."""
 
     name: str
     stages: tuple[Stage, ...]
     decide: Callable
-    # None: the runtime runs its stages in order (agents/run_stages.py); a run of its own
-    # only for control flow of its own (CRUISE's dual path, the peers' rounds)
+    settings: type | None = None
     run: Callable | None = None
     view: View = View(funnel=no_funnel)
-    settings: type | None = None
-    # Its decision says "abstained" for an answer that is already "I don't know", before its rule
-    # (CRUISE's Algorithm 1 names the rule that would have rejected it instead).
-    abstains_first: bool = True
-    # The trace field that holds its answer before the rule, read for abstains_first: a field its
-    # stages declare (writes), checked when it registers, so the decision reads no hidden key.
-    answer_signal: str = "rag_answer"
-    # What a stage the profile's prior model does not price is expected to cost before it is
-    # timed: None charges it the dearest request measured lately (agents/runtime/deadline.py); 0
-    # times it on its first run, for a chain whose long first step would price every cheaper step
-    # after it out of every batch.
-    untimed_prior: float | None = 0.0
-    # Whether its context is chosen by the MAD filter (so that calibration's other lambda can
-    # change it).
-    mad_context: bool = False
-    # Its warm-up at load over the dummy batch the agent made ready, `warm_up(system, engines,
-    # pipeline, cfg, turns) -> seconds per stage`: None answers that batch with its own chain
-    # (agents/warmup.py).
+    abstain_on: str | None = None
     warm_up: Callable | None = None
+    # last release's keywords, accepted for one release (docs/changes.md)
+    answer_signal: dataclasses.InitVar[str | None] = None
+    abstains_first: dataclasses.InitVar[bool | None] = None
 
-    def __post_init__(self):
+    def __post_init__(self, answer_signal, abstains_first):
+        if answer_signal is not None or abstains_first is not None:
+            deprecated("System(answer_signal=..., abstains_first=...)", "System(abstain_on=FIELD)")
+            # last release abstained first unless told not to, on `rag_answer` unless told another
+            if abstains_first is not False and self.abstain_on is None:
+                object.__setattr__(self, "abstain_on", answer_signal or "rag_answer")
         # Its list opens with the shared steps (OPENING), listed or not: their place first, their
-        # priors, the deadline's per-turn learning of a stage without a model and their trace
-        # fields then follow for every system, as for any stage of its list.
+        # priors, the deadline's learning and their trace fields then follow for every system, as
+        # for any stage of its list.
         opening = opening_stages()
         shared = {stage.name for stage in opening}
         listed = tuple(s for s in self.stages if getattr(s, "name", None) not in shared)  # a bad entry: record_fault's
@@ -186,13 +207,20 @@ class System:
     def stage_names(self) -> tuple[str, ...]:
         return tuple(s.name for s in self.stages)
 
+    def stage(self, name: str) -> Stage:
+        """Its stage record named `name` (KeyError naming its stages where there is none)."""
+        for stage in self.stages:
+            if stage.name == name:
+                return stage
+        raise KeyError(f"system {self.name!r} has no stage {name!r}; its stages: {list(self.stage_names())}")
+
     def parsed_stages(self) -> tuple[str, ...]:
         """The names its traces count parser outcomes under, in chain order."""
         return tuple(dict.fromkeys(s.parsed for s in self.stages if s.parsed))
 
-    def engine_free(self, cfg) -> tuple[str, ...]:
-        return tuple(s.name for s in self.stages if s.calls_no_model(cfg))
-
+    def prompts(self) -> tuple[str, ...]:
+        """Every prompt its stages declare they may ask for, in chain order."""
+        return tuple(dict.fromkeys(p for s in self.stages for p in s.prompts))
 
 
 # The built-in systems' modules; each registers its System when imported. They are imported by
@@ -223,38 +251,42 @@ def record_fault(system: System) -> str | None:
             return f"stage {position} is a {type(stage).__name__}, not a Stage record"
         if not isinstance(stage.name, str) or not stage.name:
             return f"stage {position} has no name (its batch guard, trace and prior are keyed by it)"
-        if stage.cost_prior is not None and stage.cost_prior not in MEASURED_STAGES:
-            return f"stage {stage.name!r} is priced like {stage.cost_prior!r}, no measured stage {MEASURED_STAGES}"
+        if stage.prior is not None and stage.prior.like not in MEASURED_STAGES:
+            return f"stage {stage.name!r} is priced like {stage.prior.like!r}, no measured stage {MEASURED_STAGES}"
+        if stage.batch_fn is not None and not callable(stage.batch_fn):
+            return f"stage {stage.name!r}: its batch_fn is not callable"
+        for kind in ("reads", "writes", "prompts"):
+            names = getattr(stage, kind)
+            if not all(isinstance(name, str) and name for name in names):
+                return f"stage {stage.name!r}: its {kind} must be names (strings), got {names!r}"
     names = [stage.name for stage in system.stages]
     twice = sorted({name for name in names if names.count(name) > 1})
     if twice:
         return f"stages named twice: {twice} (the trace's stage_ms and the priors are keyed by the name)"
-    if not isinstance(system.answer_signal, str) or not system.answer_signal:
-        return f"its answer_signal must name a trace field, got {system.answer_signal!r}"
-    # A system whose own stages declare their fields must declare the one its decision reads; one
-    # whose stages declare none writes its whole trace in its own run, which only a run can show.
-    declared = {f for stage in system.stages[len(OPENING):] for f in stage.writes}
-    if system.abstains_first and declared:
-        if system.answer_signal not in declared:
-            return (f"its answer_signal {system.answer_signal!r} (read for abstains_first) is a trace field none of "
-                    f"its stages declares; declared: {sorted(declared)}")
     if not callable(system.decide):
         return "its decide is not callable"
     if system.run is not None and not callable(system.run):
         return "its run is not callable (None: the runtime runs its stages in order)"
-    own = system.stages[len(OPENING):]
+    if system.abstain_on is not None and (not isinstance(system.abstain_on, str) or not system.abstain_on):
+        return f"its abstain_on must name a field (or be None), got {system.abstain_on!r}"
+    # A system without a run of its own runs its list in order: each read must be written before
+    # it, and the field its abstain_on names by one of its stages. A run of its own orders its
+    # calls itself: its reads are checked as each stage runs (agents/run_stages.py `Reads`).
     if system.run is None:
-        for stage in own:
-            if stage.batch_fn is None and stage.step is None:
+        for stage in system.stages:
+            if stage.batch_fn is None:
                 return (f"stage {stage.name!r} has no batch_fn: a system without a run of its own calls each "
                         f"stage's batch_fn in order")
-    written = {f for stage in system.stages[:len(OPENING)] for f in stage.writes}
-    for stage in own:
-        unwritten = [name for name in stage.reads if name not in written]
-        if unwritten:
-            return (f"stage {stage.name!r} reads {unwritten[0]!r}, which no stage before it writes; "
-                    f"written before it: {sorted(written)}")
-        written.update(stage.writes)
+        written = {f for stage in system.stages[:len(OPENING)] for f in stage.writes if f != TURN}
+        for stage in system.stages[len(OPENING):]:
+            unwritten = [name for name in stage.reads if name not in written]
+            if unwritten:
+                return (f"stage {stage.name!r} reads {unwritten[0]!r}, which no stage before it writes; "
+                        f"written before it: {sorted(written)}")
+            written.update(f for f in stage.writes if f != TURN)
+        if system.abstain_on is not None and system.abstain_on not in written:
+            return (f"its abstain_on {system.abstain_on!r} is a field none of its stages writes; "
+                    f"written: {sorted(written)}")
     if not isinstance(system.view, View) or not callable(system.view.funnel):
         return "its view must be a View whose funnel(trace, cfg) can be called"
     branches = system.view.branches

@@ -20,7 +20,7 @@ def not_idk(answer) -> bool:
 FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "chunks": list, "kept_chunks": list, "context": (str, list), "branch": str, "final_answer": str,
     "rag_answer": str, "stage_ms": dict, "errors": list, "parsed_stages": list, "parse_failures": list,
-    "skipped_for_time": list, "funnel": dict, "mode_fallbacks": list, "perception": dict,
+    "skipped_for_time": list, "funnel": dict, "mode_fallbacks": list, "perception": dict, "faults": list,
 }
 
 
@@ -34,14 +34,13 @@ def field_type_fault(trace: dict) -> str | None:
     return None
 
 
-def record(own: dict, *, system, cfg, run, i: int, turn, parsed: dict[str, bool], perception=None,
-           errors: list[str] = (), skipped_for_time: list[str] | None = None,
-           added: dict[str, list[dict]] | None = None) -> dict:
-    """One turn's trace: `own` (the system's signals), the fields of the stages that state their
-    own step (`added`: stage -> per turn, runtime/batch.py BatchState) and the fields every system
-    records. `turn`: the turn as the chain read it (agents/stages/types.py Turn); `parsed`: stage
-    -> whether its parser read its output, for the stages that produced one; `errors`: the turn's
-    errors besides the run's own."""
+def record(own: dict, *, system, cfg, run, i: int, turn, parsed: dict[str, bool],
+           skipped_for_time: list[str] | None = None, checked: bool = True) -> dict:
+    """One turn's trace: `own` (the system's signals and fields; its "errors", if any, are its
+    evidence's own notes, kept after the run's) and the fields every system records. `turn`: the
+    turn as the stages read it last (agents/stages/types.py Turn, perception's readings on it);
+    `parsed`: stage -> whether its parser read its output, for the stages that produced one;
+    `checked`: whether a field of the wrong type is refused (TypeError)."""
     stages = system.parsed_stages()
     trace = {
         "preset": cfg.preset,
@@ -52,8 +51,6 @@ def record(own: dict, *, system, cfg, run, i: int, turn, parsed: dict[str, bool]
         "harness_passages": None if turn.passages is None else len(turn.passages),
         **own,
     }
-    for fields in (added or {}).values():
-        trace.update(fields[i])
     trace.update({
         "parsed_stages": sorted(parsed, key=stages.index),
         "parse_failures": [stage for stage in stages if parsed.get(stage) is False],
@@ -64,15 +61,17 @@ def record(own: dict, *, system, cfg, run, i: int, turn, parsed: dict[str, bool]
         "deadline_cut_during": run.cut_during,
         # optional steps the batch skipped to leave the answer its time (runtime/batch.py Room)
         "skipped_for_time": list(skipped_for_time or []),
-        "errors": run.errors[i] + list(errors),
-        "perception": perception_trace(perception),
+        "errors": run.errors[i] + list(own.get("errors") or []),
+        # each fault of the turn: the stage (or "rule"), the exception, where in the system's code
+        "faults": [dict(fault) for fault in run.faults[i]],
+        "perception": perception_trace(getattr(turn, "perception", None)),
     })
-    trace["funnel"] = system.view.funnel(trace, cfg)
+    trace["funnel"] = system.view.funnel(trace, cfg) if checked else {}
     # what the run's settings did besides the stages: the per-turn budget in force (0: none),
     # and the stages switched to text modes for an engine without token probabilities
     trace["turn_budget_s"] = cfg.run.turn_budget_s
     trace["mode_fallbacks"] = list(cfg.mode_fallbacks)
-    fault = field_type_fault(trace)
+    fault = field_type_fault(trace) if checked else None
     if fault:
         raise TypeError(f"system {trace['system']!r}: {fault}")
     return trace

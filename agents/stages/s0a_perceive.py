@@ -24,7 +24,8 @@ from PIL import Image
 
 from agents.config.cruise_config import CruiseConfig
 from agents.engines import image_classifier, ocr
-from agents.runtime.system import Stage, always
+from agents.runtime.system import Stage
+from agents.runtime.trace import perception_trace
 from agents.stages.prompts import load_prompt_lines
 from agents.stages.s0_inputs import given_entity_line
 from agents.stages.types import Perception, Turn
@@ -183,18 +184,23 @@ def picture_text(perception: Perception, cfg: CruiseConfig) -> str:
 
 
 def with_pictures(turns: list[Turn], perceptions: list[Perception], cfg: CruiseConfig) -> list[Turn]:
-    """The turns carrying their picture blocks (new records; the inputs are not changed)."""
+    """The turns carrying their picture blocks and readings (new records; the inputs are not
+    changed)."""
     return [dataclasses.replace(t, picture="\n\n".join(filter(None, [p.block, given_entity_line(t)])),
-                                picture_text=picture_text(p, cfg))
+                                picture_text=picture_text(p, cfg), perception=p)
             for t, p in zip(turns, perceptions)]
 
 
-def perceive_step(state) -> None:
-    """Over a batch in flight (agents/runtime/batch.py BatchState): read each picture when the VLM
-    cannot see, and give the later steps the turns with their picture blocks."""
-    if perception_wanted(state.cfg, state.engines.vlm):
-        state.perceptions = state.run.stage("perceive", perceive_batch, [state.turns], (state.cfg,), Perception)
-        state.turns = with_pictures(state.turns, state.perceptions, state.cfg)
+def perceive(batch) -> list[dict]:
+    """Each turn's picture read as text; the later stages get the turn carrying its block
+    ("turn") and read what was seen ("perception", as the trace holds it)."""
+    turns = with_pictures(batch.turns, perceive_batch(batch.turns, batch.cfg), batch.cfg)
+    return [{"turn": turn, "perception": perception_trace(turn.perception)} for turn in turns]
 
 
-STAGE = Stage("perceive", calls_no_model=always, writes=("perception",), step=perceive_step)
+def perception_on(state) -> bool:
+    """Whether the batch in flight perceives: its VLM cannot see (or the config says so)."""
+    return perception_wanted(state.cfg, state.engines.vlm)
+
+
+STAGE = Stage("perceive", batch_fn=perceive, writes=("turn", "perception"), switch=perception_on)

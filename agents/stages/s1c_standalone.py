@@ -253,26 +253,24 @@ def found_for(turns: list[Turn], cache: ConversationCache | None = None) -> list
             for t in turns]
 
 
-def _over_live_turns(turns, summaries, found, engine, cfg) -> list[Standalone]:
-    # the batch guard hands the per-turn lists first, restricted to the turns still alive
-    return standalone_batch(turns, summaries, engine, cfg, found)
+def standalone(batch) -> list[dict]:
+    """Over the follow-ups of a batch (`standalone_on` leaves the rest out): each carries its
+    standalone question into every later stage ("turn"), with its trace fields. `summary`: what
+    each photo shows, for the model's rewrite, where the system has made a summary (CRUISE's
+    q' summary; "" before one is made)."""
+    photos = [getattr(reads["summary"], "text", "") for reads in batch.reads]
+    standalones = standalone_batch(batch.turns, photos, batch.engines.vlm, batch.cfg, found_for(batch.turns))
+    turns = with_standalone(batch.turns, standalones)
+    return [{"turn": turn, **follow_up_fields(turn, s)} for turn, s in zip(turns, standalones)]
 
 
-def standalone_step(state) -> None:
-    """Over a batch in flight (agents/runtime/batch.py BatchState): the follow-ups carry their
-    standalone questions into every later step. A batch without follow-ups (every single-turn
-    batch) runs no stage, so its timings, deadline and traces are as before. `photos`: what each
-    photo shows, for the model's rewrite (the summary where the system has made one)."""
-    if state.cfg.inputs.standalone_mode == "off" or not any(t.history for t in state.turns):
-        return
-    photos = [summary.text for summary in getattr(state, "summaries", None) or []] or [""] * len(state.turns)
-    standalones = state.run.stage("standalone", _over_live_turns, [state.turns, photos, found_for(state.turns)],
-                                  (state.engines.vlm, state.cfg), Standalone)
-    state.added["standalone"] = [follow_up_fields(t, s) for t, s in zip(state.turns, standalones)]
-    state.turns = with_standalone(state.turns, standalones)
+def standalone_on(state) -> bool:
+    """Whether the batch in flight writes standalone questions: a mode other than "off", and a
+    follow-up among its turns (a batch without one, every single-turn batch, runs no stage, so its
+    timings, deadline and traces are as before)."""
+    return state.cfg.inputs.standalone_mode != "off" and any(t.history for t in state.turns)
 
 
-STAGE = Stage("standalone", calls_no_model=lambda cfg: cfg.inputs.standalone_mode in ("off", "rule"),
-              writes=("standalone_question", "standalone_carried", "standalone_found", "standalone_raw",
-                      "standalone_fallback"),
-              step=standalone_step)
+FIELDS = ("standalone_question", "standalone_carried", "standalone_found", "standalone_raw", "standalone_fallback")
+STAGE = Stage("standalone", batch_fn=standalone, reads=("summary",), writes=("turn", *FIELDS), switch=standalone_on,
+              prompts=("standalone",))

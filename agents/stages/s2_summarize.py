@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, Sampling
-from agents.runtime.system import Stage
+from agents.runtime.system import Prior, Stage
 from agents.stages.parsing import content_lines, first_sentence
 from agents.stages.prompts import ask_vlm
 from agents.stages.s0a_perceive import picture_summary
-from agents.stages.types import Perception, Route, Summary, Turn
+from agents.stages.types import Perception, Route, Summary, Turn, column
 
 _LABELS = ("one-sentence description", "description", "summary", "sentence", "caption")
 _QUOTES = "\"'“”‘’"
@@ -49,6 +49,14 @@ def summarize_batch(
     return summaries
 
 
-STAGE = Stage("summarize", switch="use_summary", cost_prior="summarize",
-              max_tokens=lambda cfg: cfg.answer.summary_max_tokens, parsed="summarize",
-              writes=("summary", "summary_raw"))
+def summarize(batch) -> list[dict]:
+    """Each turn's summary (`route`: whether it will retrieve); a turn perception read takes what
+    was read."""
+    summaries = summarize_batch(batch.turns, column(batch.reads, "route"), batch.engines.vlm, batch.cfg,
+                                [t.perception for t in batch.turns])
+    return [{"summary": s} for s in summaries]
+
+
+STAGE = Stage("summarize", batch_fn=summarize, reads=("route",), writes=("summary",), switch="use_summary",
+              parsed="summarize", prior=Prior("summarize", max_tokens=lambda cfg: cfg.answer.summary_max_tokens),
+              prompts=("summarize",))

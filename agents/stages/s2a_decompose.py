@@ -12,11 +12,11 @@ import re
 
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, Sampling
-from agents.runtime.system import Stage
+from agents.runtime.system import Prior, Stage
 from agents.stages.parsing import content_lines, labelled_choice
 from agents.stages.prompts import ask_vlm
 from agents.stages.s1a_tool_route import searches_allowed
-from agents.stages.types import Route, SubQueries, Summary, Turn, search_question
+from agents.stages.types import Route, SubQueries, Summary, Turn, column, search_question
 
 QUESTION_TYPES = ("simple", "multi-hop", "comparison")
 DECOMPOSED_TYPES = ("multi-hop", "comparison")
@@ -76,6 +76,14 @@ def decompose_batch(
     return out
 
 
-STAGE = Stage("decompose", switch="use_decompose", cost_prior="summarize",
-              max_tokens=lambda cfg: cfg.peer_stages.decompose_max_tokens, parsed="decompose",
-              writes=("sub_queries", "decompose_raw"))
+def decompose(batch) -> list[dict]:
+    web = batch.pipeline is not None and bool(getattr(batch.pipeline, "web_search", True))
+    found = decompose_batch(batch.turns, column(batch.reads, "route"), column(batch.reads, "summary"),
+                            batch.engines.vlm, batch.cfg, web)
+    return [{"sub_queries": q} for q in found]
+
+
+STAGE = Stage("decompose", batch_fn=decompose, reads=("route", "summary"), writes=("sub_queries",),
+              switch="use_decompose", parsed="decompose",
+              prior=Prior("summarize", max_tokens=lambda cfg: cfg.peer_stages.decompose_max_tokens),
+              prompts=("decompose",))

@@ -23,11 +23,11 @@ from PIL import Image
 
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, Sampling
-from agents.runtime.system import Stage
+from agents.runtime.system import Prior, Stage
 from agents.stages.parsing import labelled_value
 from agents.stages.prompts import ask_vlm
 from agents.stages.s1a_tool_route import searches_allowed
-from agents.stages.types import CropPlan, Route, Turn, search_question
+from agents.stages.types import CropPlan, Route, Turn, column, search_question
 
 GRID = 1000.0  # the prompt's coordinate scale
 _WHOLE_IMAGE_SHARE = 0.9  # a box covering this share of the photo (in area) is the whole photo
@@ -104,6 +104,9 @@ def cropped_images(image: Image.Image, plan: CropPlan) -> list[tuple[str, Image.
     return [(c["view"], image.crop(tuple(c["box"]))) for c in plan.crops]
 
 
-STAGE = Stage("crop", switch="use_crop_search", cost_prior="summarize",
-              max_tokens=lambda cfg: cfg.peer_stages.crop_max_tokens, parsed="crop",
-              writes=("crop_object", "crop_boxes", "crop_raw", "crops_searched"))
+def crop(batch) -> list[dict]:
+    return [{"crops": plan} for plan in crop_batch(batch.turns, column(batch.reads, "route"), batch.engines.vlm, batch.cfg)]
+
+
+STAGE = Stage("crop", batch_fn=crop, reads=("route",), writes=("crops",), switch="use_crop_search", parsed="crop",
+              prior=Prior("summarize", max_tokens=lambda cfg: cfg.peer_stages.crop_max_tokens), prompts=("crop",))

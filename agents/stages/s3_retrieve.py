@@ -19,11 +19,12 @@ stands, and reuses its conversation's image-search hits of the whole photo from 
 """
 from __future__ import annotations
 
+import dataclasses
 import os
 
 from agents.config.cruise_config import CruiseConfig
 from agents.runtime.conversation_cache import SHARED_CONVERSATIONS, ConversationCache, conversation_key, remember_found
-from agents.runtime.system import Stage, always
+from agents.runtime.system import Prior, Stage
 from agents.stages.s1a_tool_route import searches_allowed
 from agents.stages.s2b_crop import cropped_images, oracle_plan
 from agents.stages.s4_chunk import (
@@ -35,7 +36,16 @@ from agents.stages.s4_chunk import (
     hit_entity_names,
     name_chunk,
 )
-from agents.stages.types import CropPlan, Retrieval, Route, SubQueries, Turn, search_question, searched_for_oracle
+from agents.stages.types import (
+    CropPlan,
+    Retrieval,
+    Route,
+    SubQueries,
+    Turn,
+    column,
+    search_question,
+    searched_for_oracle,
+)
 
 
 def safe_text_query(text: str) -> str:
@@ -300,8 +310,22 @@ def retrieve_stage(batch) -> list[dict]:
              "chunks": r.chunks} for r in found]
 
 
+def retrieve(batch) -> list[dict]:
+    """Each turn's retrieval as a chain reads it (a Retrieval): searched for q' = question +
+    `summary`'s text where the `route` says so, with the `crops` and `sub_queries` of the peer
+    stages where they ran."""
+    crops, sub_queries = [r["crops"] for r in batch.reads], [r["sub_queries"] for r in batch.reads]
+    found = retrieve_batch(batch.turns, column(batch.reads, "route"), [s.text for s in column(batch.reads, "summary")],
+                           batch.pipeline, batch.cfg,
+                           None if all(c is None for c in crops) else column(batch.reads, "crops"),
+                           None if all(q is None for q in sub_queries) else column(batch.reads, "sub_queries"))
+    return [{"retrieval": r} for r in found]
+
+
 # s4_chunk cuts the pages this stage fetched into chunks: a step of this stage, timed with it.
-STAGE = Stage("retrieve", switch="use_retrieval", cost_prior="retrieve", calls_no_model=always,
-              writes=("retrieval_query", "web_query", "retrieved", "searches_run", "chunks", "image_hits_reused",
-                      "regions_searched"),
-              batch_fn=retrieve_stage)
+STAGE = Stage("retrieve", batch_fn=retrieve, reads=("route", "summary", "crops", "sub_queries"), writes=("retrieval",),
+              switch="use_retrieval", prior=Prior("retrieve"))
+# The same stage as a system without a run of its own lists it: its fields as the trace holds them.
+RETRIEVE = dataclasses.replace(STAGE, batch_fn=retrieve_stage, reads=(),
+                               writes=("retrieval_query", "web_query", "retrieved", "searches_run", "chunks",
+                                       "image_hits_reused", "regions_searched"))

@@ -13,9 +13,9 @@ import dataclasses
 
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
-from agents.runtime.system import Stage
+from agents.runtime.system import Prior, Stage
 from agents.stages.prompts import load_prompt, vlm_image
-from agents.stages.types import Retrieval, Turn, search_question
+from agents.stages.types import Retrieval, Turn, column, search_question
 from agents.stages.verdicts import read_verdict
 
 
@@ -68,7 +68,13 @@ def entity_check_batch(
     return out
 
 
-STAGE = Stage("entity_check", switch="use_entity_check", cost_prior="consistency",
-              max_tokens=lambda cfg: cfg.peer_stages.entity_check_max_tokens,
-              requests_per_turn=lambda cfg: cfg.peer_stages.entity_check_max, parsed="entity_check",
-              writes=("entity_verdicts", "entities_rejected", "entity_check_raw", "chunks_dropped_entity"))
+def entity_check(batch) -> list[dict]:
+    checked = entity_check_batch(batch.turns, column(batch.reads, "retrieval"), batch.engines.vlm, batch.cfg)
+    return [{"retrieval": r} for r in checked]
+
+
+STAGE = Stage("entity_check", batch_fn=entity_check, reads=("retrieval",), writes=("retrieval",),
+              switch="use_entity_check", parsed="entity_check",
+              prior=Prior("consistency", max_tokens=lambda cfg: cfg.peer_stages.entity_check_max_tokens,
+                          requests_per_turn=lambda cfg: cfg.peer_stages.entity_check_max),
+              prompts=("entity_check",))

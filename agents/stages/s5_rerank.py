@@ -20,8 +20,8 @@ import statistics
 
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import Reranker
-from agents.runtime.system import Stage
-from agents.stages.types import Evidence, Retrieval
+from agents.runtime.system import Prior, Stage
+from agents.stages.types import Evidence, Retrieval, column
 
 
 def mad_threshold(scores, tau: float = 0.1, lam: float = 1.5, top_k: int = 10) -> float:
@@ -100,5 +100,9 @@ def rerank_batch(retrievals: list[Retrieval], reranker: Reranker, cfg: CruiseCon
     return out
 
 
-STAGE = Stage("rerank", cost_prior="rerank",
-              writes=("chunks", "theta", "kept_chunks", "context", "retrieval_score", "coarse_kept"))
+def rerank(batch) -> list[dict]:
+    found = rerank_batch(column(batch.reads, "retrieval"), batch.engines.reranker, batch.cfg, batch.engines.coarse)
+    return [{"evidence": e} for e in found]
+
+
+STAGE = Stage("rerank", batch_fn=rerank, reads=("retrieval",), writes=("evidence",), prior=Prior("rerank"))

@@ -13,11 +13,11 @@ import re
 
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, Sampling
-from agents.runtime.system import Stage
+from agents.runtime.system import Prior, Stage
 from agents.stages.parsing import strip_markdown
 from agents.stages.prompts import ask_vlm, quote_notes
 from agents.stages.s5_rerank import context_block
-from agents.stages.types import Evidence, Turn, search_question
+from agents.stages.types import Evidence, Turn, column, search_question
 
 _LINE = re.compile(r"(?:info|result|note|chunk|#)?\s*\[?(\d+)\]?\s*(?:[:=.)-]|\bis\b)?\s*[\[(\"']?\s*"
                    r"(yes|no|relevant|irrelevant|not\s+relevant|true|false)\b", re.I)
@@ -67,6 +67,12 @@ def relevance_batch(turns: list[Turn], evidence: list[Evidence], engine: ChatEng
     return out
 
 
-STAGE = Stage("relevance", switch="use_relevance_filter", cost_prior="consistency",
-              max_tokens=lambda cfg: cfg.peer_stages.relevance_max_tokens, parsed="relevance",
-              writes=("relevance", "chunks_dropped_irrelevant", "relevance_raw"))
+def relevance(batch) -> list[dict]:
+    kept = relevance_batch(batch.turns, column(batch.reads, "evidence"), batch.engines.vlm, batch.cfg)
+    return [{"evidence": e} for e in kept]
+
+
+STAGE = Stage("relevance", batch_fn=relevance, reads=("evidence",), writes=("evidence",),
+              switch="use_relevance_filter", parsed="relevance",
+              prior=Prior("consistency", max_tokens=lambda cfg: cfg.peer_stages.relevance_max_tokens),
+              prompts=("relevance",))

@@ -19,11 +19,11 @@ import math
 from agents.base_agent import IDK_ANSWER
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
-from agents.runtime.system import Stage
+from agents.runtime.system import Prior, Stage
 from agents.stages.baseline_prompt import baseline_messages
 from agents.stages.parsing import abstains, content_lines
 from agents.stages.prompts import load_prompt, quote_notes, vlm_image
-from agents.stages.types import Answers, Evidence, Turn
+from agents.stages.types import Answers, Evidence, Turn, column
 
 _LABELS = ("final answer", "short answer", "answer")
 _QUOTES = "\"“”"
@@ -110,6 +110,13 @@ def answer_batch(
     return answers
 
 
-STAGE = Stage("answer", cost_prior="answer", max_tokens=lambda cfg: cfg.answer.answer_max_tokens, parsed="answer",
-              writes=("rag_answer", "rag_raw", "direct_answer", "direct_raw", "direct_sampled",
-                      "rag_min_token_prob", "rag_mean_token_prob", "token_count"))
+def answer(batch) -> list[dict]:
+    """Each turn's answers from its context (`evidence`) and its domain's lines (`notes`)."""
+    found = answer_batch(batch.turns, column(batch.reads, "evidence"), batch.engines.vlm, batch.cfg,
+                         column(batch.reads, "notes"))
+    return [{"answers": a} for a in found]
+
+
+STAGE = Stage("answer", batch_fn=answer, reads=("evidence", "notes"), writes=("answers",), parsed="answer",
+              prior=Prior("answer", max_tokens=lambda cfg: cfg.answer.answer_max_tokens),
+              prompts=("answer_with_context", "answer_without_context"))

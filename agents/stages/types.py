@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 
 from PIL import Image
 
+from agents.base_agent import IDK_ANSWER
 from agents.runtime.system import Decision  # noqa: F401 - every system's decisions, read through here too
 
 
@@ -31,6 +32,9 @@ class Turn:
     # The same readings as plain text (labels and OCR lines, no confidences or framing): the
     # evidence the grounding check (s8_verify, cov_mode "grounding") finds the picture's words in.
     picture_text: str = ""
+    # What perception read (s0a_perceive.Perception: labels, OCR lines, the block), None where it
+    # did not run; the trace's `perception` is made from it.
+    perception: object | None = None
     # The follow-up written as a question that stands on its own (s1c_standalone): what every
     # stage that searches or checks evidence asks in place of `query`. "" on a turn without
     # history, and where the rewrite fell back to the plain question.
@@ -198,3 +202,25 @@ class Verification:
     cov_parsed: bool | None = None  # None: the VLM was not asked
 
 
+
+
+# What a turn's record reads as where no stage wrote it (switched off, cut by the deadline, a turn
+# the stage was not asked for, a fault): the safe default each stage passes on.
+DEFAULTS = {
+    "route": lambda: Route(needs_external=True, is_real_time=False, parsed=None),
+    "summary": Summary,
+    "sub_queries": SubQueries,
+    "crops": CropPlan,
+    "retrieval": Retrieval,
+    "evidence": Evidence,
+    "notes": str,
+    "answers": lambda: Answers(rag=IDK_ANSWER),
+    "check": Verification,
+}
+
+
+def column(records, name: str, defaults: dict | None = None) -> list:
+    """Each turn's `name` (a Reads per turn, or its fields), its default (`defaults`, else DEFAULTS)
+    where none was written."""
+    make = (defaults or DEFAULTS)[name]
+    return [r.get(name) if r.get(name) is not None else make() for r in records]

@@ -15,8 +15,10 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from agents.base_agent import IDK_ANSWER
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatResult, Sampling
+from agents.runtime.system import Decision
 from agents.stages.parsing import strip_markdown
 
 YES_NO = ("yes", "no")
@@ -219,3 +221,14 @@ def support_checks(engine: ChatEngine, cfg: CruiseConfig, turns: list, wanted: l
 
 def support_passes(confidence: float | None, cfg: CruiseConfig) -> bool:
     return confidence is not None and confidence >= cfg.answer.tau_low
+
+
+def support_gate(confidence: float | None, cfg: CruiseConfig, *, unchecked: str, rejected: str):
+    """The peers' abstention on a support check (QA-Dragon's verifier, SAM-RAG's isSup): a
+    Decision of "I don't know" under `unchecked` where no check ran (the deadline cut it), under
+    `rejected` where its confidence is below `tau_low`; None where the answer may stand."""
+    if confidence is None:
+        return Decision(IDK_ANSWER, unchecked)
+    if not support_passes(float(confidence), cfg):
+        return Decision(IDK_ANSWER, rejected)
+    return None

@@ -19,7 +19,7 @@ import re
 
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
-from agents.runtime.system import Stage
+from agents.runtime.system import Prior, Stage
 from agents.stages.parsing import strip_markdown
 from agents.stages.prompts import load_prompt
 from agents.stages.s1a_tool_route import read_search_route
@@ -136,5 +136,10 @@ def _shown(share: float | None, text: str) -> str:
     return f"P(yes)/(P(yes)+P(no)) = {share:.2f}"
 
 
-STAGE = Stage("route", switch="use_router", cost_prior="route", max_tokens=lambda cfg: cfg.own.router_max_tokens, parsed="route",
-              writes=("needs_external", "is_real_time", "router_parsed", "router_raw"))
+def route(batch) -> list[dict]:
+    return [{"route": r} for r in route_batch(batch.turns, batch.engines.router, batch.cfg)]
+
+
+STAGE = Stage("route", batch_fn=route, writes=("route",), switch="use_router", parsed="route",
+              prior=Prior("route", max_tokens=lambda cfg: cfg.own.router_max_tokens),
+              prompts=("route", "route_extended", "route_external", "route_real_time"))

@@ -11,9 +11,9 @@ from __future__ import annotations
 from agents.base_agent import IDK_ANSWER
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, Sampling
-from agents.runtime.system import Stage
+from agents.runtime.system import Prior, Stage
 from agents.stages.prompts import ask_vlm, quote_notes
-from agents.stages.types import Answers, Evidence, Turn, Verification, question_beside_standalone
+from agents.stages.types import Answers, Evidence, Turn, Verification, column, question_beside_standalone
 from agents.stages.verdicts import read_verdict
 
 
@@ -62,6 +62,13 @@ def consistency_batch(
     return out
 
 
-STAGE = Stage("consistency", switch="use_self_consistency", cost_prior="consistency",
-              max_tokens=lambda cfg: cfg.own.consistency_max_tokens, parsed="consistency",
-              writes=("consistent", "consistency_rule", "consistency_raw"))
+def consistency(batch) -> list[dict]:
+    checks = consistency_batch(batch.turns, column(batch.reads, "evidence"), column(batch.reads, "answers"),
+                               batch.engines.vlm, batch.cfg)
+    return [{"check": c} for c in checks]
+
+
+STAGE = Stage("consistency", batch_fn=consistency, reads=("evidence", "answers"), writes=("check",),
+              switch="use_self_consistency", parsed="consistency",
+              prior=Prior("consistency", max_tokens=lambda cfg: cfg.own.consistency_max_tokens),
+              prompts=("consistency",))

@@ -35,10 +35,18 @@ import re
 from agents.base_agent import IDK_ANSWER
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, Sampling
-from agents.runtime.system import Stage
+from agents.runtime.system import Prior, Stage
 from agents.stages.parsing import NUMBER, strip_markdown, to_float
 from agents.stages.prompts import ask_vlm, ask_vlm_results, quote_notes
-from agents.stages.types import Answers, Evidence, Turn, Verification, question_beside_standalone, search_question
+from agents.stages.types import (
+    Answers,
+    Evidence,
+    Turn,
+    Verification,
+    column,
+    question_beside_standalone,
+    search_question,
+)
 from agents.stages.verdicts import INFO_LABEL, grounding, grounding_mode, yes_odds
 
 _SCALE = re.compile(
@@ -115,5 +123,14 @@ def verify_batch(
     return out
 
 
-STAGE = Stage("verify", switch="use_cov", cost_prior="verify", max_tokens=lambda cfg: cov_sampling(cfg).max_tokens, parsed="verify", calls_no_model=grounding_mode,
-              writes=("cov_confidence", "cov_raw"))
+def verify(batch) -> list[dict]:
+    checks = verify_batch(batch.turns, column(batch.reads, "evidence"), column(batch.reads, "answers"),
+                          column(batch.reads, "check"), batch.engines.vlm, batch.cfg)
+    return [{"check": c} for c in checks]
+
+
+STAGE = Stage("verify", batch_fn=verify, reads=("evidence", "answers", "check"), writes=("check",), switch="use_cov",
+              parsed="verify", prior=Prior("verify", max_tokens=lambda cfg: cov_sampling(cfg).max_tokens,
+                          # the grounding check asks no model
+                          requests_per_turn=lambda cfg: 0 if grounding_mode(cfg) else 1),
+              prompts=("verify", "verify_yes_no"))

@@ -13,7 +13,7 @@ from __future__ import annotations
 from agents.base_agent import IDK_ANSWER
 from agents.config.cruise_config import CruiseConfig
 from agents.stages.types import Decision
-from agents.stages.verdicts import support_passes
+from agents.stages.verdicts import support_gate
 
 
 def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
@@ -26,11 +26,9 @@ def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
         return Decision(answer, "direct_output")
     if not cfg.answer.use_finalizer:
         return Decision(answer, "no_finalizer")
-    confidence = trace.get("verifier_confidence")
-    if confidence is None:
-        return Decision(IDK_ANSWER, "not_verified")
-    if not support_passes(float(confidence), cfg):
-        return Decision(IDK_ANSWER, "verifier_rejected")
+    gated = support_gate(trace.get("verifier_confidence"), cfg, unchecked="not_verified", rejected="verifier_rejected")
+    if gated:
+        return gated
     token_prob = trace.get("rag_min_token_prob")
     if cfg.answer.min_token_prob > 0 and (token_prob is None or token_prob < cfg.answer.min_token_prob):
         return Decision(IDK_ANSWER, "low_token_prob")

@@ -49,4 +49,8 @@ def domain_batch(turns: list[Turn], engine: ChatEngine, cfg: CruiseConfig) -> li
     return out
 
 
-STAGE = Stage("domain", parsed="domain", writes=("domain", "domain_source", "domain_raw"))
+def route_domains(batch) -> list[dict]:
+    return [{"domain": d} for d in domain_batch(batch.turns, batch.engines.router, batch.cfg)]
+
+
+STAGE = Stage("domain", batch_fn=route_domains, writes=("domain",), parsed="domain", prompts=("qa_dragon_domain",))

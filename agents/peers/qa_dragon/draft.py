@@ -19,7 +19,7 @@ import re
 from agents.base_agent import IDK_ANSWER
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, Sampling
-from agents.peers.qa_dragon.types import DomainRoute, Draft
+from agents.peers.qa_dragon.types import DomainRoute, Draft, column
 from agents.runtime.system import Stage
 from agents.stages.parsing import labelled_value, strip_markdown
 from agents.stages.prompts import ask_vlm, load_prompt, load_prompt_lines
@@ -81,5 +81,9 @@ def draft_batch(turns: list[Turn], domains: list[DomainRoute], engine: ChatEngin
     return [read_draft(text, instructions) for text in replies]
 
 
-STAGE = Stage("draft", parsed="draft",
-              writes=("draft_object", "draft_steps", "draft_answer", "draft_raw"))
+def draft(batch) -> list[dict]:
+    """Each turn's D-CoT draft, given its `domain`."""
+    return [{"draft": d} for d in draft_batch(batch.turns, column(batch.reads, "domain"), batch.engines.vlm, batch.cfg)]
+
+
+STAGE = Stage("draft", batch_fn=draft, reads=("domain",), writes=("draft",), parsed="draft", prompts=("qa_dragon_draft",))

@@ -19,7 +19,7 @@ from agents.base_agent import IDK_ANSWER
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, ChatResult, Sampling
 from agents.peers.qa_dragon.draft import lengths
-from agents.peers.qa_dragon.types import Draft, PostAnswer, Reranked, SearchRoute
+from agents.peers.qa_dragon.types import Draft, PostAnswer, Reranked, SearchRoute, column
 from agents.runtime.system import Stage
 from agents.stages.parsing import labelled_value, strip_markdown
 from agents.stages.prompts import load_prompt, quote_notes, vlm_image
@@ -97,6 +97,11 @@ def post_answer_batch(turns: list[Turn], drafts: list[Draft], routes: list[Searc
     return out
 
 
-STAGE = Stage("post_answer", parsed="post_answer",
-              writes=("post_answer", "post_reason", "post_raw", "rag_answer", "rag_min_token_prob",
-                      "rag_mean_token_prob", "reply_min_token_prob", "token_count"))
+def post_answers(batch) -> list[dict]:
+    found = post_answer_batch(batch.turns, column(batch.reads, "draft"), [r["search_route"] for r in batch.reads],
+                              column(batch.reads, "reranked"), batch.engines.vlm, batch.cfg)
+    return [{"post": p} for p in found]
+
+
+STAGE = Stage("post_answer", batch_fn=post_answers, reads=("draft", "search_route", "reranked"), writes=("post",),
+              parsed="post_answer", prompts=("qa_dragon_post_answer",))

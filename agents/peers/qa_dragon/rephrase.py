@@ -15,7 +15,7 @@ import dataclasses
 
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
-from agents.peers.qa_dragon.types import Draft, ToolChoice
+from agents.peers.qa_dragon.types import Draft, ToolChoice, column
 from agents.runtime.system import Stage
 from agents.stages.prompts import load_prompt
 from agents.stages.s1c_standalone import content_words
@@ -55,4 +55,11 @@ def enhance_sub_queries(sub_queries: SubQueries, carried: list[str]) -> SubQueri
     return dataclasses.replace(sub_queries, queries=completed)
 
 
-STAGE = Stage("rephrase", parsed="rephrase", writes=("rephrased_queries", "rephrase_raw"))
+def rephrase(batch) -> list[dict]:
+    found = rephrase_batch(batch.turns, column(batch.reads, "draft"), column(batch.reads, "tool"), batch.engines.vlm,
+                           batch.cfg)
+    return [{"rephrased": q} for q in found]
+
+
+STAGE = Stage("rephrase", batch_fn=rephrase, reads=("draft", "tool"), writes=("rephrased",), parsed="rephrase",
+              prompts=("qa_dragon_rephrase",))

@@ -21,8 +21,8 @@ import dataclasses
 
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Reranker, Sampling
-from agents.peers.qa_dragon.types import Reranked
-from agents.runtime.system import Stage
+from agents.peers.qa_dragon.types import Reranked, column
+from agents.runtime.system import Prior, Stage
 from agents.stages.prompts import load_prompt, quote_notes
 from agents.stages.s5_rerank import context_block
 from agents.stages.types import Evidence, Retrieval
@@ -84,5 +84,15 @@ def fine_batch(retrievals: list[Retrieval], coarse: list[Reranked], engine: Chat
 
 
 # The coarse reranker is priced as CRUISE's reranker (the same model over the same chunks).
-COARSE = Stage("rerank", cost_prior="rerank", writes=("chunks", "theta", "kept_chunks", "context", "retrieval_score"))
-FINE = Stage("fine_rerank", writes=("fine_rerank_ran",))
+def coarse(batch) -> list[dict]:
+    return [{"reranked": r} for r in coarse_batch(column(batch.reads, "retrieval"), batch.engines.reranker, batch.cfg)]
+
+
+def fine(batch) -> list[dict]:
+    found = fine_batch(column(batch.reads, "retrieval"), column(batch.reads, "reranked"), batch.engines.vlm, batch.cfg)
+    return [{"reranked": r} for r in found]
+
+
+COARSE = Stage("rerank", batch_fn=coarse, reads=("retrieval",), writes=("reranked",), prior=Prior("rerank"))
+FINE = Stage("fine_rerank", batch_fn=fine, reads=("retrieval", "reranked"), writes=("reranked",),
+             prompts=("qa_dragon_fine_rerank",))

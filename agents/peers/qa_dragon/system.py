@@ -3,15 +3,13 @@
 report_turn.html.j2)."""
 from __future__ import annotations
 
-from agents.peers.qa_dragon import domain_router, draft, post_answer, rephrase, tool_router, verifier
-from agents.peers.qa_dragon.chain import run_qa_dragon
+from agents.peers.qa_dragon.chain import STAGES, run_qa_dragon
 from agents.peers.qa_dragon.decide import decide_from_trace
-from agents.peers.qa_dragon.rerank import COARSE, FINE
 from agents.peers.qa_dragon.settings import QaDragonSettings
 from agents.peers.qa_dragon.trace import funnel_flags, report_sections, summarize
 from agents.peers.qa_dragon.types import BRANCHES
 from agents.runtime.system import System, View, register
-from agents.stages import s0a_perceive, s1c_standalone, s2b_crop, s3_retrieve, s3a_entity_check
+from agents.stages import s0a_perceive
 
 # What its turn page lays out besides its stages' own fields.
 SHOWN = frozenset({"branch", "router_reason", "router_features", "retrieval_query", "web_query", "searches_run",
@@ -20,11 +18,12 @@ SHOWN = frozenset({"branch", "router_reason", "router_features", "retrieval_quer
 
 QA_DRAGON = register(System(
     name="qa_dragon",
-    stages=(s0a_perceive.STAGE, s1c_standalone.STAGE, domain_router.STAGE, draft.STAGE, tool_router.STAGE, rephrase.STAGE, s2b_crop.STAGE,
-            s3_retrieve.STAGE, s3a_entity_check.STAGE, COARSE, FINE, post_answer.STAGE, verifier.STAGE),
+    stages=(s0a_perceive.STAGE, *STAGES),
     run=run_qa_dragon,
     decide=decide_from_trace,
     view=View(funnel=funnel_flags, summarize=summarize, report_sections=report_sections,
               branches=BRANCHES, turn_template="report_turn.html.j2", shown_keys=SHOWN),
     settings=QaDragonSettings,
+    # a post-answer that is already "I don't know" is decided before its verifiers
+    abstain_on="rag_answer",
 ))

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest
-from agents.peers.qa_dragon.types import DomainRoute, Draft, SearchRoute, ToolChoice
+from agents.peers.qa_dragon.types import DomainRoute, Draft, SearchRoute, ToolChoice, column
 from agents.runtime.system import Stage
 from agents.stages.prompts import load_prompt, vlm_image
 from agents.stages.types import Turn
@@ -86,5 +86,14 @@ def unasked_tools(routes: list[SearchRoute], domains: list[DomainRoute], planned
     return out
 
 
-STAGE = Stage("tool_route", parsed="tool_route",
-              writes=("tool_search", "tool_image_check", "tool_text_check", "tool_rule"))
+def route_tools(batch) -> list[dict]:
+    """The RAG turns' searches (`tool`: what was planned before), from their `draft`, `search_route`
+    and `domain`."""
+    web = batch.pipeline is not None and bool(getattr(batch.pipeline, "web_search", True))
+    tools = tool_batch(batch.turns, column(batch.reads, "draft"), [r["search_route"] for r in batch.reads],
+                       column(batch.reads, "domain"), column(batch.reads, "tool"), batch.engines.vlm, batch.cfg, web)
+    return [{"tool": t} for t in tools]
+
+
+STAGE = Stage("tool_route", batch_fn=route_tools, reads=("draft", "search_route", "domain", "tool"), writes=("tool",),
+              parsed="tool_route", prompts=("qa_dragon_tool_image", "qa_dragon_tool_text"))

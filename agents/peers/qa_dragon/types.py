@@ -5,10 +5,13 @@ DomainRoute -> Draft -> SearchRoute -> ToolChoice -> (Retrieval) -> Reranked -> 
 """
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
 from agents.base_agent import IDK_ANSWER
-from agents.stages.types import Evidence
+from agents.stages.types import DEFAULTS as SHARED_DEFAULTS
+from agents.stages.types import Evidence, SubQueries
+from agents.stages.types import column as shared_column
 
 BRANCHES = ("direct_output", "search_verify", "rag")
 
@@ -88,3 +91,10 @@ class PostCheck:
     confidence: float | None = None  # None: not checked
     raw: str = ""
     parsed: bool | None = None
+
+
+# What QA-Dragon's records of a turn read as where no stage wrote them (a fault, a step the turn
+# did not reach): the safe default each step passes on.
+DEFAULTS = {"domain": DomainRoute, "draft": Draft, "tool": ToolChoice, "reranked": Reranked, "post": PostAnswer,
+            "post_check": PostCheck, "rephrased": SubQueries, "subject": str, **SHARED_DEFAULTS}
+column = functools.partial(shared_column, defaults=DEFAULTS)

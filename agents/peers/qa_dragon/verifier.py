@@ -19,8 +19,8 @@ import re
 from agents.base_agent import IDK_ANSWER
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine
-from agents.peers.qa_dragon.types import PostAnswer, PostCheck, Reranked
-from agents.runtime.system import Stage
+from agents.peers.qa_dragon.types import PostAnswer, PostCheck, Reranked, column
+from agents.runtime.system import Prior, Stage
 from agents.stages.parsing import labelled_value, strip_markdown
 from agents.stages.prompts import quote_notes
 from agents.stages.types import Turn
@@ -63,5 +63,13 @@ def verify_batch(turns: list[Turn], posts: list[PostAnswer], reranked: list[Rera
 
 
 # Priced as CRUISE's CoV (one image request judging the answer against the notes).
-STAGE = Stage("verify", cost_prior="verify", max_tokens=lambda cfg: cfg.own.qa_dragon_verify_max_tokens, parsed="verify", calls_no_model=grounding_mode,
-              writes=("verifier_confidence", "verifier_raw", "decision", "final_answer"))
+def verify(batch) -> list[dict]:
+    checks = verify_batch(batch.turns, column(batch.reads, "post"), column(batch.reads, "reranked"), batch.engines.vlm,
+                          batch.cfg)
+    return [{"post_check": c} for c in checks]
+
+
+STAGE = Stage("verify", batch_fn=verify, reads=("post", "reranked"), writes=("post_check",), parsed="verify",
+              prior=Prior("verify", max_tokens=lambda cfg: cfg.own.qa_dragon_verify_max_tokens,
+                          requests_per_turn=lambda cfg: 0 if grounding_mode(cfg) else 1),  # grounding: no model
+              prompts=("qa_dragon_verify", "qa_dragon_verify_yes_no"))

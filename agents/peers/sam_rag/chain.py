@@ -16,21 +16,29 @@ regeneration), and each turn leaves one trace (trace.py).
 """
 from __future__ import annotations
 
+import dataclasses
+
 from agents.base_agent import IDK_ANSWER
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import Engines
-from agents.peers.sam_rag.relevance import is_rel_round, rank_batch, searching
-from agents.peers.sam_rag.support import is_sup_batch
+from agents.peers.sam_rag.relevance import IS_REL, RANK, searching
+from agents.peers.sam_rag.support import IS_SUP
 from agents.peers.sam_rag.trace import turn_trace
-from agents.peers.sam_rag.types import RelevanceSearch, SupportCheck, UseCheck
-from agents.peers.sam_rag.usefulness import is_use_batch, regenerate_batch
-from agents.runtime.batch import Room, decide_turn, keep, open_batch, run_steps
+from agents.peers.sam_rag.types import RelevanceSearch, UseCheck, column
+from agents.peers.sam_rag.usefulness import IS_USE, REGENERATE
+from agents.run_stages import BatchState, open_batch, switched_on
+from agents.runtime.batch import Room
 from agents.runtime.deadline import StageCosts
-from agents.stages.s2_summarize import summarize_batch
-from agents.stages.s3_retrieve import retrieve_batch
+from agents.stages import s1c_standalone, s2_summarize, s3_retrieve, s6_answer
 from agents.stages.s5_rerank import context_block
-from agents.stages.s6_answer import answer_batch
-from agents.stages.types import Answers, Evidence, Retrieval, Route, Summary, Turn
+from agents.stages.types import Evidence, Retrieval, Turn
+
+# CRUISE's summary is its caption and CRUISE's RAG answer its generation, run whatever CRUISE's
+# switches say, with their parse outcomes under SAM-RAG's names.
+CAPTION = dataclasses.replace(s2_summarize.STAGE, switch=None, parsed="caption")
+RETRIEVE = dataclasses.replace(s3_retrieve.STAGE, switch=None)
+GENERATE = dataclasses.replace(s6_answer.STAGE, parsed="generate")
+STAGES = (s1c_standalone.STAGE, CAPTION, RETRIEVE, RANK, IS_REL, GENERATE, IS_USE, REGENERATE, IS_SUP)
 
 
 def relevant_evidence(retrieval: Retrieval, state: RelevanceSearch) -> Evidence:
@@ -50,65 +58,58 @@ def run_sam_rag(system, turns: list[Turn], engines: Engines, pipeline, cfg: Crui
                 started: float | None = None) -> tuple[list[str], list[dict]]:
     """Answers and traces for one batch (`system`: SAM-RAG's record, system.py); the budget runs
     from `started` (time.monotonic)."""
-    n = len(turns)
-    # the stages of its list that state their own step (the standalone question) run right after
-    # the opening every system has (perception)
-    opened = run_steps(open_batch(system, turns, engines, pipeline, cfg, costs, started), system.stages)
-    run, turns, perceptions = opened.run, opened.turns, opened.perceptions
+    s: BatchState = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    run, f = s.run, s.fields
+    # the standalone question runs right after the opening every system has (perception)
+    if switched_on(s1c_standalone.STAGE, s):
+        s.call(s1c_standalone.STAGE)
     scfg = cfg.replace(use_retrieval=True, use_summary=True)
-    routes = [Route(needs_external=True, is_real_time=False, parsed=None) for _ in turns]
-    summaries = run.stage("summarize", _caption, [turns, routes, perceptions], (engines.vlm, scfg), Summary)
-    retrievals = run.stage("retrieve", _retrieve, [turns, routes, [s.text for s in summaries]], (pipeline, scfg),
-                           Retrieval)
+    # every turn searches (no router): the route every record reads where none was written
+    s.call(CAPTION, cfg=scfg)
+    s.call(RETRIEVE, cfg=scfg)
     # A step no turn needs is not started (the deadline would otherwise weigh a step with nothing
     # to do), an optional one only when it leaves room for the answer (Room).
     room = Room(run)
 
-    states = [RelevanceSearch() for _ in turns]
-    if any(r.chunks for r in retrievals):
-        states = run.stage("rank", rank_batch, [retrievals], (engines.reranker, cfg), RelevanceSearch)
+    if any(r.chunks for r in column(f, "retrieval")):
+        s.call(RANK)
     for _ in range(max(cfg.own.sam_rag_rounds, 0)):
-        if not any(searching(s, cfg) for s in states) or run.cut_before or run.cut_during:
+        if not any(searching(state, cfg) for state in column(f, "relevance")) or run.cut_before or run.cut_during:
             break
         if not room("is_rel", ANSWER_STEPS):
             break
-        judged = run.stage("is_rel", is_rel_round, [turns, summaries, retrievals, states], (engines.vlm, cfg),
-                           lambda: None)
-        states = [j if j is not None else s for j, s in zip(judged, states)]
-    evidence = [relevant_evidence(r, s) for r, s in zip(retrievals, states)]
-    answers = run.stage("answer", answer_batch, [turns, evidence], (engines.vlm, cfg),
-                        lambda: Answers(rag=IDK_ANSWER))
-    uses = [UseCheck() for _ in turns]
+        s.call(IS_REL)
+    for fields, retrieval, state in zip(f, column(f, "retrieval"), column(f, "relevance")):
+        fields["evidence"] = relevant_evidence(retrieval, state)
+    s.call(GENERATE)
+    answers = column(f, "answers")
+    for fields in f:
+        fields["use"] = UseCheck()
     if any(a.rag != IDK_ANSWER for a in answers):
-        uses = keep(uses, run.stage("is_use", is_use_batch, [turns, answers, uses], (engines.vlm, cfg), lambda: None))
-    if any(u.first is not None and u.first.passed is False for u in uses) and room("regenerate", ("is_use", "is_sup")):
-        uses = keep(uses, run.stage("regenerate", regenerate_batch, [turns, evidence, answers, uses],
-                                     (engines.vlm, cfg), lambda: None))
-        uses = keep(uses, run.stage("is_use", is_use_batch, [turns, answers, uses], (engines.vlm, cfg), lambda: None))
+        s.call(IS_USE)
+    if any(u.first is not None and u.first.passed is False for u in column(f, "use")) and room("regenerate", ("is_use", "is_sup")):
+        s.call(REGENERATE)
+        s.call(IS_USE)
+    uses = column(f, "use")
     candidates = [u.regenerated if u.regenerated is not None else a.rag for u, a in zip(uses, answers)]
     # isSup judges only answers that passed isUse (Table 1: isUse true leads to isSup)
-    checked = [c if u.passed else IDK_ANSWER for c, u in zip(candidates, uses)]
-    supports = [SupportCheck() for _ in turns]
-    if any(c != IDK_ANSWER for c in checked):
-        supports = run.stage("is_sup", is_sup_batch, [turns, evidence, checked], (engines.vlm, cfg), SupportCheck)
+    for fields, c, u in zip(f, candidates, uses):
+        fields["checked"] = c if u.passed else IDK_ANSWER
+    if any(fields["checked"] != IDK_ANSWER for fields in f):
+        s.call(IS_SUP)
 
-    final, traces = [], []
-    for i in range(n):
-        inputs = {"rag_answer": candidates[i], "is_use": uses[i].passed, "is_sup_confidence": supports[i].confidence,
-                  "regenerated": uses[i].regenerated is not None}
-        decision = decide_turn(system, inputs, cfg, run, i)
-        final.append(decision.answer)
+    def signals(i: int) -> dict:
+        use, support = uses[i], column([f[i]], "support")[0]
+        return {"rag_answer": candidates[i], "is_use": use.passed, "is_sup_confidence": support.confidence,
+                "regenerated": use.regenerated is not None}
+
+    def traced(i: int, decision) -> tuple[dict, dict]:
+        summary, retrieval, relevance, answer, support = (column([f[i]], name)[0] for name in (
+            "summary", "retrieval", "relevance", "answers", "support"))
         own, parsed = turn_trace(
-            turn=turns[i], summary=summaries[i], retrieval=retrievals[i], relevance=states[i],
-            context=evidence[i].context, answers=answers[i], use=uses[i], support=supports[i],
-            candidate=candidates[i], decision=decision)
-        traces.append(opened.trace(i, own, parsed, errors=retrievals[i].errors, skipped_for_time=room.skipped))
-    return final, traces
+            turn=s.turns[i], summary=summary, retrieval=retrieval, relevance=relevance, context=f[i]["evidence"].context,
+            answers=answer, use=uses[i], support=support, candidate=candidates[i], decision=decision)
+        standalone = {k: f[i][k] for k in s1c_standalone.FIELDS if k in f[i]}
+        return {**own, **standalone, "errors": retrieval.errors}, parsed
 
-
-def _caption(turns, routes, perceptions, engine, cfg):
-    return summarize_batch(turns, routes, engine, cfg, perceptions)
-
-
-def _retrieve(turns, routes, summaries, pipeline, cfg):
-    return retrieve_batch(turns, routes, summaries, pipeline, cfg)
+    return s.finish(signals=signals, trace=traced, skipped_for_time=room.skipped)

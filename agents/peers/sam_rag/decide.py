@@ -11,7 +11,7 @@ from __future__ import annotations
 from agents.base_agent import IDK_ANSWER
 from agents.config.cruise_config import CruiseConfig
 from agents.stages.types import Decision
-from agents.stages.verdicts import support_passes
+from agents.stages.verdicts import support_gate
 
 
 def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
@@ -26,9 +26,7 @@ def decide_from_trace(trace: dict, cfg: CruiseConfig) -> Decision:
         return Decision(IDK_ANSWER, "not_checked")
     if use is False:
         return Decision(IDK_ANSWER, "not_useful")
-    confidence = trace.get("is_sup_confidence")
-    if confidence is None:
-        return Decision(IDK_ANSWER, "not_checked")
-    if not support_passes(float(confidence), cfg):
-        return Decision(IDK_ANSWER, "unsupported")
+    gated = support_gate(trace.get("is_sup_confidence"), cfg, unchecked="not_checked", rejected="unsupported")
+    if gated:
+        return gated
     return Decision(answer, "supported_after_regeneration" if trace.get("regenerated") else "supported")

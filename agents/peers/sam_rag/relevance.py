@@ -18,7 +18,7 @@ import dataclasses
 
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Reranker
-from agents.peers.sam_rag.types import RelevanceSearch
+from agents.peers.sam_rag.types import RelevanceSearch, column
 from agents.runtime.system import Stage
 from agents.stages.prompts import load_prompt, quote_notes
 from agents.stages.types import Retrieval, Summary, Turn
@@ -62,6 +62,18 @@ def is_rel_round(turns: list[Turn], summaries: list[Summary], retrievals: list[R
     return out
 
 
-RANK = Stage("rank", writes=("chunks", "retrieval_score"))
-IS_REL = Stage("is_rel", parsed="is_rel",
-               writes=("relevance_rounds", "relevance_judged", "relevance_raw", "kept_chunks", "context"))
+def rank(batch) -> list[dict]:
+    found = rank_batch(column(batch.reads, "retrieval"), batch.engines.reranker, batch.cfg)
+    return [{"relevance": r} for r in found]
+
+
+def is_rel(batch) -> list[dict]:
+    """One round of isRel over the turns still searching (`relevance`: where each stands)."""
+    found = is_rel_round(batch.turns, column(batch.reads, "summary"), column(batch.reads, "retrieval"),
+                         column(batch.reads, "relevance"), batch.engines.vlm, batch.cfg)
+    return [{"relevance": r} for r in found]
+
+
+RANK = Stage("rank", batch_fn=rank, reads=("retrieval",), writes=("relevance",))
+IS_REL = Stage("is_rel", batch_fn=is_rel, reads=("summary", "retrieval", "relevance"), writes=("relevance",),
+               parsed="is_rel", prompts=("sam_rag_is_rel",))

@@ -16,12 +16,12 @@ import re
 from agents.base_agent import IDK_ANSWER
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine
-from agents.peers.sam_rag.types import SupportCheck
+from agents.peers.sam_rag.types import SupportCheck, column
 from agents.runtime.system import Stage
 from agents.stages.parsing import labelled_value, strip_markdown
 from agents.stages.prompts import quote_notes
 from agents.stages.types import Evidence, Turn
-from agents.stages.verdicts import grounding_mode, support_checks
+from agents.stages.verdicts import support_checks
 
 SUPPORT_LEVELS = (("partially", re.compile(r"\bpartial(?:ly)?\b", re.I), 0.5),
                   ("no", re.compile(r"\b(?:no|not|unsupported|none)\b", re.I), 0.0),
@@ -52,5 +52,12 @@ def is_sup_batch(turns: list[Turn], evidence: list[Evidence], answers: list[str]
     return out
 
 
-IS_SUP = Stage("is_sup", parsed="is_sup", calls_no_model=grounding_mode,
-               writes=("is_sup_confidence", "is_sup_raw", "branch", "final_answer"))
+def is_sup(batch) -> list[dict]:
+    """isSup of each turn's answer that passed isUse (`checked`), against its `evidence`."""
+    found = is_sup_batch(batch.turns, column(batch.reads, "evidence"), column(batch.reads, "checked"), batch.engines.vlm,
+                         batch.cfg)
+    return [{"support": c} for c in found]
+
+
+IS_SUP = Stage("is_sup", batch_fn=is_sup, reads=("evidence", "checked"), writes=("support",), parsed="is_sup",
+               prompts=("sam_rag_is_sup", "sam_rag_is_sup_yes_no"))

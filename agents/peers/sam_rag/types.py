@@ -2,8 +2,11 @@
 and Answers, which it reuses)."""
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field
 
+from agents.stages.types import DEFAULTS as SHARED_DEFAULTS
+from agents.stages.types import column as shared_column
 from agents.stages.verdicts import Check
 
 
@@ -52,3 +55,9 @@ class SupportCheck:
     confidence: float | None = None  # None: not checked
     raw: str = ""
     parsed: bool | None = None
+
+
+# What SAM-RAG's records of a turn read as where no step wrote them (a fault, a step the turn did
+# not reach): the safe default each step passes on.
+DEFAULTS = {"relevance": RelevanceSearch, "use": UseCheck, "support": SupportCheck, "checked": str, **SHARED_DEFAULTS}
+column = functools.partial(shared_column, defaults=DEFAULTS)

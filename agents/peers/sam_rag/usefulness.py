@@ -16,7 +16,7 @@ import dataclasses
 from agents.base_agent import IDK_ANSWER
 from agents.config.cruise_config import CruiseConfig
 from agents.engines.base import ChatEngine, ChatRequest, Sampling
-from agents.peers.sam_rag.types import UseCheck
+from agents.peers.sam_rag.types import UseCheck, column
 from agents.runtime.system import Stage
 from agents.stages.prompts import load_prompt, quote_notes, vlm_image
 from agents.stages.s6_answer import read_answer, token_probabilities
@@ -76,6 +76,19 @@ def regenerate_batch(turns: list[Turn], evidence: list[Evidence], answers: list[
     return out
 
 
-IS_USE = Stage("is_use", parsed="is_use", writes=("is_use_first", "is_use_first_raw", "is_use_second", "is_use"))
-REGENERATE = Stage("regenerate", parsed="regenerate",
-                   writes=("regenerated", "regenerated_answer", "regenerated_raw"))
+def is_use(batch) -> list[dict]:
+    found = is_use_batch(batch.turns, column(batch.reads, "answers"), column(batch.reads, "use"), batch.engines.vlm,
+                         batch.cfg)
+    return [{"use": u} for u in found]
+
+
+def regenerate(batch) -> list[dict]:
+    found = regenerate_batch(batch.turns, column(batch.reads, "evidence"), column(batch.reads, "answers"),
+                             column(batch.reads, "use"), batch.engines.vlm, batch.cfg)
+    return [{"use": u} for u in found]
+
+
+IS_USE = Stage("is_use", batch_fn=is_use, reads=("answers", "use"), writes=("use",), parsed="is_use",
+               prompts=("sam_rag_is_use",))
+REGENERATE = Stage("regenerate", batch_fn=regenerate, reads=("evidence", "answers", "use"), writes=("use",),
+                   parsed="regenerate", prompts=("sam_rag_regenerate",))

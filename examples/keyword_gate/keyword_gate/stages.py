@@ -2,7 +2,7 @@
 of the fields its Stage record says it writes."""
 import re
 
-from agents.plugin import IDK_ANSWER, Stage, always
+from agents.plugin import IDK_ANSWER, Stage
 
 WORD = re.compile(r"[a-z0-9]+")
 COMMON = frozenset("a an and are at be by can do does for from has have how i in is it its me my of on or "
@@ -25,8 +25,7 @@ def best_chunk(batch):
     return out
 
 
-OVERLAP = Stage("kwgate_overlap", batch_fn=best_chunk, reads=("chunks",), writes=("overlap", "context"),
-                calls_no_model=always)
+OVERLAP = Stage("kwgate_overlap", batch_fn=best_chunk, reads=("chunks",), writes=("overlap", "context"))
 
 
 def answer(batch):
@@ -37,4 +36,5 @@ def answer(batch):
     return [{"rag_answer": reply.strip() or IDK_ANSWER} for reply in replies]
 
 
-ANSWER = Stage("kwgate_answer", batch_fn=answer, reads=("overlap", "context"), writes=("rag_answer",))
+ANSWER = Stage("kwgate_answer", batch_fn=answer, reads=("overlap", "context"), writes=("rag_answer",),
+               prompts=("kwgate_answer",))
