@@ -44,7 +44,7 @@ class SeeingStandInAgent(CruiseAgent):
 
 def gate_system(name: str, faults, stage_called: str = "kwgate_answer") -> System:
     """A system of one stage, "kwgate_answer", that raises ValueError(REASON) on a batch holding a
-    turn `faults(turn)` is true of (the runtime then retries halves, so only those turns fault);
+    turn `faults(turn)` is true of (the runtime then splits the batch, so only those turns fault);
     its run asks for the stage as `stage_called`."""
 
     def gate(batch):
@@ -96,8 +96,8 @@ def test_a_stage_that_faults_every_turn_is_named_on_the_console_atop_the_report_
 def test_one_faulting_turn_of_eight_keeps_the_exit_code_and_shows_no_panel(tmp_path, registered_systems):
     queries, _, _ = sample_batch(str(MINI), TURNS)
     system = registered_systems(gate_system("once_gated", lambda turn: turn.query == queries[3]))
-    # batches of 2: the runtime's retry on each half leaves the one turn that raises alone
-    proc, summary, report = run_local_evaluation(tmp_path, system, "batch_size=2")
+    # one batch of 8: the runtime splits the failing batch until it finds the one turn that raises
+    proc, summary, report = run_local_evaluation(tmp_path, system)
     assert summary["stage_fault_turns"] == 1 and summary["systemic_fault"] is None
     assert proc.returncode == 0 and "SYSTEMIC FAULT" not in proc.stdout
     assert "systemic-fault-banner" not in report
