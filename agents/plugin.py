@@ -10,20 +10,19 @@
     RETRIEVE    the shared retrieval stage (the search pipeline), for any system's list
     IDK_ANSWER  the answer that scores 0 where a wrong one scores -1
 
-A run of your own (control flow of your own, docs/add_a_system.md "A run of your own"):
-
-    open_batch  opens a batch: `batch.call(stage, only=...)` runs a stage, `batch.fields` holds
-                what each turn's stages wrote, `batch.finish()` decides and traces every turn
-    View        how the report shows your system (its funnel, its branches, its turn page)
+A run of your own (control flow of your own, docs/add_a_system.md "A run of your own") is
+`run(batch)` over the batch the runtime opened (a BatchState): `batch.call(stage, only=...)` runs a
+stage, `batch.fields` holds what each turn's stages wrote, `batch.finish()` decides and traces
+every turn. View: how the report shows your system (its funnel, its branches, its turn page).
 """
 from agents.base_agent import IDK_ANSWER
-from agents.run_stages import Batch, BatchState, open_batch
+from agents.run_stages import Batch, BatchState
 from agents.runtime.system import Decision, Stage, System, View, register
 from agents.settings import between, ranged
 from agents.stages.s3_retrieve import RETRIEVE
 
 __all__ = ["IDK_ANSWER", "RETRIEVE", "Batch", "BatchState", "Decision", "Stage", "System", "View", "between",
-           "open_batch", "ranged", "register"]
+           "ranged", "register"]
 
 
 def __getattr__(name: str):

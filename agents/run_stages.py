@@ -162,6 +162,11 @@ class BatchState:
     def __post_init__(self):
         self.fields = [{} for _ in self.turns]
 
+    @property
+    def settings(self):
+        """The running system's own settings (the rule reads them as `cfg.own`)."""
+        return self.cfg.own
+
     def call(self, stage: Stage, only: list[bool] | None = None, cfg=None) -> list[dict | None]:
         """Run `stage` over the live turns (`only`: those of them marked), under the batch guards;
         each turn's result (a dict of the fields it wrote) goes into its `fields`, and is returned
@@ -231,14 +236,13 @@ class BatchState:
                           skipped_for_time=skipped_for_time, checked=False)
 
 
-def open_batch(system, turns: list, engines, pipeline, cfg, costs, started: float | None = None,
-               state: type[BatchState] = BatchState) -> BatchState:
-    """A batch of `system` opened: its guards (agents/runtime/batch.py `start_batch`), its state
-    (`state`: BatchState, or a system's own extension of it) and the shared stages every system's
-    list opens with run over it (perception, for a VLM that cannot see: agents/runtime/system.py
-    OPENING), so that a system's stages read turns that carry their pictures as text."""
+def open_batch(system, turns: list, engines, pipeline, cfg, costs, started: float | None = None) -> BatchState:
+    """A batch of `system` opened: its guards (agents/runtime/batch.py `start_batch`) and the
+    shared stages every system's list opens with run over it (perception, for a VLM that cannot
+    see: agents/runtime/system.py OPENING), so that a system's stages read turns that carry their
+    pictures as text."""
     run = start_batch(turns, cfg, costs, system, ledger=engines.vlm.ledger, started=started)
-    opened = state(run, engines, pipeline, cfg, list(turns), system)
+    opened = BatchState(run, engines, pipeline, cfg, list(turns), system)
     opening = opening_stages()
     for stage in opening:
         if switched_on(stage, opened):
@@ -247,16 +251,18 @@ def open_batch(system, turns: list, engines, pipeline, cfg, costs, started: floa
     return opened
 
 
-def run_stages(system, turns: list, engines, pipeline, cfg, costs, started: float | None = None):
-    """(answers, traces) for one batch of `system`: its stages in the order of its list (the
-    shared opening first), then its rule over each turn's fields."""
-    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
-    for stage in system.stages:
-        if stage.name not in state.opened and switched_on(stage, state):
-            state.call(stage)
-    return state.finish()
+def run_stages(batch: BatchState):
+    """(answers, traces) of an opened batch of a system without a run of its own: its stages in
+    the order of its list (the shared opening already run), then its rule over each turn's fields."""
+    for stage in batch.system.stages:
+        if stage.name not in batch.opened and switched_on(stage, batch):
+            batch.call(stage)
+    return batch.finish()
 
 
 def answer_batch(system, turns: list, engines, pipeline, cfg, costs, started: float | None = None):
-    """(answers, traces) for one batch of `system`: its own run, else its stages in order."""
-    return (system.run or run_stages)(system, turns, engines, pipeline, cfg, costs, started)
+    """(answers, traces) for one batch of `system`, opened here (`open_batch`; the budget runs
+    from `started`, time.monotonic, default now): its own run over the opened batch, else its
+    stages in order."""
+    batch = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    return (system.run or run_stages)(batch)

@@ -145,11 +145,11 @@ def capable_engine():
 def measure(setting: str, turns: list[RecallTurn], engines, pipeline, base_cfg) -> dict:
     from PIL import Image
 
-    from agents.cruise.chain import ChainState, gather_evidence
+    from agents.cruise.chain import gather_evidence
     from agents.cruise.system import CRUISE
     from agents.run_stages import open_batch
     from agents.runtime.deadline import StageCosts
-    from agents.stages.types import Turn
+    from agents.stages.types import Turn, column
     from evaluator.scoring.coverage import answer_in_context
     from minibench.build_benchmark import picture_bytes
 
@@ -165,8 +165,8 @@ def measure(setting: str, turns: list[RecallTurn], engines, pipeline, base_cfg) 
     for start in range(0, len(turns), cfg.run.batch_size):
         group = turns[start:start + cfg.run.batch_size]
         batch = [Turn(t.query, Image.open(io.BytesIO(picture_bytes(t.picture))).convert("RGB"), []) for t in group]
-        got = gather_evidence(open_batch(CRUISE, batch, engines, pipeline, cfg, StageCosts(), state=ChainState))
-        for turn, evidence, retrieval in zip(group, got.records("evidence"), got.records("retrieval")):
+        got = gather_evidence(open_batch(CRUISE, batch, engines, pipeline, cfg, StageCosts()))
+        for turn, evidence, retrieval in zip(group, column(got.fields, "evidence"), column(got.fields, "retrieval")):
             found[turn.source].append(answer_in_context(turn.keys, "\n".join(evidence.kept)))
             gathered.append((retrieval, evidence))
     batches = -(-len(turns) // cfg.run.batch_size)

@@ -84,7 +84,7 @@ class ClashSettings:
 def a_system(name: str, settings: type) -> System:
     """A record the registry takes, with `settings` as its own."""
     return System(name=name, stages=(Stage("probe_answer", prior=Prior("answer")),),
-                  run=lambda system, turns, *rest, **kw: ([IDK_ANSWER] * len(turns), [{} for _ in turns]),
+                  run=lambda batch: ([IDK_ANSWER] * len(batch.turns), [{} for _ in batch.turns]),
                   decide=lambda trace, cfg: Decision(IDK_ANSWER, "none"),
                   view=View(funnel=lambda trace, cfg: {}, branches=("none",)), settings=settings)
 

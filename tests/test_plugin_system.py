@@ -30,7 +30,6 @@ from agents.config.loading import load_config
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
 from agents.profiles import REPO_ROOT
-from agents.run_stages import open_batch
 from agents.runtime.cost_priors import stage_priors
 from agents.runtime.system import Decision, Stage, System, View
 from evaluator.harness.resolved import resolve_settings
@@ -80,8 +79,7 @@ def look(batch):
 LOOK = Stage("look", batch_fn=look, writes=("looked_at", "rag_answer"))
 
 
-def run_look(system, turns, engines, pipeline, cfg, costs, started=None):
-    batch = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+def run_look(batch):
     batch.call(LOOK)
     return batch.finish()
 
@@ -188,13 +186,12 @@ def shout(batch):
 STAGE = Stage("@SYSTEM@", batch_fn=shout, reads=("@SYSTEM@_question_words",), writes=("@SYSTEM@_reply",),
               prompts=("@SYSTEM@",))
 """
-SYSTEM = """from agents.plugin import Decision, System, View, open_batch, register
+SYSTEM = """from agents.plugin import Decision, System, View, register
 from @PACKAGE@ import s1_tally, s2_shout
 from @PACKAGE@.settings import ShoutSettings
 
 
-def run(system, turns, engines, pipeline, cfg, costs, started=None):
-    batch = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+def run(batch):
     batch.call(s1_tally.STAGE)
     batch.call(s2_shout.STAGE)
     return batch.finish()

@@ -196,8 +196,8 @@ def test_a_record_whose_stages_cannot_run_in_order_is_refused_when_it_registers(
 
 
 def test_a_system_with_a_run_of_its_own_may_list_stages_without_a_batch_fn(registered_systems):
-    def own_run(system, turns, engines, pipeline, cfg, costs, started=None):
-        return [IDK_ANSWER] * len(turns), [{}] * len(turns)
+    def own_run(batch):
+        return [IDK_ANSWER] * len(batch.turns), [{}] * len(batch.turns)
 
     record = words_system((COUNT, Stage("reply", writes=("rag_answer",))), run=own_run)
     assert registered_systems(record) is record

@@ -106,5 +106,8 @@ def test_a_stage_asked_for_a_subset_serves_exactly_those_live_turns_each_with_it
                 "rag_answer": batch.fields[i]["rag_answer"]}
         else:
             assert results[i] is None and "rag_answer" not in batch.fields[i]
-    answers, _ = batch.finish()
+    answers, traces = batch.finish()
     assert answers == [f"{q}# seen by {q}" if i in served else IDK_ANSWER for i, q in enumerate(questions)]
+    # each trace names the stages run over its own turn; the batch's stage_ms names both for every turn
+    assert [t["stages_run"] for t in traces] == [
+        [] if i in empty else ["mark", "echo"] if i in served else ["mark"] for i in range(len(questions))]

@@ -27,8 +27,8 @@ from agents.runtime.system import (
 )
 
 
-def run_nothing(system, turns, engines, pipeline, cfg, costs, started=None):
-    return [IDK_ANSWER for _ in turns], [{"system": system.name} for _ in turns]
+def run_nothing(batch):
+    return [IDK_ANSWER for _ in batch.turns], [{"system": batch.system.name} for _ in batch.turns]
 
 
 def decide_nothing(trace, cfg) -> Decision:
@@ -91,6 +91,10 @@ BAD_RECORDS = {
     "a run that cannot be called": (dict(run="probe.chain:run"),
         "its run is not callable (None: the runtime runs its stages in order)"),
     "a rule that cannot be called": (dict(decide=None), "its decide is not callable"),
+    "a run written to release 0.1's signature": (
+        dict(run=lambda system, turns, engines, pipeline, cfg, costs, started=None: None),
+        "its run takes system, turns, engines, pipeline, cfg, costs, as release 0.1's did: a run now takes the opened "
+        "batch, run(batch) -> batch.finish() (docs/changes.md)"),
     "a view that is no View": (
         dict(view={"funnel": no_funnel}), "its view must be a View whose funnel(trace, cfg) can be called"),
     "a funnel that cannot be called": (
@@ -135,7 +139,7 @@ class Settings:
 
 
 register(System(name="scoped_probe", stages=(Stage("scoped_probe_step"),),
-                run=lambda system, turns, *rest: ([IDK_ANSWER] * len(turns), [{} for _ in turns]),
+                run=lambda batch: ([IDK_ANSWER] * len(batch.turns), [{} for _ in batch.turns]),
                 decide=lambda trace, cfg: Decision(IDK_ANSWER, "none"), view=View(funnel=lambda t, c: {}),
                 settings=Settings))
 '''

@@ -20,7 +20,6 @@ import local_evaluation
 from agents.base_agent import IDK_ANSWER
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
-from agents.run_stages import open_batch
 from agents.runtime.system import Decision, Stage, System, View
 from evaluator.harness.faults import SYSTEMIC_FAULT_EXIT_CODE, systemic_fault
 from evaluator.harness.unjudged import UNJUDGED_EXIT_CODE
@@ -52,8 +51,7 @@ def gate_system(name: str, faults, stage_called: str = "kwgate_answer") -> Syste
             raise ValueError(REASON)
         return [{"rag_answer": f"echo: {t.query}"} for t in batch.turns]
 
-    def run(system, turns, engines, pipeline, cfg, costs, started=None):
-        batch = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+    def run(batch):
         batch.call(Stage(stage_called, batch_fn=gate, writes=("rag_answer",)))
         return batch.finish()
 

@@ -17,7 +17,6 @@ from PIL import Image
 from agents.base_agent import IDK_ANSWER
 from agents.config.loading import config_from_record, load_config, load_config_from_settings, with_system
 from agents.cruise_agent import CruiseAgent
-from agents.run_stages import open_batch
 from agents.runtime.batch import decide_from_trace
 from agents.runtime.cost_priors import stage_priors
 from agents.runtime.system import (
@@ -40,8 +39,7 @@ def echo_batch(batch) -> list[dict]:
 ECHO_STAGE = Stage("echo", batch_fn=echo_batch, writes=("first_word", "rag_answer"))
 
 
-def run_echo(system, turns, engines, pipeline, cfg, costs, started=None):
-    batch = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+def run_echo(batch):
     batch.call(ECHO_STAGE)
     return batch.finish()
 
@@ -198,8 +196,8 @@ class Settings:
     {name}_rounds: int = 1
 
 
-def run(system, turns, engines, pipeline, cfg, costs, started=None):
-    return [IDK_ANSWER for _ in turns], [{{"system": system.name}} for _ in turns]
+def run(batch):
+    return [IDK_ANSWER for _ in batch.turns], [{{"system": batch.system.name}} for _ in batch.turns]
 
 
 register(System(name="{name}", stages=(Stage("{name}_step"),), run=run,
@@ -251,8 +249,7 @@ def test_a_stage_field_no_page_reads_is_listed_by_the_report_and_one_it_reads_is
     assert "draft_answer" in prepare_turn({"system": "qa_dragon"})["shown_keys"]
 
 
-def run_misspelled(system, turns, engines, pipeline, cfg, costs, started=None):
-    batch = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+def run_misspelled(batch):
     batch.call(Stage("ecoh", batch_fn=echo_batch, writes=("first_word", "rag_answer")))
     return batch.finish()
 
@@ -271,8 +268,7 @@ def test_a_stage_run_under_a_name_not_on_the_record_is_refused_naming_both(regis
     assert str(refused.value) == "stage 'ecoh' is not on the system's record; its stages: ['perceive', 'echo']"
 
 
-def run_counting_chunks(system, turns, engines, pipeline, cfg, costs, started=None):
-    batch = open_batch(system, turns, engines, pipeline, cfg, costs, started)
+def run_counting_chunks(batch):
     batch.call(Stage("echo", batch_fn=lambda b: [{"rag_answer": t.query, "chunks": 3} for t in b.turns],
                      writes=("rag_answer", "chunks")))
     return batch.finish()

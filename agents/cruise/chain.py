@@ -20,18 +20,13 @@ is then decided by Algorithm 1 and traced (`BatchState.finish`).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from agents.config.cruise_config import CruiseConfig
 from agents.cruise.stages import STAGES
 from agents.cruise.stages.s7_consistency import needs_consistency_check
 from agents.cruise.stages.s9_finalize import decided_before_answer, decision_inputs
 from agents.cruise.trace import turn_trace
-from agents.engines.base import Engines
-from agents.run_stages import BatchState, open_batch, switched_on
-from agents.runtime.deadline import StageCosts
+from agents.run_stages import BatchState, switched_on
 from agents.stages.s1b_domain_route import domain_notes
-from agents.stages.types import DEFAULTS, Turn, column
+from agents.stages.types import DEFAULTS, column
 
 # CRUISE's records of a turn, by field (agents/stages/types.py DEFAULTS): its trace is made from
 # them (trace.py); any other field a stage of its list wrote (the standalone question's, a stage
@@ -39,33 +34,24 @@ from agents.stages.types import DEFAULTS, Turn, column
 RECORDS = frozenset(DEFAULTS)
 
 
-@dataclass
-class ChainState(BatchState):
-    """One batch in flight through CRUISE's stages: each turn's records (`fields`: route, summary,
-    retrieval, evidence, answers, check, ...) as its stages wrote them, read with their defaults."""
-
-    def records(self, name: str) -> list:
-        return column(self.fields, name)
-
-
 # How the chain runs each of its stages over the batch in flight: the optional ones only when
 # their switch is on (a stage's own check, for a stage whose record has a switch: `switched_on`);
 # a turn a stage did not reach (deadline, fault) keeps what it had.
-def domain_route(s: ChainState) -> None:
-    for fields, route in zip(s.fields, s.records("route")):
+def domain_route(s: BatchState) -> None:
+    for fields, route in zip(s.fields, column(s.fields, "route")):
         fields["notes"] = domain_notes(route, s.cfg)
 
 
-def answer(s: ChainState, stage) -> None:
+def answer(s: BatchState, stage) -> None:
     decided = [s.cfg.own.skip_decided_turns and decided_before_answer(r, e, s.cfg)
-               for r, e in zip(s.records("route"), s.records("evidence"))]
+               for r, e in zip(column(s.fields, "route"), column(s.fields, "evidence"))]
     if not all(decided):  # all decided: nothing to ask, no engine call, and the stage is not timed as one
         s.call(stage, only=[not d for d in decided])
 
 
-def consistency(s: ChainState, stage) -> None:
+def consistency(s: BatchState, stage) -> None:
     # asked only of the turns it may check (an "I don't know" answer is never checked)
-    s.call(stage, only=[needs_consistency_check(a, s.cfg) for a in s.records("answers")])
+    s.call(stage, only=[needs_consistency_check(a, s.cfg) for a in column(s.fields, "answers")])
 
 
 # The stages whose call the chain shapes itself.
@@ -79,7 +65,7 @@ ALWAYS = frozenset({"route", "summarize", "retrieve", "rerank", "verify"})
 NOT_CALLED = ("tool_route", "finalize")
 
 
-def run_stages(state: ChainState, stages) -> ChainState:
+def run_stages(state: BatchState, stages) -> BatchState:
     """Each stage in order, but a shared step that opened the batch already."""
     for stage in stages:
         if stage.name in state.opened or stage.name in NOT_CALLED:
@@ -91,7 +77,7 @@ def run_stages(state: ChainState, stages) -> ChainState:
     return state
 
 
-def gather_evidence(state: ChainState, stages=STAGES) -> ChainState:
+def gather_evidence(state: BatchState, stages=STAGES) -> BatchState:
     """The stages up to the context each turn's answer will see (route, summarize, retrieve and
     rerank, and the peer stages that are on), over a batch opened for CRUISE. benchmarks.peer_stages
     measures this part alone."""
@@ -99,20 +85,19 @@ def gather_evidence(state: ChainState, stages=STAGES) -> ChainState:
     return run_stages(state, stages[: names.index("relevance") + 1])
 
 
-def run_chain(system, turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts,
-              started: float | None = None) -> tuple[list[str], list[dict]]:
-    """Answers and traces for one batch of turns, its stages in `system`'s order (CRUISE's record,
-    agents/cruise/system.py); the batch's budget runs from `started` (time.monotonic; default now)."""
-    s = run_stages(open_batch(system, turns, engines, pipeline, cfg, costs, started, state=ChainState), system.stages)
+def run_chain(batch: BatchState) -> tuple[list[str], list[dict]]:
+    """Answers and traces for one opened batch of CRUISE (its record: agents/cruise/system.py), its
+    stages in the record's order, then Algorithm 1 on every turn."""
+    s = run_stages(batch, batch.system.stages)
     return s.finish(signals=lambda i: decision_inputs(*record_of(s, i, "route", "evidence", "answers", "check")),
                     trace=lambda i, decision: traced(s, i, decision))
 
 
-def record_of(s: ChainState, i: int, *names: str) -> list:
+def record_of(s: BatchState, i: int, *names: str) -> list:
     return [column([s.fields[i]], name)[0] for name in names]
 
 
-def traced(s: ChainState, i: int, decision) -> tuple[dict, dict]:
+def traced(s: BatchState, i: int, decision) -> tuple[dict, dict]:
     """Turn i's trace: CRUISE's own fields (trace.py), then the fields other stages wrote."""
     route, summary, retrieval, evidence, answers, check, sub_queries, crops, notes = record_of(
         s, i, "route", "summary", "retrieval", "evidence", "answers", "check", "sub_queries", "crops", "notes")

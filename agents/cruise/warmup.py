@@ -10,9 +10,10 @@ import time
 from dataclasses import dataclass, field
 
 from agents.config.cruise_config import CruiseConfig
-from agents.cruise.chain import ChainState, run_stages
+from agents.cruise.chain import run_stages
 from agents.engines.base import Engines
-from agents.stages.types import Answers, Evidence, Retrieval, Route, Verification
+from agents.run_stages import BatchState
+from agents.stages.types import Answers, Evidence, Retrieval, Route, Verification, column
 from agents.warmup import QUESTION
 
 log = logging.getLogger(__name__)
@@ -50,13 +51,13 @@ class WarmRun:
 CONTEXT = "\n".join(f"[Info {m}] {p}" for m, p in enumerate(PASSAGES, 1))
 
 
-def every_turn(s: ChainState, name: str, make) -> None:
+def every_turn(s: BatchState, name: str, make) -> None:
     for fields in s.fields:
         fields[name] = make()
 
 
-def stand_in_chunks(s: ChainState) -> None:
-    if not any(r.chunks for r in s.records("retrieval")):
+def stand_in_chunks(s: BatchState) -> None:
+    if not any(r.chunks for r in column(s.fields, "retrieval")):
         # No search pipeline (or it found nothing): rerank stand-in chunks of a usual size.
         every_turn(s, "retrieval", lambda: Retrieval(query=QUESTION, chunks=PASSAGES * 10))
 
@@ -79,7 +80,7 @@ def warm_up(system, engines: Engines, pipeline, cfg: CruiseConfig, turns) -> dic
     """Run the dummy batch `turns` through every stage of `system`'s list (CRUISE's, in its order)
     that the config runs; seconds per stage."""
     run = WarmRun(len(turns))
-    state = ChainState(run, engines, pipeline, cfg, list(turns), system)
+    state = BatchState(run, engines, pipeline, cfg, list(turns), system)
     FORCED["route"](state)
     for stage in system.stages:
         if stage.name not in WARMED_ELSEWHERE:

@@ -92,6 +92,7 @@ class BatchRun:
     ledger: Ledger | None = None  # the engines' call records: how many requests a stage sent
     errors: list[list[str]] = field(default_factory=list)
     faults: list[list[dict]] = field(default_factory=list)  # per turn, fault_record entries
+    served: list[list[str]] = field(default_factory=list)  # per turn, the stages that were run over it, in order
     failed: set[int] = field(default_factory=set)
     refused: set[int] = field(default_factory=set)  # turns a provider refused a request of (also failed)
     stage_ms: dict[str, float] = field(default_factory=dict)
@@ -107,6 +108,7 @@ class BatchRun:
     def __post_init__(self):
         self.errors = [[] for _ in range(self.size)]
         self.faults = [[] for _ in range(self.size)]
+        self.served = [[] for _ in range(self.size)]
 
     def fail(self, i: int, message: str, fault: dict | None = None) -> None:
         self.failed.add(i)
@@ -144,6 +146,9 @@ class BatchRun:
         if not self.deadline.allows(self.costs.expect(name, len(positions))):
             self.cut_before = name
             return out
+        for i in positions:
+            if name not in self.served[i]:
+                self.served[i].append(name)
         start = time.perf_counter()
         calls_before = len(self.ledger.records) if self.ledger is not None else 0
         with time_limit(lambda: self.deadline.remaining() - self.engine_margin_s):  # every engine stops by it

@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import dataclasses
 import importlib
+import inspect
 import sys
 import warnings
 from collections.abc import Callable
@@ -161,11 +162,11 @@ class System:
     `decide(signals, cfg)`: its rule over a turn's traced signals, returning the answer alone or a
     `Decision(answer, branch)`; it decides every turn that did not fault. `settings`: the
     dataclass of its own settings (None: it has none), the CruiseConfig group named as the system,
-    held only while it runs. `run(system, turns, engines, pipeline, cfg, costs, started=None) ->
-    (answers, traces)`: a run of its own, for control flow of its own (CRUISE's dual path, the
-    peers' rounds); None: the runtime runs its stages in order (agents/run_stages.py). Either way
-    each stage is run through `BatchState.call` and every turn decided and traced by
-    `BatchState.finish`. `view`: how the report shows it. `abstain_on`: a field whose "I don't
+    held only while it runs. `run(batch) -> (answers, traces)`: a run of its own over the opened
+    batch (agents/run_stages.py BatchState), for control flow of its own (CRUISE's dual path, the
+    peers' rounds), returning `batch.finish()`; None: the runtime runs its stages in order
+    (agents/run_stages.py `run_stages`). Either way each stage is run through `batch.call` and
+    every turn decided and traced by `batch.finish`. `view`: how the report shows it. `abstain_on`: a field whose "I don't
     know" (or absence) decides the turn "abstained" before the rule, for a system that asks for
     it (None: the rule decides every turn). `warm_up(system, engines, pipeline, cfg, turns) ->
     seconds per stage`: its warm-up at load over the dummy batch (None: its run answers that
@@ -237,6 +238,16 @@ class SystemRefused(ValueError):
     """A System record the registry does not take, in one line that names it and what is wrong."""
 
 
+def required_arguments(function) -> list[str]:
+    """The names of the arguments `function` cannot be called without ([] where it cannot be read)."""
+    try:
+        parameters = inspect.signature(function).parameters.values()
+    except (TypeError, ValueError):
+        return []
+    return [p.name for p in parameters if p.default is p.empty
+            and p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD, p.KEYWORD_ONLY)]
+
+
 def record_fault(system: System) -> str | None:
     """What makes `system` a record the rest of the package cannot read, or None: what each part
     of the package reads off it must be there (a name a run can be given, stages that are named
@@ -267,6 +278,9 @@ def record_fault(system: System) -> str | None:
         return "its decide is not callable"
     if system.run is not None and not callable(system.run):
         return "its run is not callable (None: the runtime runs its stages in order)"
+    if system.run is not None and len(required_arguments(system.run)) > 1:
+        return (f"its run takes {', '.join(required_arguments(system.run))}, as release 0.1's did: a run now takes "
+                f"the opened batch, run(batch) -> batch.finish() (docs/changes.md)")
     if system.abstain_on is not None and (not isinstance(system.abstain_on, str) or not system.abstain_on):
         return f"its abstain_on must name a field (or be None), got {system.abstain_on!r}"
     # A system without a run of its own runs its list in order: each read must be written before

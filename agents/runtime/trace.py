@@ -21,6 +21,7 @@ FIELD_TYPES: dict[str, type | tuple[type, ...]] = {
     "chunks": list, "kept_chunks": list, "context": (str, list), "branch": str, "final_answer": str,
     "rag_answer": str, "stage_ms": dict, "errors": list, "parsed_stages": list, "parse_failures": list,
     "skipped_for_time": list, "funnel": dict, "mode_fallbacks": list, "perception": dict, "faults": list,
+    "stages_run": list,
 }
 
 
@@ -55,6 +56,9 @@ def record(own: dict, *, system, cfg, run, i: int, turn, parsed: dict[str, bool]
         "parsed_stages": sorted(parsed, key=stages.index),
         "parse_failures": [stage for stage in stages if parsed.get(stage) is False],
         "stage_ms": dict(run.stage_ms),
+        # the stages that were run over this turn (stage_ms is the batch's: a stage a system's
+        # run asked of other turns only is timed there too)
+        "stages_run": list(run.served[i]),
         "deadline_cut": run.cut_before is not None or run.cut_during is not None,
         "deadline_cut_before": run.cut_before,
         # the stage whose engine call the deadline stopped part-way (its outputs read as unreadable)

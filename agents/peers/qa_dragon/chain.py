@@ -17,8 +17,6 @@ from __future__ import annotations
 
 import dataclasses
 
-from agents.config.cruise_config import CruiseConfig
-from agents.engines.base import Engines
 from agents.peers.qa_dragon import domain_router, draft, post_answer, rephrase, tool_router, verifier
 from agents.peers.qa_dragon.rephrase import enhance_sub_queries
 from agents.peers.qa_dragon.rerank import COARSE, FINE, coarse_pick
@@ -28,12 +26,11 @@ from agents.peers.qa_dragon.tool_router import planned_tools, unasked_tools
 from agents.peers.qa_dragon.trace import turn_trace
 from agents.peers.qa_dragon.types import PostAnswer, PostCheck, Reranked, SearchRoute, column
 from agents.peers.qa_dragon.verifier import needs_check
-from agents.run_stages import BatchState, open_batch, switched_on
+from agents.run_stages import BatchState, switched_on
 from agents.runtime.batch import Room
-from agents.runtime.deadline import StageCosts
 from agents.stages import s1c_standalone, s2b_crop, s3_retrieve, s3a_entity_check
 from agents.stages.s3_retrieve import retrieve_batch, web_search_enabled
-from agents.stages.types import CropPlan, Retrieval, SubQueries, Turn, searched_for_oracle
+from agents.stages.types import CropPlan, Retrieval, SubQueries, searched_for_oracle
 
 # What the answer needs after the searches: the post-answer and its verifier; and before them,
 # the search and the coarse reranker.
@@ -62,13 +59,9 @@ def set_all(s: BatchState, name: str, values: list) -> None:
         fields[name] = value
 
 
-def run_qa_dragon(system, turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts,
-                  started: float | None = None) -> tuple[list[str], list[dict]]:
-    """Answers and traces for one batch (`system`: QA-Dragon's record, system.py); the budget runs
-    from `started` (time.monotonic)."""
-    n = len(turns)
-    s = open_batch(system, turns, engines, pipeline, cfg, costs, started)
-    run = s.run
+def run_qa_dragon(s: BatchState) -> tuple[list[str], list[dict]]:
+    """Answers and traces for one opened batch of QA-Dragon (its record: system.py)."""
+    n, run, cfg, pipeline = len(s.turns), s.run, s.cfg, s.pipeline
     # the standalone question runs right after the opening every system has (perception)
     if switched_on(s1c_standalone.STAGE, s):
         s.call(s1c_standalone.STAGE)

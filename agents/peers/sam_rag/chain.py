@@ -19,19 +19,16 @@ from __future__ import annotations
 import dataclasses
 
 from agents.base_agent import IDK_ANSWER
-from agents.config.cruise_config import CruiseConfig
-from agents.engines.base import Engines
 from agents.peers.sam_rag.relevance import IS_REL, RANK, searching
 from agents.peers.sam_rag.support import IS_SUP
 from agents.peers.sam_rag.trace import turn_trace
 from agents.peers.sam_rag.types import RelevanceSearch, UseCheck, column
 from agents.peers.sam_rag.usefulness import IS_USE, REGENERATE
-from agents.run_stages import BatchState, open_batch, switched_on
+from agents.run_stages import BatchState, switched_on
 from agents.runtime.batch import Room
-from agents.runtime.deadline import StageCosts
 from agents.stages import s1c_standalone, s2_summarize, s3_retrieve, s6_answer
 from agents.stages.s5_rerank import context_block
-from agents.stages.types import Evidence, Retrieval, Turn
+from agents.stages.types import Evidence, Retrieval
 
 # CRUISE's summary is its caption and CRUISE's RAG answer its generation, run whatever CRUISE's
 # switches say, with their parse outcomes under SAM-RAG's names.
@@ -54,12 +51,9 @@ def relevant_evidence(retrieval: Retrieval, state: RelevanceSearch) -> Evidence:
 ANSWER_STEPS = ("answer", "is_use", "is_sup")
 
 
-def run_sam_rag(system, turns: list[Turn], engines: Engines, pipeline, cfg: CruiseConfig, costs: StageCosts,
-                started: float | None = None) -> tuple[list[str], list[dict]]:
-    """Answers and traces for one batch (`system`: SAM-RAG's record, system.py); the budget runs
-    from `started` (time.monotonic)."""
-    s: BatchState = open_batch(system, turns, engines, pipeline, cfg, costs, started)
-    run, f = s.run, s.fields
+def run_sam_rag(s: BatchState) -> tuple[list[str], list[dict]]:
+    """Answers and traces for one opened batch of SAM-RAG (its record: system.py)."""
+    run, f, cfg = s.run, s.fields, s.cfg
     # the standalone question runs right after the opening every system has (perception)
     if switched_on(s1c_standalone.STAGE, s):
         s.call(s1c_standalone.STAGE)
