@@ -265,4 +265,12 @@ def answer_batch(system, turns: list, engines, pipeline, cfg, costs, started: fl
     from `started`, time.monotonic, default now): its own run over the opened batch, else its
     stages in order."""
     batch = open_batch(system, turns, engines, pipeline, cfg, costs, started)
-    return (system.run or run_stages)(batch)
+    run = system.run or run_stages
+    try:
+        return run(batch)
+    except Exception as exc:  # noqa: BLE001 - a fault of the system's run costs its batch, never what it computed
+        fault = fault_record("run", exc, fault_site(exc, run))
+        for i in batch.run.alive():
+            batch.run.fail(i, f"run: {fault['exception']}", dict(fault))
+        return batch.finish(trace=lambda i, decision: ({**json_ready(batch.fields[i]), "branch": decision.branch,
+                                                        "final_answer": decision.answer}, {}))

@@ -10,6 +10,7 @@ faulted every turn that reached it while other turns were answered.
 """
 from __future__ import annotations
 
+import dataclasses
 import json
 from pathlib import Path
 
@@ -101,17 +102,38 @@ def test_one_faulting_turn_of_eight_keeps_the_exit_code_and_shows_no_panel(tmp_p
     assert "systemic-fault-banner" not in report
 
 
-def test_an_agent_error_on_every_turn_is_named_too(tmp_path, registered_systems):
-    """The run asks for its stage by a name not on its record: the runtime refuses it, so every
-    batch call raises and every turn is an agent error."""
+def test_a_run_that_calls_a_stage_not_on_its_record_faults_every_turn_naming_it(tmp_path, registered_systems):
+    """The run asks for its stage by a name not on its record: the runtime refuses the call, the
+    run's fault costs every turn of its batches, and each keeps its trace."""
     system = registered_systems(gate_system("misspelled_gate", lambda turn: False, stage_called="kwgate_answr"))
     proc, summary, report = run_local_evaluation(tmp_path, system)
+    assert proc.returncode == SYSTEMIC_FAULT_EXIT_CODE, proc.stdout[-3000:] + proc.stderr[-3000:]
+    fault = summary["systemic_fault"]
+    assert summary["stage_fault_turns"] == TURNS and fault["turns"] == TURNS
+    [reason] = fault["reasons"]
+    assert (reason["stage"], reason["turns"]) == ("run", TURNS)
+    assert reason["reason"] == ("ValueError: stage 'kwgate_answr' is not on the system's record; its stages: "
+                                "['perceive', 'kwgate_answer']")
+    line = f"stage 'run', {TURNS} of {TURNS} turns: {reason['reason']}"
+    assert line in proc.stdout and escape(line) in report
+
+
+def test_an_agent_error_on_every_turn_is_named_too(tmp_path, registered_systems):
+    """The system's run hands back one answer short: every batch call of the agent returns the wrong
+    number of answers, and every turn is an agent error."""
+    system = gate_system("short_gate", lambda turn: False)
+
+    def one_short(batch):
+        answers, traces = system.run(batch)
+        return answers[:-1], traces[:-1]
+
+    short = registered_systems(dataclasses.replace(system, run=one_short))
+    proc, summary, report = run_local_evaluation(tmp_path, short)
     assert proc.returncode == SYSTEMIC_FAULT_EXIT_CODE, proc.stdout[-3000:] + proc.stderr[-3000:]
     fault = summary["systemic_fault"]
     assert summary["agent_error_turns"] == TURNS and fault["turns"] == TURNS
     [reason] = fault["reasons"]
     assert reason["agent_error"] and reason["turns"] == TURNS
-    assert reason["reason"].startswith("agent raised ValueError: stage 'kwgate_answr' is not on the system's record")
     line = f"the agent's batch call, {TURNS} of {TURNS} turns: {reason['reason']}"
     assert line in proc.stdout and escape(line) in report
 

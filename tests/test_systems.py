@@ -254,18 +254,24 @@ def run_misspelled(batch):
     return batch.finish()
 
 
-def echo_system_answering_one_turn(registered_systems, name: str, run) -> None:
-    """Register an echo system of `name` whose chain is `run`, and answer one turn through CruiseAgent."""
+def echo_system_answering_one_turn(registered_systems, name: str, run):
+    """Register an echo system of `name` whose chain is `run`, answer two turns through CruiseAgent,
+    and return the answers and traces."""
     registered_systems(System(name=name, stages=(ECHO_STAGE,), run=run, decide=decide_echo, view=ECHO.view))
     config = load_config("cpu", "full", system=name, warmup_at_load=False)
     agent = CruiseAgent(None, config=config, engines=qa_dragon_engines())
-    agent.batch_generate_response(["Paris is where?"], [Image.new("RGB", (8, 8))], [[]])
+    answers = agent.batch_generate_response(["Paris is where?", "Rome?"], [Image.new("RGB", (8, 8))] * 2, [[], []])
+    return answers, agent.last_batch_report["traces"]
 
 
-def test_a_stage_run_under_a_name_not_on_the_record_is_refused_naming_both(registered_systems):
-    with pytest.raises(ValueError) as refused:
-        echo_system_answering_one_turn(registered_systems, "misspelled", run_misspelled)
-    assert str(refused.value) == "stage 'ecoh' is not on the system's record; its stages: ['perceive', 'echo']"
+def test_a_stage_run_under_a_name_not_on_the_record_faults_the_run_naming_both_and_keeps_the_traces(
+        registered_systems):
+    answers, traces = echo_system_answering_one_turn(registered_systems, "misspelled", run_misspelled)
+    assert answers == [IDK_ANSWER, IDK_ANSWER] and [t["branch"] for t in traces] == ["error", "error"]
+    fault = traces[0]["faults"][0]
+    assert (fault["stage"], fault["exception"]) == (
+        "run", "ValueError: stage 'ecoh' is not on the system's record; its stages: ['perceive', 'echo']")
+    assert fault["where"] == f"tests/test_systems.py:{run_misspelled.__code__.co_firstlineno + 1}"
 
 
 def run_counting_chunks(batch):
