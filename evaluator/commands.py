@@ -29,7 +29,8 @@ from evaluator.harness.models import preload_problem
 from evaluator.harness.oracle import refusal as oracle_refusal
 from evaluator.harness.outputs import finalize, merge_runs
 from evaluator.harness.resolved import ResolvedRun, resolve_settings
-from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
+from evaluator.harness.run_record import RunRecord, read_run_record, write_run_record
+from evaluator.harness.runner import ANSWERS, generate, saved_answers
 from evaluator.report.terminal import loud_notice, print_report
 from evaluator.scoring.judge import Judge, find_api_key
 from evaluator.scoring.official_judge import (
@@ -125,27 +126,27 @@ def refuse_prompt_change(output_dir: Path, judge: Judge | None, settings: Evalua
         raise EvaluationRefused(f"cannot judge {output_dir} with another prompt ({line}); pass --force to do so anyway")
 
 
-def saved_prompt(settings: ScoringSettings, output_dir: Path, run_config: dict, rules: RuleSet) -> str | None:
+def saved_prompt(settings: ScoringSettings, output_dir: Path, record: RunRecord, rules: RuleSet) -> str | None:
     """The judge prompt's checkout for rejudge/merge: the flag, else the one the run was judged with."""
     summary_path = output_dir / "run_summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-    origin = summary.get("judge_prompt_origin") or run_config.get("judge_prompt")
-    return saved_prompt_folder(settings.judge_prompt_from, origin, rules.name == run_config.get("rules", "kddcup2025"))
+    origin = summary.get("judge_prompt_origin") or record.judge_prompt
+    return saved_prompt_folder(settings.judge_prompt_from, origin, rules.name == record.rules)
 
 
-def saved_rules(settings: ScoringSettings, run_config: dict) -> RuleSet:
+def saved_rules(settings: ScoringSettings, record: RunRecord) -> RuleSet:
     """Rule set for rejudge/merge: --rules if given, else the run's own (kddcup2025 if unrecorded)."""
-    return rule_set(settings.rules or run_config.get("rules"))
+    return rule_set(settings.rules or record.rules)
 
 
-def saved_judge_choice(settings: ScoringSettings, run_config: dict) -> tuple[str | None, str | None]:
+def saved_judge_choice(settings: ScoringSettings, record: RunRecord) -> tuple[str | None, str | None]:
     """Judge for rejudge/merge: the flags if given, else the judge the run used (if any); a
     different --rules than the run's brings that rule set's default judge model."""
     if settings.eval_model is not None or settings.eval_base_url is not None:
         return settings.eval_model, settings.eval_base_url
-    if settings.rules and settings.rules != run_config.get("rules", "kddcup2025"):
-        return None, run_config.get("judge_base_url")
-    return run_config.get("judge_model"), run_config.get("judge_base_url")
+    if settings.rules and settings.rules != record.rules:
+        return None, record.judge_base_url
+    return record.judge_model, record.judge_base_url
 
 
 def recorded_judge(settings: EvaluationSettings, judge: Judge | None) -> tuple[str | None, str | None]:
@@ -215,13 +216,13 @@ def current_fingerprint(settings: EvaluationSettings, run: ResolvedRun) -> dict:
     return fingerprint
 
 
-def resume_differences(output_dir: Path, earlier: dict | None, fingerprint: dict) -> list[str]:
+def resume_differences(output_dir: Path, earlier: RunRecord | None, fingerprint: dict) -> list[str]:
     """What differs between the system of the run in `output_dir` and this one."""
     if not (output_dir / ANSWERS).exists():
         return []  # nothing answered yet: nothing to mix
-    if not earlier or "fingerprint" not in earlier:
+    if earlier is None or earlier.fingerprint is None:
         return ["the earlier run recorded no system fingerprint (it predates them)"]
-    return differences(earlier["fingerprint"], fingerprint)
+    return differences(earlier.fingerprint, fingerprint)
 
 
 def refuse_mixed_resume(output_dir: Path, changed: list[str]) -> None:
@@ -261,8 +262,7 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
     official = read_judge_prompt(settings.judge_prompt_from, start.rules)
     fingerprint = current_fingerprint(settings, start.run)
     fingerprint["judge_prompt"] = origin_identity(official.origin() if official else None)
-    config_path = output_dir / RUN_CONFIG
-    earlier = json.loads(config_path.read_text()) if settings.resume and config_path.exists() else {}
+    earlier = read_run_record(output_dir) if settings.resume else None
     forced_resumes = resume_or_refuse(settings, output_dir, earlier, fingerprint, console)
     notices: list[str] = []
     data = load_conversations(settings, start, console, notices)
@@ -272,9 +272,9 @@ def run_evaluation(settings: EvaluationSettings, console: Console) -> Evaluation
     truncator = truncation_tokenizer(console, notices)
     agent, batch_size = agent_and_batch_size(settings, start.run, earlier, console)
     plan = plan_batches(settings, data.conversations, batch_size, console)
-    run_config = run_record(settings, start, data, plan, batch_size, judge, official, truncator, fingerprint,
-                            forced_resumes)
-    write_run_config(output_dir, earlier, run_config)
+    record = run_record(settings, start, data, plan, batch_size, judge, official, truncator, fingerprint,
+                        forced_resumes)
+    write_run_config(output_dir, earlier, record)
     generate_answers(settings, output_dir, start, data, plan, batch_size, agent, truncator, console, notices)
     if settings.generate_only:
         console.print(f"[bold green]answers saved in {escape(str(output_dir))}[/bold green] (--generate-only: "
@@ -297,11 +297,10 @@ def rejudge(settings: EvaluationSettings, output_dir: Path, console: Console) ->
     unless the flags name others."""
     if not (output_dir / ANSWERS).exists():
         raise EvaluationRefused(f"{output_dir} holds no saved answers to rejudge")
-    config_path = output_dir / RUN_CONFIG
-    run_config = json.loads(config_path.read_text()) if config_path.exists() else {}
-    rules = saved_rules(settings, run_config)
-    official = read_judge_prompt(saved_prompt(settings, output_dir, run_config, rules), rules)
-    judge = build_judge(*saved_judge_choice(settings, run_config), settings, console, rules, official, announce=False)
+    record = read_run_record(output_dir) or RunRecord()
+    rules = saved_rules(settings, record)
+    official = read_judge_prompt(saved_prompt(settings, output_dir, record, rules), rules)
+    judge = build_judge(*saved_judge_choice(settings, record), settings, console, rules, official, announce=False)
     refuse_prompt_change(output_dir, judge, settings)
     return finish(settings, output_dir, judge, console, [], rules, official, judge_announced=False)
 
@@ -331,14 +330,14 @@ def start_of_run(settings: EvaluationSettings, console: Console) -> RunStart:
     return start
 
 
-def resume_or_refuse(settings: EvaluationSettings, output_dir: Path, earlier: dict, fingerprint: dict,
+def resume_or_refuse(settings: EvaluationSettings, output_dir: Path, earlier: RunRecord | None, fingerprint: dict,
                      console: Console) -> list[dict]:
     """The run's forced resumes: the earlier ones, and this one where it resumes another system
     with --force (without it, such a resume is refused)."""
     changed = resume_differences(output_dir, earlier, fingerprint) if settings.resume else []
     if changed and not settings.force:
         refuse_mixed_resume(output_dir, changed)
-    forced_resumes = list(earlier.get("forced_resumes", []))
+    forced_resumes = list(earlier.forced_resumes if earlier else [])
     if changed:
         forced_resumes.append({"at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
                                "differences": changed})
@@ -390,12 +389,12 @@ def truncation_tokenizer(console: Console, notices: list[str]):
     return truncator
 
 
-def agent_and_batch_size(settings: EvaluationSettings, run: ResolvedRun, earlier: dict, console: Console):
+def agent_and_batch_size(settings: EvaluationSettings, run: ResolvedRun, earlier: RunRecord | None, console: Console):
     """(the agent or None, the batch size). The official stopping rule depends on the batch size,
     which only the agent knows; a resumed run takes it from the run it continues, so a finished
     run is rescored without loading the agent."""
-    if earlier.get("batch_size") is not None:
-        return None, earlier["batch_size"]
+    if earlier is not None and earlier.batch_size is not None:
+        return None, earlier.batch_size
     agent = load_agent(settings, run, console)
     return agent, clip_batch_size(agent.get_batch_size())
 
@@ -421,41 +420,39 @@ def plan_batches(settings: EvaluationSettings, conversations: list, batch_size: 
 
 def run_record(settings: EvaluationSettings, start: RunStart, data: RunData, plan: BatchPlan, batch_size: int,
                judge: Judge | None, official: OfficialJudge | None, truncator, fingerprint: dict,
-               forced_resumes: list[dict]) -> dict:
-    """run_config.json: what a resume, a rejudge, a merge and the report read of the run."""
+               forced_resumes: list[dict]) -> RunRecord:
+    """The record of a run or a resumed run (run_config.json): what a resume, a rejudge, a merge
+    and the report read of it."""
     judge_model, judge_base_url = recorded_judge(settings, judge)
-    return {
-        "args": dataclasses.asdict(settings),
-        "dataset": data.dataset, "dataset_type": settings.dataset_type, "split": data.split,
-        "revision": settings.revision,
-        "num_conversations": settings.num_conversations, "exact_conversations": bool(settings.exact_conversations),
-        "conversation_selection": conversation_selection(settings.num_conversations, bool(settings.exact_conversations),
-                                                         plan.served, len(plan.planned)),
-        "served_conversations": plan.served,
-        "shard": settings.shard, "agent": settings.agent, "rules": start.rules.name,
-        "image_url_updates": data.image_url_updates,
-        "profile": start.run.profile, "preset": settings.preset or "full", "tokenizer": truncator.name,
-        "judge_model": judge_model, "judge_base_url": judge_base_url,
-        "judge_prompt": judge.prompt_origin if judge else official.origin() if official else None,
-        "batch_size": batch_size, "expected_turns": len(plan.planned),
-        "indices": fingerprint.get("indices"), "web_contents": start.run.web_contents,
-        "fingerprint": fingerprint, "forced_resumes": forced_resumes,
+    return RunRecord(
+        args=dataclasses.asdict(settings),
+        dataset=data.dataset, dataset_type=settings.dataset_type, split=data.split, revision=settings.revision,
+        num_conversations=settings.num_conversations, exact_conversations=bool(settings.exact_conversations),
+        conversation_selection=conversation_selection(settings.num_conversations, bool(settings.exact_conversations),
+                                                      plan.served, len(plan.planned)),
+        served_conversations=plan.served, shard=settings.shard, agent=settings.agent, rules=start.rules.name,
+        image_url_updates=data.image_url_updates,
+        profile=start.run.profile, preset=settings.preset or "full", tokenizer=truncator.name,
+        judge_model=judge_model, judge_base_url=judge_base_url,
+        judge_prompt=judge.prompt_origin if judge else official.origin() if official else None,
+        batch_size=batch_size, expected_turns=len(plan.planned),
+        indices=fingerprint.get("indices"), web_contents=start.run.web_contents,
+        fingerprint=fingerprint, forced_resumes=forced_resumes,
         # what the agent said decides its answers (agents/base_agent.py `describe`): the report
         # reads the agent's settings from here, as the run used them
-        "agent_description": start.run.agent.description, "trace_view": start.run.agent.trace_view,
-        "oracle": settings.oracle,  # the stage whose human label each labelled turn was given, or None
-    }
+        agent_description=start.run.agent.description, trace_view=start.run.agent.trace_view,
+        oracle=settings.oracle,
+    )
 
 
-def write_run_config(output_dir: Path, earlier: dict, run_config: dict) -> None:
-    """run_config.json written, once a resume is found to select the same turns as the run it
+def write_run_config(output_dir: Path, earlier: RunRecord | None, record: RunRecord) -> None:
+    """The run's record written, once a resume is found to select the same turns as the run it
     continues; the folder is made only now, so that a refused start leaves none behind."""
-    if earlier:
-        refusal = selection_refusal(output_dir, earlier, run_config)
+    if earlier is not None:
+        refusal = selection_refusal(output_dir, earlier, record)
         if refusal:
             raise EvaluationRefused(refusal)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    (output_dir / RUN_CONFIG).write_text(json.dumps(run_config, indent=2, default=str))
+    write_run_record(output_dir, record)
 
 
 def generate_answers(settings: EvaluationSettings, output_dir: Path, start: RunStart, data: RunData, plan: BatchPlan,
@@ -479,8 +476,7 @@ def generate_answers(settings: EvaluationSettings, output_dir: Path, start: RunS
 
 def refuse_mixed_shards(sources: list[Path]) -> None:
     """Folders merged into one run must come from one system (folders without a fingerprint pass)."""
-    configs = [src / RUN_CONFIG for src in sources]
-    prints = [json.loads(c.read_text()).get("fingerprint") if c.exists() else None for c in configs]
+    prints = [(read_run_record(src) or RunRecord()).fingerprint for src in sources]
     changed = [f"  {src}: {line}" for src, fingerprint in zip(sources[1:], prints[1:]) if prints[0] and fingerprint
                for line in differences(prints[0], fingerprint)]
     if changed:
@@ -498,9 +494,9 @@ def run_merge(settings: MergeSettings, console: Console) -> EvaluationResult:
         raise EvaluationRefused(f"cannot merge: {exc}") from None
     for notice in notices:
         console.print(f"[yellow]{escape(notice)}[/yellow]")
-    run_config = json.loads((output_dir / RUN_CONFIG).read_text())
-    rules = saved_rules(settings, run_config)
-    model, base_url = saved_judge_choice(settings, run_config)
-    official = read_judge_prompt(saved_prompt(settings, output_dir, run_config, rules), rules)
+    record = read_run_record(output_dir)
+    rules = saved_rules(settings, record)
+    model, base_url = saved_judge_choice(settings, record)
+    official = read_judge_prompt(saved_prompt(settings, output_dir, record, rules), rules)
     judge = build_judge(model, base_url, settings, console, rules, official, announce=False)
     return finish(settings, output_dir, judge, console, notices, rules, official, judge_announced=False)

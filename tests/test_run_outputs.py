@@ -16,11 +16,11 @@ from evaluator.harness.outputs import (
     judge_turns,
     kept_verdict_notices,
     merge_runs,
-    record_run_judge,
     summary_of_run,
     summary_of_turns,
     token_summary,
 )
+from evaluator.harness.run_record import RunRecord, read_run_record, record_run_judge
 from evaluator.scoring.judge import JudgeItem, JudgeOutcome, judge_label, judging_key, protocol_for
 from evaluator.scoring.lexical_judge import OFFLINE_JUDGE_LABEL
 from evaluator.scoring.rules import RULE_SETS
@@ -113,13 +113,13 @@ def test_summary_of_run_names_every_tokenizer_and_the_forced_resumes():
     config = {"args": {"batch": 4}, "dataset": "ds", "split": "validation", "tokenizer": "from-config",
               "forced_resumes": [{"at": "t", "differences": ["x"]}], "image_url_updates": ["u"]}
     batches = [{"tokenizer": "tok-b"}, {"tokenizer": "tok-a"}, {"tokenizer": "tok-b"}, {"tokenizer": None}]
-    summary = summary_of_run(config, CRAG_MM, batches)
+    summary = summary_of_run(RunRecord.from_json(config), CRAG_MM, batches)
     assert summary["tokenizer"] == "tok-a + tok-b"
     assert summary["rules"] == "crag-mm" and summary["run_config"] == {"batch": 4}
     assert summary["resume_forced"] is True and summary["forced_resumes"] == config["forced_resumes"]
     assert (summary["dataset"], summary["split"], summary["image_url_updates"]) == ("ds", "validation", ["u"])
-    assert summary_of_run(config, KDD, [{}])["tokenizer"] == "from-config"
-    bare = summary_of_run({}, KDD, [])
+    assert summary_of_run(RunRecord.from_json(config), KDD, [{}])["tokenizer"] == "from-config"
+    bare = summary_of_run(RunRecord(), KDD, [])
     assert (bare["tokenizer"], bare["run_config"], bare["resume_forced"], bare["forced_resumes"],
             bare["image_url_updates"], bare["dataset"]) == ("unknown", {}, False, [], [], None)
 
@@ -131,7 +131,7 @@ def test_summary_of_turns_counts_errors_cuts_faults_and_refusals():
               {"deadline_cut": "yes", "branch": "error", "errors": ["s1: gone"]},
               {"branch": "refused", "errors": ["policy"]}, {"branch": "refused"}, {"branch": "answer"}]
     batches = [batch(0, 10.0, image_errors=["img1"]), batch(1, 10.0), batch(2, 10.0, image_errors=["img2", "img3"])]
-    turns = summary_of_turns({"expected_turns": 4}, records, traces, None, batches)
+    turns = summary_of_turns(RunRecord(expected_turns=4), records, traces, None, batches)
     assert (turns["turns_expected"], turns["turns_answered"], turns["complete"]) == (4, 4, True)
     assert turns["agent_error_turns"] == 3 and turns["agent_errors"] == ["alpha", "boom"]
     assert turns["deadline_cut_turns"] == 1  # only a true flag counts
@@ -139,10 +139,10 @@ def test_summary_of_turns_counts_errors_cuts_faults_and_refusals():
     assert turns["refused_turns"] == 2 and turns["refusals"] == ["policy"]
     assert turns["image_load_failures"] == ["img1", "img2", "img3"]
     assert turns["batches"] == 3 and turns["tokens"]["turns"] == 0
-    assert summary_of_turns({"expected_turns": 5}, records, [], None, [])["complete"] is False
-    assert summary_of_turns({}, records, [], None, [])["complete"] is True
+    assert summary_of_turns(RunRecord(expected_turns=5), records, [], None, [])["complete"] is False
+    assert summary_of_turns(RunRecord(), records, [], None, [])["complete"] is True
     many = [answer("m", i, "x", "x", error=f"e{i:02d}") for i in range(25)]
-    assert summary_of_turns({}, many, [], None, [])["agent_errors"] == [f"e{i:02d}" for i in range(20)]
+    assert summary_of_turns(RunRecord(), many, [], None, [])["agent_errors"] == [f"e{i:02d}" for i in range(20)]
 
 
 def test_kept_verdict_notices_of_one_judge_that_decided_every_turn():
@@ -156,13 +156,14 @@ def test_kept_verdict_notices_of_one_judge_that_decided_every_turn():
 
 def test_record_run_judge_rewrites_the_config_only_where_it_names_another_judge(tmp_path):
     config = {"rules": "kddcup2025", "judge_model": "m", "judge_base_url": "u"}
-    record_run_judge(tmp_path, dict(config), "m", "u")
+    assert record_run_judge(tmp_path, RunRecord(**config), "m", "u") == RunRecord(**config)
     assert not (tmp_path / "run_config.json").exists()
-    record_run_judge(tmp_path, {}, "m2", "u2")  # no run_config.json (a folder from elsewhere): nothing written
+    # no run_config.json (a folder from elsewhere): nothing written
+    assert record_run_judge(tmp_path, None, "m2", "u2") is None
     assert not (tmp_path / "run_config.json").exists()
-    record_run_judge(tmp_path, dict(config), "m", "u2")
-    assert json.loads((tmp_path / "run_config.json").read_text()) == {**config, "judge_base_url": "u2"}
-    record_run_judge(tmp_path, dict(config), "m3", "u")
+    assert record_run_judge(tmp_path, RunRecord(**config), "m", "u2") == RunRecord(**{**config, "judge_base_url": "u2"})
+    assert read_run_record(tmp_path) == RunRecord(**{**config, "judge_base_url": "u2"})
+    record_run_judge(tmp_path, RunRecord(**config), "m3", "u")
     assert json.loads((tmp_path / "run_config.json").read_text())["judge_model"] == "m3"
 
 
@@ -315,13 +316,13 @@ def test_run_notices_put_the_cut_and_the_unjudged_first_and_the_resumes_last(tmp
     scored = outputs.Scored([], [], [], [], {}, {})
     counts = {"offline_judged_turns": 2, "judge_rate_limit_waits": 3, "judge_waited_s_max_turn": 2.25}
     notices = outputs.run_notices(["said"], scored, judged, counts, {"notice": "unjudged"}, {"notice": "cut"},
-                                  {"forced_resumes": [{"at": "t1", "differences": ["a", "b"]}]})
+                                  RunRecord(forced_resumes=[{"at": "t1", "differences": ["a", "b"]}]))
     assert notices[:4] == ["cut", "unjudged", "said", notices[3]] and "no egocentric turns" in notices[3]
     assert notices[4].startswith(f"no LLM judge: the {OFFLINE_JUDGE_LABEL} decided 2 turns")
     assert notices[5] == "the judge answered HTTP 429/5xx and was waited out 3 times (at most 2.2 s for one turn)"
     assert notices[6] == "resumed with --force (t1) from another system: a; b"
     quiet = outputs.run_notices([], outputs.Scored([], [{}], [], [], {}, {}), outputs.JudgedBy("j", None, False, {}),
-                                {"judge_rate_limit_waits": 0}, None, None, {})
+                                {"judge_rate_limit_waits": 0}, None, None, RunRecord())
     assert quiet == []
 
 
@@ -420,7 +421,7 @@ def test_summary_of_run_carries_every_field_of_the_config():
               "agent": "cruise", "profile": "cpu", "preset": "small", "imported": {"harness": "lmms-eval"},
               "shard": "0/2", "oracle": "gold", "merged_from": ["x"], "conversation_selection": "all",
               "tokenizer": "t"}
-    assert summary_of_run(config, KDD, []) == {
+    assert summary_of_run(RunRecord.from_json(config), KDD, []) == {
         "run_config": {"a": 1}, "dataset": "ds", "dataset_type": "mini", "revision": "r1", "split": "val",
         "agent": "cruise", "profile": "cpu", "preset": "small", "imported": {"harness": "lmms-eval"},
         "shard": "0/2", "oracle": "gold", "merged_from": ["x"], "rules": "kddcup2025", "resume_forced": False,
@@ -474,7 +475,7 @@ def test_kept_verdict_notices_of_exactly_two_judges_with_turns_left():
 
 def test_run_notice_texts_of_a_run_without_ego_turns_and_an_offline_judge():
     notices = outputs.run_notices([], outputs.Scored([], [], [], [], {}, {}), outputs.JudgedBy("j", None, True, {}),
-                                  {"offline_judged_turns": 1, "judge_rate_limit_waits": 0}, None, None, {})
+                                  {"offline_judged_turns": 1, "judge_rate_limit_waits": 0}, None, None, RunRecord())
     assert notices == [
         "no egocentric turns in this run: the 'ego' rates are NaN (as the official evaluator writes them), "
         "not measurements",
@@ -483,9 +484,9 @@ def test_run_notice_texts_of_a_run_without_ego_turns_and_an_offline_judge():
 
 
 def test_record_run_judge_writes_the_config_indented(tmp_path):
-    record_run_judge(tmp_path, {"rules": "crag-mm"}, "m", "u")
+    record_run_judge(tmp_path, RunRecord(rules="crag-mm"), "m", "u")
     text = (tmp_path / "run_config.json").read_text()
-    assert text == json.dumps({"rules": "crag-mm", "judge_model": "m", "judge_base_url": "u"}, indent=2)
+    assert text == json.dumps(RunRecord(rules="crag-mm", judge_model="m", judge_base_url="u").to_json(), indent=2)
 
 
 def test_judge_turns_counts_every_cached_reply_and_every_failed_attempt(tmp_path, capsys):
@@ -659,7 +660,7 @@ def test_finalize_writes_every_file_and_every_summary_part(tmp_path, capsys):
 def test_summary_of_turns_shows_at_most_twenty_faults_and_refusals_each():
     traces = ([{"branch": "error", "errors": [f"s1: e{i:02d}"]} for i in range(25)]
               + [{"branch": "refused", "errors": [f"r{i:02d}"]} for i in range(25)])
-    turns = summary_of_turns({}, [], traces, None, [])
+    turns = summary_of_turns(RunRecord(), [], traces, None, [])
     assert turns["stage_faults"] == [f"s1: e{i:02d}" for i in range(20)]
     assert turns["refusals"] == [f"r{i:02d}" for i in range(20)]
     assert (turns["stage_fault_turns"], turns["refused_turns"]) == (25, 25)

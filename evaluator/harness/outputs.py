@@ -28,15 +28,20 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-from evaluator.harness.batching import conversation_selection
 from evaluator.harness.deadline_cuts import deadline_cut_report
 from evaluator.harness.faults import systemic_fault
+from evaluator.harness.run_record import (
+    RunRecord,
+    merged_record,
+    read_run_record,
+    record_run_judge,
+    write_run_record,
+)
 from evaluator.harness.runner import (
     ANSWERS,
     BATCHES,
     DIAGNOSTICS,
     JUDGMENTS,
-    RUN_CONFIG,
     TRACES,
     append_jsonl,
     latest_per_batch,
@@ -302,16 +307,17 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     --judge-prompt-from (or the run's own), against which a scoring without a judge checks the
     verdicts saved in the folder before it keeps them."""
     output_dir = Path(output_dir)
-    run_config = json.loads((output_dir / RUN_CONFIG).read_text()) if (output_dir / RUN_CONFIG).exists() else {}
-    rules = rules or rule_set(run_config.get("rules"))
+    found = read_run_record(output_dir)
+    run = found or RunRecord()  # a folder without a record (made elsewhere) is scored under the defaults
+    rules = rules or rule_set(run.rules)
     records = list(saved_answers(output_dir).values())
     if judge is not None:  # a rejudge's (or merge's) judge becomes the run's: a later --rejudge without flags asks it again
-        record_run_judge(output_dir, run_config, judge.model, judge.base_url)
+        found = record_run_judge(output_dir, found, judge.model, judge.base_url)
     verdicts, replies, judge_counts = judge_turns(records, output_dir, judge, progress, rules, official)
     kept_judges = judge_counts.get("kept_verdict_judges") or {}
     if len(kept_judges) == 1:  # no judge now: the scores rest on the saved verdicts, so their judge is the run's
         model, base_urls, _ = judges_of_label(next(iter(kept_judges)))
-        record_run_judge(output_dir, run_config, model, base_urls[-1])
+        found = record_run_judge(output_dir, found, model, base_urls[-1])
     scored = score_turns(build_rows(records, verdicts, replies, rules), rules)
     judged = judged_by(judge, judge_counts, records, scored.rows, rules, official)
     write_scores(output_dir, scored, judged, rules)
@@ -320,16 +326,16 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
                                judge_model=judge.model if judge else None, judge_base_url=judge.base_url if judge else None)
     traces = latest_per_turn(read_jsonl(output_dir / TRACES), {r["interaction_id"] for r in records})
     cut = deadline_cut_report(scored.rows, traces, rules)
-    notices = run_notices(list(notices or []), scored, judged, judge_counts, unjudged, cut, run_config)
+    notices = run_notices(list(notices or []), scored, judged, judge_counts, unjudged, cut, run)
     fault = systemic_fault(records, traces)  # every turn (or every turn of one stage) faulted
     notices = ([fault["notice"]] if fault else []) + notices
-    diagnostics = write_diagnostics(output_dir, records, scored.counted_all, traces, run_config.get("oracle"))
+    diagnostics = write_diagnostics(output_dir, records, scored.counted_all, traces, run.oracle)
     batches = latest_per_batch(read_jsonl(output_dir / BATCHES))
     summary = {
-        **summary_of_run(run_config, rules, batches),
+        **summary_of_run(run, rules, batches),
         **summary_of_judging(judged, judge_counts, unjudged),
-        **summary_of_turns(run_config, records, traces, cut, batches),
-        **summary_of_scores(scored, records, traces, run_config, diagnostics),
+        **summary_of_turns(run, records, traces, cut, batches),
+        **summary_of_scores(scored, records, traces, run, diagnostics),
         "systemic_fault": fault,
         "notices": notices,
     }
@@ -337,13 +343,6 @@ def finalize(output_dir: Path, judge: Judge | None, *, rules: RuleSet | None = N
     # traces.jsonl is one of the five outputs even when the agent reports nothing
     (output_dir / TRACES).touch()
     return Results(scored.counted_all, scored.counted_ego, scored.scores, summary)
-
-
-def record_run_judge(output_dir: Path, run_config: dict, model: str | None, base_url: str | None) -> None:
-    """The judge the scores rest on, written into the run's run_config.json where it names another."""
-    if run_config and (run_config.get("judge_model"), run_config.get("judge_base_url")) != (model, base_url):
-        run_config.update(judge_model=model, judge_base_url=base_url)
-        (output_dir / RUN_CONFIG).write_text(json.dumps(run_config, indent=2, default=str))
 
 
 @dataclass
@@ -408,7 +407,7 @@ def write_scores(output_dir: Path, scored: Scored, judged: JudgedBy, rules: Rule
 
 
 def run_notices(given: list[str], scored: Scored, judged: JudgedBy, judge_counts: dict, unjudged: dict | None,
-                cut: dict | None, run_config: dict) -> list[str]:
+                cut: dict | None, run: RunRecord) -> list[str]:
     """What a reader must know, most important first: the turns the deadline cut (every score is
     read through them), the turns left without a verdict, what the run said, then the judging's
     and the resumes' notes."""
@@ -424,9 +423,8 @@ def run_notices(given: list[str], scored: Scored, judged: JudgedBy, judge_counts
     if judge_counts["judge_rate_limit_waits"]:
         notices.append(f"the judge answered HTTP 429/5xx and was waited out {judge_counts['judge_rate_limit_waits']} "
                        f"times (at most {judge_counts['judge_waited_s_max_turn']:.1f} s for one turn)")
-    forced = run_config.get("forced_resumes") or []
     return notices + [f"resumed with --force ({f['at']}) from another system: " + "; ".join(f["differences"])
-                      for f in forced]
+                      for f in run.forced_resumes]
 
 
 def write_diagnostics(output_dir: Path, records: list[dict], counted_all: list[dict], traces: list[dict],
@@ -441,29 +439,28 @@ def write_diagnostics(output_dir: Path, records: list[dict], counted_all: list[d
     return diagnostics
 
 
-def summary_of_run(run_config: dict, rules: RuleSet, batches: list[dict]) -> dict:
+def summary_of_run(run: RunRecord, rules: RuleSet, batches: list[dict]) -> dict:
     """run_summary.json's opening: what ran, on what, under which rules and tokenizer."""
     tokenizers = sorted({b["tokenizer"] for b in batches if b.get("tokenizer")})
-    forced = run_config.get("forced_resumes") or []
     return {
-        "run_config": run_config.get("args", {}),
-        "dataset": run_config.get("dataset"),
-        "dataset_type": run_config.get("dataset_type"),
-        "revision": run_config.get("revision"),
-        "split": run_config.get("split"),
-        "agent": run_config.get("agent"),
-        "profile": run_config.get("profile"),
-        "preset": run_config.get("preset"),
-        "imported": run_config.get("imported"),  # another harness's run: its name, model and task
-        "shard": run_config.get("shard"),
-        "oracle": run_config.get("oracle"),
-        "merged_from": run_config.get("merged_from"),
+        "run_config": run.args,
+        "dataset": run.dataset,
+        "dataset_type": run.dataset_type,
+        "revision": run.revision,
+        "split": run.split,
+        "agent": run.agent,
+        "profile": run.profile,
+        "preset": run.preset,
+        "imported": run.imported,  # another harness's run: its name, model and task
+        "shard": run.shard,
+        "oracle": run.oracle,
+        "merged_from": run.merged_from,
         "rules": rules.name,
-        "resume_forced": bool(forced),
-        "forced_resumes": forced,
-        "tokenizer": " + ".join(tokenizers) or run_config.get("tokenizer", "unknown"),
-        "conversation_selection": run_config.get("conversation_selection"),
-        "image_url_updates": run_config.get("image_url_updates", []),
+        "resume_forced": bool(run.forced_resumes),
+        "forced_resumes": run.forced_resumes,
+        "tokenizer": " + ".join(tokenizers) or run.tokenizer or "unknown",
+        "conversation_selection": run.conversation_selection,
+        "image_url_updates": run.image_url_updates,
     }
 
 
@@ -481,11 +478,11 @@ def summary_of_judging(judged: JudgedBy, judge_counts: dict, unjudged: dict | No
     }
 
 
-def summary_of_turns(run_config: dict, records: list[dict], traces: list[dict], cut: dict | None,
+def summary_of_turns(run: RunRecord, records: list[dict], traces: list[dict], cut: dict | None,
                      batches: list[dict]) -> dict:
     """How the turns went: answered, failed, cut, refused, and the batches' time and tokens."""
     errors = [r for r in records if r.get("error")]
-    expected = run_config.get("expected_turns")
+    expected = run.expected_turns
     return {
         "turns_expected": expected,
         "turns_answered": len(records),
@@ -508,7 +505,7 @@ def summary_of_turns(run_config: dict, records: list[dict], traces: list[dict], 
     }
 
 
-def summary_of_scores(scored: Scored, records: list[dict], traces: list[dict], run_config: dict,
+def summary_of_scores(scored: Scored, records: list[dict], traces: list[dict], run: RunRecord,
                       diagnostics: dict | None) -> dict:
     """The scores and what they break down into: intervals, breakdowns, conversations, evidence,
     the agent's own figures, the stage diagnostics."""
@@ -518,9 +515,9 @@ def summary_of_scores(scored: Scored, records: list[dict], traces: list[dict], r
         "breakdowns": {c: breakdown(scored.counted_all, c) for c in BREAKDOWN_COLUMNS},
         # both rule sets' figures, by turn index and the early stop's toll; None for single turns
         "multi_turn": multi_turn_figures(scored.rows),
-        "evidence_coverage": evidence_coverage(traces, records, run_config.get("dataset")),
+        "evidence_coverage": evidence_coverage(traces, records, run.dataset),
         # the agent's own figures over its traces (harness/trace_view.py)
-        "agent_summary": agent_summary(run_config, traces),
+        "agent_summary": agent_summary(run, traces),
         # diagnostics.json's stage rates (null: no turn carries stage labels)
         "diagnostics": {stage: {k: v for k, v in figures.items() if k != "by_category"}
                         for stage, figures in diagnostics["stages"].items()} if diagnostics else None,
@@ -531,10 +528,10 @@ def already_merged(sources: list[Path], output_dir: Path) -> bool:
     """Whether `output_dir` holds the finished merge of exactly these folders, with every turn they
     hold now (a merge is finished once its answers are written: they are written last)."""
     try:
-        merged_from = json.loads((output_dir / RUN_CONFIG).read_text()).get("merged_from")
+        record = read_run_record(output_dir)
     except (OSError, ValueError):
         return False
-    if merged_from != [str(s) for s in sources]:
+    if record is None or record.merged_from != [str(s) for s in sources]:
         return False
     return set(saved_answers(output_dir)) == {iid for src in sources for iid in saved_answers(src)}
 
@@ -554,14 +551,14 @@ def merge_runs(sources: list[Path], output_dir: Path) -> list[str]:
     for src in sources:
         if not (src / ANSWERS).exists():
             raise ValueError(f"{src} has no {ANSWERS}: not an evaluation output folder")
-        configs.append(json.loads((src / RUN_CONFIG).read_text()) if (src / RUN_CONFIG).exists() else {})
+        configs.append(read_run_record(src) or RunRecord())
     notices = []
     for key in ("dataset", "dataset_type", "split", "revision", "num_conversations", "exact_conversations",
                 "rules"):
-        values = {json.dumps(c.get(key)) for c in configs}
+        values = {json.dumps(getattr(c, key)) for c in configs}
         if len(values) > 1:
             raise ValueError(f"folders disagree on {key}: {sorted(values)}")
-    shards = [c.get("shard") for c in configs]
+    shards = [c.shard for c in configs]
     if all(shards):
         counts = {s.split("/")[1] for s in shards}
         indices = sorted(int(s.split("/")[0]) for s in shards)
@@ -573,7 +570,7 @@ def merge_runs(sources: list[Path], output_dir: Path) -> list[str]:
     for src, config in zip(sources, configs):
         saved = saved_answers(src).values()
         # a run_config.json from before the count was recorded: the conversations it answered
-        served += config.get("served_conversations") or len({r["session_id"] for r in saved})
+        served += config.served_conversations or len({r["session_id"] for r in saved})
         for record in saved:
             if record["interaction_id"] in seen:
                 raise ValueError(f"turn {record['interaction_id']} is in both {seen[record['interaction_id']]} and {src}")
@@ -582,14 +579,6 @@ def merge_runs(sources: list[Path], output_dir: Path) -> list[str]:
         for name in (JUDGMENTS, TRACES):
             append_jsonl(output_dir / name, read_jsonl(src / name))
         append_jsonl(output_dir / BATCHES, [{**b, "source": str(src)} for b in read_jsonl(src / BATCHES)])
-    merged = dict(configs[0])
-    expected = sum(c.get("expected_turns") or 0 for c in configs) or None
-    merged.update(shard=None, merged_from=[str(s) for s in sources], shards=shards, expected_turns=expected,
-                  served_conversations=served,
-                  conversation_selection=conversation_selection(
-                      configs[0].get("num_conversations"), bool(configs[0].get("exact_conversations")), served,
-                      expected if expected is not None else len(answers),
-                      [s or str(src) for s, src in zip(shards, sources)]))
-    (output_dir / RUN_CONFIG).write_text(json.dumps(merged, indent=2, default=str))
+    write_run_record(output_dir, merged_record(configs, sources, served, len(answers)))
     append_jsonl(output_dir / ANSWERS, answers)  # last: answers mark a finished merge
     return notices
