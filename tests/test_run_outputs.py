@@ -1,4 +1,5 @@
-"""What a run writes, function by function (evaluator/harness/outputs.py): the run summary's
+"""What a run writes, function by function (evaluator/harness/outputs.py `finalize` and the steps it
+calls: judging.py, score_files.py, run_summary.py; merge.py): the run summary's
 timing, token, turn and notice parts, the judging of saved answers with and without a judge, the
 official files and the merge of shard folders. Records follow answers.jsonl / batches.jsonl /
 traces.jsonl as the harness writes them, and the official CSVs' 18 columns."""
@@ -7,20 +8,12 @@ import json
 import pandas as pd
 import pytest
 
-from evaluator.harness import outputs
-from evaluator.harness.outputs import (
-    already_merged,
-    batch_summary,
-    build_rows,
-    finalize,
-    judge_turns,
-    kept_verdict_notices,
-    merge_runs,
-    summary_of_run,
-    summary_of_turns,
-    token_summary,
-)
+from evaluator.harness.judging import JudgedBy, judge_turns, judged_by, kept_verdict_notices
+from evaluator.harness.merge import already_merged, merge_runs
+from evaluator.harness.outputs import finalize
 from evaluator.harness.run_record import RunRecord, read_run_record, record_run_judge
+from evaluator.harness.run_summary import batch_summary, run_notices, summary_of_run, summary_of_turns, token_summary
+from evaluator.harness.score_files import Scored, build_rows, score_turns, write_diagnostics
 from evaluator.scoring.judge import JudgeItem, JudgeOutcome, judge_label, judging_key, protocol_for
 from evaluator.scoring.lexical_judge import OFFLINE_JUDGE_LABEL
 from evaluator.scoring.rules import RULE_SETS
@@ -312,23 +305,23 @@ def test_finalize_with_a_judge_writes_the_official_files_and_the_offline_key_onl
 
 
 def test_run_notices_put_the_cut_and_the_unjudged_first_and_the_resumes_last(tmp_path):
-    judged = outputs.JudgedBy("j", None, True, {})
-    scored = outputs.Scored([], [], [], [], {}, {})
+    judged = JudgedBy("j", None, True, {})
+    scored = Scored([], [], [], [], {}, {})
     counts = {"offline_judged_turns": 2, "judge_rate_limit_waits": 3, "judge_waited_s_max_turn": 2.25}
-    notices = outputs.run_notices(["said"], scored, judged, counts, {"notice": "unjudged"}, {"notice": "cut"},
+    notices = run_notices(["said"], scored, judged, counts, {"notice": "unjudged"}, {"notice": "cut"},
                                   RunRecord(forced_resumes=[{"at": "t1", "differences": ["a", "b"]}]))
     assert notices[:4] == ["cut", "unjudged", "said", notices[3]] and "no egocentric turns" in notices[3]
     assert notices[4].startswith(f"no LLM judge: the {OFFLINE_JUDGE_LABEL} decided 2 turns")
     assert notices[5] == "the judge answered HTTP 429/5xx and was waited out 3 times (at most 2.2 s for one turn)"
     assert notices[6] == "resumed with --force (t1) from another system: a; b"
-    quiet = outputs.run_notices([], outputs.Scored([], [{}], [], [], {}, {}), outputs.JudgedBy("j", None, False, {}),
+    quiet = run_notices([], Scored([], [{}], [], [], {}, {}), JudgedBy("j", None, False, {}),
                                 {"judge_rate_limit_waits": 0}, None, None, RunRecord())
     assert quiet == []
 
 
 def test_diagnostics_file_is_removed_when_the_data_has_no_stage_labels(tmp_path):
     (tmp_path / "diagnostics.json").write_text("{}")  # left by an earlier scoring
-    assert outputs.write_diagnostics(tmp_path, [answer("a", 0, "x", "x")], [], [], None) is None
+    assert write_diagnostics(tmp_path, [answer("a", 0, "x", "x")], [], [], None) is None
     assert not (tmp_path / "diagnostics.json").exists()
 
 
@@ -433,12 +426,12 @@ def test_score_turns_counts_under_the_rule_set_for_all_and_ego():
     rows = build_rows([answer("s", 0, "no", "a", ego=True), answer("s", 1, "nope", "b", ego=True),
                        answer("s", 2, "c", "c", ego=True), answer("t", 0, "d", "d")],
                       {"s0": False, "s1": False}, {}, CRAG_MM)
-    scored = outputs.score_turns(rows, CRAG_MM)
+    scored = score_turns(rows, CRAG_MM)
     assert (scored.scores["all"]["correct"], scored.scores["ego"]["correct"]) == (2.0, 1.0)
     assert [r["interaction_id"] for r in scored.counted_ego] == ["s0", "s1", "s2"]
     assert scored.counted_ego[2]["after_two_wrong"] is True and scored.counted_ego[2]["is_correct"] is True
     assert {"all", "ego"} <= set(scored.intervals) and scored.intervals["all"] != scored.intervals["ego"]
-    kdd = outputs.score_turns(build_rows([answer("s", 0, "no", "a", ego=True), answer("s", 1, "nope", "b", ego=True),
+    kdd = score_turns(build_rows([answer("s", 0, "no", "a", ego=True), answer("s", 1, "nope", "b", ego=True),
                                           answer("s", 2, "c", "c", ego=True)], {"s0": False, "s1": False}, {}, KDD),
                               KDD)
     assert kdd.scores["ego"]["correct"] == 0.0 and kdd.scores["all"]["miss"] == 1.0
@@ -449,17 +442,17 @@ def test_judged_by_names_who_decided_without_an_llm_judge():
     plain = [answer("a", 0, "x", "y")]
     rows = [{"abstain_expected": True, "is_miss": False}]
     kept = {"kept_verdict_judges": {"m @ u (kddcup2025 protocol)": 2}, "offline_judged_turns": 0}
-    judged = outputs.judged_by(None, kept, forms, rows, KDD, None)
+    judged = judged_by(None, kept, forms, rows, KDD, None)
     assert (judged.label, judged.offline, judged.offline_figures) == ("m @ u (kddcup2025 protocol)", False, {})
     assert judged.prompt_origin is not None
-    both = outputs.judged_by(None, {**kept, "offline_judged_turns": 1}, forms, rows, KDD, None)
+    both = judged_by(None, {**kept, "offline_judged_turns": 1}, forms, rows, KDD, None)
     assert both.label == f"m @ u (kddcup2025 protocol) + {OFFLINE_JUDGE_LABEL}" and both.offline
     assert both.offline_figures == {"abstain_expected_turns": 1, "abstain_expected_abstained": 0,
                                     "abstain_expected_answered": 1}
     # nothing kept, nothing decided, but the data carries forms: the offline judge is still the one named
-    might = outputs.judged_by(None, {"offline_judged_turns": 0}, forms, rows, KDD, None)
+    might = judged_by(None, {"offline_judged_turns": 0}, forms, rows, KDD, None)
     assert might.label == OFFLINE_JUDGE_LABEL and might.offline and might.prompt_origin is None
-    none = outputs.judged_by(None, {"offline_judged_turns": 0}, plain, rows, KDD, None)
+    none = judged_by(None, {"offline_judged_turns": 0}, plain, rows, KDD, None)
     assert (none.label, none.offline, none.offline_figures) == ("disabled", False, {})
 
 
@@ -474,7 +467,7 @@ def test_kept_verdict_notices_of_exactly_two_judges_with_turns_left():
 
 
 def test_run_notice_texts_of_a_run_without_ego_turns_and_an_offline_judge():
-    notices = outputs.run_notices([], outputs.Scored([], [], [], [], {}, {}), outputs.JudgedBy("j", None, True, {}),
+    notices = run_notices([], Scored([], [], [], [], {}, {}), JudgedBy("j", None, True, {}),
                                   {"offline_judged_turns": 1, "judge_rate_limit_waits": 0}, None, None, RunRecord())
     assert notices == [
         "no egocentric turns in this run: the 'ego' rates are NaN (as the official evaluator writes them), "
@@ -598,7 +591,7 @@ def test_without_a_judge_the_official_prompt_decides_which_saved_verdicts_stand(
     assert verdicts == {"a0": True} and counts["kept_verdict_turns"] == 1
     # the same record under this package's own prompt: another judging question, not kept
     assert judge_turns(records, tmp_path, None, False, CRAG_MM)[0] == {"a0": None}
-    judged = outputs.judged_by(None, counts, records, [], CRAG_MM, official)
+    judged = judged_by(None, counts, records, [], CRAG_MM, official)
     assert judged.prompt_origin == official.origin() and judged.label == label
     write_jsonl(tmp_path / "answers.jsonl", records)
     (tmp_path / "run_config.json").write_text(json.dumps({"rules": "crag-mm"}))

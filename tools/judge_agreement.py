@@ -30,7 +30,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from evaluator.harness.outputs import saved_verdicts
+from evaluator.harness.judging import saved_verdicts
 from evaluator.harness.run_record import RunRecord, read_run_record
 from evaluator.harness.runner import saved_answers
 from evaluator.scoring.agreement import PARTIAL_CHOICES, Agreement, AgreementError, compare, judge_side, label_side

@@ -10,7 +10,7 @@ and its prompt files' hashes as "prompts"). A description section named "where" 
 model runs and how it is reached, not which model it is) is recorded but not compared: shards
 pointed at different replicas of one model stay one system (`merge`), and a resumed run may
 reach its servers at new addresses. The command adds the image search switched off
-(`image_search`) and the oracle run (`oracle`), each only where set (evaluator/commands.py
+(`image_search`) and the oracle run (`oracle`), each only where set (evaluator/commands/resume.py
 `current_fingerprint`): a plain run's folder does not resume as an oracle run, nor the other way.
 
 The judge prompt does not decide answers, but it decides the verdicts a resumed run adds to the

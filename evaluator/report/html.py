@@ -26,9 +26,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER
-from evaluator.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY
 from evaluator.harness.run_record import RunRecord, read_run_record
 from evaluator.harness.runner import ANSWERS, DIAGNOSTICS, TRACES, read_jsonl
+from evaluator.harness.score_files import BREAKDOWN_COLUMNS, INTERVALS_KEY
 from evaluator.harness.trace_view import load_trace_view
 from evaluator.harness.unjudged import SHOWN_SCORES as UNJUDGED_SCORES
 from evaluator.report import charts
@@ -320,7 +320,7 @@ def timing_section(summary: dict) -> dict:
 
 
 def token_section(summary: dict) -> dict:
-    """run_summary.json's "tokens" (harness/outputs.py token_summary), empty for a run without them."""
+    """run_summary.json's "tokens" (harness/run_summary.py token_summary), empty for a run without them."""
     tokens = summary.get("tokens") if isinstance(summary.get("tokens"), dict) else {}
     return tokens if tokens.get("per_stage") else {"per_stage": None}
 

@@ -7,7 +7,8 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from evaluator.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY, Results
+from evaluator.harness.outputs import Results
+from evaluator.harness.score_files import BREAKDOWN_COLUMNS, INTERVALS_KEY
 from evaluator.harness.unjudged import SHOWN_SCORES as UNJUDGED_SCORES
 from evaluator.report.paired import PairedComparison, judge_line
 from evaluator.scoring.coverage import coverage_figures

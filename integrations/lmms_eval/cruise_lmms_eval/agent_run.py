@@ -1,7 +1,7 @@
 """Our agent answering the turns of lmms-eval's documents as local_evaluation.py answers them.
 
 `AgentRun(settings)` builds the agent as a run of `local_evaluation.py` with the same settings
-does (evaluator/commands.py: the agent class and its configuration, the search pipeline of the
+does (evaluator/commands/agent.py: the agent class and its configuration, the search pipeline of the
 profile, the agent's own batch size), and `answer(ds, doc_ids, folder)` hands it the turns of
 those documents of the split through the evaluator's own generation loop
 (evaluator/harness/runner.py `generate`): the official iterator's batches over the conversations
