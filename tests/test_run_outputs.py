@@ -628,7 +628,7 @@ def test_finalize_writes_every_file_and_every_summary_part(tmp_path, capsys):
         "unjudged_turns", "judge_gave_up", "judge_cache_hits", "judge_asked", "judge_rate_limit_waits",
         "judge_waited_s_max_turn", "unjudged", "turns_expected", "turns_answered", "complete",
         "agent_error_turns", "agent_errors", "deadline_cut_turns", "deadline_cut", "stage_fault_turns",
-        "stage_faults", "refused_turns", "refusals", "image_load_failures", "batches", "budget_rule",
+        "stage_faults", "fault_turns", "faults", "fault_rows_left_out", "refused_turns", "refusals", "image_load_failures", "batches", "budget_rule",
         "wall_ms_max", "wall_ms_p50", "wall_ms_p95", "over_budget_count", "per_batch", "engine_calls_per_batch",
         "stage_ms_per_batch", "tokens", "scores", "intervals_95", "breakdowns", "multi_turn",
         "evidence_coverage", "agent_summary", "diagnostics", "systemic_fault", "notices"}
@@ -657,3 +657,14 @@ def test_summary_of_turns_shows_at_most_twenty_faults_and_refusals_each():
     assert turns["stage_faults"] == [f"s1: e{i:02d}" for i in range(20)]
     assert turns["refusals"] == [f"r{i:02d}" for i in range(20)]
     assert (turns["stage_fault_turns"], turns["refused_turns"]) == (25, 25)
+
+
+def test_summary_of_turns_keeps_the_twenty_commonest_rows_of_the_faults_table_and_counts_the_rest():
+    records = [answer("f", i, "I don't know", "x") for i in range(27)]
+    traces = [{"interaction_id": f"f{i}", "branch": "error", "errors": [f"vote: IndexError: e{i % 25:02d}"]}
+              for i in range(27)]
+    turns = summary_of_turns(RunRecord(), records, traces, None, [])
+    assert turns["fault_turns"] == 27 and turns["fault_rows_left_out"] == 5
+    assert [(r["exception"], r["turns"]) for r in turns["faults"][:3]] == [
+        ("IndexError: e00", 2), ("IndexError: e01", 2), ("IndexError: e02", 1)]
+    assert len(turns["faults"]) == 20

@@ -35,7 +35,8 @@ class EvaluationResult:
     rows_ego: list[dict]  # the egocentric turns among them
     notices: list[str]  # what the run said a reader must know (run_summary.json "notices")
     # what local_evaluation.py exits with: 0; 3 when the judge left turns undecided; 4 when every
-    # turn (or every turn of one stage) faulted (evaluator/harness/faults.py)
+    # turn (or every turn of one stage) faulted; 5 under --strict when any turn faulted
+    # (evaluator/harness/faults.py)
     exit_status: int
     summary: dict  # run_summary.json (empty after --generate-only)
 
@@ -54,4 +55,4 @@ def finish(settings: ScoringSettings, output_dir: Path, judge: Judge | None, con
         console.print(f"[yellow]report.html not written: {escape(f'{type(exc).__name__}: {exc}')}[/yellow]")
     # everything is written; a script must still notice a systemic fault or undecided turns (the exit status)
     return EvaluationResult(output_dir, results.scores, results.rows_all, results.rows_ego,
-                            list(results.summary["notices"]), exit_code(results.summary), results.summary)
+                            list(results.summary["notices"]), exit_code(results.summary, strict=settings.strict), results.summary)

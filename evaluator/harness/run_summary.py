@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import math
 
+from evaluator.harness.faults import FAULT_ROWS_KEPT, fault_table, fault_turns
 from evaluator.harness.judging import JudgedBy, kept_verdict_notices
 from evaluator.harness.run_record import RunRecord
 from evaluator.harness.score_files import BREAKDOWN_COLUMNS, INTERVALS_KEY, Scored
@@ -140,6 +141,7 @@ def summary_of_turns(run: RunRecord, records: list[dict], traces: list[dict], cu
     """How the turns went: answered, failed, cut, refused, and the batches' time and tokens."""
     errors = [r for r in records if r.get("error")]
     expected = run.expected_turns
+    faults = fault_table(records, traces)
     return {
         "turns_expected": expected,
         "turns_answered": len(records),
@@ -152,6 +154,11 @@ def summary_of_turns(run: RunRecord, records: list[dict], traces: list[dict], cu
         # turns a stage fault turned into "I don't know" (a model server gone, an engine error)
         "stage_fault_turns": sum(1 for t in traces if t.get("branch") == "error"),
         "stage_faults": sorted({e for t in traces if t.get("branch") == "error" for e in t.get("errors") or []})[:20],
+        # every turn that faulted (an agent error, a stage or the rule raised), and the faults'
+        # table by stage, exception and place in the system's code (harness/faults.py)
+        "fault_turns": fault_turns(records, traces),
+        "faults": faults[:FAULT_ROWS_KEPT],
+        "fault_rows_left_out": max(0, len(faults) - FAULT_ROWS_KEPT),
         # turns a hosted provider refused a request of (content policy, an image it would not
         # take), answered "I don't know" and counted apart from the faults
         "refused_turns": sum(1 for t in traces if t.get("branch") == "refused"),

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER
+from evaluator.harness.faults import FAULT_EXIT_HINT, fault_table, fault_turns
 from evaluator.harness.run_record import RunRecord, read_run_record
 from evaluator.harness.runner import ANSWERS, DIAGNOSTICS, TRACES, read_jsonl
 from evaluator.harness.score_files import BREAKDOWN_COLUMNS, INTERVALS_KEY
@@ -210,6 +211,20 @@ def thumbnail_uri(image) -> str:
 
 
 # --------------------------------------------------------------------------- one run
+def run_faults(run: RunData) -> dict | None:
+    """The faults table atop the report ({"turns", "rows", "left_out"}; None where no turn
+    faulted): run_summary.json's, or for a run summarized before it kept one, read from the
+    saved traces and answers (evaluator/harness/faults.py)."""
+    if "faults" in run.summary:
+        rows, turns = run.summary["faults"], run.summary.get("fault_turns", 0)
+        left_out = run.summary.get("fault_rows_left_out", 0)
+    else:
+        answers = [t["answer"] for t in run.turns if t["answer"]]
+        traces = [t["trace"] for t in run.turns if t["trace"]]
+        rows, turns, left_out = fault_table(answers, traces), fault_turns(answers, traces), 0
+    return {"turns": turns, "rows": rows, "left_out": left_out} if rows else None
+
+
 @dataclass
 class RunData:
     run_dir: Path
@@ -380,6 +395,7 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
     unjudged = run.summary.get("unjudged") or None
     cut = run.summary.get("deadline_cut") or None
     fault = run.summary.get("systemic_fault") or None
+    faults = run_faults(run)
     # the systemic fault's, the unjudged and the cut turns' notices are their banners' own text:
     # shown once, in the banner
     notices = [n for n in run.summary.get("notices") or []
@@ -389,6 +405,7 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
     page = render("report.html.j2", run=run, scores=run.scores, intervals=intervals,
                   notices=notices, settings=recorded_settings(run.record),
                   unjudged=unjudged, unjudged_scores=UNJUDGED_SCORES, deadline_cut=cut, systemic_fault=fault,
+                  faults=faults, fault_exit_hint=FAULT_EXIT_HINT,
                   scores_chart=charts.scores_chart(run.scores, intervals) if run.scores else "",
                   breakdowns=breakdown_sections(run.rows), funnel=steps,
                   funnel_chart=charts.funnel_chart(steps) if steps else "", agent_sections=agent_sections(run),
