@@ -151,6 +151,18 @@ def test_the_table_reads_faults_else_the_first_error_line_and_the_agent_errors()
     # an error line naming no stage: the row says none
     assert fault_table([answer(0)], [traced(0, "error", ["something broke"])]) == [
         {"stage": None, "turns": 1, "exception": "something broke", "where": None}]
+    # an empty `faults` list is no record of them: the error line stands; a record lacking its
+    # exception or its place says so; only the agent's own errors lose the runner's "agent raised"
+    assert fault_table([answer(0), answer(1)], [
+        traced(0, "error", ["search: KeyError: 'hits'"], []),
+        traced(1, "error", [], [{"stage": "relay", "where": ""}, {"stage": "relay", "exception": "agent raised x"}])]) == [
+        {"stage": "relay", "turns": 1, "exception": "agent raised x", "where": None},
+        {"stage": "relay", "turns": 1, "exception": "no exception recorded", "where": None},
+        {"stage": "search", "turns": 1, "exception": "KeyError: 'hits'", "where": None}]
+
+
+def test_without_strict_a_fault_keeps_the_exit_status():
+    assert exit_code({"fault_turns": 3}) == 0
 
 
 @pytest.mark.parametrize("summary, strict, expected", [

@@ -59,15 +59,22 @@ def test_a_run_recorded_by_the_previous_release_resumes_to_a_whole_run(world):
 
 def test_keys_this_release_does_not_know_survive_a_rewrite_and_null_reads_as_absent(tmp_path):
     (tmp_path / "run_config.json").write_text(json.dumps(
-        {"rules": None, "exact_conversations": None, "forced_resumes": None, "shard": None, "from_the_future": [1]}))
+        {"rules": None, "exact_conversations": None, "forced_resumes": None, "from_the_future": [1], "shard": None,
+         "extra": "a key of that name too", "dataset": "d"}))
     record = read_run_record(tmp_path)
     assert (record.rules, record.exact_conversations, record.forced_resumes) == ("kddcup2025", False, [])
-    assert record.extra == {"from_the_future": [1]}
+    assert record.extra == {"from_the_future": [1], "extra": "a key of that name too"} and record.dataset == "d"
     write_run_record(tmp_path, dataclasses.replace(record, judge_model="m"))
     text = (tmp_path / "run_config.json").read_text()
     assert json.loads(text)["from_the_future"] == [1] and json.loads(text)["judge_model"] == "m"
-    assert list(json.loads(text))[-1] == "from_the_future"  # after the known keys
+    assert list(json.loads(text))[-2:] == ["from_the_future", "extra"]  # after the known keys
     assert sorted(p.name for p in tmp_path.iterdir()) == ["run_config.json"]  # nothing left beside it
+
+
+def test_a_record_is_written_into_a_folder_not_made_yet_with_paths_as_text(tmp_path):
+    folder = tmp_path / "runs" / "new"
+    write_run_record(folder, RunRecord(args={"output_dir": folder}))
+    assert read_run_record(folder).args == {"output_dir": str(folder)}
 
 
 def test_a_folder_without_a_record_reads_none_and_a_file_not_an_object_is_refused(tmp_path):

@@ -117,7 +117,7 @@ def write_run_record(folder: Path, record: RunRecord) -> None:
     leaves the earlier record whole."""
     folder = Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
-    part = folder / (RUN_CONFIG + ".part")
+    part = folder / (RUN_CONFIG + ".part")  # pragma: no mutate: the passing file's name is nobody's to read
     part.write_text(json.dumps(record.to_json(), indent=2, default=str))
     os.replace(part, folder / RUN_CONFIG)
 
