@@ -58,7 +58,9 @@ exit codes: 0 scored; 1 refused or failed (one line says why); 2 a bad flag; 3 s
   LLM judge left turns without a verdict (counted as not correct, as officially; the console,
   run_summary.json and report.html say how many, the scores without them, and the --rejudge command);
   4 scored, but every turn faulted, or every turn that reached one stage (the console,
-  run_summary.json's systemic_fault and report.html name the stage and the reason; wins over 3)
+  run_summary.json's systemic_fault and report.html name the stage and the reason; wins over 3);
+  5 (--strict only) scored, but a turn faulted (the faults table of the console, run_summary.json
+  and report.html names the stage or rule, the turns, the exception and where; wins over 3)
 """
 
 
@@ -87,6 +89,9 @@ def add_judge_args(parser: argparse.ArgumentParser) -> None:
                              "key refused); the rest stay unjudged for --rejudge (default 5; 0 = never)")
     parser.add_argument("--display-conversations", type=int, default=DEFAULTS.display_conversations, help="example turns to show")
     parser.add_argument("--no_progress", action="store_true", help="no progress bars")
+    parser.add_argument("--strict", action="store_true",
+                        help="exit 5 once everything is written if any turn faulted (a stage or the rule raised, "
+                             "or the agent's batch call); without it a fault or two shows in the faults table only")
 
 
 def add_run_args(p: argparse.ArgumentParser, *, profile: str = DEFAULTS.profile) -> None:

@@ -46,6 +46,7 @@ from pathlib import Path
 import numpy as np
 
 from benchmarks.machine import machine_header
+from evaluator.harness.run_record import read_run_record
 from evaluator.scoring.coverage import answer_in_context, provenance_for
 
 
@@ -60,13 +61,11 @@ def load_run(folder: Path) -> dict:
     rows = []
     for answer in read_jsonl(folder / "answers.jsonl"):
         rows.append({**answer, "trace": traces.get(answer["interaction_id"], {})})
-    config = json.loads((folder / "run_config.json").read_text())
-    return {"rows": rows, "batches": read_jsonl(folder / "batches.jsonl"), "config": config}
+    return {"rows": rows, "batches": read_jsonl(folder / "batches.jsonl"), "record": read_run_record(folder)}
 
 
 def run_dataset(run: dict) -> str | None:
-    config = run["config"]
-    return config.get("dataset") or (config.get("run_config") or {}).get("dataset")
+    return run["record"].dataset
 
 
 def names_referent(text: str, names: list[str]) -> bool:

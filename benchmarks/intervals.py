@@ -18,7 +18,7 @@ import time
 import numpy as np
 
 from benchmarks.machine import machine_header
-from evaluator.harness.outputs import BREAKDOWN_COLUMNS
+from evaluator.harness.score_files import BREAKDOWN_COLUMNS
 from evaluator.scoring.intervals import BOOTSTRAP_RESAMPLES, paired_differences, score_intervals
 from evaluator.scoring.scores import breakdown, score_rows
 

@@ -27,7 +27,7 @@ def evaluate(settings: EvaluationSettings | None = None, /, **options) -> Evalua
     `profile`, `preset`, `set` (a list of "FIELD=VALUE"; or typed: a dict, a settings dataclass
     instance, a System record as a value: `set={"system": MY_SYSTEM, "my_rounds": 2}`),
     `calibration`, `search`, `output_dir`, `eval_model` ("None": no LLM judge), `rules`,
-    `no_progress`, ... Or pass one `EvaluationSettings`. Typed options are recorded as the command
+    `no_progress`, `strict` (any faulted turn fails the run: exit_status 5), ... Or pass one `EvaluationSettings`. Typed options are recorded as the command
     line would give them (evaluator/settings.py), so `evaluate(agent=MyAgent)` runs, records and
     resumes as `evaluate(agent="my_module:MyAgent")`.
 
@@ -43,7 +43,8 @@ def evaluate(settings: EvaluationSettings | None = None, /, **options) -> Evalua
     (one per turn) and `rows_ego`, `output_dir`, `notices`, `summary` (run_summary.json) and
     `exit_status` (0; 3 when the judge left turns without a verdict: the scores count them as
     not correct; 4 when every turn, or every turn that reached one stage, faulted: the summary's
-    "systemic_fault" says where and why). Raises EvaluationRefused (one line) where the command line exits with 1, and
+    "systemic_fault" says where and why; 5 with `strict=True` when any turn faulted: the
+    summary's "faults" table says which stage or rule, how many turns, the exception and where). Raises EvaluationRefused (one line) where the command line exits with 1, and
     TypeError for an option the command line does not have.
     """
     settings = _settings(EvaluationSettings, settings, options)
@@ -58,7 +59,7 @@ def evaluate(settings: EvaluationSettings | None = None, /, **options) -> Evalua
 def merge(dirs, /, *, output_dir, **options) -> EvaluationResult:
     """Gather the output folders of a sharded run into `output_dir` and score them as one run,
     as `python local_evaluation.py merge DIR ... --output-dir OUT` does. The other keywords are the
-    judge's and the report's options of `evaluate` (`eval_model`, `rules`, `no_progress`, ...).
+    judge's and the report's options of `evaluate` (`eval_model`, `rules`, `no_progress`, `strict`, ...).
     Returns an EvaluationResult; raises EvaluationRefused (one line) where the command exits 1."""
     settings = _settings(MergeSettings, None, {**options, "dirs": tuple(dirs), "output_dir": output_dir})
     return run_merge(settings, Console())

@@ -22,7 +22,8 @@ from rich.console import Console
 
 from evaluator.commands import EvaluationRefused, EvaluationResult, build_judge, finish, read_judge_prompt
 from evaluator.harness.batching import conversation_selection
-from evaluator.harness.runner import ANSWERS, RUN_CONFIG, TRACES, append_jsonl
+from evaluator.harness.run_record import RunRecord, write_run_record
+from evaluator.harness.runner import ANSWERS, TRACES, append_jsonl
 from evaluator.scoring.diagnostics import RECALL_AT
 from evaluator.scoring.rules import rule_set
 from evaluator.scoring.truncate import load_truncator
@@ -42,22 +43,21 @@ class ImportedTask:
     name: str
     records: list[dict]
     traces: list[dict]
-    run_config: dict  # run_config.json's fields that the outputs and the report read
+    run_config: RunRecord  # its run_config.json, the judge's fields to come
     scoring: ScoringSettings
 
 
 def imported_run_config(*, dataset: str, dataset_type: str, split: str, revision: str | None, rules: str,
-                        agent: str, turns: int, conversations: int, task: str, model: str) -> dict:
-    """run_config.json of an imported run: the fields finalize and the report read (the judge's
-    own are added where it is built). `imported` names the harness, its model and the task, which
-    the report shows where a run of ours shows its profile and preset (an imported run has none)."""
-    return {
-        "dataset": dataset, "dataset_type": dataset_type, "split": split, "revision": revision,
-        "rules": rules, "agent": agent, "profile": None, "preset": None,
-        "imported": {"harness": "lmms-eval", "model": model, "task": task},
-        "tokenizer": load_truncator().name, "expected_turns": turns, "served_conversations": conversations,
-        "conversation_selection": conversation_selection(None, False, conversations, turns),
-    }
+                        agent: str, turns: int, conversations: int, task: str, model: str) -> RunRecord:
+    """The record of an imported run (run_config.json; the judge's fields are added where the
+    judge is built). `imported` names the harness, its model and the task, which the report shows
+    where a run of ours shows its profile and preset (an imported run has none)."""
+    return RunRecord(
+        dataset=dataset, dataset_type=dataset_type, split=split, revision=revision, rules=rules, agent=agent,
+        imported={"harness": "lmms-eval", "model": model, "task": task},
+        tokenizer=load_truncator().name, expected_turns=turns, served_conversations=conversations,
+        conversation_selection=conversation_selection(None, False, conversations, turns),
+    )
 
 
 # The stages of evaluator/scoring/diagnostics.py that a task's own steps can stand for: image
@@ -99,21 +99,20 @@ def imported_trace(record: dict, trace: dict | None) -> dict:
     return trace
 
 
-def score_turns(output_dir: Path, records: list[dict], traces: list[dict], run_config: dict,
+def score_turns(output_dir: Path, records: list[dict], traces: list[dict], run_config: RunRecord,
                 scoring: ScoringSettings, console: Console) -> EvaluationResult:
     """Write the turns as a run folder and judge, score and report it as local_evaluation.py does
     (a folder that already holds answers is refused, as a run is)."""
     output_dir = Path(output_dir)
     if (output_dir / ANSWERS).exists():
         raise EvaluationRefused(f"{output_dir} already holds answers: pick a new folder")
-    rules = rule_set(scoring.rules or run_config.get("rules"))
+    rules = rule_set(scoring.rules or run_config.rules)
     official = read_judge_prompt(scoring.judge_prompt_from, rules)
     judge = build_judge(scoring.eval_model, scoring.eval_base_url, scoring, console, rules, official)
-    output_dir.mkdir(parents=True, exist_ok=True)
-    recorded = {**run_config, "rules": rules.name, "judge_model": judge.model if judge else None,
-                "judge_base_url": judge.base_url if judge else None,
-                "judge_prompt": judge.prompt_origin if judge else official.origin() if official else None}
-    (output_dir / RUN_CONFIG).write_text(json.dumps(recorded, indent=2, default=str))
+    write_run_record(output_dir, dataclasses.replace(
+        run_config, rules=rules.name, judge_model=judge.model if judge else None,
+        judge_base_url=judge.base_url if judge else None,
+        judge_prompt=judge.prompt_origin if judge else official.origin() if official else None))
     by_turn = {t.get("interaction_id"): t for t in traces if isinstance(t, dict)}
     append_jsonl(output_dir / TRACES, [imported_trace(r, by_turn.get(r["interaction_id"])) for r in records])
     append_jsonl(output_dir / ANSWERS, records)

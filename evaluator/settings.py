@@ -44,6 +44,7 @@ class ScoringSettings:
     judge_give_up_after: int = 5
     display_conversations: int = 10
     no_progress: bool = False
+    strict: bool = False  # any faulted turn fails the run (exit 5, evaluator/harness/faults.py)
 
 
 @dataclass(frozen=True)

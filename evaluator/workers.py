@@ -149,12 +149,17 @@ def saved_turns(folder: Path) -> int:
 
 def expected_turns(folders: list[Path]) -> int | None:
     """The turns all shards will answer, once every shard has written its run_config.json."""
+    from evaluator.harness.run_record import read_run_record
+
     total = 0
     for folder in folders:
         try:
-            total += int(json.loads((folder / "run_config.json").read_text())["expected_turns"])
-        except (OSError, ValueError, KeyError, TypeError):
+            record = read_run_record(folder)
+        except (OSError, ValueError):
             return None
+        if record is None or record.expected_turns is None:  # not written yet
+            return None
+        total += int(record.expected_turns)
     return total
 
 

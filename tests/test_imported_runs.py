@@ -99,19 +99,19 @@ def test_a_runs_tasks_carry_their_turns_settings_and_the_model_that_answered(tmp
     assert len(single.records) == 2 and [t["interaction_id"] for t in single.traces] == ["a-t0"]
     assert (multi.scoring.rules, multi.scoring.eval_model) == ("crag_mm_2026", "gpt-4o")
     config = multi.run_config
-    assert (config["dataset"], config["dataset_type"], config["split"], config["revision"]) == \
+    assert (config.dataset, config.dataset_type, config.split, config.revision) == \
         ("data/mini", "multi-turn", "validation", "v0.1.2")
-    assert (config["rules"], config["expected_turns"], config["served_conversations"]) == ("crag_mm_2026", 5, 2)
-    assert config["agent"] == "lmms-eval model scripted (x=1)"
-    assert config["imported"] == {"harness": "lmms-eval", "model": "scripted (x=1)", "task": "crag_mm_multi"}
+    assert (config.rules, config.expected_turns, config.served_conversations) == ("crag_mm_2026", 5, 2)
+    assert config.agent == "lmms-eval model scripted (x=1)"
+    assert config.imported == {"harness": "lmms-eval", "model": "scripted (x=1)", "task": "crag_mm_multi"}
     # a task whose config says nothing of itself: unknown fields, the 2025 rules
-    assert (single.run_config["dataset"], single.run_config["split"], single.run_config["revision"]) == ("?", "?", None)
-    assert single.run_config["rules"] == "kddcup2025" and single.scoring.rules is None
+    assert (single.run_config.dataset, single.run_config.split, single.run_config.revision) == ("?", "?", None)
+    assert single.run_config.rules == "kddcup2025" and single.scoring.rules is None
 
 
 def test_a_model_given_without_model_args_is_named_so(tmp_path):
     write_run(tmp_path, "20261128_101500", {"crag_mm_single": [turns("a", 1)]}, config={"model": "qwen2_5_vl"})
-    assert lmms_eval_tasks(tmp_path)[0].run_config["agent"] == "lmms-eval model qwen2_5_vl (no model_args)"
+    assert lmms_eval_tasks(tmp_path)[0].run_config.agent == "lmms-eval model qwen2_5_vl (no model_args)"
 
 
 def test_a_run_without_a_crag_mm_tasks_samples_is_refused(tmp_path):

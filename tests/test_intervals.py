@@ -14,8 +14,10 @@ import pandas as pd
 import pytest
 
 from agents.base_agent import IDK_ANSWER
-from evaluator.harness.outputs import INTERVALS_KEY, finalize
-from evaluator.harness.runner import ANSWERS, RUN_CONFIG, append_jsonl
+from evaluator.harness.outputs import finalize
+from evaluator.harness.run_record import RUN_CONFIG
+from evaluator.harness.runner import ANSWERS, append_jsonl
+from evaluator.harness.score_files import INTERVALS_KEY
 from evaluator.report.__main__ import main as report_main
 from evaluator.scoring.intervals import BOOTSTRAP_RESAMPLES, BOOTSTRAP_SEED, score_intervals
 from testkit.in_process import run_main

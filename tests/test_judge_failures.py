@@ -416,7 +416,7 @@ def test_a_merge_without_a_judge_falls_back_only_for_the_turn_no_shard_judged(wo
 
 
 def test_verdicts_kept_from_two_judges_are_said_to_be_mixed():
-    from evaluator.harness.outputs import kept_verdict_notices
+    from evaluator.harness.judging import kept_verdict_notices
 
     counts = {"kept_verdict_turns": 5, "kept_verdict_judges": {"a @ u (kddcup2025 protocol)": 3,
                                                                 "b @ u (kddcup2025 protocol)": 2},

@@ -592,7 +592,7 @@ def test_the_aggregation_scores_the_documents_turns_once_as_an_imported_run(sing
     # other replies are another scored run
     other = [task.process_results(doc, ["another reply"])[TURNS_KEY] for doc in docs[:2]]
     assert task.aggregate("truthfulness", other) == 0.5 and len(scorer.calls) == 2
-    assert scorer.calls[1]["run_config"]["expected_turns"] == 2
+    assert scorer.calls[1]["run_config"].expected_turns == 2
     assert task.aggregate("truthfulness", items) == 0.25 and len(scorer.calls) == 2
     with pytest.raises(KeyError):
         task.aggregate("conversation_score", items)  # a single-turn task reports no conversation score
@@ -610,8 +610,8 @@ def test_a_multi_turn_tasks_aggregation_reads_its_conversation_figures_from_a_ru
     assert seen["output_dir"].name == "run" and seen["output_dir"].parent.name.startswith("crag_mm_scored_")
     assert seen["parent_existed"] and not seen["output_dir"].parent.exists()
     assert (seen["traces"], seen["scoring"], seen["console"]) == ([], ScoringSettings(), task.console)
-    assert (seen["run_config"]["expected_turns"], seen["run_config"]["served_conversations"]) == (3, 1)
-    assert seen["run_config"]["dataset_type"] == "multi-turn" and seen["run_config"]["rules"] == "kddcup2025"
+    assert (seen["run_config"].expected_turns, seen["run_config"].served_conversations) == (3, 1)
+    assert seen["run_config"].dataset_type == "multi-turn" and seen["run_config"].rules == "kddcup2025"
 
 
 def test_the_default_search_pipeline_is_the_profiles_with_web_search_and_the_rag_baselines_chunking(monkeypatch):

@@ -342,16 +342,17 @@ def test_from_lmms_eval_is_a_command_of_local_evaluation(tmp_path):
 
 
 def test_an_imported_runs_selection_says_how_many_conversations_and_turns_it_served():
+    from evaluator.harness.run_record import RunRecord
     from evaluator.imported_runs import imported_run_config
 
     config = imported_run_config(dataset="d", dataset_type="multi-turn", split="validation", revision=None,
                                  rules="kddcup2025", agent="m", turns=7, conversations=3, task="crag_mm_multi",
                                  model="gemma3")
-    assert config == {"dataset": "d", "dataset_type": "multi-turn", "split": "validation", "revision": None,
-                      "rules": "kddcup2025", "agent": "m", "profile": None, "preset": None,
-                      "imported": {"harness": "lmms-eval", "model": "gemma3", "task": "crag_mm_multi"},
-                      "tokenizer": load_truncator().name, "expected_turns": 7, "served_conversations": 3,
-                      "conversation_selection": "all conversations (3 served, 7 turns)"}
+    assert config == RunRecord(dataset="d", dataset_type="multi-turn", split="validation", revision=None,
+                               rules="kddcup2025", agent="m", profile=None, preset=None,
+                               imported={"harness": "lmms-eval", "model": "gemma3", "task": "crag_mm_multi"},
+                               tokenizer=load_truncator().name, expected_turns=7, served_conversations=3,
+                               conversation_selection="all conversations (3 served, 7 turns)")
 
 
 def imported_task_run(tmp_path, name: str, pipeline) -> Path:

@@ -477,7 +477,7 @@ def test_an_index_revision_counts_only_when_both_runs_know_it():
 
 
 def test_the_keys_the_command_adds_to_a_fingerprint_are_compared_too():
-    """evaluator/commands.py `current_fingerprint` adds image search switched off and the oracle,
+    """evaluator/commands/resume.py `current_fingerprint` adds image search switched off and the oracle,
     only where set: a run that set them is another system than one that did not."""
     from evaluator.harness.fingerprint import differences
 

@@ -23,6 +23,7 @@ import pytest
 
 import local_evaluation
 from evaluator.harness.outputs import finalize
+from evaluator.harness.run_record import RunRecord
 from evaluator.report.paired import compare_pair, judge_line
 from evaluator.scoring.judge import Judge
 from evaluator.scoring.official_judge import JudgePromptError, load_judge_prompt, load_official_judge, origin_text
@@ -273,7 +274,7 @@ def test_the_judge_line_and_the_comparison_name_the_prompt():
 
     class Run:
         def __init__(self, label, origin):
-            self.label, self.run_config, self.scores = label, {"rules": "crag-mm"}, {}
+            self.label, self.record, self.scores = label, RunRecord(rules="crag-mm"), {}
             self.summary = {"rules": "crag-mm", "judge": "gpt-4o @ u (crag-mm protocol)",
                             "judge_prompt_origin": origin}
             self.rows = [{"interaction_id": "t", "session_id": "s", "turn_idx": 0, "is_ego": False,

@@ -32,6 +32,7 @@ from agents.peers.qa_dragon.search_router import names_something
 from agents.peers.qa_dragon.verifier import read_verifier
 from agents.peers.sam_rag.support import read_support
 from agents.runtime.batch import decide_from_trace
+from evaluator.harness.run_record import RunRecord
 from testkit.fakes import IDK_SPELLINGS, FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 from testkit.scripted_peers import CAFE, CAFE_HIT, CAR, CAR_PAGE, UMBRELLAS, qa_dragon_engines
 
@@ -443,7 +444,7 @@ def test_two_systems_judged_by_the_same_offline_judge_are_not_flagged_as_judged_
         judge = {"name": judge_name, "official": False,
                  "abstain_expected_turns": 1, "abstain_expected_abstained": abstained,
                  "abstain_expected_answered": 1 - abstained}
-        return SimpleNamespace(label=label, rows=rows, summary={"judge": judge["name"]}, run_config={},
+        return SimpleNamespace(label=label, rows=rows, summary={"judge": judge["name"]}, record=RunRecord(),
                                scores={"judge": judge})
 
     pair = compare_pair(run("full", 1, 1), run("qa_dragon", 2, 0))

@@ -265,6 +265,7 @@ def test_a_stage_reads_its_prompt_from_its_systems_package_first_and_the_run_has
 
 def test_its_turn_page_in_its_package_shows_its_turns_in_a_report_written_by_a_process_that_never_imported_it(
         tmp_path, monkeypatch):
+    from evaluator.harness.run_record import RunRecord
     from evaluator.report.html import turn_renderer
 
     write_package(tmp_path, "paged_pkg", "paged")
@@ -273,7 +274,7 @@ def test_its_turn_page_in_its_package_shows_its_turns_in_a_report_written_by_a_p
     # a saved trace of a run that found the system by MODULE:NAME names it so
     turn = dict(trace={"system": "paged_pkg.system:paged", "paged_reply": "A BUS", "paged_question_words": 4,
                        "stage_ms": {"paged": 12.0}, "chunks": []}, branch="shouted")
-    turn_renderer({"trace_view": "agents.runtime.trace_view"})(turn)
+    turn_renderer(RunRecord(trace_view="agents.runtime.trace_view"))(turn)
     assert "<th>shouted</th><td>A BUS</td>" in turn["trace_html"] and "<th>stage ms</th>" in turn["trace_html"]
     # what its page lays out is not listed again; what it does not read is
     assert "paged_reply" not in turn["extra"] and turn["extra"]["paged_question_words"] == 4

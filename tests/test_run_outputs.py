@@ -1,4 +1,5 @@
-"""What a run writes, function by function (evaluator/harness/outputs.py): the run summary's
+"""What a run writes, function by function (evaluator/harness/outputs.py `finalize` and the steps it
+calls: judging.py, score_files.py, run_summary.py; merge.py): the run summary's
 timing, token, turn and notice parts, the judging of saved answers with and without a judge, the
 official files and the merge of shard folders. Records follow answers.jsonl / batches.jsonl /
 traces.jsonl as the harness writes them, and the official CSVs' 18 columns."""
@@ -7,20 +8,12 @@ import json
 import pandas as pd
 import pytest
 
-from evaluator.harness import outputs
-from evaluator.harness.outputs import (
-    already_merged,
-    batch_summary,
-    build_rows,
-    finalize,
-    judge_turns,
-    kept_verdict_notices,
-    merge_runs,
-    record_run_judge,
-    summary_of_run,
-    summary_of_turns,
-    token_summary,
-)
+from evaluator.harness.judging import JudgedBy, judge_turns, judged_by, kept_verdict_notices
+from evaluator.harness.merge import already_merged, merge_runs
+from evaluator.harness.outputs import finalize
+from evaluator.harness.run_record import RunRecord, read_run_record, record_run_judge
+from evaluator.harness.run_summary import batch_summary, run_notices, summary_of_run, summary_of_turns, token_summary
+from evaluator.harness.score_files import Scored, build_rows, score_turns, write_diagnostics
 from evaluator.scoring.judge import JudgeItem, JudgeOutcome, judge_label, judging_key, protocol_for
 from evaluator.scoring.lexical_judge import OFFLINE_JUDGE_LABEL
 from evaluator.scoring.rules import RULE_SETS
@@ -113,13 +106,13 @@ def test_summary_of_run_names_every_tokenizer_and_the_forced_resumes():
     config = {"args": {"batch": 4}, "dataset": "ds", "split": "validation", "tokenizer": "from-config",
               "forced_resumes": [{"at": "t", "differences": ["x"]}], "image_url_updates": ["u"]}
     batches = [{"tokenizer": "tok-b"}, {"tokenizer": "tok-a"}, {"tokenizer": "tok-b"}, {"tokenizer": None}]
-    summary = summary_of_run(config, CRAG_MM, batches)
+    summary = summary_of_run(RunRecord.from_json(config), CRAG_MM, batches)
     assert summary["tokenizer"] == "tok-a + tok-b"
     assert summary["rules"] == "crag-mm" and summary["run_config"] == {"batch": 4}
     assert summary["resume_forced"] is True and summary["forced_resumes"] == config["forced_resumes"]
     assert (summary["dataset"], summary["split"], summary["image_url_updates"]) == ("ds", "validation", ["u"])
-    assert summary_of_run(config, KDD, [{}])["tokenizer"] == "from-config"
-    bare = summary_of_run({}, KDD, [])
+    assert summary_of_run(RunRecord.from_json(config), KDD, [{}])["tokenizer"] == "from-config"
+    bare = summary_of_run(RunRecord(), KDD, [])
     assert (bare["tokenizer"], bare["run_config"], bare["resume_forced"], bare["forced_resumes"],
             bare["image_url_updates"], bare["dataset"]) == ("unknown", {}, False, [], [], None)
 
@@ -131,7 +124,7 @@ def test_summary_of_turns_counts_errors_cuts_faults_and_refusals():
               {"deadline_cut": "yes", "branch": "error", "errors": ["s1: gone"]},
               {"branch": "refused", "errors": ["policy"]}, {"branch": "refused"}, {"branch": "answer"}]
     batches = [batch(0, 10.0, image_errors=["img1"]), batch(1, 10.0), batch(2, 10.0, image_errors=["img2", "img3"])]
-    turns = summary_of_turns({"expected_turns": 4}, records, traces, None, batches)
+    turns = summary_of_turns(RunRecord(expected_turns=4), records, traces, None, batches)
     assert (turns["turns_expected"], turns["turns_answered"], turns["complete"]) == (4, 4, True)
     assert turns["agent_error_turns"] == 3 and turns["agent_errors"] == ["alpha", "boom"]
     assert turns["deadline_cut_turns"] == 1  # only a true flag counts
@@ -139,10 +132,10 @@ def test_summary_of_turns_counts_errors_cuts_faults_and_refusals():
     assert turns["refused_turns"] == 2 and turns["refusals"] == ["policy"]
     assert turns["image_load_failures"] == ["img1", "img2", "img3"]
     assert turns["batches"] == 3 and turns["tokens"]["turns"] == 0
-    assert summary_of_turns({"expected_turns": 5}, records, [], None, [])["complete"] is False
-    assert summary_of_turns({}, records, [], None, [])["complete"] is True
+    assert summary_of_turns(RunRecord(expected_turns=5), records, [], None, [])["complete"] is False
+    assert summary_of_turns(RunRecord(), records, [], None, [])["complete"] is True
     many = [answer("m", i, "x", "x", error=f"e{i:02d}") for i in range(25)]
-    assert summary_of_turns({}, many, [], None, [])["agent_errors"] == [f"e{i:02d}" for i in range(20)]
+    assert summary_of_turns(RunRecord(), many, [], None, [])["agent_errors"] == [f"e{i:02d}" for i in range(20)]
 
 
 def test_kept_verdict_notices_of_one_judge_that_decided_every_turn():
@@ -156,13 +149,14 @@ def test_kept_verdict_notices_of_one_judge_that_decided_every_turn():
 
 def test_record_run_judge_rewrites_the_config_only_where_it_names_another_judge(tmp_path):
     config = {"rules": "kddcup2025", "judge_model": "m", "judge_base_url": "u"}
-    record_run_judge(tmp_path, dict(config), "m", "u")
+    assert record_run_judge(tmp_path, RunRecord(**config), "m", "u") == RunRecord(**config)
     assert not (tmp_path / "run_config.json").exists()
-    record_run_judge(tmp_path, {}, "m2", "u2")  # no run_config.json (a folder from elsewhere): nothing written
+    # no run_config.json (a folder from elsewhere): nothing written
+    assert record_run_judge(tmp_path, None, "m2", "u2") is None
     assert not (tmp_path / "run_config.json").exists()
-    record_run_judge(tmp_path, dict(config), "m", "u2")
-    assert json.loads((tmp_path / "run_config.json").read_text()) == {**config, "judge_base_url": "u2"}
-    record_run_judge(tmp_path, dict(config), "m3", "u")
+    assert record_run_judge(tmp_path, RunRecord(**config), "m", "u2") == RunRecord(**{**config, "judge_base_url": "u2"})
+    assert read_run_record(tmp_path) == RunRecord(**{**config, "judge_base_url": "u2"})
+    record_run_judge(tmp_path, RunRecord(**config), "m3", "u")
     assert json.loads((tmp_path / "run_config.json").read_text())["judge_model"] == "m3"
 
 
@@ -311,23 +305,23 @@ def test_finalize_with_a_judge_writes_the_official_files_and_the_offline_key_onl
 
 
 def test_run_notices_put_the_cut_and_the_unjudged_first_and_the_resumes_last(tmp_path):
-    judged = outputs.JudgedBy("j", None, True, {})
-    scored = outputs.Scored([], [], [], [], {}, {})
+    judged = JudgedBy("j", None, True, {})
+    scored = Scored([], [], [], [], {}, {})
     counts = {"offline_judged_turns": 2, "judge_rate_limit_waits": 3, "judge_waited_s_max_turn": 2.25}
-    notices = outputs.run_notices(["said"], scored, judged, counts, {"notice": "unjudged"}, {"notice": "cut"},
-                                  {"forced_resumes": [{"at": "t1", "differences": ["a", "b"]}]})
+    notices = run_notices(["said"], scored, judged, counts, {"notice": "unjudged"}, {"notice": "cut"},
+                                  RunRecord(forced_resumes=[{"at": "t1", "differences": ["a", "b"]}]))
     assert notices[:4] == ["cut", "unjudged", "said", notices[3]] and "no egocentric turns" in notices[3]
     assert notices[4].startswith(f"no LLM judge: the {OFFLINE_JUDGE_LABEL} decided 2 turns")
     assert notices[5] == "the judge answered HTTP 429/5xx and was waited out 3 times (at most 2.2 s for one turn)"
     assert notices[6] == "resumed with --force (t1) from another system: a; b"
-    quiet = outputs.run_notices([], outputs.Scored([], [{}], [], [], {}, {}), outputs.JudgedBy("j", None, False, {}),
-                                {"judge_rate_limit_waits": 0}, None, None, {})
+    quiet = run_notices([], Scored([], [{}], [], [], {}, {}), JudgedBy("j", None, False, {}),
+                                {"judge_rate_limit_waits": 0}, None, None, RunRecord())
     assert quiet == []
 
 
 def test_diagnostics_file_is_removed_when_the_data_has_no_stage_labels(tmp_path):
     (tmp_path / "diagnostics.json").write_text("{}")  # left by an earlier scoring
-    assert outputs.write_diagnostics(tmp_path, [answer("a", 0, "x", "x")], [], [], None) is None
+    assert write_diagnostics(tmp_path, [answer("a", 0, "x", "x")], [], [], None) is None
     assert not (tmp_path / "diagnostics.json").exists()
 
 
@@ -420,7 +414,7 @@ def test_summary_of_run_carries_every_field_of_the_config():
               "agent": "cruise", "profile": "cpu", "preset": "small", "imported": {"harness": "lmms-eval"},
               "shard": "0/2", "oracle": "gold", "merged_from": ["x"], "conversation_selection": "all",
               "tokenizer": "t"}
-    assert summary_of_run(config, KDD, []) == {
+    assert summary_of_run(RunRecord.from_json(config), KDD, []) == {
         "run_config": {"a": 1}, "dataset": "ds", "dataset_type": "mini", "revision": "r1", "split": "val",
         "agent": "cruise", "profile": "cpu", "preset": "small", "imported": {"harness": "lmms-eval"},
         "shard": "0/2", "oracle": "gold", "merged_from": ["x"], "rules": "kddcup2025", "resume_forced": False,
@@ -432,12 +426,12 @@ def test_score_turns_counts_under_the_rule_set_for_all_and_ego():
     rows = build_rows([answer("s", 0, "no", "a", ego=True), answer("s", 1, "nope", "b", ego=True),
                        answer("s", 2, "c", "c", ego=True), answer("t", 0, "d", "d")],
                       {"s0": False, "s1": False}, {}, CRAG_MM)
-    scored = outputs.score_turns(rows, CRAG_MM)
+    scored = score_turns(rows, CRAG_MM)
     assert (scored.scores["all"]["correct"], scored.scores["ego"]["correct"]) == (2.0, 1.0)
     assert [r["interaction_id"] for r in scored.counted_ego] == ["s0", "s1", "s2"]
     assert scored.counted_ego[2]["after_two_wrong"] is True and scored.counted_ego[2]["is_correct"] is True
     assert {"all", "ego"} <= set(scored.intervals) and scored.intervals["all"] != scored.intervals["ego"]
-    kdd = outputs.score_turns(build_rows([answer("s", 0, "no", "a", ego=True), answer("s", 1, "nope", "b", ego=True),
+    kdd = score_turns(build_rows([answer("s", 0, "no", "a", ego=True), answer("s", 1, "nope", "b", ego=True),
                                           answer("s", 2, "c", "c", ego=True)], {"s0": False, "s1": False}, {}, KDD),
                               KDD)
     assert kdd.scores["ego"]["correct"] == 0.0 and kdd.scores["all"]["miss"] == 1.0
@@ -448,17 +442,17 @@ def test_judged_by_names_who_decided_without_an_llm_judge():
     plain = [answer("a", 0, "x", "y")]
     rows = [{"abstain_expected": True, "is_miss": False}]
     kept = {"kept_verdict_judges": {"m @ u (kddcup2025 protocol)": 2}, "offline_judged_turns": 0}
-    judged = outputs.judged_by(None, kept, forms, rows, KDD, None)
+    judged = judged_by(None, kept, forms, rows, KDD, None)
     assert (judged.label, judged.offline, judged.offline_figures) == ("m @ u (kddcup2025 protocol)", False, {})
     assert judged.prompt_origin is not None
-    both = outputs.judged_by(None, {**kept, "offline_judged_turns": 1}, forms, rows, KDD, None)
+    both = judged_by(None, {**kept, "offline_judged_turns": 1}, forms, rows, KDD, None)
     assert both.label == f"m @ u (kddcup2025 protocol) + {OFFLINE_JUDGE_LABEL}" and both.offline
     assert both.offline_figures == {"abstain_expected_turns": 1, "abstain_expected_abstained": 0,
                                     "abstain_expected_answered": 1}
     # nothing kept, nothing decided, but the data carries forms: the offline judge is still the one named
-    might = outputs.judged_by(None, {"offline_judged_turns": 0}, forms, rows, KDD, None)
+    might = judged_by(None, {"offline_judged_turns": 0}, forms, rows, KDD, None)
     assert might.label == OFFLINE_JUDGE_LABEL and might.offline and might.prompt_origin is None
-    none = outputs.judged_by(None, {"offline_judged_turns": 0}, plain, rows, KDD, None)
+    none = judged_by(None, {"offline_judged_turns": 0}, plain, rows, KDD, None)
     assert (none.label, none.offline, none.offline_figures) == ("disabled", False, {})
 
 
@@ -473,8 +467,8 @@ def test_kept_verdict_notices_of_exactly_two_judges_with_turns_left():
 
 
 def test_run_notice_texts_of_a_run_without_ego_turns_and_an_offline_judge():
-    notices = outputs.run_notices([], outputs.Scored([], [], [], [], {}, {}), outputs.JudgedBy("j", None, True, {}),
-                                  {"offline_judged_turns": 1, "judge_rate_limit_waits": 0}, None, None, {})
+    notices = run_notices([], Scored([], [], [], [], {}, {}), JudgedBy("j", None, True, {}),
+                                  {"offline_judged_turns": 1, "judge_rate_limit_waits": 0}, None, None, RunRecord())
     assert notices == [
         "no egocentric turns in this run: the 'ego' rates are NaN (as the official evaluator writes them), "
         "not measurements",
@@ -483,9 +477,9 @@ def test_run_notice_texts_of_a_run_without_ego_turns_and_an_offline_judge():
 
 
 def test_record_run_judge_writes_the_config_indented(tmp_path):
-    record_run_judge(tmp_path, {"rules": "crag-mm"}, "m", "u")
+    record_run_judge(tmp_path, RunRecord(rules="crag-mm"), "m", "u")
     text = (tmp_path / "run_config.json").read_text()
-    assert text == json.dumps({"rules": "crag-mm", "judge_model": "m", "judge_base_url": "u"}, indent=2)
+    assert text == json.dumps(RunRecord(rules="crag-mm", judge_model="m", judge_base_url="u").to_json(), indent=2)
 
 
 def test_judge_turns_counts_every_cached_reply_and_every_failed_attempt(tmp_path, capsys):
@@ -597,7 +591,7 @@ def test_without_a_judge_the_official_prompt_decides_which_saved_verdicts_stand(
     assert verdicts == {"a0": True} and counts["kept_verdict_turns"] == 1
     # the same record under this package's own prompt: another judging question, not kept
     assert judge_turns(records, tmp_path, None, False, CRAG_MM)[0] == {"a0": None}
-    judged = outputs.judged_by(None, counts, records, [], CRAG_MM, official)
+    judged = judged_by(None, counts, records, [], CRAG_MM, official)
     assert judged.prompt_origin == official.origin() and judged.label == label
     write_jsonl(tmp_path / "answers.jsonl", records)
     (tmp_path / "run_config.json").write_text(json.dumps({"rules": "crag-mm"}))
@@ -634,7 +628,7 @@ def test_finalize_writes_every_file_and_every_summary_part(tmp_path, capsys):
         "unjudged_turns", "judge_gave_up", "judge_cache_hits", "judge_asked", "judge_rate_limit_waits",
         "judge_waited_s_max_turn", "unjudged", "turns_expected", "turns_answered", "complete",
         "agent_error_turns", "agent_errors", "deadline_cut_turns", "deadline_cut", "stage_fault_turns",
-        "stage_faults", "refused_turns", "refusals", "image_load_failures", "batches", "budget_rule",
+        "stage_faults", "fault_turns", "faults", "fault_rows_left_out", "refused_turns", "refusals", "image_load_failures", "batches", "budget_rule",
         "wall_ms_max", "wall_ms_p50", "wall_ms_p95", "over_budget_count", "per_batch", "engine_calls_per_batch",
         "stage_ms_per_batch", "tokens", "scores", "intervals_95", "breakdowns", "multi_turn",
         "evidence_coverage", "agent_summary", "diagnostics", "systemic_fault", "notices"}
@@ -659,7 +653,18 @@ def test_finalize_writes_every_file_and_every_summary_part(tmp_path, capsys):
 def test_summary_of_turns_shows_at_most_twenty_faults_and_refusals_each():
     traces = ([{"branch": "error", "errors": [f"s1: e{i:02d}"]} for i in range(25)]
               + [{"branch": "refused", "errors": [f"r{i:02d}"]} for i in range(25)])
-    turns = summary_of_turns({}, [], traces, None, [])
+    turns = summary_of_turns(RunRecord(), [], traces, None, [])
     assert turns["stage_faults"] == [f"s1: e{i:02d}" for i in range(20)]
     assert turns["refusals"] == [f"r{i:02d}" for i in range(20)]
     assert (turns["stage_fault_turns"], turns["refused_turns"]) == (25, 25)
+
+
+def test_summary_of_turns_keeps_the_twenty_commonest_rows_of_the_faults_table_and_counts_the_rest():
+    records = [answer("f", i, "I don't know", "x") for i in range(27)]
+    traces = [{"interaction_id": f"f{i}", "branch": "error", "errors": [f"vote: IndexError: e{i % 25:02d}"]}
+              for i in range(27)]
+    turns = summary_of_turns(RunRecord(), records, traces, None, [])
+    assert turns["fault_turns"] == 27 and turns["fault_rows_left_out"] == 5
+    assert [(r["exception"], r["turns"]) for r in turns["faults"][:3]] == [
+        ("IndexError: e00", 2), ("IndexError: e01", 2), ("IndexError: e02", 1)]
+    assert len(turns["faults"]) == 20

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -22,7 +23,7 @@ from agents.base_agent import IDK_ANSWER
 from agents.cruise_agent import CruiseAgent
 from agents.engines.base import Engines
 from agents.runtime.system import Decision, Stage, System, View
-from evaluator.harness.faults import SYSTEMIC_FAULT_EXIT_CODE, systemic_fault
+from evaluator.harness.faults import STRICT_FAULT_EXIT_CODE, SYSTEMIC_FAULT_EXIT_CODE, systemic_fault
 from evaluator.harness.unjudged import UNJUDGED_EXIT_CODE
 from testkit.fakes import FunctionReranker, ScriptedEngine
 from testkit.in_process import offline_env, run_main
@@ -31,6 +32,9 @@ from tools.preflight import sample_batch
 MINI = Path(__file__).resolve().parents[1] / "data" / "crag-mm-mini" / "single-turn"
 TURNS = 8
 REASON = "the gate's word list is empty"
+# the line of this file where the gate raises: where the runtime's `faults` record should point
+RAISE_LINE = next(n for n, line in enumerate(Path(__file__).read_text().splitlines(), 1)
+                  if line.strip() == "raise ValueError(REASON)")
 
 
 class SeeingStandInAgent(CruiseAgent):
@@ -61,9 +65,9 @@ def gate_system(name: str, faults, stage_called: str = "kwgate_answer") -> Syste
                   view=View(funnel=lambda trace, cfg: {}))
 
 
-def run_local_evaluation(tmp_path: Path, system: System, *settings: str):
+def run_local_evaluation(tmp_path: Path, system: System, *settings: str, strict: bool = False):
     out = tmp_path / "run"
-    argv = ["--dataset", str(MINI), "--dataset-type", "single-turn", "--num-conversations", str(TURNS),
+    argv = [*(["--strict"] if strict else []), "--dataset", str(MINI), "--dataset-type", "single-turn", "--num-conversations", str(TURNS),
             "--exact-conversations", "--profile", "cpu", "--agent", f"{__name__}:SeeingStandInAgent",
             "--search", "none", "--eval-model", "None", "--no_progress", "--display-conversations", "0",
             "--output-dir", str(out), "--set", f"system={system}", "--set", "warmup_at_load=false",
@@ -92,7 +96,8 @@ def test_a_stage_that_faults_every_turn_is_named_on_the_console_atop_the_report_
     assert summary["stage_fault_turns"] == TURNS and fault["notice"] in summary["notices"]
 
 
-def test_one_faulting_turn_of_eight_keeps_the_exit_code_and_shows_no_panel(tmp_path, registered_systems):
+def test_one_faulting_turn_of_eight_keeps_the_exit_code_and_shows_no_panel_but_the_faults_table(
+        tmp_path, registered_systems):
     queries, _, _ = sample_batch(str(MINI), TURNS)
     system = registered_systems(gate_system("once_gated", lambda turn: turn.query == queries[3]))
     # one batch of 8: the runtime splits the failing batch until it finds the one turn that raises
@@ -100,6 +105,18 @@ def test_one_faulting_turn_of_eight_keeps_the_exit_code_and_shows_no_panel(tmp_p
     assert summary["stage_fault_turns"] == 1 and summary["systemic_fault"] is None
     assert proc.returncode == 0 and "SYSTEMIC FAULT" not in proc.stdout
     assert "systemic-fault-banner" not in report
+    # the faults table names the stage, the one turn and the exception, on the console and atop
+    # the report; where in the code, once the runtime records it (a trace's `faults`), else "not recorded"
+    [row] = summary["faults"]
+    assert (row["stage"], row["turns"], row["exception"]) == ("kwgate_answer", 1, f"ValueError: {REASON}")
+    where = row["where"] or "not recorded"
+    assert row["where"] is None or row["where"].endswith(f"{Path(__file__).name}:{RAISE_LINE}")
+    assert re.search(rf"kwgate_answer\s*│\s*1\s*│\s*ValueError: {REASON}\s*│\s*{re.escape(where)}", proc.stdout)
+    assert f'<td>{escape(f"ValueError: {REASON}")}</td><td><code>{escape(where)}</code></td>' in report
+    assert report.index('id="fault-table"') < report.index('<h2 id="scores">')
+    # --strict: the same run fails for its one fault
+    strict, _, _ = run_local_evaluation(tmp_path / "strict", system, "batch_size=2", strict=True)
+    assert strict.returncode == STRICT_FAULT_EXIT_CODE, strict.stdout[-3000:] + strict.stderr[-3000:]
 
 
 def test_a_run_that_calls_a_stage_not_on_its_record_faults_every_turn_naming_it(tmp_path, registered_systems):

@@ -149,9 +149,10 @@ def test_the_priors_follow_each_systems_stages():
 def test_a_turn_is_shown_by_its_own_systems_page_under_the_view_a_run_recorded(view):
     """Runs recorded before systems were records name agents.cruise.trace_view, and their CRUISE
     traces name no system: each turn is still shown by its own system's page."""
+    from evaluator.harness.run_record import RunRecord
     from evaluator.report.html import turn_renderer
 
-    render = turn_renderer({"trace_view": view})
+    render = turn_renderer(RunRecord(trace_view=view))
     cruise = dict(trace={"needs_external": True, "router_raw": "yes", "summary": "a red bus", "chunks": []},
                   branch="not_verified")
     dragon = dict(trace={"system": "qa_dragon", "domain": "vehicle", "branch": "direct_output",

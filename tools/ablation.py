@@ -35,6 +35,7 @@ from pathlib import Path
 from agents.config.presets import PRESETS
 from agents.profiles import REPO_ROOT
 from evaluator.harness.dataset import load_split, read_conversations
+from evaluator.harness.run_record import read_run_record
 from evaluator.scoring.rules import rule_set
 from evaluator.scoring.scores import score_rows
 from tools.runs import add_run_flags, answering_every_turn, calibrate_on, run_once, run_settings
@@ -71,8 +72,8 @@ def read_turn_rows(run_dir: Path) -> list[dict]:
 
 def conversation_indices(run_dir: Path) -> dict[str, int]:
     """session_id -> the conversation's index in its split (what --shard splits by)."""
-    config = json.loads((run_dir / "run_config.json").read_text())
-    ds, _, _ = load_split(config["dataset"], config.get("revision"), config.get("split") or "validation")
+    record = read_run_record(run_dir)
+    ds, _, _ = load_split(record.dataset, record.revision, record.split or "validation")
     return {conv.session_id: conv.index for conv in read_conversations(ds)}
 
 

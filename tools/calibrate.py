@@ -47,7 +47,8 @@ from agents.runtime.system import system_for
 from agents.settings import SettingError
 from agents.stages import s5_rerank
 from agents.stages.s5_rerank import select_chunks
-from evaluator.harness.runner import RUN_CONFIG, read_jsonl, saved_answers
+from evaluator.harness.run_record import RunRecord, read_run_record
+from evaluator.harness.runner import read_jsonl, saved_answers
 from evaluator.scoring.judge import DEFAULT_EVAL_MODEL, Judge, JudgeItem, find_api_key
 from evaluator.scoring.lexical_judge import ANSWER_FORM_KEYS, OFFLINE_JUDGE_LABEL, has_answer_forms, lexical_verdict
 from evaluator.scoring.scores import is_exact_match, is_miss, needs_judge
@@ -69,16 +70,16 @@ FOLDS = 5
 
 
 def recorded_config(run_dir: Path) -> CruiseConfig:
-    """The configuration the run's agent had, as run_config.json recorded it; a run recorded
+    """The configuration the run's agent had, as its record (run_config.json) says; a run recorded
     before agents described themselves is rebuilt from its profile, preset and --set."""
-    saved = json.loads((run_dir / RUN_CONFIG).read_text()) if (run_dir / RUN_CONFIG).exists() else {}
-    described = saved.get("agent_description") or {}
+    saved = read_run_record(run_dir) or RunRecord()
+    described = saved.agent_description or {}
     if described.get("config"):
         return config_from_record({**described["config"], **(described.get("where") or {})})
-    profile = saved.get("profile") if saved.get("profile") in ("cpu", "l40s", "served") else "cpu"
-    preset = saved.get("preset") or "full"
+    profile = saved.profile if saved.profile in ("cpu", "l40s", "served") else "cpu"
+    preset = saved.preset or "full"
     try:
-        return load_config(profile, preset, **parse_settings((saved.get("args") or {}).get("set") or []))
+        return load_config(profile, preset, **parse_settings(saved.args.get("set") or []))
     except SettingError:
         return load_config(profile, preset)
 
@@ -132,8 +133,8 @@ def check_every_turn_answered(run_dir: Path) -> None:
     """Refuse a run whose agent skipped the turns its retrieval rules decided (`skip_decided_turns`):
     their traces hold no answer, so a lower tau_ret would replay them as "I don't know" where
     the chain would have answered."""
-    saved = json.loads((run_dir / RUN_CONFIG).read_text()) if (run_dir / RUN_CONFIG).exists() else {}
-    if ((saved.get("agent_description") or {}).get("config") or {}).get("skip_decided_turns"):
+    saved = read_run_record(run_dir) or RunRecord()
+    if ((saved.agent_description or {}).get("config") or {}).get("skip_decided_turns"):
         raise SystemExit(f"{run_dir}: the run skipped the turns tau_ret decided (skip_decided_turns), so their "
                          "traces hold no answer to replay; run the evaluation again with --set "
                          "skip_decided_turns=false and calibrate on that run.")

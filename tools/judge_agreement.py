@@ -30,8 +30,9 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from evaluator.harness.outputs import saved_verdicts
-from evaluator.harness.runner import RUN_CONFIG, saved_answers
+from evaluator.harness.judging import saved_verdicts
+from evaluator.harness.run_record import RunRecord, read_run_record
+from evaluator.harness.runner import saved_answers
 from evaluator.scoring.agreement import PARTIAL_CHOICES, Agreement, AgreementError, compare, judge_side, label_side
 from evaluator.scoring.judge import Judge, find_api_key
 from evaluator.scoring.official_judge import JudgePromptError, load_judge_prompt
@@ -60,13 +61,12 @@ def judge_agreement(run_dir: Path, *, rules: str | None = None, model_a: str | N
     records = list(saved_answers(run_dir).values())
     if not records:
         raise AgreementError(f"{run_dir} holds no saved answers (answers.jsonl)")
-    config_path = run_dir / RUN_CONFIG
-    run_config = json.loads(config_path.read_text()) if config_path.exists() else {}
-    rule = rule_set(rules or run_config.get("rules"))
+    run = read_run_record(run_dir) or RunRecord()
+    rule = rule_set(rules or run.rules)
     summary_path = run_dir / "run_summary.json"
     summary = json.loads(summary_path.read_text()) if summary_path.exists() else {}
-    recorded = summary.get("judge_prompt_origin") or run_config.get("judge_prompt") or {}  # the latest judging
-    a = {"model": model_a or run_config.get("judge_model"), "base_url": base_url_a or run_config.get("judge_base_url"),
+    recorded = summary.get("judge_prompt_origin") or run.judge_prompt or {}  # the latest judging
+    a = {"model": model_a or run.judge_model, "base_url": base_url_a or run.judge_base_url,
          "prompt_from": prompt_from_a or (recorded.get("path") if recorded.get("official") else None)}
     saved = saved_verdicts(run_dir)
     side_a = judge_side(build_judge(a["model"], a["base_url"], a["prompt_from"], rule, num_workers), records, rule,

@@ -41,7 +41,7 @@ def headroom(plain_dir: Path, oracle_dir: Path) -> dict:
     plain, oracle = load_run(plain_dir), load_run(oracle_dir)
     pair = compare_pair(plain, oracle)
     out = {"plain": str(plain_dir), "oracle_run": str(oracle_dir),
-           "oracle": oracle.run_config.get("oracle"), "refused": pair.refused, "flags": pair.flags}
+           "oracle": oracle.record.oracle, "refused": pair.refused, "flags": pair.flags}
     if pair.refused:
         return out
     differences = pair.differences["all"]
@@ -112,15 +112,15 @@ def main(argv: list[str] | None = None) -> None:
     if args.compare:
         plain, *oracles = args.compare
         run = load_run(plain)
-        preset = run.summary.get("preset") or run.run_config.get("preset") or "?"
-        systems = [(f"{system_name(run.run_config, run.summary)} ({preset})", plain, oracles)]
+        preset = run.summary.get("preset") or run.record.preset or "?"
+        systems = [(f"{system_name(run.record, run.summary)} ({preset})", plain, oracles)]
         out_dir = None
     else:
         systems = [(system.label, *run_system(args, system)) for system in map(entry, args.systems)]
         out_dir = Path(args.output_dir)
     results, runs = [], []
     for system, plain, oracles in systems:
-        runs += [(f"{system} plain", plain)] + [(f"{system} {load_run(o).run_config.get('oracle')}", o) for o in oracles]
+        runs += [(f"{system} plain", plain)] + [(f"{system} {load_run(o).record.oracle}", o) for o in oracles]
         results += [{"system": system, **headroom(plain, o)} for o in oracles]
     text = ("Stages against the human labels (passed / labelled turns):\n\n" + stage_table(runs)
             + "\n\nEach oracle against its plain run (paired over the same turns):\n\n" + headroom_table(results))

@@ -1,4 +1,16 @@
-"""A fault that stopped every turn: said atop the console and the report, and in the exit code.
+"""Faults: every one in a table atop the console and the report; a fault that stopped every
+turn named in a panel and in the exit code; under --strict, any fault in the exit code.
+
+The table (`fault_table`): one row per stage (or "rule", or the agent's batch call), exception and
+place in the system's own code, with the turns it faulted. It is read from each trace's `faults`
+(the runtime's record: {"stage", "exception", "where": "PATH:LINE"}), else, for a trace written
+before the runtime kept them, from its first `errors` line ("stage: ExcType: message"; where not
+known), plus the agent errors of answers.jsonl (`error`). run_summary.json holds it under
+"faults" and the faulted turns under "fault_turns". A submission-like run stays forgiving: a
+fault or two shows in the table and the run exits 0; `--strict` exits with
+STRICT_FAULT_EXIT_CODE on any fault (`exit_code`), once everything is written.
+
+A fault that stopped every turn:
 
 A stage that raises on every turn (a prompt missing from its package, a misspelled stage name, a
 model server gone) makes every turn "I don't know" under the branch "error"; the scores then
@@ -37,23 +49,73 @@ from evaluator.harness.unjudged import exit_code as unjudged_exit_code
 # 1 and 2: a refused start, a bad flag; 3: the judge left turns without a verdict. This one wins
 # over 3: the verdicts of turns that all faulted say nothing of the system.
 SYSTEMIC_FAULT_EXIT_CODE = 4
+# --strict, where any turn faulted: the next code free. It wins over 3 (a fault is the system's,
+# a verdict missing is the judge's); 4 wins over it (it says more: every turn faulted).
+STRICT_FAULT_EXIT_CODE = 5
+FAULT_ROWS_KEPT = 20  # the table's rows run_summary.json keeps, commonest first
+# under the faults table (console and report): what the exit status makes of them
+FAULT_EXIT_HINT = f"--strict fails a run with any fault: exit {STRICT_FAULT_EXIT_CODE}"
 REASONS_SHOWN = 3  # the commonest reasons the panel names; the rest are counted
 
 AGENT_ERROR = "the agent's batch call"  # where an agent error happened: no stage of it is known
+AGENT_RAISED = "agent raised "  # how the runner writes an agent's exception (harness/runner.py)
+
+
+def traced_error(line: str) -> tuple[str | None, str]:
+    """(the stage, the rest) of a trace's error line "stage: ExcType: message"; the stage None
+    where the line names none."""
+    stage, sep, rest = str(line).partition(": ")
+    if sep and rest and stage and " " not in stage:
+        return stage, rest
+    return None, str(line)
+
+
+def turn_faults(record: dict, trace: dict | None) -> list[tuple[str | None, str, str | None]]:
+    """(stage: the stage's name, "rule", AGENT_ERROR, or None for a fault before any stage; the
+    exception; where in the system's own code, or None) of each fault of a turn, in order; [] for
+    a turn that did not fault."""
+    found = []
+    if record.get("error"):
+        found.append((AGENT_ERROR, str(record["error"]), None))
+    recorded = (trace or {}).get("faults")
+    if isinstance(recorded, list) and recorded:
+        for fault in recorded:
+            if isinstance(fault, dict):
+                where = fault.get("where")
+                found.append((fault.get("stage"), str(fault.get("exception") or "no exception recorded"),
+                              str(where) if where else None))
+    elif trace and trace.get("branch") == "error":
+        found.append((*traced_error((trace.get("errors") or ["no error recorded"])[0]), None))
+    return list(dict.fromkeys(found))
 
 
 def turn_fault(record: dict, trace: dict | None) -> tuple[str | None, str] | None:
-    """(where: the stage, AGENT_ERROR, or None for a fault before any stage; the reason) of a turn
-    that faulted; None for one that did not."""
-    if record.get("error"):
-        return AGENT_ERROR, str(record["error"])
-    if not trace or trace.get("branch") != "error":
-        return None
-    errors = trace.get("errors") or ["no error recorded"]
-    stage, sep, rest = str(errors[0]).partition(": ")
-    if sep and rest and stage and " " not in stage:
-        return stage, rest
-    return None, str(errors[0])
+    """(where: the stage, AGENT_ERROR, or None for a fault before any stage; the reason) of a
+    turn's first fault; None for a turn that did not fault."""
+    faults = turn_faults(record, trace)
+    return faults[0][:2] if faults else None
+
+
+def fault_table(records: list[dict], traces: list[dict]) -> list[dict]:
+    """The run's faults by stage (or rule), exception and where, commonest first: each row
+    {"stage", "turns", "exception", "where"} (an agent error's exception without the runner's
+    "agent raised"; where None: not known)."""
+    by_id = {t.get("interaction_id"): t for t in traces if isinstance(t, dict)}
+    counts: Counter = Counter()
+    for record in records:
+        for stage, exception, where in turn_faults(record, by_id.get(record.get("interaction_id"))):
+            if stage == AGENT_ERROR and exception.startswith(AGENT_RAISED):
+                exception = exception[len(AGENT_RAISED):]
+            counts[(stage, exception, where)] += 1
+    rows = [{"stage": stage, "turns": n, "exception": exception, "where": where}
+            for (stage, exception, where), n in counts.items()]
+    return sorted(rows, key=lambda row: (-row["turns"], str(row["stage"]), row["exception"]))
+
+
+def fault_turns(records: list[dict], traces: list[dict]) -> int:
+    """How many turns faulted (an agent error, or a stage or the rule raised)."""
+    by_id = {t.get("interaction_id"): t for t in traces if isinstance(t, dict)}
+    return sum(1 for r in records if turn_faults(r, by_id.get(r.get("interaction_id"))))
 
 
 def reason_rows(faults: list[tuple[str | None, str]]) -> list[dict]:
@@ -107,7 +169,11 @@ def finding(where: str, stage: str | None, reasons: list[dict], turns: int) -> d
             "lines": lines, "notice": " ".join(lines)}
 
 
-def exit_code(summary: dict) -> int:
-    """What a scored run exits with: SYSTEMIC_FAULT_EXIT_CODE for a systemic fault, else the
-    unjudged turns' code (3) or 0."""
-    return SYSTEMIC_FAULT_EXIT_CODE if summary.get("systemic_fault") else unjudged_exit_code(summary)
+def exit_code(summary: dict, *, strict: bool = False) -> int:
+    """What a scored run exits with: SYSTEMIC_FAULT_EXIT_CODE for a systemic fault, else under
+    `strict` STRICT_FAULT_EXIT_CODE where any turn faulted, else the unjudged turns' code (3) or 0."""
+    if summary.get("systemic_fault"):
+        return SYSTEMIC_FAULT_EXIT_CODE
+    if strict and summary.get("fault_turns"):
+        return STRICT_FAULT_EXIT_CODE
+    return unjudged_exit_code(summary)

@@ -10,7 +10,7 @@ and its prompt files' hashes as "prompts"). A description section named "where" 
 model runs and how it is reached, not which model it is) is recorded but not compared: shards
 pointed at different replicas of one model stay one system (`merge`), and a resumed run may
 reach its servers at new addresses. The command adds the image search switched off
-(`image_search`) and the oracle run (`oracle`), each only where set (evaluator/commands.py
+(`image_search`) and the oracle run (`oracle`), each only where set (evaluator/commands/resume.py
 `current_fingerprint`): a plain run's folder does not resume as an oracle run, nor the other way.
 
 The judge prompt does not decide answers, but it decides the verdicts a resumed run adds to the
@@ -31,18 +31,18 @@ import json
 from pathlib import Path
 
 from evaluator.harness.resolved import ResolvedRun
+from evaluator.harness.run_record import RunRecord
 from evaluator.scoring.official_judge import OURS
 
 # Fingerprint keys in the order differences are listed ("settings": what runs fingerprinted
 # before agents described themselves recorded for an agent that was not CruiseAgent).
 KEYS = ("agent", "profile", "preset", "search", "web_search", "image_search", "search_models", "indices", "config",
         "settings", "prompts", "calibration", "oracle", "judge_prompt")
-# run_config.json fields that say which turns a run covers and how they are scored: a resumed
-# run must share them with the run it continues, whatever --force says (selection_refusal)
+# the run record's fields that say which turns a run covers and how they are scored: a resumed
+# run must share them with the run it continues, whatever --force says (selection_refusal); a
+# record written before one of them existed reads with what its absence meant (run_record.py)
 RESUME_KEYS = ("dataset", "dataset_type", "split", "revision", "num_conversations", "exact_conversations",
                "shard", "rules")
-# what a run_config.json written before a key existed meant by its absence
-RESUME_DEFAULTS = {"rules": "kddcup2025", "exact_conversations": False}
 INDEX_KINDS = ("image", "web", "contents")  # contents: the full-page database (--web-contents)
 NOT_COMPARED = ("where",)  # description sections recorded for the report only
 
@@ -166,14 +166,14 @@ def _calibration(record: dict | None) -> str:
     return "(none)" if not record else f"{record['file']} (sha256 {record['sha256'][:12]})"
 
 
-def selection_refusal(output_dir: Path, earlier: dict, now: dict) -> str | None:
+def selection_refusal(output_dir: Path, earlier: RunRecord, now: RunRecord) -> str | None:
     """Why a resume that would cover other turns than the run it continues is refused (None when
     it covers the same ones), naming each flag with its earlier and its new value. --force cannot
     take it: --force keeps the turns and lets another system answer the rest, whereas another
     selection changes the turns themselves: the saved answers would stand for the earlier
     selection's turns, and the run's expected turns, batches and stopping point for the new one."""
-    changed = [f"  --{key.replace('_', '-')}: {_show(earlier.get(key, RESUME_DEFAULTS.get(key)))} then, "
-               f"{_show(now[key])} now" for key in RESUME_KEYS if earlier.get(key, RESUME_DEFAULTS.get(key)) != now[key]]
+    changed = [f"  --{key.replace('_', '-')}: {_show(getattr(earlier, key))} then, {_show(getattr(now, key))} now"
+               for key in RESUME_KEYS if getattr(earlier, key) != getattr(now, key)]
     if not changed:
         return None
     return (f"cannot resume {output_dir}: the earlier run covered another selection of turns:\n" + "\n".join(changed)

@@ -4,7 +4,7 @@
 --agent, --profile, --preset, --model-name, --set, --calibration, --search, --indices,
 --web-contents, --suppress-web-search-api) to the run they name: the profile ("auto" worked out
 on this machine), the agent's configuration (harness/agent_setup.py) and what the run searches
-(evaluator/search/pipeline.py `search_config`). The evaluation (evaluator/commands.py), the
+(evaluator/search/pipeline.py `search_config`). The evaluation (evaluator/commands/), the
 pre-flight (tools/preflight.py), tools.fetch, the Ray driver (evaluator/workers.py) and
 tools/runs.py all call it, so each of them means the same run by the same flags; the
 fingerprint (`fingerprint.py`), the models' list and the pre-load check (`models.py`) read the

@@ -29,7 +29,6 @@ ANSWERS = "answers.jsonl"
 TRACES = "traces.jsonl"
 BATCHES = "batches.jsonl"
 JUDGMENTS = "judgments.jsonl"
-RUN_CONFIG = "run_config.json"
 
 
 def read_jsonl(path: Path) -> list[dict]:

@@ -15,13 +15,14 @@ import importlib
 from types import ModuleType
 
 from agents.registry import load_object
+from evaluator.harness.run_record import RunRecord
 
 
-def load_trace_view(run_config: dict) -> ModuleType | None:
-    name = run_config.get("trace_view")
-    if not name and ":" in str(run_config.get("agent")):
+def load_trace_view(run: RunRecord) -> ModuleType | None:
+    name = run.trace_view
+    if not name and ":" in str(run.agent):
         try:
-            name = load_object(str(run_config["agent"])).TRACE_VIEW
+            name = load_object(str(run.agent)).TRACE_VIEW
         except Exception:  # noqa: BLE001 - an agent that cannot be imported here, or names none, has no view
             return None
     if not name:
@@ -32,7 +33,7 @@ def load_trace_view(run_config: dict) -> ModuleType | None:
         return None
 
 
-def agent_summary(run_config: dict, traces: list[dict]) -> dict:
-    view = load_trace_view(run_config)
+def agent_summary(run: RunRecord, traces: list[dict]) -> dict:
+    view = load_trace_view(run)
     summarize = getattr(view, "summarize", None)
     return summarize(traces) if summarize else {}

@@ -26,8 +26,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from agents.base_agent import IDK_ANSWER
-from evaluator.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY
-from evaluator.harness.runner import ANSWERS, DIAGNOSTICS, RUN_CONFIG, TRACES, read_jsonl
+from evaluator.harness.faults import FAULT_EXIT_HINT, fault_table, fault_turns
+from evaluator.harness.run_record import RunRecord, read_run_record
+from evaluator.harness.runner import ANSWERS, DIAGNOSTICS, TRACES, read_jsonl
+from evaluator.harness.score_files import BREAKDOWN_COLUMNS, INTERVALS_KEY
 from evaluator.harness.trace_view import load_trace_view
 from evaluator.harness.unjudged import SHOWN_SCORES as UNJUDGED_SCORES
 from evaluator.report import charts
@@ -123,17 +125,17 @@ def funnel_steps(turns: list[dict]) -> list[dict]:
 def agent_sections(run: "RunData") -> list[dict]:
     """The agent's own tables (its trace view's report_sections over the run's agent_summary; a
     run summarized before agent_summary existed kept those figures at the top of the summary)."""
-    view = load_trace_view(run.run_config)
+    view = load_trace_view(run.record)
     sections = getattr(view, "report_sections", None)
     if sections is None:
         return []
     return sections(run.summary.get("agent_summary") or run.summary)
 
 
-def recorded_settings(run_config: dict) -> list[tuple[str, str]]:
+def recorded_settings(run: RunRecord) -> list[tuple[str, str]]:
     """The agent's settings as the run recorded them (agents/base_agent.py `describe`), shown
     as they are; [] for an agent that described none."""
-    described = run_config.get("agent_description") or {}
+    described = run.agent_description or {}
     shown = []
     for section in ("config", "where"):
         for key, value in (described.get(section) or {}).items():
@@ -141,10 +143,10 @@ def recorded_settings(run_config: dict) -> list[tuple[str, str]]:
     return shown
 
 
-def turn_renderer(run_config: dict):
+def turn_renderer(run: RunRecord):
     """turn -> the HTML rows of its trace, by the agent's TURN_TEMPLATE; None without one. Also
     sets the turn's "extra": the trace keys that template does not lay out."""
-    view = load_trace_view(run_config)
+    view = load_trace_view(run)
     template_path = getattr(view, "TURN_TEMPLATE", None)
     shown = set(getattr(view, "SHOWN_TRACE_KEYS", ()))
     prepare = getattr(view, "prepare_turn", None)
@@ -165,15 +167,15 @@ def turn_renderer(run_config: dict):
 
 
 # --------------------------------------------------------------------------- images
-def thumbnails(run_config: dict, session_ids: set[str]) -> tuple[dict[str, str], str | None]:
+def thumbnails(run: RunRecord, session_ids: set[str]) -> tuple[dict[str, str], str | None]:
     """session_id -> data: URI of a small JPEG of the conversation's image, and a notice when
     the images could not be read. URL images are used only when already in the local cache."""
-    if not session_ids or not run_config.get("dataset"):
+    if not session_ids or not run.dataset:
         return {}, None
     try:
         from evaluator.harness.dataset import load_split
 
-        ds, _, _ = load_split(run_config["dataset"], run_config.get("revision"), run_config.get("split") or "validation")
+        ds, _, _ = load_split(run.dataset, run.revision, run.split or "validation")
         ids = ds["session_id"]
         wanted = [i for i, sid in enumerate(ids) if sid in session_ids]
         out = {}
@@ -209,6 +211,20 @@ def thumbnail_uri(image) -> str:
 
 
 # --------------------------------------------------------------------------- one run
+def run_faults(run: RunData) -> dict | None:
+    """The faults table atop the report ({"turns", "rows", "left_out"}; None where no turn
+    faulted): run_summary.json's, or for a run summarized before it kept one, read from the
+    saved traces and answers (evaluator/harness/faults.py)."""
+    if "faults" in run.summary:
+        rows, turns = run.summary["faults"], run.summary.get("fault_turns", 0)
+        left_out = run.summary.get("fault_rows_left_out", 0)
+    else:
+        answers = [t["answer"] for t in run.turns if t["answer"]]
+        traces = [t["trace"] for t in run.turns if t["trace"]]
+        rows, turns, left_out = fault_table(answers, traces), fault_turns(answers, traces), 0
+    return {"turns": turns, "rows": rows, "left_out": left_out} if rows else None
+
+
 @dataclass
 class RunData:
     run_dir: Path
@@ -216,7 +232,7 @@ class RunData:
     rows: list[dict]
     scores: dict
     summary: dict
-    run_config: dict
+    record: RunRecord  # run_config.json
     turns: list[dict] = field(default_factory=list)  # row + trace + answer record + outcome
 
 
@@ -225,7 +241,7 @@ def load_run(run_dir: Path) -> RunData:
     rows = load_turn_rows(run_dir)
     scores = read_json(run_dir / "scores_dictionary.json")
     summary = read_json(run_dir / "run_summary.json")
-    run_config = read_json(run_dir / RUN_CONFIG)
+    record = read_run_record(run_dir) or RunRecord()
     traces = {t["interaction_id"]: t for t in read_jsonl(run_dir / TRACES) if "interaction_id" in t}
     answers = {a["interaction_id"]: a for a in read_jsonl(run_dir / ANSWERS) if "interaction_id" in a}
     turns = []
@@ -234,29 +250,28 @@ def load_run(run_dir: Path) -> RunData:
         trace = traces.get(iid)
         turns.append({"row": row, "trace": trace, "answer": answers.get(iid, {}), "outcome": outcome_of(row),
                       "branch": (trace or {}).get("branch") or "no trace"})
-    return RunData(run_dir, run_label(run_dir, run_config, summary), rows, scores, summary, run_config, turns)
+    return RunData(run_dir, run_label(run_dir, record, summary), rows, scores, summary, record, turns)
 
 
-def system_name(run_config: dict, summary: dict) -> str:
+def system_name(run: RunRecord, summary: dict) -> str:
     """The system a run ran, by its name: the one its agent's configuration records (`system`, a
     MODULE:NAME as the run was given it), else its trace view's summary's, else the agent class's
     name (an agent without systems)."""
-    config = run_config.get("config") if isinstance(run_config.get("config"), dict) else {}
-    found = config.get("system") or (summary.get("agent_summary") or {}).get("system")
+    found = run.system or (summary.get("agent_summary") or {}).get("system")
     if found:
         return str(found)
-    agent = str(run_config.get("agent") or summary.get("agent") or "?")
+    agent = str(run.agent or summary.get("agent") or "?")
     return agent.rpartition(":")[2] or agent
 
 
-def run_label(run_dir: Path, run_config: dict, summary: dict) -> str:
+def run_label(run_dir: Path, run: RunRecord, summary: dict) -> str:
     """How the report and compare.html name a run: its system, with the preset beside it and its
     folder (two runs of one system apart)."""
-    imported = run_config.get("imported") or summary.get("imported")
+    imported = run.imported or summary.get("imported")
     if isinstance(imported, dict):  # another harness's run (evaluator/imported_runs.py): its model on its task
         return f"{imported.get('task')}: {imported.get('harness')} model {imported.get('model')} ({Path(run_dir).name})"
-    preset = summary.get("preset") or run_config.get("preset") or "?"
-    return f"{system_name(run_config, summary)} ({preset}; {Path(run_dir).name})"
+    preset = summary.get("preset") or run.preset or "?"
+    return f"{system_name(run, summary)} ({preset}; {Path(run_dir).name})"
 
 
 def run_intervals(run: RunData) -> dict:
@@ -320,7 +335,7 @@ def timing_section(summary: dict) -> dict:
 
 
 def token_section(summary: dict) -> dict:
-    """run_summary.json's "tokens" (harness/outputs.py token_summary), empty for a run without them."""
+    """run_summary.json's "tokens" (harness/run_summary.py token_summary), empty for a run without them."""
     tokens = summary.get("tokens") if isinstance(summary.get("tokens"), dict) else {}
     return tokens if tokens.get("per_stage") else {"per_stage": None}
 
@@ -368,7 +383,7 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
     path = Path(out) if out else run.run_dir / REPORT_NAME
     pages_dir = turn_pages_dir(path)
     session_ids = {t["row"]["session_id"] for t in run.turns}
-    thumbs, image_notice = thumbnails(run.run_config, session_ids) if images else ({}, None)
+    thumbs, image_notice = thumbnails(run.record, session_ids) if images else ({}, None)
     pages = [run.turns[i:i + TURNS_PER_PAGE] for i in range(0, len(run.turns), TURNS_PER_PAGE)]
     page_names = [turn_page_name(i) for i in range(0, len(run.turns), TURNS_PER_PAGE)]
     for name, page_turns in zip(page_names, pages):
@@ -380,6 +395,7 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
     unjudged = run.summary.get("unjudged") or None
     cut = run.summary.get("deadline_cut") or None
     fault = run.summary.get("systemic_fault") or None
+    faults = run_faults(run)
     # the systemic fault's, the unjudged and the cut turns' notices are their banners' own text:
     # shown once, in the banner
     notices = [n for n in run.summary.get("notices") or []
@@ -387,8 +403,9 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
     notices += [image_notice] if image_notice else []
     intervals = run_intervals(run)
     page = render("report.html.j2", run=run, scores=run.scores, intervals=intervals,
-                  notices=notices, settings=recorded_settings(run.run_config),
+                  notices=notices, settings=recorded_settings(run.record),
                   unjudged=unjudged, unjudged_scores=UNJUDGED_SCORES, deadline_cut=cut, systemic_fault=fault,
+                  faults=faults, fault_exit_hint=FAULT_EXIT_HINT,
                   scores_chart=charts.scores_chart(run.scores, intervals) if run.scores else "",
                   breakdowns=breakdown_sections(run.rows), funnel=steps,
                   funnel_chart=charts.funnel_chart(steps) if steps else "", agent_sections=agent_sections(run),
@@ -401,7 +418,7 @@ def build_report(run_dir: Path, out: Path | None = None, *, images: bool = True)
     # the pages of an earlier build may hold turns this one does not
     shutil.rmtree(pages_dir, ignore_errors=True)
     pages_dir.mkdir(parents=True)
-    render_turn = turn_renderer(run.run_config)
+    render_turn = turn_renderer(run.record)
     for n, (name, page_turns) in enumerate(zip(page_names, pages)):
         for turn in page_turns:
             turn["thumbnail"] = thumbs.get(turn["row"]["session_id"])

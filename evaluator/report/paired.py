@@ -48,7 +48,7 @@ class PairedComparison:
 
 
 def rules_of(run) -> str:
-    return run.summary.get("rules") or run.run_config.get("rules") or DEFAULT_RULES
+    return run.summary.get("rules") or run.record.rules
 
 
 def judge_line(summary: dict) -> str:
@@ -63,14 +63,14 @@ def judge_line(summary: dict) -> str:
 
 def prompt_of(run) -> dict | None:
     """The judge prompt's origin record (None: this package's wording, or no LLM judge)."""
-    return run.summary.get("judge_prompt_origin") or run.run_config.get("judge_prompt")
+    return run.summary.get("judge_prompt_origin") or run.record.judge_prompt
 
 
 def judge_of(run) -> str:
     """The judge as the run recorded it: its label in run_summary.json, with the model and endpoint
-    of run_config.json and any judge block the scores dictionary carries."""
-    parts = [str(run.summary.get("judge", "unknown")), str(run.run_config.get("judge_model")),
-             str(run.run_config.get("judge_base_url"))]
+    of its record (run_config.json) and any judge block the scores dictionary carries."""
+    parts = [str(run.summary.get("judge", "unknown")), str(run.record.judge_model),
+             str(run.record.judge_base_url)]
     if isinstance(run.scores.get("judge"), dict):
         # which judge it was, not what it found: the block also counts the run's own answers
         # (abstain_expected_answered, ...), which differ between any two agents

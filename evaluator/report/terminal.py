@@ -1,5 +1,5 @@
-"""What a run prints: scores (all and egocentric) with their 95% intervals, breakdowns, timing,
-example turns; and what a comparison of runs prints (print_paired)."""
+"""What a run prints: the faults, scores (all and egocentric) with their 95% intervals,
+breakdowns, timing, example turns; and what a comparison of runs prints (print_paired)."""
 from __future__ import annotations
 
 from rich.console import Console, Group
@@ -7,7 +7,9 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
-from evaluator.harness.outputs import BREAKDOWN_COLUMNS, INTERVALS_KEY, Results
+from evaluator.harness.faults import FAULT_EXIT_HINT
+from evaluator.harness.outputs import Results
+from evaluator.harness.score_files import BREAKDOWN_COLUMNS, INTERVALS_KEY
 from evaluator.harness.unjudged import SHOWN_SCORES as UNJUDGED_SCORES
 from evaluator.report.paired import PairedComparison, judge_line
 from evaluator.scoring.coverage import coverage_figures
@@ -126,6 +128,28 @@ def systemic_fault_panel(fault: dict) -> Panel:
                  border_style="red", expand=False)
 
 
+def fault_place(row: dict) -> str:
+    """A faults table row's stage as the table shows it (evaluator/harness/faults.py)."""
+    return row["stage"] if row["stage"] else "before any stage"
+
+
+def faults_table(summary: dict) -> Table:
+    """Atop the scores, where any turn faulted: each stage (or rule) with the turns it faulted,
+    the exception and where in the system's own code (run_summary.json "faults")."""
+    turns = summary["fault_turns"]
+    left_out = summary.get("fault_rows_left_out")
+    caption = FAULT_EXIT_HINT + (f"; {left_out} more rows in traces.jsonl and answers.jsonl" if left_out else "")
+    table = Table(title=Text(f"FAULTS: {turns} turn{'s' if turns != 1 else ''} faulted, each answered "
+                             "\"I don't know\" for a fault, not for want of evidence", style="bold red"),
+                  title_justify="left", border_style="red", caption=Text(caption), caption_justify="left")
+    for name in ("stage (or rule)", "turns", "exception", "where"):
+        table.add_column(name, justify="right" if name == "turns" else "left", overflow="fold")
+    for row in summary["faults"]:
+        table.add_row(Text(fault_place(row)), str(row["turns"]), Text(row["exception"]),
+                      Text(row["where"] or "not recorded"))
+    return table
+
+
 def deadline_cut_panel(cut: dict) -> Panel:
     """Above the scores table: how many turns the deadline cut and where, that they were abstained
     for time, the scores of the turns it did not cut, and the flag that runs without the budget."""
@@ -191,6 +215,8 @@ def print_report(console: Console, results: Results, display_conversations: int,
     fault = s.get("systemic_fault")
     if fault:
         console.print(systemic_fault_panel(fault))
+    if s.get("faults"):
+        console.print(faults_table(s))
     cut = s.get("deadline_cut")
     if cut:
         console.print(deadline_cut_panel(cut))

@@ -71,6 +71,7 @@ def test_a_text_only_vlm_gets_the_picture_block_in_every_prompt(model_runs):
 
 
 def test_the_report_turn_page_shows_what_the_picture_shows(model_runs):
+    from evaluator.harness.run_record import RunRecord
     from evaluator.report.html import template_environment, turn_renderer
 
     agent = run_agent(BlindEngine(SCRIPT))
@@ -79,7 +80,7 @@ def test_the_report_turn_page_shows_what_the_picture_shows(model_runs):
                domain="vehicle", query_category="simple", dynamism="static", image_quality="normal",
                is_ego=False, ground_truth="Camden", agent_response="Camden.")
     turn = dict(row=row, trace=trace, outcome="correct", branch=trace["branch"], thumbnail=None, answer={})
-    turn_renderer({"trace_view": type(agent).TRACE_VIEW})(turn)  # the agent's own turn template
+    turn_renderer(RunRecord(trace_view=type(agent).TRACE_VIEW))(turn)  # the agent's own turn template
     page = template_environment().from_string(
         '{% from "_turn.html.j2" import turn_details %}{{ turn_details(t) }}').render(t=turn)
     assert "<th>what the picture shows</th>" in page and "(end of what the picture shows)" in page

@@ -1,7 +1,7 @@
 """Our agent answering the turns of lmms-eval's documents as local_evaluation.py answers them.
 
 `AgentRun(settings)` builds the agent as a run of `local_evaluation.py` with the same settings
-does (evaluator/commands.py: the agent class and its configuration, the search pipeline of the
+does (evaluator/commands/agent.py: the agent class and its configuration, the search pipeline of the
 profile, the agent's own batch size), and `answer(ds, doc_ids, folder)` hands it the turns of
 those documents of the split through the evaluator's own generation loop
 (evaluator/harness/runner.py `generate`): the official iterator's batches over the conversations
@@ -12,7 +12,6 @@ Nothing here imports lmms-eval (cruise_lmms_eval/model.py is the lmms-eval side)
 """
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from rich.console import Console
@@ -22,7 +21,8 @@ from evaluator.commands import EvaluationRefused, load_agent
 from evaluator.harness.batching import SKIPPED_SESSIONS, clip_batch_size
 from evaluator.harness.dataset import conversation_from_row, label_vocabularies
 from evaluator.harness.resolved import resolve_settings
-from evaluator.harness.runner import ANSWERS, RUN_CONFIG, generate, saved_answers
+from evaluator.harness.run_record import RunRecord, write_run_record
+from evaluator.harness.runner import ANSWERS, generate, saved_answers
 from evaluator.scoring.truncate import load_truncator
 from evaluator.settings import EvaluationSettings
 
@@ -52,14 +52,12 @@ class AgentRun:
         meta = ds.remove_columns([c for c in ("image",) if c in ds.column_names])
         vocabularies = label_vocabularies(meta.features)
         conversations = [conversation_from_row(i, meta[i], vocabularies) for i in sorted(set(doc_ids))]
-        folder.mkdir(parents=True, exist_ok=True)
-        (folder / RUN_CONFIG).write_text(json.dumps({
-            "agent": self.settings.agent, "profile": self.run.profile, "preset": self.settings.preset or "full",
-            "batch_size": self.batch_size, "tokenizer": self.truncator.name,
-            "expected_turns": sum(len(c.turns) for c in conversations),
-            "agent_description": self.run.agent.description, "trace_view": self.run.agent.trace_view,
-            "lmms_eval_documents": sorted(set(doc_ids)),
-        }, indent=2, default=str))
+        write_run_record(folder, RunRecord(
+            agent=self.settings.agent, profile=self.run.profile, preset=self.settings.preset or "full",
+            batch_size=self.batch_size, tokenizer=self.truncator.name,
+            expected_turns=sum(len(c.turns) for c in conversations),
+            agent_description=self.run.agent.description, trace_view=self.run.agent.trace_view,
+            lmms_eval_documents=sorted(set(doc_ids))))
         generate(self.agent, ds, conversations, self.batch_size, folder, self.truncator, resume=False, progress=True)
         saved = saved_answers(folder)
         replies = {}
