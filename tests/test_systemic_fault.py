@@ -258,3 +258,19 @@ def test_the_panel_names_the_three_commonest_reasons_counts_the_rest_and_says_wh
     assert fault["notice"] == " ".join(fault["lines"])
     before = systemic_fault([turn(0)], [trace(0, "error", (), ["empty question"])])
     assert before["lines"][1] == "before any stage, 1 of 1 turns: empty question"
+
+
+def test_a_stage_asked_of_some_turns_only_that_faults_on_each_is_named_though_the_batch_timed_it_for_all():
+    """A system's run asked its answer stage of the turns that had a pick only (`only=`): the stage
+    is in every trace's batch-wide stage_ms, but was run over turns 0, 1 and 3 alone, and faulted on
+    each. The others, never reached, do not save it."""
+    batch_wide = {"perceive": 1.0, "pick": 1.0, "answer": 1.0}
+    traces = [{**trace(i, "error" if i in (0, 1, 3) else "no_pick", ("perceive", "pick", "answer"),
+                       ["answer: StageContractError: stage 'answer' reads 'chunks'"] if i in (0, 1, 3) else []),
+               "stage_ms": batch_wide, "stages_run": ["perceive", "pick", "answer"] if i in (0, 1, 3) else
+               ["perceive", "pick"]} for i in range(5)]
+    fault = systemic_fault([turn(i) for i in range(5)], traces)
+    assert fault is not None and (fault["stage"], fault["turns"]) == ("answer", 3)
+    # the same traces without stages_run (written before it was recorded) read the batch's stage_ms
+    assert systemic_fault([turn(i) for i in range(5)], [{k: v for k, v in t.items() if k != "stages_run"}
+                                                        for t in traces]) is None

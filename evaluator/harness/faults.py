@@ -21,8 +21,9 @@ The rule (`systemic_fault`), decided over the run's saved answers and traces:
 - every turn the run answered faulted: an agent error (the agent's batch call raised or gave a
   wrong number of answers, or the turn's image would not load) or a stage fault (the trace's
   branch "error"); or
-- one stage faulted every turn that reached it: the turns whose batch ran it (the stage is in
-  the trace's `stage_ms`) and that had not faulted at an earlier stage. A stage that faults only
+- one stage faulted every turn that reached it: the turns it was run over (the trace's
+  `stages_run`; in a trace older than it, its batch's `stage_ms`) and that had not faulted at an
+  earlier stage. A stage that faults only
   where some turns take another path (an egocentric photo, say) is caught so, though other turns
   were answered. A stage that ran in one batch only and faulted there (a server gone for that
   batch) is named too: it did fault every turn it reached.
@@ -125,10 +126,18 @@ def reason_rows(faults: list[tuple[str | None, str]]) -> list[dict]:
              "reason": reason, "turns": n} for (where, reason), n in Counter(faults).most_common()]
 
 
+def stages_of(trace: dict | None) -> list[str]:
+    """The stages run over the turn, in order: the trace's `stages_run`; a trace written before it
+    was recorded names its batch's (`stage_ms`), which a stage a system's run asked of other turns
+    only is in too."""
+    trace = trace or {}
+    return list(trace["stages_run"] if isinstance(trace.get("stages_run"), list) else trace.get("stage_ms") or {})
+
+
 def reached(trace: dict | None, stage: str, fault: tuple[str | None, str] | None) -> bool:
-    """Whether the turn reached `stage`: its batch ran the stage (the trace's `stage_ms`, in the
-    order the stages ran), and the turn had not faulted before it."""
-    ran = list((trace or {}).get("stage_ms") or {})
+    """Whether the turn reached `stage`: the stage was run over it (`stages_of`, in the order the
+    stages ran), and the turn had not faulted before it."""
+    ran = stages_of(trace)
     if stage not in ran:
         return False
     if fault is None:
@@ -145,7 +154,7 @@ def systemic_fault(records: list[dict], traces: list[dict]) -> dict | None:
     faults = [turn_fault(r, t) for r, t in turns]
     if faults and all(faults):
         return finding("every turn of the run", None, reason_rows(faults), len(faults))
-    stages = list(dict.fromkeys(s for _, t in turns for s in ((t or {}).get("stage_ms") or {})))
+    stages = list(dict.fromkeys(s for _, t in turns for s in stages_of(t)))
     for stage in stages:
         reaching = [f for (_, t), f in zip(turns, faults) if reached(t, stage, f)]
         if reaching and all(f is not None and f[0] == stage for f in reaching):

@@ -46,7 +46,7 @@ def test_the_installed_package_carries_its_prompt_and_passes_its_own_tests(site,
 def test_local_evaluation_runs_it_by_its_entry_point_and_a_misspelled_setting_names_the_right_one(site, tmp_path):
     out = tmp_path / "out"
     common = [str(REPO / "local_evaluation.py"), "--profile", "cpu", "--set", "system=keyword_gate",
-              "--num-conversations", "6", "--eval-model", "None", "--no_progress"]
+              "--num-conversations", "6", "--eval-model", "None", "--no_progress", "--strict"]
     done = run([*common, "--set", "min_overlap=2", "--output-dir", str(out)], site, tmp_path)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     traces = [json.loads(line) for line in (out / "traces.jsonl").open()]

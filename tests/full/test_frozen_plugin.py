@@ -26,7 +26,7 @@ def test_the_previous_releases_example_package_runs_and_is_told_what_changed(tmp
     out = tmp_path / "out"
     done = subprocess.run([sys.executable, str(REPO / "local_evaluation.py"), "--profile", "cpu", "--set",
                            "system=keyword_gate", "--set", "min_overlap=2", "--num-conversations", "4", "--eval-model",
-                           "None", "--no_progress", "--output-dir", str(out)],
+                           "None", "--no_progress", "--strict", "--output-dir", str(out)],
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     traces = [json.loads(line) for line in (out / "traces.jsonl").open()]

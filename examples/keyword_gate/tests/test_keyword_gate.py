@@ -18,8 +18,9 @@ def test_the_best_chunk_is_the_one_sharing_most_of_the_questions_words():
 
 
 def test_the_system_runs_every_stage_on_the_mini_benchmark_and_answers_only_past_its_gate(tmp_path):
+    # strict: any fault of any turn fails the test (a forgiving run would exit 0 with one)
     result = evaluate(profile="cpu", set={"system": "keyword_gate", "min_overlap": 3}, num_conversations=4,
-                      eval_model="None", output_dir=str(tmp_path), no_progress=True)
+                      eval_model="None", output_dir=str(tmp_path), no_progress=True, strict=True)
     assert result.exit_status == 0
     traces = [json.loads(line) for line in (tmp_path / "traces.jsonl").open()]
     for trace in traces:
