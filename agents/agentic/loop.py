@@ -117,6 +117,11 @@ def take_reply(loop: TurnLoop, result: ChatResult, step: int) -> None:
         loop.answer, loop.answer_parsed = read_answer(text)
         loop.ended = "answered"
     elif loop.last:
+        # it called when asked to answer: the calls are listed, not run
+        loop.calls += [{"id": call.id, "tool": call.name, "arguments": call.arguments if call.arguments is not None
+                        else call.raw_arguments, "hits": [], "ms": 0.0, "step": step,
+                        "error": "not run: the turn's budget was spent (the reply was asked to answer)"}
+                       for call in calls]
         loop.ended = "budget"
     else:
         loop.pending = calls

@@ -47,7 +47,14 @@ from agents.engines.hosted_rules import (
     nearest_effort,
     openai_reasoning_efforts,
 )
-from agents.engines.tool_calls import ToolCall, calls_of, openai_calls, openai_messages, openai_tool_fields
+from agents.engines.tool_calls import (
+    ToolCall,
+    calls_of,
+    new_call_id,
+    openai_calls,
+    openai_messages,
+    openai_tool_fields,
+)
 
 # The Messages API version our requests name: 2026-10-21, the version the current SDKs send (the
 # anthropic package 2.x, `_constants.ANTHROPIC_API_VERSION`). Anthropic asks for the latest version
@@ -304,7 +311,7 @@ class GeminiProvider(HostedProvider):
         candidate = candidates[0]
         parts = (candidate.get("content") or {}).get("parts") or []
         result.text = "".join(p.get("text", "") for p in parts if not p.get("thought"))
-        result.tool_calls = [_gemini_read_call(p, n) for n, p in enumerate(q for q in parts if q.get("functionCall"))]
+        result.tool_calls = [_gemini_read_call(p) for p in parts if p.get("functionCall")]
         finish = candidate.get("finishReason")
         if finish in GEMINI_REFUSALS:
             result.refusal, result.text, result.tool_calls = f"finishReason {finish}", "", []
@@ -312,16 +319,17 @@ class GeminiProvider(HostedProvider):
         return result
 
 
-def _gemini_read_call(part: dict, number: int) -> ToolCall:
-    """A functionCall part as a ToolCall: Gemini may give no id (results then match by name and
-    order), and a signature beside the call that must come back with it."""
+def _gemini_read_call(part: dict) -> ToolCall:
+    """A functionCall part as a ToolCall: Gemini may give no id (one is made here, unique in the
+    conversation, and its response then goes back by name and order), and a signature beside the
+    call that must come back with it."""
     call = part["functionCall"]
     given = call.get("id")
     args = call.get("args")
     echo = {"id_given": bool(given)}
     if part.get("thoughtSignature"):
         echo["thoughtSignature"] = part["thoughtSignature"]
-    return ToolCall(id=str(given or f"call_{number}"), name=str(call.get("name") or ""),
+    return ToolCall(id=str(given or new_call_id()), name=str(call.get("name") or ""),
                     arguments=args if isinstance(args, dict) else ({} if args is None else None),
                     raw_arguments=str(args if args is not None else ""), echo=echo)
 

@@ -19,6 +19,7 @@ Arguments the model wrote that are not a JSON object are kept as written (`raw_a
 from __future__ import annotations
 
 import json
+import uuid
 from dataclasses import asdict, dataclass, field
 
 # What a request may ask of the model's tool use: "auto" (it may call, or answer) and "none" (it
@@ -45,6 +46,12 @@ class ToolCall:
     def from_message_part(cls, part: dict) -> ToolCall:
         return cls(id=str(part.get("id") or ""), name=str(part.get("name") or ""), arguments=part.get("arguments"),
                    raw_arguments=str(part.get("raw_arguments") or ""), echo=dict(part.get("echo") or {}))
+
+
+def new_call_id() -> str:
+    """An id for a call its provider gave none (Gemini may not): unique across the conversation,
+    so that each result finds its own call."""
+    return f"call-{uuid.uuid4().hex[:16]}"
 
 
 def read_arguments(raw) -> tuple[dict | None, str]:
@@ -104,12 +111,12 @@ def openai_tool_fields(tools: list[dict] | None, tool_choice: str) -> dict:
 def openai_calls(message: dict) -> list[ToolCall]:
     """The function calls of a Chat Completions message (`tool_calls`), in order."""
     calls = []
-    for number, item in enumerate(message.get("tool_calls") or []):
+    for item in message.get("tool_calls") or []:
         if not isinstance(item, dict) or item.get("type", "function") != "function":
             continue  # a custom tool's call: none is offered
         function = item.get("function") or {}
         arguments, raw = read_arguments(function.get("arguments"))
-        calls.append(ToolCall(id=str(item.get("id") or f"call_{number}"), name=str(function.get("name") or ""),
+        calls.append(ToolCall(id=str(item.get("id") or new_call_id()), name=str(function.get("name") or ""),
                               arguments=arguments, raw_arguments=raw))
     return calls
 
