@@ -177,6 +177,21 @@ def test_gemini_call_ids_come_back_on_their_responses(monkeypatch):
     assert [c["id"] for c in traces[0]["tool_calls"]] == [p["functionCall"]["id"] for p in last[-2]["parts"]]
 
 
+def test_parallel_calls_past_the_call_budget_are_answered_not_run():
+    pipeline = RecordingPipeline()
+    with ToolCallingStandIn("openai") as server:
+        engine = OpenAIChatEngine("standin-vl", base_url=server.url, supports_images=True)
+        answers, traces = ask(engine, ["[parallel] Which route is this bus on?"], pipeline, max_calls=1)
+    assert server.refused() == [] and pipeline.texts == [] and len(pipeline.images) == 1
+    calls = traces[0]["tool_calls"]
+    assert [(c["tool"], c["error"]) for c in calls] == [("image_search", None),
+                                                        ("web_search", "not run: the turn's 1 calls are spent")]
+    after = server.exchanges[-1].body
+    assert [m["role"] for m in after["messages"][-3:]] == ["tool", "tool", "user"] and after["tool_choice"] == "none"
+    assert after["messages"][-2]["content"].startswith("error: not run")
+    assert answers == ["It is Route 24"]
+
+
 def closed_port_url() -> str:
     with socket.socket() as free:
         free.bind(("127.0.0.1", 0))
