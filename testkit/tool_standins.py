@@ -229,12 +229,14 @@ class ToolCallingStandIn:
             engine = OpenAIChatEngine("standin-vl", base_url=server.url)
             ...
             assert server.refused() == []
-    `call_ids`: whether Gemini's functionCall parts carry an id (the API gives one on some models)."""
+    `call_ids`: whether Gemini's functionCall parts carry an id (the API gives one on some models);
+    `models`: what GET /models lists (OpenAI)."""
 
-    def __init__(self, dialect: str, *, key: str = STAND_IN_KEY, call_ids: bool = False):
+    def __init__(self, dialect: str, *, key: str = STAND_IN_KEY, call_ids: bool = False,
+                 models: tuple[str, ...] = ("standin-vl",)):
         if dialect not in ("openai", "anthropic", "gemini"):
             raise ValueError(dialect)
-        self.dialect, self.key, self.call_ids = dialect, key, call_ids
+        self.dialect, self.key, self.call_ids, self.models = dialect, key, call_ids, models
         self.exchanges: list[Exchange] = []
         self.lock = threading.Lock()
         self.ids = itertools.count(1)
@@ -245,10 +247,17 @@ class ToolCallingStandIn:
             def log_message(self, *args):
                 pass
 
+            def do_GET(self):  # OpenAI's "list models", which a run asks before it starts
+                models = [{"id": name, "object": "model", "created": 1767225600, "owned_by": "stand-in"}
+                          for name in outer.models]
+                self.reply(200, {"object": "list", "data": models} if self.path.endswith("/models") else {})
+
             def do_POST(self):
                 length = int(self.headers.get("content-length") or 0)
-                status, payload = outer.handle(self.path, {k.lower(): v for k, v in self.headers.items()},
-                                               self.rfile.read(length))
+                self.reply(*outer.handle(self.path, {k.lower(): v for k, v in self.headers.items()},
+                                         self.rfile.read(length)))
+
+            def reply(self, status, payload):
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("content-type", "application/json")

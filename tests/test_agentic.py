@@ -296,3 +296,11 @@ def test_image_retrieval_at_k_reads_the_image_search_hits():
     assert direct["retrieval_rank"] is None and direct["image_retrieval@10"] is False  # it searched nothing
     assert parallel["retrieval_rank"] == 2 and (parallel["image_retrieval@1"], parallel["image_retrieval@5"]) == \
         (False, True)
+
+
+def test_the_tools_are_crag_mm_agentics():
+    """One schema for both routes: lmms-eval's crag_mm_agentic shows its model the same tools."""
+    from agents.agentic.schemas import TOOLS
+    from integrations.lmms_eval.cruise_lmms_eval.crag_mm import TOOLS as LMMS_TOOLS
+
+    assert json.dumps(list(TOOLS), sort_keys=True) == json.dumps(list(LMMS_TOOLS), sort_keys=True)

@@ -1,8 +1,5 @@
-"""The two search tools a model calls, and running one call over the profile's search pipeline.
-
-The schemas are the ones crag_mm_agentic shows its model (integrations/lmms_eval/: the lmms-eval
-task), in OpenAI's function-tool shape (agents/engines/tool_calls.py), so that a model is measured
-on the same tools in our runtime and in lmms-eval:
+"""The two search tools a model calls (their schemas: agents/agentic/schemas.py), and running one
+call over the profile's search pipeline:
 
 - image_search: the photo, or the part of it inside `box` ([x1, y1, x2, y2] in the photo's
   pixels), looked up in the image index; returns what the index knows of the entities it matches;
@@ -22,25 +19,11 @@ import math
 import time
 from dataclasses import dataclass, field
 
+from agents.agentic.schemas import IMAGE_SEARCH, WEB_SEARCH
 from agents.engines.tool_calls import ToolCall
 from agents.stages.s3_retrieve import add_image_hits, add_web_hits, image_search_enabled, web_search_enabled
 from agents.stages.s4_chunk import dedupe
 from agents.stages.types import Retrieval, Turn
-
-IMAGE_SEARCH = {"type": "function", "function": {
-    "name": "image_search",
-    "description": "Search the image index with the photo, or with the part of it inside a box, for the "
-                   "entities it shows.",
-    "parameters": {"type": "object", "properties": {
-        "box": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4,
-                "description": "optional crop [x1, y1, x2, y2] in the photo's pixels"}},
-        "required": []}}}
-WEB_SEARCH = {"type": "function", "function": {
-    "name": "web_search",
-    "description": "Search the web index with a text query.",
-    "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}}
-TOOLS = (IMAGE_SEARCH, WEB_SEARCH)
-TOOL_NAMES = tuple(tool["function"]["name"] for tool in TOOLS)
 
 
 def offered_tools(turn: Turn, pipeline, cfg) -> list[dict]:
