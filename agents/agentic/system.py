@@ -52,8 +52,8 @@ def guarded(state: BatchState, stage: Stage, fn, loops: list[TurnLoop], wanted: 
     """`fn(turns, loops, wanted, *fixed)` for the wanted turns, under the batch's guards (deadline,
     fault bisection, timing): one result per turn, None where the step did not reach it.
 
-    The one call in the runtime's current form (BatchRun.stage); under the runtime API of issue
-    #73 it is `batch.call(stage, only=wanted)`."""
+    The one call in the runtime's current form (BatchRun.stage); under the batch API the runtime
+    is moving to, it is `batch.call(stage, only=wanted)`."""
     def step(positions, *fixed_args):
         return fn([state.turns[i] for i in positions], [loops[i] for i in positions],
                   [wanted[i] for i in positions], *fixed_args)
