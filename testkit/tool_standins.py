@@ -22,7 +22,10 @@ imported here, so a mistake both sides shared would not pass unseen):
   block of an assistant turn is answered by a tool_result block (its tool_use_id) in the user turn
   right after, and those come first in that turn's content; a tool_result answers a tool_use of the
   turn before; text blocks may not be empty. A reply that calls has tool_use blocks (id "toolu_...",
-  input an object) and stop_reason "tool_use".
+  input an object) and stop_reason "tool_use". (The bodies our Claude provider writes for such a
+  conversation, tool_choice auto and none, were also checked once against the anthropic SDK's own
+  `MessageCreateParamsNonStreaming`, anthropic 2.17.0, with `sdk_shape_faults`: no fault; 2026-12-07,
+  in the venv of benchmarks/vllm_tools_check.sh, which installs that SDK.)
 - Gemini (ai.google.dev/gemini-api/docs/function-calling, .../thought-signatures;
   api/generate-content, api/caching#Schema): tools [{functionDeclarations: [{name, description,
   parameters}]}] with parameters in the OpenAPI Schema subset (type STRING, NUMBER, INTEGER,
