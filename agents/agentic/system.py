@@ -35,7 +35,10 @@ ASK = Stage("agentic_ask", cost_prior="answer", max_tokens=lambda cfg: cfg.own.r
 SEARCH = Stage("agentic_search", cost_prior="retrieve", calls_no_model=always,
                writes=("tool_calls", "chunks", "kept_chunks", "retrieved", "searches_run", "web_query",
                        "regions_searched"))
-SHOWN = frozenset({"kept_chunks", "rag_answer"})
+# What the turn page shows without reading the key by name: the chunk table (kept_chunks), and each
+# call's own row, which holds its hits, query and box (retrieved, searches_run, web_query,
+# regions_searched are the same, in the shapes the coverage and diagnostics read).
+SHOWN = frozenset({"kept_chunks", "rag_answer", "retrieved", "searches_run", "web_query", "regions_searched"})
 
 
 def decide(signals: dict, cfg):
