@@ -4,13 +4,19 @@
   the text protocol; a random-quality model that may never call a tool);
 - through `evaluate()` with a served model that calls tools natively (testkit/tool_standins.py, in
   OpenAI's shape), where the report's turn pages show the calls and the stage diagnostics read the
-  image search's hits.
+  image search's hits;
+- in pre-flight's dry run (`python -m tools.preflight --set system=agentic`, as a user runs it).
 """
 from __future__ import annotations
 
 import json
+import os
+import re
+import subprocess
+import sys
 
 from agents.agentic.trace import BRANCHES
+from agents.profiles import REPO_ROOT
 from evaluator import evaluate
 from testkit.in_process import fresh_environment, offline_env
 from testkit.tool_standins import ToolCallingStandIn
@@ -69,3 +75,15 @@ def test_a_served_model_calling_tools_natively_runs_and_the_report_shows_its_cal
     assert pages.count("<b>image_search</b>") == len(traces)
     diagnostics = json.loads((out / "diagnostics.json").read_text())
     assert diagnostics["stages"]["image_retrieval@10"]["labelled"] > 0
+
+
+def test_preflight_dry_runs_the_agentic_system():
+    done = subprocess.run([sys.executable, "-m", "tools.preflight", "--profile", "cpu", "--set", "system=agentic"],
+                          cwd=REPO_ROOT, capture_output=True, text=True, timeout=900,
+                          env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    for name in ("import", "search", "agent load", "batch size", "stage faults"):
+        assert re.search(rf"^PASS\s+{name}\b", done.stdout, re.M), done.stdout
+    dry_run = re.search(r"^(PASS|FAIL)\s+dry run\s+(.*)$", done.stdout, re.M)
+    assert dry_run and "(agentic_ask)" in dry_run.group(2), done.stdout
+    # the dry run may fail for this shared machine's speed alone, never for a fault
+    assert dry_run.group(1) == "PASS" or dry_run.group(2).startswith("OVER the"), done.stdout
