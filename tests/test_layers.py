@@ -309,7 +309,7 @@ def test_the_part_check_fails_on_an_import_planted_back_up(tmp_path, module, pla
 
 
 # Each system's own package; what they share lives in agents/runtime and agents/stages.
-SYSTEM_PACKAGES = ("agents.cruise", "agents.peers.qa_dragon", "agents.peers.sam_rag")
+SYSTEM_PACKAGES = ("agents.cruise", "agents.peers.qa_dragon", "agents.peers.sam_rag", "agents.agentic")
 SHARED_PACKAGES = ("agents.runtime", "agents.stages")
 
 

@@ -400,7 +400,7 @@ def test_a_peer_system_refuses_cruises_own_stages_and_an_unknown_system_in_one_l
         load_config("cpu", "qa_dragon", use_cov=True)
     with pytest.raises(ValueError, match=r"^use_cov is a setting of system cruise, not of system sam_rag$"):
         load_config_from_settings("cpu", None, ["system=sam_rag", "use_cov=true"])
-    with pytest.raises(ValueError, match=r"^unknown system 'dragon'; choose one of \['cruise', "):
+    with pytest.raises(ValueError, match=r"^unknown system 'dragon'; choose one of \['agentic', 'cruise', "):
         load_config("cpu", "full", system="dragon")
 
 

@@ -39,6 +39,11 @@ class ChatRequest:
     # chain then answers that turn "I don't know" and counts it (agents/runtime/batch.py BatchRun), which it can
     # only do for a request that says whose it is. None: no turn (warm-up, benchmarks).
     turn: int | None = None
+    # Function tools the model may call (agents/engines/tool_calls.py: OpenAI's function-tool
+    # shape), for an engine that takes them (ChatEngine.supports_tools); None: a plain chat. The
+    # messages may then hold the calls the model made and their results (tool_calls.py).
+    tools: list[dict] | None = None
+    tool_choice: str = "auto"  # "auto": it may call or answer; "none": it must answer now
 
     def sampling_or(self, default: Sampling) -> Sampling:
         return self.sampling if self.sampling is not None else default
@@ -199,6 +204,9 @@ class ChatResult:
     # The model used its whole token budget before writing any text (a reasoning model that spent
     # it all on reasoning): the text is empty, and the run counts it as an empty reply.
     budget_exhausted: bool = False
+    # The function calls the model asked for, in its order (agents/engines/tool_calls.py ToolCall);
+    # empty where it answered in text, or the request offered no tools.
+    tool_calls: list = field(default_factory=list)
 
 
 def choice_variants(word: str) -> list[str]:
@@ -238,7 +246,7 @@ def is_empty_reply(result: ChatResult) -> bool:
     """An answer with no text that neither the deadline nor a refusal explains: a model that wrote
     nothing, or spent its whole budget on hidden reasoning (`budget_exhausted`). A one-word choice
     read from probabilities is never empty when a word was found."""
-    return not result.text.strip() and not result.cut_by_deadline and not result.refusal
+    return not result.text.strip() and not result.tool_calls and not result.cut_by_deadline and not result.refusal
 
 
 def deadline_cut_result() -> ChatResult:
@@ -284,6 +292,10 @@ class ChatEngine(ABC):
 
     #: whether the model can look at an image; a text-only engine drops images with one warning
     supports_images: bool = False
+    #: whether requests may carry function tools (native function calling: the served and hosted
+    #: engines); an in-process engine has no tool-call parser, and a system then writes its tools
+    #: into the prompt and reads the calls from the text (agents/agentic/: the text protocol)
+    supports_tools: bool = False
 
     def __init__(self, model: str, ledger: Ledger | None = None):
         self.model = model
@@ -300,6 +312,9 @@ class ChatEngine(ABC):
                 log.warning("%s is text-only: images are dropped from its requests", self.model)
                 self._warned_image = True
             requests = [dataclasses.replace(r, image=None) for r in requests]
+        if not self.supports_tools and any(r.tools for r in requests):
+            raise ValueError(f"{type(self).__name__} ({self.model}) takes no function tools: it has no tool-call "
+                             f"parser; write the tools into the prompt instead (tool_protocol=text)")
         start = time.perf_counter()
         left = seconds_left()
         if left is not None and left <= 0:

@@ -143,6 +143,7 @@ class HostedChatEngine(ChatEngine):
     variable; the served engine's for a reasoning model behind `engine = "openai"`)."""
 
     supports_images = True
+    supports_tools = True  # each provider's own function calling (agents/engines/hosted_providers.py)
 
     def __init__(self, model: str, ledger: Ledger | None = None, *, provider: str, base_url: str = "",
                  efforts: dict | None = None, allowances: dict | None = None, max_in_flight: int = 32,
@@ -195,7 +196,7 @@ class HostedChatEngine(ChatEngine):
             sampling = Sampling(max_tokens=max(sampling.max_tokens, 4), seed=sampling.seed, stop=sampling.stop)
         effort = effort_for(stage, self.efforts)
         return self.provider.request(self.model, messages, image, sampling, effort,
-                                     allowance_for(effort, self.allowances))
+                                     allowance_for(effort, self.allowances), request.tools, request.tool_choice)
 
     def _one(self, request: ChatRequest, sampling: Sampling, end: float, stage: str,
              at_deadline: bool = False) -> ChatResult:

@@ -18,6 +18,20 @@ Every request:
   count against it: the allowance is added), the thinking level or budget the model takes, at
   most 5 stop strings.
 
+Function calling (a request with `tools`; agents/engines/tool_calls.py holds the chain's shape), in
+each provider's documented form:
+- OpenAI: `tools` of type "function", `tool_choice` "auto" / "none"; the reply's
+  `message.tool_calls` (arguments a JSON string); each result a `role: tool` message with its
+  `tool_call_id`.
+- Claude: `tools` of {name, description, input_schema}, `tool_choice` {"type": "auto" / "none"};
+  the reply's `tool_use` content blocks (input an object); each result a `tool_result` block
+  (`tool_use_id`, `is_error` for a failed call) in the user turn right after, before any text.
+- Gemini: `tools` [{functionDeclarations: [{name, description, parameters}]}], `toolConfig`
+  functionCallingConfig mode AUTO / NONE; the reply's `functionCall` parts (args an object, an
+  `id` where the model gives one, a `thoughtSignature` beside the call that must come back with
+  it); each result a `functionResponse` part ({"result": ...} or {"error": ...}) in a user turn.
+The photo goes once per request, in the first user turn, whatever the rounds of calls after it.
+
 Nothing here makes a request or reads a key.
 """
 from __future__ import annotations
@@ -32,6 +46,14 @@ from agents.engines.hosted_rules import (
     gemini_thinking_config,
     nearest_effort,
     openai_reasoning_efforts,
+)
+from agents.engines.tool_calls import (
+    ToolCall,
+    calls_of,
+    new_call_id,
+    openai_calls,
+    openai_messages,
+    openai_tool_fields,
 )
 
 # The Messages API version our requests name: 2026-10-21, the version the current SDKs send (the
@@ -52,14 +74,25 @@ def _split_system(messages: list[dict]) -> tuple[str, list[dict]]:
     return system, [m for m in messages if m["role"] != "system"]
 
 
-def _merged_turns(messages: list[dict], image_block, text_block, roles: dict) -> list[dict]:
+def _merged_turns(messages: list[dict], image_block, text_block, roles: dict, call_block=None,
+                  result_block=None) -> list[dict]:
     """Messages after the system one as a provider's alternating turns: the image placeholder
-    becomes `image_block`, texts `text_block(text)`, consecutive messages of one role one turn."""
+    becomes `image_block`, texts `text_block(text)`, consecutive messages of one role one turn. In
+    a conversation with function calls (agents/engines/tool_calls.py), an assistant message's calls
+    become `call_block(call)` after its text (an empty text is left out: neither provider takes
+    one), and a `role: tool` result becomes `result_block(message)` in a user turn."""
     turns: list[dict] = []
     for message in messages:
-        role = roles[message["role"]]
+        role = roles["user" if message["role"] == "tool" else message["role"]]
         content = message["content"]
-        blocks = [image_block] if content == [{"type": "image"}] else [text_block(str(content))]
+        if message["role"] == "tool":
+            blocks = [result_block(message)]
+        elif content == [{"type": "image"}]:
+            blocks = [image_block]
+        elif message.get("tool_calls"):
+            blocks = ([text_block(str(content))] if content else []) + [call_block(c) for c in calls_of(message)]
+        else:
+            blocks = [text_block(str(content))]
         if turns and turns[-1]["role"] == role:
             turns[-1]["parts"].extend(blocks)
         else:
@@ -85,8 +118,9 @@ class HostedProvider:
         raise NotImplementedError
 
     def request(self, model: str, messages: list[dict], image: FittedImage, sampling: Sampling, effort: str,
-                allowance: int) -> tuple[str, dict]:
-        """(path under base_url, JSON body) of one request."""
+                allowance: int, tools: list[dict] | None = None, tool_choice: str = "auto") -> tuple[str, dict]:
+        """(path under base_url, JSON body) of one request; `tools` (OpenAI's function-tool shape)
+        in the provider's own form, with the calls and results the messages hold."""
         raise NotImplementedError
 
     def read(self, body: dict) -> ChatResult:
@@ -110,20 +144,23 @@ class OpenAIProvider(HostedProvider):
     def headers(self, key: str | None) -> dict:
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    def request(self, model, messages, image, sampling, effort, allowance):
+    def request(self, model, messages, image, sampling, effort, allowance, tools=None, tool_choice="auto"):
         if image is not None:
             part = {"type": "image_url", "image_url": {"url": f"data:{image[0]};base64,{image[1]}"}}
             messages = [dict(m, content=[part]) if m["content"] == [{"type": "image"}] else m for m in messages]
+        messages = openai_messages(messages)
         budget = max(1, sampling.max_tokens)
         efforts = openai_reasoning_efforts(model)
         if efforts is not None:
-            body = {"model": model, "messages": messages, "max_completion_tokens": budget + allowance}
+            body = {"model": model, "messages": messages, "max_completion_tokens": budget + allowance,
+                    **openai_tool_fields(tools, tool_choice)}
             chosen = nearest_effort(effort, efforts)
             if chosen:
                 body["reasoning_effort"] = chosen
             return "/chat/completions", body
         body = {"model": model, "messages": messages, "max_completion_tokens": budget,
-                "temperature": sampling.temperature, "top_p": sampling.top_p if sampling.temperature > 0 else 1.0}
+                "temperature": sampling.temperature, "top_p": sampling.top_p if sampling.temperature > 0 else 1.0,
+                **openai_tool_fields(tools, tool_choice)}
         stops = self.stops(sampling)
         if stops:
             body["stop"] = stops
@@ -142,14 +179,16 @@ class OpenAIProvider(HostedProvider):
         reasoning = int((usage.get("completion_tokens_details") or {}).get("reasoning_tokens") or 0)
         completion = int(usage.get("completion_tokens") or 0)
         result = ChatResult(text=str(message.get("content") or ""), prompt_tokens=int(usage.get("prompt_tokens") or 0),
-                            output_tokens=max(0, completion - reasoning), reasoning_tokens=reasoning)
+                            output_tokens=max(0, completion - reasoning), reasoning_tokens=reasoning,
+                            tool_calls=openai_calls(message))
         if message.get("refusal"):
             result.refusal = f"refused: {str(message['refusal'])[:200]}"
             result.text = ""
         elif choice.get("finish_reason") == "content_filter":
             result.refusal = "content filter"
             result.text = ""
-        result.budget_exhausted = choice.get("finish_reason") == "length" and not result.text.strip()
+        result.budget_exhausted = (choice.get("finish_reason") == "length" and not result.text.strip()
+                                   and not result.tool_calls)
         return result
 
 
@@ -165,16 +204,21 @@ class AnthropicProvider(HostedProvider):
         # the API refuses a stop sequence that is only whitespace
         return [s for s in sampling.stop if s and s.strip()][: self.max_stop_strings]
 
-    def request(self, model, messages, image, sampling, effort, allowance):
+    def request(self, model, messages, image, sampling, effort, allowance, tools=None, tool_choice="auto"):
         system, rest = _split_system(messages)
         block = None if image is None else {"type": "image", "source": {"type": "base64", "media_type": image[0],
                                                                       "data": image[1]}}
         turns = _merged_turns(rest, block, lambda text: {"type": "text", "text": text},
-                              {"user": "user", "assistant": "assistant"})
+                              {"user": "user", "assistant": "assistant"}, _anthropic_call, _anthropic_result)
         body = {"model": model, "max_tokens": max(1, sampling.max_tokens),
                 "messages": [{"role": t["role"], "content": t["parts"]} for t in turns]}
         if system:
             body["system"] = system
+        if tools:
+            body["tools"] = [{"name": f["name"], "description": f.get("description", ""),
+                              "input_schema": f.get("parameters") or {"type": "object"}}
+                             for f in (tool["function"] for tool in tools)]
+            body["tool_choice"] = {"type": tool_choice}
         stops = self.stops(sampling)
         if stops:
             body["stop_sequences"] = stops
@@ -184,15 +228,33 @@ class AnthropicProvider(HostedProvider):
         if body.get("type") == "error" or "content" not in body:
             raise ServerGaveUp(f"no message in the answer: {str(body)[:300]}")
         usage = body.get("usage") or {}
-        text = "".join(block.get("text", "") for block in body.get("content") or [] if block.get("type") == "text")
+        blocks = body.get("content") or []
+        text = "".join(block.get("text", "") for block in blocks if block.get("type") == "text")
+        calls = [ToolCall(id=str(b.get("id") or ""), name=str(b.get("name") or ""),
+                          arguments=b.get("input") if isinstance(b.get("input"), dict) else None,
+                          raw_arguments=str(b.get("input")))
+                 for b in blocks if b.get("type") == "tool_use"]
         # the prompt is what was read fresh plus what was written to or read from the cache
         prompt = sum(int(usage.get(k) or 0) for k in ("input_tokens", "cache_creation_input_tokens",
                                                        "cache_read_input_tokens"))
-        result = ChatResult(text=text, prompt_tokens=prompt, output_tokens=int(usage.get("output_tokens") or 0))
+        result = ChatResult(text=text, prompt_tokens=prompt, output_tokens=int(usage.get("output_tokens") or 0),
+                            tool_calls=calls)
         if body.get("stop_reason") == "refusal":
             result.refusal, result.text = "refusal (stop_reason)", ""
-        result.budget_exhausted = body.get("stop_reason") == "max_tokens" and not result.text.strip()
+        result.budget_exhausted = body.get("stop_reason") == "max_tokens" and not result.text.strip() and not calls
         return result
+
+
+def _anthropic_call(call: ToolCall) -> dict:
+    return {"type": "tool_use", "id": call.id, "name": call.name,
+            "input": call.arguments if call.arguments is not None else {}}
+
+
+def _anthropic_result(message: dict) -> dict:
+    block = {"type": "tool_result", "tool_use_id": message["tool_call_id"], "content": str(message["content"])}
+    if message.get("is_error"):
+        block["is_error"] = True
+    return block
 
 
 # Gemini's finish reasons that mean the answer was withheld, not finished
@@ -208,10 +270,12 @@ class GeminiProvider(HostedProvider):
     def headers(self, key: str | None) -> dict:
         return {"x-goog-api-key": key or ""}
 
-    def request(self, model, messages, image, sampling, effort, allowance):
+    def request(self, model, messages, image, sampling, effort, allowance, tools=None, tool_choice="auto"):
         system, rest = _split_system(messages)
         part = None if image is None else {"inlineData": {"mimeType": image[0], "data": image[1]}}
-        turns = _merged_turns(rest, part, lambda text: {"text": text}, {"user": "user", "assistant": "model"})
+        made = {call.id: call for m in rest for call in calls_of(m)}
+        turns = _merged_turns(rest, part, lambda text: {"text": text}, {"user": "user", "assistant": "model"},
+                              _gemini_call, lambda message: _gemini_result(message, made.get(message["tool_call_id"])))
         thinking, extra = gemini_thinking_config(model, effort, allowance)
         config: dict = {"maxOutputTokens": max(1, sampling.max_tokens) + extra, "candidateCount": 1}
         if thinking is not None:
@@ -224,6 +288,12 @@ class GeminiProvider(HostedProvider):
         body = {"contents": turns, "generationConfig": config}
         if system:
             body["systemInstruction"] = {"parts": [{"text": system}]}
+        if tools:
+            body["tools"] = [{"functionDeclarations": [
+                {"name": f["name"], "description": f.get("description", ""), "parameters": f.get("parameters")}
+                if f.get("parameters") else {"name": f["name"], "description": f.get("description", "")}
+                for f in (tool["function"] for tool in tools)]}]
+            body["toolConfig"] = {"functionCallingConfig": {"mode": tool_choice.upper()}}
         return f"/models/{model.rsplit('/', 1)[-1]}:generateContent", body
 
     def read(self, body):
@@ -241,11 +311,47 @@ class GeminiProvider(HostedProvider):
         candidate = candidates[0]
         parts = (candidate.get("content") or {}).get("parts") or []
         result.text = "".join(p.get("text", "") for p in parts if not p.get("thought"))
+        result.tool_calls = [_gemini_read_call(p) for p in parts if p.get("functionCall")]
         finish = candidate.get("finishReason")
         if finish in GEMINI_REFUSALS:
-            result.refusal, result.text = f"finishReason {finish}", ""
-        result.budget_exhausted = finish == "MAX_TOKENS" and not result.text.strip()
+            result.refusal, result.text, result.tool_calls = f"finishReason {finish}", "", []
+        result.budget_exhausted = finish == "MAX_TOKENS" and not result.text.strip() and not result.tool_calls
         return result
+
+
+def _gemini_read_call(part: dict) -> ToolCall:
+    """A functionCall part as a ToolCall: Gemini may give no id (one is made here, unique in the
+    conversation, and its response then goes back by name and order), and a signature beside the
+    call that must come back with it."""
+    call = part["functionCall"]
+    given = call.get("id")
+    args = call.get("args")
+    echo = {"id_given": bool(given)}
+    if part.get("thoughtSignature"):
+        echo["thoughtSignature"] = part["thoughtSignature"]
+    return ToolCall(id=str(given or new_call_id()), name=str(call.get("name") or ""),
+                    arguments=args if isinstance(args, dict) else ({} if args is None else None),
+                    raw_arguments=str(args if args is not None else ""), echo=echo)
+
+
+def _gemini_call(call: ToolCall) -> dict:
+    function = {"name": call.name, "args": call.arguments if call.arguments is not None else {}}
+    if call.echo.get("id_given"):
+        function["id"] = call.id
+    part = {"functionCall": function}
+    if call.echo.get("thoughtSignature"):
+        part["thoughtSignature"] = call.echo["thoughtSignature"]
+    return part
+
+
+def _gemini_result(message: dict, call: ToolCall | None) -> dict:
+    """A result as a functionResponse part, named as its call (and with its id where Gemini gave
+    one); a failed call's text under "error", else under "result"."""
+    response = {"name": call.name if call is not None else str(message.get("name") or ""),
+                "response": {"error" if message.get("is_error") else "result": str(message["content"])}}
+    if call is not None and call.echo.get("id_given"):
+        response["id"] = call.id
+    return {"functionResponse": response}
 
 
 OPENAI = OpenAIProvider(

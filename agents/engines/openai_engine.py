@@ -48,6 +48,7 @@ from agents.engines.base import (
     template_messages,
 )
 from agents.engines.served import DEFAULT_TIMEOUT_S, Endpoint, ServerGaveUp
+from agents.engines.tool_calls import ToolCall, openai_calls, openai_messages, openai_tool_fields, streamed_calls
 
 STOP_MODES = ("server", "client")
 
@@ -66,8 +67,9 @@ def image_data_url(image) -> str:
 def request_messages(request: ChatRequest, with_image: bool, image_placeholder: str = "",
                      layout: str = "own_turn") -> list[dict]:
     """`template_messages` in `layout` with the image part written the OpenAI way (see the module
-    notes)."""
-    messages = template_messages(request.messages, with_image, layout)
+    notes), and the calls the model made and their results in Chat Completions' shape
+    (agents/engines/tool_calls.py)."""
+    messages = openai_messages(template_messages(request.messages, with_image, layout))
     if not with_image:
         return messages
     parts = [{"type": "image_url", "image_url": {"url": image_data_url(request.image)}}]
@@ -82,10 +84,14 @@ def request_messages(request: ChatRequest, with_image: bool, image_placeholder: 
     return [dict(m, content=written(m["content"])) for m in messages]
 
 
-def request_payload(model: str, messages: list[dict], sampling: Sampling, send_stop: bool) -> dict:
+def request_payload(model: str, messages: list[dict], sampling: Sampling, send_stop: bool,
+                    tools: list[dict] | None = None, tool_choice: str = "auto") -> dict:
+    """The body of one chat completion; with `tools`, the function tools and the tool choice
+    (vLLM's server takes them when started with `--enable-auto-tool-choice --tool-call-parser
+    NAME`; without, it answers 400, and a run uses the text protocol: docs/evaluation.md)."""
     payload = {"model": model, "messages": messages, "max_tokens": sampling.max_tokens,
                "temperature": sampling.temperature, "top_p": sampling.top_p if sampling.temperature > 0 else 1.0,
-               "stream": False}
+               "stream": False, **openai_tool_fields(tools, tool_choice)}
     if sampling.seed is not None:
         payload["seed"] = sampling.seed
     if sampling.stop and send_stop:
@@ -120,6 +126,15 @@ def read_completion(bodies: list[dict]) -> tuple[str, list[tuple[str, float]] | 
     if not bodies or (not streamed and not any("choices" in b for b in bodies)):
         raise ServerGaveUp(f"no completion in the answer: {json.dumps(bodies)[:300]}")
     return "".join(text), logprobs, usage, finish
+
+
+def read_tool_calls(bodies: list[dict]) -> list[ToolCall]:
+    """The function calls of the first choice, from a JSON completion's `message.tool_calls` or a
+    streamed one's `delta.tool_calls` pieces (agents/engines/tool_calls.py)."""
+    choices = [c for body in bodies for c in body.get("choices") or [] if c.get("index", 0) == 0]
+    if any("delta" in c for c in choices):
+        return streamed_calls([c.get("delta") or {} for c in choices])
+    return [call for c in choices for call in openai_calls(c.get("message") or {})]
 
 
 def ends_with_end_token(text: str, logprobs: list[tuple[str, float]], finish: dict, stop: tuple[str, ...]) -> bool:
@@ -185,6 +200,8 @@ def sees_images(model: str) -> bool:
 
 
 class OpenAIChatEngine(ChatEngine):
+    supports_tools = True  # `tools` in the request, `tool_calls` in the reply (OpenAI's chat completions)
+
     def __init__(self, model: str, ledger: Ledger | None = None, *, base_url: str, served_name: str | None = None,
                  max_in_flight: int = 32, timeout_s: float = DEFAULT_TIMEOUT_S, stop_strings: str = "server",
                  image_placeholder: str = "", image_layout: str = "own_turn", supports_images: bool | None = None,
@@ -221,9 +238,13 @@ class OpenAIChatEngine(ChatEngine):
     def _one(self, request: ChatRequest, sampling: Sampling, end: float) -> ChatResult:
         with_image = self.supports_images and request.image is not None
         messages = request_messages(request, with_image, self.image_placeholder, self.image_layout)
-        payload = request_payload(self.served_name, messages, sampling, self.send_stop)
+        payload = request_payload(self.served_name, messages, sampling, self.send_stop, request.tools,
+                                  request.tool_choice)
         bodies = self.endpoint.post("/chat/completions", payload, end - time.monotonic())
-        return finish_result(*read_completion(bodies), sampling.stop)
+        result = finish_result(*read_completion(bodies), sampling.stop)
+        if request.tools:
+            result.tool_calls = read_tool_calls(bodies)
+        return result
 
 
 def served_name(models, role: str) -> str:

@@ -227,7 +227,8 @@ class System:
 # The built-in systems' modules; each registers its System when imported. They are imported by
 # name on the first look-up, as a user's package is by `--agent`: the registry sits below every
 # system, and the configuration checks a system's name without importing any chain.
-BUILT_IN = ("agents.cruise.system", "agents.peers.qa_dragon.system", "agents.peers.sam_rag.system")
+BUILT_IN = ("agents.cruise.system", "agents.peers.qa_dragon.system", "agents.peers.sam_rag.system",
+            "agents.agentic.system")
 # The entry point group through which an installed package offers its systems, each entry point
 # naming its module (`[project.entry-points."cruise_agent.systems"] mine = "mypkg.system"`), as
 # lm-evaluation-harness and lmms-eval find a package's tasks and models.
