@@ -15,7 +15,6 @@ from __future__ import annotations
 
 from agents.agentic.loop import (
     PROMPTS,
-    TurnLoop,
     ask_replies,
     make_last,
     run_calls,
@@ -27,14 +26,28 @@ from agents.agentic.protocol import protocol_for
 from agents.agentic.settings import AgenticSettings
 from agents.agentic.trace import BRANCHES, funnel_flags, report_sections, summarize, turn_trace
 from agents.base_agent import IDK_ANSWER
-from agents.runtime.batch import BatchState, decide_turn, open_batch
-from agents.runtime.system import Decision, Stage, System, View, always, register
+from agents.run_stages import BatchState
+from agents.runtime.batch import fault_record
+from agents.runtime.system import Decision, Prior, Stage, System, View, register
 
-ASK = Stage("agentic_ask", cost_prior="answer", max_tokens=lambda cfg: cfg.own.reply_max_tokens,
-            parsed="agentic_answer", reads=("perception",), writes=("agentic_replies", "rag_answer"))
-SEARCH = Stage("agentic_search", cost_prior="retrieve", calls_no_model=always,
-               writes=("tool_calls", "chunks", "kept_chunks", "retrieved", "searches_run", "web_query",
-                       "regions_searched"))
+
+def ask(batch) -> list[dict]:
+    """Each turn's next reply: its conversation so far (its `loop`), its tools, its photo once."""
+    loops = [reads["loop"] for reads in batch.reads]
+    replies = ask_replies(batch.turns, loops, [True] * len(loops), batch.engines.vlm, batch.settings)
+    return [{"reply": reply} for reply in replies]
+
+
+def search(batch) -> list[dict]:
+    """The results of each turn's pending calls, over the profile's search pipeline."""
+    loops = [reads["loop"] for reads in batch.reads]
+    return [{"results": results} for results in run_calls(batch.turns, loops, [True] * len(loops), batch.pipeline,
+                                                          batch.cfg)]
+
+
+ASK = Stage("agentic_ask", batch_fn=ask, reads=("loop",), writes=("reply",), parsed="agentic_answer",
+            prior=Prior("answer", max_tokens=lambda cfg: cfg.own.reply_max_tokens), prompts=PROMPTS)
+SEARCH = Stage("agentic_search", batch_fn=search, reads=("loop",), writes=("results",), prior=Prior("retrieve"))
 # What the turn page shows without reading the key by name: the chunk table (kept_chunks), and each
 # call's own row, which holds its hits, query and box (retrieved, searches_run, web_query,
 # regions_searched are the same, in the shapes the coverage and diagnostics read).
@@ -51,56 +64,38 @@ def decide(signals: dict, cfg):
     return Decision(IDK_ANSWER, str(ended or "error"))
 
 
-def guarded(state: BatchState, stage: Stage, fn, loops: list[TurnLoop], wanted: list[bool], fixed: tuple) -> list:
-    """`fn(turns, loops, wanted, *fixed)` for the wanted turns, under the batch's guards (deadline,
-    fault bisection, timing): one result per turn, None where the step did not reach it.
-
-    The one call in the runtime's current form (BatchRun.stage); under the batch API the runtime
-    is moving to, it is `batch.call(stage, only=wanted)`."""
-    def step(positions, *fixed_args):
-        return fn([state.turns[i] for i in positions], [loops[i] for i in positions],
-                  [wanted[i] for i in positions], *fixed_args)
-
-    return state.run.stage(stage.name, step, [list(range(len(loops)))], fixed, lambda: None, asked=wanted)
-
-
-def run_agentic(system, turns, engines, pipeline, cfg, costs, started=None):
-    """(answers, traces) for one batch (see the module notes)."""
-    state = open_batch(system, turns, engines, pipeline, cfg, costs, started)
-    settings = cfg.own
+def run_agentic(batch: BatchState):
+    """(answers, traces) for one opened batch (see the module notes)."""
+    settings, run = batch.settings, batch.run
     try:
-        protocol = protocol_for(settings.tool_protocol, engines.vlm)
+        protocol = protocol_for(settings.tool_protocol, batch.engines.vlm)
     except ValueError as exc:
-        for i in range(len(turns)):
-            state.run.fail(i, f"agentic_ask: {exc}")
+        for i in run.alive():
+            run.fail(i, f"agentic_ask: {exc}", fault_record("agentic_ask", exc, None))
         protocol = "text"
-    loops = [start_loop(turn, pipeline, cfg, protocol) for turn in state.turns]
+    for fields, turn in zip(batch.fields, batch.turns):
+        fields["loop"] = start_loop(turn, batch.pipeline, batch.cfg, protocol)
+    loops = [fields["loop"] for fields in batch.fields]
     for step in range(settings.max_steps):
-        live = [loop.ended is None and i not in state.run.failed for i, loop in enumerate(loops)]
-        if not any(live) or state.run.cut_before or state.run.cut_during:
+        live = [loop.ended is None and i not in run.failed for i, loop in enumerate(loops)]
+        if not any(live) or run.cut_before or run.cut_during:
             break
         for loop, alive in zip(loops, live):
             if alive and step == settings.max_steps - 1:
                 make_last(loop)
-        for i, reply in enumerate(guarded(state, ASK, ask_replies, loops, live, (engines.vlm, settings))):
-            if reply is not None:
-                take_reply(loops[i], reply, step)
-        searching = [loop.ended is None and bool(loop.pending) and i not in state.run.failed
-                     for i, loop in enumerate(loops)]
+        for i, result in enumerate(batch.call(ASK, only=live)):
+            if result is not None:
+                take_reply(loops[i], result["reply"], step)
+        searching = [loop.ended is None and bool(loop.pending) and i not in run.failed for i, loop in enumerate(loops)]
         if any(searching):
-            for i, results in enumerate(guarded(state, SEARCH, run_calls, loops, searching, (pipeline, cfg))):
-                if results is not None:
-                    take_results(loops[i], results, step, settings.max_calls)
-    answers, traces = [], []
+            for i, result in enumerate(batch.call(SEARCH, only=searching)):
+                if result is not None:
+                    take_results(loops[i], result["results"], step, settings.max_calls)
     for i, loop in enumerate(loops):
         if loop.ended is None:
-            loop.ended = ("error" if i in state.run.failed else
-                          "deadline" if state.run.cut_before or state.run.cut_during else "budget")
-        decision = decide_turn(system, {"ended": loop.ended, "rag_answer": loop.answer}, cfg, state.run, i)
-        answers.append(decision.answer)
-        own, parsed = turn_trace(state.turns[i], loop, decision)
-        traces.append(state.trace(i, own, parsed))
-    return answers, traces
+            loop.ended = "error" if i in run.failed else "deadline" if run.cut_before or run.cut_during else "budget"
+    return batch.finish(signals=lambda i: {"ended": loops[i].ended, "rag_answer": loops[i].answer},
+                        trace=lambda i, decision: turn_trace(batch.turns[i], loops[i], decision))
 
 
 AGENTIC = register(System(
@@ -108,11 +103,9 @@ AGENTIC = register(System(
     stages=(ASK, SEARCH),
     run=run_agentic,
     decide=decide,
-    # the rule names what ended a turn; an answer of "I don't know" is "abstained" there too
-    abstains_first=False,
+    # the rule names what ended a turn, an answer of "I don't know" included: no abstain_on
     view=View(funnel=funnel_flags, summarize=summarize, report_sections=report_sections, branches=BRANCHES,
               turn_template="report_turn.html.j2", shown_keys=SHOWN),
     settings=AgenticSettings,
 ))
-# Every prompt the system may ask for (pre-flight's check, once Stage records name their prompts).
-__all__ = ["AGENTIC", "PROMPTS"]
+__all__ = ["AGENTIC"]
