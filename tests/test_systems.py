@@ -292,3 +292,28 @@ def test_a_trace_field_of_the_wrong_type_faults_its_turn_and_the_turn_keeps_its_
     assert trace["rule_answer"] == "Paris is where?"  # what the rule said, kept
     assert trace["faults"] == [{"stage": "trace", "exception": "TypeError: system 'counting': trace field 'chunks' must "
                                 "be a list (the report reads it so), got int 3", "where": trace["faults"][0]["where"]}]
+
+
+@pytest.mark.parametrize("name", ["cruise", "qa_dragon", "sam_rag", "agentic"])
+def test_every_prompt_a_built_in_systems_stages_declare_is_there_and_each_asked_prompt_is_declared(name):
+    """What pre-flight loads (Stage.prompts) names files that exist; and each prompts/ file a stage
+    of the system reads is among them, so a prompt behind a gate cannot hide from pre-flight."""
+    import re
+    from pathlib import Path
+
+    from agents.runtime.package_files import own_files
+    from agents.stages.prompts import existing_prompt
+
+    system = system_named(name)
+    with own_files(system):
+        for prompt in system.prompts():
+            assert existing_prompt(prompt).is_file()
+    assert len(system.prompts()) >= 3
+    if name == "agentic":  # its loop names its prompts in one tuple, all declared
+        from agents.agentic.loop import PROMPTS
+        assert set(PROMPTS) <= set(system.prompts())
+    declared = set(system.prompts())
+    package = Path(__file__).resolve().parent.parent / "agents" / {"cruise": "cruise", "qa_dragon": "peers/qa_dragon",
+                                                                   "sam_rag": "peers/sam_rag", "agentic": "agentic"}[name]
+    named = {m for path in package.rglob("*.py") for m in re.findall(r'prompt_name="(\w+)"', path.read_text())}
+    assert named <= declared, f"asked but not declared: {sorted(named - declared)}"

@@ -386,7 +386,7 @@ def check_prompts(agent) -> Check:
     the dry run's turns do not pass is found missing here, not on the turns that reach it."""
     from agents.runtime.package_files import own_files
     from agents.runtime.system import system_for
-    from agents.stages.prompts import load_prompt
+    from agents.stages.prompts import existing_prompt
 
     config = getattr(agent, "config", None)
     if config is None:
@@ -397,8 +397,8 @@ def check_prompts(agent) -> Check:
     with own_files(system):
         for name in names:
             try:
-                load_prompt(name)
-            except (FileNotFoundError, ValueError) as exc:  # PromptNotFound, a prompt without its parts
+                existing_prompt(name)  # a chat prompt or a fragment: its parts are read where it is used
+            except FileNotFoundError as exc:  # PromptNotFound
                 missing.append(str(exc))
     if missing:
         return Check("prompts", False, f"{len(missing)} of the {len(names)} prompts the stages of system "

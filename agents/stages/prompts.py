@@ -96,14 +96,20 @@ def searched_folders() -> list[str]:
     return searched + [f"the repository's prompts/ ({prompts_dir()})"]
 
 
-def load_prompt(name: str) -> PromptTemplate:
+def existing_prompt(name: str):
     """prompts/<name>.txt as `prompt_file` finds it; PromptNotFound naming every folder looked in,
     the running system's packages' first."""
     path = prompt_file(name)
     if not path.is_file():
         raise PromptNotFound(f"prompt {name!r} not found: looked for {name}.txt in "
                              + ", then ".join(searched_folders()))
-    return _read_prompt(path)
+    return path
+
+
+def load_prompt(name: str) -> PromptTemplate:
+    """The chat prompt prompts/<name>.txt (its [system] and [user] parts), as `existing_prompt`
+    finds it."""
+    return _read_prompt(existing_prompt(name))
 
 
 @functools.cache
