@@ -12,6 +12,7 @@ Only the standard library at import; the dataset builder imports PIL and dataset
 from __future__ import annotations
 
 import json
+import time
 from pathlib import Path
 
 IDK = "I don't know"
@@ -47,8 +48,13 @@ class AnswerTableAgent:
 
     def batch_generate_response(self, queries, images, message_histories):
         answers = [self.table.get(query, IDK) for query in queries]
-        # each turn's trace names the query it answered, so a test can tell whose trace is whose
-        self.last_batch_report = {"traces": [{"answered_query": q, "answer": a} for q, a in zip(queries, answers)]}
+        # each turn's trace names the query it answered, so a test can tell whose trace is whose;
+        # the one stage's time is set, 100 ms a turn, so that a test can sum it by hand; it calls
+        # no engine (an empty list: the harness reads the stage times only beside engine calls)
+        stage_ms = {"look_up": 100.0 * len(queries)}
+        self.last_batch_report = {"traces": [{"answered_query": q, "answer": a, "stage_ms": stage_ms}
+                                             for q, a in zip(queries, answers)], "engine_calls": []}
+        time.sleep(0.002)  # a batch takes some time, as any real one does (a ratio of agent seconds divides by it)
         return answers
 
 
@@ -86,7 +92,12 @@ def run_args(dataset: Path, table: Path, out: Path, *extra: str) -> list[str]:
 
 
 def run(dataset: Path, table: Path, out: Path, *extra: str, env: dict[str, str]):
-    """local_evaluation.py of `run_args` in this process (testkit.in_process.run_main), without
+    """local_evaluation.py with `run_args` in this process (local_evaluation_in_process)."""
+    return local_evaluation_in_process(run_args(dataset, table, out, *extra), env=env)
+
+
+def local_evaluation_in_process(argv: list[str], *, env: dict[str, str]):
+    """`local_evaluation.py ARGV` in this process (testkit.in_process.run_main), without
     report.html: its charts are most of a small run's time and none of what these runs are read
     for. Returns the CompletedProcess."""
     from unittest import mock
@@ -96,4 +107,4 @@ def run(dataset: Path, table: Path, out: Path, *extra: str, env: dict[str, str])
     from testkit.in_process import run_main
 
     with mock.patch.object(html, "build_report", lambda output_dir: Path(output_dir) / "report.html (not built)"):
-        return run_main(local_evaluation.main, run_args(dataset, table, out, *extra), env=env)
+        return run_main(local_evaluation.main, argv, env=env)
