@@ -3,8 +3,12 @@ conversations whose turns are told apart by their queries: the runs that the tes
 which read run folders (pairing, shards and their merge, resume, benchmarks' summaries) compare.
 
     --agent testkit.answer_table:AnswerTableAgent --set answers=TABLE.json [--set batch_size=N]
+                                                  [--set exit_at_batch=K]
 
-TABLE.json is {query: answer}; a query it lacks is answered "I don't know". Every answer is
+TABLE.json is {query: answer}, read when the agent is built; a query it lacks is answered "I
+don't know". `exit_at_batch=K`: the process ends (os._exit(17)) when the agent is handed its K-th
+batch, before answering it, as a process killed mid-run does (testkit/in_process.py stops an
+in-process run there). Every answer is
 scored by the exact-match rule alone (`--eval-model None`), so a table's outcomes are known by
 hand: the ground truth -> correct, "I don't know" -> missed, anything else -> hallucinated.
 Only the standard library at import; the dataset builder imports PIL and datasets.
@@ -12,6 +16,7 @@ Only the standard library at import; the dataset builder imports PIL and dataset
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 
@@ -24,15 +29,17 @@ class AnswerTableAgent:
 
     @classmethod
     def configure(cls, *, profile, preset=None, settings=(), calibration=None):
-        found = {"answers": None, "batch_size": "2"}
+        found = {"answers": None, "batch_size": "2", "exit_at_batch": "0"}
         for setting in settings:
             key, sep, value = setting.partition("=")
             if not sep or key.strip() not in found:
-                raise ValueError(f"--set {setting!r}: AnswerTableAgent takes answers=PATH and batch_size=N")
+                raise ValueError(f"--set {setting!r}: AnswerTableAgent takes answers=PATH, batch_size=N and "
+                                 "exit_at_batch=K")
             found[key.strip()] = value.strip()  # the last given wins, as for every agent
         if not found["answers"]:
             raise ValueError("AnswerTableAgent needs --set answers=PATH (a JSON object: query -> answer)")
-        return {"answers": found["answers"], "batch_size": int(found["batch_size"])}
+        return {"answers": found["answers"], "batch_size": int(found["batch_size"]),
+                "exit_at_batch": int(found["exit_at_batch"])}
 
     @classmethod
     def describe(cls, config) -> dict:
@@ -42,18 +49,25 @@ class AnswerTableAgent:
         self.config = config
         self.table = json.loads(Path(config["answers"]).read_text(encoding="utf-8"))
         self.last_batch_report = None
+        self.batches = 0
 
     def get_batch_size(self) -> int:
         return self.config["batch_size"]
 
     def batch_generate_response(self, queries, images, message_histories):
+        self.batches += 1
+        if self.batches == self.config["exit_at_batch"]:
+            os._exit(17)
         answers = [self.table.get(query, IDK) for query in queries]
-        # each turn's trace names the query it answered, so a test can tell whose trace is whose;
+        # each turn's trace names the query it answered, so a test can tell whose trace is whose,
         # the one stage's time is set, 100 ms a turn, so that a test can sum it by hand; it calls
         # no engine (an empty list: the harness reads the stage times only beside engine calls)
+        # and the answers its history (the evaluator's message_histories) held, earliest first
         stage_ms = {"look_up": 100.0 * len(queries)}
-        self.last_batch_report = {"traces": [{"answered_query": q, "answer": a, "stage_ms": stage_ms}
-                                             for q, a in zip(queries, answers)], "engine_calls": []}
+        self.last_batch_report = {"traces": [
+            {"answered_query": q, "answer": a, "stage_ms": stage_ms,
+             "history_answers": [m["content"] for m in history if m["role"] == "assistant"]}
+            for q, a, history in zip(queries, answers, message_histories)], "engine_calls": []}
         time.sleep(0.002)  # a batch takes some time, as any real one does (a ratio of agent seconds divides by it)
         return answers
 
@@ -71,14 +85,17 @@ def conversations(sessions: int, turns_each: int | list[int]) -> dict[str, list[
 
 
 def build(folder: Path, convs: dict[str, list[tuple[str, str, str]]]) -> Path:
-    """A CRAG-MM-schema multi-turn dataset (testkit.scripted_agent.build_dataset) of `convs`, an
-    embedded image each (never fetched)."""
+    """A CRAG-MM-schema dataset (testkit.scripted_agent.build_dataset) of `convs`, each with its
+    image embedded. The first conversation is egocentric (no image_url); the others carry an
+    image_url too, which the evaluator never fetches while the image is there, and so are not
+    resized to the egocentric 960 x 1280 (most of a small run's time otherwise)."""
     from PIL import Image
 
     from testkit.scripted_agent import build_dataset
 
-    rows = [dict(session_id=session, image=Image.new("RGB", (32, 24), (40 * i % 255, 90, 160)), image_url=None,
-                 image_quality="normal", turns=[(iid, q, gold, "misc", "simple", "static") for iid, q, gold in turns])
+    rows = [dict(session_id=session, image=Image.new("RGB", (32, 24), (40 * i % 255, 90, 160)),
+                 image_url=None if i == 0 else f"http://127.0.0.1:9/{session}.png", image_quality="normal",
+                 turns=[(iid, q, gold, "misc", "simple", "static") for iid, q, gold in turns])
             for i, (session, turns) in enumerate(convs.items())]
     return build_dataset(folder, rows, form="list")
 
