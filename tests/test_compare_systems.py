@@ -8,15 +8,21 @@ agent that answers from a table (testkit/answer_table.py), scored by exact match
 one-turn conversations whose outcomes differ between the two runs in ways set by hand."""
 from __future__ import annotations
 
+import contextlib
+import io
+import json
 import re
+from pathlib import Path
+from unittest import mock
 
 import pytest
 
 from agents.base_agent import IDK_ANSWER
 from agents.runtime.system import Decision, Stage, System, View
+from evaluator.report import html
 from testkit import answer_table
-from testkit.in_process import offline_env
-from tools.compare_systems import paired_row, parse_args, run_row, tables
+from testkit.in_process import fresh_environment, offline_env
+from tools.compare_systems import DOC_END, DOC_START, main, paired_row, parse_args, run_row, tables, write_doc
 from tools.runs import Entry, entry, folder_name
 
 GATE = System(name="keyword_gate", stages=(Stage("kwgate_look"),), run=lambda *a: ([], []),
@@ -107,3 +113,72 @@ def test_the_tables_give_each_run_its_counts_and_each_paired_row_signed_differen
         assert re.fullmatch(rf"{re.escape(value)} \[-?\d\.\d{{3}}, -?\d\.\d{{3}}\]", cell), cell
     assert cells[4] == ("missed->correct 2, correct->hallucinated 1, hallucinated->missed 1, hallucinated->correct 1 "
                         "(2 unchanged)")
+
+
+# ---------------------------------------------------------------- the whole tool, in process
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    """`python -m tools.compare_systems` in this process, at its smallest: CRUISE (`full`,
+    calibrated on its own traces of shard 0/2) and rag_baseline over the first two single-turn
+    conversations of the cpu profile's mini benchmark, through evaluator.evaluate with the real
+    chain on engines that answer at once (testkit.fakes:InstantCruiseAgent), then again over
+    the same folder (every run and the calibration reused). report.html is not built."""
+    root = tmp_path_factory.mktemp("compared")
+    doc = root / "benchmarks.md"
+    doc.write_text(f"# Benchmarks\n\nbefore\n{DOC_START}\nold figures\n{DOC_END}\nafter\n")
+    out = root / "out"
+    argv = ["--agent", "testkit.fakes:InstantCruiseAgent", "--search", "none", "--num-conversations", "2",
+            "--systems", "rag_baseline", "--datasets", "single-turn", "--output-dir", str(out), "--write-doc", str(doc)]
+    printed = []
+    with fresh_environment(offline_env(root)), mock.patch.object(html, "build_report", lambda d: Path(d) / "x"):
+        for _ in range(2):
+            with contextlib.redirect_stdout(io.StringIO()) as stdout:
+                assert main(argv) == 0
+            printed.append(stdout.getvalue())
+    return out, doc, printed
+
+
+def test_the_tool_calibrates_the_baseline_runs_each_system_and_writes_its_tables(compared):
+    out, doc, printed = compared
+    assert sorted(p.name for p in out.iterdir()) == ["calibration-full.json", "calibration-traces", "runs",
+                                                     "systems.json", "systems.md"]
+    calibration = json.loads((out / "calibration-full.json").read_text())
+    assert [Path(run).parent.name for run in calibration["runs"]] == ["full"]  # rag_baseline has no thresholds
+    text = (out / "systems.md").read_text()
+    lines = text.splitlines()
+    assert lines[0].startswith("Date: runs made ") and " UTC to " in lines[0] and "CPU cores" in lines[0]
+    assert lines[1] == ("Command: `python -m tools.compare_systems --agent testkit.fakes:InstantCruiseAgent --search "
+                        f"none --num-conversations 2 --systems rag_baseline --datasets single-turn --output-dir {out} "
+                        f"--write-doc {doc}`.")
+    assert lines[2] == ("Judge: offline lexical judge (not the official judge). A turn's outcome is one of: correct, "
+                        "missed, hallucinated.")
+    assert lines[4].startswith(f"- `full`: {calibration['verdict']}: ")
+    assert lines[5] == "Held-out half: the conversations with index % 2 == 1, which calibration never saw."
+    assert "| `cruise (full)` | 0 / 2 / 0 | 0.000 [0.000, 0.000] |" in text
+    assert ("| `cruise (rag_baseline)` | +0.000 [0.000, 0.000] | +1.000 [1.000, 1.000] | -1.000 [-1.000, -1.000] | "
+            "missed->hallucinated 2 (0 unchanged) |") in text
+    results = json.loads((out / "systems.json").read_text())
+    assert results["calibrations"] == {"full": str(out / "calibration-full.json")}
+    assert [r["system"] for r in results["results"]["single-turn"]["rows"]] == ["full", "rag_baseline"]
+    for system in ("full", "rag_baseline"):
+        config = json.loads((out / "runs" / "single-turn" / system / "run_config.json").read_text())
+        assert config["preset"] == system
+        assert config["args"]["calibration"] == (str(out / "calibration-full.json") if system == "full" else None)
+    assert doc.read_text() == f"# Benchmarks\n\nbefore\n{DOC_START}\n{text.rstrip()}\n{DOC_END}\nafter\n"
+    assert printed[0].endswith(f"wrote {out / 'systems.md'} and {out / 'systems.json'}; filled {doc}\n")
+
+
+def test_a_second_comparison_in_the_same_folder_reuses_its_calibration_and_runs(compared):
+    out, _, printed = compared
+    assert f"reusing {out / 'calibration-full.json'}\n" in printed[1]
+    for system in ("full", "rag_baseline"):
+        assert f"reusing {out / 'runs' / 'single-turn' / system}\n" in printed[1]
+    assert "$ " not in printed[1]  # no run started
+
+
+def test_a_document_without_the_markers_is_refused_and_left_as_it_was(tmp_path):
+    doc = tmp_path / "plain.md"
+    doc.write_text("# Benchmarks\n")
+    with pytest.raises(SystemExit, match=rf"^{re.escape(str(doc))}: no {DOC_START} \.\.\. {DOC_END} block to fill$"):
+        write_doc(doc, "table")
+    assert doc.read_text() == "# Benchmarks\n"
