@@ -95,7 +95,7 @@ class Registry(Mapping, Generic[T]):
         self._check, self._refused, self._name_of = check, refused, name_of
         self._records: dict[str, T] = {}
         self._owners: dict[str, str] = {}
-        self._loading = False
+        self._loading = False  # pragma: no mutate: read as a truth value only (None reads the same)
         self._loaded = not built_in
 
     # ------------------------------------------------------------------ registering
@@ -211,9 +211,9 @@ class Registry(Mapping, Generic[T]):
 
     def _entry_said(self, entry) -> str:
         """How a message names an entry point: its line and the distribution that offers it."""
-        dist = getattr(entry, "dist", None)
-        offered = f"distribution {dist.name} {dist.version}" if dist is not None else "an unknown distribution"
-        return f"{self.kind} {entry.name!r}: entry point '{entry.name} = {entry.value}' of {offered} ({self.group})"
+        # entry_points() gives each entry point with the distribution that declares it
+        return (f"{self.kind} {entry.name!r}: entry point '{entry.name} = {entry.value}' of distribution "
+                f"{entry.dist.name} {entry.dist.version} ({self.group})")
 
     def _load_entry(self, entry):
         """What an entry point names, imported as `load_object` imports MODULE:NAME: a module not
