@@ -299,7 +299,9 @@ def test_the_run_prints_each_files_score_and_its_timeouts_apart_and_fails_on_an_
         return ""
 
     monkeypatch.setattr(mutation, "REPO_ROOT", tmp_path)
-    monkeypatch.setattr(mutation, "prepare_copy", lambda work, files, tests, isolation: tmp_path)
+    copies = []
+    monkeypatch.setattr(mutation, "prepare_copy",
+                        lambda work, files, tests, isolation: copies.append((files, tests, isolation)) or tmp_path)
     monkeypatch.setattr(mutation, "mutmut", fake_mutmut)
     code = mutation.main(["--files", "tools/a.py", "tools/b.py", "--tests", "tests/test_a.py", "--target", "0.9"])
     out = capsys.readouterr().out
@@ -312,4 +314,7 @@ def test_the_run_prints_each_files_score_and_its_timeouts_apart_and_fails_on_an_
         "  survived: tools/a.py:2: return x + 1  ->  return x - 1  [tools.a.x_f__mutmut_10]",
         "  timeout: [tools.b.x_f__mutmut_10]", "  timeout: [tools.b.x_f__mutmut_8]", "  timeout: [tools.b.x_f__mutmut_9]"]
     assert code == 1  # b is unmeasured, though none of its measured mutants survived
-    assert mutation.main(["--files", "tools/a.py", "--tests", "tests/test_a.py", "--target", "0.9"]) == 0
+    assert mutation.main(["--files", "tools/a.py", "--tests", "tests/test_a.py", "--target", "0.9",
+                          "--isolation", "fork"]) == 0
+    assert copies == [(["tools/a.py", "tools/b.py"], ["tests/test_a.py"], "forkserver"),
+                      (["tools/a.py"], ["tests/test_a.py"], "fork")]

@@ -25,9 +25,11 @@ no mutate`, with the reason beside it) make no mutant, so they are in no count; 
 many. Then every survivor with its line and its change. Exit status 0 when every file is measured
 and reaches `--target` (default 0.85), else 1.
 
-`--isolation forkserver` sets mutmut's `process_isolation`: each mutant is forked from a server
-process that has only collected the tests, not from mutmut's own process that ran them all
-(where torch's thread pools are running, and a fork can hang on their locks).
+`--isolation` sets mutmut's `process_isolation`: "forkserver" (the default) forks each mutant
+from a server process that has only collected the tests; "fork" (mutmut's own default) from
+mutmut's process, which has run them all, torch's thread pools running, so that a fork can hang
+on their locks: evaluator/harness/runner.py's mutants timed out 42 times in 113 that way, and
+none of 622 from the server (docs/benchmarks.md).
 """
 from __future__ import annotations
 
@@ -115,7 +117,7 @@ def tests_naming(paths: list[str]) -> list[str]:
     return chosen
 
 
-def mutmut_section(text: str, only_mutate: list[str], tests: list[str], isolation: str = "fork") -> str:
+def mutmut_section(text: str, only_mutate: list[str], tests: list[str], isolation: str = "forkserver") -> str:
     """pyproject.toml with [tool.mutmut]'s only_mutate, test selection and process isolation set
     for this run."""
     text = re.sub(r"^(only_mutate|pytest_add_cli_args_test_selection|process_isolation) = .*\n", "", text,
@@ -127,7 +129,7 @@ def mutmut_section(text: str, only_mutate: list[str], tests: list[str], isolatio
                                            f'process_isolation = "{isolation}"\n', 1)
 
 
-def prepare_copy(work: Path, only_mutate: list[str], tests: list[str], isolation: str = "fork") -> Path:
+def prepare_copy(work: Path, only_mutate: list[str], tests: list[str], isolation: str = "forkserver") -> Path:
     """A fresh copy of the tree (tracked and untracked files git does not ignore) in `work`."""
     if work.exists():
         shutil.rmtree(work)
@@ -288,9 +290,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deselect", action="append", default=[], metavar="NODEID",
                         help="a test left out (pytest --deselect): one that cannot pass beside the others in one process")
     parser.add_argument("--max-children", type=int, default=1, help="mutants checked at once (default 1)")
-    parser.add_argument("--isolation", choices=("fork", "forkserver"), default="fork",
-                        help="mutmut's process_isolation: fork each mutant from mutmut's own process (fork) "
-                             "or from a server that only collected the tests (forkserver)")
+    parser.add_argument("--isolation", choices=("fork", "forkserver"), default="forkserver",
+                        help="mutmut's process_isolation: fork each mutant from a server that only collected the "
+                             "tests (forkserver, default) or from mutmut's own process, which ran them all (fork)")
     parser.add_argument("--work", default=".mutation", help="the copy of the tree mutmut works in")
     parser.add_argument("--target", type=float, default=0.85, help="the share of mutants each file must kill")
     args = parser.parse_args(argv)
