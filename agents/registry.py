@@ -99,15 +99,20 @@ class Registry(Mapping, Generic[T]):
         self._loaded = not built_in
 
     # ------------------------------------------------------------------ registering
-    def register(self, record: T, *, module: str | None = None, name: str | None = None, _depth: int = 1) -> T:
+    # not mutated: it names its caller's module from the frame above it, where a mutation tool's
+    # trampoline would stand (what it does besides is `_add`'s)
+    def register(self, record: T, *, module: str | None = None, name: str | None = None, _depth: int = 1) -> T:  # pragma: no mutate block
         """Add `record`; returns it (`NAME = REGISTRY.register(Record(...))`). A record `check`
         finds wrong is refused, naming it. A name registered already by another module is
         refused, naming both modules; the module that registered it may register it again (a
         reload, a module imported twice), and that record replaces its own. `module`: the module
         to name as the registrar where the caller is not it (a test fixture); `name`: the name
         to register it under where the record carries none (a search provider)."""
+        return self._add(record, module or sys._getframe(_depth).f_globals.get("__name__", "an unknown module"), name)
+
+    def _add(self, record: T, module: str, name: str | None) -> T:
+        """`register` of `record` by `module`."""
         self._load_built_in()
-        module = module or sys._getframe(_depth).f_globals.get("__name__", "an unknown module")
         fault = self._check(record) if self._check else None
         name = name or (getattr(record, "name", record) if fault else self._name_of(record))
         if fault:
