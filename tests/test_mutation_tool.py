@@ -111,10 +111,10 @@ def test_the_copys_mutmut_section_names_the_files_tests_and_isolation_of_this_ru
                  'pytest_add_cli_args_test_selection = ["tests/old.py"]\nprocess_isolation = "fork"\n\n'
                  '[tool.ruff]\nline-length = 120\n')
     assert mutation.mutmut_section(pyproject, ["a/b.py", "c.py"], ["tests/test_b.py", "--deselect=tests/x.py::t"],
-                                   "forkserver") == (
+                                   "forkserver", 12.5) == (
         '[project]\nname = "x"\n\n[tool.mutmut]\nonly_mutate = ["a/b.py", "c.py"]\n'
         'pytest_add_cli_args_test_selection = ["tests/test_b.py", "--deselect=tests/x.py::t"]\n'
-        'process_isolation = "forkserver"\n'
+        'process_isolation = "forkserver"\ntimeout_constant = 12.5\n'
         'source_paths = ["agents"]\n\n[tool.ruff]\nline-length = 120\n')
 
 
@@ -124,10 +124,10 @@ def test_the_copys_mutmut_section_is_one_mutmut_reads_with_the_isolation_asked_f
 
     pyproject = (mutation.REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
     (tmp_path / "pyproject.toml").write_text(
-        mutation.mutmut_section(pyproject, ["tools/x.py"], ["tests/test_x.py"], "forkserver"), encoding="utf-8")
+        mutation.mutmut_section(pyproject, ["tools/x.py"], ["tests/test_x.py"], "forkserver", 7.0), encoding="utf-8")
     monkeypatch.chdir(tmp_path)
     read = configuration._load_config()
-    assert read.process_isolation == configuration.ProcessIsolation.FORKSERVER
+    assert read.process_isolation == configuration.ProcessIsolation.FORKSERVER and read.timeout_constant == 7.0
     assert read.only_mutate == ["tools/x.py"]
     assert read.pytest_add_cli_args_test_selection == ["tests/test_x.py"]
 
@@ -300,8 +300,8 @@ def test_the_run_prints_each_files_score_and_its_timeouts_apart_and_fails_on_an_
 
     monkeypatch.setattr(mutation, "REPO_ROOT", tmp_path)
     copies = []
-    monkeypatch.setattr(mutation, "prepare_copy",
-                        lambda work, files, tests, isolation: copies.append((files, tests, isolation)) or tmp_path)
+    monkeypatch.setattr(mutation, "prepare_copy", lambda work, files, tests, isolation, timeout:
+                        copies.append((files, tests, isolation, timeout)) or tmp_path)
     monkeypatch.setattr(mutation, "mutmut", fake_mutmut)
     code = mutation.main(["--files", "tools/a.py", "tools/b.py", "--tests", "tests/test_a.py", "--target", "0.9"])
     out = capsys.readouterr().out
@@ -315,6 +315,6 @@ def test_the_run_prints_each_files_score_and_its_timeouts_apart_and_fails_on_an_
         "  timeout: [tools.b.x_f__mutmut_10]", "  timeout: [tools.b.x_f__mutmut_8]", "  timeout: [tools.b.x_f__mutmut_9]"]
     assert code == 1  # b is unmeasured, though none of its measured mutants survived
     assert mutation.main(["--files", "tools/a.py", "--tests", "tests/test_a.py", "--target", "0.9",
-                          "--isolation", "fork"]) == 0
-    assert copies == [(["tools/a.py", "tools/b.py"], ["tests/test_a.py"], "forkserver"),
-                      (["tools/a.py"], ["tests/test_a.py"], "fork")]
+                          "--isolation", "fork", "--timeout-constant", "3"]) == 0
+    assert copies == [(["tools/a.py", "tools/b.py"], ["tests/test_a.py"], "forkserver", 10.0),
+                      (["tools/a.py"], ["tests/test_a.py"], "fork", 3.0)]

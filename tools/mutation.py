@@ -29,7 +29,10 @@ and reaches `--target` (default 0.85), else 1.
 from a server process that has only collected the tests; "fork" (mutmut's own default) from
 mutmut's process, which has run them all, torch's thread pools running, so that a fork can hang
 on their locks: evaluator/harness/runner.py's mutants timed out 42 times in 113 that way, and
-none of 622 from the server (docs/benchmarks.md).
+none of 622 from the server (docs/benchmarks.md). `--timeout-constant S` (default 10 s, mutmut's
+own 1 s) is added to a mutant's measured test seconds before mutmut multiplies them by 15 into
+its wall limit: mutmut measures a test's call alone, and each forked worker pays the test's
+fixtures and the lazy imports again, which on a loaded machine outlasted mutmut's limit.
 """
 from __future__ import annotations
 
@@ -117,19 +120,22 @@ def tests_naming(paths: list[str]) -> list[str]:
     return chosen
 
 
-def mutmut_section(text: str, only_mutate: list[str], tests: list[str], isolation: str = "forkserver") -> str:
-    """pyproject.toml with [tool.mutmut]'s only_mutate, test selection and process isolation set
-    for this run."""
-    text = re.sub(r"^(only_mutate|pytest_add_cli_args_test_selection|process_isolation) = .*\n", "", text,
-                  flags=re.M)
+def mutmut_section(text: str, only_mutate: list[str], tests: list[str], isolation: str = "forkserver",
+                   timeout_constant: float = 10.0) -> str:
+    """pyproject.toml with [tool.mutmut]'s only_mutate, test selection, process isolation and
+    timeout constant set for this run."""
+    text = re.sub(r"^(only_mutate|pytest_add_cli_args_test_selection|process_isolation|timeout_constant) = .*\n",
+                  "", text, flags=re.M)
     listed = ", ".join(f'"{p}"' for p in only_mutate)
     chosen = ", ".join(f'"{t}"' for t in tests)
     return text.replace("[tool.mutmut]\n", f"[tool.mutmut]\nonly_mutate = [{listed}]\n"
                                            f"pytest_add_cli_args_test_selection = [{chosen}]\n"
-                                           f'process_isolation = "{isolation}"\n', 1)
+                                           f'process_isolation = "{isolation}"\n'
+                                           f"timeout_constant = {timeout_constant}\n", 1)
 
 
-def prepare_copy(work: Path, only_mutate: list[str], tests: list[str], isolation: str = "forkserver") -> Path:
+def prepare_copy(work: Path, only_mutate: list[str], tests: list[str], isolation: str = "forkserver",
+                 timeout_constant: float = 10.0) -> Path:
     """A fresh copy of the tree (tracked and untracked files git does not ignore) in `work`."""
     if work.exists():
         shutil.rmtree(work)
@@ -144,7 +150,7 @@ def prepare_copy(work: Path, only_mutate: list[str], tests: list[str], isolation
         if (REPO_ROOT / shared).exists():
             (work / shared).symlink_to((REPO_ROOT / shared).resolve())
     pyproject = work / "pyproject.toml"
-    pyproject.write_text(mutmut_section(pyproject.read_text(), only_mutate, tests, isolation))
+    pyproject.write_text(mutmut_section(pyproject.read_text(), only_mutate, tests, isolation, timeout_constant))
     return work
 
 
@@ -293,6 +299,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--isolation", choices=("fork", "forkserver"), default="forkserver",
                         help="mutmut's process_isolation: fork each mutant from a server that only collected the "
                              "tests (forkserver, default) or from mutmut's own process, which ran them all (fork)")
+    parser.add_argument("--timeout-constant", type=float, default=10.0, metavar="S",
+                        help="mutmut's timeout_constant: a mutant's wall limit is (its tests' measured seconds + S) "
+                             "x 15 (mutmut's default S is 1; the measured seconds leave out fixtures and imports, "
+                             "which each forked worker pays again)")
     parser.add_argument("--work", default=".mutation", help="the copy of the tree mutmut works in")
     parser.add_argument("--target", type=float, default=0.85, help="the share of mutants each file must kill")
     args = parser.parse_args(argv)
@@ -313,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         print("mutation: the changes touch no function")
         return 0
     tests = (args.tests or tests_naming(files) or ["tests"]) + [f"--deselect={d}" for d in args.deselect]
-    work = prepare_copy((REPO_ROOT / args.work).resolve(), files, tests, args.isolation)
+    work = prepare_copy((REPO_ROOT / args.work).resolve(), files, tests, args.isolation, args.timeout_constant)
     print(f"mutation: {', '.join(files)} against {len(tests)} test files; mutmut works in {work}", flush=True)
     mutmut(work, "run", "--max-children", str(args.max_children), *patterns, capture=False)
     import fnmatch
