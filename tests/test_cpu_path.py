@@ -5,6 +5,8 @@ factory builds from the run's settings. A tiny random
 Llama (testkit/tiny_models.py); SmolLM2's figures: docs/benchmarks.md "CPU paths on the mini benchmark"."""
 from __future__ import annotations
 
+import warnings
+
 import pytest
 import torch
 
@@ -40,6 +42,12 @@ def test_the_cpu_flags_choose_the_path(tmp_path, text, flag, path):
     assert choose_cpu_weights(flags) == path
     assert resolve_cpu_weights("auto", flags) == path
     assert resolve_cpu_weights("int8", flags) == "int8"  # a forced path is kept
+
+
+def test_a_cpuinfo_with_bytes_that_are_not_utf8_still_gives_its_flags(tmp_path):
+    cpuinfo = tmp_path / "cpuinfo"
+    cpuinfo.write_bytes(b"processor\t: 0\nmodel name\t: Vendor \xff\xfe CPU\nflags\t\t: fpu sse2 avx2\n")
+    assert cpu_flags(cpuinfo) == frozenset({"fpu", "sse2", "avx2"})
 
 
 def test_an_unreadable_cpu_gets_float32(tmp_path):
@@ -80,7 +88,10 @@ def test_a_runs_auto_path_is_resolved_when_it_loads_and_is_the_one_its_engine_ru
 
 def test_int8_set_for_a_run_quantizes_every_linear_layer_of_each_roles_engine_which_still_answers(tiny, tmp_path):
     router = build_tiny_llama(tmp_path / "router")  # another model: the router gets an engine of its own
-    config, engines = run_engines(tiny, router, "cpu_weights=int8")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        config, engines = run_engines(tiny, router, "cpu_weights=int8")
+    assert not caught  # torch's notice that torch.ao's quantization moves would fill every run's console
     assert engines.router is not engines.vlm
     for engine in (engines.vlm, engines.router):
         assert engine.cpu_weights == "int8"
