@@ -40,7 +40,7 @@ def choose_cpu_weights(flags: frozenset[str] | None) -> str:
 
 def resolve_cpu_weights(setting: str, flags: frozenset[str] | None = None) -> str:
     if setting == "auto":
-        return choose_cpu_weights(cpu_flags() if flags is None else flags)
+        return choose_cpu_weights(cpu_flags() if flags is None else flags)  # pragma: no mutate: float32 whatever the flags, until another path is measured
     if setting not in CPU_WEIGHTS:
         raise ValueError(f"cpu_weights {setting!r}: choose auto or one of {', '.join(CPU_WEIGHTS)}")
     return setting
