@@ -62,8 +62,9 @@ def load_object(spec: str, *, default_name: str | None = None, what: str = "obje
 
 
 def closest(name: str, choices) -> list[str]:
-    """The choices nearest `name` in spelling (difflib), best first."""
-    return difflib.get_close_matches(str(name), sorted(set(choices)), n=3, cutoff=0.6)
+    """The choices nearest `name` in spelling, best first: difflib's three at most, of a ratio of
+    0.6 or more (its defaults)."""
+    return difflib.get_close_matches(str(name), sorted(set(choices)))
 
 
 def suggestion(name: str, choices) -> str:
@@ -160,7 +161,7 @@ class Registry(Mapping, Generic[T]):
 
     def __delitem__(self, name: str) -> None:
         del self._records[name]
-        self._owners.pop(name, None)
+        del self._owners[name]
 
     def records(self) -> dict[str, T]:
         """A copy of every record registered so far (the built-in ones first)."""
@@ -225,7 +226,7 @@ class Registry(Mapping, Generic[T]):
         there, or a name the module lacks, is refused in one line naming the distribution."""
         said = self._entry_said(entry)
         found = import_named(entry.module, said)
-        for part in (entry.attr or "").split(".") if entry.attr else ():
+        for part in entry.attr.split(".") if entry.attr else ():
             if not hasattr(found, part):
                 raise ValueError(f"{said}: module {entry.module!r} has no {entry.attr!r}")
             found = getattr(found, part)
