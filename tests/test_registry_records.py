@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 import pytest
 
-from agents.registry import Registry, closest
+from agents.registry import Registry, closest, load_object, split_spec
 
 GROUP = "cruise_agent_tests.toys"
 
@@ -88,6 +88,7 @@ def test_the_built_in_modules_are_imported_on_the_first_look_up_and_only_then(tm
     assert sorted(toys) == ["ball"] and toys.registered_by("ball") == "toy_built_ins"
     assert "toy_built_ins" in sys.modules
     del sys.modules["toy_built_ins"]
+    assert "ball" in toys and "toy_built_ins" not in sys.modules  # loaded once: not imported again
 
 
 def test_an_installed_entry_point_may_name_a_record_by_a_dotted_name_in_its_module(tmp_path, monkeypatch):
@@ -127,3 +128,22 @@ def test_a_registry_without_a_group_finds_no_entry_point_and_names_none_installe
     toys: Registry[Toy] = Registry("toy")
     assert toys.find("top") is None and toys.registered_nothing("top") is None
     assert toys.unknown("top") == "unknown toy 'top'; choose one of []"
+
+
+def test_module_and_name_split_at_the_first_colon_and_a_bare_string_is_no_module_and_name():
+    assert split_spec("pkg.mod:Name:more") == ("pkg.mod", "Name:more")
+    assert split_spec("bare") == ("", "bare")
+    with pytest.raises(ValueError) as refused:
+        load_object("bare")
+    assert str(refused.value) == "object 'bare': expected MODULE:NAME"
+    with pytest.raises(ValueError) as refused:
+        load_object("agents.registry:Registry:more")
+    assert str(refused.value) == "object 'agents.registry:Registry:more': module 'agents.registry' has no 'Registry:more'"
+
+
+def test_an_unknown_name_without_a_hint_ends_with_the_choices_or_the_closest():
+    toys: Registry[Toy] = Registry("toy")
+    toys.register(Toy("ball"), module="pkg")
+    with pytest.raises(ValueError) as refused:
+        toys.named("zz")
+    assert str(refused.value) == "unknown toy 'zz'; choose one of ['ball']"
