@@ -108,20 +108,20 @@ def run_args(dataset: Path, table: Path, out: Path, *extra: str) -> list[str]:
             "--eval-model", "None", "--output-dir", str(out), "--no_progress", "--display-conversations", "0", *extra]
 
 
-def run(dataset: Path, table: Path, out: Path, *extra: str, env: dict[str, str]):
-    """local_evaluation.py with `run_args` in this process (local_evaluation_in_process)."""
-    return local_evaluation_in_process(run_args(dataset, table, out, *extra), env=env)
+def run(main, dataset: Path, table: Path, out: Path, *extra: str, env: dict[str, str]):
+    """local_evaluation.py with `run_args` in this process (local_evaluation_in_process); `main`
+    is local_evaluation.main, handed in by the test (testkit sits below the entry points)."""
+    return local_evaluation_in_process(main, run_args(dataset, table, out, *extra), env=env)
 
 
-def local_evaluation_in_process(argv: list[str], *, env: dict[str, str]):
-    """`local_evaluation.py ARGV` in this process (testkit.in_process.run_main), without
-    report.html: its charts are most of a small run's time and none of what these runs are read
-    for. Returns the CompletedProcess."""
+def local_evaluation_in_process(main, argv: list[str], *, env: dict[str, str]):
+    """`local_evaluation.py ARGV` (`main`: local_evaluation.main) in this process
+    (testkit.in_process.run_main), without report.html: its charts are most of a small run's time
+    and none of what these runs are read for. Returns the CompletedProcess."""
     from unittest import mock
 
-    import local_evaluation
     from evaluator.report import html
     from testkit.in_process import run_main
 
     with mock.patch.object(html, "build_report", lambda output_dir: Path(output_dir) / "report.html (not built)"):
-        return run_main(local_evaluation.main, argv, env=env)
+        return run_main(main, argv, env=env)

@@ -17,6 +17,7 @@ from unittest import mock
 
 import pytest
 
+import local_evaluation
 from agents.base_agent import IDK_ANSWER
 from agents.runtime.system import Decision, Stage, System, View
 from evaluator.report import html
@@ -71,7 +72,8 @@ def baseline_and_system(tmp_path_factory):
         table = answer_table.write_table(root / f"{name}.json", {
             f"question {turn}": answer_for(turn, outcomes[side]) for turn, outcomes in OUTCOMES.items()})
         runs[name] = root / name
-        done = answer_table.run(dataset, table, runs[name], "--dataset-type", "single-turn", env=offline_env(root))
+        done = answer_table.run(local_evaluation.main, dataset, table, runs[name], "--dataset-type", "single-turn",
+                                env=offline_env(root))
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
     return runs
 

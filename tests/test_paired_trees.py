@@ -15,6 +15,7 @@ import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import local_evaluation
 from agents.profiles import REPO_ROOT
 from benchmarks import paired_trees
 from testkit import answer_table
@@ -40,7 +41,7 @@ def test_each_run_row_has_its_own_counts_the_rounds_alternate_and_each_round_cou
     def local_evaluation_at(command, *, cwd, check, stdout, stderr):
         assert command[:2] == [sys.executable, "local_evaluation.py"] and check
         ran.append(Path(cwd))
-        done = answer_table.local_evaluation_in_process(command[2:], env=offline_env(tmp_path))
+        done = answer_table.local_evaluation_in_process(local_evaluation.main, command[2:], env=offline_env(tmp_path))
         if done.returncode:
             raise subprocess.CalledProcessError(done.returncode, command, done.stdout, done.stderr)
         return done

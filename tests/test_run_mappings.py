@@ -24,6 +24,7 @@ import pytest
 from hypothesis import Phase, given, settings
 from hypothesis import strategies as st
 
+import local_evaluation
 from evaluator.scoring.intervals import paired_differences
 from evaluator.scoring.scores import score_rows
 from testkit import answer_table
@@ -67,7 +68,7 @@ class World:
         return Path(tempfile.mkdtemp(prefix=f"{name}-", dir=self.root))
 
     def run(self, table: Path, out: Path, *extra: str, expect: int = 0) -> Path:
-        done = answer_table.run(self.dataset, table, out, *extra, env=offline_env(self.root))
+        done = answer_table.run(local_evaluation.main, self.dataset, table, out, *extra, env=offline_env(self.root))
         assert done.returncode == expect, done.stdout[-2000:] + done.stderr[-2000:]
         return out
 
@@ -94,7 +95,7 @@ class World:
 
     def merge(self, folders: list[Path]) -> Path:
         out = self.fresh("merged")
-        done = answer_table.local_evaluation_in_process(
+        done = answer_table.local_evaluation_in_process(local_evaluation.main,
             ["merge", *map(str, folders), "--output-dir", str(out), "--eval-model", "None", "--no_progress",
              "--display-conversations", "0"], env=offline_env(self.root))
         assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
