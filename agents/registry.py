@@ -62,8 +62,9 @@ def load_object(spec: str, *, default_name: str | None = None, what: str = "obje
 
 
 def closest(name: str, choices) -> list[str]:
-    """The choices nearest `name` in spelling (difflib), best first."""
-    return difflib.get_close_matches(str(name), sorted(set(choices)), n=3, cutoff=0.6)
+    """The choices nearest `name` in spelling, best first: difflib's three at most, of a ratio of
+    0.6 or more (its defaults)."""
+    return difflib.get_close_matches(str(name), sorted(set(choices)))
 
 
 def suggestion(name: str, choices) -> str:
@@ -95,19 +96,24 @@ class Registry(Mapping, Generic[T]):
         self._check, self._refused, self._name_of = check, refused, name_of
         self._records: dict[str, T] = {}
         self._owners: dict[str, str] = {}
-        self._loading = False
+        self._loading = False  # pragma: no mutate: read as a truth value only (None reads the same)
         self._loaded = not built_in
 
     # ------------------------------------------------------------------ registering
-    def register(self, record: T, *, module: str | None = None, name: str | None = None, _depth: int = 1) -> T:
+    # not mutated: it names its caller's module from the frame above it, where a mutation tool's
+    # trampoline would stand (what it does besides is `_add`'s)
+    def register(self, record: T, *, module: str | None = None, name: str | None = None, _depth: int = 1) -> T:  # pragma: no mutate block
         """Add `record`; returns it (`NAME = REGISTRY.register(Record(...))`). A record `check`
         finds wrong is refused, naming it. A name registered already by another module is
         refused, naming both modules; the module that registered it may register it again (a
         reload, a module imported twice), and that record replaces its own. `module`: the module
         to name as the registrar where the caller is not it (a test fixture); `name`: the name
         to register it under where the record carries none (a search provider)."""
+        return self._add(record, module or sys._getframe(_depth).f_globals.get("__name__", "an unknown module"), name)
+
+    def _add(self, record: T, module: str, name: str | None) -> T:
+        """`register` of `record` by `module`."""
         self._load_built_in()
-        module = module or sys._getframe(_depth).f_globals.get("__name__", "an unknown module")
         fault = self._check(record) if self._check else None
         name = name or (getattr(record, "name", record) if fault else self._name_of(record))
         if fault:
@@ -155,7 +161,7 @@ class Registry(Mapping, Generic[T]):
 
     def __delitem__(self, name: str) -> None:
         del self._records[name]
-        self._owners.pop(name, None)
+        del self._owners[name]
 
     def records(self) -> dict[str, T]:
         """A copy of every record registered so far (the built-in ones first)."""
@@ -182,7 +188,8 @@ class Registry(Mapping, Generic[T]):
     def find(self, name: str) -> T | None:
         """The record registered as `name`, else found where `name` says: "MODULE:NAME" imports
         MODULE (whose import registers NAME), the name of an entry point of the group loads what
-        it names. None where none is found."""
+        it names. None where none is found; ValueError in one line where the module named (or
+        one it needs) is not there, or an entry point names what its module lacks."""
         self._load_built_in()
         if name in self._records:
             return self._records[name]
@@ -190,26 +197,67 @@ class Registry(Mapping, Generic[T]):
         if module:
             import_named(module, f"{self.kind} {name!r}")
             return self._records.get(own_name)
-        if self.group:
-            from importlib.metadata import entry_points
-
-            for entry in entry_points(group=self.group):
-                if entry.name == name:
-                    loaded = entry.load()
-                    # an entry point names a module that registers its record (a system), or the
-                    # record itself (a search provider's object), registered here under its name
-                    if name not in self._records and not isinstance(loaded, ModuleType):
-                        self.register(loaded, module=entry.value, name=name)
-                    return self._records.get(name)
+        entry = self._entry_point(name)
+        if entry is not None:
+            loaded = self._load_entry(entry)
+            # an entry point names a module that registers its record (a system), or the record
+            # itself (a search provider's object), registered here under its name
+            if name not in self._records and not isinstance(loaded, ModuleType):
+                self.register(loaded, module=entry.value, name=name)
+            return self._records.get(name)
         return None
 
+    def _entry_point(self, name: str):
+        """The installed entry point of the group called `name`, or None."""
+        if not self.group:
+            return None
+        from importlib.metadata import entry_points
+
+        return next((entry for entry in entry_points(group=self.group) if entry.name == name), None)
+
+    def _entry_said(self, entry) -> str:
+        """How a message names an entry point: its line and the distribution that offers it."""
+        # entry_points() gives each entry point with the distribution that declares it
+        return (f"{self.kind} {entry.name!r}: entry point '{entry.name} = {entry.value}' of distribution "
+                f"{entry.dist.name} {entry.dist.version} ({self.group})")
+
+    def _load_entry(self, entry):
+        """What an entry point names, imported as `load_object` imports MODULE:NAME: a module not
+        there, or a name the module lacks, is refused in one line naming the distribution."""
+        said = self._entry_said(entry)
+        found = import_named(entry.module, said)
+        for part in entry.attr.split(".") if entry.attr else ():
+            if not hasattr(found, part):
+                raise ValueError(f"{said}: module {entry.module!r} has no {entry.attr!r}")
+            found = getattr(found, part)
+        return found
+
     def named(self, name: str, *, hint: str = "") -> T:
-        """`find(name)`, or ValueError in one line: the closest names, every one registered and
+        """`find(name)`, or ValueError in one line: where `name` says a module that imported
+        but did not register it, that; else the closest names, every one registered and
         installed, and `hint` (how else to name one)."""
         found = self.find(name)
         if found is None:
-            raise ValueError(self.unknown(name, hint=hint))
+            raise ValueError(self.registered_nothing(name) or self.unknown(name, hint=hint))
         return found
+
+    def registered_nothing(self, name: str) -> str | None:
+        """Where `name` is MODULE:NAME or an installed entry point whose module imported but
+        registered no record of that name: why, in one line (what the module registered
+        instead, if anything). None for any other name."""
+        module, own_name = split_spec(name)
+        said = f"{self.kind} {name!r}: module {module!r}"
+        if not module:
+            entry = self._entry_point(name)
+            if entry is None:
+                return None
+            module, own_name = entry.module, name
+            said = f"{self._entry_said(entry)}: module {module!r}"
+        # a package's records may come from its modules (its __init__ imports them)
+        by_it = sorted(n for n, owner in self._owners.items() if owner == module or owner.startswith(module + "."))
+        if by_it:
+            return f"{said} registered no {self.kind} named {own_name!r}, only {by_it}{suggestion(own_name, by_it)}"
+        return f"{said} registered no {self.kind}; it must register one named {own_name!r} when it is imported"
 
     def unknown(self, name: str, *, hint: str = "") -> str:
         registered = sorted(self._records)

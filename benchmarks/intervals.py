@@ -44,11 +44,11 @@ def timed(label: str, work) -> None:
     print(f"{label:<44} {time.perf_counter() - start:6.3f} s")
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--single", type=int, default=1900)
     parser.add_argument("--multi", type=int, default=586)
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     counted_a, _ = score_rows(synthetic_rows(args.single, args.multi, 1))
     counted_b, _ = score_rows(synthetic_rows(args.single, args.multi, 2))
     ego = [r for r in counted_a if r["is_ego"]]

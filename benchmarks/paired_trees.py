@@ -58,15 +58,20 @@ def run_once(tree: Path, out: Path, dataset_type: str, extra: list[str]) -> dict
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                     epilog="after --: arguments for every local_evaluation.py run")
     parser.add_argument("base", type=Path, help="the other checkout (the base)")
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--dataset-type", default="single-turn")
     parser.add_argument("--work", type=Path, default=None, help="where the run folders go")
     parser.add_argument("--this-set", nargs="+", default=[], metavar="FIELD=VALUE",
                         help="--set for this tree's runs only")
-    parser.add_argument("extra", nargs="*", help="after --: arguments for every local_evaluation.py run")
-    args = parser.parse_args(argv)
+    # what follows `--` goes to every run as it is: split off before argparse, which would match an
+    # optional positional right after BASE and then refuse the rest as unrecognised
+    argv = list(sys.argv[1:] if argv is None else argv)
+    cut = argv.index("--") if "--" in argv else len(argv)
+    args = parser.parse_args(argv[:cut])
+    args.extra = argv[cut + 1:]
     work = args.work or Path(tempfile.mkdtemp(prefix="paired-trees."))
     trees = {"base": args.base.resolve(), "this": REPO_ROOT}
     print(machine_header(), flush=True)

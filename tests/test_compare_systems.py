@@ -1,13 +1,29 @@
 """tools/compare_systems.py takes any system: a preset, or a system by name (registered, an
 installed entry point, MODULE:NAME) with the preset beside it; its tables name each run by its
-system. (The comparison run end to end: tests/full/test_compare_systems.py.)"""
+system; a paired row reads "system minus baseline" on the same turns. (The comparison run end to
+end: tests/full/test_compare_systems.py.)
+
+The paired rows are read off two real run folders: local_evaluation.py in this process, with an
+agent that answers from a table (testkit/answer_table.py), scored by exact match, over seven
+one-turn conversations whose outcomes differ between the two runs in ways set by hand."""
 from __future__ import annotations
+
+import contextlib
+import io
+import json
+import re
+from pathlib import Path
+from unittest import mock
 
 import pytest
 
+import local_evaluation
 from agents.base_agent import IDK_ANSWER
 from agents.runtime.system import Decision, Stage, System, View
-from tools.compare_systems import parse_args, tables
+from evaluator.report import html
+from testkit import answer_table
+from testkit.in_process import fresh_environment, offline_env
+from tools.compare_systems import DOC_END, DOC_START, main, paired_row, parse_args, run_row, tables, write_doc
 from tools.runs import Entry, entry, folder_name
 
 GATE = System(name="keyword_gate", stages=(Stage("kwgate_look"),), run=lambda *a: ([], []),
@@ -34,10 +50,137 @@ def test_an_unknown_system_or_preset_is_refused_with_the_closest_names(registere
         entry("keyword_gate@no_covv")
 
 
-def test_the_tables_name_each_run_by_its_system_with_the_preset_beside_it():
-    row = {"label": "keyword_gate (full)", "correct": 1, "miss": 0, "hallucination": 0, "scores": {}, "intervals": {},
-           "held_out_truthfulness": None, "over_budget": 0, "batches": 1, "deadline_cut_turns": 0, "turns": 1}
-    base = {**row, "label": "cruise (full)"}
-    pair = {"label": "keyword_gate (full)", "differences": {}, "flips": {}, "unchanged": 1}
-    text = tables({"single-turn": {"rows": [base, row], "pairs": [pair]}})
-    assert "| `keyword_gate (full)` | 1 / 0 / 0 |" in text and "Paired with `cruise (full)`" in text
+
+
+# turn -> (its outcome under the baseline, under the system); each conversation is one turn
+OUTCOMES = {"s0-0": ("correct", "hallucinated"), "s1-0": ("missed", "correct"), "s2-0": ("missed", "correct"),
+            "s3-0": ("hallucinated", "missed"), "s4-0": ("correct", "correct"), "s5-0": ("missed", "missed"),
+            "s6-0": ("hallucinated", "correct")}
+# baseline: 2 correct, 3 missed, 2 hallucinated; system: 4 correct, 2 missed, 1 hallucinated
+
+
+def answer_for(turn: str, outcome: str) -> str:
+    return {"correct": f"gold {turn}", "missed": answer_table.IDK, "hallucinated": f"not the gold of {turn}"}[outcome]
+
+
+@pytest.fixture(scope="module")
+def baseline_and_system(tmp_path_factory):
+    root = tmp_path_factory.mktemp("paired")
+    dataset = answer_table.build(root / "dataset", answer_table.conversations(7, 1))
+    runs = {}
+    for side, name in enumerate(("baseline", "system")):
+        table = answer_table.write_table(root / f"{name}.json", {
+            f"question {turn}": answer_for(turn, outcomes[side]) for turn, outcomes in OUTCOMES.items()})
+        runs[name] = root / name
+        done = answer_table.run(local_evaluation.main, dataset, table, runs[name], "--dataset-type", "single-turn",
+                                env=offline_env(root))
+        assert done.returncode == 0, done.stdout[-2000:] + done.stderr[-2000:]
+    return runs
+
+
+def test_a_paired_row_gives_each_score_as_system_minus_baseline_with_its_interval_around_it(baseline_and_system):
+    row = paired_row(entry("qa_dragon"), baseline_and_system["baseline"], baseline_and_system["system"])
+    differences = row["differences"]
+    expected = {"accuracy": (2 / 7, 4 / 7), "hallucination_rate": (2 / 7, 1 / 7), "truthfulness_score": (0.0, 3 / 7)}
+    for key, (baseline, system) in expected.items():
+        found = differences[key]
+        assert (found["a"], found["b"]) == (pytest.approx(baseline), pytest.approx(system)), key
+        assert found["difference"] == pytest.approx(system - baseline), key
+        low, high = found["interval"]
+        assert low <= found["difference"] <= high, key
+
+
+def test_a_paired_row_counts_each_turns_flip_from_its_baseline_outcome_to_its_system_outcome(baseline_and_system):
+    row = paired_row(entry("qa_dragon"), baseline_and_system["baseline"], baseline_and_system["system"])
+    assert row["flips"] == {"correct->hallucinated": 1, "missed->correct": 2, "hallucinated->missed": 1,
+                            "hallucinated->correct": 1}
+    assert row["unchanged"] == 2 and row["label"] == "qa_dragon (qa_dragon)"
+
+
+def test_the_tables_give_each_run_its_counts_and_each_paired_row_signed_differences_and_its_flips(baseline_and_system):
+    runs = baseline_and_system
+    base, system = entry("full"), entry("qa_dragon")
+    rows = [run_row(base, runs["baseline"]), run_row(system, runs["system"])]
+    text = tables({"single-turn": {"rows": rows, "pairs": [paired_row(system, runs["baseline"], runs["system"])]}})
+    lines = text.splitlines()
+    assert lines[0] == "**single-turn** (7 turns)"
+    assert lines[4].startswith("| `cruise (full)` | 2 / 3 / 2 | 0.286 [")
+    assert lines[5].startswith("| `qa_dragon (qa_dragon)` | 4 / 2 / 1 | 0.571 [")
+    assert lines[7] == ("Paired with `cruise (full)` on the same turns (difference = system - cruise (full), paired "
+                        "bootstrap 95% interval; flips: outcome under cruise (full) -> outcome under the system):")
+    pair = lines[11]
+    cells = [cell.strip() for cell in pair.strip("|").split(" | ")]
+    assert cells[0] == "`qa_dragon (qa_dragon)`"
+    for cell, value in zip(cells[1:4], ("+0.286", "-0.143", "+0.429")):
+        assert re.fullmatch(rf"{re.escape(value)} \[-?\d\.\d{{3}}, -?\d\.\d{{3}}\]", cell), cell
+    assert cells[4] == ("missed->correct 2, correct->hallucinated 1, hallucinated->missed 1, hallucinated->correct 1 "
+                        "(2 unchanged)")
+
+
+# ---------------------------------------------------------------- the whole tool, in process
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory):
+    """`python -m tools.compare_systems` in this process, at its smallest: CRUISE (`full`,
+    calibrated on its own traces of shard 0/2) and rag_baseline over the first two single-turn
+    conversations of the cpu profile's mini benchmark, through evaluator.evaluate with the real
+    chain on engines that answer at once (testkit.fakes:InstantCruiseAgent), then again over
+    the same folder (every run and the calibration reused). report.html is not built."""
+    root = tmp_path_factory.mktemp("compared")
+    doc = root / "benchmarks.md"
+    doc.write_text(f"# Benchmarks\n\nbefore\n{DOC_START}\nold figures\n{DOC_END}\nafter\n")
+    out = root / "out"
+    argv = ["--agent", "testkit.fakes:InstantCruiseAgent", "--search", "none", "--num-conversations", "2",
+            "--systems", "rag_baseline", "--datasets", "single-turn", "--output-dir", str(out), "--write-doc", str(doc)]
+    printed = []
+    with fresh_environment(offline_env(root)), mock.patch.object(html, "build_report", lambda d: Path(d) / "x"):
+        for _ in range(2):
+            with contextlib.redirect_stdout(io.StringIO()) as stdout:
+                assert main(argv) == 0
+            printed.append(stdout.getvalue())
+    return out, doc, printed
+
+
+def test_the_tool_calibrates_the_baseline_runs_each_system_and_writes_its_tables(compared):
+    out, doc, printed = compared
+    assert sorted(p.name for p in out.iterdir()) == ["calibration-full.json", "calibration-traces", "runs",
+                                                     "systems.json", "systems.md"]
+    calibration = json.loads((out / "calibration-full.json").read_text())
+    assert [Path(run).parent.name for run in calibration["runs"]] == ["full"]  # rag_baseline has no thresholds
+    text = (out / "systems.md").read_text()
+    lines = text.splitlines()
+    assert lines[0].startswith("Date: runs made ") and " UTC to " in lines[0] and "CPU cores" in lines[0]
+    assert lines[1] == ("Command: `python -m tools.compare_systems --agent testkit.fakes:InstantCruiseAgent --search "
+                        f"none --num-conversations 2 --systems rag_baseline --datasets single-turn --output-dir {out} "
+                        f"--write-doc {doc}`.")
+    assert lines[2] == ("Judge: offline lexical judge (not the official judge). A turn's outcome is one of: correct, "
+                        "missed, hallucinated.")
+    assert lines[4].startswith(f"- `full`: {calibration['verdict']}: ")
+    assert lines[5] == "Held-out half: the conversations with index % 2 == 1, which calibration never saw."
+    assert "| `cruise (full)` | 0 / 2 / 0 | 0.000 [0.000, 0.000] |" in text
+    assert ("| `cruise (rag_baseline)` | +0.000 [0.000, 0.000] | +1.000 [1.000, 1.000] | -1.000 [-1.000, -1.000] | "
+            "missed->hallucinated 2 (0 unchanged) |") in text
+    results = json.loads((out / "systems.json").read_text())
+    assert results["calibrations"] == {"full": str(out / "calibration-full.json")}
+    assert [r["system"] for r in results["results"]["single-turn"]["rows"]] == ["full", "rag_baseline"]
+    for system in ("full", "rag_baseline"):
+        config = json.loads((out / "runs" / "single-turn" / system / "run_config.json").read_text())
+        assert config["preset"] == system
+        assert config["args"]["calibration"] == (str(out / "calibration-full.json") if system == "full" else None)
+    assert doc.read_text() == f"# Benchmarks\n\nbefore\n{DOC_START}\n{text.rstrip()}\n{DOC_END}\nafter\n"
+    assert printed[0].endswith(f"wrote {out / 'systems.md'} and {out / 'systems.json'}; filled {doc}\n")
+
+
+def test_a_second_comparison_in_the_same_folder_reuses_its_calibration_and_runs(compared):
+    out, _, printed = compared
+    assert f"reusing {out / 'calibration-full.json'}\n" in printed[1]
+    for system in ("full", "rag_baseline"):
+        assert f"reusing {out / 'runs' / 'single-turn' / system}\n" in printed[1]
+    assert "$ " not in printed[1]  # no run started
+
+
+def test_a_document_without_the_markers_is_refused_and_left_as_it_was(tmp_path):
+    doc = tmp_path / "plain.md"
+    doc.write_text("# Benchmarks\n")
+    with pytest.raises(SystemExit, match=rf"^{re.escape(str(doc))}: no {DOC_START} \.\.\. {DOC_END} block to fill$"):
+        write_doc(doc, "table")
+    assert doc.read_text() == "# Benchmarks\n"

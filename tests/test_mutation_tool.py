@@ -106,13 +106,30 @@ def test_the_tests_chosen_are_the_default_tiers_files_that_import_or_name_the_mo
         "tests/test_package.py", "tests/test_sibling.py"]
 
 
-def test_the_copys_mutmut_section_names_the_files_and_tests_of_this_run_in_place_of_any_earlier():
+def test_the_copys_mutmut_section_names_the_files_tests_and_isolation_of_this_run_in_place_of_any_earlier():
     pyproject = ('[project]\nname = "x"\n\n[tool.mutmut]\nonly_mutate = ["old.py"]\nsource_paths = ["agents"]\n'
-                 'pytest_add_cli_args_test_selection = ["tests/old.py"]\n\n[tool.ruff]\nline-length = 120\n')
-    assert mutation.mutmut_section(pyproject, ["a/b.py", "c.py"], ["tests/test_b.py", "--deselect=tests/x.py::t"]) == (
+                 'pytest_add_cli_args_test_selection = ["tests/old.py"]\nprocess_isolation = "fork"\n\n'
+                 '[tool.ruff]\nline-length = 120\n')
+    assert mutation.mutmut_section(pyproject, ["a/b.py", "c.py"], ["tests/test_b.py", "--deselect=tests/x.py::t"],
+                                   "forkserver", 12.5) == (
         '[project]\nname = "x"\n\n[tool.mutmut]\nonly_mutate = ["a/b.py", "c.py"]\n'
         'pytest_add_cli_args_test_selection = ["tests/test_b.py", "--deselect=tests/x.py::t"]\n'
+        'process_isolation = "forkserver"\ntimeout_constant = 12.5\n'
         'source_paths = ["agents"]\n\n[tool.ruff]\nline-length = 120\n')
+
+
+def test_the_copys_mutmut_section_is_one_mutmut_reads_with_the_isolation_asked_for(tmp_path, monkeypatch):
+    """mutmut's own reader of pyproject.toml takes the section as written (mutmut/configuration.py)."""
+    from mutmut import configuration
+
+    pyproject = (mutation.REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    (tmp_path / "pyproject.toml").write_text(
+        mutation.mutmut_section(pyproject, ["tools/x.py"], ["tests/test_x.py"], "forkserver", 7.0), encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    read = configuration._load_config()
+    assert read.process_isolation == configuration.ProcessIsolation.FORKSERVER and read.timeout_constant == 7.0
+    assert read.only_mutate == ["tools/x.py"]
+    assert read.pytest_add_cli_args_test_selection == ["tests/test_x.py"]
 
 
 RESULTS = """\
@@ -136,16 +153,68 @@ def test_mutmuts_results_are_read_into_each_mutants_status(tmp_path, monkeypatch
     assert len(found) == 7
 
 
-def test_each_file_scores_its_kills_over_its_mutants_with_no_tests_and_suspicious_ones_counted_as_survivors():
-    found = {line.strip().rpartition(": ")[0]: line.rpartition(": ")[2] for line in RESULTS.splitlines()}
+def results_of(exit_codes: list[int | None]) -> list[tuple[str, str]]:
+    """One file's mutants with these exit codes, named by mutmut's own table (mutmut/stats.py), as
+    `mutmut results` prints them."""
+    from mutmut.stats import status_by_exit_code
+
+    printed = "".join(f"    tools.x.x_f__mutmut_{i}: {status_by_exit_code[code]}\n" for i, code in enumerate(exit_codes))
+    return sorted(mutation.read_results(printed).items())
+
+
+def test_every_status_mutmut_can_give_is_a_kill_a_timeout_no_verdict_or_a_survivor_and_only_one():
+    from mutmut.stats import status_by_exit_code
+
+    survivors = {"survived", "no tests", "suspicious"}
+    classes = [mutation.KILLED, mutation.TIMED_OUT, mutation.UNCHECKED, survivors]
+    # an exit code mutmut does not know gets its table's default
+    for status in {*status_by_exit_code.values(), status_by_exit_code.default_factory()}:
+        assert sum(status in c for c in classes) == 1, status
+        assert mutation.survived(status) == (status in survivors)
+
+
+def test_a_timed_out_mutant_is_neither_killed_nor_survived_and_the_score_is_over_those_with_a_verdict():
+    # exit codes as mutmut's workers give them: 1 a failing test, 0 all passed, 33 no test chose
+    # it, -24 SIGXCPU (the wall or CPU limit), -9 SIGKILL past the CPU limit, None never run
+    scored = mutation.score(results_of([1, 1, 1, 1, 1, 1, 1, 37, 0, 33, -24, None]))
+    assert (scored.killed, scored.survived, scored.timeouts, scored.unchecked) == (8, 2, 1, 1)
+    assert (scored.checked, scored.measured) == (11, 10)
+    assert scored.share == 0.8 and not scored.unmeasured
+    assert scored.line("tools/x.py", 2) == "tools/x.py: 8 / 10 = 80% (1 of 11 checked timed out, 1 not checked; 2 marked equivalent)"
+    assert not scored.reaches(0.85) and scored.reaches(0.8)
+
+
+@pytest.mark.parametrize("timeouts, unmeasured", [(1, False), (2, True), (3, True)])
+def test_a_file_where_a_fifth_or_more_of_its_checked_mutants_timed_out_is_unmeasured_whatever_the_rest_score(
+        timeouts, unmeasured):
+    # ten checked: one, two, three of them timed out (SIGXCPU, or SIGKILL one second after it);
+    # the others are all killed, and a mutant never run counts in no share
+    codes = [-24] * (timeouts - 1) + [-9] + [1] * (10 - timeouts) + [None, None, None]
+    scored = mutation.score(results_of(codes))
+    assert (scored.checked, scored.timeouts, scored.unchecked, scored.share) == (10, timeouts, 3, 1.0)
+    assert scored.unmeasured is unmeasured
+    assert scored.reaches(0.85) is not unmeasured
+    if unmeasured:
+        assert scored.line("tools/x.py", 0) == (
+            f"tools/x.py: unmeasured: {timeouts} of 10 checked timed out (20% or more); "
+            f"{10 - timeouts} / {10 - timeouts} of the others killed, 3 not checked (0 marked equivalent)")
+
+
+def test_each_file_scores_its_kills_over_its_mutants_with_a_verdict_no_tests_and_suspicious_ones_survivors():
+    found = mutation.read_results(RESULTS)
     files = ["evaluator/harness/fingerprint.py", "evaluator/harness/resolved.py", "tools/quiet.py"]
     grouped = mutation.by_file(found, files)
     assert [name for name, _ in grouped["evaluator/harness/fingerprint.py"]] == [
         "evaluator.harness.fingerprint.x__plain__mutmut_1", "evaluator.harness.fingerprint.x__plain__mutmut_2",
         "evaluator.harness.fingerprint.x_differences__mutmut_7", "evaluator.harness.fingerprint.xǁRunǁkey__mutmut_1"]
-    assert mutation.score(grouped["evaluator/harness/fingerprint.py"]) == (2, 4, 0.5)  # killed and timeout
-    assert mutation.score(grouped["evaluator/harness/resolved.py"]) == (2, 3, 2 / 3)
-    assert mutation.score(grouped.get("tools/quiet.py", [])) == (0, 0, 1.0)  # every line marked equivalent
+    fingerprint = mutation.score(grouped["evaluator/harness/fingerprint.py"])
+    assert (fingerprint.killed, fingerprint.measured, fingerprint.timeouts) == (1, 3, 1)
+    assert fingerprint.unmeasured  # 1 of 4 timed out
+    resolved = mutation.score(grouped["evaluator/harness/resolved.py"])
+    assert (resolved.killed, resolved.measured, resolved.share) == (2, 3, 2 / 3)
+    quiet = mutation.score(grouped.get("tools/quiet.py", []))  # every line marked equivalent: no mutant
+    assert (quiet.checked, quiet.share, quiet.unmeasured) == (0, 1.0, False)
+    assert quiet.line("tools/quiet.py", 4) == "tools/quiet.py: 0 / 0 = 100% (0 of 0 checked timed out; 4 marked equivalent)"
 
 
 def test_a_run_whose_mutants_were_all_left_unchecked_is_told_apart_from_one_that_checked_some():
@@ -205,3 +274,47 @@ def test_the_lines_marked_equivalent_are_counted_per_file(tmp_path):
     marked.write_text("a = 1  # pragma: no mutate: a cache's size\nb = 2\nd = 5\nc = (3,  # pragma: no mutate: why\n     4)\n",
                       encoding="utf-8")
     assert mutation.pragma_count(marked) == 2
+
+
+def test_the_run_prints_each_files_score_and_its_timeouts_apart_and_fails_on_an_unmeasured_file(
+        tmp_path, monkeypatch, capsys):
+    """main over two files, with mutmut (a subprocess) standing in: what `results --all true` and
+    `show` print. One file scores 9 / 10 with no timeout; the other has 3 of 10 timed out."""
+    for name in ("a.py", "b.py"):
+        (tmp_path / "tools" / name).parent.mkdir(exist_ok=True)
+        (tmp_path / "tools" / name).write_text("def f(x):\n    return x + 1\n")
+    printed = "".join(
+        [f"    tools.a.x_f__mutmut_{i}: killed\n" for i in range(1, 10)] + ["    tools.a.x_f__mutmut_10: survived\n"]
+        + [f"    tools.b.x_f__mutmut_{i}: killed\n" for i in range(1, 8)]
+        + [f"    tools.b.x_f__mutmut_{i}: timeout\n" for i in range(8, 11)]
+        + ["    tools.other.x_g__mutmut_1: survived\n"])  # a file not asked for
+    calls = []
+
+    def fake_mutmut(work, *args, capture=True):
+        calls.append(args)
+        if args == ("results", "--all", "true"):
+            return printed
+        if args[0] == "show":
+            return mutmut_show(args[1], "def f(x):\n    return x + 1", "def f(x):\n    return x - 1", "tools/a.py")
+        return ""
+
+    monkeypatch.setattr(mutation, "REPO_ROOT", tmp_path)
+    copies = []
+    monkeypatch.setattr(mutation, "prepare_copy", lambda work, files, tests, isolation, timeout:
+                        copies.append((files, tests, isolation, timeout)) or tmp_path)
+    monkeypatch.setattr(mutation, "mutmut", fake_mutmut)
+    code = mutation.main(["--files", "tools/a.py", "tools/b.py", "--tests", "tests/test_a.py", "--target", "0.9"])
+    out = capsys.readouterr().out
+    assert calls[0] == ("run", "--max-children", "1", "tools.a.*", "tools.b.*")
+    assert out.splitlines()[1:] == [
+        "",
+        "file: killed / measured (measured: checked less timed out)",
+        "tools/a.py: 9 / 10 = 90% (0 of 10 checked timed out; 0 marked equivalent)",
+        "tools/b.py: unmeasured: 3 of 10 checked timed out (20% or more); 7 / 7 of the others killed (0 marked equivalent)",
+        "  survived: tools/a.py:2: return x + 1  ->  return x - 1  [tools.a.x_f__mutmut_10]",
+        "  timeout: [tools.b.x_f__mutmut_10]", "  timeout: [tools.b.x_f__mutmut_8]", "  timeout: [tools.b.x_f__mutmut_9]"]
+    assert code == 1  # b is unmeasured, though none of its measured mutants survived
+    assert mutation.main(["--files", "tools/a.py", "--tests", "tests/test_a.py", "--target", "0.9",
+                          "--isolation", "fork", "--timeout-constant", "3"]) == 0
+    assert copies == [(["tools/a.py", "tools/b.py"], ["tests/test_a.py"], "forkserver", 10.0),
+                      (["tools/a.py"], ["tests/test_a.py"], "fork", 3.0)]

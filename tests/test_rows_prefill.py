@@ -167,3 +167,17 @@ def test_a_prefill_is_forecast_from_a_call_of_its_own_kind(engines, monkeypatch)
         chosen = rows.generate(chats(), Sampling(choices=("yes", "no")))
         refused = rows.generate(chats(), Sampling(max_tokens=4))
     assert not any(r.cut_by_deadline for r in chosen) and all(r.cut_by_deadline for r in refused)
+
+
+@pytest.mark.parametrize("setting, rows", [("rows", True), ("batch", False), ("auto", True)])  # auto: rows on a CPU
+def test_the_runs_prefill_setting_is_the_one_the_engine_its_factory_builds_reads_with(setting, rows):
+    """Through the run's own path: its settings (load_config_from_settings), then the engines
+    agents/factory.py builds from them (the engine registry's `build`), as CruiseAgent does."""
+    from agents.config.loading import load_config_from_settings
+    from agents.engines.base import Ledger
+    from agents.factory import build_chat_engine
+
+    path = build_tiny_llama()
+    config = load_config_from_settings("cpu", None, [f"vlm_model={path}", f"router_model={path}", f"prefill={setting}"])
+    assert config.models.prefill == setting
+    assert build_chat_engine(config, "vlm", Ledger()).rows_prefill is rows

@@ -16,10 +16,23 @@ The tests are the default tier's files that name the module (its dotted path or 
 or `--tests` as given. A mutant no chosen test reaches is listed as "no tests": it counts as a
 survivor, since no test could catch it.
 
-It prints, per file: killed / checked (the mutants not marked equivalent), with the count marked
-equivalent (`# pragma: no mutate`, with the reason beside it: mutmut makes no mutant there), then
-every survivor with its line and its change. Exit status 0 when every file reaches `--target`
-(default 0.85), else 1.
+It prints, per file: killed / measured, where measured = the mutants checked less those that
+timed out (mutmut's "timeout", and "segfault": the SIGKILL its runner sends one CPU second past
+the limit). A timed-out mutant is neither a kill nor a survivor: a test that hangs may be a bug
+caught or a worker stuck after its fork, and mutmut cannot tell which. A file where 20% or more
+of the checked mutants timed out is "unmeasured", not scored. Lines marked equivalent (`# pragma:
+no mutate`, with the reason beside it) make no mutant, so they are in no count; the line says how
+many. Then every survivor with its line and its change. Exit status 0 when every file is measured
+and reaches `--target` (default 0.85), else 1.
+
+`--isolation` sets mutmut's `process_isolation`: "forkserver" (the default) forks each mutant
+from a server process that has only collected the tests; "fork" (mutmut's own default) from
+mutmut's process, which has run them all, torch's thread pools running, so that a fork can hang
+on their locks: evaluator/harness/runner.py's mutants timed out 42 times in 113 that way, and
+none of 622 from the server (docs/benchmarks.md). `--timeout-constant S` (default 10 s, mutmut's
+own 1 s) is added to a mutant's measured test seconds before mutmut multiplies them by 15 into
+its wall limit: mutmut measures a test's call alone, and each forked worker pays the test's
+fixtures and the lazy imports again, which on a loaded machine outlasted mutmut's limit.
 """
 from __future__ import annotations
 
@@ -30,11 +43,20 @@ import shutil
 import subprocess
 import sys
 from collections import defaultdict
+from dataclasses import dataclass
 from pathlib import Path
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 CHECKED_ELSEWHERE = ("tests/", "testkit/", "scripts/")  # the checks themselves, not code under test
-KILLED = {"killed", "caught by type check", "timeout"}
+# mutmut 3.8's statuses (mutmut/stats.py `status_by_exit_code`), each in one class:
+KILLED = {"killed", "caught by type check"}
+# a test run stopped from outside: SIGXCPU at the CPU or wall limit ("timeout"), SIGKILL one CPU
+# second after the CPU limit, or by the system ("segfault" is mutmut's name for -9 and -11)
+TIMED_OUT = {"timeout", "segfault"}
+# no verdict: the run never reached it, was interrupted, or mutmut skipped it
+UNCHECKED = {"not checked", "check was interrupted by user", "skipped"}
+# every other status is a survivor: "survived", "no tests" (no test could catch it), "suspicious"
+UNMEASURED_TIMEOUT_SHARE = 0.20
 
 
 def changed_files(base: str) -> list[str]:
@@ -98,16 +120,22 @@ def tests_naming(paths: list[str]) -> list[str]:
     return chosen
 
 
-def mutmut_section(text: str, only_mutate: list[str], tests: list[str]) -> str:
-    """pyproject.toml with [tool.mutmut]'s only_mutate and test selection set for this run."""
-    text = re.sub(r"^(only_mutate|pytest_add_cli_args_test_selection) = .*\n", "", text, flags=re.M)
+def mutmut_section(text: str, only_mutate: list[str], tests: list[str], isolation: str = "forkserver",
+                   timeout_constant: float = 10.0) -> str:
+    """pyproject.toml with [tool.mutmut]'s only_mutate, test selection, process isolation and
+    timeout constant set for this run."""
+    text = re.sub(r"^(only_mutate|pytest_add_cli_args_test_selection|process_isolation|timeout_constant) = .*\n",
+                  "", text, flags=re.M)
     listed = ", ".join(f'"{p}"' for p in only_mutate)
     chosen = ", ".join(f'"{t}"' for t in tests)
     return text.replace("[tool.mutmut]\n", f"[tool.mutmut]\nonly_mutate = [{listed}]\n"
-                                           f"pytest_add_cli_args_test_selection = [{chosen}]\n", 1)
+                                           f"pytest_add_cli_args_test_selection = [{chosen}]\n"
+                                           f'process_isolation = "{isolation}"\n'
+                                           f"timeout_constant = {timeout_constant}\n", 1)
 
 
-def prepare_copy(work: Path, only_mutate: list[str], tests: list[str]) -> Path:
+def prepare_copy(work: Path, only_mutate: list[str], tests: list[str], isolation: str = "forkserver",
+                 timeout_constant: float = 10.0) -> Path:
     """A fresh copy of the tree (tracked and untracked files git does not ignore) in `work`."""
     if work.exists():
         shutil.rmtree(work)
@@ -122,7 +150,7 @@ def prepare_copy(work: Path, only_mutate: list[str], tests: list[str]) -> Path:
         if (REPO_ROOT / shared).exists():
             (work / shared).symlink_to((REPO_ROOT / shared).resolve())
     pyproject = work / "pyproject.toml"
-    pyproject.write_text(mutmut_section(pyproject.read_text(), only_mutate, tests))
+    pyproject.write_text(mutmut_section(pyproject.read_text(), only_mutate, tests, isolation, timeout_constant))
     return work
 
 
@@ -136,8 +164,13 @@ def mutmut(work: Path, *args: str, capture: bool = True) -> str:
 
 def statuses(work: Path) -> dict[str, str]:
     """mutant name -> its status, from `mutmut results --all true`."""
+    return read_results(mutmut(work, "results", "--all", "true"))
+
+
+def read_results(printed: str) -> dict[str, str]:
+    """mutant name -> its status, from the lines `mutmut results` prints (`    NAME: STATUS`)."""
     found = {}
-    for line in mutmut(work, "results", "--all", "true").splitlines():
+    for line in printed.splitlines():
         name, sep, status = line.strip().rpartition(": ")
         if sep and "__mutmut_" in name:
             found[name] = status
@@ -157,12 +190,58 @@ def by_file(found: dict[str, str], files: list[str]) -> dict[str, list[tuple[str
     return grouped
 
 
-def score(results: list[tuple[str, str]]) -> tuple[int, int, float]:
-    """(killed, checked, killed / checked) of one file's mutants. Every status but a kill counts
-    against it ("survived", "no tests": no test could catch it, "suspicious", ...); a file with no
-    mutant at all (every line marked equivalent) scores 1."""
-    killed = sum(status in KILLED for _, status in results)
-    return killed, len(results), killed / len(results) if results else 1.0
+@dataclass(frozen=True)
+class FileScore:
+    """One file's mutants by their verdict: killed, survived (any status but a kill, a timeout or
+    none: "survived", "no tests", "suspicious"), timed out, and left unchecked."""
+    killed: int
+    survived: int
+    timeouts: int
+    unchecked: int
+
+    @property
+    def checked(self) -> int:
+        return self.killed + self.survived + self.timeouts
+
+    @property
+    def measured(self) -> int:
+        """The checked mutants with a verdict: the score's denominator."""
+        return self.killed + self.survived
+
+    @property
+    def share(self) -> float:
+        """killed / measured; a file with no measured mutant (every line marked equivalent) scores 1."""
+        return self.killed / self.measured if self.measured else 1.0
+
+    @property
+    def unmeasured(self) -> bool:
+        """Whether so many checked mutants timed out that the others say little about the file."""
+        return self.checked > 0 and self.timeouts / self.checked >= UNMEASURED_TIMEOUT_SHARE
+
+    def line(self, path: str, marked: int) -> str:
+        times = f"{self.timeouts} of {self.checked} checked timed out"
+        unchecked = f", {self.unchecked} not checked" if self.unchecked else ""
+        if self.unmeasured:
+            return (f"{path}: unmeasured: {times} (20% or more); {self.killed} / {self.measured} of the others "
+                    f"killed{unchecked} ({marked} marked equivalent)")
+        return (f"{path}: {self.killed} / {self.measured} = {self.share:.0%} ({times}{unchecked}; "
+                f"{marked} marked equivalent)")
+
+    def reaches(self, target: float) -> bool:
+        return not self.unmeasured and self.share >= target
+
+
+def score(results: list[tuple[str, str]]) -> FileScore:
+    """One file's mutants [(name, status)] counted by verdict."""
+    statuses = [status for _, status in results]
+    killed = sum(status in KILLED for status in statuses)
+    timeouts = sum(status in TIMED_OUT for status in statuses)
+    unchecked = sum(status in UNCHECKED for status in statuses)
+    return FileScore(killed, len(statuses) - killed - timeouts - unchecked, timeouts, unchecked)
+
+
+def survived(status: str) -> bool:
+    return status not in KILLED | TIMED_OUT | UNCHECKED
 
 
 def nothing_checked(found: dict[str, str]) -> bool:
@@ -217,6 +296,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--deselect", action="append", default=[], metavar="NODEID",
                         help="a test left out (pytest --deselect): one that cannot pass beside the others in one process")
     parser.add_argument("--max-children", type=int, default=1, help="mutants checked at once (default 1)")
+    parser.add_argument("--isolation", choices=("fork", "forkserver"), default="forkserver",
+                        help="mutmut's process_isolation: fork each mutant from a server that only collected the "
+                             "tests (forkserver, default) or from mutmut's own process, which ran them all (fork)")
+    parser.add_argument("--timeout-constant", type=float, default=10.0, metavar="S",
+                        help="mutmut's timeout_constant: a mutant's wall limit is (its tests' measured seconds + S) "
+                             "x 15 (mutmut's default S is 1; the measured seconds leave out fixtures and imports, "
+                             "which each forked worker pays again)")
     parser.add_argument("--work", default=".mutation", help="the copy of the tree mutmut works in")
     parser.add_argument("--target", type=float, default=0.85, help="the share of mutants each file must kill")
     args = parser.parse_args(argv)
@@ -237,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
         print("mutation: the changes touch no function")
         return 0
     tests = (args.tests or tests_naming(files) or ["tests"]) + [f"--deselect={d}" for d in args.deselect]
-    work = prepare_copy((REPO_ROOT / args.work).resolve(), files, tests)
+    work = prepare_copy((REPO_ROOT / args.work).resolve(), files, tests, args.isolation, args.timeout_constant)
     print(f"mutation: {', '.join(files)} against {len(tests)} test files; mutmut works in {work}", flush=True)
     mutmut(work, "run", "--max-children", str(args.max_children), *patterns, capture=False)
     import fnmatch
@@ -249,15 +335,17 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     grouped = by_file(found, files)
     ok = True
-    print("\nfile: killed / checked (equivalent marked)")
+    print("\nfile: killed / measured (measured: checked less timed out)")
     for path in files:
-        killed, checked, share = score(grouped.get(path, []))
-        ok &= share >= args.target
-        print(f"{path}: {killed} / {checked} = {share:.0%} ({pragma_count(REPO_ROOT / path)} marked equivalent)")
+        scored = score(grouped.get(path, []))
+        ok &= scored.reaches(args.target)
+        print(scored.line(path, pragma_count(REPO_ROOT / path)))
     for path in files:
         for name, status in grouped.get(path, []):
-            if status not in KILLED:
+            if survived(status):
                 print(f"  {status}: {survivor_line(work, name, path)}  [{name}]")
+            elif status in TIMED_OUT:
+                print(f"  {status}: [{name}]")
     return 0 if ok else 1
 
 

@@ -40,7 +40,7 @@ def choose_cpu_weights(flags: frozenset[str] | None) -> str:
 
 def resolve_cpu_weights(setting: str, flags: frozenset[str] | None = None) -> str:
     if setting == "auto":
-        return choose_cpu_weights(cpu_flags() if flags is None else flags)
+        return choose_cpu_weights(cpu_flags() if flags is None else flags)  # pragma: no mutate: float32 whatever the flags, until another path is measured
     if setting not in CPU_WEIGHTS:
         raise ValueError(f"cpu_weights {setting!r}: choose auto or one of {', '.join(CPU_WEIGHTS)}")
     return setting
@@ -57,4 +57,6 @@ def quantized_int8(net):
     # (tests/test_cpu_path.py loads it), and the warning would fill every run's console.
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", (DeprecationWarning, UserWarning))
-        return quantize_dynamic(net, {torch.nn.Linear: per_channel_dynamic_qconfig}, dtype=torch.qint8)
+        # the qconfig says int8 weights, one scale per output channel (quantize_dynamic's dtype
+        # is read only where the spec names layer types without a qconfig)
+        return quantize_dynamic(net, {torch.nn.Linear: per_channel_dynamic_qconfig})

@@ -125,11 +125,13 @@ def breakdown_intervals(rows: list[dict]) -> dict:
 def paired_differences(rows_a: list[dict], rows_b: list[dict], resamples: int = BOOTSTRAP_RESAMPLES,
                        seed: int = BOOTSTRAP_SEED) -> dict:
     """score key -> {"a", "b", "difference" (b - a), "interval" [low, high]} for two runs over the
-    same turns: each resample draws the same conversations for both runs. No turns: {}."""
+    same turns: each resample draws the same conversations for both runs. No turns, or one: {}
+    (as score_intervals: one turn has no spread, and its truthfulness is 0.0 by the official
+    rule, which the resampled accuracy - hallucination would not say)."""
     a, b = clusters_of(rows_a), clusters_of(rows_b)
     if a.session_ids != b.session_ids or not np.array_equal(a.turns, b.turns):
         raise ValueError("the two runs do not hold the same conversations and turns")
-    if not len(a):
+    if a.turns.sum() < 2:
         return {}
     every = np.arange(len(a))[None, :]
     point_a, point_b = resampled_scores(a, every), resampled_scores(b, every)

@@ -19,15 +19,16 @@ def test_the_mutation_script_scores_a_module_in_a_copy_and_leaves_the_working_tr
     done = subprocess.run(["bash", "scripts/mutation.sh", "--files", "agents/runtime/package_files.py",
                            "--tests", "tests/test_plugin_system.py", "--max-children", "1", "--work", str(work)],
                           cwd=REPO_ROOT, capture_output=True, text=True, timeout=600)
-    scored = re.search(r"^agents/runtime/package_files\.py: (\d+) / (\d+) = (\d+)% \((\d+) marked equivalent\)$",
-                       done.stdout, re.M)
+    scored = re.search(r"^agents/runtime/package_files\.py: (\d+) / (\d+) = (\d+)% \((\d+) of (\d+) checked timed out"
+                       r"(?:, \d+ not checked)?; (\d+) marked equivalent\)$", done.stdout, re.M)
     assert scored, done.stdout[-3000:] + done.stderr[-3000:]
-    killed, checked = int(scored[1]), int(scored[2])
-    assert checked > 0 and killed <= checked
-    assert done.returncode == (0 if killed / checked >= 0.85 else 1)
-    survivors = re.findall(r"^  (?:survived|no tests|suspicious|segfault|skipped|not checked): "
+    killed, measured, timeouts, checked = int(scored[1]), int(scored[2]), int(scored[4]), int(scored[5])
+    assert measured > 0 and killed <= measured and measured + timeouts == checked
+    assert done.returncode == (0 if killed / measured >= 0.85 and timeouts / checked < 0.2 else 1)
+    survivors = re.findall(r"^  (?:survived|no tests|suspicious): "
                            r"agents/runtime/package_files\.py:\d+: .+  ->  .+  \[agents\.runtime\.package_files\.\S+\]$",
                            done.stdout, re.M)
-    assert len(survivors) == checked - killed
+    assert len(survivors) == measured - killed
+    assert len(re.findall(r"^  (?:timeout|segfault): \[agents\.runtime\.package_files\.\S+\]$", done.stdout, re.M)) == timeouts
     assert (work / "mutants" / "agents" / "runtime" / "package_files.py").is_file()  # mutmut worked in the copy
     assert tree_state() == before
