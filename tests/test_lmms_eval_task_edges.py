@@ -1,5 +1,5 @@
 """The CRAG-MM tasks for lmms-eval at their edges, without lmms-eval and without a judge
-(integrations/lmms_eval/cruise_lmms_eval/crag_mm.py): a task's YAML settings refused or read,
+(integrations/lmms_eval/cruise_lmms_eval: crag_mm.py and its parts): a task's YAML settings refused or read,
 the search results a RAG prompt shows, crag_mm_agentic's tool calls and budgets, the records a
 document's replies become, and what the aggregation hands the scorer.
 
@@ -24,19 +24,13 @@ from PIL import Image
 from agents.config.loading import load_config
 from evaluator.imported_runs import TURNS_KEY
 from evaluator.settings import ScoringSettings
-from integrations.lmms_eval.cruise_lmms_eval import crag_mm
-from integrations.lmms_eval.cruise_lmms_eval.crag_mm import (
-    METRICS,
-    MULTI_TURN_METRICS,
-    NO_REPLY,
-    TOOLS,
-    CragMMTask,
-    TaskSettings,
-    agentic_answer,
-    agentic_trace,
-    search_chunks,
-    within,
-)
+from integrations.lmms_eval.cruise_lmms_eval import documents, metrics, results, search
+from integrations.lmms_eval.cruise_lmms_eval.crag_mm import CragMMTask
+from integrations.lmms_eval.cruise_lmms_eval.metrics import METRICS, MULTI_TURN_METRICS
+from integrations.lmms_eval.cruise_lmms_eval.results import NO_REPLY
+from integrations.lmms_eval.cruise_lmms_eval.search import search_chunks, within
+from integrations.lmms_eval.cruise_lmms_eval.settings import TaskSettings
+from integrations.lmms_eval.cruise_lmms_eval.tools import TOOLS, agentic_answer, agentic_trace
 from testkit.scripted_agent import build_dataset
 
 IDK = "I don't know"
@@ -177,6 +171,109 @@ def test_a_setting_lmms_eval_gives_by_its_own_field_or_a_misspelt_one_is_refused
     assert str(refused.value) == f"unknown metadata of a CRAG-MM task: ['{key}'] (settings: {own}; judge: {judge})"
 
 
+# --------------------------------------------------------------------------- lmms-eval's public form
+TASKS_DIR = Path(__file__).resolve().parents[1] / "integrations" / "lmms_eval" / "tasks"
+PACKAGE = TASKS_DIR.parent / "cruise_lmms_eval"
+
+
+def yaml_of(name: str) -> dict:
+    """A task's YAML as lmms-eval 0.7.3 reads it (`include`d files under its own keys), each
+    `!function` kept as ("!function", its text)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: ("!function", loader.construct_scalar(node)))
+    config = yaml.load((TASKS_DIR / f"{name}.yaml").read_text(), Loader=Loader)
+    base = yaml_of(Path(config.pop("include")).stem) if "include" in config else {}
+    return {**base, **config}
+
+
+@pytest.mark.parametrize("name", ["crag_mm_single", "crag_mm_single_rag", "crag_mm_agentic", "crag_mm_multi"])
+def test_each_task_yaml_names_its_hooks_and_lists_every_metric_with_its_aggregation_as_lmms_evals_tasks_do(name):
+    from integrations.lmms_eval.cruise_lmms_eval import hooks
+
+    config = yaml_of(name)
+    settings = TaskSettings.from_task_config({k: v for k, v in config.items() if k != "class"})
+    for hook in ("doc_to_visual", "doc_to_text", "doc_to_target", "process_results"):
+        assert config[hook] == ("!function", f"cruise_lmms_eval.hooks.{hook}") and callable(getattr(hooks, hook))
+    listed = [(m["metric"], m["aggregation"], m["higher_is_better"]) for m in config["metric_list"]]
+    assert listed == [(metric, ("!function", f"cruise_lmms_eval.hooks.{metric}"), higher)
+                      for metric, (_, higher) in settings.metrics.items()]
+    assert all(getattr(hooks, metric).__name__ == metric for metric in settings.metrics)
+    assert config["class"] == ("!function", "cruise_lmms_eval.task.CragMMTaskClass")
+
+
+def test_the_task_class_overrides_nothing_of_lmms_evals_and_sets_no_attribute():
+    """Only its constructor, which edits the config it is handed before lmms-eval reads it: no
+    method of ConfigurableTask overridden, no attribute of it set (lmms-eval's next release may
+    rename its private ones)."""
+    import ast
+
+    tree = ast.parse((PACKAGE / "task.py").read_text())
+    (cls,) = [node for node in tree.body if isinstance(node, ast.ClassDef)]
+    assert [node.name for node in cls.body if isinstance(node, ast.FunctionDef)] == ["__init__"]
+    assert not [node for node in ast.walk(cls) if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)]
+    for path in PACKAGE.glob("*.py"):
+        assert "_prepare_metric_and_aggregation" not in path.read_text(), path
+
+
+def test_the_hooks_find_each_documents_task_by_its_name_and_a_stranger_is_refused_in_one_line(single, monkeypatch):
+    from integrations.lmms_eval.cruise_lmms_eval import crag_mm, hooks
+
+    monkeypatch.setattr(crag_mm, "TASKS", {})
+    monkeypatch.setattr(hooks, "TASKS", crag_mm.TASKS)
+    scorer = Scorer()
+    monkeypatch.setattr(metrics, "score_turns", scorer)
+    plain, docs, _ = task_over(single, task="crag_mm_plain")
+    other, other_docs, _ = task_over(single, task="crag_mm_other", prompt="agentic")
+    crag_mm.register(plain)
+    crag_mm.register(other)
+    doc = doc_of(docs, "photo")
+    assert doc[crag_mm.TASK_COLUMN] == "crag_mm_plain" and doc_of(other_docs, "photo")[crag_mm.TASK_COLUMN] == \
+        "crag_mm_other"
+    assert hooks.doc_to_text(doc) == plain.doc_to_text(doc) != hooks.doc_to_text(doc_of(other_docs, "photo"))
+    assert hooks.doc_to_target(doc) == "Gustave Eiffel"
+    assert [im.size for im in hooks.doc_to_visual(doc)] == [(64, 48)]
+    out = hooks.process_results(doc, ["Gustave Eiffel"])
+    assert out[TURNS_KEY]["task"] == "crag_mm_plain" and out[TURNS_KEY]["records"][0]["agent_response"] == \
+        "Gustave Eiffel"
+    assert hooks.truthfulness([out["truthfulness"]]) == 0.25 and scorer.calls[0]["run_config"]["imported"]["task"] == \
+        "crag_mm_plain"
+    with pytest.raises(ValueError) as refused:
+        hooks.doc_to_text({**doc, crag_mm.TASK_COLUMN: "crag_mm_gone"})
+    assert "a document of task 'crag_mm_gone'" in str(refused.value) and "\n" not in str(refused.value)
+    mixed = [out["truthfulness"], hooks.process_results(doc_of(other_docs, "photo"), ["x"])["truthfulness"]]
+    with pytest.raises(ValueError, match="not one registered CRAG-MM task"):
+        hooks.truthfulness(mixed)
+
+
+def test_lmms_eval_is_told_to_load_the_split_the_task_found(single, tmp_path):
+    """The dataset fields the task class hands lmms-eval: a folder of data files as it is, one
+    saved by save_to_disk with load_from_disk, a hub id at its revision, and the split found
+    (here the fallback's)."""
+    import datasets
+
+    task = CragMMTask(TaskSettings(dataset=str(single), split="public_test"))
+    task.load()
+    assert documents.lmms_eval_fields(task.loaded) == {"dataset_path": str(single), "dataset_kwargs": {},
+                                                       "test_split": "validation"}
+    ds = datasets.load_dataset(str(single))["validation"]
+    datasets.DatasetDict({"test": ds}).save_to_disk(str(tmp_path / "saved"))
+    saved = CragMMTask(TaskSettings(dataset=str(tmp_path / "saved"), split="test"))
+    saved.load()
+    assert documents.lmms_eval_fields(saved.loaded) == {"dataset_path": str(tmp_path / "saved"),
+                                                        "dataset_kwargs": {"load_from_disk": True}, "test_split": "test"}
+    hub = documents.LoadedSplit("crag-mm-2025/crag-mm-single-turn-public", "v0.1.2", "public_test", None, {}, {})
+    assert documents.lmms_eval_fields(hub) == {"dataset_path": "crag-mm-2025/crag-mm-single-turn-public",
+                                               "dataset_kwargs": {"revision": "v0.1.2"}, "test_split": "public_test"}
+    ds.save_to_disk(str(tmp_path / "alone"))
+    alone = documents.LoadedSplit(str(tmp_path / "alone"), None, "validation", None, {}, {})
+    with pytest.raises(ValueError, match="holds one split saved alone: lmms-eval reads a DatasetDict"):
+        documents.lmms_eval_fields(alone)
+
+
 # --------------------------------------------------------------------------- the documents and the image
 def test_the_split_read_is_described_and_a_missing_split_falls_back_with_a_notice(single, caplog):
     task = CragMMTask(TaskSettings(dataset=str(single), split="public_test"))
@@ -184,15 +281,15 @@ def test_the_split_read_is_described_and_a_missing_split_falls_back_with_a_notic
     assert before == {"dataset": str(single), "split": "public_test", "revision": "v0.1.2",
                       "dataset_type": "single-turn", "prompt": "question", "profile": "cpu",
                       **dataclasses.asdict(ScoringSettings())}
-    with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
+    with caplog.at_level(logging.WARNING, logger=documents.__name__):
         task.load()
     assert task.loaded.split == "validation" and task.loaded.notice
-    assert [r.getMessage() for r in caplog.records if r.name == crag_mm.__name__] == [task.loaded.notice]
+    assert [r.getMessage() for r in caplog.records if r.name == documents.__name__] == [task.loaded.notice]
     assert task.described()["split"] == "validation" and task.described()["dataset"] == str(single)
     assert copy.deepcopy(task) is task  # lmms-eval deep-copies the config that holds the task's methods
 
     quiet = CragMMTask(TaskSettings(dataset=str(single)))
-    with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
+    with caplog.at_level(logging.WARNING, logger=documents.__name__):
         caplog.clear()
         quiet.load()
     assert quiet.loaded.notice is None and not caplog.records
@@ -202,7 +299,7 @@ def test_a_document_without_its_image_gets_the_photo_of_its_row_and_one_without_
     task, docs, _ = task_over(single)
     assert "image" not in docs[0]
     assert [im.size for im in task.doc_to_visual(doc_of(docs, "photo"))] == [(64, 48)]
-    with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
+    with caplog.at_level(logging.WARNING, logger=documents.__name__):
         assert task.doc_to_visual(doc_of(docs, "blank")) == []
     assert "session blank: image not loaded (ValueError: row has neither an image nor an image_url)" in \
         [r.getMessage() for r in caplog.records]
@@ -508,13 +605,13 @@ def test_a_single_turn_documents_reply_of_none_is_an_empty_answer_and_no_result_
     """lmms-eval hands a single-turn document one result: None there is the model's empty answer;
     no result at all leaves the turn without a reply, answered I don't know with the reason."""
     task, docs, _ = task_over(single)
-    with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
+    with caplog.at_level(logging.WARNING, logger=results.__name__):
         record = task.process_results(doc_of(docs, "photo"), [None])[TURNS_KEY]["records"][0]
     assert (record["agent_response"], record["raw_answer"], record["error"]) == ("", "", None)
     assert not caplog.records
-    with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
+    with caplog.at_level(logging.WARNING, logger=results.__name__):
         record = task.process_results(doc_of(docs, "photo"), [])[TURNS_KEY]["records"][0]
-    assert (record["agent_response"], record["raw_answer"], record["error"]) == (crag_mm.IDK_ANSWER, "", crag_mm.NO_REPLY)
+    assert (record["agent_response"], record["raw_answer"], record["error"]) == (IDK, "", NO_REPLY)
     assert "1 of 1 turns without a reply" in caplog.text
 
 
@@ -524,7 +621,7 @@ def test_a_conversations_replies_become_its_turns_records_and_a_lone_string_is_i
     records = task.process_results(doc, [("a heron", None, "fish", "one too many")])[TURNS_KEY]["records"]
     assert [(r["agent_response"], r["raw_answer"], r["error"]) for r in records] == [
         ("a heron", "a heron", None), ("", "", None), ("fish", "fish", None)]
-    with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
+    with caplog.at_level(logging.WARNING, logger=results.__name__):
         records = task.process_results(doc, ["a heron"])[TURNS_KEY]["records"]
     assert [(r["agent_response"], r["raw_answer"], r["error"]) for r in records] == [
         ("a heron", "a heron", None), (IDK, "", NO_REPLY), (IDK, "", NO_REPLY)]
@@ -546,7 +643,7 @@ def test_an_agentic_documents_final_reply_gives_its_answer_and_its_tool_calls_tr
     assert trace["funnel"] == {"image loaded": True, "called a tool": True, "a search found something": True}
     # no reply at all: I don't know with the reason, and no tool call to trace
     out = task.process_results(doc, [])[TURNS_KEY]
-    assert (out["records"][0]["agent_response"], out["records"][0]["error"]) == (crag_mm.IDK_ANSWER, crag_mm.NO_REPLY)
+    assert (out["records"][0]["agent_response"], out["records"][0]["error"]) == (IDK, NO_REPLY)
     assert "branch" not in out["traces"][0]
     # an empty reply: an empty answer that called no tool
     out = task.process_results(doc, [""])[TURNS_KEY]
@@ -574,7 +671,7 @@ def test_the_aggregation_scores_the_documents_turns_once_as_an_imported_run(sing
     from evaluator.imported_runs import imported_run_config
 
     scorer = Scorer()
-    monkeypatch.setattr(crag_mm, "score_turns", scorer)
+    monkeypatch.setattr(metrics, "score_turns", scorer)
     task, docs, _ = task_over(single, task="crag_mm_single", scoring=ScoringSettings(rules="crag-mm"),
                               output_dir=str(tmp_path / "kept"))
     items = [task.process_results(doc, ["a reply"])[TURNS_KEY] for doc in docs]
@@ -601,7 +698,7 @@ def test_the_aggregation_scores_the_documents_turns_once_as_an_imported_run(sing
 def test_a_multi_turn_tasks_aggregation_reads_its_conversation_figures_from_a_run_scored_in_a_removed_folder(
         multi, monkeypatch):
     scorer = Scorer()
-    monkeypatch.setattr(crag_mm, "score_turns", scorer)
+    monkeypatch.setattr(metrics, "score_turns", scorer)
     task, docs, _ = task_over(multi, dataset_type="multi-turn")
     items = [task.process_results(docs[0], [("a", "b", "c")])[TURNS_KEY]]
     assert task.aggregate("conversation_score", items) == 0.5
@@ -620,8 +717,8 @@ def test_the_default_search_pipeline_is_the_profiles_with_web_search_and_the_rag
 
     built = []
     monkeypatch.setattr(pipeline, "build_search_pipeline", lambda search, web: built.append((search, web)) or "index")
-    index, cfg = crag_mm.default_pipeline("cpu")
+    index, cfg = search.default_pipeline("cpu")
     assert index == "index" and built == [(resolve_run("cpu").search, True)]
     assert cfg == load_config("cpu", preset="rag_baseline")
-    _, gpu = crag_mm.default_pipeline("l40s")
+    _, gpu = search.default_pipeline("l40s")
     assert gpu == load_config("l40s", preset="rag_baseline") and gpu != cfg

@@ -20,8 +20,11 @@ from evaluator.imported_runs import TURNS_KEY, from_lmms_eval
 from evaluator.scoring.truncate import load_truncator
 from evaluator.settings import EvaluationSettings
 from integrations.lmms_eval.cruise_lmms_eval.agent_run import AgentRun
-from integrations.lmms_eval.cruise_lmms_eval.crag_mm import CragMMTask, TaskSettings, prompt_text, within
+from integrations.lmms_eval.cruise_lmms_eval.crag_mm import CragMMTask
 from integrations.lmms_eval.cruise_lmms_eval.model_args import evaluation_settings, parse_model_args
+from integrations.lmms_eval.cruise_lmms_eval.prompts import prompt_text
+from integrations.lmms_eval.cruise_lmms_eval.search import within
+from integrations.lmms_eval.cruise_lmms_eval.settings import TaskSettings
 from testkit.evaluation_world import LONG_APPLES, run_env, write_script
 from testkit.in_process import fresh_environment
 from testkit.scripted_agent import build_dataset
