@@ -30,6 +30,7 @@ from testkit.in_process import fresh_environment
 from testkit.scripted_agent import build_dataset
 
 TASKS = REPO_ROOT / "integrations" / "lmms_eval" / "tasks"
+IDK = "I don't know"
 
 
 def task_yaml(name: str) -> dict:
@@ -447,11 +448,18 @@ def agentic_turn(task: CragMMTask, doc: dict, model, max_steps: int) -> tuple[st
             context = following
     if info is not None and not final.strip().startswith("{"):
         final = json.dumps({"success": False, "error": "max_agentic_steps_reached", "state": info.get("state", {}),
+                            "tool_calls": float(info.get("tool_calls", 0)),
                             "last_model_output": final, "trace": outputs})
     return final, prompts
 
 
 def agentic_run(tmp_path, model, max_steps: int = 6, **metadata) -> tuple[Path, list[list[str]]]:
+    """crag_mm_agentic over three documents of CRAG-MM-Diagnostics' layout (heron_search as the
+    search pipeline), `model(prompt)` answering each round, or `model(prompt, task, doc)` where it
+    takes three arguments (a model that needs the document: its photo, its conversation)."""
+    import inspect
+
+    takes_doc = len(inspect.signature(model).parameters) == 3
     from agents.config.loading import load_config
     from testkit.diagnostics_layout import write_published_layout
 
@@ -463,7 +471,8 @@ def agentic_run(tmp_path, model, max_steps: int = 6, **metadata) -> tuple[Path, 
     task = CragMMTask(TaskSettings.from_task_config(config), pipeline_factory=lambda profile: (heron_search, cfg))
     items, prompts = [], []
     for doc in docs_of(task.load()):
-        final, seen = agentic_turn(task, doc, model, max_steps)
+        asked = (lambda prompt, doc=doc: model(prompt, task, doc)) if takes_doc else model
+        final, seen = agentic_turn(task, doc, asked, max_steps)
         prompts.append(seen)
         items.append(task.process_results(doc, [final])[TURNS_KEY])
     task.scored(items)
@@ -492,6 +501,29 @@ def test_crag_mm_agentic_runs_the_models_tool_calls_and_records_them(tmp_path):
     assert calls[0]["arguments"] == {"box": [100, 0, 200, 100]} and calls[0]["entities"] == [["Great blue heron"]]
     stages = json.loads((run / "diagnostics.json").read_text())["stages"]
     assert stages["image_retrieval@1"]["labelled"] == 3 and stages["image_retrieval@1"]["passed"] == 3
+    # the coverage reads the tool results the model was shown, as the funnel does
+    assert traces[0]["kept_chunks"] == [p for c in calls for p in c["passages"]] and "wetlands" in \
+        " ".join(traces[0]["kept_chunks"])
+    coverage = json.loads((run / "run_summary.json").read_text())["evidence_coverage"]
+    assert coverage["retrieved_share"] == coverage["context_share"] == 1.0
+    assert all(t["funnel"]["a search found something"] for t in traces)
+    assert [(t["ended_by"], t["calls_run"]) for t in traces] == [("answered", 2)] * 3
+
+
+def test_crag_mm_agentic_coverage_is_none_where_the_tools_found_nothing(tmp_path):
+    """A model whose one call searches nothing (an empty query: a tool error, not a search):
+    no context and no hits, in the funnel and the coverage alike."""
+    def model(prompt: str) -> str:
+        if "<tool_result>" not in prompt:
+            return '<tool_call>{"name": "web_search", "arguments": {"query": "   "}}</tool_call>'
+        return "A heron."
+
+    run, prompts = agentic_run(tmp_path, model)
+    assert "error: ValueError: web_search needs a query" in prompts[0][1]
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    assert all(not t["funnel"]["a search found something"] and t["kept_chunks"] == [] for t in traces)
+    coverage = json.loads((run / "run_summary.json").read_text())["evidence_coverage"]
+    assert coverage["retrieved_share"] == coverage["context_share"] == 0.0
 
 
 def test_crag_mm_agentic_without_a_tool_call_scores_as_crag_mm_single(tmp_path):
@@ -520,12 +552,15 @@ def test_crag_mm_agentic_keeps_to_its_budgets(tmp_path):
     assert len(prompts[0]) == 3 and "No tool calls are left" in prompts[0][2]
     traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
     assert len(traces[0]["tool_calls"]) == 2
+    assert (traces[0]["ended_by"], traces[0]["calls_run"], traces[0]["branch"]) == ("call budget", 2,
+                                                                                   "call budget ended the turn")
     assert {json.loads(line)["agent_response"] for line in (run / "answers.jsonl").read_text().splitlines()} == \
         {"I don't know"}
 
     run, _ = agentic_run(tmp_path / "steps", caller, max_steps=2, max_tool_calls=4)
     traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
     assert len(traces[0]["tool_calls"]) == 2
+    assert (traces[0]["ended_by"], traces[0]["calls_run"]) == ("step budget", 2)
     assert {json.loads(line)["agent_response"] for line in (run / "answers.jsonl").read_text().splitlines()} == \
         {"I don't know"}
 
@@ -534,3 +569,60 @@ def test_crag_mm_agentic_keeps_to_its_budgets(tmp_path):
     assert "error: ValueError: unknown tool 'calculator'" in prompts[0][1]
     traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
     assert traces[0]["tool_calls"][0]["error"].startswith("ValueError")
+
+
+# --------------------------------------------------------------------------- faults and few documents
+FAILED = "[LMMS_EVAL_REQUEST_FAILED after 1 retries] Connection error."
+
+
+def scored_task(tmp_path, name: str, rows: int, reply) -> tuple[CragMMTask, list[dict]]:
+    """`name` over the mini benchmark's first `rows` documents (as `--limit rows` gives them),
+    each answered `reply`, its scored run kept in tmp_path/kept: the task and each document's
+    results."""
+    config = task_yaml(name)
+    config["metadata"] = {**config["metadata"], "output_dir": str(tmp_path / "kept")}
+    task = CragMMTask(TaskSettings.from_task_config(config))
+    per_doc = [task.process_results(doc, [reply]) for doc in docs_of(task.load())[:rows]]
+    return task, per_doc
+
+
+@pytest.mark.parametrize("rows", [1, 2])
+def test_one_or_two_documents_give_every_metric_a_figure_or_none_where_the_run_has_none(tmp_path, rows):
+    """`--limit 1` and `--limit 2`: a figure the scored run does not have (the interval of one
+    conversation) is None, which lmms-eval writes as null and shows as N/A; the rest are the
+    run's."""
+    task, per_doc = scored_task(tmp_path, "crag_mm_single", rows, "a great blue heron")
+    got = {name: task.aggregate(name, [doc[name] for doc in per_doc]) for name in task.settings.metrics}
+    scores = json.loads((tmp_path / "kept" / "crag_mm_single" / "scores_dictionary.json").read_text())
+    assert got["truthfulness"] == scores["all"]["truthfulness_score"] and got[TURNS_KEY] == rows
+    assert got["agent_errors"] == 0
+    # one conversation has no bootstrap interval; two have one
+    if rows == 1:
+        assert got["truthfulness_ci95"] is None and "truthfulness_score" not in scores["intervals_95"]["all"]
+    else:
+        assert got["truthfulness_ci95"] == scores["intervals_95"]["all"]["truthfulness_score"]
+    assert all(value is None or isinstance(value, (int, float, list)) for value in got.values()), got
+
+
+def test_a_provider_that_is_down_scores_no_hallucination_and_each_turn_is_an_agent_error(tmp_path):
+    """Every reply lmms-eval's failure marker: no answer given, so truthfulness 0 and no
+    hallucination; the agent_errors metric and the report made with from-lmms-eval count them."""
+    task, per_doc = scored_task(tmp_path, "crag_mm_single", 3, FAILED)
+    got = {name: task.aggregate(name, [doc[name] for doc in per_doc]) for name in task.settings.metrics}
+    assert (got["hallucination"], got["truthfulness"], got["accuracy"], got["agent_errors"]) == (0.0, 0.0, 0.0, 3)
+    lmms = tmp_path / "lmms-out"
+    lmms.mkdir()
+    (lmms / "20261207_101500_results.json").write_text(json.dumps({
+        "results": {"crag_mm_single": {}}, "config": {"model": "openai", "model_args": "model=down"},
+        "configs": {"crag_mm_single": {"metadata": {"version": 1, "crag_mm": task.described()}}}}))
+    (lmms / "20261207_101500_samples_crag_mm_single.jsonl").write_text(
+        "".join(json.dumps({"doc_id": i, **result}) + "\n" for i, result in enumerate(per_doc)))
+    printed = tmp_path / "printed.txt"
+    with printed.open("w") as out:
+        from rich.console import Console
+
+        (result,) = from_lmms_eval(lmms, tmp_path / "scored", Console(file=out, width=200))
+    assert result.summary["agent_error_turns"] == 3 and result.scores["all"]["hallucination"] == 0
+    assert result.summary["agent_errors"] == ["the request failed: " + FAILED]
+    assert "agent-error turns 3" in printed.read_text()
+

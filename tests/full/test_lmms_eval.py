@@ -267,3 +267,45 @@ def test_setup_lmms_says_in_one_line_that_the_known_pip_conflicts_are_harmless()
     assert len(quiet.stdout.splitlines()) == 1 and "harmless" in quiet.stdout
     loud = filtered("\n".join([heading, known[0], other]) + "\n")
     assert heading in loud.stderr and other in loud.stderr
+
+
+def test_a_provider_that_is_down_scores_no_hallucination_and_its_turns_are_agent_errors(tmp_path):
+    """lmms-eval's own OpenAI model (the simple one: it has no multi-round generation) against a
+    port where nothing listens: every request fails after its retries and comes back as lmms-eval's
+    failure marker, which the tasks count as agent-error turns, not as answers."""
+    results, samples = lmms_eval(["--model", "openai", "--force_simple", "--model_args",
+                                  "model=down,base_url=http://127.0.0.1:9/v1,api_key=none,max_retries=1,"
+                                  "retry_backoff_s=0,timeout=2", "--tasks", "crag_mm_single,crag_mm_agentic",
+                                  "--limit", "2"], tmp_path / "lmms", timeout=600)
+    for task in ("crag_mm_single", "crag_mm_agentic"):
+        figures = results["results"][task]
+        assert (figures["hallucination,none"], figures["agent_errors,none"], figures["crag_mm_turns,none"]) == (0, 2, 2)
+        records = [r for s in samples[task] for r in s["crag_mm_turns"]["records"]]
+        assert all(r["error"].startswith("the request failed: [LMMS_EVAL_REQUEST_FAILED after 1 retries]")
+                   for r in records)
+    # the report made from it counts them, and says every turn faulted (exit code 4)
+    proc = subprocess.run([sys.executable, "local_evaluation.py", "from-lmms-eval", str(tmp_path / "lmms"),
+                           "--output-dir", str(tmp_path / "scored"), "--no_progress"], cwd=REPO_ROOT,
+                          env=offline_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 4, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert " ".join(proc.stdout.split()).count("agent-error turns 2;") == 2
+
+
+@pytest.mark.parametrize("limit", ["1", "2"])
+def test_one_or_two_documents_give_a_results_file(tmp_path, limit):
+    """`--limit 1` stopped every task with a KeyError (one conversation has no bootstrap
+    interval): each figure the scored run lacks is now null."""
+    (tmp_path / "script.json").write_text(json.dumps({"answers": {}, "default": "Surely a purple giraffe.",
+                                                      "batch_size": 2}))
+    proc = subprocess.run(
+        lmms_eval_args(["--model", "cruise_agent", "--model_args",
+                        f"agent=testkit.scripted_agent:ScriptedAgent,profile=cpu,search=none,output_dir={tmp_path / 'a'}",
+                        "--tasks", "crag_mm_single,crag_mm_multi", "--limit", limit], tmp_path / "lmms"),
+        cwd=REPO_ROOT, env=offline_env(SCRIPTED_AGENT_SCRIPT=str(tmp_path / "script.json")), capture_output=True,
+        text=True, timeout=600)
+    results, _ = lmms_eval_output(tmp_path / "lmms", proc.stdout + proc.stderr)
+    for task in ("crag_mm_single", "crag_mm_multi"):
+        figures = results["results"][task]
+        # every answer wrong (the truthfulness of one turn alone is 0.0, as the official code gives)
+        assert figures["hallucination,none"] > 0 and figures["crag_mm_turns,none"] >= int(limit)
+        assert {"truthfulness_ci95,none", "ego_truthfulness,none", "agent_errors,none"} <= set(figures)

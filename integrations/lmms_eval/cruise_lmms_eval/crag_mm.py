@@ -22,7 +22,7 @@ from evaluator.harness.dataset import Conversation
 from .documents import LoadedSplit, conversation, load_documents, photo, session_key
 from .metrics import Scorer, figure
 from .prompts import agentic_prompt, history, question_prompt
-from .results import document_turns, turn_replies
+from .results import answers_for_history, document_turns, turn_replies
 from .search import default_pipeline, rag_context
 from .settings import TaskSettings
 from .tools import agentic_answer, agentic_round, agentic_trace, run_tool
@@ -127,7 +127,7 @@ class CragMMTask:
                                  lambda text: self.run_tool(doc, text), self.settings.max_tool_calls)
         if round_idx >= len(conv.turns):
             return None, None, True, previous_output, previous_round_info
-        earlier = history(conv, round_idx, self.cut(list(previous_output or [])[:round_idx]))
+        earlier = history(conv, round_idx, self.cut(answers_for_history(list(previous_output or [])[:round_idx])))
         return self.doc_to_visual(doc), self.turn_prompt(conv, round_idx, doc, earlier), False, previous_output, \
             previous_round_info
 
@@ -174,12 +174,12 @@ class CragMMTask:
         samples); each names this task, which the aggregation (hooks.py) finds by it."""
         conv = self.conversation(doc)
         raw = turn_replies(results, self.settings.multi_turn, len(conv.turns))
-        calls = None
-        if self.settings.prompt == "agentic" and raw:
-            raw[0], calls = agentic_answer(raw[0])
+        ending = None
+        if self.settings.prompt == "agentic" and raw and isinstance(raw[0], str):
+            raw[0], ending = agentic_answer(raw[0])
         traces = [self.trace(conv, t) for t in range(len(conv.turns))]
-        if calls is not None:
-            traces = [agentic_trace(trace, calls) for trace in traces]
+        if ending is not None:
+            traces = [agentic_trace(trace, ending) for trace in traces]
         turns = {"task": self.settings.task, **document_turns(conv, raw, self.cut(raw), traces)}
         return dict.fromkeys(self.settings.metrics, turns)
 

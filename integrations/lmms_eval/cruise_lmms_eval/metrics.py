@@ -33,6 +33,8 @@ METRICS = {
     "hallucination": (("scores", "all", "hallucination_rate"), False),
     "truthfulness_ci95": (("summary", "intervals_95", "all", "truthfulness_score"), True),
     "ego_truthfulness": (("scores", "ego", "truthfulness_score"), True),
+    # turns whose request failed or whose reply had no content (results.py): no answer given
+    "agent_errors": (("summary", "agent_error_turns"), False),
 }
 MULTI_TURN_METRICS = {
     "conversation_score": (("scores", "all", "mean_multi_turn_conversation_score"), True),
@@ -48,9 +50,13 @@ def metrics_of(multi_turn: bool) -> dict:
 
 
 def figure(result, path: tuple[str, ...]):
-    """The figure at `path` of a scored run (an EvaluationResult: its scores and run summary)."""
+    """The figure at `path` of a scored run (an EvaluationResult: its scores and run summary);
+    None where the run has none (a rate of no turns: no egocentric turn among a few documents,
+    no interval of one conversation), which lmms-eval writes as null and shows as N/A."""
     value = {"scores": result.scores, "summary": result.summary}
     for key in path:
+        if not isinstance(value, dict) or key not in value:
+            return None
         value = value[key]
     return value
 
