@@ -626,3 +626,137 @@ def test_a_provider_that_is_down_scores_no_hallucination_and_each_turn_is_an_age
     assert result.summary["agent_errors"] == ["the request failed: " + FAILED]
     assert "agent-error turns 3" in printed.read_text()
 
+
+# --------------------------------------------------------------------------- native tool calls (openai_tools)
+def heron_caller(body: dict) -> dict:
+    """A model that calls tools natively: both tools at once (content null, as OpenAI's models
+    send it), then its answer once it has their results."""
+    if not any(m["role"] == "tool" for m in body["messages"]):
+        return {"content": None, "tool_calls": [
+            ("call_img", "image_search", "{}"),
+            ("call_web", "web_search", json.dumps({"query": "great blue heron habitat"}))]}
+    return {"content": "A great blue heron."}
+
+
+def native_run(tmp_path, server_url: str, max_retries: int = 0, **metadata):
+    """crag_mm_agentic's rounds (lmms-eval's loop, agentic_turn) answered by openai_tools' client
+    against `server_url`."""
+    from integrations.lmms_eval.cruise_lmms_eval.openai_chat import ToolCallingClient
+
+    client = ToolCallingClient("heron-caller", server_url, "none", 10.0, max_retries)
+    gen_kwargs = task_yaml("crag_mm_agentic")["generation_kwargs"]
+
+    def model(prompt, task, doc):
+        return client.answer(prompt, gen_kwargs, task.doc_to_visual(doc), ("crag_mm_agentic", "test", doc["id"]))
+
+    return agentic_run(tmp_path, model, **metadata)
+
+
+def test_native_tool_calls_run_as_the_tasks_calls_and_their_results_come_back_as_tool_messages(tmp_path):
+    from testkit.tool_calling_server import ToolCallingServer
+
+    with ToolCallingServer(heron_caller) as server:
+        run, prompts = native_run(tmp_path, server.url)
+        refused = server.bodies(400)
+        bodies = server.bodies()
+    assert refused == [] and len(bodies) == 6  # two requests a document, none refused
+    for body in bodies:
+        assert [t["function"]["name"] for t in body["tools"]] == ["image_search", "web_search"]
+        assert body["tool_choice"] == "auto"
+        # the photo once, in the first message; the text protocol's instructions left out
+        parts = [p for m in body["messages"] if isinstance(m.get("content"), list) for p in m["content"]]
+        assert [p["type"] for p in parts] == ["image_url", "text"] and parts[0]["image_url"]["url"].startswith(
+            "data:image/png;base64,")
+        assert "<tool_call>" not in parts[1]["text"] and parts[1]["text"].endswith(
+            "what is the animal on the right?")
+    follow_up = bodies[1]["messages"]
+    assert [m["role"] for m in follow_up] == ["user", "assistant", "tool", "tool"]
+    assert "content" not in follow_up[1] and [c["id"] for c in follow_up[1]["tool_calls"]] == ["call_img", "call_web"]
+    assert [m["tool_call_id"] for m in follow_up[2:]] == ["call_img", "call_web"]
+    assert "Great blue heron" in follow_up[2]["content"] and "Herons wade" in follow_up[3]["content"]
+    # the task ran the calls as the text route runs them, and the answers reach the results
+    assert "<tool_result>" in prompts[0][1] and len(prompts[0]) == 2
+    answers = [json.loads(line) for line in (run / "answers.jsonl").read_text().splitlines()]
+    assert [(a["agent_response"], a["error"]) for a in answers] == [("A great blue heron.", None)] * 3
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    assert [[(c["tool"], c["arguments"], c["hits"]) for c in t["tool_calls"]] for t in traces] == \
+        [[("image_search", {}, 1), ("web_search", {"query": "great blue heron habitat"}, 1)]] * 3
+    assert traces[0]["tool_calls"][0]["entities"] == [["Great blue heron"]]
+
+
+def test_native_calls_past_the_budget_still_get_their_tool_messages(tmp_path):
+    """Both calls at once with one call left: the second is not run, but its id gets a tool
+    message saying so (the API refuses a request with a call left unanswered)."""
+    from testkit.tool_calling_server import ToolCallingServer
+
+    with ToolCallingServer(heron_caller) as server:
+        run, _ = native_run(tmp_path, server.url, max_tool_calls=1)
+        refused, bodies = server.bodies(400), server.bodies()
+    assert refused == []
+    tools = [m for m in bodies[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tools] == ["call_img", "call_web"]
+    assert tools[1]["content"] == "not run: the call budget of this turn is spent"
+    assert bodies[1]["messages"][-1] == {"role": "user", "content": "No tool calls are left: answer now, without a "
+                                                                      "tool call."}
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    assert [c["tool"] for c in traces[0]["tool_calls"]] == ["image_search"]
+
+
+def test_a_native_reply_without_content_or_a_provider_down_is_an_agent_error_never_an_answer(tmp_path):
+    from testkit.tool_calling_server import ToolCallingServer
+
+    with ToolCallingServer(lambda body: {"content": None}) as server:
+        run, _ = native_run(tmp_path / "empty", server.url)
+    answers = [json.loads(line) for line in (run / "answers.jsonl").read_text().splitlines()]
+    assert [(a["agent_response"], a["error"]) for a in answers] == [(IDK, "the model's reply had no content")] * 3
+
+    run, _ = native_run(tmp_path / "down", "http://127.0.0.1:9/v1")
+    answers = [json.loads(line) for line in (run / "answers.jsonl").read_text().splitlines()]
+    assert all(a["agent_response"] == IDK and a["error"].startswith(
+        "the request failed: [LMMS_EVAL_REQUEST_FAILED after 0 retries] APIConnectionError") for a in answers)
+    scores = json.loads((run / "scores_dictionary.json").read_text())["all"]
+    assert scores["hallucination"] == 0 and scores["truthfulness_score"] == 0
+
+
+def test_native_arguments_that_are_no_json_and_calls_written_as_text_reach_the_model_as_the_task_answers_them(
+        tmp_path):
+    """A native call whose arguments are no JSON: the task's error comes back as that call's tool
+    message. A call the model writes as text in its content (no native call): its result comes
+    back as a user message, as there is no tool_call_id to answer."""
+    from testkit.tool_calling_server import ToolCallingServer
+
+    def model(body: dict) -> dict:
+        rounds = sum(m["role"] == "assistant" for m in body["messages"])
+        if rounds == 0:
+            return {"content": None, "tool_calls": [("call_bad", "web_search", "{query: heron")]}
+        if rounds == 1:
+            return {"content": '<tool_call>{"name": "web_search", "arguments": {"query": "heron"}}</tool_call>'}
+        return {"content": "A heron."}
+
+    with ToolCallingServer(model) as server:
+        run, _ = native_run(tmp_path, server.url)
+        refused, bodies = server.bodies(400), server.bodies()
+    assert refused == [] and len(bodies) == 9
+    last = bodies[2]["messages"]
+    assert [m["role"] for m in last] == ["user", "assistant", "tool", "assistant", "user"]
+    assert last[2]["tool_call_id"] == "call_bad" and last[2]["content"].startswith("error: JSONDecodeError")
+    assert last[4]["content"].startswith('<tool_call>{"name": "web_search"') and "Herons wade" in last[4]["content"]
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    assert [(c["tool"], bool(c["error"])) for c in traces[0]["tool_calls"]] == [("web_search", True),
+                                                                                ("web_search", False)]
+
+
+def test_openai_tools_asks_the_other_tasks_prompts_with_the_photo_and_no_tools(tmp_path):
+    from integrations.lmms_eval.cruise_lmms_eval.openai_chat import ToolCallingClient
+    from testkit.tool_calling_server import ToolCallingServer
+
+    replies = iter([{"content": "Paris."}, {"content": None}])
+    with ToolCallingServer(lambda body: next(replies)) as server:
+        client = ToolCallingClient("m", server.url, "none", 10.0, 0)
+        photo = Image.new("RGB", (8, 6))
+        assert client.answer("Where is this?", {"max_new_tokens": 7}, [photo], ("t", "s", 0)) == "Paris."
+        assert client.answer("Where is this?", {}, [photo], ("t", "s", 1)) == ""  # no content: "", never "None"
+        bodies = server.bodies()
+    assert "tools" not in bodies[0] and bodies[0]["max_completion_tokens"] == 7 and bodies[0]["temperature"] == 0
+    assert [p["type"] for p in bodies[0]["messages"][0]["content"]] == ["image_url", "text"]
+    assert bodies[0]["messages"][0]["content"][1]["text"] == "Where is this?"

@@ -309,3 +309,43 @@ def test_one_or_two_documents_give_a_results_file(tmp_path, limit):
         # every answer wrong (the truthfulness of one turn alone is 0.0, as the official code gives)
         assert figures["hallucination,none"] > 0 and figures["crag_mm_turns,none"] >= int(limit)
         assert {"truthfulness_ci95,none", "ego_truthfulness,none", "agent_errors,none"} <= set(figures)
+
+
+def test_openai_tools_runs_crag_mm_agentic_with_native_tool_calls_through_lmms_evals_loop(tmp_path):
+    """`--model openai_tools` against a stand-in server that calls tools natively (OpenAI's shapes:
+    testkit/tool_calling_server.py): both tools at once with content null, then an answer. The
+    requests carry the tools, each result comes back as a role:tool message with its
+    tool_call_id, none is refused, the answers reach the results file and the samples record
+    the calls; on crag_mm_single the same model is asked without tools."""
+    from testkit.tool_calling_server import ToolCallingServer
+
+    def caller(body: dict) -> dict:
+        if not body.get("tools"):
+            return {"content": "An espresso."}
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            return {"content": None, "tool_calls": [("call_1", "image_search", "{}"),
+                                                    ("call_2", "web_search", json.dumps({"query": "what is this"}))]}
+        return {"content": "A great blue heron."}
+
+    with ToolCallingServer(caller) as server:
+        results, samples = lmms_eval(["--model", "openai_tools", "--model_args",
+                                      f"model=heron-caller,base_url={server.url},max_retries=0",
+                                      "--tasks", "crag_mm_agentic,crag_mm_single", "--limit", "3"],
+                                     tmp_path / "lmms", timeout=900)
+        refused, bodies = [r for r in server.requests if r["status"] != 200], server.bodies()
+    assert refused == [], [(r["error"], [m["role"] for m in r["body"]["messages"]]) for r in refused]
+    agentic = [b for b in bodies if b.get("tools")]
+    assert len(agentic) == 6 and len(bodies) == 9  # two requests a document, one without tools for crag_mm_single
+    assert all([t["function"]["name"] for t in b["tools"]] == ["image_search", "web_search"] for b in agentic)
+    for first, second in zip(agentic[::2], agentic[1::2]):
+        assert [m["role"] for m in second["messages"]] == ["user", "assistant", "tool", "tool"]
+        assert [m["tool_call_id"] for m in second["messages"][2:]] == ["call_1", "call_2"]
+        images = [p for m in second["messages"] if isinstance(m.get("content"), list) for p in m["content"]
+                  if p["type"] == "image_url"]
+        assert len(images) == 1  # the photo once
+    for task, answer in (("crag_mm_agentic", "A great blue heron."), ("crag_mm_single", "An espresso.")):
+        assert results["results"][task]["crag_mm_turns,none"] == 3
+        assert [r["agent_response"] for r in records_of(samples[task]).values()] == [answer] * 3
+    traces = [t for s in samples["crag_mm_agentic"] for t in s["crag_mm_turns"]["traces"]]
+    assert [[c["tool"] for c in t["tool_calls"]] for t in traces] == [["image_search", "web_search"]] * 3
+    assert all(t["ended_by"] == "answered" and t["calls_run"] == 2 for t in traces)

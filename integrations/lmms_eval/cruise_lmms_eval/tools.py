@@ -118,9 +118,10 @@ def run_tool(text: str, search, photo, hits: int, chars: int) -> tuple[dict, str
     try:
         parsed = json.loads(text)
         name, arguments = parsed.get("name"), parsed.get("arguments") or {}
+        call.update(tool=name, arguments=arguments)  # as given, where its arguments are no JSON
         if isinstance(arguments, str):
             arguments = json.loads(arguments)
-        call.update(tool=name, arguments=arguments)
+        call["arguments"] = arguments
         if not isinstance(arguments, dict):
             raise ValueError(f"arguments {arguments!r}: an object of the tool's parameters")
         from agents.stages.s4_chunk import chunks_from_image_hit, chunks_from_web_hit, dedupe, hit_entity_names
