@@ -702,14 +702,10 @@ def test_native_calls_past_the_budget_still_get_their_tool_messages(tmp_path):
     assert [c["tool"] for c in traces[0]["tool_calls"]] == ["image_search"]
 
 
-def test_a_native_reply_without_content_or_a_provider_down_is_an_agent_error_never_an_answer(tmp_path):
-    from testkit.tool_calling_server import ToolCallingServer
-
-    with ToolCallingServer(lambda body: {"content": None}) as server:
-        run, _ = native_run(tmp_path / "empty", server.url)
-    answers = [json.loads(line) for line in (run / "answers.jsonl").read_text().splitlines()]
-    assert [(a["agent_response"], a["error"]) for a in answers] == [(IDK, "the model's reply had no content")] * 3
-
+def test_a_provider_down_is_an_agent_error_never_an_answer(tmp_path):
+    """Nothing listens: the request fails, the task counts an agent error, no hallucination. (A
+    reply without content: test_openai_tools_asks_the_other_tasks_prompts_with_the_photo_and_no_tools
+    and tests/test_lmms_eval_task_edges.py.)"""
     run, _ = native_run(tmp_path / "down", "http://127.0.0.1:9/v1")
     answers = [json.loads(line) for line in (run / "answers.jsonl").read_text().splitlines()]
     assert all(a["agent_response"] == IDK and a["error"].startswith(
