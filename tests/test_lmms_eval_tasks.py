@@ -716,30 +716,62 @@ def test_a_provider_down_is_an_agent_error_never_an_answer(tmp_path):
 
 def test_native_arguments_that_are_no_json_and_calls_written_as_text_reach_the_model_as_the_task_answers_them(
         tmp_path):
-    """A native call whose arguments are no JSON: the task's error comes back as that call's tool
-    message. A call the model writes as text in its content (no native call): its result comes
-    back as a user message, as there is no tool_call_id to answer."""
+    """Rounds of every kind: a native call whose arguments are no JSON (the task's error comes back
+    as that call's tool message, the reply's own text kept with its call), a call the model
+    writes as text in its content (its result comes back as a user message: there is no
+    tool_call_id to answer), then a native call with empty arguments (an image search of the whole
+    photo), then the answer."""
     from testkit.tool_calling_server import ToolCallingServer
 
     def model(body: dict) -> dict:
         rounds = sum(m["role"] == "assistant" for m in body["messages"])
         if rounds == 0:
-            return {"content": None, "tool_calls": [("call_bad", "web_search", "{query: heron")]}
+            return {"content": "Let me look.", "tool_calls": [("call_bad", "web_search", "{query: heron")]}
         if rounds == 1:
             return {"content": '<tool_call>{"name": "web_search", "arguments": {"query": "heron"}}</tool_call>'}
+        if rounds == 2:
+            return {"content": None, "tool_calls": [("call_img", "image_search", "")]}
         return {"content": "A heron."}
 
     with ToolCallingServer(model) as server:
         run, _ = native_run(tmp_path, server.url)
         refused, bodies = server.bodies(400), server.bodies()
-    assert refused == [] and len(bodies) == 9
-    last = bodies[2]["messages"]
-    assert [m["role"] for m in last] == ["user", "assistant", "tool", "assistant", "user"]
+    assert refused == [] and len(bodies) == 12
+    last = bodies[3]["messages"]
+    assert [m["role"] for m in last] == ["user", "assistant", "tool", "assistant", "user", "assistant", "tool"]
+    assert last[1]["content"] == "Let me look." and [c["id"] for c in last[1]["tool_calls"]] == ["call_bad"]
     assert last[2]["tool_call_id"] == "call_bad" and last[2]["content"].startswith("error: JSONDecodeError")
     assert last[4]["content"].startswith('<tool_call>{"name": "web_search"') and "Herons wade" in last[4]["content"]
+    assert last[6]["tool_call_id"] == "call_img" and "Great blue heron" in last[6]["content"]
     traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
-    assert [(c["tool"], bool(c["error"])) for c in traces[0]["tool_calls"]] == [("web_search", True),
-                                                                                ("web_search", False)]
+    assert [(c["tool"], c["arguments"], bool(c["error"])) for c in traces[0]["tool_calls"]] == [
+        ("web_search", "{query: heron", True), ("web_search", {"query": "heron"}, False), ("image_search", {}, False)]
+
+
+def test_a_documents_first_prompt_asked_again_starts_a_new_conversation(tmp_path):
+    """The same document asked again from its first prompt (lmms-eval's --repeats, a second run
+    of the model): a new conversation, not the old one grown."""
+    from integrations.lmms_eval.cruise_lmms_eval.openai_chat import ToolCallingClient
+    from integrations.lmms_eval.cruise_lmms_eval.prompts import agentic_prompt
+    from testkit.tool_calling_server import ToolCallingServer
+
+    first = agentic_prompt("What is this?")
+    with ToolCallingServer(lambda body: {"content": None, "tool_calls": [("call_1", "web_search", '{"query": "q"}')]}
+                           ) as server:
+        client = ToolCallingClient("m", server.url, "none", 10.0, 0)
+        photo = Image.new("RGB", (8, 6))
+        for _ in range(2):
+            assert client.answer(first, {}, [photo], ("t", "s", 0)).startswith('<tool_call>{"name": "web_search"')
+        bodies = server.bodies()
+    assert [[m["role"] for m in b["messages"]] for b in bodies] == [["user"], ["user"]]
+    text = bodies[1]["messages"][0]["content"][1]["text"]
+    assert text == load_prompt_text("lmms_agentic_native") + "\n\nWhat is this?"
+
+
+def load_prompt_text(name: str) -> str:
+    from agents.stages.prompts import load_prompt_lines
+
+    return load_prompt_lines(name)
 
 
 def test_openai_tools_asks_the_other_tasks_prompts_with_the_photo_and_no_tools(tmp_path):

@@ -57,9 +57,8 @@ class ToolConversation:
         content = [{"type": "image_url", "image_url": {"url": url}} for url in image_urls]
         content.append({"type": "text", "text": "\n\n".join([load_prompt_lines("lmms_agentic_native"), question])})
         self.messages: list[dict] = [{"role": "user", "content": content}]
-        self.call_ids: list[str] = []  # every call's id, in the order the task runs them
+        self.pending: list[str] = []  # the ids of the last reply's calls whose results are not sent yet
         self.results_sent = 0
-        self.last_text = ""  # text the task added after the results, already sent
 
     def follows(self, context: str) -> bool:
         """Whether `context` is a later round of this conversation."""
@@ -67,21 +66,20 @@ class ToolConversation:
 
     def add_round(self, context: str) -> None:
         """The messages for the task's next round: each new result as a `role: tool` message of its
-        call, in order (a result beyond the calls made, of a call the model wrote as text, as a
-        user message), then any text after them."""
+        call, in order (the result of a call the model wrote as text in its content, which has no
+        id to answer, as a user message), then any text after them."""
         rest = context[len(self.first_prompt):]
         found = list(CALL_AND_RESULT.finditer(rest))
         for match in found[self.results_sent:]:
-            if self.results_sent < len(self.call_ids):
-                self.messages.append({"role": "tool", "tool_call_id": self.call_ids[self.results_sent],
-                                      "content": match.group(2)})
+            if self.pending:
+                self.messages.append({"role": "tool", "tool_call_id": self.pending.pop(0), "content": match.group(2)})
             else:
                 self.messages.append({"role": "user", "content": match.group(0)})
             self.results_sent += 1
+        # the line that says to answer comes once: the model's next reply ends the turn
         after = rest[found[-1].end():].strip() if found else rest.strip()
-        if after and after != self.last_text:
+        if after:
             self.messages.append({"role": "user", "content": after})
-        self.last_text = after
 
     def take_reply(self, content: str | None, tool_calls: list[dict]) -> str | None:
         """The model's reply kept as the assistant message, and what the task is handed: each
@@ -94,7 +92,7 @@ class ToolConversation:
                                       "function": {"name": c["name"], "arguments": c["arguments"]}}
                                      for c in tool_calls]
         self.messages.append(message)
+        self.pending = [c["id"] for c in tool_calls]
         if not tool_calls:
             return content
-        self.call_ids += [c["id"] for c in tool_calls]
-        return "\n".join(call_text(c["name"], c["arguments"]) for c in tool_calls)
+        return "\n".join(call_text(c["name"], c["arguments"]) for c in tool_calls)  # pragma: no mutate: the task finds each block whatever stands between them
