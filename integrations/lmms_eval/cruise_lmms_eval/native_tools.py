@@ -43,7 +43,7 @@ def call_text(name: str, arguments: str | None) -> str:
     """A native call as the task's text protocol writes it; arguments that are no JSON stay their
     text, which the task reports back to the model as an error."""
     try:
-        parsed = json.loads(arguments) if arguments else {}
+        parsed = json.loads(arguments) if arguments else {}  # pragma: no mutate: "" reaches the task as {} either way
     except ValueError:
         parsed = arguments
     return "<tool_call>" + json.dumps({"name": name, "arguments": parsed}) + "</tool_call>"
@@ -57,7 +57,8 @@ class ToolConversation:
         content = [{"type": "image_url", "image_url": {"url": url}} for url in image_urls]
         content.append({"type": "text", "text": "\n\n".join([load_prompt_lines("lmms_agentic_native"), question])})
         self.messages: list[dict] = [{"role": "user", "content": content}]
-        self.pending: list[str] = []  # the ids of the last reply's calls whose results are not sent yet
+        # the ids of the last reply's calls whose results are not sent yet (a reply always comes first)
+        self.pending: list[str] = []  # pragma: no mutate: take_reply sets it before add_round reads it
         self.results_sent = 0
 
     def follows(self, context: str) -> bool:
@@ -77,7 +78,7 @@ class ToolConversation:
                 self.messages.append({"role": "user", "content": match.group(0)})
             self.results_sent += 1
         # the line that says to answer comes once: the model's next reply ends the turn
-        after = rest[found[-1].end():].strip() if found else rest.strip()
+        after = rest[found[-1].end():].strip() if found else rest.strip()  # pragma: no mutate: a later round holds a result
         if after:
             self.messages.append({"role": "user", "content": after})
 
