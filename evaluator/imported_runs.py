@@ -83,10 +83,11 @@ def imported_trace(record: dict, trace: dict | None) -> dict:
     trace.setdefault("chunks", passages)
     trace.setdefault("kept_chunks", passages)
     # image search ran and its hits were recorded by name: the RAG task's search on the photo,
-    # crag_mm_agentic's image_search calls (a run logged before the hits were named ran it too,
-    # but cannot be scored)
+    # crag_mm_agentic's image_search calls that searched (one that was an error did not; a run
+    # logged before the hits were named ran it too, but cannot be scored)
     if "tool_calls" in trace:
-        image_searched = any(c.get("tool") == "image_search" for c in trace["tool_calls"] if isinstance(c, dict))
+        image_searched = any(c.get("tool") == "image_search" and not c.get("error") for c in trace["tool_calls"]
+                             if isinstance(c, dict))
     else:
         image_searched = "passages" in trace and "retrieved" in trace
     if "retrieved" not in trace:

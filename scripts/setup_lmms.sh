@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Create .venv-lmms: lmms-eval 0.7.3 (requirements-lmms.txt) over the CPU set our agent runs on,
-# plus integrations/lmms_eval (the CRAG-MM tasks, and our systems as the lmms-eval model
-# `cruise_agent`, registered through the entry-point group lmms_eval.models).
+# plus integrations/lmms_eval (the CRAG-MM tasks, our systems as the lmms-eval model
+# `cruise_agent` and any OpenAI-compatible server as `openai_tools`, registered through the
+# entry-point group lmms_eval.models).
 # The CPU set is .venv's (scripts/setup.sh, run first: requirements-cpu.txt,
 # requirements-no-deps.txt and .cache/): .venv-lmms reads .venv's site-packages after its own,
 # through a path file, and holds only what lmms-eval adds, or pins otherwise (filelock, protobuf:
@@ -79,8 +80,9 @@ from lmms_eval.models import get_model
 
 assert util.find_spec("torchvision") is None, "torchvision is installed: uninstall it (requirements-lmms.txt says why)"
 assert metadata.version("filelock") == filelock.__version__ and filelock.__version__.startswith("4.2."), filelock.__file__
-get_model("cruise_agent")  # found through its entry point
-print(f"lmms-eval {metadata.version('lmms-eval')}, torch {torch.__version__}, model cruise_agent registered")
+get_model("cruise_agent")  # found through their entry point
+get_model("openai_tools")
+print(f"lmms-eval {metadata.version('lmms-eval')}, torch {torch.__version__}, models cruise_agent and openai_tools registered")
 PY
 echo "next: $VENV/bin/lmms-eval --model cruise_agent --model_args profile=cpu --tasks crag_mm_single \\"
 echo "        --include_path integrations/lmms_eval/tasks --output_path outputs/lmms-eval --log_samples"

@@ -48,6 +48,8 @@ def test_a_run_logged_before_its_hits_were_named_keeps_their_number_and_its_imag
 @pytest.mark.parametrize("calls, image_scored", [
     ([{"tool": "web_search"}, "not a call"], False),
     ([{"tool": "web_search"}, {"tool": "image_search"}], True),
+    # an image_search that could not search (a box outside the photo): image retrieval did not run
+    ([{"tool": "image_search", "error": "ValueError: box [80, 0, 90, 10] holds no part of the 64x48 photo"}], False),
 ])
 def test_the_agentic_tasks_image_retrieval_is_scored_only_where_the_model_called_image_search(calls, image_scored):
     trace = imported_trace(RECORD, {"tool_calls": calls, "retrieved": [], "image_hits": 1})

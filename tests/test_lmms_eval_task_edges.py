@@ -1,5 +1,5 @@
 """The CRAG-MM tasks for lmms-eval at their edges, without lmms-eval and without a judge
-(integrations/lmms_eval/cruise_lmms_eval/crag_mm.py): a task's YAML settings refused or read,
+(integrations/lmms_eval/cruise_lmms_eval: crag_mm.py and its parts): a task's YAML settings refused or read,
 the search results a RAG prompt shows, crag_mm_agentic's tool calls and budgets, the records a
 document's replies become, and what the aggregation hands the scorer.
 
@@ -24,19 +24,13 @@ from PIL import Image
 from agents.config.loading import load_config
 from evaluator.imported_runs import TURNS_KEY
 from evaluator.settings import ScoringSettings
-from integrations.lmms_eval.cruise_lmms_eval import crag_mm
-from integrations.lmms_eval.cruise_lmms_eval.crag_mm import (
-    METRICS,
-    MULTI_TURN_METRICS,
-    NO_REPLY,
-    TOOLS,
-    CragMMTask,
-    TaskSettings,
-    agentic_answer,
-    agentic_trace,
-    search_chunks,
-    within,
-)
+from integrations.lmms_eval.cruise_lmms_eval import documents, metrics, results, search
+from integrations.lmms_eval.cruise_lmms_eval.crag_mm import CragMMTask
+from integrations.lmms_eval.cruise_lmms_eval.metrics import METRICS, MULTI_TURN_METRICS
+from integrations.lmms_eval.cruise_lmms_eval.results import NO_REPLY
+from integrations.lmms_eval.cruise_lmms_eval.search import search_chunks, within
+from integrations.lmms_eval.cruise_lmms_eval.settings import TaskSettings
+from integrations.lmms_eval.cruise_lmms_eval.tools import TOOLS, agentic_answer, agentic_trace
 from testkit.scripted_agent import build_dataset
 
 IDK = "I don't know"
@@ -177,6 +171,109 @@ def test_a_setting_lmms_eval_gives_by_its_own_field_or_a_misspelt_one_is_refused
     assert str(refused.value) == f"unknown metadata of a CRAG-MM task: ['{key}'] (settings: {own}; judge: {judge})"
 
 
+# --------------------------------------------------------------------------- lmms-eval's public form
+TASKS_DIR = Path(__file__).resolve().parents[1] / "integrations" / "lmms_eval" / "tasks"
+PACKAGE = TASKS_DIR.parent / "cruise_lmms_eval"
+
+
+def yaml_of(name: str) -> dict:
+    """A task's YAML as lmms-eval 0.7.3 reads it (`include`d files under its own keys), each
+    `!function` kept as ("!function", its text)."""
+    import yaml
+
+    class Loader(yaml.SafeLoader):
+        pass
+
+    Loader.add_constructor("!function", lambda loader, node: ("!function", loader.construct_scalar(node)))
+    config = yaml.load((TASKS_DIR / f"{name}.yaml").read_text(), Loader=Loader)
+    base = yaml_of(Path(config.pop("include")).stem) if "include" in config else {}
+    return {**base, **config}
+
+
+@pytest.mark.parametrize("name", ["crag_mm_single", "crag_mm_single_rag", "crag_mm_agentic", "crag_mm_multi"])
+def test_each_task_yaml_names_its_hooks_and_lists_every_metric_with_its_aggregation_as_lmms_evals_tasks_do(name):
+    from integrations.lmms_eval.cruise_lmms_eval import hooks
+
+    config = yaml_of(name)
+    settings = TaskSettings.from_task_config({k: v for k, v in config.items() if k != "class"})
+    for hook in ("doc_to_visual", "doc_to_text", "doc_to_target", "process_results"):
+        assert config[hook] == ("!function", f"cruise_lmms_eval.hooks.{hook}") and callable(getattr(hooks, hook))
+    listed = [(m["metric"], m["aggregation"], m["higher_is_better"]) for m in config["metric_list"]]
+    assert listed == [(metric, ("!function", f"cruise_lmms_eval.hooks.{metric}"), higher)
+                      for metric, (_, higher) in settings.metrics.items()]
+    assert all(getattr(hooks, metric).__name__ == metric for metric in settings.metrics)
+    assert config["class"] == ("!function", "cruise_lmms_eval.task.CragMMTaskClass")
+
+
+def test_the_task_class_overrides_nothing_of_lmms_evals_and_sets_no_attribute():
+    """Only its constructor, which edits the config it is handed before lmms-eval reads it: no
+    method of ConfigurableTask overridden, no attribute of it set (lmms-eval's next release may
+    rename its private ones)."""
+    import ast
+
+    tree = ast.parse((PACKAGE / "task.py").read_text())
+    (cls,) = [node for node in tree.body if isinstance(node, ast.ClassDef)]
+    assert [node.name for node in cls.body if isinstance(node, ast.FunctionDef)] == ["__init__"]
+    assert not [node for node in ast.walk(cls) if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Store)]
+    for path in PACKAGE.glob("*.py"):
+        assert "_prepare_metric_and_aggregation" not in path.read_text(), path
+
+
+def test_the_hooks_find_each_documents_task_by_its_name_and_a_stranger_is_refused_in_one_line(single, monkeypatch):
+    from integrations.lmms_eval.cruise_lmms_eval import crag_mm, hooks
+
+    monkeypatch.setattr(crag_mm, "TASKS", {})
+    monkeypatch.setattr(hooks, "TASKS", crag_mm.TASKS)
+    scorer = Scorer()
+    monkeypatch.setattr(metrics, "score_turns", scorer)
+    plain, docs, _ = task_over(single, task="crag_mm_plain")
+    other, other_docs, _ = task_over(single, task="crag_mm_other", prompt="agentic")
+    crag_mm.register(plain)
+    crag_mm.register(other)
+    doc = doc_of(docs, "photo")
+    assert doc[crag_mm.TASK_COLUMN] == "crag_mm_plain" and doc_of(other_docs, "photo")[crag_mm.TASK_COLUMN] == \
+        "crag_mm_other"
+    assert hooks.doc_to_text(doc) == plain.doc_to_text(doc) != hooks.doc_to_text(doc_of(other_docs, "photo"))
+    assert hooks.doc_to_target(doc) == "Gustave Eiffel"
+    assert [im.size for im in hooks.doc_to_visual(doc)] == [(64, 48)]
+    out = hooks.process_results(doc, ["Gustave Eiffel"])
+    assert out[TURNS_KEY]["task"] == "crag_mm_plain" and out[TURNS_KEY]["records"][0]["agent_response"] == \
+        "Gustave Eiffel"
+    assert hooks.truthfulness([out["truthfulness"]]) == 0.25 and scorer.calls[0]["run_config"]["imported"]["task"] == \
+        "crag_mm_plain"
+    with pytest.raises(ValueError) as refused:
+        hooks.doc_to_text({**doc, crag_mm.TASK_COLUMN: "crag_mm_gone"})
+    assert "a document of task 'crag_mm_gone'" in str(refused.value) and "\n" not in str(refused.value)
+    mixed = [out["truthfulness"], hooks.process_results(doc_of(other_docs, "photo"), ["x"])["truthfulness"]]
+    with pytest.raises(ValueError, match="not one registered CRAG-MM task"):
+        hooks.truthfulness(mixed)
+
+
+def test_lmms_eval_is_told_to_load_the_split_the_task_found(single, tmp_path):
+    """The dataset fields the task class hands lmms-eval: a folder of data files as it is, one
+    saved by save_to_disk with load_from_disk, a hub id at its revision, and the split found
+    (here the fallback's)."""
+    import datasets
+
+    task = CragMMTask(TaskSettings(dataset=str(single), split="public_test"))
+    task.load()
+    assert documents.lmms_eval_fields(task.loaded) == {"dataset_path": str(single), "dataset_kwargs": {},
+                                                       "test_split": "validation"}
+    ds = datasets.load_dataset(str(single))["validation"]
+    datasets.DatasetDict({"test": ds}).save_to_disk(str(tmp_path / "saved"))
+    saved = CragMMTask(TaskSettings(dataset=str(tmp_path / "saved"), split="test"))
+    saved.load()
+    assert documents.lmms_eval_fields(saved.loaded) == {"dataset_path": str(tmp_path / "saved"),
+                                                        "dataset_kwargs": {"load_from_disk": True}, "test_split": "test"}
+    hub = documents.LoadedSplit("crag-mm-2025/crag-mm-single-turn-public", "v0.1.2", "public_test", None, {}, {})
+    assert documents.lmms_eval_fields(hub) == {"dataset_path": "crag-mm-2025/crag-mm-single-turn-public",
+                                               "dataset_kwargs": {"revision": "v0.1.2"}, "test_split": "public_test"}
+    ds.save_to_disk(str(tmp_path / "alone"))
+    alone = documents.LoadedSplit(str(tmp_path / "alone"), None, "validation", None, {}, {})
+    with pytest.raises(ValueError, match="holds one split saved alone: lmms-eval reads a DatasetDict"):
+        documents.lmms_eval_fields(alone)
+
+
 # --------------------------------------------------------------------------- the documents and the image
 def test_the_split_read_is_described_and_a_missing_split_falls_back_with_a_notice(single, caplog):
     task = CragMMTask(TaskSettings(dataset=str(single), split="public_test"))
@@ -184,15 +281,15 @@ def test_the_split_read_is_described_and_a_missing_split_falls_back_with_a_notic
     assert before == {"dataset": str(single), "split": "public_test", "revision": "v0.1.2",
                       "dataset_type": "single-turn", "prompt": "question", "profile": "cpu",
                       **dataclasses.asdict(ScoringSettings())}
-    with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
+    with caplog.at_level(logging.WARNING, logger=documents.__name__):
         task.load()
     assert task.loaded.split == "validation" and task.loaded.notice
-    assert [r.getMessage() for r in caplog.records if r.name == crag_mm.__name__] == [task.loaded.notice]
+    assert [r.getMessage() for r in caplog.records if r.name == documents.__name__] == [task.loaded.notice]
     assert task.described()["split"] == "validation" and task.described()["dataset"] == str(single)
     assert copy.deepcopy(task) is task  # lmms-eval deep-copies the config that holds the task's methods
 
     quiet = CragMMTask(TaskSettings(dataset=str(single)))
-    with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
+    with caplog.at_level(logging.WARNING, logger=documents.__name__):
         caplog.clear()
         quiet.load()
     assert quiet.loaded.notice is None and not caplog.records
@@ -202,7 +299,7 @@ def test_a_document_without_its_image_gets_the_photo_of_its_row_and_one_without_
     task, docs, _ = task_over(single)
     assert "image" not in docs[0]
     assert [im.size for im in task.doc_to_visual(doc_of(docs, "photo"))] == [(64, 48)]
-    with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
+    with caplog.at_level(logging.WARNING, logger=documents.__name__):
         assert task.doc_to_visual(doc_of(docs, "blank")) == []
     assert "session blank: image not loaded (ValueError: row has neither an image nor an image_url)" in \
         [r.getMessage() for r in caplog.records]
@@ -251,9 +348,12 @@ def test_a_conversations_rounds_end_after_its_last_turn_and_the_first_round_is_t
     text = task.doc_to_text(doc, previous_output=["a heron"], round_idx=2)[1]
     assert text.split("<conversation_history>")[1].split("</conversation_history>")[0].strip() == \
         "User: What is this?\n\nAssistant: a heron\n\nUser: Where does it live?\n\nAssistant: I don't know"
-    # a reply lmms-eval gave as None stands as an empty answer, not the word "None"
-    text = task.doc_to_text(doc, previous_output=[None], round_idx=1)[1]
-    assert "Assistant: \n" in text.split("</conversation_history>")[0] + "\n" and "None" not in text
+    # a reply that is a fault (None, empty, a failed request) stands as "I don't know", as our
+    # own runs give a turn whose agent failed
+    for fault in (None, "  ", "[LMMS_EVAL_REQUEST_FAILED after 3 retries] Connection error.", OSError("down")):
+        text = task.doc_to_text(doc, previous_output=[fault, "wetlands"], round_idx=2)[1]
+        assert text.split("<conversation_history>")[1].split("</conversation_history>")[0].strip() == \
+            "User: What is this?\n\nAssistant: I don't know\n\nUser: Where does it live?\n\nAssistant: wetlands"
 
 
 # --------------------------------------------------------------------------- the RAG prompt's search
@@ -370,6 +470,8 @@ def test_a_tool_call_runs_and_its_results_grow_the_prompt_until_the_budget_says_
     assert prompt.startswith(first + "\n\n" + outputs[0] + "\n<tool_result>\n")
     assert prompt.endswith("1889.\n</tool_result>") and load_prompt_lines("lmms_agentic_last") not in prompt
     assert [c["tool"] for c in info["calls"]] == ["web_search"] and info["state"] == {"calls": info["calls"]}
+    # the counts lmms-eval's own fallback record reads from the round state
+    assert (info["tool_calls"], info["valid_tool_calls"], info["invalid_steps"]) == (1, 1, 0)
 
     outputs.append(call("image_search", {}))
     _, prompt, ended, _, info = task.doc_to_text(doc, previous_output=outputs, round_idx=2, previous_round_info=info)
@@ -380,8 +482,34 @@ def test_a_tool_call_runs_and_its_results_grow_the_prompt_until_the_budget_says_
     _, prompt, ended, final, info = task.doc_to_text(doc, previous_output=outputs, round_idx=3,
                                                      previous_round_info=info)
     assert (prompt, ended) == (None, True) and len(index.asked) == 2
-    assert final[:-1] == outputs[:-1] and json.loads(final[-1]) == {"answer": IDK, "calls": info["calls"]}
+    assert final[:-1] == outputs[:-1] and json.loads(final[-1]) == {"answer": IDK, "calls": info["calls"],
+                                                                    "ended": "call budget"}
     assert [c["tool"] for c in info["state"]["calls"]] == ["web_search", "image_search"]
+    assert info["tool_calls"] == 2
+
+
+def test_calls_in_one_reply_run_in_order_and_those_past_the_budget_get_a_result_saying_so(single, chunking):
+    """A model that calls tools natively may ask for several at once: each runs in turn, each with
+    its result after it; past the budget a call is not run, but its result says why, and the
+    prompt says to answer."""
+    from agents.stages.prompts import load_prompt_lines
+
+    index = Index(image_hits=[TOWER], web_hits=[PAGE])
+    task, docs, _ = task_over(single, chunking, index, prompt="agentic", max_tool_calls=3)
+    doc = doc_of(docs, "photo")
+    first = call("web_search", {"query": "tower"}) + "\n" + call("image_search", {})
+    _, prompt, ended, _, info = task.doc_to_text(doc, previous_output=[first], round_idx=1)
+    assert ended is False and index.asked == [("tower", 3), ((64, 48), 3)]
+    assert [c["tool"] for c in info["calls"]] == ["web_search", "image_search"]
+    assert prompt.count("<tool_result>") == 2 and prompt.index("1889") < prompt.index("Gustave Eiffel")
+    assert load_prompt_lines("lmms_agentic_last") not in prompt
+    second = call("web_search", {"query": "paris"}) + call("web_search", {"query": "never run"})
+    _, prompt, ended, _, info = task.doc_to_text(doc, previous_output=[first, second], round_idx=2,
+                                                 previous_round_info=info)
+    assert ended is False and index.asked[-1] == ("paris", 3) and len(index.asked) == 3
+    assert prompt.count("<tool_result>") == 4 and info["tool_calls"] == 3
+    assert prompt.endswith("not run: the call budget of this turn is spent\n</tool_result>\n\n"
+                           + load_prompt_lines("lmms_agentic_last"))
 
 
 def test_a_reply_without_a_tool_call_ends_the_turn_with_its_answer(single):
@@ -389,12 +517,13 @@ def test_a_reply_without_a_tool_call_ends_the_turn_with_its_answer(single):
     doc = doc_of(docs, "photo")
     _, prompt, ended, final, info = task.doc_to_text(doc, previous_output=["  Gustave Eiffel. \n"], round_idx=1)
     assert (prompt, ended) == (None, True)
-    assert json.loads(final[0]) == {"answer": "Gustave Eiffel.", "calls": []}
-    assert info == {"calls": [], "transcript": [], "state": {"calls": []}}
+    assert json.loads(final[0]) == {"answer": "Gustave Eiffel.", "calls": [], "ended": "answered"}
+    assert info == {"calls": [], "transcript": [], "state": {"calls": []}, "tool_calls": 0, "valid_tool_calls": 0,
+                    "invalid_steps": 0}
     _, _, ended, final, _ = task.doc_to_text(doc, previous_output=[], round_idx=1)
-    assert ended is True and json.loads(final[0]) == {"answer": "", "calls": []}
+    assert ended is True and json.loads(final[0]) == {"answer": "", "calls": [], "ended": "answered"}
     _, _, ended, final, _ = task.doc_to_text(doc, previous_output=[None], round_idx=1)
-    assert ended is True and json.loads(final[0]) == {"answer": "", "calls": []}
+    assert ended is True and json.loads(final[0]) == {"answer": "", "calls": [], "ended": "answered"}
 
 
 def test_a_tool_call_gives_its_record_and_its_passages_within_the_budget(single, chunking):
@@ -403,17 +532,19 @@ def test_a_tool_call_gives_its_record_and_its_passages_within_the_budget(single,
     doc = doc_of(docs, "photo")
     record, text = task.run_tool(doc, json.dumps({"name": "image_search", "arguments": {"box": [0, 0, 32, 24]}}))
     assert index.asked == [((32, 24), 2)]  # the box's crop of the photo
-    assert record == {"tool": "image_search", "arguments": {"box": [0, 0, 32, 24]}, "hits": 2,
-                      "entities": [["Eiffel Tower"], ["Tower Bridge"]], "error": None}
     from agents.stages.s4_chunk import chunks_from_image_hit
 
-    assert text == "\n\n".join(chunks_from_image_hit(TOWER, chunking) + chunks_from_image_hit(BRIDGE, chunking))
+    shown = chunks_from_image_hit(TOWER, chunking) + chunks_from_image_hit(BRIDGE, chunking)
+    assert record == {"tool": "image_search", "arguments": {"box": [0, 0, 32, 24]}, "hits": 2,
+                      "entities": [["Eiffel Tower"], ["Tower Bridge"]], "passages": shown, "error": None}
+    assert text == "\n\n".join(shown)
     assert "Gustave Eiffel" in text and "Thames" in text
     # arguments given as a JSON string, as some chat templates give them; the same page twice is one passage
     record, text = task.run_tool(doc, json.dumps({"name": "web_search",
                                                         "arguments": json.dumps({"query": "tower year"})}))
-    assert record == {"tool": "web_search", "arguments": {"query": "tower year"}, "hits": 2, "entities": [],
-                      "error": None}
+    assert {k: v for k, v in record.items() if k != "passages"} == {
+        "tool": "web_search", "arguments": {"query": "tower year"}, "hits": 2, "entities": [], "error": None}
+    assert "\n\n".join(record["passages"]) == text
     assert index.asked[-1] == ("tower year", 2) and text.count("1889") == 1
     record, _ = task.run_tool(doc, json.dumps({"name": "image_search", "arguments": None}))
     assert index.asked[-1] == ((64, 48), 2) and record["arguments"] == {} and record["error"] is None
@@ -428,13 +559,37 @@ def test_a_tool_call_gives_its_record_and_its_passages_within_the_budget(single,
 @pytest.mark.parametrize("text, says", [
     (json.dumps({"name": "calculator", "arguments": {}}), "error: ValueError: unknown tool 'calculator': image_search "
                                                           "or web_search"),
-    (json.dumps({"name": "web_search", "arguments": {}}), "error: KeyError: 'query'"),
+    (json.dumps({"name": "web_search", "arguments": {}}), "error: ValueError: web_search needs a query: got None"),
+    (json.dumps({"name": "web_search", "arguments": {"query": "  \n"}}),
+     "error: ValueError: web_search needs a query: got '  \\n'"),
+    (json.dumps({"name": "web_search", "arguments": {"query": 7}}), "error: ValueError: web_search needs a query: got 7"),
+    (json.dumps({"name": "web_search", "arguments": ["q"]}), "error: ValueError: arguments ['q']: an object of"),
+    (json.dumps({"name": "image_search", "arguments": {"box": [80, 0, 90, 10]}}),
+     "error: ValueError: box [80, 0, 90, 10] holds no part of the 64x48 photo"),
+    (json.dumps({"name": "image_search", "arguments": {"box": [10, 10, 5, 20]}}),
+     "error: ValueError: box [10, 10, 5, 20] holds no part of the 64x48 photo"),
+    (json.dumps({"name": "image_search", "arguments": {"box": [0, 0, 10]}}),
+     "error: ValueError: box [0, 0, 10]: four numbers [x1, y1, x2, y2]"),
+    (json.dumps({"name": "image_search", "arguments": {"box": [0, "a", 10, 10]}}),
+     "error: ValueError: box [0, 'a', 10, 10]: four numbers [x1, y1, x2, y2]"),
+    ('{"name": "image_search", "arguments": {"box": [0, 0, NaN, 10]}}',
+     "error: ValueError: box [0, 0, nan, 10]: four finite numbers"),
     ('{"name": "web_search", "arguments": {"query": ', "error: JSONDecodeError: "),
 ])
-def test_a_malformed_tool_call_is_an_error_the_model_reads(single, chunking, text, says):
-    task, docs, _ = task_over(single, chunking, Index(web_hits=[PAGE]), prompt="agentic")
-    record, result = task.run_tool(docs[0], text)
+def test_a_malformed_tool_call_is_an_error_the_model_reads_and_searches_nothing(single, chunking, text, says):
+    index = Index(image_hits=[TOWER], web_hits=[PAGE])
+    task, docs, _ = task_over(single, chunking, index, prompt="agentic")
+    record, result = task.run_tool(doc_of(docs, "photo"), text)
     assert result.startswith(says) and record["error"] == result[len("error: "):] and record["hits"] == 0
+    assert index.asked == [] and record["passages"] == []
+
+
+def test_a_box_is_cut_to_the_photo(single, chunking):
+    index = Index(image_hits=[TOWER])
+    task, docs, _ = task_over(single, chunking, index, prompt="agentic")
+    record, _ = task.run_tool(doc_of(docs, "photo"), json.dumps({"name": "image_search",
+                                                                 "arguments": {"box": [-5, 40, 100, 90]}}))
+    assert record["error"] is None and index.asked == [((64, 8), 3)]
 
 
 def test_a_tool_call_that_finds_nothing_or_has_no_photo_says_so(single, chunking):
@@ -453,39 +608,50 @@ def test_a_tool_call_that_finds_nothing_or_has_no_photo_says_so(single, chunking
 
 def test_the_agentic_final_reply_gives_the_answer_and_calls_or_a_miss_when_the_rounds_ran_out():
     calls = [{"tool": "web_search", "hits": 1}]
-    assert agentic_answer(json.dumps({"answer": "Paris", "calls": calls})) == ("Paris", calls)
-    assert agentic_answer(json.dumps({"answer": None, "calls": None})) == ("", [])
-    assert agentic_answer(json.dumps({"answer": 1889})) == ("1889", [])
+    answered = {"calls": [], "ended": "answered"}
+    assert agentic_answer(json.dumps({"answer": "Paris", "calls": calls, "ended": "answered"})) == (
+        "Paris", {"calls": calls, "ended": "answered"})
+    assert agentic_answer(json.dumps({"answer": IDK, "calls": calls, "ended": "call budget"})) == (
+        IDK, {"calls": calls, "ended": "call budget"})
+    assert agentic_answer(json.dumps({"answer": None, "calls": None})) == ("", answered)
+    assert agentic_answer(json.dumps({"answer": 1889})) == ("1889", answered)
     # lmms-eval's fallback record once max_agentic_steps ran out
     fallback = {"success": False, "error": "max_agentic_steps_reached", "state": {"calls": calls},
                 "last_model_output": "<tool_call>", "trace": []}
-    assert agentic_answer(json.dumps(fallback)) == (IDK, calls)
-    assert agentic_answer(json.dumps({**fallback, "state": "lost"})) == (IDK, [])
-    assert agentic_answer(json.dumps({"state": {}})) == (IDK, [])
+    assert agentic_answer(json.dumps(fallback)) == (IDK, {"calls": calls, "ended": "step budget"})
+    assert agentic_answer(json.dumps({**fallback, "state": "lost"})) == (IDK, {"calls": [], "ended": "step budget"})
+    assert agentic_answer(json.dumps({"state": {}})) == (IDK, {"calls": [], "ended": "step budget"})
     # a reply that is not the task's JSON is the answer as it is
-    assert agentic_answer("Paris") == ("Paris", [])
-    assert agentic_answer('["Paris"]') == ('["Paris"]', [])
+    assert agentic_answer("Paris") == ("Paris", answered)
+    assert agentic_answer('["Paris"]') == ('["Paris"]', answered)
 
 
 def test_a_turns_trace_with_its_tool_calls_counts_only_the_calls_that_ran():
-    calls = [{"tool": "image_search", "hits": 2, "entities": [["Eiffel Tower"], ["Tower Bridge"]], "error": None},
-             {"tool": "image_search", "hits": 5, "entities": [["never"]], "error": "ValueError: no image"},
-             {"tool": "web_search", "hits": 2, "entities": [], "error": None},
-             {"tool": "web_search", "hits": 3, "entities": [], "error": "KeyError: 'query'"},
+    calls = [{"tool": "image_search", "hits": 2, "entities": [["Eiffel Tower"], ["Tower Bridge"]], "error": None,
+              "passages": ["tower a", "bridge b"]},
+             {"tool": "image_search", "hits": 5, "entities": [["never"]], "error": "ValueError: no image",
+              "passages": ["never shown"]},
+             {"tool": "web_search", "hits": 2, "entities": [], "error": None, "passages": ["page c"]},
+             {"tool": "web_search", "hits": 3, "entities": [], "error": "ValueError: web_search needs a query"},
              {"tool": "web_search", "hits": None, "entities": [], "error": None},
              {"tool": "image_search", "hits": None, "entities": [], "error": None},
              {"tool": None, "hits": 0, "entities": [], "error": "JSONDecodeError: x"}]
-    trace = agentic_trace({"funnel": {"image loaded": True}, "kept": 1}, calls)
+    trace = agentic_trace({"funnel": {"image loaded": True}, "kept": 1}, {"calls": calls, "ended": "answered"})
     assert trace == {"funnel": {"image loaded": True, "called a tool": True, "a search found something": True},
-                     "kept": 1, "tool_calls": calls, "branch": "called tools", "image_hits": 2,
+                     "kept": 1, "tool_calls": calls, "calls_run": 7, "ended_by": "answered", "branch": "called tools",
+                     "image_hits": 2, "passages": ["tower a", "bridge b", "page c"],
                      "retrieved": [{"source": "image", "entities": ["Eiffel Tower"]},
                                    {"source": "image", "entities": ["Tower Bridge"]},
                                    {"source": "web"}, {"source": "web"}]}
-    assert agentic_trace(None, []) == {"tool_calls": [], "retrieved": [], "image_hits": 0,
-                                       "branch": "answered without a tool",
-                                       "funnel": {"called a tool": False, "a search found something": False}}
-    nothing = agentic_trace({}, [{"tool": "web_search", "hits": 0, "entities": [], "error": None}])
+    assert agentic_trace(None, {"calls": [], "ended": "answered"}) == {
+        "tool_calls": [], "calls_run": 0, "ended_by": "answered", "passages": [], "retrieved": [], "image_hits": 0,
+        "branch": "answered without a tool", "funnel": {"called a tool": False, "a search found something": False}}
+    nothing = agentic_trace({}, {"calls": [{"tool": "web_search", "hits": 0, "entities": [], "error": None}],
+                                 "ended": "answered"})
     assert nothing["funnel"] == {"called a tool": True, "a search found something": False}
+    for ended in ("call budget", "step budget"):
+        trace = agentic_trace({}, {"calls": calls[:1], "ended": ended})
+        assert (trace["branch"], trace["ended_by"], trace["calls_run"]) == (f"{ended} ended the turn", ended, 1)
 
 
 # --------------------------------------------------------------------------- the records a document's replies become
@@ -504,17 +670,38 @@ def test_a_single_turn_documents_reply_becomes_its_record_under_every_metric(sin
     assert task.process_results(doc_of(docs, FIXED_SESSION), ["BMW"])[TURNS_KEY]["traces"] == []
 
 
-def test_a_single_turn_documents_reply_of_none_is_an_empty_answer_and_no_result_no_reply(single, caplog):
-    """lmms-eval hands a single-turn document one result: None there is the model's empty answer;
-    no result at all leaves the turn without a reply, answered I don't know with the reason."""
+FAILED = "[LMMS_EVAL_REQUEST_FAILED after 1 retries] Connection error."
+
+
+@pytest.mark.parametrize("reply, error, raw", [
+    (None, "the model's reply had no content", ""),
+    ("", "the model's reply had no content", ""),
+    (" \n\t", "the model's reply had no content", " \n\t"),
+    (FAILED, "the request failed: " + FAILED, FAILED),
+    ("  " + FAILED + "\n more", "the request failed: " + FAILED + " more", "  " + FAILED + "\n more"),
+    (TimeoutError("read timed out"), "the request failed: TimeoutError: read timed out", "read timed out"),
+])
+def test_a_failed_request_or_a_reply_without_content_is_an_error_turn_not_an_answer(single, caplog, reply, error, raw):
+    """lmms-eval's API models hand back `[LMMS_EVAL_REQUEST_FAILED after N retries] ...` once their
+    retries are spent: that, an exception and a reply with no content are our agent-error turns
+    (I don't know, the reason as the error), never the model's answer."""
     task, docs, _ = task_over(single)
-    with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
-        record = task.process_results(doc_of(docs, "photo"), [None])[TURNS_KEY]["records"][0]
-    assert (record["agent_response"], record["raw_answer"], record["error"]) == ("", "", None)
+    with caplog.at_level(logging.WARNING, logger=results.__name__):
+        record = task.process_results(doc_of(docs, "photo"), [reply])[TURNS_KEY]["records"][0]
+    assert (record["agent_response"], record["raw_answer"], record["error"]) == (IDK, raw, error)
     assert not caplog.records
-    with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
+    # the marker inside a reply, not at its start, is the model's own text
+    said = "It says [LMMS_EVAL_REQUEST_FAILED after 1 retries] on the screen."
+    record = task.process_results(doc_of(docs, "photo"), [said])[TURNS_KEY]["records"][0]
+    assert (record["agent_response"], record["error"]) == (said, None)
+
+
+def test_no_result_at_all_is_no_reply(single, caplog):
+    """No result at all leaves the turn without a reply, answered I don't know with the reason."""
+    task, docs, _ = task_over(single)
+    with caplog.at_level(logging.WARNING, logger=results.__name__):
         record = task.process_results(doc_of(docs, "photo"), [])[TURNS_KEY]["records"][0]
-    assert (record["agent_response"], record["raw_answer"], record["error"]) == (crag_mm.IDK_ANSWER, "", crag_mm.NO_REPLY)
+    assert (record["agent_response"], record["raw_answer"], record["error"]) == (IDK, "", NO_REPLY)
     assert "1 of 1 turns without a reply" in caplog.text
 
 
@@ -523,8 +710,11 @@ def test_a_conversations_replies_become_its_turns_records_and_a_lone_string_is_i
     doc = docs[0]
     records = task.process_results(doc, [("a heron", None, "fish", "one too many")])[TURNS_KEY]["records"]
     assert [(r["agent_response"], r["raw_answer"], r["error"]) for r in records] == [
-        ("a heron", "a heron", None), ("", "", None), ("fish", "fish", None)]
-    with caplog.at_level(logging.WARNING, logger=crag_mm.__name__):
+        ("a heron", "a heron", None), (IDK, "", "the model's reply had no content"), ("fish", "fish", None)]
+    records = task.process_results(doc, [[FAILED, "wetlands", ""]])[TURNS_KEY]["records"]
+    assert [(r["agent_response"], r["error"]) for r in records] == [
+        (IDK, "the request failed: " + FAILED), ("wetlands", None), (IDK, "the model's reply had no content")]
+    with caplog.at_level(logging.WARNING, logger=results.__name__):
         records = task.process_results(doc, ["a heron"])[TURNS_KEY]["records"]
     assert [(r["agent_response"], r["raw_answer"], r["error"]) for r in records] == [
         ("a heron", "a heron", None), (IDK, "", NO_REPLY), (IDK, "", NO_REPLY)]
@@ -546,11 +736,14 @@ def test_an_agentic_documents_final_reply_gives_its_answer_and_its_tool_calls_tr
     assert trace["funnel"] == {"image loaded": True, "called a tool": True, "a search found something": True}
     # no reply at all: I don't know with the reason, and no tool call to trace
     out = task.process_results(doc, [])[TURNS_KEY]
-    assert (out["records"][0]["agent_response"], out["records"][0]["error"]) == (crag_mm.IDK_ANSWER, crag_mm.NO_REPLY)
+    assert (out["records"][0]["agent_response"], out["records"][0]["error"]) == (IDK, NO_REPLY)
     assert "branch" not in out["traces"][0]
-    # an empty reply: an empty answer that called no tool
-    out = task.process_results(doc, [""])[TURNS_KEY]
-    assert out["records"][0]["agent_response"] == "" and out["traces"][0]["branch"] == "answered without a tool"
+    # an empty reply, or a failed request as the last reply: an error turn that called no tool
+    for reply, error in (("", "the model's reply had no content"), (FAILED, "the request failed: " + FAILED)):
+        final = json.dumps({"answer": reply, "calls": [], "ended": "answered"})
+        out = task.process_results(doc, [final])[TURNS_KEY]
+        assert (out["records"][0]["agent_response"], out["records"][0]["error"]) == (IDK, error)
+        assert out["traces"][0]["branch"] == "answered without a tool"
 
 
 # --------------------------------------------------------------------------- what the aggregation scores
@@ -574,7 +767,7 @@ def test_the_aggregation_scores_the_documents_turns_once_as_an_imported_run(sing
     from evaluator.imported_runs import imported_run_config
 
     scorer = Scorer()
-    monkeypatch.setattr(crag_mm, "score_turns", scorer)
+    monkeypatch.setattr(metrics, "score_turns", scorer)
     task, docs, _ = task_over(single, task="crag_mm_single", scoring=ScoringSettings(rules="crag-mm"),
                               output_dir=str(tmp_path / "kept"))
     items = [task.process_results(doc, ["a reply"])[TURNS_KEY] for doc in docs]
@@ -601,7 +794,7 @@ def test_the_aggregation_scores_the_documents_turns_once_as_an_imported_run(sing
 def test_a_multi_turn_tasks_aggregation_reads_its_conversation_figures_from_a_run_scored_in_a_removed_folder(
         multi, monkeypatch):
     scorer = Scorer()
-    monkeypatch.setattr(crag_mm, "score_turns", scorer)
+    monkeypatch.setattr(metrics, "score_turns", scorer)
     task, docs, _ = task_over(multi, dataset_type="multi-turn")
     items = [task.process_results(docs[0], [("a", "b", "c")])[TURNS_KEY]]
     assert task.aggregate("conversation_score", items) == 0.5
@@ -620,8 +813,8 @@ def test_the_default_search_pipeline_is_the_profiles_with_web_search_and_the_rag
 
     built = []
     monkeypatch.setattr(pipeline, "build_search_pipeline", lambda search, web: built.append((search, web)) or "index")
-    index, cfg = crag_mm.default_pipeline("cpu")
+    index, cfg = search.default_pipeline("cpu")
     assert index == "index" and built == [(resolve_run("cpu").search, True)]
     assert cfg == load_config("cpu", preset="rag_baseline")
-    _, gpu = crag_mm.default_pipeline("l40s")
+    _, gpu = search.default_pipeline("l40s")
     assert gpu == load_config("l40s", preset="rag_baseline") and gpu != cfg

@@ -20,13 +20,17 @@ from evaluator.imported_runs import TURNS_KEY, from_lmms_eval
 from evaluator.scoring.truncate import load_truncator
 from evaluator.settings import EvaluationSettings
 from integrations.lmms_eval.cruise_lmms_eval.agent_run import AgentRun
-from integrations.lmms_eval.cruise_lmms_eval.crag_mm import CragMMTask, TaskSettings, prompt_text, within
+from integrations.lmms_eval.cruise_lmms_eval.crag_mm import CragMMTask
 from integrations.lmms_eval.cruise_lmms_eval.model_args import evaluation_settings, parse_model_args
+from integrations.lmms_eval.cruise_lmms_eval.prompts import prompt_text
+from integrations.lmms_eval.cruise_lmms_eval.search import within
+from integrations.lmms_eval.cruise_lmms_eval.settings import TaskSettings
 from testkit.evaluation_world import LONG_APPLES, run_env, write_script
 from testkit.in_process import fresh_environment
 from testkit.scripted_agent import build_dataset
 
 TASKS = REPO_ROOT / "integrations" / "lmms_eval" / "tasks"
+IDK = "I don't know"
 
 
 def task_yaml(name: str) -> dict:
@@ -445,11 +449,18 @@ def agentic_turn(task: CragMMTask, doc: dict, model, max_steps: int) -> tuple[st
             context = following
     if info is not None and not final.strip().startswith("{"):
         final = json.dumps({"success": False, "error": "max_agentic_steps_reached", "state": info.get("state", {}),
+                            "tool_calls": float(info.get("tool_calls", 0)),
                             "last_model_output": final, "trace": outputs})
     return final, prompts
 
 
 def agentic_run(tmp_path, model, max_steps: int = 6, **metadata) -> tuple[Path, list[list[str]]]:
+    """crag_mm_agentic over three documents of CRAG-MM-Diagnostics' layout (heron_search as the
+    search pipeline), `model(prompt)` answering each round, or `model(prompt, task, doc)` where it
+    takes three arguments (a model that needs the document: its photo, its conversation)."""
+    import inspect
+
+    takes_doc = len(inspect.signature(model).parameters) == 3
     from agents.config.loading import load_config
     from testkit.diagnostics_layout import write_published_layout
 
@@ -461,7 +472,8 @@ def agentic_run(tmp_path, model, max_steps: int = 6, **metadata) -> tuple[Path, 
     task = CragMMTask(TaskSettings.from_task_config(config), pipeline_factory=lambda profile: (heron_search, cfg))
     items, prompts = [], []
     for doc in docs_of(task.load()):
-        final, seen = agentic_turn(task, doc, model, max_steps)
+        asked = (lambda prompt, doc=doc: model(prompt, task, doc)) if takes_doc else model
+        final, seen = agentic_turn(task, doc, asked, max_steps)
         prompts.append(seen)
         items.append(task.process_results(doc, [final])[TURNS_KEY])
     task.scored(items)
@@ -490,6 +502,29 @@ def test_crag_mm_agentic_runs_the_models_tool_calls_and_records_them(tmp_path):
     assert calls[0]["arguments"] == {"box": [100, 0, 200, 100]} and calls[0]["entities"] == [["Great blue heron"]]
     stages = json.loads((run / "diagnostics.json").read_text())["stages"]
     assert stages["image_retrieval@1"]["labelled"] == 3 and stages["image_retrieval@1"]["passed"] == 3
+    # the coverage reads the tool results the model was shown, as the funnel does
+    assert traces[0]["kept_chunks"] == [p for c in calls for p in c["passages"]] and "wetlands" in \
+        " ".join(traces[0]["kept_chunks"])
+    coverage = json.loads((run / "run_summary.json").read_text())["evidence_coverage"]
+    assert coverage["retrieved_share"] == coverage["context_share"] == 1.0
+    assert all(t["funnel"]["a search found something"] for t in traces)
+    assert [(t["ended_by"], t["calls_run"]) for t in traces] == [("answered", 2)] * 3
+
+
+def test_crag_mm_agentic_coverage_is_none_where_the_tools_found_nothing(tmp_path):
+    """A model whose one call searches nothing (an empty query: a tool error, not a search):
+    no context and no hits, in the funnel and the coverage alike."""
+    def model(prompt: str) -> str:
+        if "<tool_result>" not in prompt:
+            return '<tool_call>{"name": "web_search", "arguments": {"query": "   "}}</tool_call>'
+        return "A heron."
+
+    run, prompts = agentic_run(tmp_path, model)
+    assert "error: ValueError: web_search needs a query" in prompts[0][1]
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    assert all(not t["funnel"]["a search found something"] and t["kept_chunks"] == [] for t in traces)
+    coverage = json.loads((run / "run_summary.json").read_text())["evidence_coverage"]
+    assert coverage["retrieved_share"] == coverage["context_share"] == 0.0
 
 
 def test_crag_mm_agentic_without_a_tool_call_scores_as_crag_mm_single(tmp_path):
@@ -518,12 +553,15 @@ def test_crag_mm_agentic_keeps_to_its_budgets(tmp_path):
     assert len(prompts[0]) == 3 and "No tool calls are left" in prompts[0][2]
     traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
     assert len(traces[0]["tool_calls"]) == 2
+    assert (traces[0]["ended_by"], traces[0]["calls_run"], traces[0]["branch"]) == ("call budget", 2,
+                                                                                   "call budget ended the turn")
     assert {json.loads(line)["agent_response"] for line in (run / "answers.jsonl").read_text().splitlines()} == \
         {"I don't know"}
 
     run, _ = agentic_run(tmp_path / "steps", caller, max_steps=2, max_tool_calls=4)
     traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
     assert len(traces[0]["tool_calls"]) == 2
+    assert (traces[0]["ended_by"], traces[0]["calls_run"]) == ("step budget", 2)
     assert {json.loads(line)["agent_response"] for line in (run / "answers.jsonl").read_text().splitlines()} == \
         {"I don't know"}
 
@@ -532,3 +570,222 @@ def test_crag_mm_agentic_keeps_to_its_budgets(tmp_path):
     assert "error: ValueError: unknown tool 'calculator'" in prompts[0][1]
     traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
     assert traces[0]["tool_calls"][0]["error"].startswith("ValueError")
+
+
+# --------------------------------------------------------------------------- faults and few documents
+FAILED = "[LMMS_EVAL_REQUEST_FAILED after 1 retries] Connection error."
+
+
+def scored_task(tmp_path, name: str, rows: int, reply) -> tuple[CragMMTask, list[dict]]:
+    """`name` over the mini benchmark's first `rows` documents (as `--limit rows` gives them),
+    each answered `reply`, its scored run kept in tmp_path/kept: the task and each document's
+    results."""
+    config = task_yaml(name)
+    config["metadata"] = {**config["metadata"], "output_dir": str(tmp_path / "kept")}
+    task = CragMMTask(TaskSettings.from_task_config(config))
+    per_doc = [task.process_results(doc, [reply]) for doc in docs_of(task.load())[:rows]]
+    return task, per_doc
+
+
+@pytest.mark.parametrize("rows", [1, 2])
+def test_one_or_two_documents_give_every_metric_a_figure_or_none_where_the_run_has_none(tmp_path, rows):
+    """`--limit 1` and `--limit 2`: a figure the scored run does not have (the interval of one
+    conversation) is None, which lmms-eval writes as null and shows as N/A; the rest are the
+    run's."""
+    task, per_doc = scored_task(tmp_path, "crag_mm_single", rows, "a great blue heron")
+    got = {name: task.aggregate(name, [doc[name] for doc in per_doc]) for name in task.settings.metrics}
+    scores = json.loads((tmp_path / "kept" / "crag_mm_single" / "scores_dictionary.json").read_text())
+    assert got["truthfulness"] == scores["all"]["truthfulness_score"] and got[TURNS_KEY] == rows
+    assert got["agent_errors"] == 0
+    # one conversation has no bootstrap interval; two have one
+    if rows == 1:
+        assert got["truthfulness_ci95"] is None and "truthfulness_score" not in scores["intervals_95"]["all"]
+    else:
+        assert got["truthfulness_ci95"] == scores["intervals_95"]["all"]["truthfulness_score"]
+    assert all(value is None or isinstance(value, (int, float, list)) for value in got.values()), got
+
+
+def test_a_provider_that_is_down_scores_no_hallucination_and_each_turn_is_an_agent_error(tmp_path):
+    """Every reply lmms-eval's failure marker: no answer given, so truthfulness 0 and no
+    hallucination; the agent_errors metric and the report made with from-lmms-eval count them."""
+    task, per_doc = scored_task(tmp_path, "crag_mm_single", 3, FAILED)
+    got = {name: task.aggregate(name, [doc[name] for doc in per_doc]) for name in task.settings.metrics}
+    assert (got["hallucination"], got["truthfulness"], got["accuracy"], got["agent_errors"]) == (0.0, 0.0, 0.0, 3)
+    lmms = tmp_path / "lmms-out"
+    lmms.mkdir()
+    (lmms / "20261207_101500_results.json").write_text(json.dumps({
+        "results": {"crag_mm_single": {}}, "config": {"model": "openai", "model_args": "model=down"},
+        "configs": {"crag_mm_single": {"metadata": {"version": 1, "crag_mm": task.described()}}}}))
+    (lmms / "20261207_101500_samples_crag_mm_single.jsonl").write_text(
+        "".join(json.dumps({"doc_id": i, **result}) + "\n" for i, result in enumerate(per_doc)))
+    printed = tmp_path / "printed.txt"
+    with printed.open("w") as out:
+        from rich.console import Console
+
+        (result,) = from_lmms_eval(lmms, tmp_path / "scored", Console(file=out, width=200))
+    assert result.summary["agent_error_turns"] == 3 and result.scores["all"]["hallucination"] == 0
+    assert result.summary["agent_errors"] == ["the request failed: " + FAILED]
+    assert "agent-error turns 3" in printed.read_text()
+
+
+# --------------------------------------------------------------------------- native tool calls (openai_tools)
+def heron_caller(body: dict) -> dict:
+    """A model that calls tools natively: both tools at once (content null, as OpenAI's models
+    send it), then its answer once it has their results."""
+    if not any(m["role"] == "tool" for m in body["messages"]):
+        return {"content": None, "tool_calls": [
+            ("call_img", "image_search", "{}"),
+            ("call_web", "web_search", json.dumps({"query": "great blue heron habitat"}))]}
+    return {"content": "A great blue heron."}
+
+
+def native_run(tmp_path, server_url: str, max_retries: int = 0, **metadata):
+    """crag_mm_agentic's rounds (lmms-eval's loop, agentic_turn) answered by openai_tools' client
+    against `server_url`."""
+    from integrations.lmms_eval.cruise_lmms_eval.openai_chat import ToolCallingClient
+
+    client = ToolCallingClient("heron-caller", server_url, "none", 10.0, max_retries)
+    gen_kwargs = task_yaml("crag_mm_agentic")["generation_kwargs"]
+
+    def model(prompt, task, doc):
+        return client.answer(prompt, gen_kwargs, task.doc_to_visual(doc), ("crag_mm_agentic", "test", doc["id"]))
+
+    return agentic_run(tmp_path, model, **metadata)
+
+
+def test_native_tool_calls_run_as_the_tasks_calls_and_their_results_come_back_as_tool_messages(tmp_path):
+    from testkit.tool_calling_server import ToolCallingServer
+
+    with ToolCallingServer(heron_caller) as server:
+        run, prompts = native_run(tmp_path, server.url)
+        refused = server.bodies(400)
+        bodies = server.bodies()
+    assert refused == [] and len(bodies) == 6  # two requests a document, none refused
+    for body in bodies:
+        assert [t["function"]["name"] for t in body["tools"]] == ["image_search", "web_search"]
+        assert body["tool_choice"] == "auto"
+        # the photo once, in the first message; the text protocol's instructions left out
+        parts = [p for m in body["messages"] if isinstance(m.get("content"), list) for p in m["content"]]
+        assert [p["type"] for p in parts] == ["image_url", "text"] and parts[0]["image_url"]["url"].startswith(
+            "data:image/png;base64,")
+        assert "<tool_call>" not in parts[1]["text"] and parts[1]["text"].endswith(
+            "what is the animal on the right?")
+    follow_up = bodies[1]["messages"]
+    assert [m["role"] for m in follow_up] == ["user", "assistant", "tool", "tool"]
+    assert "content" not in follow_up[1] and [c["id"] for c in follow_up[1]["tool_calls"]] == ["call_img", "call_web"]
+    assert [m["tool_call_id"] for m in follow_up[2:]] == ["call_img", "call_web"]
+    assert "Great blue heron" in follow_up[2]["content"] and "Herons wade" in follow_up[3]["content"]
+    # the task ran the calls as the text route runs them, and the answers reach the results
+    assert "<tool_result>" in prompts[0][1] and len(prompts[0]) == 2
+    answers = [json.loads(line) for line in (run / "answers.jsonl").read_text().splitlines()]
+    assert [(a["agent_response"], a["error"]) for a in answers] == [("A great blue heron.", None)] * 3
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    assert [[(c["tool"], c["arguments"], c["hits"]) for c in t["tool_calls"]] for t in traces] == \
+        [[("image_search", {}, 1), ("web_search", {"query": "great blue heron habitat"}, 1)]] * 3
+    assert traces[0]["tool_calls"][0]["entities"] == [["Great blue heron"]]
+
+
+def test_native_calls_past_the_budget_still_get_their_tool_messages(tmp_path):
+    """Both calls at once with one call left: the second is not run, but its id gets a tool
+    message saying so (the API refuses a request with a call left unanswered)."""
+    from testkit.tool_calling_server import ToolCallingServer
+
+    with ToolCallingServer(heron_caller) as server:
+        run, _ = native_run(tmp_path, server.url, max_tool_calls=1)
+        refused, bodies = server.bodies(400), server.bodies()
+    assert refused == []
+    tools = [m for m in bodies[1]["messages"] if m["role"] == "tool"]
+    assert [m["tool_call_id"] for m in tools] == ["call_img", "call_web"]
+    assert tools[1]["content"] == "not run: the call budget of this turn is spent"
+    assert bodies[1]["messages"][-1] == {"role": "user", "content": "No tool calls are left: answer now, without a "
+                                                                      "tool call."}
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    assert [c["tool"] for c in traces[0]["tool_calls"]] == ["image_search"]
+
+
+def test_a_provider_down_is_an_agent_error_never_an_answer(tmp_path):
+    """Nothing listens: the request fails, the task counts an agent error, no hallucination. (A
+    reply without content: test_openai_tools_asks_the_other_tasks_prompts_with_the_photo_and_no_tools
+    and tests/test_lmms_eval_task_edges.py.)"""
+    run, _ = native_run(tmp_path / "down", "http://127.0.0.1:9/v1")
+    answers = [json.loads(line) for line in (run / "answers.jsonl").read_text().splitlines()]
+    assert all(a["agent_response"] == IDK and a["error"].startswith(
+        "the request failed: [LMMS_EVAL_REQUEST_FAILED after 0 retries] APIConnectionError") for a in answers)
+    scores = json.loads((run / "scores_dictionary.json").read_text())["all"]
+    assert scores["hallucination"] == 0 and scores["truthfulness_score"] == 0
+
+
+def test_native_arguments_that_are_no_json_and_calls_written_as_text_reach_the_model_as_the_task_answers_them(
+        tmp_path):
+    """Rounds of every kind: a native call whose arguments are no JSON (the task's error comes back
+    as that call's tool message, the reply's own text kept with its call), a call the model
+    writes as text in its content (its result comes back as a user message: there is no
+    tool_call_id to answer), then a native call with empty arguments (an image search of the whole
+    photo), then the answer."""
+    from testkit.tool_calling_server import ToolCallingServer
+
+    def model(body: dict) -> dict:
+        rounds = sum(m["role"] == "assistant" for m in body["messages"])
+        if rounds == 0:
+            return {"content": "Let me look.", "tool_calls": [("call_bad", "web_search", "{query: heron")]}
+        if rounds == 1:
+            return {"content": '<tool_call>{"name": "web_search", "arguments": {"query": "heron"}}</tool_call>'}
+        if rounds == 2:
+            return {"content": None, "tool_calls": [("call_img", "image_search", "")]}
+        return {"content": "A heron."}
+
+    with ToolCallingServer(model) as server:
+        run, _ = native_run(tmp_path, server.url)
+        refused, bodies = server.bodies(400), server.bodies()
+    assert refused == [] and len(bodies) == 12
+    last = bodies[3]["messages"]
+    assert [m["role"] for m in last] == ["user", "assistant", "tool", "assistant", "user", "assistant", "tool"]
+    assert last[1]["content"] == "Let me look." and [c["id"] for c in last[1]["tool_calls"]] == ["call_bad"]
+    assert last[2]["tool_call_id"] == "call_bad" and last[2]["content"].startswith("error: JSONDecodeError")
+    assert last[4]["content"].startswith('<tool_call>{"name": "web_search"') and "Herons wade" in last[4]["content"]
+    assert last[6]["tool_call_id"] == "call_img" and "Great blue heron" in last[6]["content"]
+    traces = [json.loads(line) for line in (run / "traces.jsonl").read_text().splitlines()]
+    assert [(c["tool"], c["arguments"], bool(c["error"])) for c in traces[0]["tool_calls"]] == [
+        ("web_search", "{query: heron", True), ("web_search", {"query": "heron"}, False), ("image_search", {}, False)]
+
+
+def test_a_documents_first_prompt_asked_again_starts_a_new_conversation(tmp_path):
+    """The same document asked again from its first prompt (lmms-eval's --repeats, a second run
+    of the model): a new conversation, not the old one grown."""
+    from integrations.lmms_eval.cruise_lmms_eval.openai_chat import ToolCallingClient
+    from integrations.lmms_eval.cruise_lmms_eval.prompts import agentic_prompt
+    from testkit.tool_calling_server import ToolCallingServer
+
+    first = agentic_prompt("What is this?")
+    with ToolCallingServer(lambda body: {"content": None, "tool_calls": [("call_1", "web_search", '{"query": "q"}')]}
+                           ) as server:
+        client = ToolCallingClient("m", server.url, "none", 10.0, 0)
+        photo = Image.new("RGB", (8, 6))
+        for _ in range(2):
+            assert client.answer(first, {}, [photo], ("t", "s", 0)).startswith('<tool_call>{"name": "web_search"')
+        bodies = server.bodies()
+    assert [[m["role"] for m in b["messages"]] for b in bodies] == [["user"], ["user"]]
+    text = bodies[1]["messages"][0]["content"][1]["text"]
+    assert text == load_prompt_text("lmms_agentic_native") + "\n\nWhat is this?"
+
+
+def load_prompt_text(name: str) -> str:
+    from agents.stages.prompts import load_prompt_lines
+
+    return load_prompt_lines(name)
+
+
+def test_openai_tools_asks_the_other_tasks_prompts_with_the_photo_and_no_tools(tmp_path):
+    from integrations.lmms_eval.cruise_lmms_eval.openai_chat import ToolCallingClient
+    from testkit.tool_calling_server import ToolCallingServer
+
+    replies = iter([{"content": "Paris."}, {"content": None}])
+    with ToolCallingServer(lambda body: next(replies)) as server:
+        client = ToolCallingClient("m", server.url, "none", 10.0, 0)
+        photo = Image.new("RGB", (8, 6))
+        assert client.answer("Where is this?", {"max_new_tokens": 7}, [photo], ("t", "s", 0)) == "Paris."
+        assert client.answer("Where is this?", {}, [photo], ("t", "s", 1)) == ""  # no content: "", never "None"
+        bodies = server.bodies()
+    assert "tools" not in bodies[0] and bodies[0]["max_completion_tokens"] == 7 and bodies[0]["temperature"] == 0
+    assert [p["type"] for p in bodies[0]["messages"][0]["content"]] == ["image_url", "text"]
+    assert bodies[0]["messages"][0]["content"][1]["text"] == "Where is this?"

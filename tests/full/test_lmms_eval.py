@@ -267,3 +267,85 @@ def test_setup_lmms_says_in_one_line_that_the_known_pip_conflicts_are_harmless()
     assert len(quiet.stdout.splitlines()) == 1 and "harmless" in quiet.stdout
     loud = filtered("\n".join([heading, known[0], other]) + "\n")
     assert heading in loud.stderr and other in loud.stderr
+
+
+def test_a_provider_that_is_down_scores_no_hallucination_and_its_turns_are_agent_errors(tmp_path):
+    """lmms-eval's own OpenAI model (the simple one: it has no multi-round generation) against a
+    port where nothing listens: every request fails after its retries and comes back as lmms-eval's
+    failure marker, which the tasks count as agent-error turns, not as answers."""
+    results, samples = lmms_eval(["--model", "openai", "--force_simple", "--model_args",
+                                  "model=down,base_url=http://127.0.0.1:9/v1,api_key=none,max_retries=1,"
+                                  "retry_backoff_s=0,timeout=2", "--tasks", "crag_mm_single,crag_mm_agentic",
+                                  "--limit", "2"], tmp_path / "lmms", timeout=600)
+    for task in ("crag_mm_single", "crag_mm_agentic"):
+        figures = results["results"][task]
+        assert (figures["hallucination,none"], figures["agent_errors,none"], figures["crag_mm_turns,none"]) == (0, 2, 2)
+        records = [r for s in samples[task] for r in s["crag_mm_turns"]["records"]]
+        assert all(r["error"].startswith("the request failed: [LMMS_EVAL_REQUEST_FAILED after 1 retries]")
+                   for r in records)
+    # the report made from it counts them, and says every turn faulted (exit code 4)
+    proc = subprocess.run([sys.executable, "local_evaluation.py", "from-lmms-eval", str(tmp_path / "lmms"),
+                           "--output-dir", str(tmp_path / "scored"), "--no_progress"], cwd=REPO_ROOT,
+                          env=offline_env(), capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 4, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert " ".join(proc.stdout.split()).count("agent-error turns 2;") == 2
+
+
+@pytest.mark.parametrize("limit", ["1", "2"])
+def test_one_or_two_documents_give_a_results_file(tmp_path, limit):
+    """`--limit 1` stopped every task with a KeyError (one conversation has no bootstrap
+    interval): each figure the scored run lacks is now null."""
+    (tmp_path / "script.json").write_text(json.dumps({"answers": {}, "default": "Surely a purple giraffe.",
+                                                      "batch_size": 2}))
+    proc = subprocess.run(
+        lmms_eval_args(["--model", "cruise_agent", "--model_args",
+                        f"agent=testkit.scripted_agent:ScriptedAgent,profile=cpu,search=none,output_dir={tmp_path / 'a'}",
+                        "--tasks", "crag_mm_single,crag_mm_multi", "--limit", limit], tmp_path / "lmms"),
+        cwd=REPO_ROOT, env=offline_env(SCRIPTED_AGENT_SCRIPT=str(tmp_path / "script.json")), capture_output=True,
+        text=True, timeout=600)
+    results, _ = lmms_eval_output(tmp_path / "lmms", proc.stdout + proc.stderr)
+    for task in ("crag_mm_single", "crag_mm_multi"):
+        figures = results["results"][task]
+        # every answer wrong (the truthfulness of one turn alone is 0.0, as the official code gives)
+        assert figures["hallucination,none"] > 0 and figures["crag_mm_turns,none"] >= int(limit)
+        assert {"truthfulness_ci95,none", "ego_truthfulness,none", "agent_errors,none"} <= set(figures)
+
+
+def test_openai_tools_runs_crag_mm_agentic_with_native_tool_calls_through_lmms_evals_loop(tmp_path):
+    """`--model openai_tools` against a stand-in server that calls tools natively (OpenAI's shapes:
+    testkit/tool_calling_server.py): both tools at once with content null, then an answer. The
+    requests carry the tools, each result comes back as a role:tool message with its
+    tool_call_id, none is refused, the answers reach the results file and the samples record
+    the calls; on crag_mm_single the same model is asked without tools."""
+    from testkit.tool_calling_server import ToolCallingServer
+
+    def caller(body: dict) -> dict:
+        if not body.get("tools"):
+            return {"content": "An espresso."}
+        if not any(m["role"] == "tool" for m in body["messages"]):
+            return {"content": None, "tool_calls": [("call_1", "image_search", "{}"),
+                                                    ("call_2", "web_search", json.dumps({"query": "what is this"}))]}
+        return {"content": "A great blue heron."}
+
+    with ToolCallingServer(caller) as server:
+        results, samples = lmms_eval(["--model", "openai_tools", "--model_args",
+                                      f"model=heron-caller,base_url={server.url},max_retries=0",
+                                      "--tasks", "crag_mm_agentic,crag_mm_single", "--limit", "3"],
+                                     tmp_path / "lmms", timeout=900)
+        refused, bodies = [r for r in server.requests if r["status"] != 200], server.bodies()
+    assert refused == [], [(r["error"], [m["role"] for m in r["body"]["messages"]]) for r in refused]
+    agentic = [b for b in bodies if b.get("tools")]
+    assert len(agentic) == 6 and len(bodies) == 9  # two requests a document, one without tools for crag_mm_single
+    assert all([t["function"]["name"] for t in b["tools"]] == ["image_search", "web_search"] for b in agentic)
+    for first, second in zip(agentic[::2], agentic[1::2]):
+        assert [m["role"] for m in second["messages"]] == ["user", "assistant", "tool", "tool"]
+        assert [m["tool_call_id"] for m in second["messages"][2:]] == ["call_1", "call_2"]
+        images = [p for m in second["messages"] if isinstance(m.get("content"), list) for p in m["content"]
+                  if p["type"] == "image_url"]
+        assert len(images) == 1  # the photo once
+    for task, answer in (("crag_mm_agentic", "A great blue heron."), ("crag_mm_single", "An espresso.")):
+        assert results["results"][task]["crag_mm_turns,none"] == 3
+        assert [r["agent_response"] for r in records_of(samples[task]).values()] == [answer] * 3
+    traces = [t for s in samples["crag_mm_agentic"] for t in s["crag_mm_turns"]["traces"]]
+    assert [[c["tool"] for c in t["tool_calls"]] for t in traces] == [["image_search", "web_search"]] * 3
+    assert all(t["ended_by"] == "answered" and t["calls_run"] == 2 for t in traces)
