@@ -239,7 +239,7 @@ def test_the_hooks_find_each_documents_task_by_its_name_and_a_stranger_is_refuse
     out = hooks.process_results(doc, ["Gustave Eiffel"])
     assert out[TURNS_KEY]["task"] == "crag_mm_plain" and out[TURNS_KEY]["records"][0]["agent_response"] == \
         "Gustave Eiffel"
-    assert hooks.truthfulness([out["truthfulness"]]) == 0.25 and scorer.calls[0]["run_config"]["imported"]["task"] == \
+    assert hooks.truthfulness([out["truthfulness"]]) == 0.25 and scorer.calls[0]["run_config"].imported["task"] == \
         "crag_mm_plain"
     with pytest.raises(ValueError) as refused:
         hooks.doc_to_text({**doc, crag_mm.TASK_COLUMN: "crag_mm_gone"})
