@@ -9,6 +9,7 @@ one-turn conversations whose outcomes differ between the two runs in ways set by
 from __future__ import annotations
 
 import contextlib
+import datetime
 import io
 import json
 import re
@@ -154,11 +155,28 @@ def test_the_tool_calibrates_the_baseline_runs_each_system_and_writes_its_tables
                         f"--write-doc {doc}`.")
     assert lines[2] == ("Judge: offline lexical judge (not the official judge). A turn's outcome is one of: correct, "
                         "missed, hallucinated.")
-    assert lines[4].startswith(f"- `full`: {calibration['verdict']}: ")
+    assert lines[3] == "Calibration (each system on its own traces of shard 0/2, `python -m tools.calibrate`):"
+    assert lines[4] == f"- `full`: {calibration['verdict']}: " + ", ".join(
+        f"{k}={v}" for k, v in calibration["settings"].items())
     assert lines[5] == "Held-out half: the conversations with index % 2 == 1, which calibration never saw."
+    assert lines[6] == ""
+    # the span: the first run's start (its run_config.json, calibration's own runs included) to
+    # the last run's end (its scores_dictionary.json), in UTC
+    runs = [Path(run) for run in calibration["runs"]] + [out / "runs" / "single-turn" / s for s in ("full", "rag_baseline")]
+    stamp = lambda path: datetime.datetime.fromtimestamp(path.stat().st_mtime, datetime.timezone.utc).strftime(  # noqa: E731
+        "%Y-%m-%d %H:%M UTC")
+    first = min((r / "run_config.json" for r in runs), key=lambda f: f.stat().st_mtime)
+    last = max((r / "scores_dictionary.json" for r in runs), key=lambda f: f.stat().st_mtime)
+    assert lines[0].startswith(f"Date: runs made {stamp(first)} to {stamp(last)}. Machine: ")
+    # calibration's traces: shard 0/2 (the half the held-out scores leave out), every turn answered
+    for run in map(Path, calibration["runs"]):
+        recorded = json.loads((run / "run_config.json").read_text())
+        assert recorded["shard"] == "0/2" and recorded["preset"] == "full"
+        assert "skip_decided_turns=false" in recorded["args"]["set"]
     assert "| `cruise (full)` | 0 / 2 / 0 | 0.000 [0.000, 0.000] |" in text
     assert ("| `cruise (rag_baseline)` | +0.000 [0.000, 0.000] | +1.000 [1.000, 1.000] | -1.000 [-1.000, -1.000] | "
             "missed->hallucinated 2 (0 unchanged) |") in text
+    assert (out / "systems.json").read_text().startswith('{\n "calibrations": {\n  "full": ')
     results = json.loads((out / "systems.json").read_text())
     assert results["calibrations"] == {"full": str(out / "calibration-full.json")}
     assert [r["system"] for r in results["results"]["single-turn"]["rows"]] == ["full", "rag_baseline"]

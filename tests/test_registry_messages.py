@@ -31,7 +31,7 @@ def pick(batch):
     return [{"rag_answer": "yes"} for _ in batch.turns]
 
 
-register(System(name="entity_votes", stages=(Stage("ev_pick", batch_fn=pick, writes=("rag_answer",),
+register(System(name="vote_probes", stages=(Stage("ev_pick", batch_fn=pick, writes=("rag_answer",),
                                                   calls_no_model=always),),
                 decide=lambda trace, cfg: Decision(trace["rag_answer"], "picked"),
                 view=View(funnel=lambda trace, cfg: {}, branches=("picked",))))
@@ -57,9 +57,9 @@ def write(root: Path, files: dict[str, str]) -> None:
 
 
 def installed(root: Path, entry_points: str) -> None:
-    """A distribution `entity-vote` 0.1 installed in `root`, offering these entry point lines."""
-    write(root, {"entity_vote-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: entity-vote\nVersion: 0.1\n",
-                 "entity_vote-0.1.dist-info/entry_points.txt": f"[{GROUP}]\n{entry_points}\n"})
+    """A distribution `vote-probe` 0.1 installed in `root`, offering these entry point lines."""
+    write(root, {"vote_probe-0.1.dist-info/METADATA": "Metadata-Version: 2.1\nName: vote-probe\nVersion: 0.1\n",
+                 "vote_probe-0.1.dist-info/entry_points.txt": f"[{GROUP}]\n{entry_points}\n"})
 
 
 def refused_run(root: Path, system: str) -> str:
@@ -80,49 +80,49 @@ def refused_run(root: Path, system: str) -> str:
 
 def test_a_module_named_by_module_and_name_that_registers_nothing_is_told_so(folder_on_path):
     write(folder_on_path, {"ev_nothing.py": "WEIGHT = 2\n"})
-    assert refused_run(folder_on_path, "ev_nothing:entity_vote") == (
-        "system 'ev_nothing:entity_vote': module 'ev_nothing' registered no system; it must register one named "
-        "'entity_vote' when it is imported")
+    assert refused_run(folder_on_path, "ev_nothing:vote_probe") == (
+        "system 'ev_nothing:vote_probe': module 'ev_nothing' registered no system; it must register one named "
+        "'vote_probe' when it is imported")
 
 
 def test_a_module_that_registers_another_name_is_told_what_it_registered(folder_on_path):
     write(folder_on_path, {"ev_other.py": REGISTERS_ANOTHER})
-    assert refused_run(folder_on_path, "ev_other:entity_vote") == (
-        "system 'ev_other:entity_vote': module 'ev_other' registered no system named 'entity_vote', only "
-        "['entity_votes']; did you mean 'entity_votes'?")
+    assert refused_run(folder_on_path, "ev_other:vote_probe") == (
+        "system 'ev_other:vote_probe': module 'ev_other' registered no system named 'vote_probe', only "
+        "['vote_probes']; did you mean 'vote_probes'?")
 
 
 def test_an_entry_points_module_that_registers_nothing_is_told_so_naming_the_distribution(folder_on_path):
     write(folder_on_path, {"ev_pkg/__init__.py": "", "ev_pkg/system.py": "WEIGHT = 2\n"})
-    installed(folder_on_path, "entity_vote = ev_pkg.system")
-    assert refused_run(folder_on_path, "entity_vote") == (
-        "system 'entity_vote': entry point 'entity_vote = ev_pkg.system' of distribution entity-vote 0.1 "
-        f"({GROUP}): module 'ev_pkg.system' registered no system; it must register one named 'entity_vote' when it "
+    installed(folder_on_path, "vote_probe = ev_pkg.system")
+    assert refused_run(folder_on_path, "vote_probe") == (
+        "system 'vote_probe': entry point 'vote_probe = ev_pkg.system' of distribution vote-probe 0.1 "
+        f"({GROUP}): module 'ev_pkg.system' registered no system; it must register one named 'vote_probe' when it "
         "is imported")
 
 
 def test_a_package_whose_init_imports_the_module_that_registers_counts_that_module_as_its_own(folder_on_path):
     write(folder_on_path, {"ev_pkg2/__init__.py": "from ev_pkg2 import system\n", "ev_pkg2/system.py": REGISTERS_ANOTHER})
-    installed(folder_on_path, "entity_vote = ev_pkg2")
-    assert refused_run(folder_on_path, "entity_vote") == (
-        "system 'entity_vote': entry point 'entity_vote = ev_pkg2' of distribution entity-vote 0.1 "
-        f"({GROUP}): module 'ev_pkg2' registered no system named 'entity_vote', only ['entity_votes']; "
-        "did you mean 'entity_votes'?")
+    installed(folder_on_path, "vote_probe = ev_pkg2")
+    assert refused_run(folder_on_path, "vote_probe") == (
+        "system 'vote_probe': entry point 'vote_probe = ev_pkg2' of distribution vote-probe 0.1 "
+        f"({GROUP}): module 'ev_pkg2' registered no system named 'vote_probe', only ['vote_probes']; "
+        "did you mean 'vote_probes'?")
 
 
 @pytest.mark.parametrize("line, why", [
-    ("entity_vote = ev_gone.system", "no module 'ev_gone' to import it from"),
-    ("entity_vote = ev_half.gone", "no module 'ev_half.gone' to import it from"),
-    ("entity_vote = ev_half.system:SYSTEM", "module 'ev_half.system' has no 'SYSTEM'"),
-    ("entity_vote = ev_needs.system", "module 'ev_needs.system' needs 'ev_not_installed', which is not installed"),
+    ("vote_probe = ev_gone.system", "no module 'ev_gone' to import it from"),
+    ("vote_probe = ev_half.gone", "no module 'ev_half.gone' to import it from"),
+    ("vote_probe = ev_half.system:SYSTEM", "module 'ev_half.system' has no 'SYSTEM'"),
+    ("vote_probe = ev_needs.system", "module 'ev_needs.system' needs 'ev_not_installed', which is not installed"),
 ])
 def test_an_entry_point_naming_what_is_not_there_is_one_line_naming_the_distribution_entry_point_and_module(
         folder_on_path, line, why):
     write(folder_on_path, {"ev_half/__init__.py": "", "ev_half/system.py": "WEIGHT = 2\n",
                            "ev_needs/__init__.py": "", "ev_needs/system.py": "import ev_not_installed\n"})
     installed(folder_on_path, line)
-    assert refused_run(folder_on_path, "entity_vote") == (
-        f"system 'entity_vote': entry point '{line}' of distribution entity-vote 0.1 ({GROUP}): {why}")
+    assert refused_run(folder_on_path, "vote_probe") == (
+        f"system 'vote_probe': entry point '{line}' of distribution vote-probe 0.1 ({GROUP}): {why}")
 
 
 def test_a_name_neither_registered_nor_installed_still_gets_the_closest_names(folder_on_path):
