@@ -301,9 +301,9 @@ def test_image_retrieval_at_k_reads_the_image_search_hits():
 def test_the_tools_are_crag_mm_agentics():
     """One schema for both routes: lmms-eval's crag_mm_agentic shows its model the same tools."""
     from agents.agentic.schemas import TOOLS
-    from integrations.lmms_eval.cruise_lmms_eval.crag_mm import TOOLS as LMMS_TOOLS
+    from integrations.lmms_eval.cruise_lmms_eval.tools import TOOLS as LMMS_TOOLS
 
-    assert json.dumps(list(TOOLS), sort_keys=True) == json.dumps(list(LMMS_TOOLS), sort_keys=True)
+    assert all(a is b for a, b in zip(TOOLS, LMMS_TOOLS, strict=True))
 
 
 class SlowFailingPipeline(RecordingPipeline):

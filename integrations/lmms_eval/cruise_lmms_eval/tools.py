@@ -21,26 +21,15 @@ import json
 import math
 import re
 
+from agents.agentic.schemas import TOOLS as AGENTIC_TOOLS
 from agents.base_agent import IDK_ANSWER
 from agents.stages.prompts import load_prompt_lines
 
 from .search import within
 
 TOOL_CALL = re.compile(r"<tool_call>\s*(\{.*?\})\s*</tool_call>", re.DOTALL)
-TOOLS = [
-    {"type": "function", "function": {
-        "name": "image_search",
-        "description": "Search the image index with the photo, or with the part of it inside a box, for the "
-                       "entities it shows.",
-        "parameters": {"type": "object", "properties": {
-            "box": {"type": "array", "items": {"type": "number"}, "minItems": 4, "maxItems": 4,
-                    "description": "optional crop [x1, y1, x2, y2] in the photo's pixels"}},
-            "required": []}}},
-    {"type": "function", "function": {
-        "name": "web_search",
-        "description": "Search the web index with a text query.",
-        "parameters": {"type": "object", "properties": {"query": {"type": "string"}}, "required": ["query"]}}},
-]
+# the two tools' schemas, the agentic system's own (one place for both routes)
+TOOLS = list(AGENTIC_TOOLS)
 
 
 # how a turn ended: its answer, or a budget
