@@ -24,6 +24,7 @@ from agents.runtime.cost_priors import stage_priors
 from agents.runtime.deadline import StageCosts
 from agents.runtime.package_files import own_files
 from agents.runtime.system import system_for
+from agents.stages.prompts import PromptNotFound, missing_prompts
 from agents.stages.s0_inputs import prepare_turns
 from agents.stages.s0a_perceive import perception_wanted, warm_up_perception
 
@@ -59,6 +60,11 @@ class CruiseAgent(BaseAgent):
         if perception_wanted(self.config, self.engines.vlm):
             warm_up_perception(self.config)  # seconds at load, not in the first scored batch's budget
         self.system = system_for(self.config)  # the registered chain that answers (CruiseConfig.system)
+        # every prompt its stages may ask for, before any batch: one behind a gate that few turns
+        # pass would otherwise fault only those turns, late in a run
+        missing = missing_prompts(self.system)
+        if missing:
+            raise PromptNotFound(f"system {self.system.name!r} declares prompts that are not there: " + "; ".join(missing))
         self.costs = StageCosts(priors=stage_priors(self.system, self.config))
         self.last_batch_report: dict | None = None
         self.warmup_s: dict[str, float] | None = None  # seconds per stage of the warm-up batch

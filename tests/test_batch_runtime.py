@@ -357,3 +357,23 @@ def test_a_rule_that_returns_neither_an_answer_nor_a_decision_is_refused_naming_
     system = SimpleNamespace(name="mine", abstain_on=None, decide=lambda signals, cfg: returned)
     with pytest.raises(RuleFault, match=r"the rule of system 'mine' \(tests\.test_batch_runtime\..*<lambda>\) returned "):
         decide_turn(system, {}, None)
+
+
+def test_a_fault_in_a_package_outside_the_working_folder_is_shown_from_the_packages_own_folder(tmp_path, clock):
+    import importlib
+    import sys
+
+    package = tmp_path / "far" / "faraway_pkg"
+    package.mkdir(parents=True)
+    (package / "__init__.py").write_text("")
+    (package / "stages.py").write_text("def explode(values):\n    raise IndexError('no hits')\n")
+    sys.path.insert(0, str(package.parent))
+    try:
+        stages = importlib.import_module("faraway_pkg.stages")
+        run = batch_run(clock, size=1)
+        run.guarded("answer", lambda group: stages.explode(["a"]), [0], code=stages.explode)
+    finally:
+        sys.path.remove(str(package.parent))
+        for name in ("faraway_pkg", "faraway_pkg.stages"):
+            sys.modules.pop(name, None)
+    assert run.faults[0][0]["where"] == "faraway_pkg/stages.py:2"

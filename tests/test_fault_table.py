@@ -88,7 +88,7 @@ def test_one_faulted_turn_shows_in_the_table_atop_the_console_and_the_report_and
     assert ROW.search(console), console[:3000]
     assert "FAULTS: 1 turn faulted" in console
     assert console.index("FAULTS: 1 turn faulted") < console.index("Scores")
-    assert f"--strict fails a run with any fault: exit {STRICT_FAULT_EXIT_CODE}" in console
+    assert f"--strict fails a run with any fault: exit {STRICT_FAULT_EXIT_CODE} (4 where every turn" in console
     # report.html's first screen: the table right under the heading's line, before the scores
     assert HTML_ROW in report
     assert report.index('id="fault-table"') < report.index('<h2 id="scores">')

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 
 from benchmarks import intervals
-from evaluator.harness.outputs import BREAKDOWN_COLUMNS
+from evaluator.harness.score_files import BREAKDOWN_COLUMNS
 from evaluator.scoring.intervals import BOOTSTRAP_RESAMPLES
 
 

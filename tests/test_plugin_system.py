@@ -470,38 +470,40 @@ def package_on_path(tmp_path, monkeypatch, registered_systems):
     return write
 
 
-def dry_run(package: str, system: str) -> list[preflight.Check]:
+def pre_flight(package: str, system: str) -> list[preflight.Check]:
+    """Pre-flight's agent load, then its dry run where the agent loaded."""
     run = resolve_settings(EvaluationSettings(profile="cpu", agent=f"{__name__}:SeeingStandInAgent", search="none",
                                               set=(f"system={package}.system:{system}",)))
-    agent = run.agent.build(None)
-    return [preflight.check_prompts(agent), *preflight.dry_run_checks(agent, preflight.sample_batch(str(MINI), 2), run)]
+    agent, loaded = preflight.check_agent_load(run, None)
+    if agent is None:
+        return [loaded]
+    return [loaded, *preflight.dry_run_checks(agent, preflight.sample_batch(str(MINI), 2), run)]
+
+
+def missing(folder: Path, name: str, there: bool = True) -> str:
+    return (f"prompt {name!r} not found: looked for {name}.txt in {folder.name}'s prompts/ ({folder / 'prompts'}"
+            f"{'' if there else ', no such folder'}), then the repository's prompts/ ({REPO_ROOT / 'prompts'})")
 
 
 def test_a_prompt_missing_from_the_package_fails_the_pre_flight_naming_the_packages_folder_first(package_on_path):
     folder = package_on_path("unprompted_pkg", "unprompted")
     (folder / "prompts" / "unprompted.txt").unlink()
-    prompts, answered, faults = dry_run("unprompted_pkg", "unprompted")
-    missing = (f"prompt 'unprompted' not found: looked for unprompted.txt in unprompted_pkg's prompts/ "
-               f"({folder / 'prompts'}), then the repository's prompts/ ({REPO_ROOT / 'prompts'})")
-    assert prompts == preflight.Check("prompts", False, "1 of the 1 prompts the stages of system 'unprompted' "
-                                                        f"declare do not load: {missing}")
-    assert answered.ok  # two answers in time: "I don't know", each
-    assert faults.name == "stage faults" and faults.ok is False
-    assert faults.detail == f"2 of 2 turns of the dry run faulted: stage 'unprompted' (2 turns): PromptNotFound: {missing}"
+    assert pre_flight("unprompted_pkg", "unprompted") == [preflight.Check(
+        "agent load", False, "the agent did not load: PromptNotFound: system 'unprompted' declares prompts that are "
+                             f"not there: {missing(folder, 'unprompted')}")]
 
 
 def test_a_prompt_behind_a_gate_no_dry_run_turn_passes_fails_the_pre_flight(package_on_path):
-    """The stage asks for its prompt only for questions of more than 40 words: no turn of the dry
-    run reaches it, and its stage faults on none; the prompt it declares is loaded all the same."""
+    """The stage asks for its prompt only for questions of more than 40 words, which no dry-run
+    turn has; the prompt it declares is looked for all the same, when the agent loads."""
     folder = package_on_path("gated_pkg", "gated")
     shout = folder / "s2_shout.py"
     shout.write_text(shout.read_text().replace(
         'batch.ask("gated", values, max_tokens=16)',
         'batch.ask("gated", values, max_tokens=16, wanted=[len(t.query.split()) > 40 for t in batch.turns])'))
     (folder / "prompts" / "gated.txt").unlink()
-    prompts, answered, faults = dry_run("gated_pkg", "gated")
-    assert answered.ok and faults.ok  # the gate kept every dry-run turn away from the prompt
-    assert prompts.ok is False and "prompt 'gated' not found" in prompts.detail
+    [loaded] = pre_flight("gated_pkg", "gated")
+    assert loaded.ok is False and loaded.detail.endswith(missing(folder, "gated"))
 
 
 def test_a_package_without_a_prompts_folder_fails_the_pre_flight_naming_the_folder_it_lacks(package_on_path):
@@ -509,29 +511,24 @@ def test_a_package_without_a_prompts_folder_fails_the_pre_flight_naming_the_fold
     for prompt in (folder / "prompts").iterdir():
         prompt.unlink()
     (folder / "prompts").rmdir()
-    _, _, faults = dry_run("folderless_pkg", "folderless")
-    assert faults.ok is False
-    assert f"in folderless_pkg's prompts/ ({folder / 'prompts'}, no such folder), then the repository's" in faults.detail
+    [loaded] = pre_flight("folderless_pkg", "folderless")
+    assert loaded.ok is False and loaded.detail.endswith(missing(folder, "folderless", there=False))
 
 
 def test_a_package_with_its_prompt_passes_the_pre_flights_stage_faults_check(package_on_path):
     package_on_path("prompted_ok_pkg", "prompted_ok")
-    prompts, answered, faults = dry_run("prompted_ok_pkg", "prompted_ok")
-    assert answered.ok and faults == preflight.Check("stage faults", True, "none in the dry run's 2 turns")
-    assert prompts == preflight.Check("prompts", True, "the 1 prompts the stages of system 'prompted_ok' declare load")
+    loaded, answered, faults = pre_flight("prompted_ok_pkg", "prompted_ok")
+    assert loaded.ok and answered.ok and faults == preflight.Check("stage faults", True, "none in the dry run's 2 turns")
 
 
 def test_an_agent_that_reports_no_traces_is_not_checked_for_stage_faults():
     assert preflight.check_stage_faults({"engine_calls": []}, 2).ok is None
 
 
-def test_a_prompt_missing_from_the_package_stops_every_turn_and_the_run_names_it_and_exits_so(
-        package_on_path, tmp_path):
-    """The same package run through local_evaluation.py: every turn faults at its VLM stage, the
-    run's panel names the stage and the prompt's folders, and the run exits with the systemic
-    fault's code."""
+def test_a_prompt_missing_from_the_package_stops_the_run_before_any_turn_naming_it(package_on_path, tmp_path):
+    """The same package run through local_evaluation.py: the agent does not load, in one line
+    naming the prompt and the folders it was looked for in, and no turn is asked."""
     import local_evaluation
-    from evaluator.harness.faults import SYSTEMIC_FAULT_EXIT_CODE
     from testkit.in_process import offline_env, run_main
 
     folder = package_on_path("unprompted_run_pkg", "unprompted_run")
@@ -542,11 +539,7 @@ def test_a_prompt_missing_from_the_package_stops_every_turn_and_the_run_names_it
             "--search", "none", "--eval-model", "None", "--no_progress", "--display-conversations", "0",
             "--output-dir", str(out), "--set", "system=unprompted_run_pkg.system:unprompted_run"]
     proc = run_main(local_evaluation.main, argv, env=offline_env(tmp_path), columns=1000)
-    assert proc.returncode == SYSTEMIC_FAULT_EXIT_CODE, proc.stdout[-3000:] + proc.stderr[-3000:]
-    reason = ("PromptNotFound: prompt 'unprompted_run' not found: looked for unprompted_run.txt in "
-              f"unprompted_run_pkg's prompts/ ({folder / 'prompts'}), then the repository's prompts/ "
-              f"({REPO_ROOT / 'prompts'})")
-    assert f"stage 'unprompted_run', 3 of 3 turns: {reason}" in proc.stdout
-    # each turn's trace names the package's folder first too
-    traces = [json.loads(row) for row in (out / "traces.jsonl").read_text().splitlines()]
-    assert [t["errors"] for t in traces] == [[f"unprompted_run: {reason}"]] * 3
+    assert proc.returncode == 1, proc.stdout[-3000:] + proc.stderr[-3000:]
+    assert (f"PromptNotFound: system 'unprompted_run' declares prompts that are not there: "
+            f"{missing(folder, 'unprompted_run')}") in proc.stderr
+    assert "Traceback" not in proc.stderr and not (out / "traces.jsonl").exists()

@@ -182,7 +182,7 @@ def test_a_sound_stand_in_agent_passes_every_check_in_order_and_exits_0(fresh, c
     spec = stand_in("StandInAgent")
     assert [(verdict, name) for verdict, name, _ in table] == [
         ("PASS", "import"), ("PASS", "requirements"), ("PASS", "pins"), ("PASS", "aicrowd"),
-        ("SKIP", "gpu memory"), ("PASS", "disk"), ("PASS", "search"), ("PASS", "agent load"), ("SKIP", "prompts"),
+        ("SKIP", "gpu memory"), ("PASS", "disk"), ("PASS", "search"), ("PASS", "agent load"),
         ("PASS", "batch size"), ("PASS", "dry run"), ("PASS", "stage faults")]
     details = {name: detail for _, name, detail in table}
     assert details["import"] == f"{spec} imported offline"
@@ -193,7 +193,6 @@ def test_a_sound_stand_in_agent_passes_every_check_in_order_and_exits_0(fresh, c
     assert details["disk"] == "the cpu run downloads nothing"
     assert details["search"] == "--search none: the agent is given no pipeline"
     assert details["agent load"] == f"{spec} loaded"
-    assert details["prompts"] == "not checked: the agent has no system of this package"
     assert details["batch size"] == "2"
     assert details["dry run"].startswith("2 answers in 0.0 s; budgets: the agent sets no budget of its own, ")
     assert details["dry run"].endswith("; ran stand-in-vlm (answer); of the competition's budget: answer 0%")
@@ -284,7 +283,7 @@ def test_an_agent_that_does_not_import_skips_every_check_that_needs_it(fresh, ca
                                           "'no_such_agent_module' to import it from")
     assert [name for _, name, _ in table[1:3]] == ["requirements", "pins"]
     assert table[3:] == [("SKIP", name, "not run: the agent does not import") for name in (
-        "aicrowd", "gpu memory", "disk", "agent load", "prompts", "batch size", "dry run", "stage faults")]
+        "aicrowd", "gpu memory", "disk", "agent load", "batch size", "dry run", "stage faults")]
     assert code == 1 and lines[-1] == "preflight: FAILED: import"
 
 
@@ -299,7 +298,7 @@ def test_a_search_pipeline_that_does_not_open_fails_and_skips_the_agent(fresh, c
     assert names[:at] == ["import", "requirements", "pins", "aicrowd", "gpu memory", "disk"]
     assert table[at:] == [("FAIL", "search", why)] + [
         ("SKIP", name, "not run: the search pipeline did not load")
-        for name in ("agent load", "prompts", "batch size", "dry run", "stage faults")]
+        for name in ("agent load", "batch size", "dry run", "stage faults")]
     assert code == 1 and lines[-1] == "preflight: FAILED: search" and SEEN == []
 
 
@@ -317,8 +316,8 @@ def test_the_agent_is_handed_the_pipeline_that_opened(fresh, capsys):
 ])
 def test_an_agent_that_does_not_load_fails_with_the_first_line_and_skips_the_rest(fresh, capsys, agent, why):
     code, table, lines = preflight_of(capsys, "--agent", stand_in(agent), "--search", "none")
-    assert table[-5:] == [("FAIL", "agent load", f"the agent did not load: {why}")] + [
-        ("SKIP", name, "not run: the agent did not load") for name in ("prompts", "batch size", "dry run",
+    assert table[-4:] == [("FAIL", "agent load", f"the agent did not load: {why}")] + [
+        ("SKIP", name, "not run: the agent did not load") for name in ("batch size", "dry run",
                                                                        "stage faults")]
     assert code == 1 and lines[-1] == "preflight: FAILED: agent load"
 
@@ -860,7 +859,7 @@ def test_a_hub_model_missing_from_the_cache_fails_and_skips_what_needs_it(fresh,
         ("PASS", "disk", table[5][2]),
         ("FAIL", "cache: vlm-7b", f"chain model {model} is not in the cache (size unknown): python -m tools.fetch "
                                   f"--agent {stand_in('HubStandInAgent')} --profile cpu --model-name {model} --search none"),
-        *[("SKIP", name, "not run: 1 cache items are missing") for name in ("agent load", "prompts", "batch size",
+        *[("SKIP", name, "not run: 1 cache items are missing") for name in ("agent load", "batch size",
                                                                             "dry run", "stage faults")]]
     assert code == 1 and lines[-1] == "preflight: FAILED: aicrowd, cache: vlm-7b"  # not listed either
 

@@ -28,16 +28,15 @@ flag the run cannot take, such as a bad --set, said in one line):
   cache: ...    each model and search index the run loads is in the cache; one that is not fails
                 with the run's fetch command
   search        the run's search pipeline opens (its models and indices), as the evaluation builds it
-  agent load    the agent loads: its models, the named one included; one that does not fails
-                with the exception's first line
+  agent load    the agent loads: its models, the named one included, and every prompt its
+                system's stages declare (Stage.prompts), whatever the dry run's gates let through;
+                one that does not fails with the exception's first line (a missing prompt names
+                every folder it was looked for in, the system's package's first)
   batch size    get_batch_size() is within 1..16
   dry run       one batch of the shipped benchmark returns one string per query within both the
                 agent's own budget (its configuration's turn_budget_s) and the competition's
                 10 s a turn, and says which models answered (the named one among them) and how
                 much of the budget each stage used
-  prompts       every prompt the system's stages declare they may ask for (Stage.prompts) loads
-                from the system's package or the repository, whatever the dry run's gates let
-                through; a missing one fails naming it and every folder it was looked for in
   stage faults  no turn of the dry run answered "I don't know" for a stage fault (the agent's
                 traces); one that did fails with each stage and reason, e.g. a prompt missing from
                 the system's package, naming every folder it was looked for in, the package's first
@@ -380,32 +379,6 @@ def check_dry_run(agent, batch, run: ResolvedRun, clock=time.perf_counter) -> Ch
     return Check("dry run", not over, "; ".join(over) + ": " + detail if over else detail)
 
 
-def check_prompts(agent) -> Check:
-    """Every prompt the agent's system declares its stages may ask for (System.prompts), loaded
-    as the system's batches load them (its own package's prompts/ first): a prompt behind a gate
-    the dry run's turns do not pass is found missing here, not on the turns that reach it."""
-    from agents.runtime.package_files import own_files
-    from agents.runtime.system import system_for
-    from agents.stages.prompts import existing_prompt
-
-    config = getattr(agent, "config", None)
-    if config is None:
-        return Check("prompts", None, "not checked: the agent has no system of this package")
-    system = system_for(config)
-    names = system.prompts()
-    missing = []
-    with own_files(system):
-        for name in names:
-            try:
-                existing_prompt(name)  # a chat prompt or a fragment: its parts are read where it is used
-            except FileNotFoundError as exc:  # PromptNotFound
-                missing.append(str(exc))
-    if missing:
-        return Check("prompts", False, f"{len(missing)} of the {len(names)} prompts the stages of system "
-                                       f"{system.name!r} declare do not load: " + "; ".join(missing))
-    return Check("prompts", True, f"the {len(names)} prompts the stages of system {system.name!r} declare load")
-
-
 def check_stage_faults(report: dict | None, n: int) -> Check:
     """The dry run's turns that a stage fault turned into "I don't know" (the traces' branch
     "error"), one line with each stage and reason: a prompt missing from the system's package
@@ -500,8 +473,7 @@ def run_checks(args) -> list[Check]:
     checks = [imported, check_requirements(REPO / "requirements.txt"),
               check_pins(REPO / ("requirements-cpu.txt" if settings.profile == "cpu" else "requirements.txt"))]
     if agent_cls is None:
-        return checks + skipped(("aicrowd", "gpu memory", "disk", "agent load", "prompts", "batch size", "dry run",
-                                 "stage faults"),
+        return checks + skipped(("aicrowd", "gpu memory", "disk", "agent load", "batch size", "dry run", "stage faults"),
                                 "the agent does not import")
     run = resolve_settings(settings)
     checks += [check_aicrowd(Path(args.aicrowd), run), check_gpu_memory(run)]
@@ -509,21 +481,20 @@ def run_checks(args) -> list[Check]:
     checks += [disk, *cached]
     missing = [c for c in cached if not c.ok]
     if missing:
-        return checks + skipped(("agent load", "prompts", "batch size", "dry run", "stage faults"),
+        return checks + skipped(("agent load", "batch size", "dry run", "stage faults"),
                                 f"{len(missing)} cache items are missing")
     try:
         pipeline = build_search(settings, run)
     except Exception as exc:  # noqa: BLE001 - a search index or model that does not load: said, not raised
         why = str(exc) if isinstance(exc, EvaluationRefused) else f"{type(exc).__name__}: {exc}"
         return checks + [Check("search", False, why)] + skipped(
-            ("agent load", "prompts", "batch size", "dry run", "stage faults"), "the search pipeline did not load")
+            ("agent load", "batch size", "dry run", "stage faults"), "the search pipeline did not load")
     checks.append(Check("search", True, "--search none: the agent is given no pipeline" if pipeline is None
                         else f"the {run.search_spec} pipeline opened"))
     agent, loaded = check_agent_load(run, pipeline)
     checks.append(loaded)
     if agent is None:
-        return checks + skipped(("prompts", "batch size", "dry run", "stage faults"), "the agent did not load")
-    checks.append(check_prompts(agent))
+        return checks + skipped(("batch size", "dry run", "stage faults"), "the agent did not load")
     size, batch_check = check_batch_size(agent)
     checks.append(batch_check)
     if batch_check.ok:

@@ -53,13 +53,19 @@ def code_home(code) -> str | None:
     return os.path.dirname(top_path) if os.path.basename(top_path) == "__init__.py" else top_path
 
 
-def shown_path(path: str) -> str:
-    """`path` relative to the working folder where it lies under it, else as it is."""
-    try:
-        relative = os.path.relpath(path)
-    except ValueError:  # another drive
-        return path
-    return path if relative.startswith("..") else relative
+def shown_path(path: str, home: str | None = None) -> str:
+    """`path` relative to the working folder where it lies under it, else relative to the folder
+    that holds the package `home` (a plugin installed elsewhere: `mypkg/stages.py`), else as it is."""
+    for base in (os.getcwd(), os.path.dirname(home.rstrip(os.sep)) if home else None):
+        if base is None:
+            continue
+        try:
+            relative = os.path.relpath(path, base)
+        except ValueError:  # another drive
+            continue
+        if not relative.startswith(".."):
+            return relative
+    return path
 
 
 def fault_site(exc: BaseException, code) -> str | None:
@@ -71,11 +77,11 @@ def fault_site(exc: BaseException, code) -> str | None:
     if home is not None:
         own = [f for f in frames if f.filename == home or f.filename.startswith(home.rstrip(os.sep) + os.sep)]
         if own:
-            return f"{shown_path(own[-1].filename)}:{own[-1].lineno}"
+            return f"{shown_path(own[-1].filename, home)}:{own[-1].lineno}"
     function = getattr(code, "__code__", None)
     if function is not None and not any(f.filename == function.co_filename for f in frames):
-        return f"{shown_path(function.co_filename)}:{function.co_firstlineno}"
-    return f"{shown_path(frames[-1].filename)}:{frames[-1].lineno}" if frames else None
+        return f"{shown_path(function.co_filename, home)}:{function.co_firstlineno}"
+    return f"{shown_path(frames[-1].filename, home)}:{frames[-1].lineno}" if frames else None
 
 
 def fault_record(stage: str | None, exc: BaseException | str, where: str | None) -> dict:

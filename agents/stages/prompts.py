@@ -106,6 +106,21 @@ def existing_prompt(name: str):
     return path
 
 
+def missing_prompts(system) -> list[str]:
+    """Why each prompt `system`'s stages declare (System.prompts) is not there, as its batches would
+    look for it (its own package's prompts/ first): one PromptNotFound message each ([]: all there)."""
+    from agents.runtime.package_files import own_files
+
+    missing = []
+    with own_files(system):
+        for name in system.prompts():
+            try:
+                existing_prompt(name)
+            except PromptNotFound as exc:
+                missing.append(str(exc))
+    return missing
+
+
 def load_prompt(name: str) -> PromptTemplate:
     """The chat prompt prompts/<name>.txt (its [system] and [user] parts), as `existing_prompt`
     finds it."""

@@ -55,7 +55,8 @@ SYSTEMIC_FAULT_EXIT_CODE = 4
 STRICT_FAULT_EXIT_CODE = 5
 FAULT_ROWS_KEPT = 20  # the table's rows run_summary.json keeps, commonest first
 # under the faults table (console and report): what the exit status makes of them
-FAULT_EXIT_HINT = f"--strict fails a run with any fault: exit {STRICT_FAULT_EXIT_CODE}"
+FAULT_EXIT_HINT = (f"--strict fails a run with any fault: exit {STRICT_FAULT_EXIT_CODE} "
+                   f"({SYSTEMIC_FAULT_EXIT_CODE} where every turn, or every turn a stage reached, faulted)")
 REASONS_SHOWN = 3  # the commonest reasons the panel names; the rest are counted
 
 AGENT_ERROR = "the agent's batch call"  # where an agent error happened: no stage of it is known
