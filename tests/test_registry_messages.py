@@ -127,5 +127,5 @@ def test_an_entry_point_naming_what_is_not_there_is_one_line_naming_the_distribu
 
 def test_a_name_neither_registered_nor_installed_still_gets_the_closest_names(folder_on_path):
     message = refused_run(folder_on_path, "qa_dragn")
-    assert message.startswith("unknown system 'qa_dragn'; choose one of ['cruise', 'qa_dragon', 'sam_rag']")
+    assert message.startswith("unknown system 'qa_dragn'; choose one of ['agentic', 'cruise', 'qa_dragon', 'sam_rag']")
     assert message.endswith("; did you mean 'qa_dragon' or 'sam_rag'?")
