@@ -377,3 +377,20 @@ def test_a_fault_in_a_package_outside_the_working_folder_is_shown_from_the_packa
         for name in ("faraway_pkg", "faraway_pkg.stages"):
             sys.modules.pop(name, None)
     assert run.faults[0][0]["where"] == "faraway_pkg/stages.py:2"
+
+
+def test_a_fault_raised_inside_a_library_is_placed_at_the_stages_own_line_that_called_it(clock):
+    """json raises deep in its own decoder; the place named is the stage's line that called it,
+    in the search down to one turn as in the first call."""
+    import json
+
+    def parse(values):
+        return [json.loads(v) for v in values]  # "{" is no JSON
+
+    line = f"tests/test_batch_runtime.py:{parse.__code__.co_firstlineno + 1}"
+    for values in (["{"], ["1", "{", "2"]):
+        run = batch_run(clock, size=len(values))
+        run.guarded("parse", lambda group: parse([values[i] for i in group]), list(range(len(values))), code=parse)
+        faulted = [i for i in range(len(values)) if run.faults[i]]
+        assert faulted == [values.index("{")]
+        assert run.faults[faulted[0]][0]["where"] == line
