@@ -242,6 +242,59 @@ def test_the_text_protocol_writes_the_tools_in_the_prompt_and_reads_the_calls_fr
     assert len([c for c in loop["tool_calls"] if c["error"] is None]) == 4
 
 
+
+def results_seen(request) -> int:
+    """How many result messages of the text protocol a request's conversation holds."""
+    return sum(1 for m in request.messages if m["role"] == "user" and "<tool_result>" in m["content"])
+
+
+def calls_then_two_at_once(request):
+    """A text-protocol model: one call, then two calls in one reply, then its answer."""
+    if "[direct]" in request.messages[-1]["content"]:
+        return "Answer: Red"
+    seen = results_seen(request)
+    if seen == 0:
+        return '<tool_call>{"name": "image_search", "arguments": {}}</tool_call>'
+    if seen == 1:
+        return ('<tool_call>{"name": "web_search", "arguments": {"query": "first"}}</tool_call>\n'
+                '<tool_call>{"name": "web_search", "arguments": {"query": "second"}}</tool_call>')
+    return "Answer: Route 24"
+
+
+def test_a_turns_call_budget_counts_its_earlier_replies_calls_so_parallel_calls_past_it_are_answered_not_run():
+    pipeline = RecordingPipeline()
+    engine = ScriptedEngine({"agentic_ask": calls_then_two_at_once})
+    answers, traces = ask(engine, ["Which route is this?"], pipeline, max_steps=5, max_calls=2)
+    assert [(c["tool"], c["error"]) for c in traces[0]["tool_calls"]] == [
+        ("image_search", None), ("web_search", None), ("web_search", "not run: the turn's 2 calls are spent")]
+    assert pipeline.texts == ["first"] and len(pipeline.images) == 1
+    assert answers == ["Route 24"]
+
+
+def test_the_conversation_keeps_each_reply_as_the_model_wrote_it_calls_included_before_their_results():
+    engine = ScriptedEngine({"agentic_ask": calls_then_two_at_once})
+    ask(engine, ["Which route is this?"], max_steps=5, max_calls=5)
+    last = [r for stage, r in engine.requests if stage == "agentic_ask"][-1].messages
+    replies = [m["content"] for m in last if m["role"] == "assistant"]
+    assert replies == ['<tool_call>{"name": "image_search", "arguments": {}}</tool_call>',
+                       '<tool_call>{"name": "web_search", "arguments": {"query": "first"}}</tool_call>\n'
+                       '<tool_call>{"name": "web_search", "arguments": {"query": "second"}}</tool_call>']
+    roles = [m["role"] for m in last]
+    assert roles[-4:] == ["assistant", "user", "assistant", "user"]  # each reply, then its results
+
+
+def test_a_turn_that_answered_is_not_searched_for_while_another_turn_of_its_batch_searches():
+    engine = ScriptedEngine({"agentic_ask": calls_then_two_at_once})
+    answers, traces = ask(engine, ["[direct] What colour is the bus?", "Which route is this?"], max_steps=5,
+                          max_calls=5)
+    direct, searched = traces
+    assert answers == ["Red", "Route 24"]
+    assert "agentic_ask" in direct["stages_run"] and "agentic_search" not in direct["stages_run"]
+    assert {"agentic_ask", "agentic_search"} <= set(searched["stages_run"])
+    # the answered turn was asked once and its conversation got no result after its answer
+    asked = [r for stage, r in engine.requests if stage == "agentic_ask" and "[direct]" in json.dumps(r.messages)]
+    assert len(asked) == 1 and direct["tool_calls"] == []
+
 def test_native_asked_of_an_engine_without_tools_faults_every_turn_in_one_line():
     engine = ScriptedEngine({"agentic_ask": lambda r: "Red"})
     answers, traces = ask(engine, ["What colour is it?", "And this?"], tool_protocol="native")

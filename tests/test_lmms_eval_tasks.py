@@ -138,6 +138,19 @@ def test_a_later_round_whose_earlier_replies_are_missing_carries_i_dont_know_for
         assert text.endswith("s1q2")
 
 
+
+@pytest.mark.parametrize("fault", ["[LMMS_EVAL_REQUEST_FAILED after 2 retries] Connection error.", None, " \n",
+                                   TimeoutError("read timed out")])
+def test_a_later_round_whose_earlier_reply_was_no_answer_carries_i_dont_know_for_it(world, fault):
+    """An earlier reply that is no answer (lmms-eval's failure marker, an exception, no content)
+    is scored "I don't know" (results.py), and the later rounds show it so: the history holds what
+    the scores count, never the marker or "None" as the model's words."""
+    task = world_task(world)
+    doc = next(row for row in task.ds if row["session_id"] == "s1-ego")
+    text = task.doc_to_text(doc, previous_output=[fault, "blue"], round_idx=2)[1]
+    history = text.split("<conversation_history>")[1].split("</conversation_history>")[0]
+    assert history.strip() == "User: s1q0\n\nAssistant: I don't know\n\nUser: s1q1\n\nAssistant: blue"
+
 def test_the_model_alone_gets_the_baselines_prompt_and_rag_the_search_results_within_their_budget(tmp_path):
     folder = build_dataset(tmp_path / "single", [dict(session_id="q1", image=Image.new("RGB", (50, 40)),
                                                       image_url="http://example.invalid/a.png", image_quality="normal",

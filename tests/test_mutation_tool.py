@@ -132,6 +132,32 @@ def test_the_copys_mutmut_section_is_one_mutmut_reads_with_the_isolation_asked_f
     assert read.pytest_add_cli_args_test_selection == ["tests/test_x.py"]
 
 
+
+def test_the_copy_holds_the_files_git_lists_links_the_shared_folders_and_reads_as_this_runs_section(
+        tmp_path, monkeypatch):
+    """prepare_copy: the files git lists (tracked and untracked, not ignored) copied, .venv linked,
+    and the copy's pyproject.toml read by mutmut with this run's files, tests, isolation and
+    timeout constant."""
+    from mutmut import configuration
+
+    repo = tmp_path / "repo"
+    (repo / "tools").mkdir(parents=True)
+    (repo / "tools" / "x.py").write_text("def f(x):\n    return x\n")
+    (repo / "pyproject.toml").write_text((mutation.REPO_ROOT / "pyproject.toml").read_text(encoding="utf-8"))
+    (repo / "ignored.log").write_text("git lists it not")
+    (repo / ".venv").mkdir()
+    monkeypatch.setattr(mutation, "REPO_ROOT", repo)
+    monkeypatch.setattr(mutation, "git", fake_git({("ls-files", "-co", "--exclude-standard", "-z"):
+                                                   "tools/x.py\0pyproject.toml\0"}))
+    work = mutation.prepare_copy(tmp_path / "work", ["tools/x.py"], ["tests/test_x.py"], "fork", 3.0)
+    assert sorted(p.name for p in work.iterdir()) == [".venv", "pyproject.toml", "tools"]
+    assert (work / "tools" / "x.py").read_text() == "def f(x):\n    return x\n"
+    assert (work / ".venv").is_symlink() and (work / ".venv").resolve() == (repo / ".venv").resolve()
+    monkeypatch.chdir(work)
+    read = configuration._load_config()
+    assert read.process_isolation == configuration.ProcessIsolation.FORK and read.timeout_constant == 3.0
+    assert read.only_mutate == ["tools/x.py"] and read.pytest_add_cli_args_test_selection == ["tests/test_x.py"]
+
 RESULTS = """\
     evaluator.harness.fingerprint.x__plain__mutmut_1: killed
     evaluator.harness.fingerprint.x__plain__mutmut_2: survived

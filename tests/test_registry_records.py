@@ -147,3 +147,23 @@ def test_an_unknown_name_without_a_hint_ends_with_the_choices_or_the_closest():
     with pytest.raises(ValueError) as refused:
         toys.named("zz")
     assert str(refused.value) == "unknown toy 'zz'; choose one of ['ball']"
+
+
+def test_an_installed_name_once_loaded_is_listed_among_the_registered_only(tmp_path, monkeypatch):
+    """The refusal's lists are every name a user may give, each once: an installed record
+    loaded already is a registered one, and only those not loaded yet are "installed"."""
+    (tmp_path / "toy_loft.py").write_text("from tests.test_registry_records import Toy\n\nTOP = Toy('top')\n"
+                                          "KITE = Toy('kite')\n")
+    info = tmp_path / "toy_loft-0.3.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: toy-loft\nVersion: 0.3\n")
+    (info / "entry_points.txt").write_text(f"[{GROUP}]\ntop = toy_loft:TOP\nkite = toy_loft:KITE\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    toys: Registry[Toy] = Registry("toy", group=GROUP)
+    try:
+        assert toys.named("top") == Toy("top")
+        assert toys.unknown("tpo") == "unknown toy 'tpo'; choose one of ['top'], one installed ['kite']; did you mean 'top'?"
+        assert toys.named("kite") == Toy("kite")
+        assert toys.unknown("tpo") == "unknown toy 'tpo'; choose one of ['kite', 'top']; did you mean 'top'?"
+    finally:
+        sys.modules.pop("toy_loft", None)
