@@ -30,7 +30,7 @@ def test_the_previous_releases_example_package_runs_and_is_told_what_changed(tmp
                           cwd=tmp_path, env=env, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-2000:]
     traces = [json.loads(line) for line in (out / "traces.jsonl").open()]
-    assert len(traces) == 4 and all(t["system"] == "keyword_gate" and t["faults"] == [] for t in traces)
+    assert len(traces) >= 4 and all(t["system"] == "keyword_gate" and t["faults"] == [] for t in traces)
     assert all(list(t["stage_ms"]) == ["perceive", "retrieve", "kwgate_overlap", "kwgate_answer"] for t in traces)
     warned = [line for line in done.stderr.splitlines() if "DeprecationWarning" in line]
     assert any("calls_no_model=...) is deprecated" in line for line in warned), done.stderr[-2000:]
