@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import tempfile
@@ -45,82 +44,19 @@ from benchmarks.vllm_cpu_run import (
     texts,
     transformers_answers,
 )
+from benchmarks.vllm_server import VLLMServer
 
 START_TIMEOUT_S = 600.0  # each server here answered after 38-54 s (2 cores, loaded); room for worse
 CHAIN_TURNS = 6
 REPO = Path(__file__).resolve().parent.parent
 
 
-class VLLMServer:
-    """`vllm serve MODEL` on 127.0.0.1:PORT in its own process group; `stop()` ends the server and
-    every process it started, by PID (vLLM's engine process outlives a killed server)."""
-
-    def __init__(self, model: str, served_name: str, *args: str, log_dir: Path):
-        from testkit.transformers_serve import free_port
-
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.served_name = served_name
-        self.log_path = log_dir / f"{served_name}.log"
-        self.log = open(self.log_path, "w")
-        vllm = str(Path(sys.executable).with_name("vllm"))
-        command = [vllm, "serve", model, "--served-model-name", served_name, "--host", "127.0.0.1",
-                   "--port", str(self.port), "--dtype", "float32", "--enforce-eager", "--seed", "0", *args]
-        print(f"starting: {' '.join(command)}", flush=True)
-        self.process = subprocess.Popen(command, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True)
-        self.children: set[int] = set()
-        self._wait_until_up()
-
-    def _wait_until_up(self) -> None:
-        import httpx
-
-        start = time.monotonic()
-        while time.monotonic() - start < START_TIMEOUT_S:
-            self._note_children()
-            if self.process.poll() is not None:
-                raise RuntimeError(f"vllm serve exited: {self.log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(self.base_url + "/models", timeout=2).status_code == 200:
-                    print(f"  up in {time.monotonic() - start:.0f} s at {self.base_url}", flush=True)
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(1.0)
-        self.stop()
-        raise RuntimeError(f"vllm serve did not answer in {START_TIMEOUT_S:.0f} s: {self.log_path}")
-
-    def _note_children(self) -> None:
-        import psutil
-
-        try:
-            self.children |= {c.pid for c in psutil.Process(self.process.pid).children(recursive=True)}
-        except psutil.NoSuchProcess:
-            pass
-
-    def stop(self) -> list[int]:
-        """Stop the server, then any process it started; the PIDs still alive afterwards."""
-        import psutil
-
-        self._note_children()
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=30)
-        left = []
-        for pid in sorted(self.children):
-            try:
-                child = psutil.Process(pid)
-                child.kill()
-                child.wait(timeout=10)
-            except psutil.NoSuchProcess:
-                continue
-            except psutil.TimeoutExpired:
-                left.append(pid)
-        self.log.close()
-        return left
+def vllm_server(model: str, served_name: str, *args: str, log_dir: Path) -> VLLMServer:
+    """`vllm serve MODEL` of this venv in float32, eager, seeded (what the chain's comparison with
+    transformers needs), its log in `log_dir`."""
+    return VLLMServer(str(Path(sys.executable).with_name("vllm")), model, served_name, "--dtype", "float32",
+                      "--enforce-eager", "--seed", "0", *args, log_path=log_dir / f"{served_name}.log",
+                      start_timeout_s=START_TIMEOUT_S)
 
 
 def evaluate(out: Path, *settings: str) -> tuple[int, str]:
@@ -155,7 +91,7 @@ def check_text_and_chain(smollm2: str, work: Path, results: list) -> list[int]:
     from agents.engines.base import Sampling
     from agents.engines.openai_engine import OpenAIChatEngine
 
-    server = VLLMServer(smollm2, "smollm2-vllm", "--max-num-seqs", "8", "--max-model-len", "4096", log_dir=work)
+    server = vllm_server(smollm2, "smollm2-vllm", "--max-num-seqs", "8", "--max-model-len", "4096", log_dir=work)
     try:
         engine = OpenAIChatEngine(smollm2, base_url=server.base_url, served_name=server.served_name)
         got = engine.generate(texts(), Sampling(max_tokens=32, logprobs=True))
@@ -201,7 +137,7 @@ def check_images(mllama: str, work: Path, results: list) -> list[int]:
     from agents.engines.base import Sampling
     from agents.engines.openai_engine import OpenAIChatEngine
 
-    server = VLLMServer(mllama, "tiny-mllama", "--chat-template-content-format", "string", "--max-num-seqs", "4",
+    server = vllm_server(mllama, "tiny-mllama", "--chat-template-content-format", "string", "--max-num-seqs", "4",
                         "--max-model-len", "4096",
                         "--limit-mm-per-prompt", '{"image": 1}', log_dir=work)
     try:
@@ -239,7 +175,7 @@ def check_rerank(reranker: str, work: Path, results: list) -> list[int]:
     from agents.engines.reranker import ServerReranker
 
     # the model's own 514 positions (vLLM refuses a longer --max-model-len for it)
-    server = VLLMServer(reranker, "tiny-reranker", "--task", "score", log_dir=work)
+    server = vllm_server(reranker, "tiny-reranker", "--task", "score", log_dir=work)
     try:
         got = ServerReranker(reranker, base_url=server.base_url, served_name=server.served_name).score(rerank_pairs())
     finally:

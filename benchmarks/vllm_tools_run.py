@@ -30,11 +30,11 @@ import json
 import os
 import platform
 import re
-import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
+
+from benchmarks.vllm_server import VLLMServer
 
 REPO = Path(__file__).resolve().parent.parent
 TEMPLATE = Path(__file__).with_name("vllm_tools_template.jinja")
@@ -74,86 +74,23 @@ def build_model(path: Path) -> Path:
     return path
 
 
-class Server:
-    """`vllm serve` in its own process group, its output in a log; `stop()` ends it and every process
-    it started, by PID."""
-
-    def __init__(self, vllm: str, model: Path, log_path: Path):
-        from testkit.transformers_serve import free_port
-
-        self.port = free_port()
-        self.base_url = f"http://127.0.0.1:{self.port}/v1"
-        self.log_path = log_path
-        self.log = open(log_path, "w")
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
-        env.pop("VIRTUAL_ENV", None)
-        env.pop("PYTHONPATH", None)
-        self.command = [vllm, "serve", str(model), "--served-model-name", SERVED_NAME, "--host", "127.0.0.1",
-                        "--port", str(self.port), "--dtype", "bfloat16", "--max-model-len", "16384", "--seed", "0",
-                        "--enable-auto-tool-choice", "--tool-call-parser", "hermes"]
-        print("starting:", " ".join(self.command), flush=True)
-        self.process = subprocess.Popen(self.command, stdout=self.log, stderr=subprocess.STDOUT, env=env,
-                                        start_new_session=True)
-        self.children: set[int] = set()
-        self.wait_until_up()
-
-    def wait_until_up(self) -> None:
-        import httpx
-
-        start = time.monotonic()
-        while time.monotonic() - start < START_TIMEOUT_S:
-            self.note_children()
-            if self.process.poll() is not None:
-                raise RuntimeError(f"vllm serve exited: {self.log_path.read_text()[-3000:]}")
-            try:
-                if httpx.get(self.base_url + "/models", timeout=2).status_code == 200:
-                    print(f"  up in {time.monotonic() - start:.0f} s at {self.base_url}", flush=True)
-                    return
-            except httpx.HTTPError:
-                pass
-            time.sleep(2.0)
-        self.stop()
-        raise RuntimeError(f"vllm serve did not answer in {START_TIMEOUT_S:.0f} s: {self.log_path}")
-
-    def note_children(self) -> None:
-        import psutil
-
-        try:
-            self.children |= {c.pid for c in psutil.Process(self.process.pid).children(recursive=True)}
-        except psutil.NoSuchProcess:
-            pass
-
-    def answered(self) -> list[int]:
-        """The status of every chat completion the server logged."""
-        self.log.flush()
-        return [int(code) for code in ACCESS.findall(self.log_path.read_text(errors="replace"))]
-
-    def stop(self) -> list[int]:
-        import psutil
-
-        self.note_children()
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-            try:
-                self.process.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                self.process.kill()
-                self.process.wait(timeout=30)
-        left = []
-        for pid in sorted(self.children):
-            try:
-                child = psutil.Process(pid)
-                child.kill()
-                child.wait(timeout=10)
-            except psutil.NoSuchProcess:
-                continue
-            except psutil.TimeoutExpired:
-                left.append(pid)
-        self.log.close()
-        return left
+def tools_server(vllm: str, model: Path, log_path: Path) -> VLLMServer:
+    """`vllm serve` of the tiny model with the Hermes tool parser, outside the project's venv."""
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "VLLM_CPU_KVCACHE_SPACE": "1"}
+    env.pop("VIRTUAL_ENV", None)
+    env.pop("PYTHONPATH", None)
+    return VLLMServer(vllm, str(model), SERVED_NAME, "--dtype", "bfloat16", "--max-model-len", "16384", "--seed", "0",
+                      "--enable-auto-tool-choice", "--tool-call-parser", "hermes", log_path=log_path, env=env,
+                      start_timeout_s=START_TIMEOUT_S, stop_timeout_s=60.0)
 
 
-def agentic_run(server: Server, model: Path, out: Path, **settings) -> dict:
+def answered(server: VLLMServer) -> list[int]:
+    """The status of every chat completion the server logged."""
+    server.log.flush()
+    return [int(code) for code in ACCESS.findall(server.log_path.read_text(errors="replace"))]
+
+
+def agentic_run(server: VLLMServer, model: Path, out: Path, **settings) -> dict:
     """The agentic system through evaluate() against the server; its run summary and traces."""
     from evaluator import evaluate
 
@@ -167,7 +104,7 @@ def agentic_run(server: Server, model: Path, out: Path, **settings) -> dict:
     return {"exit": result.exit_status, "summary": summary, "traces": traces}
 
 
-def round_trip(server: Server, model: Path) -> list[str]:
+def round_trip(server: VLLMServer, model: Path) -> list[str]:
     """One conversation as the system writes it after a reply with two parallel calls, sent with
     the tools; the reply's text (the request must be taken)."""
     from agents.agentic.protocol import reply_message, result_messages
@@ -204,7 +141,7 @@ def main(argv=None) -> int:
     args.out.mkdir(parents=True, exist_ok=True)
     model = build_model(args.out / "tiny-qwen2-tools")
     started = datetime.datetime.now(datetime.timezone.utc)
-    server = Server(args.vllm, model, args.out / "vllm-serve.log")
+    server = tools_server(args.vllm, model, args.out / "vllm-serve.log")
     lines, failed = [], False
 
     def check(name: str, ok: bool, detail: str) -> None:
@@ -215,10 +152,10 @@ def main(argv=None) -> int:
 
     try:
         for name, settings in (("run", {}), ("last", {"max_steps": 1})):
-            before = len(server.answered())
+            before = len(answered(server))
             found = agentic_run(server, model, args.out / f"run-{name}", **settings)
             s, traces = found["summary"], found["traces"]
-            requests = len(server.answered()) - before
+            requests = len(answered(server)) - before
             calls = sum(len(t["tool_calls"]) for t in traces)
             check(name, found["exit"] == 0 and s["stage_fault_turns"] == 0 and requests > 0,
                   f"{len(traces)} turns, {requests} requests with tools, stage faults {s['stage_fault_turns']}, "
@@ -230,7 +167,7 @@ def main(argv=None) -> int:
                                  f"none: taken, replies {[t[:30] for t in texts]}")
         except Exception as exc:  # noqa: BLE001 - a refused request is this check's finding
             check("round", False, f"{type(exc).__name__}: {str(exc)[:300]}")
-        codes = server.answered()
+        codes = answered(server)
         check("400s", codes.count(400) == 0 and bool(codes),
               f"{len(codes)} chat completions answered: {codes.count(200)} x 200, {codes.count(400)} x 400, "
               f"{len(codes) - codes.count(200) - codes.count(400)} other")
