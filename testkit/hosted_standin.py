@@ -56,10 +56,11 @@ import re
 import threading
 import time
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from typing import Callable
 
 from minibench.standin import answer_reply, consistency_reply, route_reply, verify_reply
+from testkit.served import Served, send_json
 
 STAND_IN_KEY = "sk-stand-in-0123456789abcdef"
 
@@ -179,7 +180,7 @@ class Faults:
         return bool(self.refuse_marker) and self.refuse_marker in text and self.refuse_also_needs in text
 
 
-class StandInProvider:
+class StandInProvider(Served):
     """One provider's stand-in on a free loopback port: `dialect` "openai", "anthropic" or "gemini".
 
         with StandInProvider("openai") as server:
@@ -210,29 +211,14 @@ class StandInProvider:
                 length = int(self.headers.get("content-length") or 0)
                 raw = self.rfile.read(length) if length else b""
                 status, headers, payload = outer.handle(method, self.path, dict(self.headers.items()), raw)
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                for name, value in {"content-type": "application/json", **headers}.items():
-                    self.send_header(name, value)
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, payload, headers)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.bind(Handler)
 
     @property
     def url(self) -> str:
         root = f"http://127.0.0.1:{self.server.server_address[1]}"
         return root + ("/v1beta" if self.dialect == "gemini" else "/v1")
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
     # ----------------------------------------------------------------------- bookkeeping
     def posts(self) -> list[Exchange]:

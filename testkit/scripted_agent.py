@@ -24,8 +24,10 @@ import os
 import threading
 import time
 from collections import defaultdict
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
+
+from testkit.served import Served
 
 
 # --------------------------------------------------------------------------- agent and search
@@ -107,7 +109,7 @@ def make_fake_search(config, web: bool) -> FakeSearch:
 
 
 # --------------------------------------------------------------------------- judge endpoint
-class FakeOpenAIServer:
+class FakeOpenAIServer(Served):
     """A chat-completions endpoint on 127.0.0.1 with scripted verdicts, keyed by a marker in the
     prediction: [yes] / [no] -> verdict, [fail] -> HTTP 500 always, [flaky] -> two 500s then
     true, [garbage] -> a reply that carries no verdict, [quota] -> OpenAI's 429
@@ -127,12 +129,7 @@ class FakeOpenAIServer:
         self.requests: list[dict] = []
         self.seen = defaultdict(int)
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05},
-                                       daemon=True)
-        self.timer = threading.Timer(lifetime_s, self.server.shutdown)
-        self.timer.daemon = True
+        self.bind(self._handler(), lifetime_s)
 
     @property
     def base(self) -> str:
@@ -145,16 +142,6 @@ class FakeOpenAIServer:
     def chat_requests(self) -> list[dict]:
         with self.lock:
             return [r for r in self.requests if r.get("path", "").endswith("/chat/completions")]
-
-    def __enter__(self):
-        self.thread.start()
-        self.timer.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.timer.cancel()
-        self.server.shutdown()
-        self.server.server_close()
 
     def reply(self, body: dict) -> tuple[int, dict, dict]:
         """(status, JSON payload, extra headers) for one chat request."""

@@ -16,7 +16,9 @@ from __future__ import annotations
 import json
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
+
+from testkit.served import Served
 
 
 def tool_call_order_error(messages: list[dict]) -> str | None:
@@ -94,16 +96,12 @@ def completion(body: dict, content: str | None, tool_calls: list[tuple[str, str,
     return reply.model_dump_json()
 
 
-class ToolCallingServer:
+class ToolCallingServer(Served):
     def __init__(self, reply, *, lifetime_s: float = 600.0):
         self.reply = reply
         self.requests: list[dict] = []  # {"body", "status", "error"}
         self.lock = threading.Lock()
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
-        self.timer = threading.Timer(lifetime_s, self.server.shutdown)
-        self.timer.daemon = True
+        self.bind(self._handler(), lifetime_s)
 
     @property
     def url(self) -> str:
@@ -112,16 +110,6 @@ class ToolCallingServer:
     def bodies(self, status: int = 200) -> list[dict]:
         with self.lock:
             return [r["body"] for r in self.requests if r["status"] == status]
-
-    def __enter__(self):
-        self.thread.start()
-        self.timer.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.timer.cancel()
-        self.server.shutdown()
-        self.server.server_close()
 
     def _answer(self, body: dict) -> tuple[int, str]:
         error = request_error(body)

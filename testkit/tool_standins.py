@@ -54,9 +54,11 @@ import threading
 import types
 import typing
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 
 import typing_extensions
+
+from testkit.served import Served, send_json
 
 STAND_IN_KEY = "sk-tools-stand-in-0123456789"
 TOOL_NAME = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
@@ -225,7 +227,7 @@ class Exchange:
     seen: Seen | None = None
 
 
-class ToolCallingStandIn:
+class ToolCallingStandIn(Served):
     """One dialect's stand-in on a free loopback port:
 
         with ToolCallingStandIn("openai") as server:
@@ -261,28 +263,13 @@ class ToolCallingStandIn:
                                          self.rfile.read(length)))
 
             def reply(self, status, payload):
-                data = json.dumps(payload).encode()
-                self.send_response(status)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(data)))
-                self.end_headers()
-                self.wfile.write(data)
+                send_json(self, status, payload)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.bind(Handler)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}" + ("/v1beta" if self.dialect == "gemini" else "/v1")
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
     def refused(self) -> list[Exchange]:
         return [e for e in self.exchanges if e.status >= 400]

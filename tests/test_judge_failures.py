@@ -13,7 +13,7 @@ import os
 import shutil
 import socket
 import threading
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from http.server import BaseHTTPRequestHandler
 from pathlib import Path
 from unittest import mock
 
@@ -24,6 +24,7 @@ import local_evaluation
 from agents.hardware import choose_profile
 from evaluator.harness.unjudged import UNJUDGED_EXIT_CODE
 from testkit.scripted_agent import build_dataset
+from testkit.served import Served
 
 SECRET = "sk-judge-test-never-written-77"
 GIVE_UP_AFTER = 2
@@ -58,7 +59,7 @@ JUDGED_ALL = scores(7.0, 6.0, 1.0, 1.0)
 JUDGED_EGO = scores(5.0, 4.0, 1.0, 0.0)
 
 
-class JudgeEndpoint:
+class JudgeEndpoint(Served):
     """An OpenAI-style chat endpoint on 127.0.0.1 that answers every request with `status`: 401
     (the key refused, as OpenAI words it) or 200 with the structured verdict {"accuracy": true}.
     It counts the requests it gets."""
@@ -92,21 +93,11 @@ class JudgeEndpoint:
             def log_message(self, *args):
                 pass
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.thread = threading.Thread(target=self.server.serve_forever, kwargs={"poll_interval": 0.05}, daemon=True)
+        self.bind(Handler)
 
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server.server_address[1]}/v1"
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 def closed_port_url() -> str:
