@@ -241,7 +241,7 @@ def print_report(console: Console, results: Results, display_conversations: int,
         f"unjudged {s['unjudged_turns']})\n"
         f"batches: {s['batches']}, wall ms p50 {s['wall_ms_p50']:.0f} / p95 {s['wall_ms_p95']:.0f} / "
         f"max {s['wall_ms_max']:.0f}, over the 10 s x batch-size budget: {s['over_budget_count']}\n"
-        f"turns answered {s['turns_answered']} of {s['turns_expected']}; agent-error turns "
+        f"turns run {s['turns_answered']} of {s['turns_expected']}; of them agent-error turns "
         f"{s['agent_error_turns']}; stage-fault turns {s.get('stage_fault_turns', 0)}; turns a provider refused "
         f"{s.get('refused_turns', 0)}; deadline-cut turns "
         f"{s['deadline_cut_turns']}; image load failures "
