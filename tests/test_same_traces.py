@@ -78,3 +78,12 @@ def test_a_turn_that_timed_another_stage_differs_though_every_other_field_is_equ
     found = compare(base, new)
     assert (found["equal_traces"], found["equal_stage_keys"]) == (2, 1)
     assert main([str(base), str(new)]) == 1
+
+
+def test_a_list_is_compared_item_by_item_and_an_empty_new_run_differs_on_every_turn(tmp_path):
+    base = write_run(tmp_path / "base", *zip(turn(0, "Paris", 1.0, chunks=[{"text": "Eiffel", "ms": 1}])))
+    other = write_run(tmp_path / "other", *zip(turn(0, "Paris", 1.0, chunks=[{"text": "Louvre", "ms": 1}])))
+    assert compare(base, other)["differing_keys"] == ["chunks"]
+    empty = write_run(tmp_path / "empty", [], [])
+    found = compare(base, empty)
+    assert (found["turns"], found["equal_traces"], found["equal_answers"], found["added_keys"]) == (1, 0, 0, [])
