@@ -108,10 +108,9 @@ def take_reply(loop: TurnLoop, result: ChatResult, step: int) -> None:
         return
     if loop.protocol == "native":
         text, calls = result.text, list(result.tool_calls)
-        loop.messages.append(reply_message("native", text, calls))
     else:
         text, calls = read_text_calls(result.text, step)
-        loop.messages.append(reply_message("text", result.text, []))
+    loop.messages.append(reply_message(loop.protocol, result.text, calls))
     loop.replies.append(result.text)
     if not calls:
         loop.answer, loop.answer_parsed = read_answer(text)
@@ -159,6 +158,6 @@ def take_results(loop: TurnLoop, results: list[CallResult], step: int, max_calls
         loop.results.append(result)
     loop.messages.extend(result_messages(loop.protocol, [(call, result.text, result.failed)
                                                          for call, result in zip(loop.pending, results)]))
-    loop.pending = []
+    loop.pending = []  # pragma: no mutate - None reads the same: nothing pending until the next reply's calls
     if len(loop.calls) >= max_calls:
         make_last(loop)

@@ -56,7 +56,7 @@ def read_text_calls(reply: str, step: int) -> tuple[str, list[ToolCall]]:
         try:
             value = json.loads(body)
         except ValueError:
-            value = None
+            value = None  # pragma: no mutate - "" or any other non-dict reads the same: a broken call
         if not isinstance(value, dict) or not isinstance(value.get("name"), str):
             calls.append(ToolCall(id=call_id, name="", arguments=None, raw_arguments=body))
             continue
