@@ -400,6 +400,20 @@ def test_a_refusal_ends_its_own_turn_while_the_others_search_on():
     assert [t["funnel"]["answered within the budget"] for t in traces] == [True, False, True]
 
 
+def test_a_refusal_after_other_turns_ended_is_the_refused_turns_own():
+    def refuses_late(request):
+        if "[direct]" in question_of(request):
+            return "Red"
+        if replies_so_far(request) == 0:
+            return calls({"name": "image_search", "arguments": {}})
+        return ChatResult(text="", refusal="image policy")
+
+    answers, traces = ask(Model(refuses_late), ["[direct] a?", "[direct] b?", "Which route is this?", "[direct] c?"])
+    assert answers == ["Red", "Red", IDK_ANSWER, "Red"]
+    assert [t["branch"] for t in traces] == ["answered", "answered", "refused", "answered"]
+    assert [t["errors"] for t in traces] == [[], [], ["agentic_ask: the provider refused the request: image policy"], []]
+
+
 def test_a_reply_cut_by_the_deadline_ends_its_turn_and_stops_the_turns_still_searching():
     model = Model(refusing_model)
     answers, traces = ask(model, ["[direct] a?", "[cut] b?", "Which route is this?"])
@@ -414,8 +428,14 @@ def test_a_reply_cut_by_the_deadline_ends_its_turn_and_stops_the_turns_still_sea
 def test_native_asked_of_an_engine_without_tools_faults_each_turn_before_any_reply_and_the_view_counts_them():
     answers, traces = ask(Model(lambda r: "Red"), ["a?", "b?"], tool_protocol="native")
     assert answers == [IDK_ANSWER] * 2 and [t["branch"] for t in traces] == ["error", "error"]
+    assert all(t["faults"] == [{"stage": "agentic_ask", "where": None, "exception": (
+        "ValueError: tool_protocol native: the VLM engine Model (scripted-vlm) has no tool-call parser; use "
+        "tool_protocol=text (or auto)")}] for t in traces)
+    assert [t["ended"] for t in traces] == ["error", "error"]
+    # the view counts them as turns of no reply and no call, under the protocol they would have spoken
     figures = summarize(traces)["agentic"]
     assert figures["replies_per_turn"] == {"0": 2} and figures["calls_per_turn"] == {"0": 2}
+    assert figures["protocols"] == {"text": 2}
 
 
 def test_text_asked_of_an_engine_without_tools_is_spoken_and_an_engine_that_says_nothing_of_tools_gets_text():
@@ -440,6 +460,21 @@ def test_each_request_carries_the_history_the_photos_size_the_photo_and_its_repl
     assert first.messages[3]["content"] == "The photo is 64 x 48 pixels.\nQuestion: What colour is the bus?"
     assert first.image.size == (64, 48) and first.turn == 1 and first.tools is None
     assert all(sampling.max_tokens == 77 and sampling.stop == ("<tool_result>",) for _, sampling in model.seen)
+
+
+def test_a_turn_without_a_photo_is_offered_web_search_alone_and_told_no_size():
+    model = Model(lambda r: calls({"name": "image_search", "arguments": {}}) if replies_so_far(r) == 0 else "Red")
+    config = load_config("cpu", "full", system="agentic", warmup_at_load=False, turn_budget_s=0)
+    agent = CruiseAgent(Pipeline(), config=config,
+                        engines=Engines(router=model, vlm=model, reranker=FunctionReranker(lambda q, c: 0.0)))
+    answers = agent.batch_generate_response(["Which route is this?", "What colour?"],
+                                            [Image.new("RGB", (64, 48)), None], [[], []])
+    photo, blind = agent.last_batch_report["traces"]
+    assert (photo["tools_offered"], blind["tools_offered"]) == (["image_search", "web_search"], ["web_search"])
+    assert model.asked("What colour")[0].messages[-1]["content"] == "\nQuestion: What colour?"
+    assert blind["regions_searched"] == {"image_size": None, "boxes": []}
+    assert blind["tool_calls"][0]["error"] == "unknown tool 'image_search'; the tools of this question: web_search"
+    assert answers == ["Red", "Red"] and photo["regions_searched"]["image_size"] == [64, 48]
 
 
 def native_model(request):
@@ -545,6 +580,10 @@ def test_calls_go_back_to_openai_as_the_model_wrote_them_beside_its_words_or_wit
     # the conversation keeps each call as it was made, for every provider's writer
     assert calls_of(conversation[2]) == said and calls_of(conversation[4]) == silent
     assert ToolCall.from_message_part({}) == ToolCall(id="", name="", arguments=None, raw_arguments="", echo={})
+    # a call known by its arguments alone (no text of them: made here, or read from another provider's
+    # object) goes as the JSON of its arguments
+    made = openai_messages([reply_message("native", "", [ToolCall("call_c", "web_search", {"query": "Zürich"})])])
+    assert made[0]["tool_calls"][0]["function"]["arguments"] == '{"query": "Zürich"}'
 
 
 def test_arguments_given_as_an_object_are_kept_with_their_text_and_only_an_object_is_arguments():
@@ -568,6 +607,10 @@ def test_a_streamed_call_without_an_id_gets_one_and_without_a_name_has_none():
                            delta([{"index": 0, "function": {"arguments": '"a"}'}}])])
     assert read[0].id.startswith("call-") and len(read[0].id) > len("call-")
     assert [(c.name, c.arguments) for c in read] == [("", {"query": "a"}), ("", {})] and read[1].id == "call_b"
+    # a server that leaves out the pieces' index (the API always sends it) streams each call whole, one a piece
+    whole = streamed_calls([{"tool_calls": [{"id": "call_x", "function": {"name": "web_search", "arguments": "{}"}}]},
+                            {"tool_calls": [{"id": "call_y", "function": {"name": "image_search", "arguments": "{}"}}]}])
+    assert [(c.id, c.name) for c in whole] == [("call_x", "web_search"), ("call_y", "image_search")]
 
 
 def test_a_traced_turn_replays_to_the_decision_the_run_made():

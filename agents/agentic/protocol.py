@@ -49,8 +49,8 @@ def read_text_calls(reply: str, step: int) -> tuple[str, list[ToolCall]]:
     object with a "name" is still a call, with no name and its text kept: its result tells the
     model what was wrong. Ids are made here ("text-<step>-<n>"), as the native protocols' are
     given."""
-    calls = []
-    for number, found in enumerate(CALL_BLOCK.finditer(reply or "")):
+    calls, reply = [], reply or ""
+    for number, found in enumerate(CALL_BLOCK.finditer(reply)):
         body = found.group(1).strip()
         call_id = f"text-{step}-{number}"
         try:
@@ -62,7 +62,7 @@ def read_text_calls(reply: str, step: int) -> tuple[str, list[ToolCall]]:
             continue
         arguments, raw = read_arguments(value.get("arguments", value.get("parameters")))
         calls.append(ToolCall(id=call_id, name=value["name"], arguments=arguments, raw_arguments=raw))
-    return CALL_BLOCK.sub("", reply or "").strip(), calls
+    return CALL_BLOCK.sub("", reply).strip(), calls
 
 
 def text_results(results: list[tuple[ToolCall, str]]) -> str:
