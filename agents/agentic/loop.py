@@ -79,23 +79,17 @@ def make_last(loop: TurnLoop) -> None:
 
 
 # --------------------------------------------------------------------------- ask
-def ask_replies(turns: list[Turn], loops: list[TurnLoop], wanted: list[bool], engine, settings) -> list:
-    """The VLM's reply to each wanted turn's conversation (None for the others), one engine call.
-    Each request carries the photo once and, natively, the turn's tools ("none" once its budget
-    is spent)."""
-    asked = [k for k, want in enumerate(wanted) if want]
-    out: list[ChatResult | None] = [None] * len(loops)
-    if not asked:
-        return out
-    text = any(loops[k].protocol == "text" for k in asked)
-    requests = [ChatRequest(list(loops[k].messages), image=vlm_image(turns[k], engine), turn=k,
-                            tools=loops[k].tools if loops[k].protocol == "native" and loops[k].tools else None,
-                            tool_choice="none" if loops[k].last else "auto")
-                for k in asked]
+def ask_replies(turns: list[Turn], loops: list[TurnLoop], engine, settings) -> list[ChatResult]:
+    """The VLM's reply to each turn's conversation, one engine call (the turns are those the batch
+    asks now). Each request carries the photo once and, natively, the turn's tools ("none" once
+    its budget is spent), and names its turn by its position."""
+    text = any(loop.protocol == "text" for loop in loops)
+    requests = [ChatRequest(list(loop.messages), image=vlm_image(turn, engine), turn=k,
+                            tools=loop.tools if loop.protocol == "native" and loop.tools else None,
+                            tool_choice="none" if loop.last else "auto")
+                for k, (turn, loop) in enumerate(zip(turns, loops))]
     sampling = Sampling(max_tokens=settings.reply_max_tokens, stop=TEXT_STOP if text else ())
-    for k, result in zip(asked, engine.generate(requests, sampling, stage="agentic_ask")):
-        out[k] = result
-    return out
+    return engine.generate(requests, sampling, stage="agentic_ask")
 
 
 def take_reply(loop: TurnLoop, result: ChatResult, step: int) -> None:
@@ -108,10 +102,9 @@ def take_reply(loop: TurnLoop, result: ChatResult, step: int) -> None:
         return
     if loop.protocol == "native":
         text, calls = result.text, list(result.tool_calls)
-        loop.messages.append(reply_message("native", text, calls))
     else:
         text, calls = read_text_calls(result.text, step)
-        loop.messages.append(reply_message("text", result.text, []))
+    loop.messages.append(reply_message(loop.protocol, result.text, calls))
     loop.replies.append(result.text)
     if not calls:
         loop.answer, loop.answer_parsed = read_answer(text)
@@ -128,15 +121,13 @@ def take_reply(loop: TurnLoop, result: ChatResult, step: int) -> None:
 
 
 # --------------------------------------------------------------------------- search
-def run_calls(turns: list[Turn], loops: list[TurnLoop], wanted: list[bool], pipeline, cfg) -> list:
-    """Each wanted turn's pending calls run in order (None for the others): a call past the
-    turn's `max_calls` is not run, and its result tells the model so."""
+def run_calls(turns: list[Turn], loops: list[TurnLoop], pipeline, cfg) -> list[list[CallResult]]:
+    """Each turn's pending calls run in order (the turns are those the batch searches for now): a
+    call past the turn's `max_calls` is not run, and its result tells the model so."""
     settings = cfg.own
-    out: list[list[CallResult] | None] = [None] * len(loops)
-    for k, want in enumerate(wanted):
-        if not want:
-            continue
-        loop, results = loops[k], []
+    out = []
+    for turn, loop in zip(turns, loops):
+        results = []
         left = settings.max_calls - len(loop.calls)
         for number, call in enumerate(loop.pending):
             if number >= left:
@@ -145,9 +136,9 @@ def run_calls(turns: list[Turn], loops: list[TurnLoop], wanted: list[bool], pipe
                           "error": f"not run: the turn's {settings.max_calls} calls are spent"}
                 results.append(CallResult(record, f"error: {record['error']}; answer with what you have found"))
                 continue
-            results.append(run_call(call, turns[k], pipeline, cfg, loop.tools, settings.hits_per_call,
+            results.append(run_call(call, turn, pipeline, cfg, loop.tools, settings.hits_per_call,
                                     settings.result_chars))
-        out[k] = results
+        out.append(results)
     return out
 
 
@@ -159,6 +150,6 @@ def take_results(loop: TurnLoop, results: list[CallResult], step: int, max_calls
         loop.results.append(result)
     loop.messages.extend(result_messages(loop.protocol, [(call, result.text, result.failed)
                                                          for call, result in zip(loop.pending, results)]))
-    loop.pending = []
+    loop.pending = []  # pragma: no mutate - None reads the same: nothing pending until the next reply's calls
     if len(loop.calls) >= max_calls:
         make_last(loop)

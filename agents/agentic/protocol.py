@@ -49,20 +49,20 @@ def read_text_calls(reply: str, step: int) -> tuple[str, list[ToolCall]]:
     object with a "name" is still a call, with no name and its text kept: its result tells the
     model what was wrong. Ids are made here ("text-<step>-<n>"), as the native protocols' are
     given."""
-    calls = []
-    for number, found in enumerate(CALL_BLOCK.finditer(reply or "")):
+    calls, reply = [], reply or ""
+    for number, found in enumerate(CALL_BLOCK.finditer(reply)):
         body = found.group(1).strip()
         call_id = f"text-{step}-{number}"
         try:
             value = json.loads(body)
         except ValueError:
-            value = None
+            value = None  # pragma: no mutate - "" or any other non-dict reads the same: a broken call
         if not isinstance(value, dict) or not isinstance(value.get("name"), str):
             calls.append(ToolCall(id=call_id, name="", arguments=None, raw_arguments=body))
             continue
         arguments, raw = read_arguments(value.get("arguments", value.get("parameters")))
         calls.append(ToolCall(id=call_id, name=value["name"], arguments=arguments, raw_arguments=raw))
-    return CALL_BLOCK.sub("", reply or "").strip(), calls
+    return CALL_BLOCK.sub("", reply).strip(), calls
 
 
 def text_results(results: list[tuple[ToolCall, str]]) -> str:

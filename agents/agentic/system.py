@@ -34,15 +34,14 @@ from agents.runtime.system import Decision, Prior, Stage, System, View, register
 def ask(batch) -> list[dict]:
     """Each turn's next reply: its conversation so far (its `loop`), its tools, its photo once."""
     loops = [reads["loop"] for reads in batch.reads]
-    replies = ask_replies(batch.turns, loops, [True] * len(loops), batch.engines.vlm, batch.settings)
+    replies = ask_replies(batch.turns, loops, batch.engines.vlm, batch.settings)
     return [{"reply": reply} for reply in replies]
 
 
 def search(batch) -> list[dict]:
     """The results of each turn's pending calls, over the profile's search pipeline."""
     loops = [reads["loop"] for reads in batch.reads]
-    return [{"results": results} for results in run_calls(batch.turns, loops, [True] * len(loops), batch.pipeline,
-                                                          batch.cfg)]
+    return [{"results": results} for results in run_calls(batch.turns, loops, batch.pipeline, batch.cfg)]
 
 
 ASK = Stage("agentic_ask", batch_fn=ask, reads=("loop",), writes=("reply",), parsed="agentic_answer",
@@ -86,14 +85,17 @@ def run_agentic(batch: BatchState):
         for i, result in enumerate(batch.call(ASK, only=live)):
             if result is not None:
                 take_reply(loops[i], result["reply"], step)
-        searching = [loop.ended is None and bool(loop.pending) and i not in run.failed for i, loop in enumerate(loops)]
+        # a reply that made calls leaves them pending (the batch itself leaves out a turn the run failed)
+        searching = [bool(loop.pending) for loop in loops]
         if any(searching):
             for i, result in enumerate(batch.call(SEARCH, only=searching)):
                 if result is not None:
                     take_results(loops[i], result["results"], step, settings.max_calls)
+    # The last reply ended every turn it reached (an answer, or a call that ends it under "budget"):
+    # a turn still open was failed by a step, or stopped by the deadline.
     for i, loop in enumerate(loops):
         if loop.ended is None:
-            loop.ended = "error" if i in run.failed else "deadline" if run.cut_before or run.cut_during else "budget"
+            loop.ended = "error" if i in run.failed else "deadline"
     return batch.finish(signals=lambda i: {"ended": loops[i].ended, "rag_answer": loops[i].answer},
                         trace=lambda i, decision: turn_trace(batch.turns[i], loops[i], decision))
 

@@ -52,7 +52,6 @@ class CallResult:
     items: list[dict] = field(default_factory=list)
     chunks: list[str] = field(default_factory=list)
     chunk_sources: list[str] = field(default_factory=list)  # the id of the hit each chunk came from
-    box: list[float] | None = None  # the crop searched, in the photo's pixels (None: the whole photo)
 
     @property
     def failed(self) -> bool:
@@ -81,7 +80,7 @@ def run_call(call: ToolCall, turn: Turn, pipeline, cfg, offered: list[dict], hit
     """Run one call (see the module notes); `offered`: the turn's tools, `hits`: hits per search,
     `max_chars`: how much of its chunks the model is shown."""
     record = {"id": call.id, "tool": call.name, "arguments": call.arguments if call.arguments is not None
-              else call.raw_arguments, "hits": [], "error": None, "ms": 0.0}
+              else call.raw_arguments, "hits": [], "error": None}
     start = time.perf_counter()
     found = Retrieval()
     box = None
@@ -113,13 +112,13 @@ def run_call(call: ToolCall, turn: Turn, pipeline, cfg, offered: list[dict], hit
         return CallResult(record, f"error: {exc}")
     chunks, sources = dedupe([row[0] for row in rows], [row[1] for row in rows])
     shown = within(chunks, max_chars)
-    record["hits"] = [{"id": item["id"], "score": item.get("score"), "name": item.get("name", "")}
+    record["hits"] = [{"id": item["id"], "score": item.get("score"), "name": item["name"]}
                       for item in found.items]
     if box is not None:
         record["box_searched"] = [round(v, 1) for v in box]
     record["ms"] = round((time.perf_counter() - start) * 1000.0, 1)
     return CallResult(record, "\n\n".join(shown) or "nothing found", items=found.items, chunks=shown,
-                      chunk_sources=sources[:len(shown)], box=box)
+                      chunk_sources=sources[:len(shown)])
 
 
 def within(chunks: list[str], max_chars: int) -> list[str]:

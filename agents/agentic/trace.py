@@ -31,9 +31,9 @@ def turn_trace(turn: Turn, loop: TurnLoop, decision) -> tuple[dict, dict[str, bo
     """(the turn's own trace fields, its parse outcomes)."""
     chunks, items, seen = [], [], set()
     for number, result in enumerate(loop.results):
+        scores = {item["id"]: item["score"] for item in result.items}  # every chunk's hit is among them
         for text, source in zip(result.chunks, result.chunk_sources):
-            score = next((item.get("score") for item in result.items if item["id"] == source), None)
-            chunks.append({"text": text, "source": source, "score": score, "call": number})
+            chunks.append({"text": text, "source": source, "score": scores[source], "call": number})
         for item in result.items:
             if item["id"] not in seen:
                 seen.add(item["id"])

@@ -132,10 +132,6 @@ def streamed_calls(deltas: list[dict]) -> list[ToolCall]:
             slot["id"] = piece.get("id") or slot["id"]
             slot["name"] = function.get("name") or slot["name"]
             slot["arguments"] += function.get("arguments") or ""
-    return openai_calls({"tool_calls": [{"id": s["id"], "type": "function",
-                                         "function": {"name": s["name"], "arguments": s["arguments"]}}
+    return openai_calls({"tool_calls": [{"id": s["id"], "function": {"name": s["name"], "arguments": s["arguments"]}}
                                         for _, s in sorted(joined.items())]})
 
-
-def tool_names(tools: list[dict] | None) -> list[str]:
-    return [str((tool.get("function") or {}).get("name")) for tool in tools or []]
