@@ -13,6 +13,7 @@ import datetime
 import io
 import json
 import re
+import shutil
 from pathlib import Path
 from unittest import mock
 
@@ -24,6 +25,7 @@ from agents.runtime.system import Decision, Stage, System, View
 from evaluator.report import html
 from testkit import answer_table
 from testkit.in_process import fresh_environment, offline_env
+from tools import compare_systems
 from tools.compare_systems import DOC_END, DOC_START, main, paired_row, parse_args, run_row, tables, write_doc
 from tools.runs import Entry, entry, folder_name
 
@@ -202,3 +204,108 @@ def test_a_document_without_the_markers_is_refused_and_left_as_it_was(tmp_path):
     with pytest.raises(SystemExit, match=rf"^{re.escape(str(doc))}: no {DOC_START} \.\.\. {DOC_END} block to fill$"):
         write_doc(doc, "table")
     assert doc.read_text() == "# Benchmarks\n"
+
+
+# ---------------------------------------------------------------- main's wiring, with the runs faked
+# `run_once` and `calibrate_on` (tools/runs.py) are what main calls, not what it is: faked here,
+# each run's folder is a copy of one of the two real runs above, so that main's own work
+# (which systems are calibrated, what each run is handed, the tables, the files) is tested on
+# its own, without running the chain once per mutant.
+@pytest.fixture
+def faked_main(baseline_and_system, tmp_path, monkeypatch, registered_systems):
+    registered_systems(GATE)
+    runs, calibrated_on = [], []
+
+    def run_once(settings):
+        runs.append(settings)
+        target = Path(settings.output_dir)
+        if settings.shard:  # calibration's traces: read by the faked calibrate_on alone
+            target.mkdir(parents=True)
+        else:
+            shutil.copytree(baseline_and_system["baseline" if target.name == "full" else "system"], target)
+        return target
+
+    def calibrate_on(trace_dirs, target):
+        calibrated_on.append((list(trace_dirs), target))
+        target.write_text(json.dumps({"verdict": f"fitted on {len(trace_dirs)}", "settings": {"tau": len(calibrated_on)},
+                                      "runs": []}))
+        return target
+
+    monkeypatch.setattr(compare_systems, "run_once", run_once)
+    monkeypatch.setattr(compare_systems, "calibrate_on", calibrate_on)
+    monkeypatch.setattr(compare_systems, "REPO_ROOT", tmp_path)
+
+    def call(*argv):
+        with contextlib.redirect_stdout(io.StringIO()) as stdout:
+            assert main(list(argv)) == 0
+        return stdout.getvalue()
+
+    return call, runs, calibrated_on
+
+
+def test_main_calibrates_each_preset_with_thresholds_on_its_half_and_hands_each_run_its_own_calibration(faked_main, tmp_path):
+    call, runs, calibrated_on = faked_main
+    out = tmp_path / "cmp"
+    call("--systems", "qa_dragon", "keyword_gate", "rag_baseline", "full", "--datasets", "single-turn", "multi-turn",
+         "--num-conversations", "3", "--output-dir", str(out))
+    # calibration first: full and qa_dragon have thresholds; keyword_gate (a system by name) and
+    # rag_baseline (no finalizer) have none; `full` is named once though given twice
+    traces = out / "calibration-traces"
+    assert calibrated_on == [([traces / "full" / "single-turn", traces / "full" / "multi-turn"], out / "calibration-full.json"),
+                             ([traces / "qa_dragon" / "single-turn", traces / "qa_dragon" / "multi-turn"],
+                              out / "calibration-qa_dragon.json")]
+    # every turn answered where the system skips decided turns (CRUISE; QA-Dragon has no such setting)
+    assert [s.set for s in runs[:4]] == [("skip_decided_turns=false",)] * 2 + [()] * 2
+    for settings in runs[:4]:
+        assert settings.shard == "0/2" and settings.calibration is None and settings.num_conversations == 3 and settings.exact_conversations
+    assert [(s.preset, s.dataset_type) for s in runs[:4]] == [("full", "single-turn"), ("full", "multi-turn"),
+                                                              ("qa_dragon", "single-turn"), ("qa_dragon", "multi-turn")]
+    # then every system on every dataset, the baseline first, each with its own calibration
+    systems = ["full", "qa_dragon", "keyword_gate", "rag_baseline"]
+    assert [(Path(s.output_dir).parent.name, Path(s.output_dir).name) for s in runs[4:]] == [
+        (dataset, system) for dataset in ("single-turn", "multi-turn") for system in systems]
+    calibration = {"full": str(out / "calibration-full.json"), "qa_dragon": str(out / "calibration-qa_dragon.json"),
+                   "keyword_gate": None, "rag_baseline": None}
+    assert [(s.preset, s.calibration, s.set, s.shard) for s in runs[4:8]] == [
+        ("full", calibration["full"], (), None), ("qa_dragon", calibration["qa_dragon"], (), None),
+        ("full", None, ("system=keyword_gate",), None), ("rag_baseline", None, (), None)]
+    assert all(s.num_conversations == 3 and s.profile == "cpu" for s in runs[4:])
+
+
+def test_main_writes_a_table_per_dataset_pairing_each_system_with_the_baseline_in_both_files(faked_main, tmp_path):
+    call, _, _ = faked_main
+    out = tmp_path / "cmp"
+    printed = call("--systems", "qa_dragon", "keyword_gate", "--datasets", "multi-turn", "single-turn",
+                   "--output-dir", str(out))
+    text = (out / "systems.md").read_text()
+    assert printed == f"\n{text}\nwrote {out / 'systems.md'} and {out / 'systems.json'}\n"
+    lines = text.splitlines()
+    assert lines[1] == (f"Command: `python -m tools.compare_systems --systems qa_dragon keyword_gate --datasets "
+                        f"multi-turn single-turn --output-dir {out}`.")
+    assert lines[4:6] == ["- `full`: fitted on 2: tau=1", "- `qa_dragon`: fitted on 2: tau=2"]
+    saved = json.loads((out / "systems.json").read_text())
+    assert saved["calibrations"] == {"full": str(out / "calibration-full.json"),
+                                     "qa_dragon": str(out / "calibration-qa_dragon.json")}
+    assert list(saved["results"]) == ["multi-turn", "single-turn"]
+    for dataset, found in saved["results"].items():
+        assert [(r["system"], r["label"], r["run_dir"]) for r in found["rows"]] == [
+            (s, label, str(out / "runs" / dataset / s)) for s, label in
+            (("full", "cruise (full)"), ("qa_dragon", "qa_dragon (qa_dragon)"), ("keyword_gate", "keyword_gate (full)"))]
+        # the baseline's copy against the system's: the flips of the hand-set outcomes, system - baseline
+        assert [p["system"] for p in found["pairs"]] == ["qa_dragon", "keyword_gate"]
+        for pair in found["pairs"]:
+            assert pair["flips"] == {"correct->hallucinated": 1, "missed->correct": 2, "hallucinated->missed": 1,
+                                     "hallucinated->correct": 1}
+            assert pair["differences"]["accuracy"]["difference"] == pytest.approx(2 / 7)
+    assert text.index("**multi-turn** (7 turns)") < text.index("**single-turn** (7 turns)")
+    assert text.count("| `keyword_gate (full)` | +0.286 [") == 2
+
+
+def test_main_writes_to_a_new_timestamped_folder_under_outputs_when_none_is_given(faked_main, tmp_path):
+    call, runs, _ = faked_main
+    call("--systems", "rag_baseline", "--datasets", "single-turn")
+    made = list((tmp_path / "outputs").iterdir())
+    assert len(made) == 1 and re.fullmatch(r"systems-\d{8}-\d{6}", made[0].name)
+    assert sorted(p.name for p in made[0].iterdir()) == ["calibration-full.json", "calibration-traces", "runs",
+                                                          "systems.json", "systems.md"]
+    assert Path(runs[-1].output_dir) == made[0] / "runs" / "single-turn" / "rag_baseline"
