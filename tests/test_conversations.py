@@ -261,3 +261,56 @@ def test_the_benchmark_reads_what_each_earlier_turn_found_from_the_run_traces():
     pages = found_pages([row(2, ["Chandra - NASA"]), row(0, ["Eileen Collins - Wikipedia", "NASA"]), row(1, [])])
     assert pages["t0"] == {} and pages["t1"] == {0: ["Eileen Collins - Wikipedia"]}
     assert pages["t2"] == {0: ["Eileen Collins - Wikipedia"]}  # turn 1's search found no web page
+
+
+def test_the_model_rewrite_of_each_follow_up_reads_its_own_photos_summary_and_asks_the_vlm():
+    """Position is not turn: a single-turn question comes first in the batch, so the follow-ups
+    are the batch's second and third turns; the third answers from the photo (no retrieval, no
+    summary made)."""
+    from agents.cruise_agent import CruiseAgent
+    from agents.engines.base import Engines
+    from testkit.fakes import FunctionReranker
+    from testkit.scripted_chain import COLOR, IMAGE_HITS, VLM_SCRIPT, route
+
+    shown = {"red": "A red double-decker bus.", "blue": "A blue tram in the snow."}
+    vlm = ScriptedEngine({**VLM_SCRIPT, "standalone": lambda r: "where does the blue tram go?",
+                          "summarize": lambda r: shown["blue" if "again" in last_text(r) else "red"]})
+    router = ScriptedEngine({"route": route})
+    agent = CruiseAgent(FakePipeline(IMAGE_HITS, [WEB_HIT]), engines=Engines(router, vlm, FunctionReranker(lambda q, c: 0.9)),
+                        profile="cpu", preset="full+paper_finalizer", standalone_mode="model", skip_decided_turns=False)
+    agent.batch_generate_response(["Where does this bus go?", "where does it go again?", COLOR],
+                                  [photo("red"), photo("blue"), photo("green")],
+                                  [[], talk(("what is this?", "a tram")), talk(("what is this?", "a bus"))])
+    rewrites = [last_text(r) for stage, r in vlm.requests if stage == "standalone"]
+    assert len(rewrites) == 2 and not [stage for stage, _ in router.requests if stage == "standalone"]
+    assert f"The photo shows: {shown['blue']}" in rewrites[0] and shown["red"] not in rewrites[0]
+    assert "The photo shows: (not described)" in rewrites[1]
+    single, follow, _ = agent.last_batch_report["traces"]
+    assert follow["standalone_question"] == "where does the blue tram go?" and "standalone_question" not in single
+
+
+def test_with_the_mode_off_a_follow_up_is_searched_as_asked():
+    agent = make_agent("full", web_hits=[WEB_HIT], standalone_mode="off")
+    history = talk(("which shuttle mission did Eileen Collins first command?", "STS-93"))
+    trace = follow_up(agent, "what did that mission deploy?", history)
+    assert "standalone_question" not in trace and "standalone" not in trace.get("stages_run", [])
+    assert agent.search_pipeline.text_queries[-1].startswith("what did that mission deploy?")
+    assert "STS-93" not in agent.search_pipeline.text_queries[-1]
+
+
+def last_text(request) -> str:
+    content = request.messages[-1]["content"]
+    return content if isinstance(content, str) else " ".join(p.get("text", "") for p in content if isinstance(p, dict))
+
+
+def test_in_a_system_without_a_summary_the_model_rewrite_says_the_photo_is_not_described():
+    from agents.cruise_agent import CruiseAgent
+    from agents.engines.base import Engines
+    from testkit.fakes import FunctionReranker
+
+    vlm = ScriptedEngine({"standalone": lambda r: "what did STS-93 deploy?"})
+    agent = CruiseAgent(FakePipeline([], [WEB_HIT]), engines=Engines(ScriptedEngine({}), vlm, FunctionReranker(lambda q, c: 0.9)),
+                        profile="cpu", preset="qa_dragon", standalone_mode="model")
+    follow_up(agent, "what did that mission deploy?", talk(("which mission did she command?", "STS-93")))
+    (rewrite,) = [last_text(r) for stage, r in vlm.requests if stage == "standalone"]
+    assert "The photo shows: (not described)" in rewrite

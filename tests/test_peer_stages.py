@@ -382,3 +382,29 @@ def test_the_reports_funnel_and_table_show_the_peer_stages():
     assert rows["turns cropped / crops searched"] == "2 / 2"
     assert rows["entities checked / rejected"] == "4 / 2"
     assert peer_rows(peer_stage_counts([])) == []
+
+
+class WithoutWebFlag:
+    """A search pipeline that does not say whether it has a web index (only the official
+    UnifiedSearchPipeline sets `web_search`): it is tried."""
+
+    def __init__(self, pipeline):
+        self.pipeline = pipeline
+
+    def __call__(self, query, k=5):
+        return self.pipeline(query, k)
+
+
+@pytest.mark.parametrize("pipeline, asked", [
+    (FakePipeline(IMAGE_HITS, WEB_HITS), 1),
+    (FakePipeline(IMAGE_HITS, None), 0),  # no web index: the sub-queries could never be searched
+    (WithoutWebFlag(FakePipeline(IMAGE_HITS, WEB_HITS)), 1),
+    (None, 0),  # no search at all (`--search none`)
+])
+def test_sub_queries_are_asked_for_only_where_the_pipeline_can_search_the_web(pipeline, asked):
+    engines = Engines(ScriptedEngine({"route": capable_route}), ScriptedEngine(capable_vlm()), FunctionReranker(score))
+    agent = CruiseAgent(pipeline, engines=engines, profile="cpu", preset="extended+paper_finalizer")
+    report = ask(agent, [PRICE, RIVAL])  # the comparison, which alone wants sub-queries, is the second turn
+    assert [c["requests"] for c in report["engine_calls"] if c["stage"] == "decompose"] == ([1] if asked else [])
+    if asked:
+        assert report["traces"][1]["sub_queries"] == ["Falcon 9 first flight year", "Atlas V first flight year"]

@@ -32,6 +32,7 @@ from agents.peers.qa_dragon.search_router import names_something
 from agents.peers.qa_dragon.verifier import read_verifier
 from agents.peers.sam_rag.support import read_support
 from agents.runtime.batch import decide_from_trace
+from agents.runtime.system import Decision
 from evaluator.harness.run_record import RunRecord
 from testkit.fakes import IDK_SPELLINGS, FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
 from testkit.scripted_peers import CAFE, CAFE_HIT, CAR, CAR_PAGE, UMBRELLAS, qa_dragon_engines
@@ -332,6 +333,20 @@ def test_the_calibration_replay_decides_a_peer_trace_by_its_systems_rule():
     trace = {"branch": "supported", "rag_answer": "James Freeman", "is_use": True, "is_sup_confidence": 0.5}
     assert decide_from_trace(trace, sam).answer == IDK_ANSWER
     assert decide_from_trace(trace, sam.replace(tau_low=0.5)).answer == "James Freeman"
+
+
+@pytest.mark.parametrize("preset, confidence, unchecked, rejected", [
+    ("qa_dragon", "verifier_confidence", "not_verified", "verifier_rejected"),
+    ("sam_rag", "is_sup_confidence", "not_checked", "unsupported"),
+])
+def test_a_peer_abstains_under_its_own_branch_where_its_support_check_did_not_run_or_fell_short(
+        preset, confidence, unchecked, rejected):
+    cfg = load_config("cpu", preset, stack="llama-3.2-vision").replace(tau_low=0.6, min_token_prob=0.0)
+    trace = {"branch": "rag", "rag_answer": "James Freeman", "is_use": True}
+    # no check ran (the deadline cut it): "I don't know", under the branch that says so
+    assert decide_from_trace({**trace, confidence: None}, cfg) == Decision(IDK_ANSWER, unchecked)
+    assert decide_from_trace({**trace, confidence: 0.59}, cfg) == Decision(IDK_ANSWER, rejected)
+    assert decide_from_trace({**trace, confidence: 0.6}, cfg).answer == "James Freeman"
 
 
 # ---- a whole evaluation, in process: the report shows the system's own steps ---------------------

@@ -16,6 +16,7 @@ from agents.runtime.system import Prior, Stage
 from agents.stages.parsing import content_lines, labelled_choice
 from agents.stages.prompts import ask_vlm
 from agents.stages.s1a_tool_route import searches_allowed
+from agents.stages.s3_retrieve import web_search_enabled
 from agents.stages.types import Route, SubQueries, Summary, Turn, column, search_question
 
 QUESTION_TYPES = ("simple", "multi-hop", "comparison")
@@ -77,7 +78,7 @@ def decompose_batch(
 
 
 def decompose(batch) -> list[dict]:
-    web = batch.pipeline is not None and bool(getattr(batch.pipeline, "web_search", True))
+    web = batch.pipeline is not None and web_search_enabled(batch.pipeline)
     found = decompose_batch(batch.turns, column(batch.reads, "route"), column(batch.reads, "summary"),
                             batch.engines.vlm, batch.cfg, web)
     return [{"sub_queries": q} for q in found]
