@@ -12,6 +12,8 @@ import contextlib
 import datetime
 import io
 import json
+import os
+import platform
 import re
 import shutil
 from pathlib import Path
@@ -207,6 +209,9 @@ def test_a_document_without_the_markers_is_refused_and_left_as_it_was(tmp_path):
 
 
 # ---------------------------------------------------------------- main's wiring, with the runs faked
+START = datetime.datetime(2026, 3, 4, 5, 0, tzinfo=datetime.timezone.utc).timestamp()
+
+
 # `run_once` and `calibrate_on` (tools/runs.py) are what main calls, not what it is: faked here,
 # each run's folder is a copy of one of the two real runs above, so that main's own work
 # (which systems are calibrated, what each run is handed, the tables, the files) is tested on
@@ -219,16 +224,21 @@ def faked_main(baseline_and_system, tmp_path, monkeypatch, registered_systems):
     def run_once(settings):
         runs.append(settings)
         target = Path(settings.output_dir)
-        if settings.shard:  # calibration's traces: read by the faked calibrate_on alone
+        if settings.shard:  # calibration's traces: a run's config alone, read by the faked calibrate_on
             target.mkdir(parents=True)
+            (target / "run_config.json").write_text("{}")
         else:
             shutil.copytree(baseline_and_system["baseline" if target.name == "full" else "system"], target)
+        # the n-th run started at minute n past START and ended 30 s later
+        os.utime(target / "run_config.json", (START + 60 * len(runs),) * 2)
+        if not settings.shard:
+            os.utime(target / "scores_dictionary.json", (START + 60 * len(runs) + 30,) * 2)
         return target
 
     def calibrate_on(trace_dirs, target):
         calibrated_on.append((list(trace_dirs), target))
         target.write_text(json.dumps({"verdict": f"fitted on {len(trace_dirs)}", "settings": {"tau": len(calibrated_on)},
-                                      "runs": []}))
+                                      "runs": [str(d) for d in trace_dirs]}))
         return target
 
     monkeypatch.setattr(compare_systems, "run_once", run_once)
@@ -275,14 +285,25 @@ def test_main_calibrates_each_preset_with_thresholds_on_its_half_and_hands_each_
 def test_main_writes_a_table_per_dataset_pairing_each_system_with_the_baseline_in_both_files(faked_main, tmp_path):
     call, _, _ = faked_main
     out = tmp_path / "cmp"
+    doc = tmp_path / "benchmarks.md"
+    doc.write_text(f"# Benchmarks\n\nbefore\n{DOC_START}\nold figures\n{DOC_END}\nafter\n")
     printed = call("--systems", "qa_dragon", "keyword_gate", "--datasets", "multi-turn", "single-turn",
-                   "--output-dir", str(out))
+                   "--output-dir", str(out), "--write-doc", str(doc))
     text = (out / "systems.md").read_text()
-    assert printed == f"\n{text}\nwrote {out / 'systems.md'} and {out / 'systems.json'}\n"
+    assert printed == f"\n{text}\nwrote {out / 'systems.md'} and {out / 'systems.json'}; filled {doc}\n"
+    assert doc.read_text() == f"# Benchmarks\n\nbefore\n{DOC_START}\n{text.rstrip()}\n{DOC_END}\nafter\n"
     lines = text.splitlines()
+    # 4 calibration runs, then 6 runs: the first calibration run's start to the last run's end
+    assert lines[0] == (f"Date: runs made 2026-03-04 05:01 UTC to 2026-03-04 05:10 UTC. Machine: {platform.machine()}, "
+                        f"{os.cpu_count()} CPU cores, {platform.platform()}.")
     assert lines[1] == (f"Command: `python -m tools.compare_systems --systems qa_dragon keyword_gate --datasets "
-                        f"multi-turn single-turn --output-dir {out}`.")
-    assert lines[4:6] == ["- `full`: fitted on 2: tau=1", "- `qa_dragon`: fitted on 2: tau=2"]
+                        f"multi-turn single-turn --output-dir {out} --write-doc {doc}`.")
+    assert lines[2:4] == ["Judge: disabled. A turn's outcome is one of: correct, missed, "
+                          "hallucinated.", "Calibration (each system on its own traces of shard 0/2, `python -m "
+                          "tools.calibrate`):"]
+    assert lines[4:8] == ["- `full`: fitted on 2: tau=1", "- `qa_dragon`: fitted on 2: tau=2",
+                          "Held-out half: the conversations with index % 2 == 1, which calibration never saw.", ""]
+    assert lines[8] == "**multi-turn** (7 turns)"
     saved = json.loads((out / "systems.json").read_text())
     assert saved["calibrations"] == {"full": str(out / "calibration-full.json"),
                                      "qa_dragon": str(out / "calibration-qa_dragon.json")}
