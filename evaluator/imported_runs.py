@@ -155,13 +155,13 @@ def lmms_eval_tasks(folder: Path, run: str | None = None) -> list[ImportedTask]:
     folder = Path(folder)
     latest = chosen_run(folder, run)
     results = json.loads(latest.read_text())
-    run_started = latest.name[: -len(RESULTS_GLOB) + 1]
+    run_started = latest.name.removesuffix(RESULTS_GLOB[1:])
     config = results.get("config") or {}
     model_name = f"{config.get('model')} ({config.get('model_args') or 'no model_args'})"
     model = f"lmms-eval model {model_name}"
     tasks = []
     for path in sorted(latest.parent.glob(f"{run_started}{SAMPLES_GLOB[1:]}")):
-        name = path.stem.split("_samples_", 1)[1]
+        name = path.stem.removeprefix(f"{run_started}_samples_")
         records, traces = [], []
         for line in path.read_text(encoding="utf-8").splitlines():
             turns = json.loads(line).get(TURNS_KEY) if line.strip() else None

@@ -91,7 +91,7 @@ def test_a_runs_tasks_carry_their_turns_settings_and_the_model_that_answered(tmp
     write_run(tmp_path / "out", "20261128_101500", {
         "crag_mm_single": [turns("a", 1), turns("b", 1, traced=False), None],
         "crag_mm_multi": [turns("c", 2), turns("d", 3)],
-        "other_task": [None]},
+        "ai2d": [None]},  # lmms-eval's own task, first in name order: no turns of ours
         configs={"crag_mm_multi": task_config("crag_mm_multi", dataset="data/mini", dataset_type="multi-turn",
                                               split="validation", revision="v0.1.2", rules="crag_mm_2026",
                                               eval_model="gpt-4o", not_a_setting=1)})
@@ -109,6 +109,34 @@ def test_a_runs_tasks_carry_their_turns_settings_and_the_model_that_answered(tmp
     # a task whose config says nothing of itself: unknown fields, the 2025 rules
     assert (single.run_config.dataset, single.run_config.split, single.run_config.revision) == ("?", "?", None)
     assert single.run_config.rules == "kddcup2025" and single.scoring.rules is None
+
+
+def test_each_task_of_a_run_is_scored_into_its_own_folder_with_the_judge_options_given(tmp_path, monkeypatch):
+    from rich.console import Console
+
+    from evaluator import imported_runs
+
+    scored = []
+    monkeypatch.setattr(imported_runs, "score_turns", lambda target, records, traces, run_config, scoring, console:
+                        scored.append((target, [r["interaction_id"] for r in records], run_config.imported["task"], scoring)))
+    write_run(tmp_path / "two", "20261128_101500", {"crag_mm_single": [turns("a", 1)], "crag_mm_multi": [turns("c", 2)]},
+              configs={"crag_mm_multi": task_config("crag_mm_multi", rules="crag_mm_2026", eval_model="gpt-4o")})
+    printed = Console(record=True, width=200)
+    imported_runs.from_lmms_eval(tmp_path / "two", tmp_path / "out", printed, eval_model=None, eval_base_url="http://judge")
+    (multi_dir, multi, _, multi_scoring), (single_dir, single, _, single_scoring) = scored
+    assert (multi_dir, multi, single_dir, single) == (tmp_path / "out" / "crag_mm_multi", ["c-t0", "c-t1"],
+                                                      tmp_path / "out" / "crag_mm_single", ["a-t0"])
+    # an option given replaces the task's own; one left None keeps it
+    assert (multi_scoring.rules, multi_scoring.eval_model, multi_scoring.eval_base_url) == (
+        "crag_mm_2026", "gpt-4o", "http://judge")
+    assert single_scoring.eval_base_url == "http://judge"
+    assert printed.export_text().splitlines() == [f"crag_mm_multi: 2 turns from {tmp_path / 'two'}",
+                                                  f"crag_mm_single: 1 turns from {tmp_path / 'two'}"]
+    # a run of one task is scored into the folder given
+    scored.clear()
+    write_run(tmp_path / "one", "20261128_101500", {"crag_mm_single": [turns("a", 1)]})
+    imported_runs.from_lmms_eval(tmp_path / "one", tmp_path / "out1", Console(quiet=True))
+    assert [(target, task) for target, _, task, _ in scored] == [(tmp_path / "out1", "crag_mm_single")]
 
 
 def test_a_model_given_without_model_args_is_named_so(tmp_path):
