@@ -333,6 +333,10 @@ def test_the_decided_rule_is_only_the_retrieval_rules():
     assert not decided_before_answer(plain, Evidence(context="", retrieval_score=0.0), cfg)  # no context: tau_high's
     paper = cfg.replace(tau_ret_scope="real_time")
     assert not decided_before_answer(plain, weak, paper) and decided_before_answer(real_time, weak, paper)
+    # a real-time turn with no S_ret (nothing was retrieved) is as weak as one scored 0
+    assert decided_before_answer(real_time, Evidence(context="", retrieval_score=None), paper)
+    # without the finalizer nothing is decided before the answer: the RAG answer is the turn's
+    assert not decided_before_answer(real_time, weak, paper.replace(use_finalizer=False))
 
 
 def test_the_checks_are_expected_over_the_turns_they_may_ask(monkeypatch):

@@ -149,6 +149,27 @@ def test_task_one_without_web_search_verifies_with_the_image_search():
     assert set(pipeline.calls) == {"image"} and "no web search" in trace["tool_rule"]
 
 
+class Unlabelled:
+    """A search pipeline that does not say whether it has a web index (only the official
+    UnifiedSearchPipeline sets `web_search`): it is tried."""
+
+    def __init__(self, pipeline):
+        self.pipeline = pipeline
+
+    def __call__(self, query, k=5):
+        return self.pipeline(query, k)
+
+
+@pytest.mark.parametrize("pipeline, web", [(FakePipeline([CAFE_HIT], [CAR_PAGE]), True),
+                                           (FakePipeline([CAFE_HIT], None), False),
+                                           (Unlabelled(FakePipeline([CAFE_HIT], [CAR_PAGE])), True)])
+def test_the_tool_router_of_a_rag_turn_searches_the_web_only_where_the_pipeline_can(pipeline, web):
+    agent = qa_dragon_agent(pipeline)
+    _, (first, cafe) = ask(agent, CAR, CAFE)  # the RAG turn second in its batch
+    assert cafe["branch"] == "rag" and ("no web search" in cafe["tool_rule"]) is not web
+    assert cafe["tool_search"] == ("both" if web else "image")
+
+
 def test_a_step_the_deadline_does_not_start_leaves_direct_output_answers_standing():
     # the post-answer is expected to take far longer than the batch's budget: it is not started
     agent = qa_dragon_agent(stage_cost_priors_s={"post_answer": 1000.0})
@@ -347,6 +368,17 @@ def test_a_peer_abstains_under_its_own_branch_where_its_support_check_did_not_ru
     assert decide_from_trace({**trace, confidence: None}, cfg) == Decision(IDK_ANSWER, unchecked)
     assert decide_from_trace({**trace, confidence: 0.59}, cfg) == Decision(IDK_ANSWER, rejected)
     assert decide_from_trace({**trace, confidence: 0.6}, cfg).answer == "James Freeman"
+    # without the finalizer the RAG answer stands, whatever the checks said
+    assert decide_from_trace({**trace, confidence: 0.1}, cfg.replace(use_finalizer=False)) == Decision(
+        "James Freeman", "no_finalizer")
+
+
+def test_qa_dragons_token_gate_lets_an_answer_whose_least_likely_token_reaches_it_stand():
+    cfg = load_config("cpu", "qa_dragon", stack="llama-3.2-vision").replace(tau_low=0.6, min_token_prob=0.5)
+    trace = {"branch": "rag", "rag_answer": "James Freeman", "verifier_confidence": 1.0}
+    assert decide_from_trace({**trace, "rag_min_token_prob": 0.5}, cfg) == Decision("James Freeman", "verified")
+    assert decide_from_trace({**trace, "rag_min_token_prob": 0.49}, cfg) == Decision(IDK_ANSWER, "low_token_prob")
+    assert decide_from_trace({**trace, "rag_min_token_prob": None}, cfg) == Decision(IDK_ANSWER, "low_token_prob")
 
 
 # ---- a whole evaluation, in process: the report shows the system's own steps ---------------------

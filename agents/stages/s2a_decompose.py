@@ -78,7 +78,7 @@ def decompose_batch(
 
 
 def decompose(batch) -> list[dict]:
-    web = batch.pipeline is not None and web_search_enabled(batch.pipeline)
+    web = web_search_enabled(batch.pipeline)
     found = decompose_batch(batch.turns, column(batch.reads, "route"), column(batch.reads, "summary"),
                             batch.engines.vlm, batch.cfg, web)
     return [{"sub_queries": q} for q in found]

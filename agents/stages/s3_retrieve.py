@@ -58,8 +58,9 @@ def safe_text_query(text: str) -> str:
 
 
 def web_search_enabled(pipeline) -> bool:
-    # UnifiedSearchPipeline sets `web_search`; other pipelines are tried and may refuse.
-    return bool(getattr(pipeline, "web_search", True))
+    # No pipeline (`--search none`) searches nothing. UnifiedSearchPipeline sets `web_search`;
+    # other pipelines are tried and may refuse.
+    return pipeline is not None and bool(getattr(pipeline, "web_search", True))
 
 
 def image_search_enabled(pipeline) -> bool:

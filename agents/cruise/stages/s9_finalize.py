@@ -38,10 +38,10 @@ def decide(
     min_token_prob: float = 0.0,
     tau_ret_scope: str = "real_time",
 ) -> Decision:
-    if is_real_time and retrieval_score < tau_ret:
-        return Decision(IDK_ANSWER, "real_time_weak_retrieval")
-    if tau_ret_scope == "context" and has_context and retrieval_score < tau_ret:
-        return Decision(IDK_ANSWER, "weak_retrieval")
+    weak = weak_retrieval(is_real_time=is_real_time, has_context=has_context, retrieval_score=retrieval_score,
+                          tau_ret=tau_ret, tau_ret_scope=tau_ret_scope)
+    if weak:
+        return Decision(IDK_ANSWER, weak)
     # The gate, when on, rejects an answer without token probabilities too: it cannot vouch for it.
     if min_token_prob > 0 and (token_prob is None or token_prob < min_token_prob):
         return Decision(IDK_ANSWER, "low_token_prob")
@@ -54,14 +54,23 @@ def decide(
     return Decision(IDK_ANSWER, "not_verified")
 
 
+def weak_retrieval(*, is_real_time: bool, has_context: bool, retrieval_score: float, tau_ret: float,
+                   tau_ret_scope: str) -> str | None:
+    """Algorithm 1's first two rules: the branch of a turn whose retrieval is too weak to answer
+    from, else None. They read only the route, the context and S_ret."""
+    if is_real_time and retrieval_score < tau_ret:
+        return "real_time_weak_retrieval"
+    if tau_ret_scope == "context" and has_context and retrieval_score < tau_ret:
+        return "weak_retrieval"
+    return None
+
+
 def decided_before_answer(route: Route, evidence: Evidence, cfg: CruiseConfig) -> bool:
-    """Whether Algorithm 1's first two rules say "I don't know" whatever the answers and checks
-    say: they read only the route, the context and S_ret (`skip_decided_turns`)."""
-    if not cfg.answer.use_finalizer:
-        return False
-    return decide(IDK_ANSWER, is_real_time=route.is_real_time, has_context=bool(evidence.context), consistent=True,
-                  cov_confidence=1.0, retrieval_score=evidence.retrieval_score or 0.0, tau_ret=cfg.own.tau_ret,
-                  tau_ret_scope=cfg.own.tau_ret_scope).branch in ("real_time_weak_retrieval", "weak_retrieval")
+    """Whether the finalizer will say "I don't know" whatever the answers and checks say
+    (`skip_decided_turns`): it runs, and its first two rules decide the turn."""
+    return cfg.answer.use_finalizer and weak_retrieval(
+        is_real_time=route.is_real_time, has_context=bool(evidence.context), retrieval_score=evidence.retrieval_score
+        or 0.0, tau_ret=cfg.own.tau_ret, tau_ret_scope=cfg.own.tau_ret_scope) is not None
 
 
 def decision_inputs(route: Route, evidence: Evidence, answers: Answers, check: Verification) -> dict:

@@ -70,7 +70,7 @@ def run_qa_dragon(s: BatchState) -> tuple[list[str], list[dict]]:
     drafts, domains = column(s.fields, "draft"), column(s.fields, "domain")
     routes = route_batch(s.turns, drafts, domains)
     set_all(s, "search_route", routes)
-    web = pipeline is not None and web_search_enabled(pipeline)
+    web = web_search_enabled(pipeline)
     # A step no turn needs is not started (the deadline would otherwise weigh a step with nothing
     # to do), an optional one only when it leaves room for the answer (Room); a turn a step did not
     # reach keeps what it had.

@@ -21,6 +21,7 @@ from agents.engines.base import ChatEngine, ChatRequest
 from agents.peers.qa_dragon.types import DomainRoute, Draft, SearchRoute, ToolChoice, column
 from agents.runtime.system import Stage
 from agents.stages.prompts import load_prompt, vlm_image
+from agents.stages.s3_retrieve import web_search_enabled
 from agents.stages.types import Turn
 from agents.stages.verdicts import check_sampling, read_check
 
@@ -89,7 +90,7 @@ def unasked_tools(routes: list[SearchRoute], domains: list[DomainRoute], planned
 def route_tools(batch) -> list[dict]:
     """The RAG turns' searches (`tool`: what was planned before), from their `draft`, `search_route`
     and `domain`."""
-    web = batch.pipeline is not None and bool(getattr(batch.pipeline, "web_search", True))
+    web = web_search_enabled(batch.pipeline)
     tools = tool_batch(batch.turns, column(batch.reads, "draft"), [r["search_route"] for r in batch.reads],
                        column(batch.reads, "domain"), column(batch.reads, "tool"), batch.engines.vlm, batch.cfg, web)
     return [{"tool": t} for t in tools]
