@@ -373,6 +373,16 @@ def test_a_peer_abstains_under_its_own_branch_where_its_support_check_did_not_ru
         "James Freeman", "no_finalizer")
 
 
+def test_sam_rag_abstains_where_its_usefulness_check_did_not_run_or_said_no():
+    cfg = load_config("cpu", "sam_rag", stack="llama-3.2-vision").replace(tau_low=0.6)
+    trace = {"branch": "supported", "rag_answer": "James Freeman", "is_sup_confidence": 1.0}
+    assert decide_from_trace({**trace, "is_use": None}, cfg) == Decision(IDK_ANSWER, "not_checked")
+    assert decide_from_trace({**trace, "is_use": False}, cfg) == Decision(IDK_ANSWER, "not_useful")
+    assert decide_from_trace({**trace, "is_use": True}, cfg) == Decision("James Freeman", "supported")
+    assert decide_from_trace({**trace, "is_use": True, "regenerated": True}, cfg) == Decision(
+        "James Freeman", "supported_after_regeneration")
+
+
 def test_qa_dragons_token_gate_lets_an_answer_whose_least_likely_token_reaches_it_stand():
     cfg = load_config("cpu", "qa_dragon", stack="llama-3.2-vision").replace(tau_low=0.6, min_token_prob=0.5)
     trace = {"branch": "rag", "rag_answer": "James Freeman", "verifier_confidence": 1.0}
