@@ -263,3 +263,35 @@ def test_the_tools_record_calibration_traces_with_every_turn_answered():
     assert load_config("cpu", "full").own.skip_decided_turns  # the default it turns off
     assert answering_every_turn("cpu", "qa_dragon") == {}
     load_config_from_settings("cpu", "qa_dragon", answering_every_turn("cpu", "qa_dragon").get("set", ()))
+
+
+def test_the_ablation_calibrates_on_the_half_it_holds_out_with_every_turn_answered(tmp_path, monkeypatch):
+    """tools/ablation.py's step 1-2: CRUISE's traces of shard 0/2 of each dataset (every turn
+    answered), calibrated into one file; the runs themselves (tools/runs.py) are faked here."""
+    import argparse
+
+    from tools import ablation
+
+    runs, calibrated = [], []
+    monkeypatch.setattr(ablation, "run_once", lambda settings: runs.append(settings) or tmp_path / settings.dataset_type)
+    monkeypatch.setattr(ablation, "calibrate_on", lambda dirs, target: calibrated.append((dirs, target)) or target)
+    args = argparse.Namespace(datasets=["multi-turn", "single-turn"], profile="cpu", agent="a:B", search="none",
+                              dataset_root=None, num_conversations=4)
+    assert ablation.calibrate(args, tmp_path / "out") == tmp_path / "out" / "calibration.json"
+    assert [(s.dataset_type, s.preset, s.shard, s.set, s.output_dir) for s in runs] == [
+        (d, "full", "0/2", ("skip_decided_turns=false",), str(tmp_path / "out" / "calibration-traces" / d))
+        for d in ("multi-turn", "single-turn")]
+    assert calibrated == [([tmp_path / "multi-turn", tmp_path / "single-turn"], tmp_path / "out" / "calibration.json")]
+
+
+def test_the_ablation_reads_each_conversations_index_in_the_split_its_run_recorded(tmp_path):
+    from evaluator.harness.dataset import load_split, read_conversations
+    from evaluator.harness.run_record import RunRecord, write_run_record
+    from tools.ablation import conversation_indices
+
+    dataset = "data/crag-mm-mini/multi-turn"
+    write_run_record(tmp_path, RunRecord(dataset=dataset, split=None))  # a run from before splits were recorded
+    found = conversation_indices(tmp_path)
+    ds, _, _ = load_split(dataset, None, "validation")
+    expected = {c.session_id: c.index for c in read_conversations(ds)}
+    assert found == expected and sorted(found.values()) == list(range(len(expected))) and len(expected) > 2
