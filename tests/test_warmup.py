@@ -35,3 +35,52 @@ def test_warm_up_is_on_for_the_gpu_profile_and_off_for_cpu():
 def test_a_failing_stage_does_not_stop_the_agent_loading():
     agent = make_agent("full", warmup_at_load=True, fail={"answer": lambda request: True})
     assert "answer" in agent.warmup_s and ("verify", 8) in agent.engines.vlm.calls
+
+
+def warm_agent(pipeline, scored: list, **overrides):
+    """A CRUISE agent warmed at load over `pipeline`; its reranker records every (query, chunk)."""
+    from agents.cruise_agent import CruiseAgent
+    from agents.engines.base import Engines
+    from testkit.fakes import FunctionReranker, ScriptedEngine
+    from testkit.scripted_chain import VLM_SCRIPT, route
+
+    engines = Engines(ScriptedEngine({"route": route}), ScriptedEngine(VLM_SCRIPT, fail=overrides.pop("fail", None)),
+                      FunctionReranker(lambda query, chunk: scored.append((query, chunk)) or 0.5))
+    return CruiseAgent(pipeline, engines=engines, profile="cpu", preset="full+paper_finalizer", warmup_at_load=True,
+                       batch_size=2, chunker="paper_fields", **overrides)
+
+
+def test_where_the_search_finds_nothing_the_reranker_is_warmed_on_stand_in_passages_of_a_usual_size():
+    from agents.cruise.warmup import PASSAGES
+    from agents.warmup import QUESTION
+    from testkit.fakes import FakePipeline
+
+    scored = []
+    warm_agent(FakePipeline([], None), scored)
+    assert len(scored) == 2 * 10 * len(PASSAGES)  # each turn of the batch of 2, ten copies of each
+    assert {chunk for _, chunk in scored} == set(PASSAGES)
+    assert all(query.startswith(QUESTION) for query, _ in scored)
+
+
+def test_where_the_search_finds_chunks_the_reranker_is_warmed_on_them():
+    from agents.cruise.warmup import PASSAGES
+    from testkit.fakes import FakePipeline
+    from testkit.scripted_chain import IMAGE_HITS
+
+    scored = []
+    warm_agent(FakePipeline(IMAGE_HITS, None), scored)
+    chunks = {chunk for _, chunk in scored}
+    assert any("Route 24 runs from Pimlico to Camden." in chunk for chunk in chunks)
+    assert not chunks & set(PASSAGES)
+
+
+def test_a_healthy_warm_up_logs_nothing_and_a_failing_stage_logs_its_name_and_exception(caplog):
+    from testkit.fakes import FakePipeline
+
+    with caplog.at_level("WARNING", logger="agents.cruise.warmup"):
+        healthy = warm_agent(FakePipeline([], None), [])
+    assert caplog.records == []
+    assert all(isinstance(s, float) and 0 <= s < 60 and s == round(s, 3) for s in healthy.warmup_s.values())
+    with caplog.at_level("WARNING", logger="agents.cruise.warmup"):
+        warm_agent(FakePipeline([], None), [], fail={"answer": lambda request: True})
+    assert [r.getMessage() for r in caplog.records] == ["warm-up: stage answer failed: RuntimeError: scripted failure in answer"]

@@ -33,6 +33,10 @@ class WarmRun:
 
     size: int
     seconds: dict[str, float] = field(default_factory=dict)
+    errors: list[list[str]] = field(default_factory=list)  # per turn, a stage's notes (BatchState.call writes them)
+
+    def __post_init__(self):
+        self.errors = [[] for _ in range(self.size)]
 
     def alive(self) -> list[int]:
         return list(range(self.size))
