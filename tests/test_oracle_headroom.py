@@ -65,3 +65,46 @@ def test_a_system_runs_plain_then_each_oracle_in_its_own_folder_with_its_setting
     assert plain == tmp_path / "qa_dragon" / "plain" and oracles == [tmp_path / "qa_dragon" / s for s in ("region", "entity")]
     assert [(s.preset, s.oracle, s.dataset, s.split, s.set, s.dataset_type) for s in asked] == [
         ("qa_dragon", oracle, "data/diag", "test", ("tau_ret=0.5",), "single-turn") for oracle in (None, "region", "entity")]
+
+
+def test_the_tool_runs_each_system_plain_and_under_each_oracle_and_writes_the_headroom_table(
+        plain_and_oracle, tmp_path, monkeypatch, capsys):
+    """main over faked runs (tools/runs.py `run_once` is what it calls): the plain run is a copy of
+    the plain run above, each oracle run a copy of the oracle run, recorded under its oracle."""
+    import shutil
+
+    def run_once(settings):
+        target = Path(settings.output_dir)
+        shutil.copytree(plain_and_oracle["entity" if settings.oracle else "plain"], target)
+        config = target / "run_config.json"
+        config.write_text(json.dumps({**json.loads(config.read_text()), "oracle": settings.oracle}))
+        return target
+
+    monkeypatch.setattr(oracle_headroom, "run_once", run_once)
+    out = tmp_path / "headroom"
+    oracle_headroom.main(["--systems", "qa_dragon", "--oracles", "region", "entity", "--output-dir", str(out),
+                          "--dataset", "data/diag"])
+    text = (out / "headroom.md").read_text()
+    assert capsys.readouterr().out == f"{text}\nwritten to {out / 'headroom.md'} and headroom.json\n"
+    table = text.split("Each oracle against its plain run (paired over the same turns):\n\n")[1].splitlines()
+    assert table[0] == ("| system | oracle | turns | accuracy plain -> oracle | difference [95%] | truthfulness plain "
+                        "-> oracle | difference [95%] | fixed | broken |")
+    for line, oracle in zip(table[2:], ("region", "entity")):
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        assert cells[:4] == ["qa_dragon (qa_dragon)", oracle, "5", "0.400 -> 0.600"]
+        assert cells[4].startswith("+0.200 [") and cells[5] == "0.200 -> 0.600" and cells[7:] == ["2", "1"]
+    saved = json.loads((out / "headroom.json").read_text())
+    assert [label for label, _ in saved["runs"]] == ["qa_dragon (qa_dragon) plain", "qa_dragon (qa_dragon) region",
+                                                     "qa_dragon (qa_dragon) entity"]
+    assert [(r["system"], r["oracle"], r["fixed"], r["broken"]) for r in saved["results"]] == [
+        ("qa_dragon (qa_dragon)", "region", 2, 1), ("qa_dragon (qa_dragon)", "entity", 2, 1)]
+    assert text.startswith("Stages against the human labels (passed / labelled turns):\n\n| run |")
+
+
+def test_finished_runs_are_compared_without_running_or_writing_anything(plain_and_oracle, tmp_path, capsys):
+    oracle_headroom.main(["--compare", str(plain_and_oracle["plain"]), str(plain_and_oracle["entity"]),
+                          "--output-dir", str(tmp_path / "unused")])
+    printed = capsys.readouterr().out
+    # the system is named from the plain run's record: its agent class, under the preset it recorded
+    assert "| AnswerTableAgent (full) | entity | 5 | 0.400 -> 0.600 | +0.200 [" in printed
+    assert "written to" not in printed and not (tmp_path / "unused").exists()
