@@ -131,3 +131,38 @@ def test_our_wording_against_a_checkouts_prompt(run_dir, servers):
     # side B's requests carry the checkout's system message, side A's ours
     assert all(body["messages"][0]["content"].startswith("Fixture grader.") for _, _, body in b.requests)
     assert not any(body["messages"][0]["content"].startswith("Fixture grader.") for _, _, body in a.requests)
+
+
+def test_judge_a_is_the_runs_own_judge_and_b_differs_only_where_told(run_dir, monkeypatch):
+    """Which judges are compared, read off the run: its judge model, endpoint and, where its latest
+    judging used the official prompt, that checkout (run_summary.json's record over the run's). The
+    judging itself (evaluator/scoring/agreement.py) is faked: each side records the judge it got."""
+    from types import SimpleNamespace
+
+    monkeypatch.setattr(judge_agreement, "build_judge", lambda model, base_url, prompt_from, rules, workers:
+                        (model, base_url, prompt_from, rules.name, workers))
+    monkeypatch.setattr(judge_agreement, "judge_side", lambda judge, records, rule, saved:
+                        SimpleNamespace(judge=judge, turns=len(records), saved=saved, asked=3))
+    monkeypatch.setattr(judge_agreement, "compare", lambda records, rule, a, b: SimpleNamespace(a=a, b=b, notes=[]))
+    config = json.loads((run_dir / "run_config.json").read_text())
+    (run_dir / "run_config.json").write_text(json.dumps({**config, "judge_base_url": "http://judge-a/v1",
+                                                         "judge_prompt": {"official": True, "path": "/old"}}))
+    (run_dir / "run_summary.json").write_text(json.dumps({"judge_prompt_origin": {"official": True, "path": "/co"}}))
+    found = judge_agreement.judge_agreement(run_dir, model_b="judge-b", num_workers=3)
+    rules = found.a.judge[3]
+    assert found.a.judge == ("judge-a", "http://judge-a/v1", "/co", rules, 3) and found.a.turns == 14
+    assert found.b.judge == ("judge-b", "http://judge-a/v1", "/co", rules, 3)
+    assert found.notes == ["requests sent: A 3, B 3 (the rest came from the run or the cache)"]
+    # without a summary the run's own record says which prompt judged it; our wording: no checkout
+    (run_dir / "run_summary.json").unlink()
+    assert judge_agreement.judge_agreement(run_dir).a.judge[2] == "/old"
+    (run_dir / "run_config.json").write_text(json.dumps({**config, "judge_prompt": {"official": False, "path": "x"}}))
+    found = judge_agreement.judge_agreement(run_dir, model_a="judge-c", base_url_b="http://b", prompt_from_b="/b")
+    assert found.a.judge[:3] == ("judge-c", None, None) and found.b.judge[:3] == ("judge-c", "http://b", "/b")
+
+
+def test_a_run_without_saved_answers_is_refused_in_one_line(tmp_path):
+    from evaluator.scoring.agreement import AgreementError
+
+    with pytest.raises(AgreementError, match=rf"^{tmp_path} holds no saved answers \(answers\.jsonl\)$"):
+        judge_agreement.judge_agreement(tmp_path)
