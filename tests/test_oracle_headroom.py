@@ -108,3 +108,33 @@ def test_finished_runs_are_compared_without_running_or_writing_anything(plain_an
     # the system is named from the plain run's record: its agent class, under the preset it recorded
     assert "| AnswerTableAgent (full) | entity | 5 | 0.400 -> 0.600 | +0.200 [" in printed
     assert "written to" not in printed and not (tmp_path / "unused").exists()
+
+
+def test_by_default_the_three_systems_run_under_every_oracle_on_the_test_split_of_the_labelled_set(
+        plain_and_oracle, tmp_path, monkeypatch, capsys):
+    from evaluator.settings import ORACLE_STAGES
+
+    given = []
+
+    def run_system(args, system):
+        given.append((system.key, args))
+        return plain_and_oracle["plain"], [plain_and_oracle["entity"]]
+
+    monkeypatch.setattr(oracle_headroom, "run_system", run_system)
+    oracle_headroom.main(["--output-dir", str(tmp_path)])
+    assert [key for key, _ in given] == ["full", "qa_dragon", "sam_rag"]
+    args = given[0][1]
+    assert (args.oracles, args.dataset, args.split, args.set, args.compare) == (
+        list(ORACLE_STAGES), oracle_headroom.DEFAULT_DATASET, "test", [], None)
+    assert oracle_headroom.DEFAULT_DATASET == oracle_headroom.REPO_ROOT / "data" / "crag-mm-mini" / "diagnostics"
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as done:
+        oracle_headroom.main(["--help"])
+    shown = " ".join(capsys.readouterr().out.split())
+    assert done.value.code == 0 and shown.startswith("usage: ")
+    for text in ("--systems PRESET|SYSTEM[@PRESET] [PRESET|SYSTEM[@PRESET] ...]",
+                 "presets, or systems by name (registered, installed, MODULE:NAME)", "a stage-labelled dataset",
+                 "--set FIELD=VALUE", "handed to every run", "--compare RUN [RUN ...]",
+                 "compare finished runs only: the plain run, then its oracle runs",
+                 oracle_headroom.__doc__.splitlines()[0]):
+        assert text in shown, text
