@@ -295,3 +295,25 @@ def test_the_ablation_reads_each_conversations_index_in_the_split_its_run_record
     ds, _, _ = load_split(dataset, None, "validation")
     expected = {c.session_id: c.index for c in read_conversations(ds)}
     assert found == expected and sorted(found.values()) == list(range(len(expected))) and len(expected) > 2
+
+
+def test_the_replay_rebuilds_the_config_a_run_recorded_whether_or_not_its_agent_described_itself(tmp_path):
+    from agents.config.loading import load_config_from_settings
+    from evaluator.harness.run_record import RunRecord, write_run_record
+    from tools.calibrate import recorded_config
+
+    described = load_config_from_settings("cpu", "no_cov", ["tau_ret=0.4"])
+    write_run_record(tmp_path / "new", RunRecord(agent_description={"config": described.flat()},
+                                                 profile="l40s", preset="full"))
+    cfg = recorded_config(tmp_path / "new")
+    assert (cfg.preset, cfg.own.tau_ret) == ("no_cov", 0.4)  # the description wins over the profile and preset
+    # a run from before agents described themselves: its profile, preset and --set
+    write_run_record(tmp_path / "old", RunRecord(profile="served", preset="no_cov", args={"set": ["tau_ret=0.3"]}))
+    cfg = recorded_config(tmp_path / "old")
+    assert (cfg.profile, cfg.preset, cfg.own.tau_ret) == ("served", "no_cov", 0.3)
+    # a profile of its own is read as cpu's; a --set this release refuses is left out
+    write_run_record(tmp_path / "odd", RunRecord(profile="mine", preset="no_cov", args={"set": ["no_such_field=1"]}))
+    cfg = recorded_config(tmp_path / "odd")
+    assert (cfg.profile, cfg.preset) == ("cpu", "no_cov") and cfg == load_config("cpu", "no_cov")
+    write_run_record(tmp_path / "bare", RunRecord())
+    assert recorded_config(tmp_path / "bare") == load_config("cpu", "full")
