@@ -68,9 +68,10 @@ def weak_retrieval(*, is_real_time: bool, has_context: bool, retrieval_score: fl
 def decided_before_answer(route: Route, evidence: Evidence, cfg: CruiseConfig) -> bool:
     """Whether the finalizer will say "I don't know" whatever the answers and checks say
     (`skip_decided_turns`): it runs, and its first two rules decide the turn."""
+    score = evidence.retrieval_score or 0.0  # nothing retrieved: as weak as a score of 0
     return cfg.answer.use_finalizer and weak_retrieval(
-        is_real_time=route.is_real_time, has_context=bool(evidence.context), retrieval_score=evidence.retrieval_score
-        or 0.0, tau_ret=cfg.own.tau_ret, tau_ret_scope=cfg.own.tau_ret_scope) is not None
+        is_real_time=route.is_real_time, has_context=bool(evidence.context), retrieval_score=score,
+        tau_ret=cfg.own.tau_ret, tau_ret_scope=cfg.own.tau_ret_scope) is not None
 
 
 def decision_inputs(route: Route, evidence: Evidence, answers: Answers, check: Verification) -> dict:
