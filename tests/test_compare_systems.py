@@ -330,3 +330,20 @@ def test_main_writes_to_a_new_timestamped_folder_under_outputs_when_none_is_give
     assert sorted(p.name for p in made[0].iterdir()) == ["calibration-full.json", "calibration-traces", "runs",
                                                           "systems.json", "systems.md"]
     assert Path(runs[-1].output_dir) == made[0] / "runs" / "single-turn" / "rag_baseline"
+
+
+def test_the_tools_defaults_and_help_name_the_three_systems_the_datasets_and_the_documents_markers(capsys):
+    args = parse_args([])
+    assert (args.systems, args.datasets, args.output_dir, args.write_doc, args.profile) == (
+        ["full", "qa_dragon", "sam_rag", "rag_baseline"], ["single-turn", "multi-turn"], None, None, "cpu")
+    with pytest.raises(SystemExit) as done:
+        parse_args(["--help"])
+    shown = "".join(capsys.readouterr().out.split())  # argparse wraps lines, at hyphens too
+    assert done.value.code == 0 and shown.startswith("usage:python-mtools.compare_systems")
+    for text in ("--systems PRESET|SYSTEM[@PRESET] [PRESET|SYSTEM[@PRESET] ...]", "systems by name (registered, "
+                 "installed, MODULE:NAME) to compare; the first table pairs each with full",
+                 "--datasets {single-turn,multi-turn} [{single-turn,multi-turn} ...]",
+                 "default: outputs/systems-<timestamp>", "--write-doc FILE",
+                 f"also write the tables between {DOC_START} and {DOC_END} in FILE",
+                 "1. Each system that has verifiers with thresholds"):  # the module's text, as written
+        assert "".join(text.split()) in shown, text
