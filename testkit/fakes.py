@@ -92,6 +92,17 @@ class FunctionReranker(Reranker):
         return [self.score_pair(query, chunk) for query, chunk in pairs]
 
 
+class WithoutWebFlag:
+    """A search pipeline (wrapping another) that does not say whether it has a web index (only the official
+    UnifiedSearchPipeline sets `web_search`): it is tried."""
+
+    def __init__(self, pipeline):
+        self.pipeline = pipeline
+
+    def __call__(self, query, k=5):
+        return self.pipeline(query, k)
+
+
 class FakePipeline:
     """Image search returns `image_hits`; text search returns `web_hits` (or raises, Task 1)."""
 

@@ -22,7 +22,7 @@ from agents.stages.s2a_decompose import read_question_type, read_sub_queries
 from agents.stages.s2b_crop import read_box, tile_crops
 from agents.stages.s3_retrieve import fuse_image_hits
 from agents.stages.s5a_relevance import read_relevance
-from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
+from testkit.fakes import FakePipeline, FunctionReranker, ScriptedEngine, WithoutWebFlag, last_user_text
 
 # The scripted VLMs write the paper's "CONFIDENCE: x" CoV reply: every agent here runs the
 # paper_finalizer preset over the cpu profile (agents/config/presets.py PRESETS).
@@ -382,17 +382,6 @@ def test_the_reports_funnel_and_table_show_the_peer_stages():
     assert rows["turns cropped / crops searched"] == "2 / 2"
     assert rows["entities checked / rejected"] == "4 / 2"
     assert peer_rows(peer_stage_counts([])) == []
-
-
-class WithoutWebFlag:
-    """A search pipeline that does not say whether it has a web index (only the official
-    UnifiedSearchPipeline sets `web_search`): it is tried."""
-
-    def __init__(self, pipeline):
-        self.pipeline = pipeline
-
-    def __call__(self, query, k=5):
-        return self.pipeline(query, k)
 
 
 @pytest.mark.parametrize("pipeline, asked", [

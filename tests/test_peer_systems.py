@@ -34,7 +34,7 @@ from agents.peers.sam_rag.support import read_support
 from agents.runtime.batch import decide_from_trace
 from agents.runtime.system import Decision
 from evaluator.harness.run_record import RunRecord
-from testkit.fakes import IDK_SPELLINGS, FakePipeline, FunctionReranker, ScriptedEngine, last_user_text
+from testkit.fakes import IDK_SPELLINGS, FakePipeline, FunctionReranker, ScriptedEngine, WithoutWebFlag, last_user_text
 from testkit.scripted_peers import CAFE, CAFE_HIT, CAR, CAR_PAGE, UMBRELLAS, qa_dragon_engines
 
 
@@ -149,20 +149,9 @@ def test_task_one_without_web_search_verifies_with_the_image_search():
     assert set(pipeline.calls) == {"image"} and "no web search" in trace["tool_rule"]
 
 
-class Unlabelled:
-    """A search pipeline that does not say whether it has a web index (only the official
-    UnifiedSearchPipeline sets `web_search`): it is tried."""
-
-    def __init__(self, pipeline):
-        self.pipeline = pipeline
-
-    def __call__(self, query, k=5):
-        return self.pipeline(query, k)
-
-
 @pytest.mark.parametrize("pipeline, web", [(FakePipeline([CAFE_HIT], [CAR_PAGE]), True),
                                            (FakePipeline([CAFE_HIT], None), False),
-                                           (Unlabelled(FakePipeline([CAFE_HIT], [CAR_PAGE])), True)])
+                                           (WithoutWebFlag(FakePipeline([CAFE_HIT], [CAR_PAGE])), True)])
 def test_the_tool_router_of_a_rag_turn_searches_the_web_only_where_the_pipeline_can(pipeline, web):
     agent = qa_dragon_agent(pipeline)
     _, (first, cafe) = ask(agent, CAR, CAFE)  # the RAG turn second in its batch
